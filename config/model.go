@@ -1,0 +1,199 @@
+package config
+
+import (
+	"time"
+
+	"github.com/flow-run/flow/gates"
+)
+
+// Seed defaults for the attempt and iteration budgets.
+const (
+	DefaultMaxAttempts   = 2
+	DefaultMaxIterations = 4
+	DefaultMaxParallel   = 1
+)
+
+// Workflow is a validated workflow, decoded from YAML or HCL. Every
+// expression and template in it has been compiled; positions point into
+// the file it was loaded from.
+type Workflow struct {
+	// File is the path the workflow was loaded from, as given to Load.
+	File string
+	// Format is "yaml" or "hcl".
+	Format string
+	// Source is the file's bytes, kept for diagnostics and the digest.
+	Source []byte `cmp:"-"`
+
+	Name        string
+	Description string
+	// Vars holds the declared variables; VarOrder lists their names in
+	// file order.
+	Vars     map[string]string
+	VarOrder []string
+	Defaults Defaults
+	// Agents maps an agent name to how its sessions are started.
+	Agents map[string]*Agent
+	// Steps lists the steps in file order.
+	Steps       []*Step
+	MaxParallel int
+	// Cleanup is the session that run_cleanup starts, or nil.
+	Cleanup *Cleanup
+	Signals Signals
+
+	// Pos is where the workflow's name is declared.
+	Pos Pos
+}
+
+// Defaults are the values a step takes when it does not set its own.
+type Defaults struct {
+	MaxAttempts   *Limit
+	MaxIterations *Limit
+	Timeout       *Duration
+	IdleTimeout   *Duration
+	Agent         string
+	AgentPos      Pos
+	Retry         *Retry
+}
+
+// Agent says how a session of an agent is started: Run is a shell
+// command that reads the prompt from $FLOW_PROMPT or $FLOW_PROMPT_FILE.
+type Agent struct {
+	Name string
+	Run  *Template
+	Env  map[string]*Template
+	Pos  Pos
+}
+
+// StepKind is what a step does: run a command, prompt an agent or wait
+// for a human.
+type StepKind string
+
+// The step kinds.
+const (
+	KindCommand StepKind = "command"
+	KindAgent   StepKind = "agent"
+	KindHuman   StepKind = "human"
+)
+
+// Step is one node of the workflow.
+type Step struct {
+	ID   string
+	Pos  Pos
+	Kind StepKind
+
+	// Run is the command of a command step.
+	Run *Template
+	// Prompt is the prompt of an agent step given inline; PromptFile is
+	// the prompt file (already read and compiled into Prompt) and its path
+	// relative to the workflow file.
+	Prompt     *Template
+	PromptFile string
+	// Agent is the agent of an agent step, after defaults.agent.
+	Agent string
+	Human *Human
+
+	// Needs lists the dependencies after applying the file-order rule:
+	// a step without needs depends on the step before it.
+	Needs []string
+	// NeedsPos is where needs was written, or the step's position.
+	NeedsPos Pos
+	// NeedsSet is true when the file wrote needs explicitly.
+	NeedsSet bool
+
+	When       *Expr
+	Gate       *Gate
+	LoopBackTo string
+	LoopPos    Pos
+
+	MaxAttempts   *Limit
+	MaxIterations *Limit
+	Retry         *Retry
+	RetryIf       *Expr
+	Timeout       *Duration
+	IdleTimeout   *Duration
+	Artifacts     []*Template
+	Env           map[string]*Template
+}
+
+// Gate decides, after a step's session succeeded, whether its work passes.
+type Gate struct {
+	Pass          *Expr
+	Fail          *Expr
+	Check         *Template
+	LoopBackTo    string
+	LoopPos       Pos
+	MaxIterations *Limit
+	Pos           Pos
+}
+
+// Human is the definition of a human step.
+type Human struct {
+	Message     *Template
+	Timeout     *Duration
+	AutoApprove *Expr
+}
+
+// Retry spaces out the attempts of a step.
+type Retry struct {
+	Backoff    time.Duration
+	MaxBackoff time.Duration
+	Jitter     bool
+}
+
+// Cleanup is the session started by the run_cleanup control state.
+type Cleanup struct {
+	Run    *Template
+	Prompt *Template
+	Agent  string
+}
+
+// Signals holds the words that, alone on an output line, set signals.
+type Signals struct {
+	Done string
+	Pass string
+	Fail string
+}
+
+// Pos is a position in a workflow file; Line and Col are 1-based.
+type Pos struct {
+	File string
+	Line int
+	Col  int
+}
+
+// Expr is an expression written in a workflow, compiled at load.
+type Expr struct {
+	Src  string
+	Pos  Pos
+	prog *gates.Program
+}
+
+// Program returns the compiled expression.
+func (e *Expr) Program() *gates.Program { return e.prog }
+
+// Template is a string written in a workflow with {{ expr }} parts,
+// compiled at load.
+type Template struct {
+	Src  string
+	Pos  Pos
+	tmpl *gates.Template
+}
+
+// Compiled returns the compiled template.
+func (t *Template) Compiled() *gates.Template { return t.tmpl }
+
+// Limit is a budget (max_attempts, max_iterations): a constant, or an
+// expression evaluated when the budget is needed.
+type Limit struct {
+	N    int
+	Expr *Expr
+	Pos  Pos
+}
+
+// Duration is a duration: a constant, or an expression evaluated when
+// it is needed (its value a duration string or a number of seconds).
+type Duration struct {
+	D    time.Duration
+	Expr *Expr
+	Pos  Pos
+}

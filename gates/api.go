@@ -1,0 +1,119 @@
+package gates
+
+// This file fixes the API of the gates package; the implementation
+// lives beside it.
+
+import (
+	"time"
+
+	"github.com/spf13/afero"
+)
+
+// Kind is the type an expression must produce.
+type Kind int
+
+// The kinds of expression results.
+const (
+	// Any accepts any value.
+	Any Kind = iota
+	// Bool requires a boolean (when, gate.pass, gate.fail, retry_if,
+	// human.auto_approve).
+	Bool
+)
+
+// Scope lists the names an expression may reference, so that unknown
+// steps and vars are rejected at compile time.
+type Scope struct {
+	// Steps are the ids of the workflow's steps.
+	Steps []string
+	// Vars are the names of the workflow's vars.
+	Vars []string
+}
+
+// Error is a compile error, positioned inside the expression or
+// template source: Line and Col are 1-based and count runes of the
+// source text as given (for a template, of the whole template string).
+type Error struct {
+	Line, Col int
+	// Offset is the 0-based byte offset of the error in the source.
+	Offset int
+	Msg    string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// RunInfo is `run` in the expression environment.
+type RunInfo struct {
+	ID        string    `expr:"id"`
+	Workflow  string    `expr:"workflow"`
+	StartedAt time.Time `expr:"started_at"`
+	Iteration int       `expr:"iteration"`
+}
+
+// StepInfo is `steps.<id>` in the expression environment.
+type StepInfo struct {
+	Status    string            `expr:"status"`
+	Attempts  int               `expr:"attempts"`
+	Iteration int               `expr:"iteration"`
+	ExitCode  int               `expr:"exit_code"`
+	Output    string            `expr:"output"`
+	Signals   map[string]bool   `expr:"signals"`
+	Verdict   string            `expr:"verdict"`
+	Metrics   map[string]string `expr:"metrics"`
+	Artifacts []string          `expr:"artifacts"`
+	Report    map[string]any    `expr:"report"`
+	Input     map[string]any    `expr:"input"`
+	Error     string            `expr:"error"`
+	Duration  time.Duration     `expr:"duration"`
+}
+
+// Feedback is `feedback`: why a loop-back re-entered the current step.
+type Feedback struct {
+	Step   string         `expr:"step"`
+	Reason string         `expr:"reason"`
+	Report map[string]any `expr:"report"`
+}
+
+// CheckInfo is `check`: the result of a gate's check command.
+type CheckInfo struct {
+	ExitCode int    `expr:"exit_code"`
+	Output   string `expr:"output"`
+}
+
+// Env is the data an expression is evaluated against. The zero value
+// of every field is valid. File functions (file_exists, read_file,
+// read_json, glob) read FS relative to Dir; now() returns Now.
+type Env struct {
+	Vars  map[string]string
+	Env   map[string]string
+	Run   RunInfo
+	Steps map[string]StepInfo
+
+	// The step being decided.
+	ExitCode  int
+	Output    string
+	Signals   map[string]bool
+	Verdict   string
+	Metrics   map[string]string
+	Report    map[string]any
+	Attempt   int
+	Iteration int
+	Error     string
+	Feedback  Feedback
+	Check     CheckInfo
+
+	FS  afero.Fs
+	Dir string
+	Now time.Time
+}
+
+// Compile compiles an expression once, checking it against the typed
+// environment and scope. Errors are *Error.
+//   func Compile(src string, scope Scope, kind Kind) (*Program, error)
+// Program evaluation:
+//   func (p *Program) Eval(env *Env) (any, error)
+//   func (p *Program) EvalBool(env *Env) (bool, error)
+// Templates ({{ expr }} parts in a string):
+//   func CompileTemplate(src string, scope Scope) (*Template, error)
+//   func (t *Template) Render(env *Env) (string, error)
+//   func (t *Template) Static() (string, bool) // the text when it has no {{ }}
