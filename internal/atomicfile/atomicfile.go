@@ -1,0 +1,100 @@
+package atomicfile
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/afero"
+)
+
+// tempMarker separates a target's name from the random suffix of its
+// temporary files.
+const tempMarker = ".tmp-"
+
+// WriteFile writes data to name so that no reader ever sees a torn file.
+// It writes a temporary file in the same directory (name + ".tmp-" + a
+// random suffix) with permissions perm, syncs and closes it, renames it
+// over name and then, best effort, syncs the directory. On any failure
+// the temporary file is removed and the old file is untouched.
+func WriteFile(fs afero.Fs, name string, data []byte, perm os.FileMode) (err error) {
+	tmp, f, err := createTemp(fs, name, perm)
+	if err != nil {
+		return fmt.Errorf("create temporary file for %s: %w", name, err)
+	}
+	defer func() {
+		if err != nil {
+			if f != nil {
+				_ = f.Close()
+			}
+			_ = fs.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", tmp, err)
+	}
+	err = f.Close()
+	f = nil
+	if err != nil {
+		return fmt.Errorf("close %s: %w", tmp, err)
+	}
+	if err = fs.Rename(tmp, name); err != nil {
+		return fmt.Errorf("replace %s: %w", name, err)
+	}
+	syncDir(fs, filepath.Dir(name))
+	return nil
+}
+
+// createTemp creates a new, exclusive temporary file beside name.
+func createTemp(fs afero.Fs, name string, perm os.FileMode) (string, afero.File, error) {
+	var b [8]byte
+	for range 10 {
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", nil, err
+		}
+		tmp := name + tempMarker + hex.EncodeToString(b[:])
+		f, err := fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		return tmp, f, nil
+	}
+	return "", nil, fmt.Errorf("no unused temporary name beside %s", name)
+}
+
+// syncDir makes a completed rename durable. It is best effort: errors
+// are ignored because not every file system can sync a directory.
+func syncDir(fs afero.Fs, dir string) {
+	d, err := fs.Open(dir)
+	if err != nil {
+		return
+	}
+	_ = d.Sync()
+	_ = d.Close()
+}
+
+// IsTemp reports whether path names a temporary file left by WriteFile,
+// for example by a process killed before its rename.
+func IsTemp(path string) bool {
+	base := filepath.Base(path)
+	i := strings.LastIndex(base, tempMarker)
+	if i <= 0 {
+		return false
+	}
+	suffix := base[i+len(tempMarker):]
+	if len(suffix) != 16 {
+		return false
+	}
+	_, err := hex.DecodeString(suffix)
+	return err == nil
+}
