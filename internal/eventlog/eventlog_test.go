@@ -1,0 +1,443 @@
+package eventlog
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flow-run/flow/internal/faultfs"
+	"github.com/spf13/afero"
+)
+
+const logPath = "/run/events.jsonl"
+
+var t0 = time.Date(2025, 1, 15, 14, 30, 0, 0, time.UTC)
+
+func ev(typ, step string) Event {
+	return Event{At: NewTime(t0), Type: typ, Step: step}
+}
+
+func openLog(t *testing.T, fs afero.Fs) *Log {
+	t.Helper()
+	l, err := Open(fs, logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+func mustAppend(t *testing.T, l *Log, e Event) Event {
+	t.Helper()
+	got, err := l.Append(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func seqs(events []Event) []int64 {
+	out := []int64{}
+	for _, e := range events {
+		out = append(out, e.Seq)
+	}
+	return out
+}
+
+func TestAppendAndRead(t *testing.T) {
+	fs := afero.NewMemMapFs()
+	l := openLog(t, fs)
+	e := ev("run_started", "")
+	e.Data = json.RawMessage(`{ "workflow": "sdlc",
+		"vars": {"a": "<b>"} }`)
+	got := mustAppend(t, l, e)
+	if got.Seq != 1 {
+		t.Errorf("first Seq = %d, want 1", got.Seq)
+	}
+	mustAppend(t, l, ev("step_started", "coding"))
+	mustAppend(t, l, Event{Seq: 10, At: NewTime(t0), Type: "step_completed", Step: "coding"})
+	if got := mustAppend(t, l, ev("run_completed", "")); got.Seq != 11 {
+		t.Errorf("Seq after 10 = %d, want 11", got.Seq)
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+
+	raw, _ := afero.ReadFile(fs, logPath)
+	lines := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("file has %d lines, want 4:\n%s", len(lines), raw)
+	}
+	wantFirst := `{"seq":1,"at":"2025-01-15T14:30:00.000000Z","type":"run_started","data":{"workflow":"sdlc","vars":{"a":"<b>"}}}`
+	if lines[0] != wantFirst {
+		t.Errorf("line 1 = %s\nwant     %s", lines[0], wantFirst)
+	}
+
+	tests := []struct {
+		after int64
+		want  []int64
+	}{
+		{0, []int64{1, 2, 10, 11}},
+		{-1, []int64{1, 2, 10, 11}},
+		{2, []int64{10, 11}},
+		{5, []int64{10, 11}},
+		{11, []int64{}},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("after=%d", tt.after), func(t *testing.T) {
+			events, err := Read(fs, logPath, tt.after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(seqs(events)); got != fmt.Sprint(tt.want) {
+				t.Errorf("seqs = %s, want %s", got, fmt.Sprint(tt.want))
+			}
+		})
+	}
+	events, _ := Read(fs, logPath, 1)
+	if events[0].Step != "coding" || events[0].Type != "step_started" || !events[0].At.Equal(t0) {
+		t.Errorf("event 2 = %+v", events[0])
+	}
+}
+
+func TestAppendRejects(t *testing.T) {
+	tests := []struct {
+		name string
+		e    Event
+	}{
+		{"seq equal to last", Event{Seq: 2, Type: "x"}},
+		{"seq before last", Event{Seq: 1, Type: "x"}},
+		{"negative seq", Event{Seq: -5, Type: "x"}},
+		{"empty type", Event{Type: ""}},
+		{"invalid data", Event{Type: "x", Data: json.RawMessage(`{"a":`)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := afero.NewMemMapFs()
+			l := openLog(t, fs)
+			mustAppend(t, l, ev("a", ""))
+			mustAppend(t, l, ev("b", ""))
+			if _, err := l.Append(tt.e); err == nil {
+				t.Fatal("Append succeeded")
+			}
+			if l.LastSeq() != 2 {
+				t.Errorf("LastSeq = %d, want 2", l.LastSeq())
+			}
+			if got := mustAppend(t, l, ev("c", "")); got.Seq != 3 {
+				t.Errorf("next Seq = %d, want 3", got.Seq)
+			}
+			events, err := Read(fs, logPath, 0)
+			if err != nil || len(events) != 3 {
+				t.Fatalf("Read = %d events, %v; want 3, nil", len(events), err)
+			}
+		})
+	}
+}
+
+func TestReopenContinuesSeq(t *testing.T) {
+	fs := afero.NewMemMapFs()
+	l, err := Open(fs, logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, ev("a", ""))
+	mustAppend(t, l, ev("b", ""))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(ev("c", "")); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("Append after Close = %v, want os.ErrClosed", err)
+	}
+	l = openLog(t, fs)
+	if l.LastSeq() != 2 {
+		t.Fatalf("LastSeq after reopen = %d, want 2", l.LastSeq())
+	}
+	if got := mustAppend(t, l, ev("c", "")); got.Seq != 3 {
+		t.Errorf("Seq = %d, want 3", got.Seq)
+	}
+}
+
+const (
+	line1 = `{"seq":1,"at":"2025-01-15T14:30:00.000000Z","type":"a"}` + "\n"
+	line2 = `{"seq":2,"at":"2025-01-15T14:30:00.000000Z","type":"b"}` + "\n"
+)
+
+func TestTornAndDamagedFiles(t *testing.T) {
+	tests := []struct {
+		name     string
+		content  string
+		wantSeqs []int64 // nil: Read and Open fail
+		wantErr  string
+		keep     string // file content after Open, before appending
+	}{
+		{"empty", "", []int64{}, "", ""},
+		{"clean", line1 + line2, []int64{1, 2}, "", line1 + line2},
+		{"torn prefix", line1 + line2[:20], []int64{1}, "", line1},
+		{"complete json without newline", line1 + strings.TrimSuffix(line2, "\n"), []int64{1}, "", line1},
+		{"garbage last line", line1 + "\x00\x00\x00\n", []int64{1}, "", line1},
+		{"nul bytes unterminated", line1 + "\x00\x00", []int64{1}, "", line1},
+		{"blank lines", "\n" + line1 + "\n" + line2, []int64{1, 2}, "", "\n" + line1 + "\n" + line2},
+		{"invalid middle line", line1 + "{oops\n" + line2, nil, logPath + ":2: invalid event", ""},
+		{"seq not increasing", line2 + line1 + line2, nil, logPath + ":2: invalid event: seq 1 is not after 2", ""},
+		{"seq zero", `{"seq":0,"type":"a"}` + "\n" + line1, nil, logPath + ":1:", ""},
+		{"bad time", `{"seq":1,"at":"yesterday","type":"a"}` + "\n" + line2, nil, logPath + ":1:", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := afero.NewMemMapFs()
+			if err := afero.WriteFile(fs, logPath, []byte(tt.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			events, err := Read(fs, logPath, 0)
+			if tt.wantSeqs == nil {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Read err = %v, want one containing %q", err, tt.wantErr)
+				}
+				if _, err := Open(fs, logPath); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Open err = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(seqs(events)) != fmt.Sprint(tt.wantSeqs) {
+				t.Fatalf("Read seqs = %v, want %v", seqs(events), tt.wantSeqs)
+			}
+			l := openLog(t, fs)
+			if raw, _ := afero.ReadFile(fs, logPath); string(raw) != tt.keep {
+				t.Errorf("after Open file = %q, want %q", raw, tt.keep)
+			}
+			e := mustAppend(t, l, ev("next", ""))
+			events, err = Read(fs, logPath, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(events); n != len(tt.wantSeqs)+1 || events[n-1].Seq != e.Seq {
+				t.Errorf("after append: seqs %v, appended %d", seqs(events), e.Seq)
+			}
+		})
+	}
+}
+
+func TestReadMissing(t *testing.T) {
+	_, err := Read(afero.NewMemMapFs(), "/none/events.jsonl", 0)
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("err = %v, want one wrapping os.ErrNotExist", err)
+	}
+}
+
+func TestOpenCreatesDirectories(t *testing.T) {
+	fs := afero.NewMemMapFs()
+	l, err := Open(fs, "/a/b/c/events.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.LastSeq() != 0 {
+		t.Errorf("LastSeq = %d, want 0", l.LastSeq())
+	}
+	if _, err := fs.Stat("/a/b/c/events.jsonl"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestConcurrentAppend(t *testing.T) {
+	fs := afero.NewMemMapFs()
+	l := openLog(t, fs)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				if _, err := l.Append(ev("tick", fmt.Sprint(g))); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	events, err := Read(fs, logPath, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 400 || l.LastSeq() != 400 {
+		t.Errorf("%d events, LastSeq %d; want 400", len(events), l.LastSeq())
+	}
+}
+
+// appendScript opens the log, appends three events, syncs, appends two
+// more and syncs again. It returns the seqs of the events it was told
+// were synced, and the first error.
+func appendScript(fs afero.Fs) (synced []int64, err error) {
+	l, err := Open(fs, logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	var pending []int64
+	for i := range 5 {
+		e, err := l.Append(Event{At: NewTime(t0), Type: "step", Data: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))})
+		if err != nil {
+			return synced, err
+		}
+		pending = append(pending, e.Seq)
+		if i == 2 || i == 4 {
+			if err := l.Sync(); err != nil {
+				return synced, err
+			}
+			synced = append(synced, pending...)
+			pending = nil
+		}
+	}
+	return synced, nil
+}
+
+// TestFaults fails each write, sync and create in turn, torn or not, on
+// a live or a dead disk, and checks that the log stays readable, that
+// every event reported synced is in it, and that reopening it allows
+// appends again.
+func TestFaults(t *testing.T) {
+	counter := faultfs.New(afero.NewMemMapFs(), faultfs.Plan{})
+	if _, err := appendScript(counter); err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []faultfs.Op{faultfs.OpWrite, faultfs.OpSync, faultfs.OpCreate, faultfs.OpMkdir} {
+		for k := 1; k <= counter.Count(op); k++ {
+			for _, plan := range []faultfs.Plan{
+				{Op: op, N: k},
+				{Op: op, N: k, Partial: true},
+				{Op: op, N: k, Partial: true, Sticky: true},
+			} {
+				name := fmt.Sprintf("%v/%d/partial=%v/sticky=%v", op, k, plan.Partial, plan.Sticky)
+				t.Run(name, func(t *testing.T) {
+					base := afero.NewMemMapFs()
+					ffs := faultfs.New(base, plan)
+					synced, err := appendScript(ffs)
+					if !errors.Is(err, faultfs.ErrInjected) {
+						t.Fatalf("err = %v, want ErrInjected", err)
+					}
+					if _, err := base.Stat(logPath); errors.Is(err, os.ErrNotExist) {
+						return // failed before the file was created
+					}
+					events, err := Read(base, logPath, 0)
+					if err != nil {
+						t.Fatalf("log unreadable after fault: %v", err)
+					}
+					have := map[int64]bool{}
+					for i, e := range events {
+						have[e.Seq] = true
+						if e.Seq != int64(i+1) {
+							t.Errorf("event %d has seq %d", i, e.Seq)
+						}
+					}
+					for _, s := range synced {
+						if !have[s] {
+							t.Errorf("synced event %d lost", s)
+						}
+					}
+					l, err := Open(base, logPath)
+					if err != nil {
+						t.Fatalf("reopen: %v", err)
+					}
+					defer l.Close()
+					if _, err := l.Append(ev("resumed", "")); err != nil {
+						t.Fatalf("append after reopen: %v", err)
+					}
+					if after, err := Read(base, logPath, 0); err != nil || len(after) != len(events)+1 {
+						t.Fatalf("after reopen: %d events, %v; want %d", len(after), err, len(events)+1)
+					}
+				})
+			}
+		}
+	}
+}
+
+func TestBrokenAfterFailedSync(t *testing.T) {
+	ffs := faultfs.New(afero.NewMemMapFs(), faultfs.Plan{Op: faultfs.OpSync, N: 1})
+	l, err := Open(ffs, logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	mustAppend(t, l, ev("a", ""))
+	if err := l.Sync(); !errors.Is(err, faultfs.ErrInjected) {
+		t.Fatalf("Sync = %v, want ErrInjected", err)
+	}
+	if _, err := l.Append(ev("b", "")); !errors.Is(err, ErrBroken) {
+		t.Errorf("Append after failed Sync = %v, want ErrBroken", err)
+	}
+}
+
+func TestOs(t *testing.T) {
+	fs := afero.NewOsFs()
+	path := filepath.Join(t.TempDir(), "run", "events.jsonl")
+	l, err := Open(fs, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, ev("a", ""))
+	mustAppend(t, l, ev("b", ""))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Simulate a crash mid-write.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"seq":3,"at":"2025`)
+	f.Close()
+	l, err = Open(fs, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if got := mustAppend(t, l, ev("c", "")); got.Seq != 3 {
+		t.Errorf("Seq = %d, want 3", got.Seq)
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	events, err := Read(fs, path, 0)
+	if err != nil || len(events) != 3 || events[2].Type != "c" {
+		t.Fatalf("Read = %+v, %v", events, err)
+	}
+}
+
+func benchmarkAppend(b *testing.B, syncEvery int) {
+	path := filepath.Join(b.TempDir(), "events.jsonl")
+	l, err := Open(afero.NewOsFs(), path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	e := Event{At: NewTime(t0), Type: "step_completed", Step: "coding",
+		Data: json.RawMessage(`{"attempt":1,"iteration":1,"exit_code":0,"duration":"1.5s"}`)}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if _, err := l.Append(e); err != nil {
+			b.Fatal(err)
+		}
+		if syncEvery > 0 && i%syncEvery == 0 {
+			if err := l.Sync(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkAppend measures an append without sync on the real file system.
+func BenchmarkAppend(b *testing.B) { benchmarkAppend(b, 0) }
+
+// BenchmarkAppendSync measures an append followed by a sync.
+func BenchmarkAppendSync(b *testing.B) { benchmarkAppend(b, 1) }
