@@ -42,6 +42,10 @@ type Workflow struct {
 
 	// Pos is where the workflow's name is declared.
 	Pos Pos
+
+	// index maps a step id to its place in Steps; Load builds it, and
+	// the graph methods fall back to a search without it.
+	index map[string]int
 }
 
 // Defaults are the values a step takes when it does not set its own.

@@ -1,0 +1,542 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flow-run/flow/gates"
+	"github.com/spf13/afero"
+)
+
+// namePattern is what workflow names, step ids and agent names look like.
+var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+
+// envName is what the names of environment variables look like.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// builder turns a raw workflow into the model, compiling and checking
+// every value and collecting every problem.
+type builder struct {
+	raw   *rawWorkflow
+	fs    afero.Fs
+	dir   string // the directory of the workflow file
+	d     *diags
+	scope gates.Scope
+	w     *Workflow
+	// rawNeeds holds the needs each step wrote, until they are resolved.
+	rawNeeds map[*Step][]str
+}
+
+func build(raw *rawWorkflow, fs afero.Fs, path string, d *diags) *Workflow {
+	b := &builder{raw: raw, fs: fs, dir: filepath.Dir(path), d: d, rawNeeds: map[*Step][]str{}}
+	w := &Workflow{
+		File:        path,
+		Source:      raw.src.data,
+		Name:        raw.name.val,
+		Description: raw.description.val,
+		Vars:        map[string]string{},
+		VarOrder:    []string{},
+		Agents:      map[string]*Agent{},
+		MaxParallel: DefaultMaxParallel,
+		Pos:         raw.name.pos(),
+	}
+	b.w = w
+	switch {
+	case !raw.name.set:
+		d.errorf(Pos{File: path, Line: 1, Col: 1}, "name is required")
+	case !namePattern.MatchString(raw.name.val):
+		d.errorf(raw.name.pos(), "name %q: want lowercase letters, digits, _ and -, starting with a letter or digit", raw.name.val)
+	}
+	for _, v := range raw.vars {
+		w.Vars[v.key] = v.val.val
+		w.VarOrder = append(w.VarOrder, v.key)
+		b.scope.Vars = append(b.scope.Vars, v.key)
+	}
+	ids := map[string]bool{}
+	for _, s := range raw.steps {
+		if s.id.set && !ids[s.id.val] {
+			ids[s.id.val] = true
+			b.scope.Steps = append(b.scope.Steps, s.id.val)
+		}
+	}
+	if raw.maxParallel.set {
+		if n, ok := b.count("max_parallel", raw.maxParallel); ok {
+			w.MaxParallel = n
+		}
+	}
+	b.agents()
+	b.defaults()
+	seen := map[string]bool{}
+	for _, rs := range raw.steps {
+		if s := b.step(rs, seen); s != nil {
+			w.Steps = append(w.Steps, s)
+		}
+	}
+	b.cleanup()
+	b.signals()
+	w.index = make(map[string]int, len(w.Steps))
+	for i, s := range w.Steps {
+		if _, dup := w.index[s.ID]; !dup {
+			w.index[s.ID] = i
+		}
+	}
+	b.needs()
+	if !b.cycles() {
+		b.loopBacks()
+	}
+	return w
+}
+
+func (b *builder) agents() {
+	for _, ra := range b.raw.agents {
+		name := ra.name.val
+		if !namePattern.MatchString(name) {
+			b.d.errorf(ra.name.pos(), "agent name %q: want lowercase letters, digits, _ and -, starting with a letter or digit", name)
+		}
+		if _, dup := b.w.Agents[name]; dup {
+			b.d.errorf(ra.name.pos(), "duplicate agent %q", name)
+			continue
+		}
+		a := &Agent{Name: name, Pos: ra.name.pos(), Env: b.env(ra.env)}
+		if ra.run.set {
+			a.Run = b.template("run", ra.run)
+		} else {
+			b.d.errorf(ra.name.pos(), "agent %q: run is required", name)
+		}
+		b.w.Agents[name] = a
+	}
+}
+
+func (b *builder) defaults() {
+	rd, def := &b.raw.defaults, &b.w.Defaults
+	def.MaxAttempts = b.limit("max_attempts", rd.maxAttempts)
+	def.MaxIterations = b.limit("max_iterations", rd.maxIterations)
+	def.Timeout = b.duration("timeout", rd.timeout)
+	def.IdleTimeout = b.duration("idle_timeout", rd.idleTimeout)
+	def.Retry = b.retry(rd.retry)
+	if rd.agent.set {
+		def.Agent, def.AgentPos = rd.agent.val, rd.agent.pos()
+		b.agentRef("defaults.agent", rd.agent)
+	}
+}
+
+func (b *builder) step(rs *rawStep, seen map[string]bool) *Step {
+	s := &Step{ID: rs.id.val, Pos: rs.pos, NeedsSet: rs.needsSet, NeedsPos: rs.needsPos}
+	switch {
+	case !rs.id.set:
+		b.d.errorf(rs.pos, "step: id is required")
+	case !namePattern.MatchString(rs.id.val):
+		b.d.errorf(rs.id.pos(), "step id %q: want lowercase letters, digits, _ and -, starting with a letter or digit", rs.id.val)
+	case seen[rs.id.val]:
+		b.d.errorf(rs.id.pos(), "duplicate step id %q", rs.id.val)
+	}
+	seen[rs.id.val] = true
+	if !rs.needsSet {
+		s.NeedsPos = rs.pos
+	}
+
+	// The kind: exactly one of run, prompt or prompt_file, human.
+	type kindOf struct {
+		kind StepKind
+		key  string
+		pos  Pos
+	}
+	var kinds []kindOf
+	if rs.run.set {
+		kinds = append(kinds, kindOf{KindCommand, "run", rs.run.pos()})
+	}
+	if rs.prompt.set {
+		kinds = append(kinds, kindOf{KindAgent, "prompt", rs.prompt.pos()})
+	}
+	if rs.promptFile.set {
+		kinds = append(kinds, kindOf{KindAgent, "prompt_file", rs.promptFile.pos()})
+	}
+	if rs.human != nil {
+		kinds = append(kinds, kindOf{KindHuman, "human", rs.human.pos})
+	}
+	switch len(kinds) {
+	case 0:
+		b.d.errorf(rs.pos, "step %q does nothing: give it one of run, prompt, prompt_file or human", s.ID)
+	case 1:
+		s.Kind = kinds[0].kind
+	default:
+		s.Kind = kinds[0].kind
+		for _, k := range kinds[1:] {
+			b.d.errorf(k.pos, "step %q has both %s and %s; a step is exactly one of run, prompt, prompt_file or human", s.ID, kinds[0].key, k.key)
+		}
+	}
+
+	if rs.run.set {
+		s.Run = b.template("run", rs.run)
+	}
+	if rs.prompt.set {
+		s.Prompt = b.template("prompt", rs.prompt)
+	}
+	if rs.promptFile.set {
+		s.PromptFile = rs.promptFile.val
+		if !rs.prompt.set {
+			s.Prompt = b.promptFile(rs.promptFile)
+		}
+	}
+	if rs.agent.set {
+		if s.Kind == KindAgent {
+			s.Agent = rs.agent.val
+			b.agentRef("agent", rs.agent)
+		} else {
+			b.d.errorf(rs.agent.pos(), "agent: only a prompt step runs an agent")
+		}
+	}
+	if s.Kind == KindAgent && s.Agent == "" {
+		s.Agent = b.w.Defaults.Agent
+		if s.Agent == "" {
+			b.d.errorf(rs.pos, "step %q has a prompt but no agent: set agent here or defaults.agent", s.ID)
+		}
+	}
+	if rh := rs.human; rh != nil {
+		h := &Human{}
+		if rh.message.set {
+			h.Message = b.template("human.message", rh.message)
+		}
+		h.Timeout = b.duration("human.timeout", rh.timeout)
+		if rh.autoApprove.set {
+			h.AutoApprove = b.expr("human.auto_approve", rh.autoApprove, gates.Bool)
+		}
+		s.Human = h
+	}
+	if rs.when.set {
+		s.When = b.expr("when", rs.when, gates.Bool)
+	}
+	if rg := rs.gate; rg != nil {
+		g := &Gate{Pos: rg.pos, LoopBackTo: rg.loopBackTo.val, LoopPos: rg.loopBackTo.pos()}
+		if rg.pass.set {
+			g.Pass = b.expr("gate.pass", rg.pass, gates.Bool)
+		}
+		if rg.fail.set {
+			g.Fail = b.expr("gate.fail", rg.fail, gates.Bool)
+		}
+		if rg.check.set {
+			g.Check = b.template("gate.check", rg.check)
+		}
+		g.MaxIterations = b.limit("gate.max_iterations", rg.maxIterations)
+		s.Gate = g
+		if rg.loopBackTo.set && rs.loopBackTo.set {
+			b.d.errorf(rs.loopBackTo.pos(), "loop_back_to is given both on step %q and on its gate; keep one", s.ID)
+		}
+	}
+	if rs.loopBackTo.set {
+		s.LoopBackTo, s.LoopPos = rs.loopBackTo.val, rs.loopBackTo.pos()
+	}
+	s.MaxAttempts = b.limit("max_attempts", rs.maxAttempts)
+	s.MaxIterations = b.limit("max_iterations", rs.maxIterations)
+	s.Retry = b.retry(rs.retry)
+	if rs.retryIf.set {
+		s.RetryIf = b.expr("retry_if", rs.retryIf, gates.Bool)
+	}
+	s.Timeout = b.duration("timeout", rs.timeout)
+	s.IdleTimeout = b.duration("idle_timeout", rs.idleTimeout)
+	for _, a := range rs.artifacts {
+		if t := b.template("artifacts", a); t != nil {
+			s.Artifacts = append(s.Artifacts, t)
+		}
+	}
+	s.Env = b.env(rs.env)
+	b.rawNeeds[s] = rs.needs
+	return s
+}
+
+// promptFile reads and compiles a prompt file, relative to the workflow.
+func (b *builder) promptFile(pf str) *Template {
+	path := pf.val
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(b.dir, path)
+	}
+	data, err := afero.ReadFile(b.fs, path)
+	if err != nil {
+		b.d.errorf(pf.pos(), "prompt_file: read %s: %v", path, unwrapPathError(err))
+		return nil
+	}
+	src := newSource(path, data)
+	return b.template("prompt_file", str{val: string(data), set: true, sp: span{src: src, style: styleRaw}})
+}
+
+// unwrapPathError drops the operation and path an fs.PathError repeats.
+func unwrapPathError(err error) error {
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			return err
+		}
+		err = u
+	}
+}
+
+func (b *builder) cleanup() {
+	rc := b.raw.cleanup
+	if rc == nil {
+		return
+	}
+	c := &Cleanup{}
+	switch {
+	case rc.run.set && rc.prompt.set:
+		b.d.errorf(rc.prompt.pos(), "cleanup has both run and prompt; give one")
+	case !rc.run.set && !rc.prompt.set:
+		b.d.errorf(rc.pos, "cleanup: give run or prompt")
+	}
+	if rc.run.set {
+		c.Run = b.template("cleanup.run", rc.run)
+		if rc.agent.set {
+			b.d.errorf(rc.agent.pos(), "cleanup.agent: only a prompt runs an agent")
+		}
+	}
+	if rc.prompt.set {
+		c.Prompt = b.template("cleanup.prompt", rc.prompt)
+		c.Agent = b.w.Defaults.Agent
+		if rc.agent.set {
+			c.Agent = rc.agent.val
+			b.agentRef("cleanup.agent", rc.agent)
+		} else if c.Agent == "" {
+			b.d.errorf(rc.pos, "cleanup has a prompt but no agent: set cleanup.agent or defaults.agent")
+		}
+	}
+	b.w.Cleanup = c
+}
+
+func (b *builder) signals() {
+	rs := b.raw.signals
+	sig := &b.w.Signals
+	words := []struct {
+		key string
+		raw str
+		out *string
+		def string
+	}{{"signals.done", rs.done, &sig.Done, "DONE"}, {"signals.pass", rs.pass, &sig.Pass, "PASS"}, {"signals.fail", rs.fail, &sig.Fail, "FAIL"}}
+	used := map[string]string{}
+	for _, wd := range words {
+		*wd.out = wd.def
+		if !wd.raw.set {
+			used[wd.def] = wd.key
+			continue
+		}
+		v := wd.raw.val
+		if v == "" || strings.ContainsAny(v, " \t\r\n") {
+			b.d.errorf(wd.raw.pos(), "%s: want one word, got %q", wd.key, v)
+			continue
+		}
+		if other, dup := used[v]; dup {
+			b.d.errorf(wd.raw.pos(), "%s: %q is already the word of %s", wd.key, v, other)
+			continue
+		}
+		used[v] = wd.key
+		*wd.out = v
+	}
+}
+
+// agentRef checks that a named agent is declared.
+func (b *builder) agentRef(field string, name str) {
+	if _, ok := b.w.Agents[name.val]; ok {
+		return
+	}
+	names := make([]string, 0, len(b.raw.agents))
+	for _, a := range b.raw.agents {
+		names = append(names, a.name.val)
+	}
+	b.d.unknown(name.pos(), "agent", name.val, names)
+	d := &b.d.list[len(b.d.list)-1]
+	d.Message = field + ": " + d.Message
+}
+
+// expr compiles an expression.
+func (b *builder) expr(field string, s str, kind gates.Kind) *Expr {
+	prog, err := gates.Compile(s.val, b.scope, kind)
+	if err != nil {
+		b.compileError(field, s, err)
+		return nil
+	}
+	return &Expr{Src: s.val, Pos: s.pos(), prog: prog}
+}
+
+// template compiles a template.
+func (b *builder) template(field string, s str) *Template {
+	t, err := gates.CompileTemplate(s.val, b.scope)
+	if err != nil {
+		b.compileError(field, s, err)
+		return nil
+	}
+	return &Template{Src: s.val, Pos: s.pos(), tmpl: t}
+}
+
+// compileError reports an error of the gates package at the character of
+// the file it points at.
+func (b *builder) compileError(field string, s str, err error) {
+	var ge *gates.Error
+	if errors.As(err, &ge) {
+		b.d.addMessage(s.sp.at(s.val, ge.Offset), field+": "+ge.Msg)
+		return
+	}
+	b.d.addMessage(s.pos(), field+": "+err.Error())
+}
+
+// env compiles a map of environment variables.
+func (b *builder) env(kvs []kv) map[string]*Template {
+	if len(kvs) == 0 {
+		return nil
+	}
+	out := make(map[string]*Template, len(kvs))
+	for _, e := range kvs {
+		if !envName.MatchString(e.key) {
+			b.d.errorf(e.keyPos, "env: %q is not a valid variable name", e.key)
+			continue
+		}
+		if t := b.template("env."+e.key, e.val); t != nil {
+			out[e.key] = t
+		}
+	}
+	return out
+}
+
+// limit reads a budget: a positive integer, or an expression.
+func (b *builder) limit(field string, s str) *Limit {
+	if !s.set {
+		return nil
+	}
+	if !looksNumeric(s.val) {
+		if e := b.expr(field, s, gates.Any); e != nil {
+			return &Limit{Expr: e, Pos: s.pos()}
+		}
+		return nil
+	}
+	n, ok := b.count(field, s)
+	if !ok {
+		return nil
+	}
+	return &Limit{N: n, Pos: s.pos()}
+}
+
+// count reads a positive integer.
+func (b *builder) count(field string, s str) (int, bool) {
+	n, err := strconv.Atoi(strings.TrimSpace(s.val))
+	switch {
+	case err != nil:
+		b.d.errorf(s.pos(), "%s: want a positive integer, got %q", field, s.val)
+		return 0, false
+	case n < 1:
+		b.d.errorf(s.pos(), "%s: must be at least 1, got %d", field, n)
+		return 0, false
+	}
+	return n, true
+}
+
+// duration reads a duration: a positive constant, or an expression.
+func (b *builder) duration(field string, s str) *Duration {
+	if !s.set {
+		return nil
+	}
+	if !looksNumeric(s.val) {
+		if e := b.expr(field, s, gates.Any); e != nil {
+			return &Duration{Expr: e, Pos: s.pos()}
+		}
+		return nil
+	}
+	d, ok := b.constDuration(field, s)
+	if !ok {
+		return nil
+	}
+	return &Duration{D: d, Pos: s.pos()}
+}
+
+func (b *builder) constDuration(field string, s str) (time.Duration, bool) {
+	d, err := ParseDuration(s.val)
+	switch {
+	case err != nil:
+		b.d.errorf(s.pos(), "%s: %v", field, err)
+		return 0, false
+	case d <= 0:
+		b.d.errorf(s.pos(), "%s: must be positive, got %s", field, s.val)
+		return 0, false
+	}
+	return d, true
+}
+
+func (b *builder) retry(rr *rawRetry) *Retry {
+	if rr == nil {
+		return nil
+	}
+	r := &Retry{}
+	if rr.backoff.set {
+		r.Backoff, _ = b.constDuration("retry.backoff", rr.backoff)
+	}
+	if rr.maxBackoff.set {
+		r.MaxBackoff, _ = b.constDuration("retry.max_backoff", rr.maxBackoff)
+	}
+	if r.Backoff > 0 && r.MaxBackoff > 0 && r.MaxBackoff < r.Backoff {
+		b.d.errorf(rr.maxBackoff.pos(), "retry.max_backoff %s is less than retry.backoff %s", r.MaxBackoff, r.Backoff)
+	}
+	if rr.jitter.set {
+		switch rr.jitter.val {
+		case "true":
+			r.Jitter = true
+		case "false":
+		default:
+			b.d.errorf(rr.jitter.pos(), "retry.jitter: want true or false, got %q", rr.jitter.val)
+		}
+	}
+	return r
+}
+
+// looksNumeric reports whether a value is meant as a number or a duration
+// rather than an expression.
+func looksNumeric(v string) bool {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return true
+	}
+	c := v[0]
+	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.'
+}
+
+// ParseDuration parses a duration in Go's syntax ("1h30m", "90s"), with
+// d for days ("2d", "1d12h") and a bare number meaning seconds.
+func ParseDuration(s string) (time.Duration, error) {
+	bad := fmt.Errorf("invalid duration %q (want e.g. 90s, 30m, 1h30m, 2d)", s)
+	v := strings.TrimSpace(s)
+	if n, err := strconv.ParseFloat(v, 64); err == nil {
+		if math.IsNaN(n) || math.Abs(n) > maxSeconds {
+			return 0, bad
+		}
+		return time.Duration(n * float64(time.Second)), nil
+	}
+	neg := strings.HasPrefix(v, "-")
+	v = strings.TrimPrefix(strings.TrimPrefix(v, "-"), "+")
+	var total time.Duration
+	if i := strings.IndexByte(v, 'd'); i >= 0 {
+		n, err := strconv.ParseFloat(v[:i], 64)
+		if err != nil || strings.ContainsAny(v[:i], "+-eEnNiIxXpP_") || n*86400 > maxSeconds {
+			return 0, bad
+		}
+		total = time.Duration(n * 24 * float64(time.Hour))
+		v = v[i+1:]
+	}
+	if v != "" {
+		if v[0] == '-' || v[0] == '+' {
+			return 0, bad
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || total+d < total {
+			return 0, bad
+		}
+		total += d
+	}
+	if neg {
+		total = -total
+	}
+	return total, nil
+}
+
+// maxSeconds keeps durations well inside time.Duration's range.
+const maxSeconds = 100 * 365 * 86400

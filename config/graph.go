@@ -1,0 +1,260 @@
+package config
+
+import (
+	"container/heap"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// needs resolves each step's dependencies: those it wrote, or else the
+// step before it in the file.
+func (b *builder) needs() {
+	w := b.w
+	for i, s := range w.Steps {
+		if !s.NeedsSet {
+			s.Needs = []string{}
+			if i > 0 {
+				s.Needs = append(s.Needs, w.Steps[i-1].ID)
+			}
+			continue
+		}
+		s.Needs = []string{}
+		for _, n := range b.rawNeeds[s] {
+			switch _, ok := w.index[n.val]; {
+			case !ok:
+				b.d.unknown(n.pos(), "step", n.val, b.scope.Steps)
+				b.d.list[len(b.d.list)-1].Message = "needs: " + b.d.list[len(b.d.list)-1].Message
+			case n.val == s.ID:
+				b.d.errorf(n.pos(), "needs: step %q cannot need itself", s.ID)
+			case slices.Contains(s.Needs, n.val):
+				b.d.errorf(n.pos(), "needs: %q is listed twice", n.val)
+			default:
+				s.Needs = append(s.Needs, n.val)
+			}
+		}
+	}
+}
+
+// cycles reports every dependency cycle, once each, and whether there
+// was one.
+func (b *builder) cycles() bool {
+	w := b.w
+	const (
+		unvisited = iota
+		active
+		done
+	)
+	state := make([]int, len(w.Steps))
+	var stack []int
+	found := false
+	reported := map[string]bool{}
+	var visit func(i int)
+	visit = func(i int) {
+		state[i] = active
+		stack = append(stack, i)
+		for _, n := range w.Steps[i].Needs {
+			j, ok := w.index[n]
+			if !ok {
+				continue
+			}
+			switch state[j] {
+			case unvisited:
+				visit(j)
+			case active:
+				found = true
+				b.reportCycle(stack[slices.Index(stack, j):], reported)
+			}
+		}
+		stack = stack[:len(stack)-1]
+		state[i] = done
+	}
+	for i := range w.Steps {
+		if state[i] == unvisited {
+			visit(i)
+		}
+	}
+	return found
+}
+
+// reportCycle reports the cycle of steps in cyc, where each needs the
+// next and the last needs the first. It is written in run order, from the
+// cycle's first step in the file.
+func (b *builder) reportCycle(cyc []int, reported map[string]bool) {
+	first := slices.Index(cyc, slices.Min(cyc))
+	rot := slices.Concat(cyc[first:], cyc[:first])
+	key := fmt.Sprint(rot)
+	if reported[key] {
+		return
+	}
+	reported[key] = true
+	// rot[k] needs rot[k+1]: in run order the path goes backwards.
+	names := make([]string, 0, len(rot)+1)
+	names = append(names, b.w.Steps[rot[0]].ID)
+	for k := len(rot) - 1; k >= 0; k-- {
+		names = append(names, b.w.Steps[rot[k]].ID)
+	}
+	s := b.w.Steps[rot[0]]
+	b.d.errorf(s.NeedsPos, "dependency cycle: %s", strings.Join(names, " -> "))
+}
+
+// loopBacks checks loop-back targets: each is the step itself or one it
+// depends on.
+func (b *builder) loopBacks() {
+	for _, s := range b.w.Steps {
+		if s.LoopBackTo != "" {
+			b.loopBack("loop_back_to", s, s.LoopBackTo, s.LoopPos)
+		}
+		if s.Gate != nil && s.Gate.LoopBackTo != "" {
+			b.loopBack("gate.loop_back_to", s, s.Gate.LoopBackTo, s.Gate.LoopPos)
+		}
+	}
+}
+
+func (b *builder) loopBack(field string, s *Step, target string, pos Pos) {
+	switch {
+	case b.w.Step(target) == nil:
+		b.d.unknown(pos, "step", target, b.scope.Steps)
+		b.d.list[len(b.d.list)-1].Message = field + ": " + b.d.list[len(b.d.list)-1].Message
+	case target == s.ID || slices.Contains(b.w.Upstream(s.ID), target):
+	case slices.Contains(b.w.Downstream(s.ID), target):
+		b.d.errorf(pos, "%s %q is downstream of %q; a loop-back must go to this step or one it depends on", field, target, s.ID)
+	default:
+		b.d.errorf(pos, "%s %q is not upstream of %q; a loop-back must go to this step or one it depends on", field, target, s.ID)
+	}
+}
+
+// Step returns the step with the id, or nil.
+func (w *Workflow) Step(id string) *Step {
+	if w.index != nil {
+		if i, ok := w.index[id]; ok {
+			return w.Steps[i]
+		}
+		return nil
+	}
+	for _, s := range w.Steps {
+		if s.ID == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// stepIndex returns the place of a step in Steps, or -1.
+func (w *Workflow) stepIndex(id string) int {
+	if w.index != nil {
+		if i, ok := w.index[id]; ok {
+			return i
+		}
+		return -1
+	}
+	return slices.IndexFunc(w.Steps, func(s *Step) bool { return s.ID == id })
+}
+
+// Upstream returns the ids of the steps the step depends on, directly or
+// transitively, in file order. Loop-backs are not dependencies.
+func (w *Workflow) Upstream(id string) []string {
+	seen := make([]bool, len(w.Steps))
+	var walk func(i int)
+	walk = func(i int) {
+		for _, n := range w.Steps[i].Needs {
+			if j := w.stepIndex(n); j >= 0 && !seen[j] {
+				seen[j] = true
+				walk(j)
+			}
+		}
+	}
+	if i := w.stepIndex(id); i >= 0 {
+		walk(i)
+	}
+	return w.marked(seen, id)
+}
+
+// Downstream returns the ids of the steps that depend on the step,
+// directly or transitively, in file order.
+func (w *Workflow) Downstream(id string) []string {
+	dependents := w.dependents()
+	seen := make([]bool, len(w.Steps))
+	var walk func(i int)
+	walk = func(i int) {
+		for _, j := range dependents[i] {
+			if !seen[j] {
+				seen[j] = true
+				walk(j)
+			}
+		}
+	}
+	if i := w.stepIndex(id); i >= 0 {
+		walk(i)
+	}
+	return w.marked(seen, id)
+}
+
+// marked lists the ids of the marked steps in file order, leaving out id.
+func (w *Workflow) marked(seen []bool, id string) []string {
+	out := []string{}
+	for i, s := range w.Steps {
+		if seen[i] && s.ID != id {
+			out = append(out, s.ID)
+		}
+	}
+	return out
+}
+
+// dependents returns, for each step, the places of the steps needing it.
+func (w *Workflow) dependents() [][]int {
+	out := make([][]int, len(w.Steps))
+	for i, s := range w.Steps {
+		for _, n := range s.Needs {
+			if j := w.stepIndex(n); j >= 0 {
+				out[j] = append(out[j], i)
+			}
+		}
+	}
+	return out
+}
+
+// Order returns the step ids in an order in which each step comes after
+// the steps it needs; among steps that could go next, the one first in
+// the file goes first. Steps in a dependency cycle (never in a loaded
+// workflow) are left out.
+func (w *Workflow) Order() []string {
+	dependents := w.dependents()
+	pending := make([]int, len(w.Steps))
+	ready := &intHeap{}
+	for i, s := range w.Steps {
+		for _, n := range s.Needs {
+			if w.stepIndex(n) >= 0 {
+				pending[i]++
+			}
+		}
+		if pending[i] == 0 {
+			heap.Push(ready, i)
+		}
+	}
+	out := make([]string, 0, len(w.Steps))
+	for ready.Len() > 0 {
+		i := heap.Pop(ready).(int)
+		out = append(out, w.Steps[i].ID)
+		for _, j := range dependents[i] {
+			if pending[j]--; pending[j] == 0 {
+				heap.Push(ready, j)
+			}
+		}
+	}
+	return out
+}
+
+// intHeap is a min-heap of step places.
+type intHeap []int
+
+func (h intHeap) Len() int           { return len(h) }
+func (h intHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h intHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *intHeap) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *intHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

@@ -1,0 +1,68 @@
+package config
+
+// The Step* methods resolve what a step does not set itself: first the
+// step, then the workflow's defaults, then the seed defaults.
+
+// StepMaxAttempts returns the number of sessions a step may use within
+// one iteration.
+func (w *Workflow) StepMaxAttempts(s *Step) Limit {
+	switch {
+	case s.MaxAttempts != nil:
+		return *s.MaxAttempts
+	case w.Defaults.MaxAttempts != nil:
+		return *w.Defaults.MaxAttempts
+	}
+	return Limit{N: DefaultMaxAttempts}
+}
+
+// StepMaxIterations returns the loop-back budget of a step that loops
+// back (by its gate or by loop_back_to): its gate's max_iterations, else
+// its own, else the defaults'. The runner compares it with the loop-back
+// target's iteration count.
+func (w *Workflow) StepMaxIterations(s *Step) Limit {
+	switch {
+	case s.Gate != nil && s.Gate.MaxIterations != nil:
+		return *s.Gate.MaxIterations
+	case s.MaxIterations != nil:
+		return *s.MaxIterations
+	case w.Defaults.MaxIterations != nil:
+		return *w.Defaults.MaxIterations
+	}
+	return Limit{N: DefaultMaxIterations}
+}
+
+// StepTimeout returns the wall-clock limit of one session of the step,
+// or nil for none.
+func (w *Workflow) StepTimeout(s *Step) *Duration {
+	if s.Timeout != nil {
+		return s.Timeout
+	}
+	return w.Defaults.Timeout
+}
+
+// StepIdleTimeout returns how long a session of the step may go without
+// output before it is stuck, or nil for no limit.
+func (w *Workflow) StepIdleTimeout(s *Step) *Duration {
+	if s.IdleTimeout != nil {
+		return s.IdleTimeout
+	}
+	return w.Defaults.IdleTimeout
+}
+
+// StepRetry returns how a step's attempts are spaced out, or nil to retry
+// at once.
+func (w *Workflow) StepRetry(s *Step) *Retry {
+	if s.Retry != nil {
+		return s.Retry
+	}
+	return w.Defaults.Retry
+}
+
+// LoopBack returns the step a step loops back to when its gate fails (or
+// its report says gate_failure), or "".
+func (s *Step) LoopBack() string {
+	if s.Gate != nil && s.Gate.LoopBackTo != "" {
+		return s.Gate.LoopBackTo
+	}
+	return s.LoopBackTo
+}

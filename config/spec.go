@@ -1,0 +1,246 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+)
+
+// The spec types are the canonical JSON form of a workflow: the sources
+// of its expressions and templates, its resolved needs and its constant
+// values, without positions or compiled programs. A YAML workflow and its
+// HCL twin have the same spec.
+
+type specWorkflow struct {
+	Name        string                `json:"name"`
+	Description string                `json:"description,omitempty"`
+	Vars        map[string]string     `json:"vars"`
+	Defaults    specDefaults          `json:"defaults"`
+	Agents      map[string]*specAgent `json:"agents"`
+	Steps       []*specStep           `json:"steps"`
+	MaxParallel int                   `json:"max_parallel"`
+	Cleanup     *specCleanup          `json:"cleanup,omitempty"`
+	Signals     specSignals           `json:"signals"`
+}
+
+type specDefaults struct {
+	MaxAttempts   any        `json:"max_attempts,omitempty"`
+	MaxIterations any        `json:"max_iterations,omitempty"`
+	Timeout       string     `json:"timeout,omitempty"`
+	IdleTimeout   string     `json:"idle_timeout,omitempty"`
+	Agent         string     `json:"agent,omitempty"`
+	Retry         *specRetry `json:"retry,omitempty"`
+}
+
+type specAgent struct {
+	Run string            `json:"run"`
+	Env map[string]string `json:"env,omitempty"`
+}
+
+type specStep struct {
+	ID            string            `json:"id"`
+	Kind          StepKind          `json:"kind"`
+	Run           string            `json:"run,omitempty"`
+	Prompt        string            `json:"prompt,omitempty"`
+	PromptFile    string            `json:"prompt_file,omitempty"`
+	Agent         string            `json:"agent,omitempty"`
+	Human         *specHuman        `json:"human,omitempty"`
+	Needs         []string          `json:"needs"`
+	When          string            `json:"when,omitempty"`
+	Gate          *specGate         `json:"gate,omitempty"`
+	LoopBackTo    string            `json:"loop_back_to,omitempty"`
+	MaxAttempts   any               `json:"max_attempts,omitempty"`
+	MaxIterations any               `json:"max_iterations,omitempty"`
+	Retry         *specRetry        `json:"retry,omitempty"`
+	RetryIf       string            `json:"retry_if,omitempty"`
+	Timeout       string            `json:"timeout,omitempty"`
+	IdleTimeout   string            `json:"idle_timeout,omitempty"`
+	Artifacts     []string          `json:"artifacts,omitempty"`
+	Env           map[string]string `json:"env,omitempty"`
+}
+
+type specGate struct {
+	Pass          string `json:"pass,omitempty"`
+	Fail          string `json:"fail,omitempty"`
+	Check         string `json:"check,omitempty"`
+	LoopBackTo    string `json:"loop_back_to,omitempty"`
+	MaxIterations any    `json:"max_iterations,omitempty"`
+}
+
+type specHuman struct {
+	Message     string `json:"message,omitempty"`
+	Timeout     string `json:"timeout,omitempty"`
+	AutoApprove string `json:"auto_approve,omitempty"`
+}
+
+type specRetry struct {
+	Backoff    string `json:"backoff,omitempty"`
+	MaxBackoff string `json:"max_backoff,omitempty"`
+	Jitter     bool   `json:"jitter,omitempty"`
+}
+
+type specCleanup struct {
+	Run    string `json:"run,omitempty"`
+	Prompt string `json:"prompt,omitempty"`
+	Agent  string `json:"agent,omitempty"`
+}
+
+type specSignals struct {
+	Done string `json:"done"`
+	Pass string `json:"pass"`
+	Fail string `json:"fail"`
+}
+
+// Spec returns the canonical JSON form of the workflow: the same bytes
+// for the same workflow whichever format it was written in. The runner
+// keeps it, with the Digest, in a run's workflow.json.
+func (w *Workflow) Spec() ([]byte, error) {
+	b, err := json.MarshalIndent(w.spec(), "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode workflow %s: %w", w.Name, err)
+	}
+	return b, nil
+}
+
+// MarshalJSON encodes the workflow in its canonical form (see Spec).
+func (w *Workflow) MarshalJSON() ([]byte, error) {
+	return json.Marshal(w.spec())
+}
+
+// Digest returns "sha256:" and the hex SHA-256 of the workflow's Spec; it
+// changes exactly when the workflow's meaning does.
+func (w *Workflow) Digest() string {
+	b, err := w.Spec()
+	if err != nil {
+		// The spec holds only strings, numbers and maps of strings: it
+		// always encodes.
+		panic(err)
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func (w *Workflow) spec() *specWorkflow {
+	sw := &specWorkflow{
+		Name:        w.Name,
+		Description: w.Description,
+		Vars:        w.Vars,
+		Defaults: specDefaults{
+			MaxAttempts:   specLimit(w.Defaults.MaxAttempts),
+			MaxIterations: specLimit(w.Defaults.MaxIterations),
+			Timeout:       specDuration(w.Defaults.Timeout),
+			IdleTimeout:   specDuration(w.Defaults.IdleTimeout),
+			Agent:         w.Defaults.Agent,
+			Retry:         specRetryOf(w.Defaults.Retry),
+		},
+		Agents:      map[string]*specAgent{},
+		Steps:       []*specStep{},
+		MaxParallel: w.MaxParallel,
+		Signals:     specSignals{w.Signals.Done, w.Signals.Pass, w.Signals.Fail},
+	}
+	if sw.Vars == nil {
+		sw.Vars = map[string]string{}
+	}
+	for name, a := range w.Agents {
+		sw.Agents[name] = &specAgent{Run: tsrc(a.Run), Env: specEnv(a.Env)}
+	}
+	for _, s := range w.Steps {
+		ss := &specStep{
+			ID:            s.ID,
+			Kind:          s.Kind,
+			Run:           tsrc(s.Run),
+			Prompt:        tsrc(s.Prompt),
+			PromptFile:    s.PromptFile,
+			Agent:         s.Agent,
+			Needs:         s.Needs,
+			When:          esrc(s.When),
+			LoopBackTo:    s.LoopBackTo,
+			MaxAttempts:   specLimit(s.MaxAttempts),
+			MaxIterations: specLimit(s.MaxIterations),
+			Retry:         specRetryOf(s.Retry),
+			RetryIf:       esrc(s.RetryIf),
+			Timeout:       specDuration(s.Timeout),
+			IdleTimeout:   specDuration(s.IdleTimeout),
+			Env:           specEnv(s.Env),
+		}
+		if ss.Needs == nil {
+			ss.Needs = []string{}
+		}
+		if h := s.Human; h != nil {
+			ss.Human = &specHuman{Message: tsrc(h.Message), Timeout: specDuration(h.Timeout), AutoApprove: esrc(h.AutoApprove)}
+		}
+		if g := s.Gate; g != nil {
+			ss.Gate = &specGate{Pass: esrc(g.Pass), Fail: esrc(g.Fail), Check: tsrc(g.Check), LoopBackTo: g.LoopBackTo, MaxIterations: specLimit(g.MaxIterations)}
+		}
+		for _, a := range s.Artifacts {
+			ss.Artifacts = append(ss.Artifacts, tsrc(a))
+		}
+		sw.Steps = append(sw.Steps, ss)
+	}
+	if c := w.Cleanup; c != nil {
+		sw.Cleanup = &specCleanup{Run: tsrc(c.Run), Prompt: tsrc(c.Prompt), Agent: c.Agent}
+	}
+	return sw
+}
+
+func tsrc(t *Template) string {
+	if t == nil {
+		return ""
+	}
+	return t.Src
+}
+
+func esrc(e *Expr) string {
+	if e == nil {
+		return ""
+	}
+	return e.Src
+}
+
+// specLimit is a limit's number, or its expression's source.
+func specLimit(l *Limit) any {
+	switch {
+	case l == nil:
+		return nil
+	case l.Expr != nil:
+		return l.Expr.Src
+	}
+	return l.N
+}
+
+// specDuration is a duration in Go's notation, or its expression's source.
+func specDuration(d *Duration) string {
+	switch {
+	case d == nil:
+		return ""
+	case d.Expr != nil:
+		return d.Expr.Src
+	}
+	return d.D.String()
+}
+
+func specRetryOf(r *Retry) *specRetry {
+	if r == nil {
+		return nil
+	}
+	sr := &specRetry{Jitter: r.Jitter}
+	if r.Backoff > 0 {
+		sr.Backoff = r.Backoff.String()
+	}
+	if r.MaxBackoff > 0 {
+		sr.MaxBackoff = r.MaxBackoff.String()
+	}
+	return sr
+}
+
+func specEnv(env map[string]*Template) map[string]string {
+	if len(env) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(env))
+	for k, t := range env {
+		out[k] = tsrc(t)
+	}
+	return out
+}

@@ -1,0 +1,32 @@
+name        = "hailstone"
+description = "Walk the Collatz sequence from a start number to 1, one number a round, kept in hailstone.txt"
+
+vars = {
+  start      = "27"
+  max_rounds = "200"
+}
+
+step "round" {
+  run = <<-EOT
+    if [ ! -s hailstone.txt ]; then
+      echo {{ vars.start }} > hailstone.txt
+      exit 0
+    fi
+    n=$(tail -n 1 hailstone.txt)
+    if [ "$n" -eq 1 ]; then exit 0; fi
+    if [ $((n % 2)) -eq 0 ]; then n=$((n / 2)); else n=$((3 * n + 1)); fi
+    echo "$n" >> hailstone.txt
+  EOT
+  max_attempts = 1
+  gate {
+    check          = "test \"$(tail -n 1 hailstone.txt)\" -eq 1"
+    pass           = "check.exit_code == 0"
+    loop_back_to   = "round"
+    max_iterations = "int(vars.max_rounds)"
+  }
+}
+
+step "summary" {
+  run       = "echo \"reached 1 after $(($(wc -l < hailstone.txt) - 1)) steps\"; cat hailstone.txt"
+  artifacts = ["hailstone.txt"]
+}
