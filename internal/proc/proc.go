@@ -1,0 +1,299 @@
+package proc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// DefaultKillGrace is how long a session is given to exit after SIGTERM
+// when Spec.KillGrace is 0.
+const DefaultKillGrace = 10 * time.Second
+
+// drainTimeout bounds how long Wait keeps reading output after the
+// session's group was killed, in case an escaped process holds the pipe.
+const drainTimeout = time.Second
+
+// Spec describes a session to start.
+type Spec struct {
+	// Command is run as: sh -c Command.
+	Command string
+	// Dir is the working directory; empty means the runner's.
+	Dir string
+	// Env is the complete environment of the session; nil means empty.
+	Env []string
+	// Output receives stdout and stderr combined, in the order written.
+	// It may be nil. It is called from one goroutine at a time.
+	Output io.Writer
+	// Timeout is the wall-clock limit of the session; 0 means none.
+	Timeout time.Duration
+	// IdleTimeout stops the session when it writes no output for this
+	// long; 0 means none.
+	IdleTimeout time.Duration
+	// KillGrace is how long the session may take to exit after SIGTERM
+	// before it gets SIGKILL; 0 means DefaultKillGrace.
+	KillGrace time.Duration
+}
+
+// Result is the outcome of a session.
+type Result struct {
+	// ExitCode is the exit status of the main process, or -1 if it was
+	// killed by a signal or never started.
+	ExitCode int
+	// TimedOut says the session was stopped because of Spec.Timeout.
+	TimedOut bool
+	// Idle says the session was stopped because of Spec.IdleTimeout.
+	Idle bool
+	// Interrupted says the session was stopped because the context given
+	// to Start was cancelled.
+	Interrupted bool
+	// Err is a failure to start or to wait for the session, else nil. An
+	// unsuccessful exit is not an error.
+	Err error
+	// Started and Ended are when the session started and when it ended
+	// and its output was read.
+	Started, Ended time.Time
+}
+
+// Starter starts sessions.
+type Starter interface {
+	// Start starts a session. Cancelling ctx stops the session (see the
+	// package documentation); it does not abandon it.
+	Start(ctx context.Context, spec Spec) (Session, error)
+}
+
+// Session is a running session.
+type Session interface {
+	// Pid returns the process id of the main process, which is also the
+	// id of its process group.
+	Pid() int
+	// Wait waits for the session to end and for its output to be copied.
+	// It may be called more than once and from several goroutines.
+	Wait() Result
+	// LastOutput returns when the session last wrote output, or when it
+	// started if it has written none.
+	LastOutput() time.Time
+}
+
+// OS returns a Starter that runs sessions as operating system processes.
+func OS() Starter { return osStarter{drain: drainTimeout} }
+
+type osStarter struct {
+	drain time.Duration
+}
+
+type stopReason int
+
+const (
+	notStopped stopReason = iota
+	stopTimeout
+	stopIdle
+	stopInterrupt
+)
+
+type session struct {
+	cmd     *exec.Cmd
+	spec    Spec
+	drain   time.Duration
+	started time.Time
+
+	out *outputWriter
+
+	done   chan struct{} // closed when result is set
+	result Result
+}
+
+// Start starts spec.Command in a new process group. It fails without
+// starting anything if ctx is already done.
+func (s osStarter) Start(ctx context.Context, spec Spec) (Session, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("start session %q: %w", spec.Command, err)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("start session %q: create output pipe: %w", spec.Command, err)
+	}
+	cmd := exec.Command("sh", "-c", spec.Command)
+	cmd.Dir = spec.Dir
+	cmd.Env = spec.Env
+	if cmd.Env == nil {
+		cmd.Env = []string{}
+	}
+	cmd.Stdout = pw
+	cmd.Stderr = pw
+	cmd.SysProcAttr = sysProcAttr()
+	started := time.Now()
+	err = cmd.Start()
+	pw.Close() // the child holds its own copy
+	if err != nil {
+		pr.Close()
+		return nil, fmt.Errorf("start session %q in %s: %w", spec.Command, spec.Dir, err)
+	}
+	if spec.KillGrace <= 0 {
+		spec.KillGrace = DefaultKillGrace
+	}
+	ss := &session{
+		cmd:     cmd,
+		spec:    spec,
+		drain:   s.drain,
+		started: started,
+		out:     &outputWriter{w: spec.Output, last: started},
+		done:    make(chan struct{}),
+	}
+	go ss.run(ctx, pr)
+	return ss, nil
+}
+
+func (s *session) Pid() int { return s.cmd.Process.Pid }
+
+func (s *session) Wait() Result {
+	<-s.done
+	return s.result
+}
+
+func (s *session) LastOutput() time.Time { return s.out.lastOutput() }
+
+// run copies output, supervises the limits and records the result.
+func (s *session) run(ctx context.Context, pr *os.File) {
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = io.Copy(s.out, pr)
+	}()
+
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		defer close(exited)
+		waitErr = reap(s.cmd)
+	}()
+
+	reason := s.supervise(ctx, exited)
+
+	select {
+	case <-copied:
+	case <-time.After(s.drain):
+		// An escaped process holds the pipe; stop reading.
+	}
+	pr.Close()
+	<-copied
+
+	res := Result{
+		ExitCode:    -1,
+		TimedOut:    reason == stopTimeout,
+		Idle:        reason == stopIdle,
+		Interrupted: reason == stopInterrupt,
+		Started:     s.started,
+		Ended:       time.Now(),
+	}
+	if st := s.cmd.ProcessState; st != nil {
+		res.ExitCode = st.ExitCode()
+	}
+	var exitErr *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &exitErr) {
+		res.Err = fmt.Errorf("wait for session %q: %w", s.spec.Command, waitErr)
+	}
+	s.result = res
+	close(s.done)
+}
+
+// supervise waits for the main process to exit, stopping the session
+// first if ctx is cancelled or a limit is reached, and returns why it
+// stopped it.
+func (s *session) supervise(ctx context.Context, exited <-chan struct{}) stopReason {
+	var timeoutC, idleC <-chan time.Time
+	if s.spec.Timeout > 0 {
+		t := time.NewTimer(s.spec.Timeout)
+		defer t.Stop()
+		timeoutC = t.C
+	}
+	var idle *time.Timer
+	if s.spec.IdleTimeout > 0 {
+		idle = time.NewTimer(s.spec.IdleTimeout)
+		defer idle.Stop()
+		idleC = idle.C
+	}
+	for {
+		select {
+		case <-exited:
+			return notStopped
+		case <-ctx.Done():
+			s.stop(exited)
+			return stopInterrupt
+		case <-timeoutC:
+			s.stop(exited)
+			return stopTimeout
+		case <-idleC:
+			quiet := time.Since(s.out.lastOutput())
+			if quiet < s.spec.IdleTimeout {
+				idle.Reset(s.spec.IdleTimeout - quiet)
+				continue
+			}
+			s.stop(exited)
+			return stopIdle
+		}
+	}
+}
+
+// stop sends SIGTERM to the group, waits up to KillGrace for the main
+// process to exit and then sends SIGKILL to the group.
+func (s *session) stop(exited <-chan struct{}) {
+	pgid := s.cmd.Process.Pid
+	_ = signalGroup(pgid, syscall.SIGTERM)
+	grace := time.NewTimer(s.spec.KillGrace)
+	defer grace.Stop()
+	select {
+	case <-exited:
+	case <-grace.C:
+		_ = signalGroup(pgid, syscall.SIGKILL)
+		<-exited
+	}
+}
+
+// signalGroup sends sig to every process of the group pgid. A group that
+// no longer exists is not an error.
+func signalGroup(pgid int, sig syscall.Signal) error {
+	err := syscall.Kill(-pgid, sig)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return err
+}
+
+// outputWriter forwards output and records when it last arrived.
+type outputWriter struct {
+	w io.Writer
+
+	mu   sync.Mutex
+	last time.Time
+}
+
+func (o *outputWriter) Write(p []byte) (int, error) {
+	if len(p) > 0 {
+		now := time.Now()
+		o.mu.Lock()
+		o.last = now
+		o.mu.Unlock()
+	}
+	if o.w == nil {
+		return len(p), nil
+	}
+	if _, err := o.w.Write(p); err != nil {
+		// A failing destination must not block the session on a full
+		// pipe; the output is dropped instead.
+		o.w = nil
+	}
+	return len(p), nil
+}
+
+func (o *outputWriter) lastOutput() time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.last
+}

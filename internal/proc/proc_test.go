@@ -1,0 +1,358 @@
+package proc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// syncBuffer is an io.Writer safe to read while a session writes to it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitFor polls until the output contains s.
+func (b *syncBuffer) waitFor(t *testing.T, s string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(b.String(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("output %q never contained %q", b.String(), s)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// firstPid parses the first line of output as a pid.
+func firstPid(t *testing.T, out string) int {
+	t.Helper()
+	line, _, _ := strings.Cut(out, "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatalf("first output line %q is not a pid", line)
+	}
+	return pid
+}
+
+// gone reports whether no live process has the id pid (a negative pid
+// names a group). Zombies count as gone: the container's init may be
+// slow to reap orphans, and a zombie still counts as a group member for
+// kill(2).
+func gone(pid int) bool {
+	if runtime.GOOS == "linux" {
+		return goneLinux(pid)
+	}
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// goneLinux looks for a live process with the id pid, or in the group
+// -pid, in /proc.
+func goneLinux(pid int) bool {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+	}
+	for _, e := range entries {
+		id, err := strconv.Atoi(e.Name())
+		if err != nil || (pid > 0 && id != pid) {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// Fields after the command name: state ppid pgrp ...
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		fields := strings.Fields(string(stat[i+1:]))
+		if len(fields) < 3 || fields[0] == "Z" {
+			continue
+		}
+		if pid > 0 || fields[2] == strconv.Itoa(-pid) {
+			return false
+		}
+	}
+	return true
+}
+
+func assertGone(t *testing.T, pids ...int) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for _, pid := range pids {
+		for !gone(pid) {
+			if time.Now().After(deadline) {
+				t.Errorf("process %d still exists", pid)
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+var baseEnv = []string{"PATH=" + os.Getenv("PATH")}
+
+func start(t *testing.T, ctx context.Context, spec Spec) Session {
+	t.Helper()
+	if spec.Env == nil {
+		spec.Env = baseEnv
+	}
+	s, err := osStarter{drain: 300 * time.Millisecond}.Start(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestExitAndOutput(t *testing.T) {
+	tests := []struct {
+		name     string
+		command  string
+		env      []string
+		wantCode int
+		wantOut  string
+	}{
+		{"success", "echo hello", nil, 0, "hello\n"},
+		{"exit code", "echo partial; exit 3", nil, 3, "partial\n"},
+		{"stderr combined in order", "echo out; echo err >&2; echo out2", nil, 0, "out\nerr\nout2\n"},
+		{"killed by signal", "kill -KILL $$", nil, -1, ""},
+		{"command not found", "no-such-command-xyz 2>/dev/null", nil, 127, ""},
+		{"env is complete", `printf '%s|%s' "$FLOW_STEP_ID" "$HOME"`, []string{"FLOW_STEP_ID=coding"}, 0, "coding|"},
+		{"no output", "true", nil, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out syncBuffer
+			s := start(t, context.Background(), Spec{Command: tt.command, Env: tt.env, Output: &out})
+			res := s.Wait()
+			if res.Err != nil {
+				t.Fatalf("Err = %v", res.Err)
+			}
+			if res.ExitCode != tt.wantCode {
+				t.Errorf("ExitCode = %d, want %d", res.ExitCode, tt.wantCode)
+			}
+			if got := out.String(); got != tt.wantOut {
+				t.Errorf("output = %q, want %q", got, tt.wantOut)
+			}
+			if res.TimedOut || res.Idle || res.Interrupted {
+				t.Errorf("stop flags set: %+v", res)
+			}
+			if res.Ended.Before(res.Started) || res.Started.IsZero() {
+				t.Errorf("Started %v, Ended %v", res.Started, res.Ended)
+			}
+			assertGone(t, -s.Pid())
+		})
+	}
+}
+
+func TestDir(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuffer
+	res := start(t, context.Background(), Spec{Command: "pwd -P", Dir: dir, Output: &out}).Wait()
+	if got := strings.TrimSpace(out.String()); got != dir || res.ExitCode != 0 {
+		t.Errorf("pwd = %q (exit %d), want %q", got, res.ExitCode, dir)
+	}
+}
+
+func TestNilOutput(t *testing.T) {
+	s := start(t, context.Background(), Spec{Command: "echo discarded"})
+	if res := s.Wait(); res.ExitCode != 0 {
+		t.Fatalf("ExitCode = %d", res.ExitCode)
+	}
+	if !s.LastOutput().After(s.Wait().Started) {
+		t.Error("LastOutput not updated by output")
+	}
+}
+
+func TestStartErrors(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name string
+		ctx  context.Context
+		spec Spec
+		want error
+	}{
+		{"missing dir", context.Background(), Spec{Command: "true", Dir: "/no/such/dir"}, os.ErrNotExist},
+		{"cancelled context", cancelled, Spec{Command: "true"}, context.Canceled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := OS().Start(tt.ctx, tt.spec)
+			if !errors.Is(err, tt.want) {
+				t.Errorf("err = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+// backgroundSleep prints the pid of a background sleep and waits for it.
+const backgroundSleep = "sleep 30 & echo $!; wait"
+
+func TestStops(t *testing.T) {
+	tests := []struct {
+		name    string
+		command string
+		spec    Spec
+		cancel  bool // cancel the context once "ready" or a pid is printed
+		check   func(t *testing.T, res Result, out string)
+	}{
+		{
+			name:    "timeout kills grandchild",
+			command: backgroundSleep,
+			spec:    Spec{Timeout: 200 * time.Millisecond},
+			check: func(t *testing.T, res Result, out string) {
+				if !res.TimedOut || res.Idle || res.Interrupted {
+					t.Errorf("flags = %+v, want TimedOut", res)
+				}
+				assertGone(t, firstPid(t, out))
+			},
+		},
+		{
+			name:    "idle timeout",
+			command: "echo a; sleep 0.1; echo b; sleep 30",
+			spec:    Spec{IdleTimeout: 300 * time.Millisecond},
+			check: func(t *testing.T, res Result, out string) {
+				if !res.Idle || res.TimedOut {
+					t.Errorf("flags = %+v, want Idle", res)
+				}
+				if out != "a\nb\n" {
+					t.Errorf("output = %q", out)
+				}
+			},
+		},
+		{
+			name:    "steady output is not idle",
+			command: "for i in 1 2 3 4 5 6; do echo $i; sleep 0.1; done",
+			spec:    Spec{IdleTimeout: 400 * time.Millisecond},
+			check: func(t *testing.T, res Result, out string) {
+				if res.Idle || res.ExitCode != 0 {
+					t.Errorf("result = %+v, want a clean exit", res)
+				}
+			},
+		},
+		{
+			name:    "cancel interrupts and kills group",
+			command: backgroundSleep,
+			cancel:  true,
+			check: func(t *testing.T, res Result, out string) {
+				if !res.Interrupted || res.TimedOut {
+					t.Errorf("flags = %+v, want Interrupted", res)
+				}
+				assertGone(t, firstPid(t, out))
+			},
+		},
+		{
+			name:    "trap on TERM exits within grace",
+			command: "trap 'echo bye; exit 0' TERM; echo ready; while :; do sleep 0.05; done",
+			spec:    Spec{KillGrace: 5 * time.Second},
+			cancel:  true,
+			check: func(t *testing.T, res Result, out string) {
+				if !res.Interrupted || res.ExitCode != 0 {
+					t.Errorf("result = %+v, want Interrupted with exit 0", res)
+				}
+				if !strings.Contains(out, "bye") {
+					t.Errorf("output = %q, want the trap's bye", out)
+				}
+				if d := res.Ended.Sub(res.Started); d > 2*time.Second {
+					t.Errorf("took %v, want well within the grace", d)
+				}
+			},
+		},
+		{
+			name:    "TERM ignored then SIGKILL",
+			command: "trap '' TERM; echo ready; while :; do sleep 0.05; done",
+			spec:    Spec{KillGrace: 200 * time.Millisecond, Timeout: 100 * time.Millisecond},
+			check: func(t *testing.T, res Result, out string) {
+				if !res.TimedOut || res.ExitCode != -1 {
+					t.Errorf("result = %+v, want TimedOut with exit -1", res)
+				}
+				if d := res.Ended.Sub(res.Started); d < 300*time.Millisecond || d > 2*time.Second {
+					t.Errorf("took %v, want about timeout+grace", d)
+				}
+			},
+		},
+		{
+			name:    "background process holding the pipe",
+			command: "sleep 30 & echo $!; exit 4",
+			check: func(t *testing.T, res Result, out string) {
+				if res.ExitCode != 4 {
+					t.Errorf("ExitCode = %d, want 4", res.ExitCode)
+				}
+				if d := res.Ended.Sub(res.Started); d > time.Second {
+					t.Errorf("Wait took %v, want it not to wait for the background sleep", d)
+				}
+				assertGone(t, firstPid(t, out))
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			spec := tt.spec
+			spec.Command = tt.command
+			var out syncBuffer
+			spec.Output = &out
+			s := start(t, ctx, spec)
+			if tt.cancel {
+				out.waitFor(t, "\n")
+				cancel()
+			}
+			res := s.Wait()
+			if res.Err != nil {
+				t.Fatalf("Err = %v", res.Err)
+			}
+			tt.check(t, res, out.String())
+			assertGone(t, -s.Pid())
+		})
+	}
+}
+
+func TestEscapedProcessDoesNotHangWait(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	var out syncBuffer
+	s := start(t, context.Background(), Spec{
+		Command: "setsid sh -c 'echo $$; exec sleep 30' & sleep 0.1; exit 0",
+		Output:  &out,
+	})
+	res := s.Wait()
+	pid := firstPid(t, out.String())
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	if res.ExitCode != 0 {
+		t.Errorf("ExitCode = %d", res.ExitCode)
+	}
+	if d := res.Ended.Sub(res.Started); d > 2*time.Second {
+		t.Errorf("Wait took %v despite an escaped process holding the pipe", d)
+	}
+}
