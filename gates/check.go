@@ -1,0 +1,156 @@
+package gates
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/builtin"
+
+	"github.com/flow-run/flow/internal/suggest"
+)
+
+// refChecker walks a parsed expression, checking the references the
+// type checker cannot know about (step ids and var names come from the
+// workflow) or would report less helpfully (fields of a step), and
+// recording which environment functions the expression uses.
+type refChecker struct {
+	src   string
+	scope Scope
+	use   funcSet
+	err   *Error
+}
+
+// checkRefs checks the references of the expression tree rooted at
+// node; the returned checker holds the first error in source order.
+func checkRefs(src string, scope Scope, node *ast.Node) *refChecker {
+	c := &refChecker{src: src, scope: scope}
+	ast.Walk(node, c)
+	return c
+}
+
+// Visit implements ast.Visitor.
+func (c *refChecker) Visit(node *ast.Node) {
+	switch n := (*node).(type) {
+	case *ast.IdentifierNode:
+		c.use |= funcBit(n.Value)
+		if strings.HasPrefix(n.Value, "__") || slices.Contains(guardedBuiltins, n.Value) {
+			c.use |= useBudget
+		}
+	case *ast.BinaryNode:
+		if n.Operator == "+" {
+			c.use |= useBudget
+		}
+	case *ast.VariableDeclaratorNode:
+		if slices.Contains(Names(), n.Name) {
+			c.fail(n, fmt.Sprintf("let %s: %q is already an environment name", n.Name, n.Name))
+		}
+	case *ast.MemberNode:
+		c.member(n)
+	}
+}
+
+// member checks steps.X, vars.X and the fields of struct values.
+func (c *refChecker) member(n *ast.MemberNode) {
+	prop, ok := n.Property.(*ast.StringNode)
+	if !ok {
+		return // a computed index, known only at run time
+	}
+	if id, ok := n.Node.(*ast.IdentifierNode); ok {
+		switch id.Value {
+		case "steps":
+			if !slices.Contains(c.scope.Steps, prop.Value) {
+				c.fail(prop, "unknown step "+quoteSuggest(prop.Value, c.scope.Steps))
+			}
+			return
+		case "vars":
+			if !slices.Contains(c.scope.Vars, prop.Value) {
+				c.fail(prop, "unknown var "+quoteSuggest(prop.Value, c.scope.Vars))
+			}
+			return
+		}
+	}
+	owner, t := structOf(n.Node)
+	if t == nil {
+		return
+	}
+	fields := structFields(t)
+	if !slices.Contains(fields, prop.Value) {
+		msg := fmt.Sprintf("unknown field %q of %s", prop.Value, owner)
+		if s, ok := suggest.Closest(prop.Value, fields); ok {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		c.fail(prop, msg)
+	}
+}
+
+// structOf returns a description and the type of the struct value node
+// denotes when that is known from the syntax alone: run, feedback,
+// check, or a step (steps.X or steps[expr]).
+func structOf(node ast.Node) (string, reflect.Type) {
+	switch n := node.(type) {
+	case *ast.IdentifierNode:
+		switch n.Value {
+		case "run":
+			return "run", reflect.TypeFor[RunInfo]()
+		case "feedback":
+			return "feedback", reflect.TypeFor[Feedback]()
+		case "check":
+			return "check", reflect.TypeFor[CheckInfo]()
+		}
+	case *ast.MemberNode:
+		if id, ok := n.Node.(*ast.IdentifierNode); ok && id.Value == "steps" {
+			if s, ok := n.Property.(*ast.StringNode); ok {
+				return fmt.Sprintf("step %q", s.Value), reflect.TypeFor[StepInfo]()
+			}
+			return "a step", reflect.TypeFor[StepInfo]()
+		}
+	}
+	return "", nil
+}
+
+// fail records an error at node unless one earlier in the source is
+// already recorded. An error at a quoted name (steps["x"]) points at
+// the name, after the quote.
+func (c *refChecker) fail(node ast.Node, msg string) {
+	off := runeOffset(c.src, node.Location().From)
+	if _, ok := node.(*ast.StringNode); ok && off < len(c.src) && strings.ContainsRune("\"'`", rune(c.src[off])) {
+		off++
+	}
+	e := newError(c.src, off, msg)
+	if c.err == nil || e.Offset < c.err.Offset {
+		c.err = e
+	}
+}
+
+// quoteSuggest quotes name and adds a did-you-mean hint from candidates
+// when one is close.
+func quoteSuggest(name string, candidates []string) string {
+	if s, ok := suggest.Closest(name, candidates); ok {
+		return fmt.Sprintf("%q (did you mean %q?)", name, s)
+	}
+	return fmt.Sprintf("%q", name)
+}
+
+// explain rewrites the type checker's messages that name things the
+// user wrote, adding quotes and a did-you-mean hint.
+func explain(e *Error) *Error {
+	if name, ok := strings.CutPrefix(e.Msg, "unknown name "); ok && !strings.ContainsAny(name, " \t\n") {
+		e.Msg = "unknown name " + quoteSuggest(name, knownNames())
+	}
+	return e
+}
+
+// knownNames returns every name an expression may use on its own: the
+// environment and expr's builtin functions.
+func knownNames() []string {
+	names := Names()
+	for _, f := range builtin.Builtins {
+		if f.Name != "now" {
+			names = append(names, f.Name)
+		}
+	}
+	return names
+}
