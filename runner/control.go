@@ -1,0 +1,179 @@
+package runner
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/afero"
+
+	"github.com/flow-run/flow/internal/atomicfile"
+)
+
+// Control is control.json: what humans want (DesiredState) and what the
+// runner does (CurrentState), with the seed's agent_state.json fields.
+type Control struct {
+	DesiredState ControlState `json:"desired_state"`
+	CurrentState ControlState `json:"current_state"`
+	Timestamp    string       `json:"timestamp"`
+	SetBy        string       `json:"setBy"`
+	Note         string       `json:"note"`
+}
+
+// validControl reports whether s is one of the four states.
+func validControl(s ControlState) bool {
+	switch s {
+	case Continuous, Pause, RunOnce, RunCleanup:
+		return true
+	}
+	return false
+}
+
+// ReadControl reads control.json. A missing file is (nil, nil); a file
+// that is not valid JSON, or names an unknown state, is an error.
+func ReadControl(fsys afero.Fs, runDir string) (*Control, error) {
+	path := filepath.Join(runDir, ControlFile)
+	b, err := afero.ReadFile(fsys, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	var c Control
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("%s is malformed: %w", path, err)
+	}
+	if !validControl(c.DesiredState) {
+		return &c, fmt.Errorf("%s: unknown desired_state %q", path, c.DesiredState)
+	}
+	return &c, nil
+}
+
+// UpdateControl changes control.json under its lock: fn gets the
+// current content (the zero Control when the file is missing or
+// unreadable) and changes it. Humans and the runner both write the file;
+// the lock makes each read-modify-write whole, so neither side's update
+// is lost.
+func UpdateControl(fsys afero.Fs, runDir string, now time.Time, fn func(c *Control)) error {
+	path := filepath.Join(runDir, ControlFile)
+	unlock, err := lockFile(fsys, path+".lock")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	c, _ := ReadControl(fsys, runDir)
+	if c == nil {
+		c = &Control{}
+	}
+	fn(c)
+	c.Timestamp = Time{Time: now.UTC()}.String()
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(fsys, path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// SetDesired records what a human wants the runner to do.
+func SetDesired(fsys afero.Fs, runDir string, desired ControlState, by, note string, now time.Time) error {
+	if !validControl(desired) {
+		return fmt.Errorf("unknown control state %q", desired)
+	}
+	return UpdateControl(fsys, runDir, now, func(c *Control) {
+		c.DesiredState = desired
+		c.SetBy = by
+		c.Note = note
+		if c.CurrentState == "" {
+			c.CurrentState = Pause
+		}
+	})
+}
+
+// lockFile takes an exclusive lock by creating path; a lock older than
+// staleLock is left over from a crash and broken.
+func lockFile(fsys afero.Fs, path string) (func(), error) {
+	const staleLock = 5 * time.Second
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f, err := fsys.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err == nil {
+			f.Close()
+			return func() { _ = fsys.Remove(path) }, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if fi, err := fsys.Stat(path); err == nil && time.Since(fi.ModTime()) > staleLock {
+			_ = fsys.Remove(path)
+			continue
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("lock %s: held for too long", path)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// readControl returns the desired state for the runner. A missing file
+// means continuous; a malformed file or unknown state means pause, with
+// a warning event, and the file is rewritten valid.
+func (x *run) readControl() (ControlState, error) {
+	c, err := ReadControl(x.r.FS, x.dir)
+	if err == nil && c == nil {
+		return Continuous, nil
+	}
+	if err == nil {
+		return c.DesiredState, nil
+	}
+	now := x.r.Clock.Now()
+	x.emit(newEvent(now, EvWarning, "", Note{Message: err.Error() + "; treated as pause"}))
+	cur := x.core.control
+	if cur == "" {
+		cur = Pause
+	}
+	if werr := UpdateControl(x.r.FS, x.dir, now, func(c *Control) {
+		*c = Control{DesiredState: Pause, CurrentState: cur, SetBy: "flow", Note: "rewritten: " + err.Error()}
+	}); werr != nil {
+		return "", werr
+	}
+	return Pause, nil
+}
+
+// writeControlCurrent records what the runner does. Desired is written
+// too only when the runner itself ends a one-shot state (run_once and
+// run_cleanup turn into pause), and then only if no human changed it
+// meanwhile.
+func (x *run) writeControlCurrent(desired, current ControlState, note string) error {
+	return UpdateControl(x.r.FS, x.dir, x.r.Clock.Now(), func(c *Control) {
+		if desired == Pause && (c.DesiredState == RunOnce || c.DesiredState == RunCleanup || c.DesiredState == "") {
+			c.DesiredState = Pause
+			c.SetBy = "flow"
+			c.Note = note
+		}
+		if c.DesiredState == "" {
+			c.DesiredState = desired
+		}
+		c.CurrentState = current
+	})
+}
+
+// initControl reads the desired state when the runner starts; a run
+// with no control.json gets one that says continuous.
+func (x *run) initControl() (ControlState, error) {
+	c, err := ReadControl(x.r.FS, x.dir)
+	if err == nil && c == nil {
+		err := UpdateControl(x.r.FS, x.dir, x.r.Clock.Now(), func(c *Control) {
+			*c = Control{DesiredState: Continuous, CurrentState: Continuous, SetBy: "flow", Note: "started by flow run"}
+		})
+		return Continuous, err
+	}
+	return x.readControl()
+}

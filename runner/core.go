@@ -1,0 +1,622 @@
+package runner
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/flow-run/flow/config"
+)
+
+// Core is flow's decision core: given the run state and an input (a
+// session finished, a human decided, a timer fired, control changed),
+// it records what happened as events, applies them to the state, and
+// returns the effects the driver must perform (start a session, wait
+// for a human, start a timer, finish). It performs no I/O, reads no
+// clock and starts no goroutine, so that tests drive it with scripted
+// inputs and another driver can replay it deterministically.
+//
+// Core keeps a little bookkeeping that is not part of the durable
+// record: which steps are being evaluated or waiting for a retry timer,
+// and whether the run is stopping. After a restart it is rebuilt from
+// the state by Begin.
+type Core struct {
+	plan *Plan
+	// evaluating holds steps whose when/auto_approve is being evaluated;
+	// waiting holds steps whose retry timer runs.
+	evaluating map[string]bool
+	waiting    map[string]bool
+	// halt is set when the run stops starting sessions: a step failed
+	// (exit 1 or 5) or the runner was interrupted (130).
+	halt       int
+	haltReason string
+	control    ControlState
+	// onceUsed is true when run_once has started its one session.
+	onceUsed bool
+	idle     bool
+	finished bool
+}
+
+// ControlState is a desired or current state of control.json.
+type ControlState string
+
+// The control states of the seed's agent_state.json.
+const (
+	Continuous ControlState = "continuous"
+	Pause      ControlState = "pause"
+	RunOnce    ControlState = "run_once"
+	RunCleanup ControlState = "run_cleanup"
+)
+
+// NewCore returns a core for plan.
+func NewCore(plan *Plan) *Core {
+	return &Core{plan: plan, evaluating: map[string]bool{}, waiting: map[string]bool{}, control: Continuous}
+}
+
+// Input is something that happened, given to Core.Decide.
+type Input interface{ isInput() }
+
+// Begin starts or resumes the run: a runner has taken it.
+type Begin struct {
+	// Control is the desired state of control.json when the run starts.
+	Control ControlState
+}
+
+// WhenResult answers an Evaluate effect.
+type WhenResult struct {
+	Step string
+	// Run is false when the step's when is false: it is SKIPPED.
+	Run    bool
+	Reason string
+	// AutoApprove is true for a human step whose auto_approve is true.
+	AutoApprove bool
+}
+
+// SessionDone reports the end of a step's session and, when it
+// succeeded, the verdict of its gate.
+type SessionDone struct {
+	Step    string
+	Outcome Outcome
+	// Failed is true when the session failed (exit code, report, FAIL
+	// signal, timeout); Outcome.Error says why.
+	Failed bool
+	// Retryable is false when retry_if said no.
+	Retryable bool
+	// Interrupted is true when flow was interrupted mid-session; the
+	// attempt is not counted.
+	Interrupted bool
+	// GateFailed is true when the session succeeded but its gate failed;
+	// GateReason says why.
+	GateFailed bool
+	GateReason string
+}
+
+// HumanDecision reports a human's input to a waiting step.
+type HumanDecision struct {
+	Step     string
+	Input    HumanInput
+	TimedOut bool
+}
+
+// TimerFired reports that a retry timer started by StartTimer fired.
+type TimerFired struct{ Step string }
+
+// ControlChanged reports a new desired state in control.json.
+type ControlChanged struct{ Desired ControlState }
+
+// CleanupDone reports the end of the cleanup session.
+type CleanupDone struct{ Failed bool }
+
+// Interrupt reports that flow was asked to stop (SIGINT, SIGTERM).
+type Interrupt struct{}
+
+func (Begin) isInput()          {}
+func (WhenResult) isInput()     {}
+func (SessionDone) isInput()    {}
+func (HumanDecision) isInput()  {}
+func (TimerFired) isInput()     {}
+func (ControlChanged) isInput() {}
+func (CleanupDone) isInput()    {}
+func (Interrupt) isInput()      {}
+
+// Effect is something the driver must do.
+type Effect interface{ isEffect() }
+
+// Evaluate asks the driver to evaluate a step's when (and, for a human
+// step, auto_approve) and answer with WhenResult.
+type Evaluate struct{ Step string }
+
+// StartSession asks the driver to start a session of a step.
+type StartSession struct {
+	Step       string
+	Attempt    int
+	Iteration  int
+	LogPath    string
+	ReportPath string
+}
+
+// AwaitHuman asks the driver to wait for a human's input to a step.
+type AwaitHuman struct {
+	Step            string
+	ManualInputPath string
+}
+
+// StartTimer asks the driver to answer TimerFired after Delay.
+type StartTimer struct {
+	Step  string
+	Delay time.Duration
+}
+
+// SetControl asks the driver to write control.json.
+type SetControl struct {
+	Desired, Current ControlState
+	Note             string
+}
+
+// StartCleanup asks the driver to run the workflow's cleanup session.
+type StartCleanup struct{}
+
+// Idle says that nothing can happen until a human decides or control
+// changes: Waiting lists the human steps, Paused is true when control
+// holds the run.
+type Idle struct {
+	Waiting []string
+	Paused  bool
+}
+
+// Finish says the run has ended (for now) with Status and ExitCode.
+type Finish struct {
+	Status   RunStatus
+	ExitCode int
+	Reason   string
+}
+
+func (Evaluate) isEffect()     {}
+func (StartSession) isEffect() {}
+func (AwaitHuman) isEffect()   {}
+func (StartTimer) isEffect()   {}
+func (SetControl) isEffect()   {}
+func (StartCleanup) isEffect() {}
+func (Idle) isEffect()         {}
+func (Finish) isEffect()       {}
+
+// Exit codes the core finishes with.
+const (
+	exitFailed      = 1
+	exitBudget      = 5
+	exitInterrupted = 130
+)
+
+// Decision is what Decide returns: the events it applied to the state
+// (to be appended to events.jsonl) and the effects to perform, in order.
+type Decision struct {
+	Events  []Event
+	Effects []Effect
+}
+
+// Durable reports whether the decision records the end of a session or
+// a human decision, whose events must be synced before anything else
+// starts.
+func (d Decision) Durable() bool {
+	for _, e := range d.Events {
+		switch e.Type {
+		case EvStepCompleted, EvGateFailed, EvStepFailed, EvAttemptFailed, EvStepSkipped,
+			EvStepInterrupted, EvLoopBack, EvHumanInput, EvRunFinished, EvRunInterrupted:
+			return true
+		}
+	}
+	return false
+}
+
+// decider accumulates one decision.
+type decider struct {
+	c  *Core
+	st *State
+	at time.Time
+	d  Decision
+}
+
+func (x *decider) emit(typ, step string, data any) {
+	e := newEvent(x.at, typ, step, data)
+	if err := Apply(x.st, e); err != nil {
+		panic(fmt.Sprintf("core emitted an event it cannot apply: %v", err)) // a bug in the core
+	}
+	x.d.Events = append(x.d.Events, e)
+}
+
+func (x *decider) effect(e Effect) { x.d.Effects = append(x.d.Effects, e) }
+
+// Decide applies input in to st at time at and returns what happened
+// and what to do next.
+func (c *Core) Decide(st *State, in Input, at time.Time) Decision {
+	x := &decider{c: c, st: st, at: at}
+	switch in := in.(type) {
+	case Begin:
+		c.begin(x, in)
+	case WhenResult:
+		c.whenResult(x, in)
+	case SessionDone:
+		c.sessionDone(x, in)
+	case HumanDecision:
+		c.humanDecision(x, in)
+	case TimerFired:
+		delete(c.waiting, in.Step)
+	case ControlChanged:
+		c.controlChanged(x, in.Desired)
+	case CleanupDone:
+		c.control = Pause
+		x.effect(SetControl{Desired: Pause, Current: Pause, Note: "cleanup session finished"})
+	case Interrupt:
+		if c.halt == 0 || c.halt == exitFailed || c.halt == exitBudget {
+			c.halt, c.haltReason = exitInterrupted, "interrupted"
+		}
+		// Retry timers and evaluations are dropped; a resumed run
+		// schedules those steps again.
+		clear(c.waiting)
+		clear(c.evaluating)
+	}
+	c.schedule(x)
+	return x.d
+}
+
+func (c *Core) begin(x *decider, in Begin) {
+	c.finished, c.idle, c.onceUsed = false, false, false
+	c.halt, c.haltReason = 0, ""
+	clear(c.evaluating)
+	clear(c.waiting)
+	c.control = in.Control
+	if c.control == "" {
+		c.control = Continuous
+	}
+	for _, id := range x.st.StepOrder {
+		s := x.st.Steps[id]
+		switch s.Status {
+		case Running:
+			x.emit(EvReconciled, id, nil)
+		case WaitingOnHuman:
+			x.effect(AwaitHuman{Step: id, ManualInputPath: deref(s.ManualInputPath)})
+		}
+	}
+	if x.st.Status.Terminal() {
+		c.finished = true
+		x.effect(Finish{Status: x.st.Status, ExitCode: x.st.ExitCode, Reason: "the run has already ended"})
+	}
+}
+
+func (c *Core) whenResult(x *decider, in WhenResult) {
+	if !c.evaluating[in.Step] {
+		return
+	}
+	delete(c.evaluating, in.Step)
+	s := x.st.Steps[in.Step]
+	if s == nil || s.Status != Pending {
+		return
+	}
+	if !in.Run {
+		x.emit(EvStepSkipped, in.Step, Skip{Reason: in.Reason})
+		return
+	}
+	if c.halt != 0 || c.paused() {
+		return // scheduled again later
+	}
+	c.start(x, in.Step, in.AutoApprove)
+}
+
+func (c *Core) sessionDone(x *decider, in SessionDone) {
+	s := x.st.Steps[in.Step]
+	ps := c.plan.Step(in.Step)
+	if s == nil || ps == nil || s.Status != Running {
+		return
+	}
+	if c.control == RunOnce {
+		c.control = Pause
+		x.effect(SetControl{Desired: Pause, Current: Pause, Note: "run_once session finished"})
+	}
+	o := in.Outcome
+	switch {
+	case in.Interrupted:
+		x.emit(EvStepInterrupted, in.Step, nil)
+		if c.halt == 0 {
+			c.halt, c.haltReason = exitInterrupted, "interrupted"
+		}
+	case in.Failed:
+		if s.Attempts < ps.MaxAttempts && in.Retryable && c.halt == 0 {
+			x.emit(EvAttemptFailed, in.Step, o)
+			if d := ps.backoff(s.Attempts + 1); d > 0 {
+				c.waiting[in.Step] = true
+				x.effect(StartTimer{Step: in.Step, Delay: d})
+			}
+			return
+		}
+		if s.Attempts >= ps.MaxAttempts && ps.MaxAttempts > 1 {
+			o.Error = fmt.Sprintf("%s (attempt %d of %d)", o.Error, s.Attempts, ps.MaxAttempts)
+		}
+		x.emit(EvStepFailed, in.Step, o)
+		c.fail(exitFailed, fmt.Sprintf("step %s failed: %s", in.Step, o.Error))
+	case in.GateFailed:
+		c.gateFailure(x, in.Step, in.GateReason, o)
+	default:
+		x.emit(EvStepCompleted, in.Step, o)
+	}
+}
+
+// gateFailure records a failed gate of step g and loops back, or fails
+// the step when it has no loop-back or its iteration budget is spent.
+func (c *Core) gateFailure(x *decider, g, reason string, o Outcome) {
+	ps := c.plan.Step(g)
+	if ps.LoopTarget == "" {
+		o.Error = "gate failed: " + reason
+		x.emit(EvStepFailed, g, o)
+		c.fail(exitFailed, fmt.Sprintf("step %s: gate failed: %s", g, reason))
+		return
+	}
+	o.Error = reason
+	x.emit(EvGateFailed, g, o)
+	target := x.st.Steps[ps.LoopTarget]
+	if target == nil {
+		o.Error = fmt.Sprintf("gate failed: %s; loop_back_to %q is not a step of this run", reason, ps.LoopTarget)
+		x.emit(EvStepFailed, g, o)
+		c.fail(exitFailed, o.Error)
+		return
+	}
+	if target.IterationCount+1 >= ps.MaxIterations {
+		o.Error = fmt.Sprintf("max iterations reached (%d of %d): gate failed: %s", target.IterationCount+1, ps.MaxIterations, reason)
+		o.Budget = true
+		x.emit(EvStepFailed, g, o)
+		c.fail(exitBudget, fmt.Sprintf("step %s: %s", g, o.Error))
+		return
+	}
+	reset := append([]string{ps.LoopTarget}, c.plan.Step(ps.LoopTarget).Downstream...)
+	if !slices.Contains(reset, g) {
+		reset = append(reset, g)
+	}
+	// Steps of the loop that are still running or waiting keep their
+	// state; a loop-back never pulls a session from under its feet.
+	reset = slices.DeleteFunc(reset, func(id string) bool {
+		s := x.st.Steps[id]
+		return s == nil || (id != g && (s.Status == Running || s.Status == WaitingOnHuman))
+	})
+	var report json.RawMessage
+	if len(o.Report) > 0 {
+		report = o.Report
+	}
+	x.emit(EvLoopBack, g, LoopBack{Gate: g, Target: ps.LoopTarget, Reset: reset, Reason: reason, Report: report})
+	for _, id := range reset {
+		delete(c.waiting, id)
+		delete(c.evaluating, id)
+	}
+}
+
+func (c *Core) humanDecision(x *decider, in HumanDecision) {
+	s := x.st.Steps[in.Step]
+	if s == nil || s.Status != WaitingOnHuman {
+		return
+	}
+	x.emit(EvHumanInput, in.Step, in.Input)
+	o := Outcome{Attempt: s.Attempts}
+	who := in.Input.By
+	if who == "" {
+		who = "a human"
+	}
+	switch {
+	case in.TimedOut:
+		o.Error = "no human decision before human.timeout"
+		x.emit(EvStepFailed, in.Step, o)
+		c.fail(exitFailed, fmt.Sprintf("step %s: %s", in.Step, o.Error))
+	case in.Input.Approved:
+		x.emit(EvStepCompleted, in.Step, o)
+	default:
+		reason := "rejected by " + who
+		if in.Input.Reason != "" {
+			reason += ": " + in.Input.Reason
+		}
+		if b, err := json.Marshal(in.Input); err == nil {
+			o.Report = b
+		}
+		c.gateFailure(x, in.Step, reason, o)
+	}
+}
+
+func (c *Core) controlChanged(x *decider, desired ControlState) {
+	switch desired {
+	case Continuous, Pause, RunOnce, RunCleanup:
+	default:
+		desired = Pause
+	}
+	if desired == c.control {
+		return
+	}
+	c.control = desired
+	c.idle = false
+	c.onceUsed = false
+	x.emit(EvControl, "", Note{Message: "desired state " + string(desired)})
+	switch desired {
+	case RunCleanup:
+		x.effect(SetControl{Desired: RunCleanup, Current: RunCleanup})
+		x.effect(StartCleanup{})
+	case Pause:
+		// Current becomes pause once the sessions in flight end.
+	default:
+		x.effect(SetControl{Desired: desired, Current: desired})
+	}
+}
+
+func (c *Core) paused() bool {
+	return c.control == Pause || c.control == RunCleanup || (c.control == RunOnce && c.onceUsed)
+}
+
+func (c *Core) fail(code int, reason string) {
+	if c.halt == 0 {
+		c.halt, c.haltReason = code, reason
+	}
+}
+
+// start moves a ready step into its session, or its wait for a human.
+func (c *Core) start(x *decider, id string, autoApprove bool) {
+	s := x.st.Steps[id]
+	ps := c.plan.Step(id)
+	attempt := s.Attempts + 1
+	if ps.Kind == config.KindHuman {
+		path := filepath.Join(x.st.ManualInputsDir, x.st.RunID+"__"+id+".json")
+		x.emit(EvStepWaiting, id, StepWaiting{Attempt: attempt, ManualInputPath: path})
+		if autoApprove {
+			c.humanDecision(x, HumanDecision{Step: id, Input: HumanInput{Approved: true, By: "auto_approve"}})
+			return
+		}
+		x.effect(AwaitHuman{Step: id, ManualInputPath: path})
+		return
+	}
+	if c.control == RunOnce {
+		c.onceUsed = true
+	}
+	runDir := filepath.Dir(x.st.ReportsDir)
+	ss := StartSession{
+		Step:       id,
+		Attempt:    attempt,
+		Iteration:  s.IterationCount,
+		LogPath:    filepath.Join(runDir, "logs", fmt.Sprintf("%s.%d.%d.log", id, s.IterationCount, attempt)),
+		ReportPath: filepath.Join(x.st.ReportsDir, x.st.RunID+"__"+id+".json"),
+	}
+	x.emit(EvStepStarted, id, StepStarted{Attempt: attempt, Iteration: s.IterationCount, LogPath: ss.LogPath, ReportPath: ss.ReportPath})
+	x.effect(ss)
+}
+
+// ready reports whether a pending step may start: its needs are done
+// and no loop-back blocks it.
+func (c *Core) ready(st *State, ps *PlanStep) bool {
+	s := st.Steps[ps.ID]
+	if s == nil || s.Status != Pending || s.BlockedByLoop != nil || c.evaluating[ps.ID] || c.waiting[ps.ID] {
+		return false
+	}
+	for _, n := range ps.Needs {
+		ns := st.Steps[n]
+		if ns != nil && !ns.Status.done() {
+			return false
+		}
+	}
+	return true
+}
+
+// schedule starts what may start, and finishes the run when nothing is
+// left to do.
+func (c *Core) schedule(x *decider) {
+	if c.finished {
+		return
+	}
+	st := x.st
+	busy := len(c.evaluating)
+	for _, s := range st.Steps {
+		if s.Status == Running {
+			busy++
+		}
+	}
+	if c.halt == 0 && !c.paused() {
+		for i := range c.plan.Steps {
+			ps := &c.plan.Steps[i]
+			if !c.ready(st, ps) {
+				continue
+			}
+			if ps.Kind != config.KindHuman && busy >= c.plan.MaxParallel {
+				continue
+			}
+			if c.control == RunOnce && c.onceUsed && ps.Kind != config.KindHuman {
+				continue
+			}
+			if ps.Conditional {
+				c.evaluating[ps.ID] = true
+				busy++
+				x.effect(Evaluate{Step: ps.ID})
+				continue
+			}
+			c.start(x, ps.ID, false)
+			if ps.Kind != config.KindHuman {
+				busy++
+			}
+		}
+	}
+	if busy > 0 || len(c.waiting) > 0 {
+		c.idle = false
+		return
+	}
+	var waiting []string
+	allDone, anyFailed := true, false
+	for _, id := range st.StepOrder {
+		s := st.Steps[id]
+		switch s.Status {
+		case WaitingOnHuman:
+			waiting = append(waiting, id)
+		case Failed:
+			anyFailed = true
+		}
+		if !s.Status.done() {
+			allDone = false
+		}
+	}
+	switch {
+	case c.halt == exitInterrupted:
+		c.finished = true
+		x.emit(EvRunInterrupted, "", Note{Message: c.haltReason})
+		x.effect(Finish{Status: RunInterrupted, ExitCode: exitInterrupted, Reason: c.haltReason})
+	case c.halt != 0 || anyFailed:
+		code, reason := c.halt, c.haltReason
+		if code == 0 {
+			code, reason = exitFailed, "a step failed"
+		}
+		c.finished = true
+		x.emit(EvRunFinished, "", RunFinished{Status: RunFailed, ExitCode: code, Reason: reason})
+		x.effect(Finish{Status: RunFailed, ExitCode: code, Reason: reason})
+	case allDone:
+		c.finished = true
+		x.emit(EvRunFinished, "", RunFinished{Status: RunCompleted})
+		x.effect(Finish{Status: RunCompleted})
+	case len(waiting) > 0 || c.paused():
+		if !c.idle {
+			c.idle = true
+			if c.paused() && len(waiting) == 0 {
+				x.emit(EvRunPaused, "", Note{Message: "paused by control.json"})
+				x.effect(SetControl{Desired: Pause, Current: Pause})
+			} else if len(waiting) > 0 {
+				x.emit(EvRunWaiting, "", Note{Message: "waiting on a human: " + fmt.Sprint(waiting)})
+			}
+			x.effect(Idle{Waiting: waiting, Paused: c.paused()})
+		}
+	default:
+		// Nothing runs and nothing can start: a bug or an impossible
+		// state. End the run rather than hang, saying why.
+		c.finished = true
+		reason := "no step can start: " + c.blockedReport(st)
+		x.emit(EvRunFinished, "", RunFinished{Status: RunFailed, ExitCode: exitFailed, Reason: reason})
+		x.effect(Finish{Status: RunFailed, ExitCode: exitFailed, Reason: reason})
+	}
+}
+
+// blockedReport says why each pending step cannot start.
+func (c *Core) blockedReport(st *State) string {
+	var out []string
+	for _, ps := range c.plan.Steps {
+		s := st.Steps[ps.ID]
+		if s == nil || s.Status != Pending {
+			continue
+		}
+		why := ""
+		if s.BlockedByLoop != nil {
+			why = "blocked by loop of " + *s.BlockedByLoop
+		}
+		for _, n := range ps.Needs {
+			if ns := st.Steps[n]; ns != nil && !ns.Status.done() {
+				why = fmt.Sprintf("needs %s (%s)", n, ns.Status)
+			}
+		}
+		out = append(out, ps.ID+": "+why)
+	}
+	return fmt.Sprint(out)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

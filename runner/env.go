@@ -1,0 +1,188 @@
+package runner
+
+import (
+	"encoding/json"
+	"regexp"
+
+	"github.com/spf13/afero"
+
+	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/gates"
+)
+
+// env builds the expression environment of the run, with cur (the step
+// being decided) filled in when it is not nil.
+func (x *run) env(cur *stepFacts) *gates.Env {
+	st := x.st
+	e := &gates.Env{
+		Vars:  st.Vars,
+		Env:   x.environ,
+		Steps: make(map[string]gates.StepInfo, len(st.Steps)),
+		FS:    x.r.FS,
+		Dir:   x.opts.Repo,
+		Now:   x.r.Clock.Now(),
+	}
+	e.Run = gates.RunInfo{ID: st.RunID, Workflow: st.WorkflowName}
+	if st.CreatedAt != nil {
+		e.Run.StartedAt = st.CreatedAt.Time
+	}
+	x.cacheMu.Lock()
+	for id, s := range st.Steps {
+		e.Run.Iteration = max(e.Run.Iteration, s.IterationCount)
+		e.Steps[id] = x.stepInfo(id, s)
+	}
+	x.cacheMu.Unlock()
+	if cur != nil {
+		e.ExitCode = cur.exitCode
+		e.Output = cur.output
+		e.Signals = cur.signals
+		e.Verdict = cur.verdict
+		e.Metrics = cur.metrics
+		e.Report = cur.report
+		e.Attempt = cur.attempt
+		e.Iteration = cur.iteration
+		e.Error = cur.err
+		e.Check = cur.check
+		if s := st.Steps[cur.step]; s != nil && s.Feedback != nil {
+			fb := s.Feedback
+			e.Feedback = gates.Feedback{Step: fb.Step, Reason: fb.Reason, Report: rawMap(fb.Report)}
+		}
+	}
+	return e
+}
+
+// stepFacts is what is known of the session being decided.
+type stepFacts struct {
+	step      string
+	exitCode  int
+	output    string
+	signals   map[string]bool
+	verdict   string
+	metrics   map[string]string
+	report    map[string]any
+	attempt   int
+	iteration int
+	err       string
+	check     gates.CheckInfo
+}
+
+func (x *run) stepInfo(id string, s *StepState) gates.StepInfo {
+	info := gates.StepInfo{
+		Status:    string(s.Status),
+		Attempts:  s.Attempts,
+		Iteration: s.IterationCount,
+		Output:    x.outputs[id],
+		Signals:   s.Signals,
+		Verdict:   s.Verdict,
+		Metrics:   s.Metrics,
+		Artifacts: s.Artifacts,
+		Report:    x.reports[id],
+		Error:     deref(s.LastError),
+	}
+	if s.ExitCode != nil {
+		info.ExitCode = *s.ExitCode
+	}
+	if s.Human != nil {
+		info.Input = s.Human.Input
+	}
+	if s.StartedAt != nil && s.EndedAt != nil {
+		info.Duration = s.EndedAt.Sub(s.StartedAt.Time)
+	}
+	return info
+}
+
+// loadCaches reads the reports (and, where expressions use them, the
+// output of) steps that finished before this runner took the run.
+func (x *run) loadCaches() {
+	for id, s := range x.st.Steps {
+		if s.Status != Completed && s.Status != Failed {
+			continue
+		}
+		if s.ReportPath != nil {
+			if rep, err := readReport(x.r.FS, *s.ReportPath); err == nil && rep != nil {
+				x.reports[id] = rep.Raw
+			}
+		}
+		if x.keepOut[id] && s.LogPath != "" {
+			x.outputs[id] = readTail(x.r.FS, s.LogPath, outputTail)
+		}
+	}
+}
+
+// readTail returns the last n bytes of a file, or "".
+func readTail(fsys afero.Fs, path string, n int64) string {
+	f, err := fsys.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	off := max(fi.Size()-n, 0)
+	buf := make([]byte, fi.Size()-off)
+	if _, err := f.ReadAt(buf, off); err != nil && len(buf) > 0 {
+		return ""
+	}
+	return string(buf)
+}
+
+// outputRe finds references to a step's output in expression sources.
+var outputRe = regexp.MustCompile(`steps\s*(?:\.\s*([A-Za-z0-9_-]+)|\[\s*["']([^"']+)["']\s*\])\s*(?:\.\s*output|\[\s*["']output["']\s*\])`)
+
+// outputRefs returns the steps whose output some expression or
+// template of wf reads; only theirs is kept in memory after they end.
+func outputRefs(wf *config.Workflow) map[string]bool {
+	refs := map[string]bool{}
+	add := func(src string) {
+		for _, m := range outputRe.FindAllStringSubmatch(src, -1) {
+			refs[m[1]+m[2]] = true
+		}
+	}
+	addT := func(t *config.Template) {
+		if t != nil {
+			add(t.Src)
+		}
+	}
+	addE := func(e *config.Expr) {
+		if e != nil {
+			add(e.Src)
+		}
+	}
+	for _, s := range wf.Steps {
+		addT(s.Run)
+		addT(s.Prompt)
+		addE(s.When)
+		addE(s.RetryIf)
+		for _, a := range s.Artifacts {
+			addT(a)
+		}
+		for _, v := range s.Env {
+			addT(v)
+		}
+		if g := s.Gate; g != nil {
+			addE(g.Pass)
+			addE(g.Fail)
+			addT(g.Check)
+		}
+		if h := s.Human; h != nil {
+			addT(h.Message)
+			addE(h.AutoApprove)
+		}
+	}
+	return refs
+}
+
+func rawMap(b json.RawMessage) map[string]any {
+	if len(b) == 0 {
+		return nil
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

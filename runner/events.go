@@ -1,0 +1,441 @@
+package runner
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/flow-run/flow/internal/eventlog"
+)
+
+// Event is one line of events.jsonl.
+type Event = eventlog.Event
+
+// The event types. Every change of a run is one of these; Apply folds
+// them into the State.
+const (
+	EvRunCreated      = "run_created"
+	EvRunnerStarted   = "runner_started"
+	EvWorkflowChanged = "workflow_changed"
+	EvStepAdded       = "step_added"
+	EvStepRemoved     = "step_removed"
+	EvStartAt         = "start_at"
+	EvReconciled      = "step_reconciled"
+	EvStepStarted     = "step_started"
+	EvStepSkipped     = "step_skipped"
+	EvStepWaiting     = "step_waiting"
+	EvHumanInput      = "human_input"
+	EvStepCompleted   = "step_completed"
+	EvGateFailed      = "gate_failed"
+	EvLoopBack        = "loop_back"
+	EvAttemptFailed   = "attempt_failed"
+	EvStepFailed      = "step_failed"
+	EvStepInterrupted = "step_interrupted"
+	EvRunFinished     = "run_finished"
+	EvRunInterrupted  = "interrupted"
+	EvRunPaused       = "run_paused"
+	EvRunWaiting      = "run_waiting"
+	EvControl         = "control"
+	EvWarning         = "warning"
+	EvHeartbeat       = "heartbeat"
+)
+
+// RunCreated is the data of EvRunCreated.
+type RunCreated struct {
+	RunID           string            `json:"run_id"`
+	WorkflowName    string            `json:"workflow_name"`
+	WorkflowFile    string            `json:"workflow_file"`
+	WorkflowDigest  string            `json:"workflow_digest"`
+	RepoDir         string            `json:"repo_dir"`
+	ReportsDir      string            `json:"reports_dir"`
+	ManualInputsDir string            `json:"manual_inputs_dir"`
+	Vars            map[string]string `json:"vars"`
+	Steps           []string          `json:"steps"`
+	// StartAt names the step a new run starts at; earlier steps are
+	// SKIPPED.
+	StartAt string   `json:"start_at,omitempty"`
+	Skipped []string `json:"skipped,omitempty"`
+}
+
+// RunnerStarted is the data of EvRunnerStarted: a runner took the run.
+type RunnerStarted struct {
+	PID  int    `json:"pid"`
+	Host string `json:"host"`
+	// RepoDir, ReportsDir and ManualInputsDir re-root a run directory
+	// copied to another checkout.
+	RepoDir         string `json:"repo_dir,omitempty"`
+	ReportsDir      string `json:"reports_dir,omitempty"`
+	ManualInputsDir string `json:"manual_inputs_dir,omitempty"`
+}
+
+// WorkflowChanged is the data of EvWorkflowChanged.
+type WorkflowChanged struct {
+	From  string   `json:"from"`
+	To    string   `json:"to"`
+	Order []string `json:"order"`
+}
+
+// StartAt is the data of EvStartAt: the steps reset to PENDING.
+type StartAt struct {
+	Step  string   `json:"step"`
+	Reset []string `json:"reset"`
+}
+
+// StepStarted is the data of EvStepStarted.
+type StepStarted struct {
+	Attempt    int    `json:"attempt"`
+	Iteration  int    `json:"iteration"`
+	LogPath    string `json:"log_path,omitempty"`
+	ReportPath string `json:"report_path,omitempty"`
+}
+
+// StepWaiting is the data of EvStepWaiting.
+type StepWaiting struct {
+	Attempt         int    `json:"attempt"`
+	ManualInputPath string `json:"manual_input_path"`
+}
+
+// Outcome is what a finished session (or human decision) produced: the
+// data of EvStepCompleted, EvGateFailed, EvAttemptFailed and
+// EvStepFailed.
+type Outcome struct {
+	Attempt    int               `json:"attempt"`
+	ExitCode   *int              `json:"exit_code,omitempty"`
+	Error      string            `json:"error,omitempty"`
+	ReportPath string            `json:"report_path,omitempty"`
+	Artifacts  []string          `json:"artifacts,omitempty"`
+	Metrics    map[string]string `json:"metrics,omitempty"`
+	Logs       []string          `json:"logs,omitempty"`
+	Signals    map[string]bool   `json:"signals,omitempty"`
+	Verdict    string            `json:"verdict,omitempty"`
+	Report     json.RawMessage   `json:"report,omitempty"`
+	Duration   string            `json:"duration,omitempty"`
+	// Budget is true when the step failed because its iteration budget
+	// ran out.
+	Budget bool `json:"budget,omitempty"`
+}
+
+// LoopBack is the data of EvLoopBack.
+type LoopBack struct {
+	Gate   string          `json:"gate"`
+	Target string          `json:"target"`
+	Reset  []string        `json:"reset"`
+	Reason string          `json:"reason"`
+	Report json.RawMessage `json:"report,omitempty"`
+}
+
+// Skip is the data of EvStepSkipped.
+type Skip struct {
+	Reason string `json:"reason"`
+}
+
+// RunFinished is the data of EvRunFinished.
+type RunFinished struct {
+	Status   RunStatus `json:"status"`
+	ExitCode int       `json:"exit_code"`
+	Reason   string    `json:"reason,omitempty"`
+}
+
+// Note is the data of EvWarning, EvRunPaused, EvRunWaiting and others
+// that carry a message.
+type Note struct {
+	Message string `json:"message"`
+}
+
+// newEvent builds an event; the log assigns its seq.
+func newEvent(at time.Time, typ, step string, data any) Event {
+	var raw json.RawMessage
+	if data != nil {
+		b, err := json.Marshal(data)
+		if err != nil {
+			panic(fmt.Sprintf("marshal %s event: %v", typ, err)) // data types are ours: a bug
+		}
+		raw = b
+	}
+	return Event{At: eventlog.Time{Time: at.UTC()}, Type: typ, Step: step, Data: raw}
+}
+
+// Apply folds one event into the state. It is the only code that
+// changes a State, so that a state rebuilt from events.jsonl equals the
+// live one. Unknown event types are ignored (a newer flow may add some).
+func Apply(s *State, e Event) error {
+	at := e.At
+	s.Seq = e.Seq
+	s.UpdatedAt = &at
+	step := s.Steps[e.Step]
+	needStep := func() error {
+		if step == nil {
+			return fmt.Errorf("event %d (%s): unknown step %q", e.Seq, e.Type, e.Step)
+		}
+		return nil
+	}
+	decode := func(v any) error {
+		if len(e.Data) == 0 {
+			return nil
+		}
+		if err := json.Unmarshal(e.Data, v); err != nil {
+			return fmt.Errorf("event %d (%s): %w", e.Seq, e.Type, err)
+		}
+		return nil
+	}
+	switch e.Type {
+	case EvRunCreated:
+		var d RunCreated
+		if err := decode(&d); err != nil {
+			return err
+		}
+		s.SchemaVersion = SchemaVersion
+		s.RunID, s.WorkflowName, s.WorkflowFile, s.WorkflowDigest = d.RunID, d.WorkflowName, d.WorkflowFile, d.WorkflowDigest
+		s.RepoDir, s.ReportsDir, s.ManualInputsDir = d.RepoDir, d.ReportsDir, d.ManualInputsDir
+		s.Vars = d.Vars
+		if s.Vars == nil {
+			s.Vars = map[string]string{}
+		}
+		s.CreatedAt = &at
+		s.Status = RunPending
+		s.StepOrder = slices.Clone(d.Steps)
+		s.Steps = make(map[string]*StepState, len(d.Steps))
+		for _, id := range d.Steps {
+			s.Steps[id] = newStepState()
+		}
+		for _, id := range d.Skipped {
+			st := s.Steps[id]
+			st.Status = Skipped
+			st.LastError = strp("skipped: run started at " + d.StartAt)
+		}
+	case EvRunnerStarted:
+		var d RunnerStarted
+		if err := decode(&d); err != nil {
+			return err
+		}
+		s.Runner = &RunnerInfo{PID: d.PID, Host: d.Host, StartedAt: &at, HeartbeatAt: &at}
+		if d.RepoDir != "" {
+			s.RepoDir, s.ReportsDir, s.ManualInputsDir = d.RepoDir, d.ReportsDir, d.ManualInputsDir
+		}
+		if !s.Status.Terminal() {
+			s.Status = RunRunning
+		}
+	case EvHeartbeat:
+		if s.Runner != nil {
+			s.Runner.HeartbeatAt = &at
+		}
+	case EvWorkflowChanged:
+		var d WorkflowChanged
+		if err := decode(&d); err != nil {
+			return err
+		}
+		s.WorkflowDigest = d.To
+		if len(d.Order) > 0 {
+			s.StepOrder = slices.Clone(d.Order)
+		}
+	case EvStepAdded:
+		if s.Steps[e.Step] == nil {
+			s.Steps[e.Step] = newStepState()
+		}
+		if !slices.Contains(s.StepOrder, e.Step) {
+			s.StepOrder = append(s.StepOrder, e.Step)
+		}
+	case EvStepRemoved:
+		delete(s.Steps, e.Step)
+		s.StepOrder = slices.DeleteFunc(s.StepOrder, func(id string) bool { return id == e.Step })
+	case EvStartAt:
+		var d StartAt
+		if err := decode(&d); err != nil {
+			return err
+		}
+		for _, id := range d.Reset {
+			if st := s.Steps[id]; st != nil {
+				*st = *newStepState()
+			}
+		}
+		if s.Status.Terminal() || s.Status == RunInterrupted {
+			s.Status = RunPending
+		}
+	case EvReconciled:
+		if err := needStep(); err != nil {
+			return err
+		}
+		step.Status = Pending
+		step.LastError = strp("runner died during the session; it runs again")
+	case EvStepStarted:
+		if err := needStep(); err != nil {
+			return err
+		}
+		var d StepStarted
+		if err := decode(&d); err != nil {
+			return err
+		}
+		step.Status = Running
+		step.Attempts = d.Attempt
+		step.StartedAt = &at
+		step.EndedAt = nil
+		step.LogPath = d.LogPath
+		if d.ReportPath != "" {
+			step.ReportPath = strp(d.ReportPath)
+		}
+		s.Status = RunRunning
+	case EvStepWaiting:
+		if err := needStep(); err != nil {
+			return err
+		}
+		var d StepWaiting
+		if err := decode(&d); err != nil {
+			return err
+		}
+		step.Status = WaitingOnHuman
+		step.Attempts = d.Attempt
+		step.StartedAt = &at
+		step.EndedAt = nil
+		step.ManualInputPath = strp(d.ManualInputPath)
+	case EvHumanInput:
+		if err := needStep(); err != nil {
+			return err
+		}
+		var d HumanInput
+		if err := decode(&d); err != nil {
+			return err
+		}
+		step.Human = &d
+	case EvStepSkipped:
+		if err := needStep(); err != nil {
+			return err
+		}
+		var d Skip
+		if err := decode(&d); err != nil {
+			return err
+		}
+		step.Status = Skipped
+		step.EndedAt = &at
+		unblock(s, step)
+		if d.Reason != "" {
+			step.LastError = strp(d.Reason)
+		}
+	case EvStepCompleted, EvGateFailed:
+		if err := needStep(); err != nil {
+			return err
+		}
+		var d Outcome
+		if err := decode(&d); err != nil {
+			return err
+		}
+		step.Status = Completed
+		step.EndedAt = &at
+		setOutcome(step, d)
+		step.GateFailed = e.Type == EvGateFailed
+		step.LastError = nil
+		if e.Type == EvGateFailed {
+			step.LastError = strp("gate failed: " + d.Error)
+		}
+		unblock(s, step)
+	case EvLoopBack:
+		var d LoopBack
+		if err := decode(&d); err != nil {
+			return err
+		}
+		for _, id := range d.Reset {
+			st := s.Steps[id]
+			if st == nil {
+				continue
+			}
+			st.IterationCount++
+			st.Status = Pending
+			st.Attempts = 0
+			if id == d.Target {
+				st.BlockedByLoop = nil
+				st.Feedback = &Feedback{Step: d.Gate, Reason: d.Reason, Report: d.Report}
+			} else {
+				st.BlockedByLoop = strp(d.Gate)
+			}
+		}
+	case EvAttemptFailed:
+		if err := needStep(); err != nil {
+			return err
+		}
+		var d Outcome
+		if err := decode(&d); err != nil {
+			return err
+		}
+		step.Status = Pending
+		step.EndedAt = &at
+		setOutcome(step, d)
+		step.LastError = strp(d.Error)
+	case EvStepFailed:
+		if err := needStep(); err != nil {
+			return err
+		}
+		var d Outcome
+		if err := decode(&d); err != nil {
+			return err
+		}
+		step.Status = Failed
+		step.EndedAt = &at
+		setOutcome(step, d)
+		step.LastError = strp(d.Error)
+	case EvStepInterrupted:
+		if err := needStep(); err != nil {
+			return err
+		}
+		step.Status = Pending
+		if step.Attempts > 0 {
+			step.Attempts--
+		}
+		step.EndedAt = &at
+		step.LastError = strp("interrupted; the attempt is not counted")
+	case EvRunFinished:
+		var d RunFinished
+		if err := decode(&d); err != nil {
+			return err
+		}
+		s.Status = d.Status
+		s.ExitCode = d.ExitCode
+	case EvRunInterrupted:
+		s.Status = RunInterrupted
+		s.ExitCode = 130
+	case EvRunPaused:
+		s.Status = RunPaused
+	case EvRunWaiting:
+		s.Status = RunWaitingOnHuman
+	}
+	return nil
+}
+
+// unblock clears the loop-back block that step's re-entry set: a
+// loop's target ending its iteration (completed or skipped) unblocks
+// the steps its gate reset.
+func unblock(s *State, step *StepState) {
+	fb := step.Feedback
+	if fb == nil {
+		return
+	}
+	for _, other := range s.Steps {
+		if other.BlockedByLoop != nil && *other.BlockedByLoop == fb.Step {
+			other.BlockedByLoop = nil
+		}
+	}
+	step.Feedback = nil
+}
+
+// setOutcome copies a session's results into the step.
+func setOutcome(st *StepState, d Outcome) {
+	st.Attempts = max(st.Attempts, d.Attempt)
+	st.ExitCode = d.ExitCode
+	if d.ReportPath != "" {
+		st.ReportPath = strp(d.ReportPath)
+	}
+	st.Artifacts = nonNil(d.Artifacts)
+	st.Metrics = d.Metrics
+	if st.Metrics == nil {
+		st.Metrics = map[string]string{}
+	}
+	st.Logs = nonNil(d.Logs)
+	st.Signals = d.Signals
+	st.Verdict = d.Verdict
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

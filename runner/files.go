@@ -1,0 +1,33 @@
+package runner
+
+import (
+	"crypto/rand"
+	"fmt"
+	"os"
+
+	"github.com/spf13/afero"
+
+	"github.com/flow-run/flow/gates"
+)
+
+// osCreateTrunc opens a log for a new session.
+const osCreateTrunc = os.O_CREATE | os.O_TRUNC | os.O_WRONLY
+
+// writeFile writes a small file that no reader depends on being whole
+// (prompt and feedback files are written before their session starts).
+func writeFile(fsys afero.Fs, path string, data []byte) error {
+	if err := afero.WriteFile(fsys, path, data, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+func randRead(b []byte) (int, error) { return rand.Read(b) }
+
+// failWord is the word of a FAIL verdict.
+func failWord(w gates.SignalWords) string {
+	if w.Fail != "" {
+		return w.Fail
+	}
+	return "FAIL"
+}

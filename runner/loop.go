@@ -1,0 +1,241 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// loop feeds the core until the run finishes, idles with NoWait, or is
+// interrupted.
+func (x *run) loop(ctx context.Context) (Result, error) {
+	sessCtx, cancelSessions := context.WithCancel(context.WithoutCancel(ctx))
+	x.sessCtx = sessCtx
+	x.stopped = make(chan struct{})
+	// On the way out: stop delivering inputs, stop sessions, wait for
+	// their goroutines.
+	defer x.sessions.Wait()
+	defer cancelSessions()
+	defer close(x.stopped)
+
+	control, err := x.initControl()
+	if err != nil {
+		return Result{}, err
+	}
+	x.queue = append(x.queue, Begin{Control: control})
+	heartbeat := x.r.Clock.After(x.r.HeartbeatEvery)
+	var poll <-chan time.Time
+	done := ctx.Done()
+	for {
+		for len(x.queue) > 0 {
+			in := x.queue[0]
+			x.queue = x.queue[1:]
+			d := x.core.Decide(x.st, in, x.r.Clock.Now())
+			x.queueEvents(d.Events)
+			if err := x.persist(d.Durable()); err != nil {
+				cancelSessions()
+				return Result{}, err
+			}
+			for _, e := range d.Events {
+				x.announce(e)
+			}
+			for _, eff := range d.Effects {
+				res, stop, err := x.perform(eff)
+				if err != nil {
+					cancelSessions()
+					return Result{}, err
+				}
+				if stop {
+					if err := x.snapshot(); err != nil {
+						return Result{}, err
+					}
+					return res, nil
+				}
+			}
+		}
+		if len(x.awaiting) > 0 || x.core.paused() {
+			if poll == nil {
+				poll = x.r.Clock.After(x.r.PollEvery)
+			}
+		} else {
+			poll = nil
+		}
+		select {
+		case in := <-x.inputs:
+			x.queue = append(x.queue, in)
+		case <-done:
+			done = nil
+			x.interrupt = true
+			cancelSessions()
+			x.queue = append(x.queue, Interrupt{})
+		case <-heartbeat:
+			heartbeat = x.r.Clock.After(x.r.HeartbeatEvery)
+			now := x.r.Clock.Now()
+			if x.st.Runner != nil {
+				t := Time{Time: now.UTC()}
+				x.st.Runner.HeartbeatAt = &t
+			}
+			if err := x.snapshot(); err != nil {
+				return Result{}, err
+			}
+		case <-poll:
+			poll = nil
+			if err := x.pollWaiting(); err != nil {
+				return Result{}, err
+			}
+		}
+	}
+}
+
+// send delivers an input from a goroutine to the loop, unless the loop
+// has ended.
+func (x *run) send(in Input) {
+	select {
+	case x.inputs <- in:
+	case <-x.stopped:
+	}
+}
+
+// perform carries out one effect. stop is true when the run ends here.
+func (x *run) perform(eff Effect) (Result, bool, error) {
+	switch e := eff.(type) {
+	case Evaluate:
+		x.queue = append(x.queue, x.evaluate(e.Step))
+	case StartSession:
+		x.startSession(e)
+	case AwaitHuman:
+		x.awaiting[e.Step] = true
+		x.printf("%s: waiting on a human: flow approve %s %s (or flow reject)\n", e.Step, x.st.RunID, e.Step)
+	case StartTimer:
+		x.printf("%s: retrying in %s\n", e.Step, e.Delay)
+		x.sessions.Add(1)
+		go func() {
+			defer x.sessions.Done()
+			select {
+			case <-x.r.Clock.After(e.Delay):
+			case <-x.sessCtx.Done():
+			}
+			x.send(TimerFired{Step: e.Step})
+		}()
+	case SetControl:
+		if err := x.writeControlCurrent(e.Desired, e.Current, e.Note); err != nil {
+			return Result{}, false, err
+		}
+	case StartCleanup:
+		x.startCleanup()
+	case Idle:
+		if !x.opts.NoWait {
+			return Result{}, false, nil
+		}
+		if err := x.snapshot(); err != nil {
+			return Result{}, false, err
+		}
+		if e.Paused && len(e.Waiting) == 0 {
+			return x.result(RunPaused, exitPaused, "paused"), true, nil
+		}
+		return x.result(RunWaitingOnHuman, exitHuman, "waiting on a human: "+strings.Join(e.Waiting, ", ")), true, nil
+	case Finish:
+		return x.result(e.Status, e.ExitCode, e.Reason), true, nil
+	}
+	return Result{}, false, nil
+}
+
+func (x *run) result(status RunStatus, code int, reason string) Result {
+	return Result{RunID: x.st.RunID, RunDir: x.dir, Status: status, ExitCode: code, Reason: reason, State: x.st}
+}
+
+// announce prints a line of progress for the events a person cares
+// about.
+func (x *run) announce(e Event) {
+	s := x.st.Steps[e.Step]
+	switch e.Type {
+	case EvStepStarted:
+		x.printf("%s: started (attempt %d, iteration %d)\n", e.Step, s.Attempts, s.IterationCount)
+	case EvStepCompleted:
+		x.printf("%s: completed\n", e.Step)
+	case EvStepSkipped:
+		x.printf("%s: skipped (%s)\n", e.Step, deref(s.LastError))
+	case EvGateFailed:
+		x.printf("%s: %s\n", e.Step, deref(s.LastError))
+	case EvLoopBack:
+		var d LoopBack
+		_ = jsonUnmarshal(e.Data, &d)
+		x.printf("%s: looping back to %s (iteration %d)\n", e.Step, d.Target, x.st.Steps[d.Target].IterationCount)
+	case EvAttemptFailed:
+		x.printf("%s: attempt %d failed: %s\n", e.Step, s.Attempts, deref(s.LastError))
+	case EvStepFailed:
+		x.printf("%s: FAILED: %s\n", e.Step, deref(s.LastError))
+	case EvStepInterrupted:
+		x.printf("%s: interrupted\n", e.Step)
+	case EvStepRemoved:
+		x.printf("%s: removed from the workflow; dropped from the run\n", e.Step)
+	case EvStepAdded:
+		x.printf("%s: new in the workflow; added to the run\n", e.Step)
+	case EvReconciled:
+		x.printf("%s: was running when the last runner died; it runs again\n", e.Step)
+	case EvRunFinished:
+		var d RunFinished
+		_ = jsonUnmarshal(e.Data, &d)
+		if d.Reason != "" {
+			x.printf("run %s %s: %s\n", x.st.RunID, d.Status, d.Reason)
+		} else {
+			x.printf("run %s %s\n", x.st.RunID, d.Status)
+		}
+	case EvRunInterrupted:
+		x.printf("run %s interrupted; resume with: flow resume %s\n", x.st.RunID, x.st.RunID)
+	case EvWarning:
+		var d Note
+		_ = jsonUnmarshal(e.Data, &d)
+		x.printf("warning: %s\n", d.Message)
+	}
+}
+
+// pollWaiting looks at the manual input files of waiting steps, their
+// human timeouts, and control.json.
+func (x *run) pollWaiting() error {
+	for step := range x.awaiting {
+		in, timedOut, err := x.checkHuman(step)
+		if err != nil {
+			x.emit(newEvent(x.r.Clock.Now(), EvWarning, step, Note{Message: err.Error()}))
+			continue
+		}
+		if in != nil || timedOut {
+			delete(x.awaiting, step)
+			d := HumanDecision{Step: step, TimedOut: timedOut}
+			if in != nil {
+				d.Input = *in
+			}
+			x.queue = append(x.queue, d)
+		}
+	}
+	desired, err := x.readControl()
+	if err != nil {
+		return err
+	}
+	if desired != x.core.control {
+		x.queue = append(x.queue, ControlChanged{Desired: desired})
+	}
+	return nil
+}
+
+func toInt(v any) (int, error) {
+	switch n := v.(type) {
+	case int:
+		return n, nil
+	case int64:
+		return int(n), nil
+	case float64:
+		if n != float64(int(n)) {
+			return 0, fmt.Errorf("%v is not a whole number", n)
+		}
+		return int(n), nil
+	case string:
+		var i int
+		if _, err := fmt.Sscan(n, &i); err != nil {
+			return 0, fmt.Errorf("%q is not a number", n)
+		}
+		return i, nil
+	}
+	return 0, fmt.Errorf("%v (%T) is not a number", v, v)
+}

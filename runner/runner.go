@@ -1,0 +1,447 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/afero"
+
+	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/atomicfile"
+	"github.com/flow-run/flow/internal/clock"
+	"github.com/flow-run/flow/internal/eventlog"
+	"github.com/flow-run/flow/internal/proc"
+	"github.com/flow-run/flow/internal/runlock"
+)
+
+// Runner is the local driver of the decision core: it performs the
+// core's effects with an afero.Fs, a clock and a process starter, and
+// feeds it what happens. Every side effect goes through its fields.
+type Runner struct {
+	FS      afero.Fs
+	Clock   clock.Clock
+	Starter proc.Starter
+	// Stdout receives the progress of the run and, when Live is set,
+	// the sessions' output with a step prefix.
+	Stdout io.Writer
+	Live   bool
+	// Environ is the environment of the runner (os.Environ()); sessions
+	// inherit it.
+	Environ []string
+	Host    string
+	PID     int
+	// Alive reports whether the holder of a run's lock still runs.
+	Alive func(runlock.Holder) bool
+	// SnapshotEvery is how often run_state.json is rewritten while
+	// events are appended; 0 means one second.
+	SnapshotEvery time.Duration
+	// HeartbeatEvery is how often runner.heartbeat_at is refreshed; 0
+	// means five seconds.
+	HeartbeatEvery time.Duration
+	// PollEvery is how often a waiting runner looks at control.json and
+	// manual input files; 0 means 250 ms.
+	PollEvery time.Duration
+	// KillGrace is how long a session gets between SIGTERM and SIGKILL;
+	// 0 means 10 s.
+	KillGrace time.Duration
+}
+
+// Options says which run to run and how.
+type Options struct {
+	Workflow *config.Workflow
+	// Repo is the absolute path of the repository the sessions work in.
+	Repo string
+	// RunID names the run; "" makes a new id (or, with Resume, takes
+	// the newest run).
+	RunID string
+	// Resume continues an existing run instead of creating one.
+	Resume bool
+	// Vars override the workflow's vars (new runs only).
+	Vars map[string]string
+	// Budgets override the workflow's default budgets.
+	Budgets Budgets
+	// StartAt resets a step and everything downstream of it before the
+	// run goes on (or, in a new run, skips the steps before it).
+	StartAt string
+	// NoWait ends the run with exit 3 at a human step, or exit 4 when
+	// paused, instead of waiting.
+	NoWait bool
+}
+
+// Result is how a run ended.
+type Result struct {
+	RunID    string
+	RunDir   string
+	Status   RunStatus
+	ExitCode int
+	Reason   string
+	State    *State
+}
+
+// Exit codes beyond the core's.
+const (
+	exitHuman  = 3
+	exitPaused = 4
+)
+
+func (r *Runner) defaults() {
+	if r.Clock == nil {
+		r.Clock = clock.Real()
+	}
+	if r.Stdout == nil {
+		r.Stdout = io.Discard
+	}
+	if r.SnapshotEvery <= 0 {
+		r.SnapshotEvery = time.Second
+	}
+	if r.HeartbeatEvery <= 0 {
+		r.HeartbeatEvery = 5 * time.Second
+	}
+	if r.PollEvery <= 0 {
+		r.PollEvery = 250 * time.Millisecond
+	}
+	if r.KillGrace <= 0 {
+		r.KillGrace = 10 * time.Second
+	}
+	if r.Alive == nil {
+		r.Alive = runlock.ProcessAlive
+	}
+}
+
+// run is one execution of a run by this runner.
+type run struct {
+	r      *Runner
+	opts   Options
+	wf     *config.Workflow
+	dir    string
+	st     *State
+	log    *eventlog.Log
+	core   *Core
+	plan   *Plan
+	lock   *runlock.Lock
+	inputs chan Input
+	queue  []Input
+	live   sync.Mutex
+	// lastSnap is when run_state.json was last written; dirty is true
+	// when events were applied since.
+	lastSnap time.Time
+	dirty    bool
+	// outputs and reports cache what expressions may read of finished
+	// steps.
+	outputs   map[string]string
+	reports   map[string]map[string]any
+	keepOut   map[string]bool
+	sessions  sync.WaitGroup
+	awaiting  map[string]bool
+	environ   map[string]string
+	cleanupN  int
+	sessCtx   context.Context
+	interrupt bool
+	// stopped is closed when the loop ends.
+	stopped chan struct{}
+	// pending are events applied to st but not yet appended.
+	pending []Event
+	// cacheMu guards outputs and reports, written by session goroutines.
+	cacheMu sync.Mutex
+	// warned remembers the last warning per waiting step, so that a bad
+	// manual input file is reported once, not on every poll.
+	warned map[string]string
+}
+
+// Run runs (or resumes) a run until it ends, waits on a human with
+// NoWait, or is interrupted through ctx. Errors are failures of flow
+// itself (the run record could not be written, the run is held by
+// another runner); how the run ended is in Result.
+func (r *Runner) Run(ctx context.Context, opts Options) (res Result, err error) {
+	r.defaults()
+	x := &run{r: r, opts: opts, wf: opts.Workflow, inputs: make(chan Input, 16),
+		outputs: map[string]string{}, reports: map[string]map[string]any{}, awaiting: map[string]bool{}, warned: map[string]string{},
+		environ: environMap(r.Environ)}
+	x.keepOut = outputRefs(x.wf)
+	if err := x.open(); err != nil {
+		return Result{}, err
+	}
+	defer func() {
+		if cerr := x.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	return x.loop(ctx)
+}
+
+// open creates or opens the run directory, takes the lock and records
+// that this runner took the run.
+func (x *run) open() error {
+	r, opts := x.r, x.opts
+	fsys := r.FS
+	now := r.Clock.Now()
+	runID := opts.RunID
+	if opts.Resume && runID == "" {
+		ref, err := FindRun(fsys, opts.Repo, "", x.wf.Name)
+		if err != nil {
+			return err
+		}
+		runID = ref.ID
+	}
+	if runID == "" {
+		runID = NewRunID(now)
+	}
+	x.dir = RunDir(opts.Repo, runID)
+	exists, err := afero.Exists(fsys, filepath.Join(x.dir, EventsFile))
+	if err != nil {
+		return fmt.Errorf("look for run %s: %w", runID, err)
+	}
+	if opts.Resume && !exists {
+		return fmt.Errorf("resume run %s: %w", runID, ErrNoRun)
+	}
+	if !opts.Resume && exists {
+		return fmt.Errorf("run %s already exists in %s; use flow resume %s, or another --run-id", runID, x.dir, runID)
+	}
+	for _, d := range []string{x.dir, filepath.Join(x.dir, ReportsDir), filepath.Join(x.dir, InputsDir), filepath.Join(x.dir, LogsDir)} {
+		if err := fsys.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("create run directory: %w", err)
+		}
+	}
+	holder := runlock.Holder{PID: r.PID, Host: r.Host, StartedAt: now}
+	lock, err := runlock.Acquire(fsys, filepath.Join(x.dir, LockFile), holder, r.Alive)
+	if err != nil {
+		var held *runlock.HeldError
+		if errors.As(err, &held) {
+			return &HeldError{RunID: runID, Holder: held.Holder}
+		}
+		return fmt.Errorf("lock run %s: %w", runID, err)
+	}
+	x.lock = lock
+	log, err := eventlog.Open(fsys, filepath.Join(x.dir, EventsFile))
+	if err != nil {
+		return fmt.Errorf("open events of run %s: %w", runID, err)
+	}
+	x.log = log
+	if exists {
+		st, damaged, err := LoadState(fsys, x.dir, true, now)
+		if err != nil {
+			return fmt.Errorf("load run %s: %w", runID, err)
+		}
+		x.st = st
+		if damaged {
+			x.emit(newEvent(now, EvWarning, "", Note{Message: "run_state.json was damaged; rebuilt from events.jsonl and kept aside"}))
+		}
+		x.reconcileWorkflow(now)
+	} else {
+		x.st = &State{}
+		vars := make(map[string]string, len(x.wf.Vars))
+		for k, v := range x.wf.Vars {
+			vars[k] = v
+		}
+		for k, v := range opts.Vars {
+			vars[k] = v
+		}
+		rc := RunCreated{
+			RunID: runID, WorkflowName: x.wf.Name, WorkflowFile: absPath(x.wf.File), WorkflowDigest: x.wf.Digest(),
+			RepoDir: opts.Repo, ReportsDir: filepath.Join(x.dir, ReportsDir), ManualInputsDir: filepath.Join(x.dir, InputsDir),
+			Vars: vars, Steps: stepIDs(x.wf),
+		}
+		if opts.StartAt != "" {
+			rc.StartAt = opts.StartAt
+			rerun := append([]string{opts.StartAt}, x.wf.Downstream(opts.StartAt)...)
+			for _, id := range rc.Steps {
+				if !slices.Contains(rerun, id) {
+					rc.Skipped = append(rc.Skipped, id)
+				}
+			}
+		}
+		x.emit(newEvent(now, EvRunCreated, "", rc))
+		if err := x.writeWorkflowJSON(); err != nil {
+			return err
+		}
+	}
+	rs := RunnerStarted{PID: r.PID, Host: r.Host}
+	if x.st.RepoDir != opts.Repo {
+		rs.RepoDir, rs.ReportsDir, rs.ManualInputsDir = opts.Repo, filepath.Join(x.dir, ReportsDir), filepath.Join(x.dir, InputsDir)
+	}
+	x.emit(newEvent(now, EvRunnerStarted, "", rs))
+	if exists && opts.StartAt != "" {
+		reset := append([]string{opts.StartAt}, x.wf.Downstream(opts.StartAt)...)
+		x.emit(newEvent(now, EvStartAt, opts.StartAt, StartAt{Step: opts.StartAt, Reset: reset}))
+	}
+	if err := x.persist(true); err != nil {
+		return err
+	}
+	plan, err := NewPlan(x.wf, opts.Budgets, func(l *config.Limit) (int, error) {
+		v, err := l.Expr.Program().Eval(x.env(nil))
+		if err != nil {
+			return 0, err
+		}
+		return toInt(v)
+	})
+	if err != nil {
+		return fmt.Errorf("resolve budgets: %w", err)
+	}
+	x.plan = plan
+	x.core = NewCore(plan)
+	x.loadCaches()
+	return nil
+}
+
+// HeldError says a run is held by a live runner.
+type HeldError struct {
+	RunID  string
+	Holder runlock.Holder
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("run %s is held by a live runner (pid %d on %s since %s); wait for it, or stop it first",
+		e.RunID, e.Holder.PID, e.Holder.Host, e.Holder.StartedAt.UTC().Format(time.RFC3339))
+}
+
+// reconcileWorkflow records how the workflow changed since the run
+// last ran: steps added and removed, and the new digest.
+func (x *run) reconcileWorkflow(now time.Time) {
+	ids := stepIDs(x.wf)
+	for _, id := range ids {
+		if x.st.Steps[id] == nil {
+			x.emit(newEvent(now, EvStepAdded, id, nil))
+		}
+	}
+	for _, id := range slices.Clone(x.st.StepOrder) {
+		if !slices.Contains(ids, id) {
+			x.emit(newEvent(now, EvStepRemoved, id, Note{Message: "the workflow no longer has this step"}))
+		}
+	}
+	if d := x.wf.Digest(); d != x.st.WorkflowDigest || !slices.Equal(ids, x.st.StepOrder) {
+		x.emit(newEvent(now, EvWorkflowChanged, "", WorkflowChanged{From: x.st.WorkflowDigest, To: d, Order: ids}))
+		x.printf("workflow changed since the run last ran (%s -> %s)\n", short(x.st.WorkflowDigest), short(d))
+		_ = x.writeWorkflowJSON()
+	}
+}
+
+func short(d string) string {
+	d = strings.TrimPrefix(d, "sha256:")
+	if len(d) > 12 {
+		return d[:12]
+	}
+	return d
+}
+
+// emit appends an event to the log and applies it.
+func (x *run) emit(e Event) {
+	if err := Apply(x.st, e); err != nil {
+		panic(err) // events built here always apply
+	}
+	x.queueEvents([]Event{e})
+}
+
+// pendingEvents are applied but not yet appended.
+func (x *run) queueEvents(evs []Event) {
+	x.pending = append(x.pending, evs...)
+	x.dirty = true
+}
+
+// close releases the lock and the event log.
+func (x *run) close() error {
+	var errs []error
+	if x.log != nil {
+		errs = append(errs, x.log.Close())
+	}
+	if x.lock != nil {
+		errs = append(errs, x.lock.Release())
+	}
+	return errors.Join(errs...)
+}
+
+// persist appends the pending events, syncing them when sync is set,
+// and rewrites the snapshot when it is due (or when sync is set and the
+// run stops).
+func (x *run) persist(sync bool) error {
+	for _, e := range x.pending {
+		got, err := x.log.Append(e)
+		if err != nil {
+			return fmt.Errorf("record %s event: %w", e.Type, err)
+		}
+		x.st.Seq = got.Seq
+	}
+	x.pending = x.pending[:0]
+	if sync {
+		if err := x.log.Sync(); err != nil {
+			return fmt.Errorf("sync events: %w", err)
+		}
+	}
+	now := x.r.Clock.Now()
+	if x.dirty && (x.lastSnap.IsZero() || now.Sub(x.lastSnap) >= x.r.SnapshotEvery) {
+		return x.snapshot()
+	}
+	return nil
+}
+
+// snapshot writes run_state.json and run-summary.md now.
+func (x *run) snapshot() error {
+	if err := writeSnapshot(x.r.FS, x.dir, x.st); err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(x.r.FS, filepath.Join(x.dir, SummaryFile), []byte(Summary(x.st)), 0o644); err != nil {
+		return fmt.Errorf("write run summary: %w", err)
+	}
+	x.lastSnap = x.r.Clock.Now()
+	x.dirty = false
+	return nil
+}
+
+func (x *run) writeWorkflowJSON() error {
+	spec, err := x.wf.Spec()
+	if err != nil {
+		return fmt.Errorf("encode workflow: %w", err)
+	}
+	b := fmt.Appendf(nil, "{\n  \"file\": %q,\n  \"digest\": %q,\n  \"workflow\": %s\n}\n", absPath(x.wf.File), x.wf.Digest(), spec)
+	if err := atomicfile.WriteFile(x.r.FS, filepath.Join(x.dir, WorkflowFile), b, 0o644); err != nil {
+		return fmt.Errorf("write workflow.json: %w", err)
+	}
+	return nil
+}
+
+func (x *run) printf(format string, args ...any) {
+	x.live.Lock()
+	fmt.Fprintf(x.r.Stdout, format, args...)
+	x.live.Unlock()
+}
+
+// NewRunID returns a new run id: the UTC time and a random suffix, so
+// that ids sort by age.
+func NewRunID(now time.Time) string {
+	var b [3]byte
+	if _, err := randRead(b[:]); err != nil {
+		return now.UTC().Format("20060102-150405.000000")
+	}
+	return fmt.Sprintf("%s-%x", now.UTC().Format("20060102-150405"), b)
+}
+
+func stepIDs(wf *config.Workflow) []string {
+	ids := make([]string, len(wf.Steps))
+	for i, s := range wf.Steps {
+		ids[i] = s.ID
+	}
+	return ids
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+func environMap(env []string) map[string]string {
+	m := make(map[string]string, len(env))
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}

@@ -1,0 +1,442 @@
+package runner
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/gates"
+	"github.com/flow-run/flow/internal/proc"
+)
+
+// evaluate decides whether a step runs (its when) and, for a human
+// step, whether it is approved without asking (auto_approve).
+func (x *run) evaluate(id string) Input {
+	s := x.wf.Step(id)
+	res := WhenResult{Step: id, Run: true}
+	env := x.env(&stepFacts{step: id, attempt: x.st.Steps[id].Attempts + 1, iteration: x.st.Steps[id].IterationCount})
+	if s.When != nil {
+		ok, err := s.When.Program().EvalBool(env)
+		if err != nil {
+			// An expression that cannot be evaluated is a failure the
+			// user must see, not a silent skip.
+			return x.evalFailure(id, fmt.Sprintf("when: %v", err))
+		}
+		if !ok {
+			return WhenResult{Step: id, Run: false, Reason: "when is false: " + s.When.Src}
+		}
+	}
+	if s.Human != nil && s.Human.AutoApprove != nil {
+		ok, err := s.Human.AutoApprove.Program().EvalBool(env)
+		if err != nil {
+			return x.evalFailure(id, fmt.Sprintf("human.auto_approve: %v", err))
+		}
+		res.AutoApprove = ok
+	}
+	return res
+}
+
+// evalFailure turns an expression that could not be evaluated before a
+// step into a skip with the error as reason, recorded as a warning.
+func (x *run) evalFailure(id, msg string) Input {
+	x.emit(newEvent(x.r.Clock.Now(), EvWarning, id, Note{Message: msg}))
+	return WhenResult{Step: id, Run: false, Reason: "could not evaluate " + msg}
+}
+
+// startSession starts the session of a step in its own goroutine; its
+// end comes back as a SessionDone input.
+func (x *run) startSession(e StartSession) {
+	s := x.wf.Step(e.Step)
+	facts := &stepFacts{step: e.Step, attempt: e.Attempt, iteration: e.Iteration}
+	env := x.env(facts)
+	sp, prompt, err := x.sessionSpec(s, e, env)
+	done := func(in SessionDone) { x.send(in) }
+	if err != nil {
+		x.sessions.Add(1)
+		go func() {
+			defer x.sessions.Done()
+			done(SessionDone{Step: e.Step, Failed: true, Retryable: false, Outcome: Outcome{Attempt: e.Attempt, Error: err.Error()}})
+		}()
+		return
+	}
+	x.sessions.Add(1)
+	go func() {
+		defer x.sessions.Done()
+		done(x.session(s, e, sp, prompt, env, facts))
+	}()
+}
+
+// sessionSpec renders the command and environment of a session and
+// writes its prompt file.
+func (x *run) sessionSpec(s *config.Step, e StartSession, env *gates.Env) (proc.Spec, string, error) {
+	fsys := x.r.FS
+	var command, prompt string
+	agentEnv := map[string]*config.Template{}
+	switch s.Kind {
+	case config.KindCommand:
+		c, err := s.Run.Compiled().Render(env)
+		if err != nil {
+			return proc.Spec{}, "", fmt.Errorf("render run: %w", err)
+		}
+		command = c
+	case config.KindAgent:
+		p, err := s.Prompt.Compiled().Render(env)
+		if err != nil {
+			return proc.Spec{}, "", fmt.Errorf("render prompt: %w", err)
+		}
+		prompt = p
+		agent := x.wf.Agents[s.Agent]
+		if agent == nil {
+			return proc.Spec{}, "", fmt.Errorf("agent %q is not declared", s.Agent)
+		}
+		c, err := agent.Run.Compiled().Render(env)
+		if err != nil {
+			return proc.Spec{}, "", fmt.Errorf("render agent %s run: %w", s.Agent, err)
+		}
+		command = c
+		agentEnv = agent.Env
+	}
+	vars := []string{
+		"FLOW_RUN_ID=" + x.st.RunID,
+		"FLOW_STEP_ID=" + s.ID,
+		"FLOW_ATTEMPT=" + strconv.Itoa(e.Attempt),
+		"FLOW_ITERATION=" + strconv.Itoa(e.Iteration),
+		"FLOW_REPORT_PATH=" + e.ReportPath,
+		"FLOW_STATE_PATH=" + filepath.Join(x.dir, StateFile),
+		"FLOW_RUN_DIR=" + x.dir,
+	}
+	// A report left by an earlier attempt must not speak for this one.
+	_ = fsys.Remove(e.ReportPath)
+	if s.Kind == config.KindAgent {
+		pf := filepath.Join(x.dir, PromptsDir, fmt.Sprintf("%s.%d.%d.md", s.ID, e.Iteration, e.Attempt))
+		if err := fsys.MkdirAll(filepath.Dir(pf), 0o755); err != nil {
+			return proc.Spec{}, "", fmt.Errorf("write prompt file: %w", err)
+		}
+		if err := writeFile(fsys, pf, []byte(prompt)); err != nil {
+			return proc.Spec{}, "", fmt.Errorf("write prompt file: %w", err)
+		}
+		vars = append(vars, "FLOW_PROMPT="+prompt, "FLOW_PROMPT_FILE="+pf)
+	}
+	if fb := x.st.Steps[s.ID].Feedback; fb != nil {
+		ff := filepath.Join(x.dir, PromptsDir, fmt.Sprintf("%s.%d.feedback.json", s.ID, e.Iteration))
+		b, _ := json.MarshalIndent(fb, "", "  ")
+		if err := fsys.MkdirAll(filepath.Dir(ff), 0o755); err == nil && writeFile(fsys, ff, b) == nil {
+			vars = append(vars, "FLOW_FEEDBACK_FILE="+ff)
+		}
+	}
+	for _, m := range []map[string]*config.Template{agentEnv, s.Env} {
+		for k, t := range m {
+			v, err := t.Compiled().Render(env)
+			if err != nil {
+				return proc.Spec{}, "", fmt.Errorf("render env %s: %w", k, err)
+			}
+			vars = append(vars, k+"="+v)
+		}
+	}
+	sp := proc.Spec{
+		Command:   command,
+		Dir:       x.opts.Repo,
+		Env:       append(append([]string{}, x.r.Environ...), vars...),
+		KillGrace: x.r.KillGrace,
+	}
+	var err error
+	if sp.Timeout, err = x.duration(x.wf.StepTimeout(s), env); err != nil {
+		return proc.Spec{}, "", fmt.Errorf("timeout: %w", err)
+	}
+	if sp.IdleTimeout, err = x.duration(x.wf.StepIdleTimeout(s), env); err != nil {
+		return proc.Spec{}, "", fmt.Errorf("idle_timeout: %w", err)
+	}
+	return sp, prompt, nil
+}
+
+// duration resolves a configured duration.
+func (x *run) duration(d *config.Duration, env *gates.Env) (time.Duration, error) {
+	if d == nil {
+		return 0, nil
+	}
+	if d.Expr == nil {
+		return d.D, nil
+	}
+	v, err := d.Expr.Program().Eval(env)
+	if err != nil {
+		return 0, err
+	}
+	switch v := v.(type) {
+	case string:
+		return config.ParseDuration(v)
+	case time.Duration:
+		return v, nil
+	}
+	n, err := toInt(v)
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration(n) * time.Second, nil
+}
+
+// session runs one session and decides its outcome and its gate.
+func (x *run) session(s *config.Step, e StartSession, sp proc.Spec, prompt string, env *gates.Env, facts *stepFacts) SessionDone {
+	fsys := x.r.FS
+	fail := func(msg string) SessionDone {
+		return SessionDone{Step: s.ID, Failed: true, Retryable: true, Outcome: Outcome{Attempt: e.Attempt, Error: msg}}
+	}
+	logf, err := fsys.OpenFile(e.LogPath, osCreateTrunc, 0o644)
+	if err != nil {
+		return fail(fmt.Sprintf("create session log: %v", err))
+	}
+	defer logf.Close()
+	tail := &tailBuffer{max: outputTail}
+	scan := gates.NewSignalScanner(x.signalWords())
+	writers := []io.Writer{logf, tail, scan}
+	var live *prefixWriter
+	if x.r.Live {
+		live = &prefixWriter{mu: &x.live, w: x.r.Stdout, prefix: []byte(fmt.Sprintf("[%s] ", s.ID))}
+		writers = append(writers, live)
+	}
+	sp.Output = &lockedWriter{ws: writers}
+	started := x.r.Clock.Now()
+	sess, err := x.r.Starter.Start(x.sessCtx, sp)
+	if err != nil {
+		return fail(fmt.Sprintf("start session: %v", err))
+	}
+	res := sess.Wait()
+	if live != nil {
+		live.Flush()
+	}
+	o := Outcome{Attempt: e.Attempt, ExitCode: intp(res.ExitCode), Duration: x.r.Clock.Now().Sub(started).Round(time.Millisecond).String()}
+	facts.exitCode = res.ExitCode
+	facts.output = tail.String()
+	facts.signals, facts.verdict = scan.Result()
+	o.Signals, o.Verdict = facts.signals, facts.verdict
+	x.keepOutput(s.ID, facts.output)
+	if res.Interrupted {
+		return SessionDone{Step: s.ID, Interrupted: true, Outcome: o}
+	}
+	report, rerr := readReport(fsys, e.ReportPath)
+	if report != nil {
+		o.ReportPath = e.ReportPath
+		o.Metrics = report.Metrics
+		o.Logs = report.Logs
+		o.Report = report.JSON
+		facts.metrics = report.Metrics
+		facts.report = report.Raw
+		x.keepReport(s.ID, report.Raw)
+	}
+	declared := x.artifacts(s, env)
+	if report != nil {
+		o.Artifacts = mergeArtifacts(report.Artifacts, declared)
+	} else {
+		o.Artifacts = declared
+	}
+	hasGate := s.Gate != nil || s.LoopBackTo != ""
+	var why string
+	switch {
+	case res.Err != nil:
+		why = fmt.Sprintf("session: %v", res.Err)
+	case res.TimedOut:
+		why = fmt.Sprintf("timed out after %s", sp.Timeout)
+	case res.Idle:
+		why = fmt.Sprintf("no output for %s (idle_timeout); the session was stuck", sp.IdleTimeout)
+	case rerr != nil:
+		why = fmt.Sprintf("unreadable report: %v", rerr)
+	case res.ExitCode != 0:
+		why = fmt.Sprintf("exit code %d", res.ExitCode)
+		if report != nil && report.Error != "" {
+			why += ": " + report.Error
+		}
+	case report != nil && report.Status == "failed":
+		why = "report status failed"
+		if report.Error != "" {
+			why += ": " + report.Error
+		}
+	case facts.verdict == failWord(x.signalWords()) && !hasGate:
+		why = "the session's verdict is FAIL"
+	}
+	if why != "" {
+		o.Error = why
+		facts.err = why
+		retry := true
+		if s.RetryIf != nil {
+			ok, err := s.RetryIf.Program().EvalBool(x.envWith(env, facts))
+			if err != nil {
+				o.Error += fmt.Sprintf(" (retry_if: %v)", err)
+				ok = false
+			}
+			retry = ok
+		}
+		return SessionDone{Step: s.ID, Failed: true, Retryable: retry, Outcome: o}
+	}
+	if !hasGate {
+		return SessionDone{Step: s.ID, Outcome: o}
+	}
+	reason, err := x.gate(s, e, x.envWith(env, facts), facts, report)
+	if err != nil {
+		o.Error = err.Error()
+		return SessionDone{Step: s.ID, Failed: true, Retryable: true, Outcome: o}
+	}
+	if reason != "" {
+		return SessionDone{Step: s.ID, GateFailed: true, GateReason: reason, Outcome: o}
+	}
+	return SessionDone{Step: s.ID, Outcome: o}
+}
+
+// envWith returns env with the current step's facts filled in.
+func (x *run) envWith(env *gates.Env, f *stepFacts) *gates.Env {
+	e := *env
+	e.ExitCode, e.Output, e.Signals, e.Verdict = f.exitCode, f.output, f.signals, f.verdict
+	e.Metrics, e.Report, e.Error, e.Check = f.metrics, f.report, f.err, f.check
+	e.Now = x.r.Clock.Now()
+	return &e
+}
+
+// gate evaluates a step's gate after its session succeeded. It returns
+// why the gate failed, or "" when it passed; an error is a gate that
+// could not be evaluated.
+func (x *run) gate(s *config.Step, e StartSession, env *gates.Env, facts *stepFacts, report *Report) (string, error) {
+	g := s.Gate
+	if g == nil {
+		g = &config.Gate{}
+	}
+	if g.Check != nil {
+		cmd, err := g.Check.Compiled().Render(env)
+		if err != nil {
+			return "", fmt.Errorf("render gate.check: %w", err)
+		}
+		check, err := x.runCheck(s, e, cmd)
+		if err != nil {
+			return "", err
+		}
+		facts.check = check
+		env.Check = check
+	}
+	if report != nil && report.GateFailure {
+		msg := "the report says gate_failure"
+		if report.Error != "" {
+			msg += ": " + report.Error
+		}
+		return msg, nil
+	}
+	if g.Pass != nil {
+		ok, err := g.Pass.Program().EvalBool(env)
+		if err != nil {
+			return "", fmt.Errorf("gate.pass: %w", err)
+		}
+		if !ok {
+			return "gate.pass is false: " + g.Pass.Src, nil
+		}
+	}
+	if g.Fail != nil {
+		bad, err := g.Fail.Program().EvalBool(env)
+		if err != nil {
+			return "", fmt.Errorf("gate.fail: %w", err)
+		}
+		if bad {
+			return "gate.fail is true: " + g.Fail.Src, nil
+		}
+	}
+	if g.Pass == nil && g.Fail == nil {
+		if g.Check != nil && facts.check.ExitCode != 0 {
+			return fmt.Sprintf("gate.check exited %d", facts.check.ExitCode), nil
+		}
+		if facts.verdict == failWord(x.signalWords()) {
+			return "the verdict is FAIL", nil
+		}
+	}
+	return "", nil
+}
+
+// runCheck runs a gate's verification command.
+func (x *run) runCheck(s *config.Step, e StartSession, cmd string) (gates.CheckInfo, error) {
+	path := filepath.Join(x.dir, LogsDir, fmt.Sprintf("%s.%d.%d.check.log", s.ID, e.Iteration, e.Attempt))
+	f, err := x.r.FS.OpenFile(path, osCreateTrunc, 0o644)
+	if err != nil {
+		return gates.CheckInfo{}, fmt.Errorf("create check log: %w", err)
+	}
+	defer f.Close()
+	tail := &tailBuffer{max: outputTail}
+	sp := proc.Spec{Command: cmd, Dir: x.opts.Repo, Env: x.r.Environ, KillGrace: x.r.KillGrace,
+		Output: &lockedWriter{ws: []io.Writer{f, tail}}}
+	sp.Timeout, _ = x.duration(x.wf.StepTimeout(s), nil)
+	sess, err := x.r.Starter.Start(x.sessCtx, sp)
+	if err != nil {
+		return gates.CheckInfo{}, fmt.Errorf("start gate.check: %w", err)
+	}
+	res := sess.Wait()
+	if res.Err != nil {
+		return gates.CheckInfo{}, fmt.Errorf("gate.check: %w", res.Err)
+	}
+	return gates.CheckInfo{ExitCode: res.ExitCode, Output: tail.String()}, nil
+}
+
+// artifacts renders a step's declared artifacts.
+func (x *run) artifacts(s *config.Step, env *gates.Env) []string {
+	var out []string
+	for _, a := range s.Artifacts {
+		v, err := a.Compiled().Render(env)
+		if err == nil && v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// keepOutput and keepReport remember what later expressions may read.
+// They are called from session goroutines.
+func (x *run) keepOutput(id, out string) {
+	if !x.keepOut[id] {
+		return
+	}
+	x.cacheMu.Lock()
+	x.outputs[id] = out
+	x.cacheMu.Unlock()
+}
+
+func (x *run) keepReport(id string, rep map[string]any) {
+	x.cacheMu.Lock()
+	x.reports[id] = rep
+	x.cacheMu.Unlock()
+}
+
+func (x *run) signalWords() gates.SignalWords {
+	w := x.wf.Signals
+	return gates.SignalWords{Done: w.Done, Pass: w.Pass, Fail: w.Fail}
+}
+
+// startCleanup runs the workflow's cleanup session.
+func (x *run) startCleanup() {
+	c := x.wf.Cleanup
+	if c == nil {
+		x.printf("cleanup: the workflow declares no cleanup session\n")
+		x.queue = append(x.queue, CleanupDone{Failed: true})
+		return
+	}
+	x.cleanupN++
+	step := &config.Step{ID: "cleanup", Run: c.Run, Prompt: c.Prompt, Agent: c.Agent, Kind: config.KindCommand}
+	if c.Run == nil {
+		step.Kind = config.KindAgent
+		if step.Agent == "" {
+			step.Agent = x.wf.Defaults.Agent
+		}
+	}
+	e := StartSession{Step: "cleanup", Attempt: x.cleanupN, LogPath: filepath.Join(x.dir, LogsDir, fmt.Sprintf("cleanup.%d.log", x.cleanupN)),
+		ReportPath: filepath.Join(x.dir, ReportsDir, x.st.RunID+"__cleanup.json")}
+	env := x.env(nil)
+	sp, prompt, err := x.sessionSpec(step, e, env)
+	if err != nil {
+		x.printf("cleanup: %v\n", err)
+		x.queue = append(x.queue, CleanupDone{Failed: true})
+		return
+	}
+	x.printf("cleanup: started\n")
+	x.sessions.Add(1)
+	go func() {
+		defer x.sessions.Done()
+		d := x.session(step, e, sp, prompt, env, &stepFacts{step: "cleanup"})
+		x.printf("cleanup: finished (failed: %v)\n", d.Failed)
+		x.send(CleanupDone{Failed: d.Failed})
+	}()
+}

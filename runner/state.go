@@ -1,0 +1,159 @@
+package runner
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+
+	"github.com/flow-run/flow/internal/eventlog"
+)
+
+// SchemaVersion is the version of run_state.json this package writes.
+const SchemaVersion = 1
+
+// Status is the status of a step, as in the seed schema.
+type Status string
+
+// The step statuses of the seed schema.
+const (
+	Pending        Status = "PENDING"
+	Running        Status = "RUNNING"
+	WaitingOnHuman Status = "WAITING_ON_HUMAN"
+	Completed      Status = "COMPLETED"
+	Failed         Status = "FAILED"
+	Skipped        Status = "SKIPPED"
+)
+
+// RunStatus is the status of a whole run.
+type RunStatus string
+
+// The run statuses.
+const (
+	RunPending        RunStatus = "pending"
+	RunRunning        RunStatus = "running"
+	RunPaused         RunStatus = "paused"
+	RunWaitingOnHuman RunStatus = "waiting_on_human"
+	RunCompleted      RunStatus = "completed"
+	RunFailed         RunStatus = "failed"
+	RunInterrupted    RunStatus = "interrupted"
+)
+
+// Time is a timestamp written as UTC with microseconds.
+type Time = eventlog.Time
+
+// State is run_state.json: every field of the seed schema plus flow's
+// extensions. It is a fold of the run's events (see Apply).
+type State struct {
+	SchemaVersion   int    `json:"schema_version"`
+	RunID           string `json:"run_id"`
+	WorkflowName    string `json:"workflow_name"`
+	RepoDir         string `json:"repo_dir"`
+	ReportsDir      string `json:"reports_dir"`
+	ManualInputsDir string `json:"manual_inputs_dir"`
+	CreatedAt       *Time  `json:"created_at"`
+	UpdatedAt       *Time  `json:"updated_at"`
+
+	Status         RunStatus         `json:"status"`
+	ExitCode       int               `json:"exit_code"`
+	WorkflowFile   string            `json:"workflow_file"`
+	WorkflowDigest string            `json:"workflow_digest"`
+	Vars           map[string]string `json:"vars"`
+	Runner         *RunnerInfo       `json:"runner"`
+	Seq            int64             `json:"seq"`
+	// StepOrder lists the step ids in workflow order.
+	StepOrder []string `json:"step_order"`
+
+	Steps map[string]*StepState `json:"steps"`
+}
+
+// RunnerInfo names the process running the run.
+type RunnerInfo struct {
+	PID         int    `json:"pid"`
+	Host        string `json:"host"`
+	StartedAt   *Time  `json:"started_at"`
+	HeartbeatAt *Time  `json:"heartbeat_at"`
+}
+
+// StepState is the runtime state of one step: the seed's fields, then
+// flow's.
+type StepState struct {
+	Status          Status            `json:"status"`
+	Attempts        int               `json:"attempts"`
+	IterationCount  int               `json:"iteration_count"`
+	ReportPath      *string           `json:"report_path"`
+	StartedAt       *Time             `json:"started_at"`
+	EndedAt         *Time             `json:"ended_at"`
+	LastError       *string           `json:"last_error"`
+	Artifacts       []string          `json:"artifacts"`
+	Metrics         map[string]string `json:"metrics"`
+	Logs            []string          `json:"logs"`
+	ManualInputPath *string           `json:"manual_input_path"`
+	BlockedByLoop   *string           `json:"blocked_by_loop"`
+
+	ExitCode *int            `json:"exit_code,omitempty"`
+	Verdict  string          `json:"verdict,omitempty"`
+	Signals  map[string]bool `json:"signals,omitempty"`
+	LogPath  string          `json:"log_path,omitempty"`
+	// GateFailed is true when the step's last completion failed its gate.
+	GateFailed bool `json:"gate_failed,omitempty"`
+	// Feedback is why a loop-back re-entered this step.
+	Feedback *Feedback `json:"feedback,omitempty"`
+	// Human is the input a human gave this step.
+	Human *HumanInput `json:"human,omitempty"`
+	// Removed is true for a step the workflow no longer has.
+	Removed bool `json:"-"`
+}
+
+// Feedback is what a re-entered step learns about the gate failure that
+// sent it back.
+type Feedback struct {
+	Step   string          `json:"step"`
+	Reason string          `json:"reason"`
+	Report json.RawMessage `json:"report,omitempty"`
+}
+
+// HumanInput is the content of a manual input file.
+type HumanInput struct {
+	Approved bool           `json:"approved"`
+	Input    map[string]any `json:"input,omitempty"`
+	By       string         `json:"by,omitempty"`
+	At       string         `json:"at,omitempty"`
+	Reason   string         `json:"reason,omitempty"`
+}
+
+// newStepState returns a PENDING step with the seed's empty values.
+func newStepState() *StepState {
+	return &StepState{Status: Pending, Artifacts: []string{}, Metrics: map[string]string{}, Logs: []string{}}
+}
+
+// Clone returns a deep copy of the state.
+func (s *State) Clone() *State {
+	c := *s
+	c.Vars = maps.Clone(s.Vars)
+	c.StepOrder = slices.Clone(s.StepOrder)
+	if s.Runner != nil {
+		r := *s.Runner
+		c.Runner = &r
+	}
+	c.Steps = make(map[string]*StepState, len(s.Steps))
+	for id, st := range s.Steps {
+		x := *st
+		x.Artifacts = slices.Clone(st.Artifacts)
+		x.Metrics = maps.Clone(st.Metrics)
+		x.Logs = slices.Clone(st.Logs)
+		x.Signals = maps.Clone(st.Signals)
+		c.Steps[id] = &x
+	}
+	return &c
+}
+
+// Terminal reports whether the run has ended for good (completed or
+// failed); an interrupted or paused run can go on.
+func (s RunStatus) Terminal() bool { return s == RunCompleted || s == RunFailed }
+
+// done reports whether a step needs nothing more.
+func (s Status) done() bool { return s == Completed || s == Skipped }
+
+func strp(s string) *string { return &s }
+
+func intp(n int) *int { return &n }

@@ -1,0 +1,184 @@
+package runner
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/afero"
+
+	"github.com/flow-run/flow/internal/atomicfile"
+	"github.com/flow-run/flow/internal/eventlog"
+)
+
+// The files of a run directory (DESIGN §6).
+const (
+	StateFile    = "run_state.json"
+	EventsFile   = "events.jsonl"
+	ControlFile  = "control.json"
+	WorkflowFile = "workflow.json"
+	SummaryFile  = "run-summary.md"
+	LockFile     = "lock"
+	ReportsDir   = "reports"
+	InputsDir    = "manual_inputs"
+	LogsDir      = "logs"
+	PromptsDir   = "prompts"
+)
+
+// RunsDir returns the directory holding the runs of repo.
+func RunsDir(repo string) string { return filepath.Join(repo, ".agents", "runs") }
+
+// RunDir returns the directory of one run.
+func RunDir(repo, runID string) string { return filepath.Join(RunsDir(repo), runID) }
+
+// ErrNoRun is returned when a run does not exist.
+var ErrNoRun = errors.New("no such run")
+
+// LoadState reads a run's state exactly: the run_state.json snapshot
+// with every newer event of events.jsonl applied. A snapshot that cannot
+// be read is rebuilt from the events; with repair set, the damaged file
+// is then kept aside as run_state.json.corrupt-<time> (readers pass
+// false and change nothing). It returns the state and whether the
+// snapshot was damaged.
+func LoadState(fsys afero.Fs, runDir string, repair bool, now time.Time) (*State, bool, error) {
+	statePath := filepath.Join(runDir, StateFile)
+	eventsPath := filepath.Join(runDir, EventsFile)
+	var st *State
+	damaged := false
+	b, err := afero.ReadFile(fsys, statePath)
+	switch {
+	case err == nil:
+		var s State
+		if jerr := json.Unmarshal(b, &s); jerr != nil || s.RunID == "" || s.Steps == nil {
+			damaged = true
+		} else {
+			st = &s
+		}
+	case errors.Is(err, fs.ErrNotExist):
+	default:
+		return nil, false, fmt.Errorf("read run state %s: %w", statePath, err)
+	}
+	after := int64(0)
+	if st != nil {
+		after = st.Seq
+	} else {
+		st = &State{}
+	}
+	events, err := eventlog.Read(fsys, eventsPath, after)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) && st.RunID == "" {
+			return nil, false, fmt.Errorf("%w: %s has no %s", ErrNoRun, runDir, EventsFile)
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, damaged, fmt.Errorf("read events: %w", err)
+		}
+	}
+	for _, e := range events {
+		if err := Apply(st, e); err != nil {
+			return nil, damaged, fmt.Errorf("replay %s: %w", eventsPath, err)
+		}
+	}
+	if st.RunID == "" {
+		return nil, damaged, fmt.Errorf("%w: %s records no run", ErrNoRun, runDir)
+	}
+	if damaged && repair {
+		aside := statePath + ".corrupt-" + now.UTC().Format("20060102T150405.000000Z")
+		if err := fsys.Rename(statePath, aside); err != nil {
+			return nil, damaged, fmt.Errorf("keep damaged run state aside: %w", err)
+		}
+	}
+	return st, damaged, nil
+}
+
+// writeSnapshot replaces run_state.json atomically.
+func writeSnapshot(fsys afero.Fs, runDir string, st *State) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode run state: %w", err)
+	}
+	b = append(b, '\n')
+	if err := atomicfile.WriteFile(fsys, filepath.Join(runDir, StateFile), b, 0o644); err != nil {
+		return fmt.Errorf("write run state: %w", err)
+	}
+	return nil
+}
+
+// RunRef is a run found in a repository.
+type RunRef struct {
+	ID    string
+	Dir   string
+	State *State
+	// Err is why the run could not be read, or nil.
+	Err error
+}
+
+// ListRuns returns the runs of repo, newest first (by creation time,
+// then id). Runs that cannot be read are listed with Err set.
+func ListRuns(fsys afero.Fs, repo string) ([]RunRef, error) {
+	dir := RunsDir(repo)
+	entries, err := afero.ReadDir(fsys, dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list runs in %s: %w", dir, err)
+	}
+	var runs []RunRef
+	for _, e := range entries {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		rd := filepath.Join(dir, e.Name())
+		st, _, err := LoadState(fsys, rd, false, time.Time{})
+		runs = append(runs, RunRef{ID: e.Name(), Dir: rd, State: st, Err: err})
+	}
+	slices.SortStableFunc(runs, func(a, b RunRef) int {
+		ta, tb := created(a), created(b)
+		if c := tb.Compare(ta); c != 0 {
+			return c
+		}
+		return strings.Compare(b.ID, a.ID)
+	})
+	return runs, nil
+}
+
+func created(r RunRef) time.Time {
+	if r.State == nil || r.State.CreatedAt == nil {
+		return time.Time{}
+	}
+	return r.State.CreatedAt.Time
+}
+
+// FindRun returns the run with id, or the newest run when id is "";
+// with workflow set, the newest run of that workflow.
+func FindRun(fsys afero.Fs, repo, id, workflow string) (RunRef, error) {
+	if id != "" {
+		rd := RunDir(repo, id)
+		st, _, err := LoadState(fsys, rd, false, time.Time{})
+		if err != nil {
+			return RunRef{}, fmt.Errorf("run %s: %w", id, err)
+		}
+		return RunRef{ID: id, Dir: rd, State: st}, nil
+	}
+	runs, err := ListRuns(fsys, repo)
+	if err != nil {
+		return RunRef{}, err
+	}
+	for _, r := range runs {
+		if r.Err != nil {
+			continue
+		}
+		if workflow == "" || r.State.WorkflowName == workflow {
+			return r, nil
+		}
+	}
+	if workflow != "" {
+		return RunRef{}, fmt.Errorf("%w of workflow %s in %s", ErrNoRun, workflow, RunsDir(repo))
+	}
+	return RunRef{}, fmt.Errorf("%w in %s", ErrNoRun, RunsDir(repo))
+}

@@ -1,0 +1,57 @@
+package runner
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Summary renders run-summary.md: the run at a glance, for people.
+func Summary(st *State) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Run %s\n\n", st.RunID)
+	fmt.Fprintf(&b, "- workflow: %s (`%s`)\n", st.WorkflowName, st.WorkflowFile)
+	fmt.Fprintf(&b, "- status: **%s**", st.Status)
+	if st.Status.Terminal() || st.Status == RunInterrupted {
+		fmt.Fprintf(&b, " (exit %d)", st.ExitCode)
+	}
+	b.WriteString("\n")
+	if st.CreatedAt != nil {
+		fmt.Fprintf(&b, "- created: %s\n", st.CreatedAt)
+	}
+	if st.UpdatedAt != nil {
+		fmt.Fprintf(&b, "- updated: %s\n", st.UpdatedAt)
+	}
+	fmt.Fprintf(&b, "- repo: `%s`\n\n", st.RepoDir)
+	b.WriteString("| step | status | attempts | iteration | note |\n|---|---|---|---|---|\n")
+	for _, id := range st.StepOrder {
+		s := st.Steps[id]
+		if s == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s |\n", id, s.Status, s.Attempts, s.IterationCount, mdEscape(stepNote(s)))
+	}
+	b.WriteString("\nDetails: `run_state.json` (snapshot), `events.jsonl` (every change), `logs/` (session output).\n")
+	return b.String()
+}
+
+// stepNote is the one-line explanation of a step's status.
+func stepNote(s *StepState) string {
+	switch {
+	case s.Status == WaitingOnHuman:
+		return "waiting on a human: " + deref(s.ManualInputPath)
+	case s.BlockedByLoop != nil:
+		return "blocked by the loop-back of " + *s.BlockedByLoop
+	case s.LastError != nil:
+		return *s.LastError
+	}
+	return ""
+}
+
+func mdEscape(s string) string {
+	s = strings.ReplaceAll(s, "|", `\|`)
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
