@@ -48,6 +48,7 @@ func build(raw *rawWorkflow, fs afero.Fs, path string, d *diags) *Workflow {
 	}
 	b.w = w
 	switch {
+	case raw.name.bad:
 	case !raw.name.set:
 		d.errorf(Pos{File: path, Line: 1, Col: 1}, "name is required")
 	case !namePattern.MatchString(raw.name.val):
@@ -65,7 +66,7 @@ func build(raw *rawWorkflow, fs afero.Fs, path string, d *diags) *Workflow {
 			b.scope.Steps = append(b.scope.Steps, s.id.val)
 		}
 	}
-	if raw.maxParallel.set {
+	if raw.maxParallel.ok() {
 		if n, ok := b.count("max_parallel", raw.maxParallel); ok {
 			w.MaxParallel = n
 		}
@@ -129,6 +130,7 @@ func (b *builder) defaults() {
 func (b *builder) step(rs *rawStep, seen map[string]bool) *Step {
 	s := &Step{ID: rs.id.val, Pos: rs.pos, NeedsSet: rs.needsSet, NeedsPos: rs.needsPos}
 	switch {
+	case rs.id.bad:
 	case !rs.id.set:
 		b.d.errorf(rs.pos, "step: id is required")
 	case !namePattern.MatchString(rs.id.val):
@@ -178,21 +180,22 @@ func (b *builder) step(rs *rawStep, seen map[string]bool) *Step {
 	if rs.prompt.set {
 		s.Prompt = b.template("prompt", rs.prompt)
 	}
-	if rs.promptFile.set {
+	if rs.promptFile.ok() {
 		s.PromptFile = rs.promptFile.val
 		if !rs.prompt.set {
 			s.Prompt = b.promptFile(rs.promptFile)
 		}
 	}
+	hasPrompt := rs.prompt.set || rs.promptFile.set
 	if rs.agent.set {
-		if s.Kind == KindAgent {
+		if hasPrompt {
 			s.Agent = rs.agent.val
 			b.agentRef("agent", rs.agent)
 		} else {
 			b.d.errorf(rs.agent.pos(), "agent: only a prompt step runs an agent")
 		}
 	}
-	if s.Kind == KindAgent && s.Agent == "" {
+	if hasPrompt && s.Agent == "" {
 		s.Agent = b.w.Defaults.Agent
 		if s.Agent == "" {
 			b.d.errorf(rs.pos, "step %q has a prompt but no agent: set agent here or defaults.agent", s.ID)
@@ -319,7 +322,7 @@ func (b *builder) signals() {
 	used := map[string]string{}
 	for _, wd := range words {
 		*wd.out = wd.def
-		if !wd.raw.set {
+		if !wd.raw.ok() {
 			used[wd.def] = wd.key
 			continue
 		}
@@ -339,7 +342,7 @@ func (b *builder) signals() {
 
 // agentRef checks that a named agent is declared.
 func (b *builder) agentRef(field string, name str) {
-	if _, ok := b.w.Agents[name.val]; ok {
+	if _, ok := b.w.Agents[name.val]; ok || name.bad {
 		return
 	}
 	names := make([]string, 0, len(b.raw.agents))
@@ -353,6 +356,9 @@ func (b *builder) agentRef(field string, name str) {
 
 // expr compiles an expression.
 func (b *builder) expr(field string, s str, kind gates.Kind) *Expr {
+	if !s.ok() {
+		return nil
+	}
 	prog, err := gates.Compile(s.val, b.scope, kind)
 	if err != nil {
 		b.compileError(field, s, err)
@@ -363,6 +369,9 @@ func (b *builder) expr(field string, s str, kind gates.Kind) *Expr {
 
 // template compiles a template.
 func (b *builder) template(field string, s str) *Template {
+	if !s.ok() {
+		return nil
+	}
 	t, err := gates.CompileTemplate(s.val, b.scope)
 	if err != nil {
 		b.compileError(field, s, err)
@@ -402,7 +411,7 @@ func (b *builder) env(kvs []kv) map[string]*Template {
 
 // limit reads a budget: a positive integer, or an expression.
 func (b *builder) limit(field string, s str) *Limit {
-	if !s.set {
+	if !s.ok() {
 		return nil
 	}
 	if !looksNumeric(s.val) {
@@ -434,7 +443,7 @@ func (b *builder) count(field string, s str) (int, bool) {
 
 // duration reads a duration: a positive constant, or an expression.
 func (b *builder) duration(field string, s str) *Duration {
-	if !s.set {
+	if !s.ok() {
 		return nil
 	}
 	if !looksNumeric(s.val) {
@@ -468,16 +477,16 @@ func (b *builder) retry(rr *rawRetry) *Retry {
 		return nil
 	}
 	r := &Retry{}
-	if rr.backoff.set {
+	if rr.backoff.ok() {
 		r.Backoff, _ = b.constDuration("retry.backoff", rr.backoff)
 	}
-	if rr.maxBackoff.set {
+	if rr.maxBackoff.ok() {
 		r.MaxBackoff, _ = b.constDuration("retry.max_backoff", rr.maxBackoff)
 	}
 	if r.Backoff > 0 && r.MaxBackoff > 0 && r.MaxBackoff < r.Backoff {
 		b.d.errorf(rr.maxBackoff.pos(), "retry.max_backoff %s is less than retry.backoff %s", r.MaxBackoff, r.Backoff)
 	}
-	if rr.jitter.set {
+	if rr.jitter.ok() {
 		switch rr.jitter.val {
 		case "true":
 			r.Jitter = true

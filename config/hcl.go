@@ -322,8 +322,8 @@ func (h *hclDecoder) str(what string, e hclsyntax.Expression) str {
 	case v.Type() == cty.Bool:
 		return str{val: fmt.Sprint(v.True()), set: true, sp: sp}
 	}
-	h.d.errorf(sp.pos(), "%s: want a string, got %s", what, v.Type().FriendlyName())
-	return str{}
+	h.d.errorf(sp.pos(), "%s: want a string, got %s", what, ctyKind(v.Type()))
+	return str{set: true, bad: true, sp: sp}
 }
 
 // list reads a list of literal values; a single value is a list of one.
@@ -331,13 +331,13 @@ func (h *hclDecoder) list(what string, e hclsyntax.Expression) []str {
 	out := []str{}
 	t, ok := e.(*hclsyntax.TupleConsExpr)
 	if !ok {
-		if s := h.str(what, e); s.set {
+		if s := h.str(what, e); s.ok() {
 			out = append(out, s)
 		}
 		return out
 	}
 	for _, item := range t.Exprs {
-		if s := h.str(what, item); s.set {
+		if s := h.str(what, item); s.ok() {
 			out = append(out, s)
 		}
 	}
@@ -366,7 +366,7 @@ func (h *hclDecoder) strMap(what string, e hclsyntax.Expression) []kv {
 			continue
 		}
 		seen[key] = true
-		if s := h.str(key, item.ValueExpr); s.set {
+		if s := h.str(what+"."+key, item.ValueExpr); s.ok() {
 			out = append(out, kv{key: key, keyPos: kpos, val: s})
 		}
 	}
@@ -375,13 +375,30 @@ func (h *hclDecoder) strMap(what string, e hclsyntax.Expression) []kv {
 
 func (h *hclDecoder) pos(r hcl.Range) Pos { return h.src.pos(r.Start.Byte) }
 
-// hclDiags converts the HCL package's diagnostics into ours.
+// ctyKind names a kind of HCL value for messages.
+func ctyKind(t cty.Type) string {
+	switch {
+	case t.IsTupleType() || t.IsListType() || t.IsSetType():
+		return "a list"
+	case t.IsObjectType() || t.IsMapType():
+		return "a map"
+	}
+	return t.FriendlyName()
+}
+
+// hclDiags converts the HCL package's diagnostics into ours, keeping the
+// first of several at one position.
 func (h *hclDecoder) hclDiags(diags hcl.Diagnostics) {
+	seen := map[Pos]bool{}
 	for _, hd := range diags {
 		pos := Pos{File: h.src.name, Line: 1, Col: 1}
 		if hd.Subject != nil {
 			pos = h.src.pos(hd.Subject.Start.Byte)
 		}
+		if seen[pos] {
+			continue
+		}
+		seen[pos] = true
 		msg := strings.TrimSuffix(hd.Summary, ".")
 		if hd.Detail != "" {
 			msg += ": " + strings.TrimSuffix(hd.Detail, ".")

@@ -8,10 +8,17 @@ package config
 type str struct {
 	val string
 	set bool
+	// bad is true when the value was written but could not be read (a
+	// list where a string belongs); it counts as given, so that no
+	// second error follows from its absence, but it is not compiled.
+	bad bool
 	sp  span
 }
 
 func (s str) pos() Pos { return s.sp.pos() }
+
+// ok reports whether the value was given and could be read.
+func (s str) ok() bool { return s.set && !s.bad }
 
 // kv is one entry of a map, in file order.
 type kv struct {

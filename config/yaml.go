@@ -157,13 +157,13 @@ func (y *yamlDecoder) step(n *yaml.Node) *rawStep {
 			s.needsPos = y.pos(k)
 			s.needs = []str{}
 			if v = resolve(v); v.Kind == yaml.ScalarNode {
-				if sv := y.str(key, v); sv.set {
+				if sv := y.str(key, v); sv.ok() {
 					s.needs = append(s.needs, sv)
 				}
 				return
 			}
 			y.list(v, key, func(n *yaml.Node) {
-				if sv := y.str(key, n); sv.set {
+				if sv := y.str(key, n); sv.ok() {
 					s.needs = append(s.needs, sv)
 				}
 			})
@@ -203,7 +203,7 @@ func (y *yamlDecoder) step(n *yaml.Node) *rawStep {
 		case "artifacts":
 			s.artifacts = []str{}
 			y.list(v, key, func(n *yaml.Node) {
-				if sv := y.str(key, n); sv.set {
+				if sv := y.str(key, n); sv.ok() {
 					s.artifacts = append(s.artifacts, sv)
 				}
 			})
@@ -282,7 +282,7 @@ func (y *yamlDecoder) str(what string, n *yaml.Node) str {
 	n = resolve(n)
 	if n.Kind != yaml.ScalarNode || isNull(n) {
 		y.d.errorf(y.pos(n), "%s: want a string, got %s", what, kindName(n))
-		return str{}
+		return str{set: true, bad: true, sp: y.span(n)}
 	}
 	return str{val: n.Value, set: true, sp: y.span(n)}
 }
@@ -291,7 +291,7 @@ func (y *yamlDecoder) str(what string, n *yaml.Node) str {
 func (y *yamlDecoder) strMap(what string, n *yaml.Node) []kv {
 	out := []kv{}
 	y.mapping(n, what, nil, func(key string, k, v *yaml.Node) {
-		if sv := y.str(key, v); sv.set {
+		if sv := y.str(what+"."+key, v); sv.ok() {
 			out = append(out, kv{key: key, keyPos: y.pos(k), val: sv})
 		}
 	})
