@@ -1,0 +1,191 @@
+package gates
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Template is a compiled template: text with {{ expr }} parts. It is
+// immutable and may be rendered any number of times, concurrently.
+type Template struct {
+	src   string
+	parts []templatePart
+}
+
+// templatePart is literal text, or an expression when prog is set;
+// off is the byte offset of the expression's source in the template.
+type templatePart struct {
+	text string
+	prog *Program
+	off  int
+}
+
+// CompileTemplate compiles the {{ expr }} parts of src, each as an
+// expression of kind Any. A part ends at the first }} outside string
+// literals and braces, so {{ "}}" }} and {{ {"a": 1} }} work; there is
+// no escape for a literal {{ other than {{ "{{" }}. Errors are *Error
+// positioned in src as a whole.
+func CompileTemplate(src string, scope Scope) (*Template, error) {
+	t := &Template{src: src}
+	rest, off := src, 0
+	for {
+		i := strings.Index(rest, "{{")
+		if i < 0 {
+			t.addText(rest)
+			return t, nil
+		}
+		t.addText(rest[:i])
+		open := off + i
+		body := open + 2
+		n, ok := scanPart(src[body:])
+		if !ok {
+			return nil, newError(src, open, "unclosed {{: no matching }}")
+		}
+		inner := src[body : body+n]
+		if strings.TrimSpace(inner) == "" {
+			return nil, newError(src, open, "empty {{ }}")
+		}
+		prog, err := Compile(inner, scope, Any)
+		if err != nil {
+			return nil, err.(*Error).shift(src, body)
+		}
+		t.parts = append(t.parts, templatePart{prog: prog, off: body})
+		off = body + n + 2
+		rest = src[off:]
+	}
+}
+
+// addText appends literal text, merging it with a preceding text part.
+func (t *Template) addText(s string) {
+	if s == "" {
+		return
+	}
+	if n := len(t.parts); n > 0 && t.parts[n-1].prog == nil {
+		t.parts[n-1].text += s
+		return
+	}
+	t.parts = append(t.parts, templatePart{text: s})
+}
+
+// scanPart returns the length of the expression at the start of s,
+// which ends at the first }} outside string literals and braces, and
+// false when there is no such }}.
+func scanPart(s string) (int, bool) {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '"', '\'', '`':
+			j := i + 1
+			for ; j < len(s) && s[j] != c; j++ {
+				if s[j] == '\\' && c != '`' {
+					j++
+				}
+			}
+			if j >= len(s) {
+				return 0, false
+			}
+			i = j
+		case '{':
+			depth++
+		case '}':
+			if depth == 0 && i+1 < len(s) && s[i+1] == '}' {
+				return i, true
+			}
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return 0, false
+}
+
+// Source returns the template as written.
+func (t *Template) Source() string { return t.src }
+
+// Static returns the text of a template without {{ }} parts, and false
+// when it has parts.
+func (t *Template) Static() (string, bool) {
+	switch {
+	case len(t.parts) == 0:
+		return "", true
+	case len(t.parts) == 1 && t.parts[0].prog == nil:
+		return t.parts[0].text, true
+	}
+	return "", false
+}
+
+// Render evaluates the parts against env and returns the text with
+// each part replaced by its value: strings as they are, nil as "",
+// numbers and booleans as Go writes them (integers without ".0"),
+// durations as "1m30s", times in RFC 3339, and other values, such as
+// lists and maps, as JSON. Errors are *Error positioned in the
+// template.
+func (t *Template) Render(env *Env) (string, error) {
+	if s, ok := t.Static(); ok {
+		return s, nil
+	}
+	var b strings.Builder
+	for _, p := range t.parts {
+		if p.prog == nil {
+			b.WriteString(p.text)
+			continue
+		}
+		v, err := p.prog.Eval(env)
+		if err != nil {
+			return "", err.(*Error).shift(t.src, p.off)
+		}
+		b.WriteString(format(v))
+	}
+	return b.String(), nil
+}
+
+// format writes a value for a template.
+func format(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	case bool:
+		return strconv.FormatBool(v)
+	case time.Duration:
+		return v.String()
+	case time.Time:
+		return v.Format(time.RFC3339Nano)
+	case []byte:
+		return string(v)
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.FormatInt(rv.Int(), 10)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return strconv.FormatUint(rv.Uint(), 10)
+	case reflect.Float32, reflect.Float64:
+		return formatFloat(rv.Float())
+	case reflect.String:
+		return rv.String()
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+// formatFloat writes f without a fraction when it is whole, and
+// without an exponent unless it is very large or very small.
+func formatFloat(f float64) string {
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64)
+}
