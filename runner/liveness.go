@@ -1,0 +1,115 @@
+package runner
+
+import (
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/afero"
+
+	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/runlock"
+)
+
+// Liveness states of the seeds' agent liveness model, derived from a
+// run's record by Live.
+const (
+	LiveSpawning = "spawning"
+	LiveWorking  = "working"
+	LiveStuck    = "stuck"
+	LiveStopped  = "stopped"
+	LiveDone     = "done"
+	LiveStale    = "stale"
+	LiveDead     = "dead"
+)
+
+// Heartbeat limits: a runner refreshes its heartbeat every
+// HeartbeatInterval; older than three intervals it is stale, older than
+// DeadAfter it is dead.
+const (
+	HeartbeatInterval = 5 * time.Second
+	DeadAfter         = 60 * time.Second
+)
+
+// Liveness is what flow status says of a run's runner.
+type Liveness struct {
+	State string `json:"state"`
+	// Hook is the step the runner works on (working, stuck).
+	Hook string `json:"hook,omitempty"`
+	// Reason explains the state in a sentence.
+	Reason string `json:"reason"`
+	// Holder is the runner holding the run, if any.
+	Holder *runlock.Holder `json:"holder,omitempty"`
+}
+
+// Live derives the liveness of a run from its state, its lock and the
+// time its sessions last wrote output. wf may be nil; with it, a
+// session quiet for longer than its idle_timeout is stuck.
+func Live(fsys afero.Fs, runDir string, st *State, wf *config.Workflow, now time.Time, alive func(runlock.Holder) bool) Liveness {
+	switch st.Status {
+	case RunCompleted, RunFailed:
+		return Liveness{State: LiveDone, Reason: "the run " + string(st.Status)}
+	case RunPaused:
+		return Liveness{State: LiveStopped, Reason: "paused by control.json; flow continue resumes it"}
+	case RunInterrupted:
+		return Liveness{State: LiveStopped, Reason: "interrupted; flow resume continues it"}
+	}
+	var waiting []string
+	for _, id := range st.StepOrder {
+		if s := st.Steps[id]; s != nil && s.Status == WaitingOnHuman {
+			waiting = append(waiting, id)
+		}
+	}
+	holder, err := runlock.Read(fsys, filepath.Join(runDir, LockFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		if len(waiting) > 0 {
+			return Liveness{State: LiveStuck, Hook: waiting[0], Reason: "waiting on a human (no runner; flow resume after approval)"}
+		}
+		return Liveness{State: LiveDead, Reason: "no runner holds the run and it did not finish; flow resume takes it over"}
+	}
+	if err != nil {
+		return Liveness{State: LiveDead, Reason: "the run's lock is unreadable: " + err.Error()}
+	}
+	l := Liveness{Holder: &holder}
+	if !alive(holder) {
+		l.State, l.Reason = LiveDead, "the runner process is gone; flow resume takes the run over"
+		return l
+	}
+	if st.Runner != nil && st.Runner.HeartbeatAt != nil {
+		age := now.Sub(st.Runner.HeartbeatAt.Time)
+		switch {
+		case age > DeadAfter:
+			l.State, l.Reason = LiveDead, "no heartbeat for "+age.Round(time.Second).String()
+			return l
+		case age > 3*HeartbeatInterval:
+			l.State, l.Reason = LiveStale, "heartbeat "+age.Round(time.Second).String()+" old"
+			return l
+		}
+	}
+	for _, id := range st.StepOrder {
+		s := st.Steps[id]
+		if s == nil || s.Status != Running {
+			continue
+		}
+		l.Hook = id
+		if wf != nil && s.LogPath != "" {
+			if step := wf.Step(id); step != nil {
+				if d := wf.StepIdleTimeout(step); d != nil && d.Expr == nil && d.D > 0 {
+					if fi, err := fsys.Stat(s.LogPath); err == nil && now.Sub(fi.ModTime()) > d.D {
+						l.State, l.Reason = LiveStuck, "no session output for "+now.Sub(fi.ModTime()).Round(time.Second).String()
+						return l
+					}
+				}
+			}
+		}
+		l.State, l.Reason = LiveWorking, "session of "+id+" running"
+		return l
+	}
+	if len(waiting) > 0 {
+		l.State, l.Hook, l.Reason = LiveStuck, waiting[0], "waiting on a human: flow approve "+st.RunID+" "+waiting[0]
+		return l
+	}
+	l.State, l.Reason = LiveSpawning, "the runner is between sessions"
+	return l
+}
