@@ -79,6 +79,9 @@ func build(raw *rawWorkflow, fs afero.Fs, path string, d *diags) *Workflow {
 			w.Steps = append(w.Steps, s)
 		}
 	}
+	if len(raw.steps) == 0 && raw.name.ok() {
+		d.errorf(raw.name.pos(), "workflow %q has no steps", raw.name.val)
+	}
 	b.cleanup()
 	b.signals()
 	w.index = make(map[string]int, len(w.Steps))
@@ -514,6 +517,9 @@ func looksNumeric(v string) bool {
 func ParseDuration(s string) (time.Duration, error) {
 	bad := fmt.Errorf("invalid duration %q (want e.g. 90s, 30m, 1h30m, 2d)", s)
 	v := strings.TrimSpace(s)
+	if v == "" {
+		return 0, bad
+	}
 	if n, err := strconv.ParseFloat(v, 64); err == nil {
 		if math.IsNaN(n) || math.Abs(n) > maxSeconds {
 			return 0, bad
