@@ -352,3 +352,28 @@ func BenchmarkEvalBool(b *testing.B) {
 		}
 	}
 }
+
+func TestConcurrentEval(t *testing.T) {
+	p, err := Compile(`len(join(map(1..100, output + "x"))) > 0 && file_exists("PLAN.md")`, testScope, Bool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := testEnv()
+	done := make(chan error)
+	for range 4 {
+		go func() {
+			var err error
+			for range 50 {
+				if ok, e := p.EvalBool(env); !ok || e != nil {
+					err = fmt.Errorf("EvalBool = %v, %v", ok, e)
+				}
+			}
+			done <- err
+		}()
+	}
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
