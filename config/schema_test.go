@@ -91,7 +91,7 @@ func TestSchemaRejects(t *testing.T) {
 func TestSchemaKeys(t *testing.T) {
 	var doc struct {
 		Properties map[string]struct {
-			Properties           map[string]any `json:"properties"`
+			Properties           map[string]any  `json:"properties"`
 			AdditionalProperties json.RawMessage `json:"additionalProperties"`
 		} `json:"properties"`
 		Defs map[string]struct {
