@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/spf13/afero"
@@ -97,11 +98,32 @@ func SetDesired(fsys afero.Fs, runDir string, desired ControlState, by, note str
 	})
 }
 
-// lockFile takes an exclusive lock by creating path; a lock older than
-// staleLock is left over from a crash and broken.
+// lockFile takes an exclusive lock on path. On a real file system it
+// is an flock(2) on the file, which the kernel releases when the holder
+// dies, so a crash never leaves it held. Elsewhere (in-memory file
+// systems in tests) the lock is the file's existence, and a lock file
+// older than a second is taken to be left over from a crash.
 func lockFile(fsys afero.Fs, path string) (func(), error) {
-	const staleLock = 5 * time.Second
 	deadline := time.Now().Add(10 * time.Second)
+	f, err := fsys.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if fd, ok := f.(interface{ Fd() uintptr }); ok {
+		for {
+			err := syscall.Flock(int(fd.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+			if err == nil {
+				return func() { _ = syscall.Flock(int(fd.Fd()), syscall.LOCK_UN); f.Close() }, nil
+			}
+			if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+				f.Close()
+				return nil, fmt.Errorf("lock %s: %w", path, err)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	f.Close()
+	path += ".held"
 	for {
 		f, err := fsys.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 		if err == nil {
@@ -111,14 +133,14 @@ func lockFile(fsys afero.Fs, path string) (func(), error) {
 		if !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
-		if fi, err := fsys.Stat(path); err == nil && time.Since(fi.ModTime()) > staleLock {
+		if fi, err := fsys.Stat(path); err == nil && time.Since(fi.ModTime()) > time.Second {
 			_ = fsys.Remove(path)
 			continue
 		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("lock %s: held for too long", path)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond)
 	}
 }
 

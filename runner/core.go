@@ -203,7 +203,7 @@ func (d Decision) Durable() bool {
 	for _, e := range d.Events {
 		switch e.Type {
 		case EvStepCompleted, EvGateFailed, EvStepFailed, EvAttemptFailed, EvStepSkipped,
-			EvStepInterrupted, EvLoopBack, EvHumanInput, EvRunFinished, EvRunInterrupted:
+			EvStepInterrupted, EvHumanInput, EvRunFinished, EvRunInterrupted:
 			return true
 		}
 	}
@@ -352,20 +352,19 @@ func (c *Core) gateFailure(x *decider, g, reason string, o Outcome) {
 		c.fail(exitFailed, fmt.Sprintf("step %s: gate failed: %s", g, reason))
 		return
 	}
-	o.Error = reason
-	x.emit(EvGateFailed, g, o)
+	o.Error = "gate failed: " + reason
+	gf := GateFailure{Outcome: o, Reason: reason, Target: ps.LoopTarget}
 	target := x.st.Steps[ps.LoopTarget]
-	if target == nil {
+	switch {
+	case target == nil:
 		o.Error = fmt.Sprintf("gate failed: %s; loop_back_to %q is not a step of this run", reason, ps.LoopTarget)
 		x.emit(EvStepFailed, g, o)
 		c.fail(exitFailed, o.Error)
 		return
-	}
-	if target.IterationCount+1 >= ps.MaxIterations {
-		o.Error = fmt.Sprintf("max iterations reached (%d of %d): gate failed: %s", target.IterationCount+1, ps.MaxIterations, reason)
-		o.Budget = true
-		x.emit(EvStepFailed, g, o)
-		c.fail(exitBudget, fmt.Sprintf("step %s: %s", g, o.Error))
+	case target.IterationCount+1 >= ps.MaxIterations:
+		gf.Target, gf.Budget, gf.MaxIterations = "", true, ps.MaxIterations
+		x.emit(EvGateFailed, g, gf)
+		c.fail(exitBudget, fmt.Sprintf("step %s: %s", g, deref(x.st.Steps[g].LastError)))
 		return
 	}
 	reset := append([]string{ps.LoopTarget}, c.plan.Step(ps.LoopTarget).Downstream...)
@@ -378,11 +377,8 @@ func (c *Core) gateFailure(x *decider, g, reason string, o Outcome) {
 		s := x.st.Steps[id]
 		return s == nil || (id != g && (s.Status == Running || s.Status == WaitingOnHuman))
 	})
-	var report json.RawMessage
-	if len(o.Report) > 0 {
-		report = o.Report
-	}
-	x.emit(EvLoopBack, g, LoopBack{Gate: g, Target: ps.LoopTarget, Reset: reset, Reason: reason, Report: report})
+	gf.Reset = reset
+	x.emit(EvGateFailed, g, gf)
 	for _, id := range reset {
 		delete(c.waiting, id)
 		delete(c.evaluating, id)
@@ -394,6 +390,7 @@ func (c *Core) humanDecision(x *decider, in HumanDecision) {
 	if s == nil || s.Status != WaitingOnHuman {
 		return
 	}
+	c.idle = false
 	x.emit(EvHumanInput, in.Step, in.Input)
 	o := Outcome{Attempt: s.Attempts}
 	who := in.Input.By

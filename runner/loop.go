@@ -105,6 +105,16 @@ func (x *run) perform(eff Effect) (Result, bool, error) {
 	case StartSession:
 		x.startSession(e)
 	case AwaitHuman:
+		// A decision may already be there (approved while no runner ran).
+		in, timedOut, err := x.checkHuman(e.Step)
+		if err == nil && (in != nil || timedOut) {
+			d := HumanDecision{Step: e.Step, TimedOut: timedOut}
+			if in != nil {
+				d.Input = *in
+			}
+			x.queue = append(x.queue, d)
+			break
+		}
 		x.awaiting[e.Step] = true
 		x.printf("%s: waiting on a human: flow approve %s %s (or flow reject)\n", e.Step, x.st.RunID, e.Step)
 	case StartTimer:
@@ -125,7 +135,7 @@ func (x *run) perform(eff Effect) (Result, bool, error) {
 	case StartCleanup:
 		x.startCleanup()
 	case Idle:
-		if !x.opts.NoWait {
+		if !x.opts.NoWait || len(x.queue) > 0 {
 			return Result{}, false, nil
 		}
 		if err := x.snapshot(); err != nil {
@@ -157,11 +167,14 @@ func (x *run) announce(e Event) {
 	case EvStepSkipped:
 		x.printf("%s: skipped (%s)\n", e.Step, deref(s.LastError))
 	case EvGateFailed:
-		x.printf("%s: %s\n", e.Step, deref(s.LastError))
-	case EvLoopBack:
-		var d LoopBack
+		var d GateFailure
 		_ = jsonUnmarshal(e.Data, &d)
-		x.printf("%s: looping back to %s (iteration %d)\n", e.Step, d.Target, x.st.Steps[d.Target].IterationCount)
+		x.printf("%s: %s\n", e.Step, "gate failed: "+d.Reason)
+		if d.Target != "" {
+			x.printf("%s: looping back to %s (iteration %d)\n", e.Step, d.Target, x.st.Steps[d.Target].IterationCount)
+		} else if s != nil && s.Status == Failed {
+			x.printf("%s: FAILED: %s\n", e.Step, deref(s.LastError))
+		}
 	case EvAttemptFailed:
 		x.printf("%s: attempt %d failed: %s\n", e.Step, s.Attempts, deref(s.LastError))
 	case EvStepFailed:
