@@ -4,8 +4,11 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -24,7 +27,9 @@ func TestScripts(t *testing.T) {
 		Dir:                 "../../testdata/script",
 		RequireExplicitExec: true,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exits": cmdExits,
+			"exits":   cmdExits,
+			"waitfor": cmdWaitFor,
+			"alive":   cmdAlive,
 		},
 		Setup: func(env *testscript.Env) error {
 			// Scripts reach the shipped workflows and fake agents here.
@@ -64,4 +69,89 @@ func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
 	}
+}
+
+// cmdWaitFor polls until a file exists and, when a pattern is given, its
+// content matches it:
+//
+//	waitfor [-t SECONDS] FILE [REGEXP]
+//
+// It fails after the timeout (10 s unless given). Scripts use it to wait
+// for a background run to reach a point instead of sleeping.
+func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
+	timeout := 10 * time.Second
+	if len(args) >= 2 && args[0] == "-t" {
+		secs, err := strconv.ParseFloat(args[1], 64)
+		if err != nil {
+			ts.Fatalf("waitfor: bad timeout %q", args[1])
+		}
+		timeout = time.Duration(secs * float64(time.Second))
+		args = args[2:]
+	}
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: waitfor [-t SECONDS] FILE [REGEXP]")
+	}
+	var re *regexp.Regexp
+	if len(args) == 2 {
+		var err error
+		if re, err = regexp.Compile("(?m)" + args[1]); err != nil {
+			ts.Fatalf("waitfor: %v", err)
+		}
+	}
+	path := ts.MkAbs(args[0])
+	deadline := time.Now().Add(timeout)
+	for {
+		b, err := os.ReadFile(path)
+		if err == nil && (re == nil || re.Match(b)) {
+			return
+		}
+		if time.Now().After(deadline) {
+			if re != nil {
+				ts.Fatalf("waitfor: %s did not match %q within %v; it holds:\n%s", args[0], args[1], timeout, b)
+			}
+			ts.Fatalf("waitfor: %s did not appear within %v", args[0], timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// cmdAlive checks that the processes whose ids the files hold are alive,
+// or with ! that none is. A zombie (exited but not yet reaped, as
+// orphans reparented to an init that reaps slowly are) counts as gone.
+//
+//	! alive session.pid child.pid
+func cmdAlive(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) == 0 {
+		ts.Fatalf("usage: alive PIDFILE...")
+	}
+	for _, f := range args {
+		b, err := os.ReadFile(ts.MkAbs(f))
+		ts.Check(err)
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			ts.Fatalf("alive: %s holds %q, not a pid", f, b)
+		}
+		if live := processLive(pid); live == neg {
+			if neg {
+				ts.Fatalf("process %d (%s) is still running", pid, f)
+			}
+			ts.Fatalf("process %d (%s) is not running", pid, f)
+		}
+	}
+}
+
+// processLive reports whether pid is a process that has not exited.
+func processLive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		return false
+	}
+	state := s[i+2]
+	return state != 'Z' && state != 'X'
 }
