@@ -33,8 +33,10 @@ type Core struct {
 	halt       int
 	haltReason string
 	control    ControlState
-	// onceUsed is true when run_once has started its one session.
+	// onceUsed is true when run_once has started its one session, the
+	// session of onceStep.
 	onceUsed bool
+	onceStep string
 	idle     bool
 	finished bool
 }
@@ -310,8 +312,8 @@ func (c *Core) sessionDone(x *decider, in SessionDone) {
 	if s == nil || ps == nil || s.Status != Running {
 		return
 	}
-	if c.control == RunOnce {
-		c.control = Pause
+	if c.control == RunOnce && c.onceStep == in.Step {
+		c.control, c.onceStep = Pause, ""
 		x.effect(SetControl{Desired: Pause, Current: Pause, Note: "run_once session finished"})
 	}
 	o := in.Outcome
@@ -465,8 +467,8 @@ func (c *Core) start(x *decider, id string, autoApprove bool) {
 		x.effect(AwaitHuman{Step: id, ManualInputPath: path})
 		return
 	}
-	if c.control == RunOnce {
-		c.onceUsed = true
+	if c.control == RunOnce && !c.onceUsed {
+		c.onceUsed, c.onceStep = true, id
 	}
 	runDir := filepath.Dir(x.st.ReportsDir)
 	ss := StartSession{

@@ -534,3 +534,19 @@ func mustJSON(t testing.TB, v any) string {
 	}
 	return string(b)
 }
+
+// TestCoreRunOnceDuringSession: run_once asked for while a session runs
+// lets exactly one more session start after it.
+func TestCoreRunOnceDuringSession(t *testing.T) {
+	h := newCoreHarness(t, "name: o\nsteps:\n  - {id: a, run: x}\n  - {id: b, run: x}\n  - {id: c, run: x}\n", Budgets{})
+	h.decide(ControlChanged{Desired: RunOnce})
+	h.ok("a")
+	if got := h.started(); !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("after a: started %v, want [b]", got)
+	}
+	h.ok("b")
+	if got := h.started(); len(got) != 0 {
+		t.Fatalf("after the run_once session: started %v", got)
+	}
+	h.expect("c", Pending, 0, 0)
+}

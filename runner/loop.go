@@ -63,6 +63,18 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 		}
 		select {
 		case in := <-x.inputs:
+			// Between sessions the runner reads control.json, so a pause
+			// asked for during a session holds the next one.
+			switch in.(type) {
+			case SessionDone, CleanupDone, TimerFired:
+				desired, err := x.readControl()
+				if err != nil {
+					return Result{}, err
+				}
+				if desired != x.core.control {
+					x.queue = append(x.queue, ControlChanged{Desired: desired})
+				}
+			}
 			x.queue = append(x.queue, in)
 		case <-done:
 			done = nil
@@ -176,7 +188,11 @@ func (x *run) announce(e Event) {
 			x.printf("%s: FAILED: %s\n", e.Step, deref(s.LastError))
 		}
 	case EvAttemptFailed:
-		x.printf("%s: attempt %d failed: %s\n", e.Step, s.Attempts, deref(s.LastError))
+		// The same decision may have started the next attempt already:
+		// the event, not the state, says which attempt failed.
+		var d Outcome
+		_ = jsonUnmarshal(e.Data, &d)
+		x.printf("%s: attempt %d failed: %s\n", e.Step, d.Attempt, d.Error)
 	case EvStepFailed:
 		x.printf("%s: FAILED: %s\n", e.Step, deref(s.LastError))
 	case EvStepInterrupted:
