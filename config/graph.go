@@ -101,27 +101,72 @@ func (b *builder) reportCycle(cyc []int, reported map[string]bool) {
 // loopBacks checks loop-back targets: each is the step itself or one it
 // depends on.
 func (b *builder) loopBacks() {
-	for _, s := range b.w.Steps {
+	r := newReach(b.w)
+	for i, s := range b.w.Steps {
 		if s.LoopBackTo != "" {
-			b.loopBack("loop_back_to", s, s.LoopBackTo, s.LoopPos)
+			b.loopBack(r, "loop_back_to", i, s.LoopBackTo, s.LoopPos)
 		}
 		if s.Gate != nil && s.Gate.LoopBackTo != "" {
-			b.loopBack("gate.loop_back_to", s, s.Gate.LoopBackTo, s.Gate.LoopPos)
+			b.loopBack(r, "gate.loop_back_to", i, s.Gate.LoopBackTo, s.Gate.LoopPos)
 		}
 	}
 }
 
-func (b *builder) loopBack(field string, s *Step, target string, pos Pos) {
+func (b *builder) loopBack(r *reach, field string, i int, target string, pos Pos) {
+	s := b.w.Steps[i]
+	j := b.w.stepIndex(target)
 	switch {
-	case b.w.Step(target) == nil:
+	case j < 0:
 		b.d.unknown(pos, "step", target, b.scope.Steps)
 		b.d.list[len(b.d.list)-1].Message = field + ": " + b.d.list[len(b.d.list)-1].Message
-	case target == s.ID || slices.Contains(b.w.Upstream(s.ID), target):
-	case slices.Contains(b.w.Downstream(s.ID), target):
+	case i == j || r.needs(i, j):
+	case r.needs(j, i):
 		b.d.errorf(pos, "%s %q is downstream of %q; a loop-back must go to this step or one it depends on", field, target, s.ID)
 	default:
 		b.d.errorf(pos, "%s %q is not upstream of %q; a loop-back must go to this step or one it depends on", field, target, s.ID)
 	}
+}
+
+// reach answers whether one step depends on another, reusing its marks
+// between questions so that checking every loop-back of a large workflow
+// allocates nothing per question.
+type reach struct {
+	deps  [][]int
+	mark  []int
+	gen   int
+	stack []int
+}
+
+func newReach(w *Workflow) *reach {
+	r := &reach{deps: make([][]int, len(w.Steps)), mark: make([]int, len(w.Steps))}
+	for i, s := range w.Steps {
+		for _, n := range s.Needs {
+			if j := w.stepIndex(n); j >= 0 {
+				r.deps[i] = append(r.deps[i], j)
+			}
+		}
+	}
+	return r
+}
+
+// needs reports whether step i depends on step j, directly or not.
+func (r *reach) needs(i, j int) bool {
+	r.gen++
+	r.stack = append(r.stack[:0], i)
+	for len(r.stack) > 0 {
+		k := r.stack[len(r.stack)-1]
+		r.stack = r.stack[:len(r.stack)-1]
+		for _, n := range r.deps[k] {
+			if n == j {
+				return true
+			}
+			if r.mark[n] != r.gen {
+				r.mark[n] = r.gen
+				r.stack = append(r.stack, n)
+			}
+		}
+	}
+	return false
 }
 
 // Step returns the step with the id, or nil.
