@@ -281,6 +281,7 @@ func TestExprPositions(t *testing.T) {
 		{"yaml literal keep", "yaml", "    run: |+\n\n      echo {{ steps.nope.output }}\n"},
 		{"yaml folded", "yaml", "    run: >-\n      echo one\n      echo two\n\n      echo {{ steps.nope.output }}\n"},
 		{"yaml flow mapping", "yaml", "    gate: {pass: 'steps.nope.status == \"x\"'}\n"},
+		{"yaml flow mapping after unicode", "yaml", "    gate: {check: \"日本語\", pass: 'steps.nope.status == \"x\"'}\n"},
 		{"yaml tab in comment line", "yaml", "    run: \"\\t{{ steps.nope.output }}\"\n"},
 		{"hcl quoted", "hcl", "  run = \"say \\\"hi\\\" \\\\ {{ steps.nope.output }}\"\n"},
 		{"hcl quoted unicode", "hcl", "  run = \"\\u00e9 日本 {{ steps.nope.output }}\"\n"},
