@@ -104,13 +104,13 @@ func (x *run) loadCaches() {
 			}
 		}
 		if x.keepOut[id] && s.LogPath != "" {
-			x.outputs[id] = readTail(x.r.FS, s.LogPath, outputTail)
+			x.outputs[id] = ReadTail(x.r.FS, s.LogPath, outputTail)
 		}
 	}
 }
 
-// readTail returns the last n bytes of a file, or "".
-func readTail(fsys afero.Fs, path string, n int64) string {
+// ReadTail returns the last n bytes of a file, or "" when it cannot be read.
+func ReadTail(fsys afero.Fs, path string, n int64) string {
 	f, err := fsys.Open(path)
 	if err != nil {
 		return ""

@@ -98,6 +98,47 @@ func Decide(fsys afero.Fs, runDir, step string, in HumanInput, now time.Time) er
 	if in.At == "" {
 		in.At = Time{Time: now.UTC()}.String()
 	}
+	return writeManualInput(fsys, path, in)
+}
+
+func verb(approved bool) string {
+	if approved {
+		return "approved"
+	}
+	return "rejected"
+}
+
+// ask asks at the terminal for a decision on a waiting step, when the
+// runner has a way to ask. The answer is written as the manual input
+// file, exactly as flow approve would, and noticed by the next poll.
+// The question runs in its own goroutine, which is not waited for: a
+// read of the terminal cannot be cancelled, and the process may exit
+// while it waits.
+func (x *run) ask(e AwaitHuman) {
+	if x.r.Ask == nil || x.opts.NoWait {
+		return
+	}
+	msg := ""
+	if s := x.wf.Step(e.Step); s != nil && s.Human != nil && s.Human.Message != nil {
+		if m, err := s.Human.Message.Compiled().Render(x.env(nil)); err == nil {
+			msg = m
+		}
+	}
+	runID, fsys, now := x.st.RunID, x.r.FS, x.r.Clock.Now
+	go func() {
+		in, ok := x.r.Ask(runID, e.Step, msg)
+		if !ok {
+			return
+		}
+		if in.At == "" {
+			in.At = Time{Time: now().UTC()}.String()
+		}
+		_ = writeManualInput(fsys, e.ManualInputPath, in)
+	}()
+}
+
+// writeManualInput writes a manual input file atomically.
+func writeManualInput(fsys afero.Fs, path string, in HumanInput) error {
 	b, err := json.MarshalIndent(in, "", "  ")
 	if err != nil {
 		return err
@@ -109,11 +150,4 @@ func Decide(fsys afero.Fs, runDir, step string, in HumanInput, now time.Time) er
 		return fmt.Errorf("write manual input: %w", err)
 	}
 	return nil
-}
-
-func verb(approved bool) string {
-	if approved {
-		return "approved"
-	}
-	return "rejected"
 }

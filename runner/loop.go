@@ -129,6 +129,7 @@ func (x *run) perform(eff Effect) (Result, bool, error) {
 		}
 		x.awaiting[e.Step] = true
 		x.printf("%s: waiting on a human: flow approve %s %s (or flow reject)\n", e.Step, x.st.RunID, e.Step)
+		x.ask(e)
 	case StartTimer:
 		x.printf("%s: retrying in %s\n", e.Step, e.Delay)
 		x.sessions.Add(1)

@@ -48,6 +48,10 @@ type Runner struct {
 	// PollEvery is how often a waiting runner looks at control.json and
 	// manual input files; 0 means 250 ms.
 	PollEvery time.Duration
+	// Ask, when set, asks a person at the terminal to decide a human
+	// step; it blocks until they answer (ok false: no answer, e.g. end
+	// of input). Files written by flow approve work alongside it.
+	Ask func(runID, step, message string) (in HumanInput, ok bool)
 	// KillGrace is how long a session gets between SIGTERM and SIGKILL;
 	// 0 means 10 s.
 	KillGrace time.Duration

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -43,29 +45,18 @@ run_state.json and applies any newer events, so it is exact while a run goes on.
 			if err != nil {
 				return err
 			}
-			show := func() (bool, error) {
-				ref, err := a.findRun(dir, args)
-				if err != nil {
-					return false, err
-				}
-				wf, _ := config.Load(a.fs, locateWorkflow(a.fs, ref.State, dir))
-				live := runner.Live(a.fs, ref.Dir, ref.State, wf, time.Now(), runlock.ProcessAlive)
-				if asJSON {
-					b, err := json.MarshalIndent(statusView{State: ref.State, Liveness: live}, "", "  ")
-					if err != nil {
-						return false, err
-					}
-					fmt.Fprintf(a.stdio.Out, "%s\n", b)
-				} else {
-					printStatus(a.stdio.Out, ref, live)
-				}
-				return live.State == runner.LiveDone || live.State == runner.LiveDead || live.State == runner.LiveStopped, nil
+			if watch {
+				return a.watchStatus(cmd.Context(), dir, args, asJSON)
 			}
-			if !watch {
-				_, err := show()
+			ref, live, err := a.statusOf(dir, args)
+			if err != nil {
 				return err
 			}
-			return a.watch(cmd.Context(), show)
+			if asJSON {
+				return a.printJSON(statusView{State: ref.State, Liveness: live})
+			}
+			printStatus(a.stdio.Out, ref, live)
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&repo, "repo", "", "repository of the run (default: the current directory)")
@@ -74,20 +65,103 @@ run_state.json and applies any newer events, so it is exact while a run goes on.
 	return cmd
 }
 
-// watch repeats show every second until it says the run is over or ctx
-// ends.
-func (a *app) watch(ctx context.Context, show func() (bool, error)) error {
+// statusOf reads a run exactly and derives its liveness.
+func (a *app) statusOf(dir string, args []string) (runner.RunRef, runner.Liveness, error) {
+	ref, err := a.findRun(dir, args)
+	if err != nil {
+		return ref, runner.Liveness{}, err
+	}
+	wf, _ := config.Load(a.fs, locateWorkflow(a.fs, ref.State, dir))
+	return ref, runner.Live(a.fs, ref.Dir, ref.State, wf, time.Now(), runlock.ProcessAlive), nil
+}
+
+func (a *app) printJSON(v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdio.Out, "%s\n", b)
+	return nil
+}
+
+// watchStatus shows a run until it is over (done, stopped or dead). On
+// a terminal it redraws in place, with the last lines of the running
+// sessions' output; elsewhere (or with CI=true) it prints the status
+// once and then a line for each change; with --json, a JSON document
+// for each change.
+func (a *app) watchStatus(ctx context.Context, dir string, args []string, asJSON bool) error {
+	out := a.stdio.Out
+	term := !asJSON && isTerminal(out) && a.getenv("CI") != "true"
+	var prev map[string]string
 	for {
-		over, err := show()
-		if err != nil || over {
+		ref, live, err := a.statusOf(dir, args)
+		if err != nil {
 			return err
+		}
+		cur := statusKeys(ref.State, live)
+		switch {
+		case term:
+			fmt.Fprint(out, "\x1b[H\x1b[2J")
+			printStatus(out, ref, live)
+			printTails(out, a.fs, ref.State, 5)
+		case asJSON:
+			if !maps.Equal(prev, cur) {
+				if err := a.printJSON(statusView{State: ref.State, Liveness: live}); err != nil {
+					return err
+				}
+			}
+		case prev == nil:
+			printStatus(out, ref, live)
+		default:
+			for _, k := range slices.Sorted(maps.Keys(cur)) {
+				if prev[k] != cur[k] {
+					fmt.Fprintf(out, "%s %s: %s\n", time.Now().UTC().Format(time.TimeOnly), k, cur[k])
+				}
+			}
+		}
+		prev = cur
+		switch live.State {
+		case runner.LiveDone, runner.LiveDead, runner.LiveStopped:
+			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(time.Second):
 		}
-		fmt.Fprintln(a.stdio.Out)
+	}
+}
+
+// statusKeys is what a line-by-line watch compares: each step's status,
+// attempt and iteration, the run's status and the runner's liveness.
+func statusKeys(st *runner.State, live runner.Liveness) map[string]string {
+	m := map[string]string{"run": string(st.Status), "runner": live.State + " " + live.Hook}
+	for id, s := range st.Steps {
+		m["step "+id] = fmt.Sprintf("%s (attempt %d, iteration %d)", s.Status, s.Attempts, s.IterationCount)
+	}
+	return m
+}
+
+// printTails prints the last n lines of the output of each running
+// session.
+func printTails(w io.Writer, fsys afero.Fs, st *runner.State, n int) {
+	for _, id := range st.StepOrder {
+		s := st.Steps[id]
+		if s == nil || s.Status != runner.Running || s.LogPath == "" {
+			continue
+		}
+		tail := runner.ReadTail(fsys, s.LogPath, 8<<10)
+		if tail == "" {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(tail, "\n"), "\n")
+		if len(lines) > n {
+			lines = lines[len(lines)-n:]
+		}
+		fmt.Fprintf(w, "\n--- %s (last %d lines of %s)\n", id, len(lines), filepath.Base(s.LogPath))
+		for _, l := range lines {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -195,12 +196,12 @@ func (a *app) execute(cmd *cobra.Command, opts runner.Options, asJSON bool) erro
 		PID:     os.Getpid(),
 		Alive:   runlock.ProcessAlive,
 	}
+	if !opts.NoWait && isTerminal(a.stdio.In) && isTerminal(out) {
+		k := &asker{in: bufio.NewReader(a.stdio.In), out: out}
+		r.Ask = k.Ask
+	}
 	res, err := r.Run(cmd.Context(), opts)
 	if err != nil {
-		var held *runner.HeldError
-		if errors.As(err, &held) {
-			return &exitError{code: ExitFailed, err: err}
-		}
 		return &exitError{code: ExitFailed, err: err}
 	}
 	if asJSON {
