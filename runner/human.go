@@ -114,15 +114,9 @@ func verb(approved bool) string {
 // The question runs in its own goroutine, which is not waited for: a
 // read of the terminal cannot be cancelled, and the process may exit
 // while it waits.
-func (x *run) ask(e AwaitHuman) {
+func (x *run) ask(e AwaitHuman, msg string) {
 	if x.r.Ask == nil || x.opts.NoWait {
 		return
-	}
-	msg := ""
-	if s := x.wf.Step(e.Step); s != nil && s.Human != nil && s.Human.Message != nil {
-		if m, err := s.Human.Message.Compiled().Render(x.env(nil)); err == nil {
-			msg = m
-		}
 	}
 	runID, fsys, now := x.st.RunID, x.r.FS, x.r.Clock.Now
 	go func() {
@@ -150,4 +144,17 @@ func writeManualInput(fsys afero.Fs, path string, in HumanInput) error {
 		return fmt.Errorf("write manual input: %w", err)
 	}
 	return nil
+}
+
+// humanMessage renders the message of a human step.
+func (x *run) humanMessage(id string) string {
+	s := x.wf.Step(id)
+	if s == nil || s.Human == nil || s.Human.Message == nil {
+		return ""
+	}
+	m, err := s.Human.Message.Compiled().Render(x.env(nil))
+	if err != nil {
+		return ""
+	}
+	return m
 }

@@ -128,8 +128,13 @@ func (x *run) perform(eff Effect) (Result, bool, error) {
 			break
 		}
 		x.awaiting[e.Step] = true
-		x.printf("%s: waiting on a human: flow approve %s %s (or flow reject)\n", e.Step, x.st.RunID, e.Step)
-		x.ask(e)
+		msg := x.humanMessage(e.Step)
+		quoted := ""
+		if msg != "" {
+			quoted = fmt.Sprintf("%q ", msg)
+		}
+		x.printf("%s: waiting on a human: %s(flow approve %s %s, or flow reject)\n", e.Step, quoted, x.st.RunID, e.Step)
+		x.ask(e, msg)
 	case StartTimer:
 		x.printf("%s: retrying in %s\n", e.Step, e.Delay)
 		x.sessions.Add(1)

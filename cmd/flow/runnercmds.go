@@ -212,7 +212,12 @@ func (a *app) execute(cmd *cobra.Command, opts runner.Options, asJSON bool) erro
 	}
 	switch res.ExitCode {
 	case ExitHuman:
-		fmt.Fprintf(out, "run %s is waiting on a human; approve with: flow approve %s STEP, then: flow resume %s\n", res.RunID, res.RunID, res.RunID)
+		for _, id := range res.State.StepOrder {
+			if s := res.State.Steps[id]; s != nil && s.Status == runner.WaitingOnHuman {
+				fmt.Fprintf(out, "run %s is waiting on a human: flow approve %s %s (or flow reject %s %s --reason ...), then: flow resume %s\n",
+					res.RunID, res.RunID, id, res.RunID, id, res.RunID)
+			}
+		}
 	case ExitPaused:
 		fmt.Fprintf(out, "run %s is paused; go on with: flow continue %s, then: flow resume %s\n", res.RunID, res.RunID, res.RunID)
 	}
