@@ -309,19 +309,25 @@ func (e *HeldError) Error() string {
 // last ran: steps added and removed, and the new digest.
 func (x *run) reconcileWorkflow(now time.Time) {
 	ids := stepIDs(x.wf)
+	// from is read before any event is applied: applying them changes it.
+	from, order := x.st.WorkflowDigest, slices.Clone(x.st.StepOrder)
 	for _, id := range ids {
 		if x.st.Steps[id] == nil {
-			x.emit(newEvent(now, EvStepAdded, id, nil))
+			e := newEvent(now, EvStepAdded, id, nil)
+			x.emit(e)
+			x.announce(e)
 		}
 	}
-	for _, id := range slices.Clone(x.st.StepOrder) {
+	for _, id := range order {
 		if !slices.Contains(ids, id) {
-			x.emit(newEvent(now, EvStepRemoved, id, Note{Message: "the workflow no longer has this step"}))
+			e := newEvent(now, EvStepRemoved, id, Note{Message: "the workflow no longer has this step"})
+			x.emit(e)
+			x.announce(e)
 		}
 	}
-	if d := x.wf.Digest(); d != x.st.WorkflowDigest || !slices.Equal(ids, x.st.StepOrder) {
-		x.emit(newEvent(now, EvWorkflowChanged, "", WorkflowChanged{From: x.st.WorkflowDigest, To: d, Order: ids}))
-		x.printf("workflow changed since the run last ran (%s -> %s)\n", short(x.st.WorkflowDigest), short(d))
+	if d := x.wf.Digest(); d != from || !slices.Equal(ids, order) {
+		x.emit(newEvent(now, EvWorkflowChanged, "", WorkflowChanged{From: from, To: d, Order: ids}))
+		x.printf("workflow changed since the run last ran (%s -> %s)\n", short(from), short(d))
 		_ = x.writeWorkflowJSON()
 	}
 }
