@@ -665,3 +665,19 @@ func finalSummary(st *State) string {
 	}
 	return b.String()
 }
+
+// TestStepsInWorkflowOrder: run_state.json lists steps in workflow
+// order, as the seed's examples do.
+func TestStepsInWorkflowOrder(t *testing.T) {
+	e := newEnv(t, "name: ord\nsteps:\n  - {id: zeta, run: x}\n  - {id: alpha, run: x}\n  - {id: mid, run: x}\n")
+	e.run(&scripted{fn: func(call) reply { return reply{} }}, Options{})
+	b, _ := afero.ReadFile(e.fs, filepath.Join(RunDir(repo, "r1"), StateFile))
+	z, a, m := strings.Index(string(b), `"zeta":`), strings.Index(string(b), `"alpha":`), strings.Index(string(b), `"mid":`)
+	if !(z >= 0 && z < a && a < m) {
+		t.Errorf("steps not in workflow order (zeta %d, alpha %d, mid %d)", z, a, m)
+	}
+	var st State
+	if err := json.Unmarshal(b, &st); err != nil || len(st.Steps) != 3 {
+		t.Errorf("ordered state does not read back: %v", err)
+	}
+}

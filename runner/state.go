@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -157,3 +158,56 @@ func (s Status) done() bool { return s == Completed || s == Skipped }
 func strp(s string) *string { return &s }
 
 func intp(n int) *int { return &n }
+
+// MarshalJSON writes the state with its steps in workflow order, as
+// the seed's examples show them, rather than sorted by id.
+func (s *State) MarshalJSON() ([]byte, error) {
+	type plain State
+	b, err := json.Marshal((*plain)(s))
+	if err != nil {
+		return nil, err
+	}
+	var steps bytes.Buffer
+	steps.WriteByte('{')
+	n := 0
+	write := func(id string, st *StepState) error {
+		if n > 0 {
+			steps.WriteByte(',')
+		}
+		n++
+		k, _ := json.Marshal(id)
+		v, err := json.Marshal(st)
+		if err != nil {
+			return err
+		}
+		steps.Write(k)
+		steps.WriteByte(':')
+		steps.Write(v)
+		return nil
+	}
+	seen := make(map[string]bool, len(s.Steps))
+	for _, id := range s.StepOrder {
+		if st := s.Steps[id]; st != nil && !seen[id] {
+			seen[id] = true
+			if err := write(id, st); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(s.Steps)) {
+		if !seen[id] {
+			if err := write(id, s.Steps[id]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	steps.WriteByte('}')
+	// Replace the sorted steps object (the last field) with the ordered one.
+	i := bytes.LastIndex(b, []byte(`"steps":`))
+	if i < 0 {
+		return b, nil
+	}
+	out := append(b[:i:i], `"steps":`...)
+	out = append(out, steps.Bytes()...)
+	return append(out, '}'), nil
+}

@@ -23,10 +23,25 @@ import (
 )
 
 // statusView is what flow status --json prints: the exact run state
-// (snapshot plus newer events) and the derived liveness.
+// (snapshot plus newer events), in run_state.json's form, with the
+// derived liveness added as "liveness".
 type statusView struct {
-	*runner.State
-	Liveness runner.Liveness `json:"liveness"`
+	State    *runner.State
+	Liveness runner.Liveness
+}
+
+func (v statusView) MarshalJSON() ([]byte, error) {
+	st, err := json.Marshal(v.State)
+	if err != nil {
+		return nil, err
+	}
+	live, err := json.Marshal(v.Liveness)
+	if err != nil {
+		return nil, err
+	}
+	out := append(st[:len(st)-1:len(st)-1], `,"liveness":`...)
+	out = append(out, live...)
+	return append(out, '}'), nil
 }
 
 func (a *app) statusCmd() *cobra.Command {
