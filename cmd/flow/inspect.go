@@ -19,6 +19,7 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/runlock"
+	"github.com/flow-run/flow/internal/suggest"
 	"github.com/flow-run/flow/runner"
 )
 
@@ -474,6 +475,13 @@ func (a *app) decide(repo string, args []string, in runner.HumanInput) error {
 	ref, err := a.findRun(dir, args[:1])
 	if err != nil {
 		return err
+	}
+	if ref.State.Steps[args[1]] == nil {
+		msg := fmt.Sprintf("run %s has no step %q", ref.ID, args[1])
+		if s, ok := suggest.Closest(args[1], ref.State.StepOrder); ok {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		return usageError("%s; its steps: %s", msg, strings.Join(ref.State.StepOrder, ", "))
 	}
 	if err := runner.Decide(a.fs, ref.Dir, args[1], in, time.Now()); err != nil {
 		return &exitError{code: ExitFailed, err: err}
