@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"time"
 )
@@ -136,6 +137,13 @@ func (x *run) perform(eff Effect) (Result, bool, error) {
 		x.printf("%s: waiting on a human: %s(flow approve %s %s, or flow reject)\n", e.Step, quoted, x.st.RunID, e.Step)
 		x.ask(e, msg)
 	case StartTimer:
+		if s := x.wf.Step(e.Step); s != nil {
+			if r := x.wf.StepRetry(s); r != nil && r.Jitter {
+				// Full jitter over the upper half keeps retries of many
+				// runs from hitting a shared service in step.
+				e.Delay = e.Delay/2 + rand.N(e.Delay/2+1)
+			}
+		}
 		x.printf("%s: retrying in %s\n", e.Step, e.Delay)
 		x.sessions.Add(1)
 		go func() {
