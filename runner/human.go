@@ -29,6 +29,9 @@ func (x *run) checkHuman(id string) (in *HumanInput, timedOut bool, err error) {
 		x.warned[id] = err.Error()
 		return nil, false, err
 	}
+	if in != nil && decidedBefore(in, s) {
+		in = nil
+	}
 	if in != nil {
 		return in, false, nil
 	}
@@ -89,6 +92,9 @@ func Decide(fsys afero.Fs, runDir, step string, in HumanInput, now time.Time) er
 		}
 		return fmt.Errorf("step %s of run %s is %s, not waiting on a human", step, st.RunID, s.Status)
 	}
+	if decidedBefore(prev, s) {
+		prev = nil
+	}
 	if prev != nil {
 		if prev.Approved == in.Approved {
 			return nil
@@ -99,6 +105,18 @@ func Decide(fsys afero.Fs, runDir, step string, in HumanInput, now time.Time) er
 		in.At = Time{Time: now.UTC()}.String()
 	}
 	return writeManualInput(fsys, path, in)
+}
+
+// decidedBefore reports whether in is the decision of an earlier wait of
+// step s: one written before the step began waiting this time. After a
+// rejection loops back, the file of that decision is still there when the
+// step waits again, and must not decide the new wait.
+func decidedBefore(in *HumanInput, s *StepState) bool {
+	if in == nil || in.At == "" || s.StartedAt == nil {
+		return false
+	}
+	t, err := time.Parse(time.RFC3339Nano, in.At)
+	return err == nil && t.Before(s.StartedAt.Time)
 }
 
 func verb(approved bool) string {
