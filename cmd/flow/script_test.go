@@ -118,12 +118,25 @@ func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
 // cmdAlive checks that the processes whose ids the files hold are alive,
 // or with ! that none is. A zombie (exited but not yet reaped, as
 // orphans reparented to an init that reaps slowly are) counts as gone.
+// With -t, ! alive gives the processes that long to end, for deaths the
+// kernel delivers asynchronously (a parent-death signal).
 //
 //	! alive session.pid child.pid
+//	! alive -t 2 session.pid
 func cmdAlive(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) == 0 {
-		ts.Fatalf("usage: alive PIDFILE...")
+	var within time.Duration
+	if len(args) >= 2 && args[0] == "-t" {
+		secs, err := strconv.ParseFloat(args[1], 64)
+		if err != nil || !neg {
+			ts.Fatalf("usage: ! alive -t SECONDS PIDFILE...")
+		}
+		within = time.Duration(secs * float64(time.Second))
+		args = args[2:]
 	}
+	if len(args) == 0 {
+		ts.Fatalf("usage: alive [-t SECONDS] PIDFILE...")
+	}
+	deadline := time.Now().Add(within)
 	for _, f := range args {
 		b, err := os.ReadFile(ts.MkAbs(f))
 		ts.Check(err)
@@ -131,7 +144,12 @@ func cmdAlive(ts *testscript.TestScript, neg bool, args []string) {
 		if err != nil {
 			ts.Fatalf("alive: %s holds %q, not a pid", f, b)
 		}
-		if live := processLive(pid); live == neg {
+		live := processLive(pid)
+		for neg && live && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+			live = processLive(pid)
+		}
+		if live == neg {
 			if neg {
 				ts.Fatalf("process %d (%s) is still running", pid, f)
 			}
