@@ -268,10 +268,7 @@ func (c *Core) begin(x *decider, in Begin) {
 	c.halt, c.haltReason = 0, ""
 	clear(c.evaluating)
 	clear(c.waiting)
-	c.control = in.Control
-	if c.control == "" {
-		c.control = Continuous
-	}
+	c.control = Continuous
 	for _, id := range x.st.StepOrder {
 		s := x.st.Steps[id]
 		switch s.Status {
@@ -284,6 +281,10 @@ func (c *Core) begin(x *decider, in Begin) {
 	if x.st.Status.Terminal() {
 		c.finished = true
 		x.effect(Finish{Status: x.st.Status, ExitCode: x.st.ExitCode, Reason: "the run has already ended"})
+		return
+	}
+	if in.Control != "" && in.Control != Continuous {
+		c.controlChanged(x, in.Control)
 	}
 }
 

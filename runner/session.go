@@ -121,7 +121,8 @@ func (x *run) sessionSpec(s *config.Step, e StartSession, env *gates.Env) (proc.
 		}
 		vars = append(vars, "FLOW_PROMPT="+prompt, "FLOW_PROMPT_FILE="+pf)
 	}
-	if fb := x.st.Steps[s.ID].Feedback; fb != nil {
+	if ss := x.st.Steps[s.ID]; ss != nil && ss.Feedback != nil {
+		fb := ss.Feedback
 		ff := filepath.Join(x.dir, PromptsDir, fmt.Sprintf("%s.%d.feedback.json", s.ID, e.Iteration))
 		b, _ := json.MarshalIndent(fb, "", "  ")
 		if err := fsys.MkdirAll(filepath.Dir(ff), 0o755); err == nil && writeFile(fsys, ff, b) == nil {

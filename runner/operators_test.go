@@ -1,0 +1,397 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spf13/afero"
+
+	"github.com/flow-run/flow/internal/eventlog"
+	"github.com/flow-run/flow/internal/runlock"
+)
+
+// runAsync starts a run in the background; wait returns its result,
+// advancing the fake clock by tick whenever the runner waits on it.
+func (e *env) runAsync(s *scripted, opts Options) (wait func(tick time.Duration) Result) {
+	var res Result
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		res, err = e.tryRun(e.fs, s, opts)
+	}()
+	return func(tick time.Duration) Result {
+		e.t.Helper()
+		deadline := time.After(20 * time.Second)
+	loop:
+		for {
+			select {
+			case <-done:
+				break loop
+			case <-deadline:
+				e.t.Fatalf("run did not end\n%s", e.out.String())
+			case <-time.After(time.Millisecond):
+				if e.clock.Waiters() >= 2 {
+					e.clock.Advance(tick)
+				}
+			}
+		}
+		if err != nil {
+			e.t.Fatalf("run: %v", err)
+		}
+		return res
+	}
+}
+
+// tick advances the fake clock by d once the runner waits on it (its
+// heartbeat and its poll).
+func (e *env) tick(d time.Duration) {
+	e.t.Helper()
+	if !e.clock.BlockUntil(2, 10*time.Second) {
+		e.t.Fatalf("the runner never waited on its clock\n%s", e.out.String())
+	}
+	e.clock.Advance(d)
+}
+
+func (e *env) events() []string {
+	evs, err := eventlog.Read(e.fs, filepath.Join(RunDir(repo, "r1"), EventsFile), 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return eventTypes(evs)
+}
+
+func ok(call) reply { return reply{} }
+
+// TestHumanApprovedWhileWaiting: a waiting runner notices an approval
+// at its next poll, and the input reaches later expressions.
+func TestHumanApprovedWhileWaiting(t *testing.T) {
+	e := newEnv(t, `
+name: h
+steps:
+  - {id: a, run: x}
+  - {id: gate, human: {message: "go?"}}
+  - {id: b, run: 'ship {{ steps.gate.input.ticket }}'}
+`)
+	s := &scripted{fn: ok}
+	wait := e.runAsync(s, Options{})
+	e.tick(time.Millisecond) // the runner is waiting now
+	if err := Decide(e.fs, RunDir(repo, "r1"), "gate", HumanInput{Approved: true, By: "alice", Input: map[string]any{"ticket": "OPS-7"}}, e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if res := wait(250 * time.Millisecond); res.ExitCode != 0 {
+		t.Fatalf("exit %d", res.ExitCode)
+	}
+	if s.calls[len(s.calls)-1].Command != "ship OPS-7" {
+		t.Errorf("b ran %q", s.calls[len(s.calls)-1].Command)
+	}
+	// Approving again is a no-op; rejecting now is refused clearly.
+	if err := Decide(e.fs, RunDir(repo, "r1"), "gate", HumanInput{Approved: true}, e.clock.Now()); err != nil {
+		t.Errorf("second approval: %v", err)
+	}
+	err := Decide(e.fs, RunDir(repo, "r1"), "gate", HumanInput{Approved: false, Reason: "late"}, e.clock.Now())
+	if err == nil || !strings.Contains(err.Error(), "not waiting on a human") {
+		t.Errorf("late rejection: %v", err)
+	}
+	if err := Decide(e.fs, RunDir(repo, "r1"), "a", HumanInput{Approved: true}, e.clock.Now()); err == nil {
+		t.Error("approving a command step was accepted")
+	}
+}
+
+// TestHumanTimeout: nobody decides before human.timeout: the step fails.
+func TestHumanTimeout(t *testing.T) {
+	e := newEnv(t, "name: h\nsteps:\n  - {id: gate, human: {message: go, timeout: 1h}}\n")
+	wait := e.runAsync(&scripted{fn: ok}, Options{})
+	start := e.clock.Now()
+	res := wait(10 * time.Minute)
+	if waited := e.clock.Now().Sub(start); waited < time.Hour || waited > 2*time.Hour {
+		t.Errorf("the step failed after %s, want just after 1h", waited)
+	}
+	st := e.state(e.fs).Steps["gate"]
+	if res.ExitCode != 1 || st.Status != Failed || !strings.Contains(deref(st.LastError), "human.timeout") {
+		t.Fatalf("exit %d, gate %s %q", res.ExitCode, st.Status, deref(st.LastError))
+	}
+}
+
+// TestHumanAutoApprove: auto_approve true approves without asking.
+func TestHumanAutoApprove(t *testing.T) {
+	e := newEnv(t, `
+name: h
+vars: {risk: low}
+steps:
+  - {id: gate, human: {message: go, auto_approve: 'vars.risk == "low"'}}
+  - {id: b, run: x}
+`)
+	res := e.run(&scripted{fn: ok}, Options{NoWait: true})
+	st := e.state(e.fs).Steps["gate"]
+	if res.ExitCode != 0 || st.Status != Completed || st.Human == nil || st.Human.By != "auto_approve" {
+		t.Fatalf("exit %d, gate %+v", res.ExitCode, st)
+	}
+	e2 := newEnv(t, strings.Replace(e.wfSource(), "risk: low", "risk: high", 1))
+	if res := e2.run(&scripted{fn: ok}, Options{NoWait: true}); res.ExitCode != 3 {
+		t.Fatalf("high risk: exit %d, want 3 (waiting)", res.ExitCode)
+	}
+}
+
+func (e *env) wfSource() string {
+	b, _ := afero.ReadFile(e.fs, repo+"/workflow.yaml")
+	return string(b)
+}
+
+// TestHumanRejectedFails: a rejection fails a step with no loop-back.
+func TestHumanRejectedFails(t *testing.T) {
+	e := newEnv(t, "name: h\nsteps:\n  - {id: gate, human: {message: go}}\n  - {id: b, run: x}\n")
+	e.run(&scripted{fn: ok}, Options{NoWait: true})
+	Decide(e.fs, RunDir(repo, "r1"), "gate", HumanInput{Approved: false, By: "bob", Reason: "not today"}, e.clock.Now())
+	s := &scripted{fn: ok}
+	res := e.run(s, Options{Resume: true, NoWait: true})
+	st := e.state(e.fs).Steps["gate"]
+	if res.ExitCode != 1 || st.Status != Failed || !strings.Contains(deref(st.LastError), "rejected by bob: not today") || s.count("b") != 0 {
+		t.Fatalf("exit %d, gate %s %q, b ran %d", res.ExitCode, st.Status, deref(st.LastError), s.count("b"))
+	}
+}
+
+const fourSteps = "name: c\nsteps:\n  - {id: a, run: x}\n  - {id: b, run: x}\n  - {id: c, run: x}\n  - {id: d, run: x}\n"
+
+// TestPauseDuringSession: a pause asked for during a session lets that
+// session finish and holds the next; continue goes on.
+func TestPauseDuringSession(t *testing.T) {
+	e := newEnv(t, fourSteps)
+	dir := RunDir(repo, "r1")
+	s := &scripted{fn: func(c call) reply {
+		if c.Step == "a" {
+			if err := SetDesired(e.fs, dir, Pause, "alice", "for the night", e.clock.Now()); err != nil {
+				t.Error(err)
+			}
+		}
+		return reply{}
+	}}
+	res := e.run(s, Options{NoWait: true})
+	if res.ExitCode != 4 || s.count("a") != 1 || s.count("b") != 0 {
+		t.Fatalf("exit %d, a %d b %d; want exit 4 after a only", res.ExitCode, s.count("a"), s.count("b"))
+	}
+	c, _ := ReadControl(e.fs, dir)
+	if c.DesiredState != Pause || c.CurrentState != Pause || c.SetBy != "alice" {
+		t.Errorf("control %+v", c)
+	}
+	if st := e.state(e.fs); st.Status != RunPaused || st.Steps["a"].Status != Completed {
+		t.Errorf("run %s, a %s", st.Status, st.Steps["a"].Status)
+	}
+
+	// run_once: exactly one more session, then both states are pause.
+	SetDesired(e.fs, dir, RunOnce, "alice", "", e.clock.Now())
+	s2 := &scripted{fn: ok}
+	res = e.run(s2, Options{Resume: true, NoWait: true})
+	if res.ExitCode != 4 || len(s2.calls) != 1 || s2.count("b") != 1 {
+		t.Fatalf("run_once: exit %d, sessions %d", res.ExitCode, len(s2.calls))
+	}
+	c, _ = ReadControl(e.fs, dir)
+	if c.DesiredState != Pause || c.CurrentState != Pause {
+		t.Errorf("after run_once: control %+v, want pause/pause", c)
+	}
+
+	// continue: the rest runs.
+	SetDesired(e.fs, dir, Continuous, "alice", "", e.clock.Now())
+	s3 := &scripted{fn: ok}
+	if res := e.run(s3, Options{Resume: true, NoWait: true}); res.ExitCode != 0 || len(s3.calls) != 2 {
+		t.Fatalf("continue: exit %d, sessions %d", res.ExitCode, len(s3.calls))
+	}
+}
+
+// TestPausedRunWaitsForContinue: a foreground run waits while paused
+// and goes on within a poll of flow continue.
+func TestPausedRunWaitsForContinue(t *testing.T) {
+	e := newEnv(t, fourSteps)
+	dir := RunDir(repo, "r1")
+	e.fs.MkdirAll(dir, 0o755)
+	SetDesired(e.fs, dir, Pause, "alice", "", e.clock.Now())
+	s := &scripted{fn: ok}
+	wait := e.runAsync(s, Options{})
+	e.tick(time.Second)
+	// The runner has polled and waits again.
+	e.clock.BlockUntil(2, 10*time.Second)
+	if n := len(s.calls); n != 0 {
+		t.Fatalf("paused run started %d sessions", n)
+	}
+	SetDesired(e.fs, dir, Continuous, "alice", "", e.clock.Now())
+	if res := wait(250 * time.Millisecond); res.ExitCode != 0 || len(s.calls) != 4 {
+		t.Fatalf("exit %d, sessions %d", res.ExitCode, len(s.calls))
+	}
+}
+
+// TestCleanupSession: run_cleanup runs the workflow's cleanup session,
+// then pauses.
+func TestCleanupSession(t *testing.T) {
+	e := newEnv(t, fourSteps+"cleanup: {run: tidy up}\n")
+	dir := RunDir(repo, "r1")
+	e.fs.MkdirAll(dir, 0o755)
+	SetDesired(e.fs, dir, RunCleanup, "alice", "", e.clock.Now())
+	s := &scripted{fn: ok}
+	res := e.run(s, Options{NoWait: true})
+	if res.ExitCode != 4 || len(s.calls) != 1 || s.calls[0].Command != "tidy up" || s.calls[0].Step != "cleanup" {
+		t.Fatalf("exit %d, calls %+v", res.ExitCode, s.calls)
+	}
+	c, _ := ReadControl(e.fs, dir)
+	if c.DesiredState != Pause || c.CurrentState != Pause {
+		t.Errorf("after cleanup: control %+v", c)
+	}
+}
+
+// TestMalformedControl: a malformed control.json, or an unknown state,
+// means pause, a warning event, and the file rewritten valid.
+func TestMalformedControl(t *testing.T) {
+	for name, content := range map[string]string{
+		"malformed": `{"desired_state": "contin`,
+		"unknown":   `{"desired_state": "sprint", "current_state": "continuous"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, fourSteps)
+			dir := RunDir(repo, "r1")
+			e.fs.MkdirAll(dir, 0o755)
+			afero.WriteFile(e.fs, filepath.Join(dir, ControlFile), []byte(content), 0o644)
+			s := &scripted{fn: ok}
+			res := e.run(s, Options{NoWait: true})
+			if res.ExitCode != 4 || len(s.calls) != 0 {
+				t.Fatalf("exit %d, sessions %d; want a paused run", res.ExitCode, len(s.calls))
+			}
+			if !slices.Contains(e.events(), EvWarning) {
+				t.Error("no warning event")
+			}
+			c, err := ReadControl(e.fs, dir)
+			if err != nil || c.DesiredState != Pause {
+				t.Errorf("control.json not rewritten valid: %+v %v", c, err)
+			}
+		})
+	}
+}
+
+// TestControlWritersLoseNothing: humans writing desired_state and the
+// runner writing current_state at the same time never undo each
+// other's update.
+func TestControlWritersLoseNothing(t *testing.T) {
+	for name, fsys := range map[string]afero.Fs{"os": afero.NewOsFs(), "mem": afero.NewMemMapFs()} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := fsys.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			states := []ControlState{Continuous, Pause, RunOnce, RunCleanup}
+			now := time.Now()
+			for i := 0; i < 100; i++ {
+				want, cur := states[i%4], states[(i+1)%4]
+				var wg sync.WaitGroup
+				wg.Add(2)
+				go func() {
+					defer wg.Done()
+					if err := SetDesired(fsys, dir, want, "human", fmt.Sprint(i), now); err != nil {
+						t.Error(err)
+					}
+				}()
+				go func() {
+					defer wg.Done()
+					if err := UpdateControl(fsys, dir, now, func(c *Control) { c.CurrentState = cur }); err != nil {
+						t.Error(err)
+					}
+				}()
+				wg.Wait()
+				c, err := ReadControl(fsys, dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.DesiredState != want || c.CurrentState != cur {
+					t.Fatalf("round %d: desired %s current %s; want %s %s (an update was lost)", i, c.DesiredState, c.CurrentState, want, cur)
+				}
+			}
+		})
+	}
+}
+
+// TestLiveness derives the seed's liveness states from a run's record.
+func TestLiveness(t *testing.T) {
+	now := time.Date(2025, 1, 15, 15, 0, 0, 0, time.UTC)
+	at := func(ago time.Duration) *Time { return &Time{Time: now.Add(-ago)} }
+	holder := runlock.Holder{PID: 7, Host: "h", StartedAt: now.Add(-time.Hour), Token: "t"}
+	tests := []struct {
+		name   string
+		status RunStatus
+		steps  map[string]Status
+		lock   bool
+		alive  bool
+		beat   time.Duration
+		logAge time.Duration
+		want   string
+		hook   string
+	}{
+		{name: "completed", status: RunCompleted, want: LiveDone},
+		{name: "failed", status: RunFailed, want: LiveDone},
+		{name: "paused, quiet for hours", status: RunPaused, beat: 5 * time.Hour, want: LiveStopped},
+		{name: "interrupted", status: RunInterrupted, want: LiveStopped},
+		{name: "waiting on a human, no runner", status: RunWaitingOnHuman, steps: map[string]Status{"gate": WaitingOnHuman}, want: LiveStuck, hook: "gate"},
+		{name: "waiting on a human, live runner", status: RunRunning, steps: map[string]Status{"gate": WaitingOnHuman}, lock: true, alive: true, beat: 2 * time.Second, want: LiveStuck, hook: "gate"},
+		{name: "working", status: RunRunning, steps: map[string]Status{"coding": Running}, lock: true, alive: true, beat: time.Second, want: LiveWorking, hook: "coding"},
+		{name: "no output past idle_timeout", status: RunRunning, steps: map[string]Status{"coding": Running}, lock: true, alive: true, beat: time.Second, logAge: 11 * time.Minute, want: LiveStuck, hook: "coding"},
+		{name: "between sessions", status: RunRunning, steps: map[string]Status{"coding": Pending}, lock: true, alive: true, beat: time.Second, want: LiveSpawning},
+		{name: "stale heartbeat", status: RunRunning, steps: map[string]Status{"coding": Running}, lock: true, alive: true, beat: 20 * time.Second, want: LiveStale},
+		{name: "heartbeat older than a minute", status: RunRunning, steps: map[string]Status{"coding": Running}, lock: true, alive: true, beat: 61 * time.Second, want: LiveDead},
+		{name: "holder process gone", status: RunRunning, steps: map[string]Status{"coding": Running}, lock: true, alive: false, beat: time.Second, want: LiveDead},
+		{name: "running, no lock", status: RunRunning, steps: map[string]Status{"coding": Running}, want: LiveDead},
+	}
+	wf := loadWorkflow(t, "name: l\ndefaults: {idle_timeout: 10m}\nsteps:\n  - {id: coding, run: x}\n  - {id: gate, human: {message: go}}\n")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fsys := afero.NewMemMapFs()
+			dir := "/repo/.agents/runs/r1"
+			fsys.MkdirAll(dir+"/logs", 0o755)
+			st := &State{RunID: "r1", Status: tt.status, Steps: map[string]*StepState{}, Runner: &RunnerInfo{HeartbeatAt: at(tt.beat)}}
+			for id, s := range tt.steps {
+				ss := newStepState()
+				ss.Status = s
+				ss.LogPath = dir + "/logs/" + id + ".0.1.log"
+				afero.WriteFile(fsys, ss.LogPath, []byte("out"), 0o644)
+				fsys.Chtimes(ss.LogPath, now.Add(-tt.logAge), now.Add(-tt.logAge))
+				st.Steps[id] = ss
+				st.StepOrder = append(st.StepOrder, id)
+			}
+			if tt.lock {
+				b, _ := json.Marshal(holder)
+				afero.WriteFile(fsys, filepath.Join(dir, LockFile), b, 0o644)
+			}
+			got := Live(fsys, dir, st, wf, now, func(runlock.Holder) bool { return tt.alive })
+			if got.State != tt.want || got.Hook != tt.hook {
+				t.Errorf("liveness %s [%s] (%s), want %s [%s]", got.State, got.Hook, got.Reason, tt.want, tt.hook)
+			}
+		})
+	}
+}
+
+// TestHeartbeat: a runner waiting on a human refreshes heartbeat_at in
+// run_state.json, so a quiet run is never taken for dead.
+func TestHeartbeat(t *testing.T) {
+	e := newEnv(t, "name: h\nsteps:\n  - {id: gate, human: {message: go}}\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &scripted{fs: e.fs, fn: ok}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.runner(e.fs, s).Run(ctx, Options{Workflow: e.wf, Repo: repo, RunID: "r1"})
+	}()
+	start := e.clock.Now()
+	for i := 0; i < 30; i++ {
+		e.tick(time.Second)
+	}
+	cancel()
+	<-done
+	b, _ := afero.ReadFile(e.fs, filepath.Join(RunDir(repo, "r1"), StateFile))
+	var st State
+	json.Unmarshal(b, &st)
+	if st.Runner == nil || st.Runner.HeartbeatAt == nil || st.Runner.HeartbeatAt.Sub(start) < 25*time.Second {
+		t.Fatalf("heartbeat_at %v, want about 30 s after %v", st.Runner, start)
+	}
+}
