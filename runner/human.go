@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/afero"
@@ -87,7 +88,7 @@ func Decide(fsys afero.Fs, runDir, step string, in HumanInput, now time.Time) er
 	}
 	prev, _ := ReadManualInput(fsys, path)
 	if s.Status != WaitingOnHuman {
-		if prev != nil && prev.Approved == in.Approved {
+		if (prev != nil && prev.Approved == in.Approved) || (s.Human != nil && s.Human.Approved == in.Approved) {
 			return nil // already decided the same way
 		}
 		return fmt.Errorf("step %s of run %s is %s, not waiting on a human", step, st.RunID, s.Status)
@@ -175,4 +176,20 @@ func (x *run) humanMessage(id string) string {
 		return ""
 	}
 	return m
+}
+
+// archiveManualInput moves the manual input file of a decision the run
+// has recorded out of the way, so that the step, when a loop-back makes
+// it wait again, waits for a new decision. The file is kept beside, named
+// after the iteration it decided.
+func (x *run) archiveManualInput(step string) {
+	s := x.st.Steps[step]
+	if s == nil || s.ManualInputPath == nil {
+		return
+	}
+	path := *s.ManualInputPath
+	aside := fmt.Sprintf("%s.%d.%d.json", strings.TrimSuffix(path, ".json"), s.IterationCount, s.Attempts)
+	if err := x.r.FS.Rename(path, aside); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		x.printf("warning: keep decision of %s aside: %v\n", step, err)
+	}
 }

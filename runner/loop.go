@@ -41,6 +41,11 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 			for _, e := range d.Events {
 				x.announce(e)
 			}
+			for _, e := range d.Events {
+				if e.Type == EvHumanInput {
+					x.archiveManualInput(e.Step)
+				}
+			}
 			for _, eff := range d.Effects {
 				res, stop, err := x.perform(eff)
 				if err != nil {
