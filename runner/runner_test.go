@@ -548,13 +548,12 @@ func TestDamagedStateIsRebuilt(t *testing.T) {
 
 // TestSecondRunnerRefused: a run held by a live runner is refused.
 func TestSecondRunnerRefused(t *testing.T) {
-	e := newEnv(t, "name: l\nsteps:\n  - {id: a, run: x}\n")
+	e := newEnv(t, "name: l\nsteps:\n  - {id: h, human: {message: go}}\n  - {id: a, run: x}\n")
+	e.run(&scripted{fn: ok}, Options{NoWait: true})
 	dir := RunDir(repo, "r1")
-	e.fs.MkdirAll(dir, 0o755)
 	if _, err := runlock.Acquire(e.fs, filepath.Join(dir, LockFile), runlock.Holder{PID: 99, Host: "other"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	afero.WriteFile(e.fs, filepath.Join(dir, EventsFile), nil, 0o644)
 	r := e.runner(e.fs, &scripted{fn: func(call) reply { return reply{} }})
 	r.Alive = func(runlock.Holder) bool { return true }
 	_, err := r.Run(context.Background(), Options{Workflow: e.wf, Repo: repo, RunID: "r1", Resume: true})
