@@ -184,6 +184,10 @@ func (StartCleanup) isEffect() {}
 func (Idle) isEffect()         {}
 func (Finish) isEffect()       {}
 
+// AlreadyEnded is the reason of a Finish for a run that had ended
+// before the runner took it.
+const AlreadyEnded = "the run had already ended"
+
 // Exit codes the core finishes with.
 const (
 	exitFailed      = 1
@@ -280,7 +284,7 @@ func (c *Core) begin(x *decider, in Begin) {
 	}
 	if x.st.Status.Terminal() {
 		c.finished = true
-		x.effect(Finish{Status: x.st.Status, ExitCode: x.st.ExitCode, Reason: "the run has already ended"})
+		x.effect(Finish{Status: x.st.Status, ExitCode: x.st.ExitCode, Reason: AlreadyEnded})
 		return
 	}
 	if in.Control != "" && in.Control != Continuous {

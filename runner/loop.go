@@ -177,6 +177,10 @@ func (x *run) perform(eff Effect) (Result, bool, error) {
 		}
 		return x.result(RunWaitingOnHuman, exitHuman, "waiting on a human: "+strings.Join(e.Waiting, ", ")), true, nil
 	case Finish:
+		if e.Reason == AlreadyEnded {
+			x.printf("run %s had already %s (exit %d); to run steps again: flow run %s --start-at-step STEP\n",
+				x.st.RunID, e.Status, e.ExitCode, x.st.WorkflowFile)
+		}
 		return x.result(e.Status, e.ExitCode, e.Reason), true, nil
 	}
 	return Result{}, false, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -198,7 +199,7 @@ func (x *run) open() error {
 		runID = NewRunID(now)
 	}
 	x.dir = RunDir(opts.Repo, runID)
-	exists, err := afero.Exists(fsys, filepath.Join(x.dir, EventsFile))
+	exists, err := runBegun(fsys, filepath.Join(x.dir, EventsFile))
 	if err != nil {
 		return fmt.Errorf("look for run %s: %w", runID, err)
 	}
@@ -330,6 +331,20 @@ func (x *run) reconcileWorkflow(now time.Time) {
 		x.printf("workflow changed since the run last ran (%s -> %s)\n", short(from), short(d))
 		_ = x.writeWorkflowJSON()
 	}
+}
+
+// runBegun reports whether a run's event log holds anything. A runner
+// killed after creating the log but before its first append leaves it
+// empty: no run began there, and flow run may begin one.
+func runBegun(fsys afero.Fs, path string) (bool, error) {
+	fi, err := fsys.Stat(path)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return fi.Size() > 0, nil
 }
 
 func short(d string) string {
