@@ -117,3 +117,7 @@ type Env struct {
 //   func CompileTemplate(src string, scope Scope) (*Template, error)
 //   func (t *Template) Render(env *Env) (string, error)
 //   func (t *Template) Static() (string, bool) // the text when it has no {{ }}
+// Many expressions against one scope, each compiled as above:
+//   func NewCompiler(scope Scope) *Compiler
+//   func (c *Compiler) Compile(src string, kind Kind) (*Program, error)
+//   func (c *Compiler) CompileTemplate(src string) (*Template, error)

@@ -17,16 +17,17 @@ import (
 // workflow) or would report less helpfully (fields of a step), and
 // recording which environment functions the expression uses.
 type refChecker struct {
-	src   string
-	scope Scope
-	use   funcSet
-	err   *Error
+	src  string
+	comp *Compiler
+	use  funcSet
+	err  *Error
 }
 
 // checkRefs checks the references of the expression tree rooted at
-// node; the returned checker holds the first error in source order.
-func checkRefs(src string, scope Scope, node *ast.Node) *refChecker {
-	c := &refChecker{src: src, scope: scope}
+// node against the scope of comp; the returned checker holds the first
+// error in source order.
+func checkRefs(src string, comp *Compiler, node *ast.Node) *refChecker {
+	c := &refChecker{src: src, comp: comp}
 	ast.Walk(node, c)
 	return c
 }
@@ -61,13 +62,13 @@ func (c *refChecker) member(n *ast.MemberNode) {
 	if id, ok := n.Node.(*ast.IdentifierNode); ok {
 		switch id.Value {
 		case "steps":
-			if !slices.Contains(c.scope.Steps, prop.Value) {
-				c.fail(prop, "unknown step "+quoteSuggest(prop.Value, c.scope.Steps))
+			if !c.comp.hasStep(prop.Value) {
+				c.fail(prop, "unknown step "+quoteSuggest(prop.Value, c.comp.scope.Steps))
 			}
 			return
 		case "vars":
-			if !slices.Contains(c.scope.Vars, prop.Value) {
-				c.fail(prop, "unknown var "+quoteSuggest(prop.Value, c.scope.Vars))
+			if !c.comp.hasVar(prop.Value) {
+				c.fail(prop, "unknown var "+quoteSuggest(prop.Value, c.comp.scope.Vars))
 			}
 			return
 		}

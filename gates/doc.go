@@ -7,7 +7,9 @@
 // Both are compiled once, when the workflow loads, by Compile and
 // CompileTemplate, and evaluated many times, by Program.Eval,
 // Program.EvalBool and Template.Render, against an Env describing the
-// run so far.
+// run so far. A workflow with many expressions compiles them through
+// one Compiler, which builds the expr configuration and indexes the
+// scope once rather than for every expression.
 //
 // # The environment
 //

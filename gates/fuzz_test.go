@@ -2,6 +2,7 @@ package gates
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -63,6 +64,47 @@ func FuzzCompileTemplate(f *testing.F) {
 		if err == nil {
 			_, err = tmpl.Render(&Env{})
 			checkFuzzError(t, src, err)
+		}
+	})
+}
+
+// FuzzCompilerAgrees checks that compiling through one long-lived
+// Compiler gives the same results as the package function, whatever
+// was compiled through it before.
+func FuzzCompilerAgrees(f *testing.F) {
+	for _, s := range []string{
+		`signals.PASS && !signals.FAIL`,
+		`steps.tests.exit_code == 0`,
+		`exit_code`,
+		`output + "x" == "x"`,
+		`join(["a"], ",") + report.x`,
+		`let x = 1; x + 1`,
+		`steps.testz.status`,
+		`1 +`,
+	} {
+		f.Add(s, true)
+	}
+	comp := NewCompiler(testScope)
+	f.Fuzz(func(t *testing.T, src string, asBool bool) {
+		kind := Any
+		if asBool {
+			kind = Bool
+		}
+		p1, err1 := Compile(src, testScope, kind)
+		p2, err2 := comp.Compile(src, kind)
+		if fmt.Sprint(err1) != fmt.Sprint(err2) {
+			t.Fatalf("Compile(%q) error = %v, Compiler.Compile error = %v", src, err1, err2)
+		}
+		if err1 != nil {
+			if *err1.(*Error) != *err2.(*Error) {
+				t.Fatalf("Compile(%q) error = %+v, Compiler.Compile error = %+v", src, err1, err2)
+			}
+			return
+		}
+		v1, err1 := p1.Eval(&Env{})
+		v2, err2 := p2.Eval(&Env{})
+		if fmt.Sprint(v1, err1) != fmt.Sprint(v2, err2) {
+			t.Fatalf("Eval(%q) = %v, %v from Compile and %v, %v from Compiler.Compile", src, v1, err1, v2, err2)
 		}
 	})
 }

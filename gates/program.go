@@ -3,9 +3,6 @@ package gates
 import (
 	"fmt"
 
-	"github.com/expr-lang/expr"
-	"github.com/expr-lang/expr/conf"
-	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 )
 
@@ -34,42 +31,10 @@ type Program struct {
 // Compile compiles an expression once, checking it against the typed
 // environment and scope: unknown names, steps, vars and fields are
 // errors, and so is a non-boolean result when kind is Bool. Errors are
-// *Error, positioned in src.
+// *Error, positioned in src. To compile many expressions against one
+// scope, a Compiler is much cheaper.
 func Compile(src string, scope Scope, kind Kind) (*Program, error) {
-	opts := []expr.Option{
-		expr.Env(exprEnv{}),
-		expr.DisableBuiltin("now"),
-		expr.MaxNodes(MaxNodes),
-	}
-	opts = append(opts, guardOptions()...)
-	if kind == Bool {
-		opts = append(opts, expr.AsBool())
-	}
-
-	// Parse with the same configuration expr.Compile builds, so that
-	// the references can be checked, with better messages than the type
-	// checker's, before it runs.
-	cfg := conf.CreateNew()
-	for _, opt := range opts {
-		opt(cfg)
-	}
-	for name := range cfg.Disabled {
-		delete(cfg.Builtins, name)
-	}
-	tree, err := parser.ParseWithConfig(src, cfg)
-	if err != nil {
-		return nil, fromExpr(src, err)
-	}
-	refs := checkRefs(src, scope, &tree.Node)
-	if refs.err != nil {
-		return nil, refs.err
-	}
-
-	prog, err := expr.Compile(src, opts...)
-	if err != nil {
-		return nil, explain(fromExpr(src, err))
-	}
-	return &Program{src: src, kind: kind, prog: prog, use: refs.use}, nil
+	return newCompiler(scope).Compile(src, kind)
 }
 
 // Source returns the expression as written.

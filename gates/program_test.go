@@ -46,19 +46,30 @@ func TestCompileErrors(t *testing.T) {
 		{"now builtin replaced", `now(1)`, Any, Error{1, 1, 0, `too many arguments to call now`}},
 		{"too many nodes", strings.Repeat("1 + ", MaxNodes) + "1", Any, Error{}},
 	}
+	// One Compiler for every case, so that errors and the alternation of
+	// kinds cannot leak from one compilation into the next.
+	comp := NewCompiler(testScope)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Compile(tt.src, testScope, tt.kind)
-			var e *Error
-			if !errors.As(err, &e) {
-				t.Fatalf("Compile(%q) error = %v, want *Error", tt.src, err)
-			}
-			if tt.want == (Error{}) {
-				checkPosition(t, tt.src, e)
-				return
-			}
-			if diff := cmp.Diff(tt.want, *e); diff != "" {
-				t.Errorf("Compile(%q) error mismatch (-want +got):\n%s", tt.src, diff)
+			for _, c := range []struct {
+				name    string
+				compile func() (*Program, error)
+			}{
+				{"Compile", func() (*Program, error) { return Compile(tt.src, testScope, tt.kind) }},
+				{"Compiler.Compile", func() (*Program, error) { return comp.Compile(tt.src, tt.kind) }},
+			} {
+				_, err := c.compile()
+				var e *Error
+				if !errors.As(err, &e) {
+					t.Fatalf("%s(%q) error = %v, want *Error", c.name, tt.src, err)
+				}
+				if tt.want == (Error{}) {
+					checkPosition(t, tt.src, e)
+					continue
+				}
+				if diff := cmp.Diff(tt.want, *e); diff != "" {
+					t.Errorf("%s(%q) error mismatch (-want +got):\n%s", c.name, tt.src, diff)
+				}
 			}
 		})
 	}
@@ -168,21 +179,28 @@ func TestEval(t *testing.T) {
 		{`max([1, 5, 3])`, 5},
 	}
 	env := testEnv()
+	comp := NewCompiler(testScope)
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {
-			p, err := Compile(tt.src, testScope, Any)
+			p1, err := Compile(tt.src, testScope, Any)
 			if err != nil {
 				t.Fatalf("Compile: %v", err)
 			}
-			got, err := p.Eval(env)
+			p2, err := comp.Compile(tt.src, Any)
 			if err != nil {
-				t.Fatalf("Eval: %v", err)
+				t.Fatalf("Compiler.Compile: %v", err)
 			}
-			if s, ok := got.([]string); ok {
-				got = toAny(s)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("Eval(%q) mismatch (-want +got):\n%s", tt.src, diff)
+			for _, p := range []*Program{p1, p2} {
+				got, err := p.Eval(env)
+				if err != nil {
+					t.Fatalf("Eval: %v", err)
+				}
+				if s, ok := got.([]string); ok {
+					got = toAny(s)
+				}
+				if diff := cmp.Diff(tt.want, got); diff != "" {
+					t.Errorf("Eval(%q) mismatch (-want +got):\n%s", tt.src, diff)
+				}
 			}
 		})
 	}

@@ -30,8 +30,18 @@ type templatePart struct {
 // expression of kind Any. A part ends at the first }} outside string
 // literals and braces, so {{ "}}" }} and {{ {"a": 1} }} work; there is
 // no escape for a literal {{ other than {{ "{{" }}. Errors are *Error
-// positioned in src as a whole.
+// positioned in src as a whole. To compile many templates against one
+// scope, a Compiler is much cheaper.
 func CompileTemplate(src string, scope Scope) (*Template, error) {
+	if !strings.Contains(src, "{{") {
+		return compileTemplate(src, nil)
+	}
+	return compileTemplate(src, newCompiler(scope))
+}
+
+// compileTemplate compiles template src with c, which may be nil when
+// src has no {{.
+func compileTemplate(src string, c *Compiler) (*Template, error) {
 	t := &Template{src: src}
 	rest, off := src, 0
 	for {
@@ -51,7 +61,7 @@ func CompileTemplate(src string, scope Scope) (*Template, error) {
 		if strings.TrimSpace(inner) == "" {
 			return nil, newError(src, open, "empty {{ }}")
 		}
-		prog, err := Compile(inner, scope, Any)
+		prog, err := c.Compile(inner, Any)
 		if err != nil {
 			return nil, err.(*Error).shift(src, body)
 		}

@@ -36,21 +36,28 @@ func TestRender(t *testing.T) {
 		{`{{ run.started_at }}`, `2025-01-02T03:04:05Z`},
 		{"line 1\n{{ vars.feature }}\n", "line 1\ndark mode\n"},
 	}
+	comp := NewCompiler(testScope)
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {
-			tmpl, err := CompileTemplate(tt.src, testScope)
+			t1, err := CompileTemplate(tt.src, testScope)
 			if err != nil {
 				t.Fatalf("CompileTemplate: %v", err)
 			}
-			got, err := tmpl.Render(env)
+			t2, err := comp.CompileTemplate(tt.src)
 			if err != nil {
-				t.Fatalf("Render: %v", err)
+				t.Fatalf("Compiler.CompileTemplate: %v", err)
 			}
-			if got != tt.want {
-				t.Errorf("Render(%q) = %q, want %q", tt.src, got, tt.want)
-			}
-			if tmpl.Source() != tt.src {
-				t.Errorf("Source() = %q", tmpl.Source())
+			for _, tmpl := range []*Template{t1, t2} {
+				got, err := tmpl.Render(env)
+				if err != nil {
+					t.Fatalf("Render: %v", err)
+				}
+				if got != tt.want {
+					t.Errorf("Render(%q) = %q, want %q", tt.src, got, tt.want)
+				}
+				if tmpl.Source() != tt.src {
+					t.Errorf("Source() = %q", tmpl.Source())
+				}
 			}
 		})
 	}
@@ -83,16 +90,20 @@ func TestTemplateErrors(t *testing.T) {
 		{"runes", "héllo {{ 1 + }}", Error{1, 13, 13, `unexpected token EOF`}},
 		{"syntax", `x {{ 1 + }}`, Error{1, 9, 8, `unexpected token EOF`}},
 	}
+	comp := NewCompiler(testScope)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := CompileTemplate(tt.src, testScope)
-			var e *Error
-			if !errors.As(err, &e) {
-				t.Fatalf("error = %v, want *Error", err)
-			}
-			checkPosition(t, tt.src, e)
-			if diff := cmp.Diff(tt.want, *e); diff != "" {
-				t.Errorf("CompileTemplate(%q) error mismatch (-want +got):\n%s", tt.src, diff)
+			_, err1 := CompileTemplate(tt.src, testScope)
+			_, err2 := comp.CompileTemplate(tt.src)
+			for _, err := range []error{err1, err2} {
+				var e *Error
+				if !errors.As(err, &e) {
+					t.Fatalf("error = %v, want *Error", err)
+				}
+				checkPosition(t, tt.src, e)
+				if diff := cmp.Diff(tt.want, *e); diff != "" {
+					t.Errorf("CompileTemplate(%q) error mismatch (-want +got):\n%s", tt.src, diff)
+				}
 			}
 		})
 	}
