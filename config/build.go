@@ -28,7 +28,10 @@ type builder struct {
 	dir   string // the directory of the workflow file
 	d     *diags
 	scope gates.Scope
-	w     *Workflow
+	// comp compiles every expression and template of the workflow
+	// against scope, which is complete before the first compile.
+	comp *gates.Compiler
+	w    *Workflow
 	// rawNeeds holds the needs each step wrote, until they are resolved.
 	rawNeeds map[*Step][]str
 }
@@ -66,6 +69,7 @@ func build(raw *rawWorkflow, fs afero.Fs, path string, d *diags) *Workflow {
 			b.scope.Steps = append(b.scope.Steps, s.id.val)
 		}
 	}
+	b.comp = gates.NewCompiler(b.scope)
 	if raw.maxParallel.ok() {
 		if n, ok := b.count("max_parallel", raw.maxParallel); ok {
 			w.MaxParallel = n
@@ -362,7 +366,7 @@ func (b *builder) expr(field string, s str, kind gates.Kind) *Expr {
 	if !s.ok() {
 		return nil
 	}
-	prog, err := gates.Compile(s.val, b.scope, kind)
+	prog, err := b.comp.Compile(s.val, kind)
 	if err != nil {
 		b.compileError(field, s, err)
 		return nil
@@ -375,7 +379,7 @@ func (b *builder) template(field string, s str) *Template {
 	if !s.ok() {
 		return nil
 	}
-	t, err := gates.CompileTemplate(s.val, b.scope)
+	t, err := b.comp.CompileTemplate(s.val)
 	if err != nil {
 		b.compileError(field, s, err)
 		return nil
