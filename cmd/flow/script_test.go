@@ -39,6 +39,9 @@ func TestScripts(t *testing.T) {
 			}
 			env.Setenv("FLOW_SRC", root+"/../..")
 			env.Setenv("USER", "tester")
+			// Under -race, every flow would otherwise sleep a second as
+			// it exits.
+			env.Setenv("GORACE", "atexit_sleep_ms=0")
 			return nil
 		},
 	})
