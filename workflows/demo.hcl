@@ -6,11 +6,11 @@ vars = {
 }
 
 agent "coder" {
-  run = "sh workflows/demo-agent.sh coder"
+  run = "sh workflows/agents/demo-agent.sh coder"
 }
 
 agent "reviewer" {
-  run = "sh workflows/demo-agent.sh reviewer"
+  run = "sh workflows/agents/demo-agent.sh reviewer"
 }
 
 defaults {

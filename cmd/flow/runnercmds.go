@@ -116,7 +116,7 @@ ran out, 130 interrupted.`,
 						return err
 					}
 					opts.Resume, opts.RunID = true, ref.ID
-				case errors.Is(err, runner.ErrNoRun) && f.runID == "":
+				case errors.Is(err, runner.ErrNoRun):
 					a.progress(f.asJSON, "no earlier run of %s: starting a new run at %s\n", wf.Name, f.startAt)
 				default:
 					return err
