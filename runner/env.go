@@ -33,22 +33,20 @@ func (x *run) env(cur *stepFacts) *gates.Env {
 	}
 	x.cacheMu.Unlock()
 	if cur != nil {
-		e.ExitCode = cur.exitCode
-		e.Output = cur.output
-		e.Signals = cur.signals
-		e.Verdict = cur.verdict
-		e.Metrics = cur.metrics
-		e.Report = cur.report
-		e.Attempt = cur.attempt
-		e.Iteration = cur.iteration
-		e.Error = cur.err
-		e.Check = cur.check
+		cur.fill(e)
+		e.Attempt, e.Iteration = cur.attempt, cur.iteration
 		if s := st.Steps[cur.step]; s != nil && s.Feedback != nil {
 			fb := s.Feedback
 			e.Feedback = gates.Feedback{Step: fb.Step, Reason: fb.Reason, Report: rawMap(fb.Report)}
 		}
 	}
 	return e
+}
+
+// fill copies what is known of the session into e.
+func (f *stepFacts) fill(e *gates.Env) {
+	e.ExitCode, e.Output, e.Signals, e.Verdict = f.exitCode, f.output, f.signals, f.verdict
+	e.Metrics, e.Report, e.Error, e.Check = f.metrics, f.report, f.err, f.check
 }
 
 // stepFacts is what is known of the session being decided.

@@ -288,8 +288,7 @@ func (x *run) session(s *config.Step, e StartSession, sp proc.Spec, prompt strin
 // envWith returns env with the current step's facts filled in.
 func (x *run) envWith(env *gates.Env, f *stepFacts) *gates.Env {
 	e := *env
-	e.ExitCode, e.Output, e.Signals, e.Verdict = f.exitCode, f.output, f.signals, f.verdict
-	e.Metrics, e.Report, e.Error, e.Check = f.metrics, f.report, f.err, f.check
+	f.fill(&e)
 	e.Now = x.r.Clock.Now()
 	return &e
 }
