@@ -61,6 +61,12 @@ func ReadControl(fsys afero.Fs, runDir string) (*Control, error) {
 // the lock makes each read-modify-write whole, so neither side's update
 // is lost.
 func UpdateControl(fsys afero.Fs, runDir string, now time.Time, fn func(c *Control)) error {
+	return updateControl(fsys, runDir, now, true, fn)
+}
+
+// updateControl is UpdateControl; durable false skips the syncs, for
+// the file a runner creates at the start (a missing file means the same).
+func updateControl(fsys afero.Fs, runDir string, now time.Time, durable bool, fn func(c *Control)) error {
 	path := filepath.Join(runDir, ControlFile)
 	unlock, err := lockFile(fsys, path+".lock")
 	if err != nil {
@@ -77,7 +83,11 @@ func UpdateControl(fsys afero.Fs, runDir string, now time.Time, fn func(c *Contr
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(fsys, path, append(b, '\n'), 0o644); err != nil {
+	write := atomicfile.WriteFile
+	if !durable {
+		write = atomicfile.Replace
+	}
+	if err := write(fsys, path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
@@ -192,7 +202,7 @@ func (x *run) writeControlCurrent(desired, current ControlState, note string) er
 func (x *run) initControl() (ControlState, error) {
 	c, err := ReadControl(x.r.FS, x.dir)
 	if err == nil && c == nil {
-		err := UpdateControl(x.r.FS, x.dir, x.r.Clock.Now(), func(c *Control) {
+		err := updateControl(x.r.FS, x.dir, x.r.Clock.Now(), false, func(c *Control) {
 			*c = Control{DesiredState: Continuous, CurrentState: Continuous, SetBy: "flow", Note: "started by flow run"}
 		})
 		return Continuous, err

@@ -39,6 +39,13 @@ type Core struct {
 	onceStep string
 	idle     bool
 	finished bool
+	// candidates marks the steps whose readiness may have changed since
+	// the last schedule (plan indices); running counts the sessions in
+	// flight. They keep scheduling proportional to what changed, not
+	// to the size of the workflow.
+	candidates []bool
+	ncand      int
+	running    int
 }
 
 // ControlState is a desired or current state of control.json.
@@ -54,7 +61,34 @@ const (
 
 // NewCore returns a core for plan.
 func NewCore(plan *Plan) *Core {
-	return &Core{plan: plan, evaluating: map[string]bool{}, waiting: map[string]bool{}, control: Continuous}
+	return &Core{plan: plan, evaluating: map[string]bool{}, waiting: map[string]bool{}, control: Continuous,
+		candidates: make([]bool, len(plan.Steps))}
+}
+
+// mark makes a step and the steps that need it candidates for the next
+// schedule.
+func (c *Core) mark(id string) {
+	i, ok := c.plan.index[id]
+	if !ok {
+		return
+	}
+	c.markIndex(i)
+	for _, j := range c.plan.dependents[i] {
+		c.markIndex(j)
+	}
+}
+
+func (c *Core) markIndex(i int) {
+	if !c.candidates[i] {
+		c.candidates[i] = true
+		c.ncand++
+	}
+}
+
+func (c *Core) markAll() {
+	for i := range c.candidates {
+		c.markIndex(i)
+	}
 }
 
 // Input is something that happened, given to Core.Decide.
@@ -226,10 +260,30 @@ type decider struct {
 
 func (x *decider) emit(typ, step string, data any) {
 	e := newEvent(x.at, typ, step, data)
+	wasRunning := false
+	if s := x.st.Steps[step]; s != nil {
+		wasRunning = s.Status == Running
+	}
 	if err := Apply(x.st, e); err != nil {
 		panic(fmt.Sprintf("core emitted an event it cannot apply: %v", err)) // a bug in the core
 	}
 	x.d.Events = append(x.d.Events, e)
+	if step == "" {
+		return
+	}
+	isRunning := x.st.Steps[step] != nil && x.st.Steps[step].Status == Running
+	switch {
+	case isRunning && !wasRunning:
+		x.c.running++
+	case wasRunning && !isRunning:
+		x.c.running--
+	}
+	x.c.mark(step)
+	if gf, ok := data.(GateFailure); ok {
+		for _, id := range gf.Reset {
+			x.c.mark(id)
+		}
+	}
 }
 
 func (x *decider) effect(e Effect) { x.d.Effects = append(x.d.Effects, e) }
@@ -249,6 +303,7 @@ func (c *Core) Decide(st *State, in Input, at time.Time) Decision {
 		c.humanDecision(x, in)
 	case TimerFired:
 		delete(c.waiting, in.Step)
+		c.mark(in.Step)
 	case ControlChanged:
 		c.controlChanged(x, in.Desired)
 	case CleanupDone:
@@ -273,6 +328,13 @@ func (c *Core) begin(x *decider, in Begin) {
 	clear(c.evaluating)
 	clear(c.waiting)
 	c.control = Continuous
+	c.running = 0
+	for _, s := range x.st.Steps {
+		if s.Status == Running {
+			c.running++
+		}
+	}
+	c.markAll()
 	for _, id := range x.st.StepOrder {
 		s := x.st.Steps[id]
 		switch s.Status {
@@ -297,6 +359,7 @@ func (c *Core) whenResult(x *decider, in WhenResult) {
 		return
 	}
 	delete(c.evaluating, in.Step)
+	c.mark(in.Step)
 	s := x.st.Steps[in.Step]
 	if s == nil || s.Status != Pending {
 		return
@@ -435,6 +498,7 @@ func (c *Core) controlChanged(x *decider, desired ControlState) {
 	c.control = desired
 	c.idle = false
 	c.onceUsed = false
+	c.markAll()
 	x.emit(EvControl, "", Note{Message: "desired state " + string(desired)})
 	switch desired {
 	case RunCleanup:
@@ -510,22 +574,30 @@ func (c *Core) schedule(x *decider) {
 		return
 	}
 	st := x.st
-	busy := len(c.evaluating)
-	for _, s := range st.Steps {
-		if s.Status == Running {
-			busy++
-		}
-	}
-	if c.halt == 0 && !c.paused() {
+	busy := len(c.evaluating) + c.running
+	if c.halt == 0 && !c.paused() && c.ncand > 0 {
+		// Visit the candidates in workflow order; a ready step left
+		// waiting for a free slot stays a candidate.
+		var held []int
 		for i := range c.plan.Steps {
+			if c.ncand == 0 {
+				break
+			}
+			if !c.candidates[i] {
+				continue
+			}
+			c.candidates[i] = false
+			c.ncand--
 			ps := &c.plan.Steps[i]
 			if !c.ready(st, ps) {
 				continue
 			}
 			if ps.Kind != config.KindHuman && busy >= c.plan.MaxParallel {
+				held = append(held, i)
 				continue
 			}
 			if c.control == RunOnce && c.onceUsed && ps.Kind != config.KindHuman {
+				held = append(held, i)
 				continue
 			}
 			if ps.Conditional {
@@ -538,6 +610,9 @@ func (c *Core) schedule(x *decider) {
 			if ps.Kind != config.KindHuman {
 				busy++
 			}
+		}
+		for _, i := range held {
+			c.markIndex(i)
 		}
 	}
 	if busy > 0 || len(c.waiting) > 0 {

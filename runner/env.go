@@ -17,7 +17,7 @@ func (x *run) env(cur *stepFacts) *gates.Env {
 	e := &gates.Env{
 		Vars:  st.Vars,
 		Env:   x.environ,
-		Steps: make(map[string]gates.StepInfo, len(st.Steps)),
+		Steps: map[string]gates.StepInfo{},
 		FS:    x.r.FS,
 		Dir:   x.opts.Repo,
 		Now:   x.r.Clock.Now(),
@@ -26,12 +26,14 @@ func (x *run) env(cur *stepFacts) *gates.Env {
 	if st.CreatedAt != nil {
 		e.Run.StartedAt = st.CreatedAt.Time
 	}
-	x.cacheMu.Lock()
-	for id, s := range st.Steps {
-		e.Run.Iteration = max(e.Run.Iteration, s.IterationCount)
-		e.Steps[id] = x.stepInfo(id, s)
+	if cur == nil || x.runWide[cur.step] {
+		x.cacheMu.Lock()
+		for id, s := range st.Steps {
+			e.Run.Iteration = max(e.Run.Iteration, s.IterationCount)
+			e.Steps[id] = x.stepInfo(id, s)
+		}
+		x.cacheMu.Unlock()
 	}
-	x.cacheMu.Unlock()
 	if cur != nil {
 		cur.fill(e)
 		e.Attempt, e.Iteration = cur.attempt, cur.iteration
@@ -129,47 +131,78 @@ func ReadTail(fsys afero.Fs, path string, n int64) string {
 // outputRe finds references to a step's output in expression sources.
 var outputRe = regexp.MustCompile(`steps\s*(?:\.\s*([A-Za-z0-9_-]+)|\[\s*["']([^"']+)["']\s*\])\s*(?:\.\s*output|\[\s*["']output["']\s*\])`)
 
-// outputRefs returns the steps whose output some expression or
-// template of wf reads; only theirs is kept in memory after they end.
-func outputRefs(wf *config.Workflow) map[string]bool {
-	refs := map[string]bool{}
-	add := func(src string) {
-		for _, m := range outputRe.FindAllStringSubmatch(src, -1) {
-			refs[m[1]+m[2]] = true
+// runRe finds references to the run-wide part of the environment.
+var runRe = regexp.MustCompile(`\b(steps|run)\b`)
+
+// sourceRefs scans the expressions and templates of wf once, when a
+// runner takes a run. It returns the steps whose output some source
+// reads (only theirs is kept in memory after they end), and the steps
+// whose own sources (with their agent's) read steps.* or run.* (only
+// theirs get the per-step part of the environment, which costs time in
+// proportion to the size of the run). A false positive only costs time.
+func sourceRefs(wf *config.Workflow) (outputs, runWide map[string]bool) {
+	outputs, runWide = map[string]bool{}, map[string]bool{}
+	for _, s := range wf.Steps {
+		for _, src := range stepSources(wf, s) {
+			for _, m := range outputRe.FindAllStringSubmatch(src, -1) {
+				outputs[m[1]+m[2]] = true
+			}
+			if runRe.MatchString(src) {
+				runWide[s.ID] = true
+			}
 		}
 	}
+	return outputs, runWide
+}
+
+// stepSources lists the source of every expression and template a step's
+// session, gate and decisions evaluate.
+func stepSources(wf *config.Workflow, s *config.Step) []string {
+	var out []string
 	addT := func(t *config.Template) {
 		if t != nil {
-			add(t.Src)
+			out = append(out, t.Src)
 		}
 	}
 	addE := func(e *config.Expr) {
 		if e != nil {
-			add(e.Src)
+			out = append(out, e.Src)
 		}
 	}
-	for _, s := range wf.Steps {
-		addT(s.Run)
-		addT(s.Prompt)
-		addE(s.When)
-		addE(s.RetryIf)
-		for _, a := range s.Artifacts {
-			addT(a)
+	addT(s.Run)
+	addT(s.Prompt)
+	addE(s.When)
+	addE(s.RetryIf)
+	for _, a := range s.Artifacts {
+		addT(a)
+	}
+	for _, v := range s.Env {
+		addT(v)
+	}
+	for _, d := range []*config.Duration{wf.StepTimeout(s), wf.StepIdleTimeout(s)} {
+		if d != nil {
+			addE(d.Expr)
 		}
-		for _, v := range s.Env {
+	}
+	if g := s.Gate; g != nil {
+		addE(g.Pass)
+		addE(g.Fail)
+		addT(g.Check)
+	}
+	if h := s.Human; h != nil {
+		addT(h.Message)
+		addE(h.AutoApprove)
+		if h.Timeout != nil {
+			addE(h.Timeout.Expr)
+		}
+	}
+	if a := wf.Agents[s.Agent]; a != nil && s.Kind == config.KindAgent {
+		addT(a.Run)
+		for _, v := range a.Env {
 			addT(v)
 		}
-		if g := s.Gate; g != nil {
-			addE(g.Pass)
-			addE(g.Fail)
-			addT(g.Check)
-		}
-		if h := s.Human; h != nil {
-			addT(h.Message)
-			addE(h.AutoApprove)
-		}
 	}
-	return refs
+	return out
 }
 
 func rawMap(b json.RawMessage) map[string]any {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/afero"
 
+	"github.com/flow-run/flow/gates"
 	"github.com/flow-run/flow/internal/atomicfile"
 )
 
@@ -38,7 +39,11 @@ func (x *run) checkHuman(id string) (in *HumanInput, timedOut bool, err error) {
 	}
 	step := x.wf.Step(id)
 	if step != nil && step.Human != nil && step.Human.Timeout != nil && s.StartedAt != nil {
-		d, err := x.duration(step.Human.Timeout, x.env(nil))
+		var env *gates.Env
+		if step.Human.Timeout.Expr != nil {
+			env = x.env(nil)
+		}
+		d, err := x.duration(step.Human.Timeout, env)
 		if err == nil && d > 0 && x.r.Clock.Now().Sub(s.StartedAt.Time) >= d {
 			return nil, true, nil
 		}

@@ -15,6 +15,8 @@ type Plan struct {
 	Steps       []PlanStep
 	MaxParallel int
 	index       map[string]int
+	// dependents lists, for each step, the steps that need it directly.
+	dependents [][]int
 }
 
 // PlanStep is one step of a Plan.
@@ -35,7 +37,8 @@ type PlanStep struct {
 	Backoff       time.Duration
 	MaxBackoff    time.Duration
 	// Downstream lists the steps that depend on this one, transitively,
-	// in workflow order.
+	// in workflow order; it is filled in for loop-back targets only, the
+	// steps a loop-back resets.
 	Downstream []string
 }
 
@@ -119,8 +122,18 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*Plan, error) {
 		p.Steps = append(p.Steps, ps)
 		p.index[s.ID] = i
 	}
-	for i := range p.Steps {
-		p.Steps[i].Downstream = p.downstream(p.Steps[i].ID)
+	p.dependents = make([][]int, len(p.Steps))
+	for i, s := range p.Steps {
+		for _, n := range s.Needs {
+			if j, ok := p.index[n]; ok {
+				p.dependents[j] = append(p.dependents[j], i)
+			}
+		}
+	}
+	for _, s := range p.Steps {
+		if t := p.Step(s.LoopTarget); t != nil && t.Downstream == nil {
+			t.Downstream = wf.Downstream(t.ID)
+		}
 	}
 	return p, nil
 }
@@ -141,35 +154,6 @@ func (p *Plan) IDs() []string {
 		ids[i] = s.ID
 	}
 	return ids
-}
-
-// downstream returns the transitive dependents of id in workflow order.
-func (p *Plan) downstream(id string) []string {
-	in := map[string]bool{id: true}
-	var out []string
-	// Dependencies always come earlier in a topological order, but a
-	// needs list may name a later step; iterate to a fixed point.
-	for changed := true; changed; {
-		changed = false
-		for _, s := range p.Steps {
-			if in[s.ID] {
-				continue
-			}
-			for _, n := range s.Needs {
-				if in[n] {
-					in[s.ID] = true
-					changed = true
-					break
-				}
-			}
-		}
-	}
-	for _, s := range p.Steps {
-		if s.ID != id && in[s.ID] {
-			out = append(out, s.ID)
-		}
-	}
-	return out
 }
 
 // backoff returns the delay before attempt number next (2, 3, …):

@@ -140,9 +140,11 @@ type run struct {
 	dirty    bool
 	// outputs and reports cache what expressions may read of finished
 	// steps.
-	outputs   map[string]string
-	reports   map[string]map[string]any
-	keepOut   map[string]bool
+	outputs map[string]string
+	reports map[string]map[string]any
+	keepOut map[string]bool
+	// runWide holds the steps whose expressions read steps.* or run.*.
+	runWide   map[string]bool
 	sessions  sync.WaitGroup
 	awaiting  map[string]bool
 	environ   map[string]string
@@ -169,7 +171,7 @@ func (r *Runner) Run(ctx context.Context, opts Options) (res Result, err error) 
 	x := &run{r: r, opts: opts, wf: opts.Workflow, inputs: make(chan Input, 16),
 		outputs: map[string]string{}, reports: map[string]map[string]any{}, awaiting: map[string]bool{}, warned: map[string]string{},
 		environ: environMap(r.Environ)}
-	x.keepOut = outputRefs(x.wf)
+	x.keepOut, x.runWide = sourceRefs(x.wf)
 	if err := x.open(); err != nil {
 		return Result{}, err
 	}
@@ -276,7 +278,10 @@ func (x *run) open() error {
 		reset := append([]string{opts.StartAt}, x.wf.Downstream(opts.StartAt)...)
 		x.emit(newEvent(now, EvStartAt, opts.StartAt, StartAt{Step: opts.StartAt, Reset: reset}))
 	}
-	if err := x.persist(true); err != nil {
+	// Nothing has run yet: the record needs no sync, and no snapshot
+	// (readers replay the events) until the first one is due.
+	x.lastSnap = now
+	if err := x.persist(false); err != nil {
 		return err
 	}
 	plan, err := NewPlan(x.wf, opts.Budgets, func(l *config.Limit) (int, error) {
@@ -410,7 +415,7 @@ func (x *run) snapshot() error {
 	if err := writeSnapshot(x.r.FS, x.dir, x.st); err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(x.r.FS, filepath.Join(x.dir, SummaryFile), []byte(Summary(x.st)), 0o644); err != nil {
+	if err := atomicfile.Replace(x.r.FS, filepath.Join(x.dir, SummaryFile), []byte(Summary(x.st)), 0o644); err != nil {
 		return fmt.Errorf("write run summary: %w", err)
 	}
 	x.lastSnap = x.r.Clock.Now()
@@ -424,7 +429,7 @@ func (x *run) writeWorkflowJSON() error {
 		return fmt.Errorf("encode workflow: %w", err)
 	}
 	b := fmt.Appendf(nil, "{\n  \"file\": %q,\n  \"digest\": %q,\n  \"workflow\": %s\n}\n", absPath(x.wf.File), x.wf.Digest(), spec)
-	if err := atomicfile.WriteFile(x.r.FS, filepath.Join(x.dir, WorkflowFile), b, 0o644); err != nil {
+	if err := atomicfile.Replace(x.r.FS, filepath.Join(x.dir, WorkflowFile), b, 0o644); err != nil {
 		return fmt.Errorf("write workflow.json: %w", err)
 	}
 	return nil

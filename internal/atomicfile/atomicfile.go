@@ -22,6 +22,18 @@ const tempMarker = ".tmp-"
 // over name and then, best effort, syncs the directory. On any failure
 // the temporary file is removed and the old file is untouched.
 func WriteFile(fs afero.Fs, name string, data []byte, perm os.FileMode) (err error) {
+	return write(fs, name, data, perm, true)
+}
+
+// Replace is WriteFile without the syncs: readers still never see a torn
+// file, but after a crash of the machine the file may hold its old
+// content. It suits files derived from others (a summary, a copy), whose
+// loss costs nothing.
+func Replace(fs afero.Fs, name string, data []byte, perm os.FileMode) error {
+	return write(fs, name, data, perm, false)
+}
+
+func write(fs afero.Fs, name string, data []byte, perm os.FileMode, durable bool) (err error) {
 	tmp, f, err := createTemp(fs, name, perm)
 	if err != nil {
 		return fmt.Errorf("create temporary file for %s: %w", name, err)
@@ -37,8 +49,10 @@ func WriteFile(fs afero.Fs, name string, data []byte, perm os.FileMode) (err err
 	if _, err = f.Write(data); err != nil {
 		return fmt.Errorf("write %s: %w", tmp, err)
 	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", tmp, err)
+	if durable {
+		if err = f.Sync(); err != nil {
+			return fmt.Errorf("sync %s: %w", tmp, err)
+		}
 	}
 	err = f.Close()
 	f = nil
@@ -48,7 +62,9 @@ func WriteFile(fs afero.Fs, name string, data []byte, perm os.FileMode) (err err
 	if err = fs.Rename(tmp, name); err != nil {
 		return fmt.Errorf("replace %s: %w", name, err)
 	}
-	syncDir(fs, filepath.Dir(name))
+	if durable {
+		syncDir(fs, filepath.Dir(name))
+	}
 	return nil
 }
 
