@@ -96,8 +96,15 @@ func Live(fsys afero.Fs, runDir string, st *State, wf *config.Workflow, now time
 		if wf != nil && s.LogPath != "" {
 			if step := wf.Step(id); step != nil {
 				if d := wf.StepIdleTimeout(step); d != nil && d.Expr == nil && d.D > 0 {
-					if fi, err := fsys.Stat(s.LogPath); err == nil && now.Sub(fi.ModTime()) > d.D {
-						l.State, l.Reason = LiveStuck, "no session output for "+now.Sub(fi.ModTime()).Round(time.Second).String()
+					// No log yet means no output since the session started.
+					last := time.Time{}
+					if fi, err := fsys.Stat(s.LogPath); err == nil {
+						last = fi.ModTime()
+					} else if s.StartedAt != nil {
+						last = s.StartedAt.Time
+					}
+					if !last.IsZero() && now.Sub(last) > d.D {
+						l.State, l.Reason = LiveStuck, "no session output for "+now.Sub(last).Round(time.Second).String()
 						return l
 					}
 				}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"github.com/spf13/afero"
 	"io"
 	"sync"
 )
@@ -91,4 +92,39 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+// lazyFile is a session log, created at the first byte of output: a
+// session that prints nothing leaves no file, and costs no file
+// creation (which dominates the cost of short sessions on some file
+// systems). A failure to create or write it is kept in err, and
+// later writes are dropped.
+type lazyFile struct {
+	fs   afero.Fs
+	path string
+	f    afero.File
+	err  error
+}
+
+func (l *lazyFile) Write(p []byte) (int, error) {
+	if l.err != nil {
+		return len(p), nil
+	}
+	if l.f == nil {
+		if l.f, l.err = l.fs.OpenFile(l.path, osCreateTrunc, 0o644); l.err != nil {
+			return len(p), nil
+		}
+	}
+	if _, err := l.f.Write(p); err != nil {
+		l.err = err
+	}
+	return len(p), nil
+}
+
+// Close closes the file, if it was created.
+func (l *lazyFile) Close() error {
+	if l.f == nil {
+		return nil
+	}
+	return l.f.Close()
 }

@@ -185,10 +185,7 @@ func (x *run) session(s *config.Step, e StartSession, sp proc.Spec, prompt strin
 	fail := func(msg string) SessionDone {
 		return SessionDone{Step: s.ID, Failed: true, Retryable: true, Outcome: Outcome{Attempt: e.Attempt, Error: msg}}
 	}
-	logf, err := fsys.OpenFile(e.LogPath, osCreateTrunc, 0o644)
-	if err != nil {
-		return fail(fmt.Sprintf("create session log: %v", err))
-	}
+	logf := &lazyFile{fs: fsys, path: e.LogPath}
 	defer logf.Close()
 	tail := &tailBuffer{max: outputTail}
 	scan := gates.NewSignalScanner(x.signalWords())
@@ -207,6 +204,9 @@ func (x *run) session(s *config.Step, e StartSession, sp proc.Spec, prompt strin
 	res := sess.Wait()
 	if live != nil {
 		live.Flush()
+	}
+	if logf.err != nil {
+		return fail(fmt.Sprintf("write session log: %v", logf.err))
 	}
 	o := Outcome{Attempt: e.Attempt, ExitCode: intp(res.ExitCode), Duration: x.r.Clock.Now().Sub(started).Round(time.Millisecond).String()}
 	facts.exitCode = res.ExitCode

@@ -327,7 +327,12 @@ session runs.`,
 				return err
 			}
 			if len(logs) == 0 {
-				return &exitError{code: ExitFailed, err: fmt.Errorf("step %s of run %s has no session log yet", step, ref.ID)}
+				if s := ref.State.Steps[step]; s != nil && s.StartedAt != nil {
+					// A session that prints nothing leaves no log.
+					fmt.Fprintf(a.stdio.Err, "step %s of run %s printed no output\n", step, ref.ID)
+					return nil
+				}
+				return &exitError{code: ExitFailed, err: fmt.Errorf("step %s of run %s has not run yet", step, ref.ID)}
 			}
 			if !all {
 				logs = logs[len(logs)-1:]
