@@ -65,7 +65,7 @@ func UpdateControl(fsys afero.Fs, runDir string, now time.Time, fn func(c *Contr
 }
 
 // updateControl is UpdateControl; durable false skips the syncs, for
-// the file a runner creates at the start (a missing file means the same).
+// the runner's own reports of what it does.
 func updateControl(fsys afero.Fs, runDir string, now time.Time, durable bool, fn func(c *Control)) error {
 	path := filepath.Join(runDir, ControlFile)
 	unlock, err := lockFile(fsys, path+".lock")
@@ -197,15 +197,3 @@ func (x *run) writeControlCurrent(desired, current ControlState, note string) er
 	})
 }
 
-// initControl reads the desired state when the runner starts; a run
-// with no control.json gets one that says continuous.
-func (x *run) initControl() (ControlState, error) {
-	c, err := ReadControl(x.r.FS, x.dir)
-	if err == nil && c == nil {
-		err := updateControl(x.r.FS, x.dir, x.r.Clock.Now(), false, func(c *Control) {
-			*c = Control{DesiredState: Continuous, CurrentState: Continuous, SetBy: "flow", Note: "started by flow run"}
-		})
-		return Continuous, err
-	}
-	return x.readControl()
-}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -20,7 +21,7 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 	defer cancelSessions()
 	defer close(x.stopped)
 
-	control, err := x.initControl()
+	control, err := x.readControl()
 	if err != nil {
 		return Result{}, err
 	}
@@ -134,6 +135,10 @@ func (x *run) perform(eff Effect) (Result, bool, error) {
 			break
 		}
 		x.awaiting[e.Step] = true
+		// The directory is there for whoever writes the decision by hand.
+		if err := x.r.FS.MkdirAll(filepath.Dir(e.ManualInputPath), 0o755); err != nil {
+			return Result{}, false, fmt.Errorf("create manual inputs directory: %w", err)
+		}
 		msg := x.humanMessage(e.Step)
 		quoted := ""
 		if msg != "" {

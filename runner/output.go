@@ -1,6 +1,9 @@
 package runner
 
 import (
+	"errors"
+	"io/fs"
+	"path/filepath"
 	"bytes"
 	"github.com/spf13/afero"
 	"io"
@@ -111,7 +114,7 @@ func (l *lazyFile) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	if l.f == nil {
-		if l.f, l.err = l.fs.OpenFile(l.path, osCreateTrunc, 0o644); l.err != nil {
+		if l.f, l.err = createFile(l.fs, l.path); l.err != nil {
 			return len(p), nil
 		}
 	}
@@ -127,4 +130,17 @@ func (l *lazyFile) Close() error {
 		return nil
 	}
 	return l.f.Close()
+}
+
+// createFile creates (or truncates) a file for writing, making its
+// directory when it is missing.
+func createFile(fsys afero.Fs, path string) (afero.File, error) {
+	f, err := fsys.OpenFile(path, osCreateTrunc, 0o644)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := fsys.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, err
+		}
+		f, err = fsys.OpenFile(path, osCreateTrunc, 0o644)
+	}
+	return f, err
 }

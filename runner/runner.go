@@ -211,7 +211,8 @@ func (x *run) open() error {
 	if !opts.Resume && exists {
 		return fmt.Errorf("run %s already exists in %s; use flow resume %s, or another --run-id", runID, x.dir, runID)
 	}
-	for _, d := range []string{x.dir, filepath.Join(x.dir, ReportsDir), filepath.Join(x.dir, InputsDir), filepath.Join(x.dir, LogsDir)} {
+	// manual_inputs/ and logs/ are made when first written to.
+	for _, d := range []string{x.dir, filepath.Join(x.dir, ReportsDir)} {
 		if err := fsys.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("create run directory: %w", err)
 		}

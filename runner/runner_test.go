@@ -289,7 +289,7 @@ func TestRunSDLC(t *testing.T) {
 		t.Errorf("sessions: planning %d coding %d review %d", s.count("planning"), s.count("coding"), s.count("code_review"))
 	}
 	dir := RunDir(repo, "r1")
-	for _, f := range []string{StateFile, EventsFile, ControlFile, WorkflowFile, SummaryFile, "logs/coding.1.1.log", "reports/r1__planning.json"} {
+	for _, f := range []string{StateFile, EventsFile, WorkflowFile, SummaryFile, "logs/coding.1.1.log", "reports/r1__planning.json"} {
 		if ok, _ := afero.Exists(e.fs, filepath.Join(dir, f)); !ok {
 			t.Errorf("run directory has no %s", f)
 		}

@@ -352,7 +352,7 @@ func (x *run) gate(s *config.Step, e StartSession, env *gates.Env, facts *stepFa
 // runCheck runs a gate's verification command.
 func (x *run) runCheck(s *config.Step, e StartSession, cmd string) (gates.CheckInfo, error) {
 	path := filepath.Join(x.dir, LogsDir, fmt.Sprintf("%s.%d.%d.check.log", s.ID, e.Iteration, e.Attempt))
-	f, err := x.r.FS.OpenFile(path, osCreateTrunc, 0o644)
+	f, err := createFile(x.r.FS, path)
 	if err != nil {
 		return gates.CheckInfo{}, fmt.Errorf("create check log: %w", err)
 	}

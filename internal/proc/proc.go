@@ -82,10 +82,18 @@ type Session interface {
 }
 
 // OS returns a Starter that runs sessions as operating system processes.
-func OS() Starter { return osStarter{drain: drainTimeout} }
+func OS() Starter {
+	// Resolve the shell once rather than searching PATH per session.
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		sh = "sh"
+	}
+	return osStarter{drain: drainTimeout, sh: sh}
+}
 
 type osStarter struct {
 	drain time.Duration
+	sh    string
 }
 
 type stopReason int
@@ -119,7 +127,11 @@ func (s osStarter) Start(ctx context.Context, spec Spec) (Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start session %q: create output pipe: %w", spec.Command, err)
 	}
-	cmd := exec.Command("sh", "-c", spec.Command)
+	sh := s.sh
+	if sh == "" {
+		sh = "sh"
+	}
+	cmd := exec.Command(sh, "-c", spec.Command)
 	cmd.Dir = spec.Dir
 	cmd.Env = spec.Env
 	if cmd.Env == nil {

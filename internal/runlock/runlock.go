@@ -108,10 +108,9 @@ func createExclusive(fs afero.Fs, path string, data []byte) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	// No sync: the lock speaks of live processes, and after a crash of
+	// the machine every holder is dead anyway.
 	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -147,7 +147,6 @@ func TestAcquireFaults(t *testing.T) {
 	}{
 		{"create fails", faultfs.Plan{Op: faultfs.OpCreate, N: 1}},
 		{"write fails", faultfs.Plan{Op: faultfs.OpWrite, N: 1}},
-		{"sync fails", faultfs.Plan{Op: faultfs.OpSync, N: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
