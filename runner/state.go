@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 
@@ -161,28 +162,63 @@ func intp(n int) *int { return &n }
 
 // MarshalJSON writes the state with its steps in workflow order, as
 // the seed's examples show them, rather than sorted by id.
-func (s *State) MarshalJSON() ([]byte, error) {
-	type plain State
-	b, err := json.Marshal((*plain)(s))
+func (s *State) MarshalJSON() ([]byte, error) { return s.encode("") }
+
+// Indented returns the state as run_state.json holds it: indented by
+// two spaces, steps in workflow order. It encodes each step on its own,
+// so that a snapshot of a large run costs about twice its size in
+// memory, not the several copies json.MarshalIndent makes.
+func (s *State) Indented() ([]byte, error) { return s.encode("  ") }
+
+func (s *State) encode(indent string) ([]byte, error) {
+	type head State // without State's methods
+	h := (*head)(s)
+	saved := h.Steps
+	h.Steps = nil
+	var b []byte
+	var err error
+	if indent == "" {
+		b, err = json.Marshal(h)
+	} else {
+		b, err = json.MarshalIndent(h, "", indent)
+	}
+	h.Steps = saved
 	if err != nil {
 		return nil, err
 	}
-	var steps bytes.Buffer
-	steps.WriteByte('{')
+	// b ends with "steps": null and the closing brace; replace the null
+	// with the steps.
+	i := bytes.LastIndex(b, []byte("null"))
+	if i < 0 {
+		return nil, fmt.Errorf("encode run state: no steps field")
+	}
+	out := bytes.NewBuffer(make([]byte, 0, len(b)+len(s.Steps)*600))
+	out.Write(b[:i])
+	out.WriteByte('{')
 	n := 0
 	write := func(id string, st *StepState) error {
 		if n > 0 {
-			steps.WriteByte(',')
+			out.WriteByte(',')
 		}
 		n++
 		k, _ := json.Marshal(id)
-		v, err := json.Marshal(st)
+		var v []byte
+		var err error
+		if indent == "" {
+			v, err = json.Marshal(st)
+		} else {
+			out.WriteString("\n" + indent + indent)
+			v, err = json.MarshalIndent(st, indent+indent, indent)
+		}
 		if err != nil {
 			return err
 		}
-		steps.Write(k)
-		steps.WriteByte(':')
-		steps.Write(v)
+		out.Write(k)
+		out.WriteByte(':')
+		if indent != "" {
+			out.WriteByte(' ')
+		}
+		out.Write(v)
 		return nil
 	}
 	seen := make(map[string]bool, len(s.Steps))
@@ -201,13 +237,10 @@ func (s *State) MarshalJSON() ([]byte, error) {
 			}
 		}
 	}
-	steps.WriteByte('}')
-	// Replace the sorted steps object (the last field) with the ordered one.
-	i := bytes.LastIndex(b, []byte(`"steps":`))
-	if i < 0 {
-		return b, nil
+	if indent != "" && n > 0 {
+		out.WriteString("\n" + indent)
 	}
-	out := append(b[:i:i], `"steps":`...)
-	out = append(out, steps.Bytes()...)
-	return append(out, '}'), nil
+	out.WriteByte('}')
+	out.Write(b[i+len("null"):])
+	return out.Bytes(), nil
 }

@@ -97,7 +97,7 @@ func LoadState(fsys afero.Fs, runDir string, repair bool, now time.Time) (*State
 
 // writeSnapshot replaces run_state.json atomically.
 func writeSnapshot(fsys afero.Fs, runDir string, st *State) error {
-	b, err := json.MarshalIndent(st, "", "  ")
+	b, err := st.Indented()
 	if err != nil {
 		return fmt.Errorf("encode run state: %w", err)
 	}
