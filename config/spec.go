@@ -111,6 +111,12 @@ func (w *Workflow) MarshalJSON() ([]byte, error) {
 // Digest returns "sha256:" and the hex SHA-256 of the workflow's Spec; it
 // changes exactly when the workflow's meaning does.
 func (w *Workflow) Digest() string {
+	_, d := w.SpecDigest()
+	return d
+}
+
+// SpecDigest returns the Spec and the Digest, encoding the workflow once.
+func (w *Workflow) SpecDigest() ([]byte, string) {
 	b, err := w.Spec()
 	if err != nil {
 		// The spec holds only strings, numbers and maps of strings: it
@@ -118,7 +124,7 @@ func (w *Workflow) Digest() string {
 		panic(err)
 	}
 	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return b, "sha256:" + hex.EncodeToString(sum[:])
 }
 
 func (w *Workflow) spec() *specWorkflow {

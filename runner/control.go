@@ -196,4 +196,3 @@ func (x *run) writeControlCurrent(desired, current ControlState, note string) er
 		c.CurrentState = current
 	})
 }
-

@@ -1,12 +1,12 @@
 package runner
 
 import (
-	"errors"
-	"io/fs"
-	"path/filepath"
 	"bytes"
+	"errors"
 	"github.com/spf13/afero"
 	"io"
+	"io/fs"
+	"path/filepath"
 	"sync"
 )
 

@@ -144,7 +144,10 @@ type run struct {
 	reports map[string]map[string]any
 	keepOut map[string]bool
 	// runWide holds the steps whose expressions read steps.* or run.*.
-	runWide   map[string]bool
+	runWide map[string]bool
+	// spec and digest are the workflow's canonical form and its digest.
+	spec      []byte
+	digest    string
 	sessions  sync.WaitGroup
 	awaiting  map[string]bool
 	environ   map[string]string
@@ -172,6 +175,7 @@ func (r *Runner) Run(ctx context.Context, opts Options) (res Result, err error) 
 		outputs: map[string]string{}, reports: map[string]map[string]any{}, awaiting: map[string]bool{}, warned: map[string]string{},
 		environ: environMap(r.Environ)}
 	x.keepOut, x.runWide = sourceRefs(x.wf)
+	x.spec, x.digest = x.wf.SpecDigest()
 	if err := x.open(); err != nil {
 		return Result{}, err
 	}
@@ -252,7 +256,7 @@ func (x *run) open() error {
 			vars[k] = v
 		}
 		rc := RunCreated{
-			RunID: runID, WorkflowName: x.wf.Name, WorkflowFile: absPath(x.wf.File), WorkflowDigest: x.wf.Digest(),
+			RunID: runID, WorkflowName: x.wf.Name, WorkflowFile: absPath(x.wf.File), WorkflowDigest: x.digest,
 			RepoDir: opts.Repo, ReportsDir: filepath.Join(x.dir, ReportsDir), ManualInputsDir: filepath.Join(x.dir, InputsDir),
 			Vars: vars, Steps: stepIDs(x.wf),
 		}
@@ -332,7 +336,7 @@ func (x *run) reconcileWorkflow(now time.Time) {
 			x.announce(e)
 		}
 	}
-	if d := x.wf.Digest(); d != from || !slices.Equal(ids, order) {
+	if d := x.digest; d != from || !slices.Equal(ids, order) {
 		x.emit(newEvent(now, EvWorkflowChanged, "", WorkflowChanged{From: from, To: d, Order: ids}))
 		x.printf("workflow changed since the run last ran (%s -> %s)\n", short(from), short(d))
 		_ = x.writeWorkflowJSON()
@@ -425,11 +429,7 @@ func (x *run) snapshot() error {
 }
 
 func (x *run) writeWorkflowJSON() error {
-	spec, err := x.wf.Spec()
-	if err != nil {
-		return fmt.Errorf("encode workflow: %w", err)
-	}
-	b := fmt.Appendf(nil, "{\n  \"file\": %q,\n  \"digest\": %q,\n  \"workflow\": %s\n}\n", absPath(x.wf.File), x.wf.Digest(), spec)
+	b := fmt.Appendf(nil, "{\n  \"file\": %q,\n  \"digest\": %q,\n  \"workflow\": %s\n}\n", absPath(x.wf.File), x.digest, x.spec)
 	if err := atomicfile.Replace(x.r.FS, filepath.Join(x.dir, WorkflowFile), b, 0o644); err != nil {
 		return fmt.Errorf("write workflow.json: %w", err)
 	}
