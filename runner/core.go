@@ -129,6 +129,12 @@ type SessionDone struct {
 	GateReason string
 }
 
+// SessionPID reports the process of a step's session once it started.
+type SessionPID struct {
+	Step string
+	PID  int
+}
+
 // HumanDecision reports a human's input to a waiting step.
 type HumanDecision struct {
 	Step     string
@@ -152,6 +158,7 @@ func (Begin) isInput()          {}
 func (WhenResult) isInput()     {}
 func (SessionDone) isInput()    {}
 func (HumanDecision) isInput()  {}
+func (SessionPID) isInput()     {}
 func (TimerFired) isInput()     {}
 func (ControlChanged) isInput() {}
 func (CleanupDone) isInput()    {}
@@ -301,6 +308,10 @@ func (c *Core) Decide(st *State, in Input, at time.Time) Decision {
 		c.sessionDone(x, in)
 	case HumanDecision:
 		c.humanDecision(x, in)
+	case SessionPID:
+		if s := x.st.Steps[in.Step]; s != nil && s.Status == Running {
+			x.emit(EvSessionStarted, in.Step, SessionStarted{PID: in.PID})
+		}
 	case TimerFired:
 		delete(c.waiting, in.Step)
 		c.mark(in.Step)

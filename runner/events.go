@@ -23,6 +23,7 @@ const (
 	EvStartAt         = "start_at"
 	EvReconciled      = "step_reconciled"
 	EvStepStarted     = "step_started"
+	EvSessionStarted  = "session_started"
 	EvStepSkipped     = "step_skipped"
 	EvStepWaiting     = "step_waiting"
 	EvHumanInput      = "human_input"
@@ -87,6 +88,13 @@ type StepStarted struct {
 	Iteration  int    `json:"iteration"`
 	LogPath    string `json:"log_path,omitempty"`
 	ReportPath string `json:"report_path,omitempty"`
+}
+
+// SessionStarted is the data of EvSessionStarted: the process of a
+// step's session, so that a runner taking over a dead run can kill
+// what the session left behind.
+type SessionStarted struct {
+	PID int `json:"pid"`
 }
 
 // StepWaiting is the data of EvStepWaiting.
@@ -274,6 +282,7 @@ func Apply(s *State, e Event) error {
 		}
 		step.Status = Running
 		step.Attempts = d.Attempt
+		step.PID = 0
 		step.StartedAt = &at
 		step.EndedAt = nil
 		step.LogPath = d.LogPath
@@ -281,6 +290,15 @@ func Apply(s *State, e Event) error {
 			step.ReportPath = strp(d.ReportPath)
 		}
 		s.Status = RunRunning
+	case EvSessionStarted:
+		if err := needStep(); err != nil {
+			return err
+		}
+		var d SessionStarted
+		if err := decode(&d); err != nil {
+			return err
+		}
+		step.PID = d.PID
 	case EvStepWaiting:
 		if err := needStep(); err != nil {
 			return err

@@ -49,6 +49,9 @@ type Runner struct {
 	// PollEvery is how often a waiting runner looks at control.json and
 	// manual input files; 0 means 250 ms.
 	PollEvery time.Duration
+	// KillOrphans, when set, kills what is left of the process group of
+	// a session whose runner died (proc.KillOrphans).
+	KillOrphans func(pgid int) bool
 	// Ask, when set, asks a person at the terminal to decide a human
 	// step; it blocks until they answer (ok false: no answer, e.g. end
 	// of input). Files written by flow approve work alongside it.
@@ -272,6 +275,15 @@ func (x *run) open() error {
 		x.emit(newEvent(now, EvRunCreated, "", rc))
 		if err := x.writeWorkflowJSON(); err != nil {
 			return err
+		}
+	}
+	// Sessions of a dead runner on this host may have left processes
+	// behind; they must not race the session that runs again.
+	if x.st.Runner != nil && x.st.Runner.Host == r.Host && r.KillOrphans != nil {
+		for _, id := range x.st.StepOrder {
+			if s := x.st.Steps[id]; s != nil && s.Status == Running && s.PID > 0 && r.KillOrphans(s.PID) {
+				x.printf("%s: killed processes left by the dead runner's session (group %d)\n", id, s.PID)
+			}
 		}
 	}
 	rs := RunnerStarted{PID: r.PID, Host: r.Host}

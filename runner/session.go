@@ -201,6 +201,7 @@ func (x *run) session(s *config.Step, e StartSession, sp proc.Spec, prompt strin
 	if err != nil {
 		return fail(fmt.Sprintf("start session: %v", err))
 	}
+	x.send(SessionPID{Step: s.ID, PID: sess.Pid()})
 	res := sess.Wait()
 	if live != nil {
 		live.Flush()

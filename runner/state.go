@@ -96,6 +96,8 @@ type StepState struct {
 	Verdict  string          `json:"verdict,omitempty"`
 	Signals  map[string]bool `json:"signals,omitempty"`
 	LogPath  string          `json:"log_path,omitempty"`
+	// PID is the process (and process group) of the running session.
+	PID int `json:"pid,omitempty"`
 	// GateFailed is true when the step's last completion failed its gate.
 	GateFailed bool `json:"gate_failed,omitempty"`
 	// Feedback is why a loop-back re-entered this step.

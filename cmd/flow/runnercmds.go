@@ -195,6 +195,8 @@ func (a *app) execute(cmd *cobra.Command, opts runner.Options, asJSON bool) erro
 		Host:    host,
 		PID:     os.Getpid(),
 		Alive:   runlock.ProcessAlive,
+		// Sessions of a dead runner may have left processes behind.
+		KillOrphans: proc.KillOrphans,
 	}
 	if !opts.NoWait && isTerminal(a.stdio.In) && isTerminal(out) {
 		k := &asker{in: bufio.NewReader(a.stdio.In), out: out}

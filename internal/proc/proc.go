@@ -309,3 +309,23 @@ func (o *outputWriter) lastOutput() time.Time {
 	defer o.mu.Unlock()
 	return o.last
 }
+
+// KillOrphans kills what is left of the process group of a session
+// whose runner died: the session's main process died with the runner
+// (its parent-death signal), but processes it started may live on in
+// its group. It does nothing unless the group still exists and its
+// leader does not — the kernel reuses no pid while a group still bears
+// it, so such a group can only be the session's orphans. It reports
+// whether it killed anything.
+func KillOrphans(pgid int) bool {
+	if pgid <= 1 {
+		return false
+	}
+	if err := syscall.Kill(pgid, 0); !errors.Is(err, syscall.ESRCH) && !zombie(pgid) {
+		return false // the leader lives (or cannot be asked about)
+	}
+	if syscall.Kill(-pgid, 0) != nil {
+		return false
+	}
+	return syscall.Kill(-pgid, syscall.SIGKILL) == nil
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -354,5 +355,25 @@ func TestEscapedProcessDoesNotHangWait(t *testing.T) {
 	}
 	if d := res.Ended.Sub(res.Started); d > 2*time.Second {
 		t.Errorf("Wait took %v despite an escaped process holding the pipe", d)
+	}
+}
+
+// TestKillOrphansSparesLiveLeader: a group whose leader still runs is
+// somebody's live session, not orphans; it is left alone.
+func TestKillOrphansSparesLiveLeader(t *testing.T) {
+	cmd := exec.Command("sleep", "5")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	if KillOrphans(cmd.Process.Pid) {
+		t.Fatal("killed the group of a live leader")
+	}
+	if err := syscall.Kill(cmd.Process.Pid, 0); err != nil {
+		t.Fatalf("leader gone: %v", err)
+	}
+	if KillOrphans(1) || KillOrphans(0) {
+		t.Error("KillOrphans accepted pid 0 or 1")
 	}
 }

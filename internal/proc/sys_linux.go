@@ -3,7 +3,10 @@
 package proc
 
 import (
+	"bytes"
+	"os"
 	"os/exec"
+	"strconv"
 	"syscall"
 	"unsafe"
 )
@@ -36,4 +39,16 @@ func waitExitedNoReap(pid int) {
 			return
 		}
 	}
+}
+
+// zombie reports whether pid has exited but not been reaped.
+func zombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses and
+	// may itself hold spaces or parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
 }
