@@ -111,8 +111,8 @@ func SetDesired(fsys afero.Fs, runDir string, desired ControlState, by, note str
 // lockFile takes an exclusive lock on path. On a real file system it
 // is an flock(2) on the file, which the kernel releases when the holder
 // dies, so a crash never leaves it held. Elsewhere (in-memory file
-// systems in tests) the lock is the file's existence, and a lock file
-// older than a second is taken to be left over from a crash.
+// systems in tests) the lock is a directory's existence, and one older
+// than a second is taken to be left over from a crash.
 func lockFile(fsys afero.Fs, path string) (func(), error) {
 	deadline := time.Now().Add(10 * time.Second)
 	f, err := fsys.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
@@ -133,11 +133,12 @@ func lockFile(fsys afero.Fs, path string) (func(), error) {
 		}
 	}
 	f.Close()
+	// Making a directory is atomic where creating a file exclusively may
+	// not be (afero's MemMapFs checks, then creates).
 	path += ".held"
 	for {
-		f, err := fsys.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		err := fsys.Mkdir(path, 0o755)
 		if err == nil {
-			f.Close()
 			return func() { _ = fsys.Remove(path) }, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {

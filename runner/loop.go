@@ -86,6 +86,9 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 		case <-done:
 			done = nil
 			x.interrupt = true
+			if x.core.running > 0 {
+				x.printf("stopping: the sessions in flight get SIGTERM and %s to end (interrupt again to stop at once)\n", x.r.KillGrace)
+			}
 			cancelSessions()
 			x.queue = append(x.queue, Interrupt{})
 		case <-heartbeat:

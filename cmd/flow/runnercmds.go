@@ -190,7 +190,9 @@ func (a *app) execute(cmd *cobra.Command, opts runner.Options, asJSON bool) erro
 		Clock:   clock.Real(),
 		Starter: proc.OS(),
 		Stdout:  out,
-		Live:    isTerminal(out),
+		// Session output is shown on a terminal, and in CI, where the
+		// job's log is what people read.
+		Live:    isTerminal(out) || a.getenv("CI") == "true",
 		Environ: os.Environ(),
 		Host:    host,
 		PID:     os.Getpid(),
