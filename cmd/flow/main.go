@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -14,15 +15,26 @@ func main() {
 
 // run is main without the exit, so that tests can register it as the
 // flow command of their scripts.
+//
+// The first SIGINT or SIGTERM stops a run gracefully (its sessions get
+// SIGTERM and 10 s); a second one ends flow at once. The sessions die
+// with it (their parent-death signal), and flow resume recovers the run
+// as after a crash.
 func run() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// The first signal stops the run gracefully (sessions get SIGTERM and
-	// 10 s); a second one, with the handler gone, ends flow at once. The
-	// sessions die with it, and flow resume recovers the run.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	go func() {
-		<-ctx.Done()
-		stop()
+		if _, ok := <-sigs; !ok {
+			return
+		}
+		cancel()
+		if _, ok := <-sigs; ok {
+			fmt.Fprintln(os.Stderr, "flow: interrupted again: stopping at once")
+			os.Exit(ExitInterrupted)
+		}
 	}()
 	return Run(ctx, os.Args[1:], Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
 }
