@@ -310,11 +310,7 @@ func (a *app) logsCmd() *cobra.Command {
 session runs.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, err := a.repoDir(repo)
-			if err != nil {
-				return err
-			}
-			ref, err := a.findRun(dir, args[:1])
+			dir, ref, err := a.openRun(repo, args[:1])
 			if err != nil {
 				return err
 			}
@@ -473,11 +469,7 @@ func (a *app) rejectCmd() *cobra.Command {
 }
 
 func (a *app) decide(repo string, args []string, in runner.HumanInput) error {
-	dir, err := a.repoDir(repo)
-	if err != nil {
-		return err
-	}
-	ref, err := a.findRun(dir, args[:1])
+	_, ref, err := a.openRun(repo, args[:1])
 	if err != nil {
 		return err
 	}
@@ -519,11 +511,7 @@ It writes desired_state in the run's control.json; the runner reads it between
 sessions and never interrupts one.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, err := a.repoDir(repo)
-			if err != nil {
-				return err
-			}
-			ref, err := a.findRun(dir, args)
+			_, ref, err := a.openRun(repo, args)
 			if err != nil {
 				return err
 			}

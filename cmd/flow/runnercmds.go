@@ -327,6 +327,17 @@ func (a *app) repoDir(flag string) (string, error) {
 	return abs, nil
 }
 
+// openRun returns the repository of --repo and the run named by args[0]
+// in it (the newest run when args is empty).
+func (a *app) openRun(repoFlag string, args []string) (string, runner.RunRef, error) {
+	dir, err := a.repoDir(repoFlag)
+	if err != nil {
+		return "", runner.RunRef{}, err
+	}
+	ref, err := a.findRun(dir, args)
+	return dir, ref, err
+}
+
 // findRun returns the run named by args[0], or the newest run.
 func (a *app) findRun(repo string, args []string) (runner.RunRef, error) {
 	id := ""
