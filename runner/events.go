@@ -38,7 +38,6 @@ const (
 	EvRunWaiting      = "run_waiting"
 	EvControl         = "control"
 	EvWarning         = "warning"
-	EvHeartbeat       = "heartbeat"
 )
 
 // RunCreated is the data of EvRunCreated.
@@ -229,10 +228,6 @@ func Apply(s *State, e Event) error {
 		}
 		if !s.Status.Terminal() {
 			s.Status = RunRunning
-		}
-	case EvHeartbeat:
-		if s.Runner != nil {
-			s.Runner.HeartbeatAt = &at
 		}
 	case EvWorkflowChanged:
 		var d WorkflowChanged

@@ -85,7 +85,6 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 			x.queue = append(x.queue, in)
 		case <-done:
 			done = nil
-			x.interrupt = true
 			if x.core.running > 0 {
 				x.printf("stopping: the sessions in flight get SIGTERM and %s to end (interrupt again to stop at once)\n", x.r.KillGrace)
 			}

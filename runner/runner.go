@@ -149,14 +149,13 @@ type run struct {
 	// runWide holds the steps whose expressions read steps.* or run.*.
 	runWide map[string]bool
 	// spec and digest are the workflow's canonical form and its digest.
-	spec      []byte
-	digest    string
-	sessions  sync.WaitGroup
-	awaiting  map[string]bool
-	environ   map[string]string
-	cleanupN  int
-	sessCtx   context.Context
-	interrupt bool
+	spec     []byte
+	digest   string
+	sessions sync.WaitGroup
+	awaiting map[string]bool
+	environ  map[string]string
+	cleanupN int
+	sessCtx  context.Context
 	// stopped is closed when the loop ends.
 	stopped chan struct{}
 	// pending are events applied to st but not yet appended.

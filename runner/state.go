@@ -104,8 +104,6 @@ type StepState struct {
 	Feedback *Feedback `json:"feedback,omitempty"`
 	// Human is the input a human gave this step.
 	Human *HumanInput `json:"human,omitempty"`
-	// Removed is true for a step the workflow no longer has.
-	Removed bool `json:"-"`
 }
 
 // Feedback is what a re-entered step learns about the gate failure that
