@@ -1,0 +1,252 @@
+package confine
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/afero"
+)
+
+// maxLinks bounds how many symlinks one resolution follows, as the
+// kernel's own limit (ELOOP) does.
+const maxLinks = 40
+
+// EscapeError says a path's real location lies outside every allowed
+// root.
+type EscapeError struct {
+	Path string
+	// Real is where the path leads once symlinks are resolved.
+	Real  string
+	Roots []string
+}
+
+func (e *EscapeError) Error() string {
+	if e.Real != "" && e.Real != filepath.Clean(e.Path) {
+		return fmt.Sprintf("%s resolves to %s, outside %s", e.Path, e.Real, strings.Join(e.Roots, " and "))
+	}
+	return fmt.Sprintf("%s is outside %s", e.Path, strings.Join(e.Roots, " and "))
+}
+
+// NotRegularError says a path names something other than a regular
+// file: a directory, a FIFO, a device or a socket.
+type NotRegularError struct {
+	Path string
+	Mode fs.FileMode
+}
+
+func (e *NotRegularError) Error() string {
+	return fmt.Sprintf("%s is %s, not a regular file", e.Path, describe(e.Mode))
+}
+
+func describe(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeDevice != 0, m&fs.ModeCharDevice != 0:
+		return "a device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeSymlink != 0:
+		return "a symlink"
+	}
+	return "not a regular file (" + m.Type().String() + ")"
+}
+
+// TooLargeError says a file is larger than the reader's limit.
+type TooLargeError struct {
+	Path  string
+	Limit int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("%s is larger than %s", e.Path, Size(e.Limit))
+}
+
+// Size formats a byte count the way flow's limits are written: 4 KiB,
+// 1 MiB, 64 MiB, or bytes when it is not a whole number of KiB.
+func Size(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// Resolve returns the real location of path (absolute, or relative to
+// the working directory) with every symlink resolved, and checks that
+// it lies inside one of roots (themselves resolved first). A path
+// whose tail does not exist resolves as far as it exists; the rest is
+// joined as written, so that a missing file inside a root is reported
+// by the caller's open as fs.ErrNotExist, while a missing file behind a
+// symlink that leaves the roots is an *EscapeError.
+func Resolve(fsys afero.Fs, path string, roots ...string) (string, error) {
+	real, err := realPath(fsys, path)
+	if err != nil {
+		return "", err
+	}
+	resolved := make([]string, 0, len(roots))
+	for _, r := range roots {
+		rr, err := realPath(fsys, r)
+		if err != nil {
+			return "", fmt.Errorf("resolve %s: %w", r, err)
+		}
+		if within(rr, real) {
+			return real, nil
+		}
+		resolved = append(resolved, r)
+	}
+	return "", &EscapeError{Path: path, Real: real, Roots: resolved}
+}
+
+// within reports whether p is root or lies below it; both are clean
+// absolute paths.
+func within(root, p string) bool {
+	if root == p || root == string(filepath.Separator) {
+		return true
+	}
+	return strings.HasPrefix(p, root+string(filepath.Separator))
+}
+
+// realPath resolves the symlinks of path through fsys, as
+// filepath.EvalSymlinks does through the os package, but stops without
+// error at the first component that does not exist.
+func realPath(fsys afero.Fs, path string) (string, error) {
+	abs := path
+	if !filepath.IsAbs(path) {
+		// Not filepath.Abs: it cleans "link/.." lexically, and the
+		// kernel resolves the link first.
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", fmt.Errorf("resolve %s: %w", path, err)
+		}
+		abs = wd + string(filepath.Separator) + path
+	}
+	lst, canLstat := fsys.(afero.Lstater)
+	rl, canRead := fsys.(afero.LinkReader)
+	if !canLstat || !canRead {
+		return filepath.Clean(abs), nil // no symlinks on this file system
+	}
+	done := string(filepath.Separator)
+	rest := strings.TrimPrefix(abs, done)
+	links := 0
+	for rest != "" {
+		var part string
+		part, rest, _ = strings.Cut(rest, string(filepath.Separator))
+		switch part {
+		case "", ".":
+			continue
+		case "..":
+			done = filepath.Dir(done)
+			continue
+		}
+		next := filepath.Join(done, part)
+		fi, lstatCalled, err := lst.LstatIfPossible(next)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return filepath.Join(next, rest), nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("resolve %s: %w", path, err)
+		}
+		if !lstatCalled || fi.Mode()&fs.ModeSymlink == 0 {
+			done = next
+			continue
+		}
+		links++
+		if links > maxLinks {
+			return "", fmt.Errorf("resolve %s: too many levels of symbolic links", path)
+		}
+		target, err := rl.ReadlinkIfPossible(next)
+		if err != nil {
+			return "", fmt.Errorf("resolve %s: %w", path, err)
+		}
+		if filepath.IsAbs(target) {
+			done = string(filepath.Separator)
+			target = strings.TrimPrefix(target, string(filepath.Separator))
+		}
+		if rest == "" {
+			rest = target
+		} else {
+			rest = target + string(filepath.Separator) + rest
+		}
+	}
+	return done, nil
+}
+
+// Open resolves path, checks it lies inside one of roots, and opens it
+// for reading without following a final symlink and without blocking.
+// The open file must be a regular file. The caller closes it.
+func Open(fsys afero.Fs, path string, roots ...string) (afero.File, error) {
+	real, err := Resolve(fsys, path, roots...)
+	if err != nil {
+		return nil, err
+	}
+	f, err := fsys.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, &NotRegularError{Path: path, Mode: fs.ModeSymlink}
+		}
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("stat %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		_ = f.Close()
+		return nil, &NotRegularError{Path: path, Mode: fi.Mode()}
+	}
+	return f, nil
+}
+
+// ReadFile reads the regular file at path, confined to roots, refusing
+// one larger than limit bytes with a *TooLargeError. It reads at most
+// limit+1 bytes, however large the file claims or grows to be.
+func ReadFile(fsys afero.Fs, path string, limit int64, roots ...string) ([]byte, error) {
+	f, err := Open(fsys, path, roots...)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > limit {
+		return nil, &TooLargeError{Path: path, Limit: limit}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, &TooLargeError{Path: path, Limit: limit}
+	}
+	return data, nil
+}
+
+// Exists reports whether path exists, confined to roots: a path that
+// escapes them is an error, not false. It follows no symlink out of
+// the roots and opens nothing, so it never blocks.
+func Exists(fsys afero.Fs, path string, roots ...string) (bool, error) {
+	real, err := Resolve(fsys, path, roots...)
+	if err != nil {
+		return false, err
+	}
+	_, err = fsys.Stat(real)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, nil
+}

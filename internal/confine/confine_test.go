@@ -1,0 +1,165 @@
+package confine
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/spf13/afero"
+)
+
+// tree makes a repository with a file, a subdirectory, a FIFO and
+// symlinks that stay inside or lead out, next to an outside directory.
+func tree(t *testing.T) (repo, outside string) {
+	t.Helper()
+	base := t.TempDir()
+	repo, outside = filepath.Join(base, "repo"), filepath.Join(base, "outside")
+	for _, d := range []string{filepath.Join(repo, "sub"), outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(p, s string) {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(repo, "a.txt"), "hello")
+	write(filepath.Join(repo, "sub", "b.txt"), "below")
+	write(filepath.Join(outside, "secret"), "s3cr3t")
+	links := map[string]string{
+		"link_out":      outside,
+		"link_secret":   filepath.Join(outside, "secret"),
+		"link_in":       "sub/b.txt",
+		"link_rel_out":  "../outside/secret",
+		"sub/link_up":   "../a.txt",
+		"link_zero":     "/dev/zero",
+		"link_loop":     "link_loop",
+		"link_dir_back": "sub/..",
+	}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(repo, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(repo, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return repo, outside
+}
+
+func TestReadFile(t *testing.T) {
+	repo, _ := tree(t)
+	fsys := afero.NewOsFs()
+	tests := []struct {
+		path string
+		want string
+		err  any // a pointer to the wanted error type, or fs.ErrNotExist
+	}{
+		{path: "a.txt", want: "hello"},
+		{path: "sub/b.txt", want: "below"},
+		{path: "link_in", want: "below"},
+		{path: "sub/link_up", want: "hello"},
+		{path: "link_dir_back/a.txt", want: "hello"},
+		{path: "link_out/secret", err: new(*EscapeError)},
+		{path: "link_secret", err: new(*EscapeError)},
+		{path: "link_rel_out", err: new(*EscapeError)},
+		{path: "../outside/secret", err: new(*EscapeError)},
+		{path: "link_zero", err: new(*EscapeError)},
+		{path: "fifo", err: new(*NotRegularError)},
+		{path: "sub", err: new(*NotRegularError)},
+		{path: "missing", err: fs.ErrNotExist},
+		{path: "link_out/missing", err: new(*EscapeError)},
+		{path: "link_loop", err: "loop"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			got, err := ReadFile(fsys, filepath.Join(repo, tt.path), 1<<20, repo)
+			switch want := tt.err.(type) {
+			case nil:
+				if err != nil || string(got) != tt.want {
+					t.Fatalf("ReadFile = %q, %v; want %q", got, err, tt.want)
+				}
+			case **EscapeError:
+				if !errors.As(err, want) {
+					t.Fatalf("ReadFile error = %v; want an EscapeError", err)
+				}
+			case **NotRegularError:
+				if !errors.As(err, want) {
+					t.Fatalf("ReadFile error = %v; want a NotRegularError", err)
+				}
+			case error:
+				if !errors.Is(err, want) {
+					t.Fatalf("ReadFile error = %v; want %v", err, want)
+				}
+			case string:
+				if err == nil {
+					t.Fatalf("ReadFile = %q; want an error", got)
+				}
+			}
+		})
+	}
+}
+
+func TestDeviceInsideRootIsRefused(t *testing.T) {
+	// /dev itself as the root: the link is inside, the device is not a
+	// regular file, and nothing is read from it.
+	_, err := ReadFile(afero.NewOsFs(), "/dev/zero", 10, "/dev")
+	var nr *NotRegularError
+	if !errors.As(err, &nr) {
+		t.Fatalf("ReadFile(/dev/zero) error = %v; want NotRegularError", err)
+	}
+}
+
+func TestTooLarge(t *testing.T) {
+	repo, _ := tree(t)
+	_, err := ReadFile(afero.NewOsFs(), filepath.Join(repo, "a.txt"), 4, repo)
+	var tl *TooLargeError
+	if !errors.As(err, &tl) || tl.Limit != 4 {
+		t.Fatalf("ReadFile error = %v; want TooLargeError at 4", err)
+	}
+	if _, err := ReadFile(afero.NewOsFs(), filepath.Join(repo, "a.txt"), 5, repo); err != nil {
+		t.Fatalf("a file of exactly the limit: %v", err)
+	}
+}
+
+func TestExists(t *testing.T) {
+	repo, _ := tree(t)
+	fsys := afero.NewOsFs()
+	for path, want := range map[string]bool{"a.txt": true, "missing": false, "sub": true, "fifo": true, "a.txt/x": false} {
+		got, err := Exists(fsys, filepath.Join(repo, path), repo)
+		if err != nil || got != want {
+			t.Errorf("Exists(%s) = %v, %v; want %v", path, got, err, want)
+		}
+	}
+	if _, err := Exists(fsys, filepath.Join(repo, "link_out", "secret"), repo); err == nil {
+		t.Error("Exists through a link out of the root: no error")
+	}
+}
+
+func TestMemMapFs(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	_ = afero.WriteFile(fsys, "/repo/a.txt", []byte("mem"), 0o644)
+	got, err := ReadFile(fsys, "/repo/a.txt", 10, "/repo")
+	if err != nil || string(got) != "mem" {
+		t.Fatalf("ReadFile = %q, %v", got, err)
+	}
+	var esc *EscapeError
+	if _, err := ReadFile(fsys, "/repo/../etc/passwd", 10, "/repo"); !errors.As(err, &esc) {
+		t.Fatalf("ReadFile outside on MemMapFs: %v", err)
+	}
+	if _, err := ReadFile(fsys, "/repo", 10, "/repo"); err == nil {
+		t.Fatal("ReadFile of a directory on MemMapFs: no error")
+	}
+}
+
+func TestSize(t *testing.T) {
+	for n, want := range map[int64]string{4096: "4 KiB", 1 << 20: "1 MiB", 64 << 20: "64 MiB", 100 << 10: "100 KiB", 1000: "1000 bytes", 16 << 20: "16 MiB"} {
+		if got := Size(n); got != want {
+			t.Errorf("Size(%d) = %q; want %q", n, got, want)
+		}
+	}
+}
