@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flow-run/flow/gates"
+	"github.com/flow-run/flow/internal/confine"
 	"github.com/spf13/afero"
 )
 
@@ -26,6 +27,7 @@ type builder struct {
 	raw   *rawWorkflow
 	fs    afero.Fs
 	dir   string // the directory of the workflow file
+	repo  string // the repository, or ""
 	d     *diags
 	scope gates.Scope
 	// comp compiles every expression and template of the workflow
@@ -36,8 +38,8 @@ type builder struct {
 	rawNeeds map[*Step][]str
 }
 
-func build(raw *rawWorkflow, fs afero.Fs, path string, d *diags) *Workflow {
-	b := &builder{raw: raw, fs: fs, dir: filepath.Dir(path), d: d, rawNeeds: map[*Step][]str{}}
+func build(raw *rawWorkflow, fs afero.Fs, path string, o Options, d *diags) *Workflow {
+	b := &builder{raw: raw, fs: fs, dir: filepath.Dir(path), repo: o.Repo, d: d, rawNeeds: map[*Step][]str{}}
 	w := &Workflow{
 		File:        path,
 		Source:      raw.src.data,
@@ -77,6 +79,7 @@ func build(raw *rawWorkflow, fs afero.Fs, path string, d *diags) *Workflow {
 	}
 	b.agents()
 	b.defaults()
+	b.secrets()
 	seen := map[string]bool{}
 	for _, rs := range raw.steps {
 		if s := b.step(rs, seen); s != nil {
@@ -132,6 +135,28 @@ func (b *builder) defaults() {
 		def.Agent, def.AgentPos = rd.agent.val, rd.agent.pos()
 		b.agentRef("defaults.agent", rd.agent)
 	}
+	def.Limits = Limits{
+		Prompt:  b.size("prompt_limit", rd.promptLimit, maxTextLimit),
+		Command: b.size("command_limit", rd.commandLimit, maxTextLimit),
+		Report:  b.size("report_limit", rd.reportLimit, maxTextLimit),
+		Log:     b.size("log_limit", rd.logLimit, maxLogLimit),
+	}
+}
+
+// secrets checks the names of the declared secrets.
+func (b *builder) secrets() {
+	seen := map[string]bool{}
+	for _, s := range b.raw.secrets {
+		switch {
+		case !envName.MatchString(s.val):
+			b.d.errorf(s.pos(), "secrets: %q is not a valid variable name (want letters, digits and _, not starting with a digit)", s.val)
+		case seen[s.val]:
+			b.d.errorf(s.pos(), "secrets: %q is declared twice", s.val)
+		default:
+			seen[s.val] = true
+			b.w.Secrets = append(b.w.Secrets, s.val)
+		}
+	}
 }
 
 func (b *builder) step(rs *rawStep, seen map[string]bool) *Step {
@@ -142,6 +167,8 @@ func (b *builder) step(rs *rawStep, seen map[string]bool) *Step {
 		b.d.errorf(rs.pos, "step: id is required")
 	case !namePattern.MatchString(rs.id.val):
 		b.d.errorf(rs.id.pos(), "step id %q: want lowercase letters, digits, _ and -, starting with a letter or digit", rs.id.val)
+	case len(rs.id.val) > MaxStepIDLen:
+		b.d.errorf(rs.id.pos(), "step id %q is %d characters long: a step id has at most %d, so that the file names made from it stay under 255 bytes", rs.id.val, len(rs.id.val), MaxStepIDLen)
 	case seen[rs.id.val]:
 		b.d.errorf(rs.id.pos(), "duplicate step id %q", rs.id.val)
 	}
@@ -260,14 +287,45 @@ func (b *builder) step(rs *rawStep, seen map[string]bool) *Step {
 	return s
 }
 
-// promptFile reads and compiles a prompt file, relative to the workflow.
+// promptFile reads and compiles a prompt file, relative to the
+// workflow. Its real path must lie inside the workflow's directory tree
+// or the repository; it must be a regular file no larger than the
+// prompt limit.
 func (b *builder) promptFile(pf str) *Template {
 	path := pf.val
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(b.dir, path)
 	}
-	data, err := afero.ReadFile(b.fs, path)
-	if err != nil {
+	roots := []string{b.dir}
+	if b.repo != "" {
+		roots = append(roots, b.repo)
+	}
+	limit := b.w.Limits().Prompt
+	data, err := confine.ReadFile(b.fs, path, limit, roots...)
+	var (
+		esc *confine.EscapeError
+		nr  *confine.NotRegularError
+		tl  *confine.TooLargeError
+	)
+	switch {
+	case errors.As(err, &esc):
+		where := "the workflow's directory"
+		if b.repo != "" {
+			where += " and the repository"
+		}
+		real := ""
+		if esc.Real != "" && esc.Real != filepath.Clean(pf.val) {
+			real = fmt.Sprintf(" (it resolves to %s)", esc.Real)
+		}
+		b.d.errorf(pf.pos(), "prompt_file: %s is outside %s%s; a prompt file must lie inside", pf.val, where, real)
+		return nil
+	case errors.As(err, &nr):
+		b.d.errorf(pf.pos(), "prompt_file: %s", nr)
+		return nil
+	case errors.As(err, &tl):
+		b.d.errorf(pf.pos(), "prompt_file: %s is larger than %s, the prompt limit", path, confine.Size(limit))
+		return nil
+	case err != nil:
 		b.d.errorf(pf.pos(), "prompt_file: read %s: %v", path, unwrapPathError(err))
 		return nil
 	}

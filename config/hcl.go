@@ -20,9 +20,9 @@ type hclDecoder struct {
 // The attributes and blocks of each HCL body; the attribute and block
 // names are the keys of the YAML form.
 var (
-	hclWorkflowAttrs = []string{"name", "description", "vars", "max_parallel"}
+	hclWorkflowAttrs = []string{"name", "description", "vars", "max_parallel", "secrets"}
 	hclWorkflowBlock = []string{"defaults", "agent", "step", "cleanup", "signals"}
-	hclDefaultsAttrs = []string{"max_attempts", "max_iterations", "timeout", "idle_timeout", "agent"}
+	hclDefaultsAttrs = []string{"max_attempts", "max_iterations", "timeout", "idle_timeout", "agent", "prompt_limit", "command_limit", "report_limit", "log_limit"}
 	hclStepAttrs     = []string{"run", "prompt", "prompt_file", "agent", "needs", "when", "loop_back_to", "max_attempts", "max_iterations", "retry_if", "timeout", "idle_timeout", "artifacts", "env"}
 	hclStepBlocks    = []string{"human", "gate", "retry"}
 )
@@ -43,6 +43,7 @@ func decodeHCL(src *source, d *diags) *rawWorkflow {
 	}
 	w := &rawWorkflow{src: src, name: str{sp: span{src: src}}}
 	once, defOnce := map[string]bool{}, map[string]bool{}
+	steps := 0
 	h.body(body, hclWorkflowAttrs, hclWorkflowBlock, func(a *hclsyntax.Attribute) {
 		switch a.Name {
 		case "name":
@@ -53,6 +54,12 @@ func decodeHCL(src *source, d *diags) *rawWorkflow {
 			w.vars = h.strMap(a.Name, a.Expr)
 		case "max_parallel":
 			w.maxParallel = h.str(a.Name, a.Expr)
+		case "secrets":
+			if _, ok := a.Expr.(*hclsyntax.TupleConsExpr); !ok {
+				h.d.errorf(h.pos(a.Expr.Range()), "secrets: want a list [\"NAME\", ...]")
+				return
+			}
+			w.secrets = h.list(a.Name, a.Expr)
 		}
 	}, func(b *hclsyntax.Block) {
 		switch b.Type {
@@ -72,6 +79,14 @@ func decodeHCL(src *source, d *diags) *rawWorkflow {
 					w.defaults.idleTimeout = h.str(a.Name, a.Expr)
 				case "agent":
 					w.defaults.agent = h.str(a.Name, a.Expr)
+				case "prompt_limit":
+					w.defaults.promptLimit = h.str(a.Name, a.Expr)
+				case "command_limit":
+					w.defaults.commandLimit = h.str(a.Name, a.Expr)
+				case "report_limit":
+					w.defaults.reportLimit = h.str(a.Name, a.Expr)
+				case "log_limit":
+					w.defaults.logLimit = h.str(a.Name, a.Expr)
 				}
 			}, func(b *hclsyntax.Block) {
 				if h.labels(b, 0) && !h.repeated(b, defOnce) {
@@ -93,7 +108,11 @@ func decodeHCL(src *source, d *diags) *rawWorkflow {
 			}, nil)
 			w.agents = append(w.agents, a)
 		case "step":
-			if h.labels(b, 1) {
+			// Past the cap, the rest of the steps are left undecoded.
+			if steps++; steps == MaxSteps+1 {
+				h.d.errorf(h.pos(b.TypeRange), "too many steps: a workflow has at most %d", MaxSteps)
+			}
+			if steps <= MaxSteps && h.labels(b, 1) {
 				w.steps = append(w.steps, h.step(b))
 			}
 		case "cleanup":

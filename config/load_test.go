@@ -333,31 +333,31 @@ func TestExprPositions(t *testing.T) {
 func TestPromptFile(t *testing.T) {
 	mem := afero.NewMemMapFs()
 	wf := "name: p\nagents:\n  coder: {run: cat}\ndefaults: {agent: coder}\nsteps:\n  - id: a\n    prompt_file: prompts/a.md\n"
-	_ = afero.WriteFile(mem, "dir/wf.yaml", []byte(wf), 0o644)
-	_ = afero.WriteFile(mem, "dir/prompts/a.md", []byte("Do the thing.\n\nUse {{ steps.a.output }} and\n  {{ steps.nope.output }}.\n"), 0o644)
-	_, err := config.Load(mem, "dir/wf.yaml")
+	_ = afero.WriteFile(mem, "/dir/wf.yaml", []byte(wf), 0o644)
+	_ = afero.WriteFile(mem, "/dir/prompts/a.md", []byte("Do the thing.\n\nUse {{ steps.a.output }} and\n  {{ steps.nope.output }}.\n"), 0o644)
+	_, err := config.Load(mem, "/dir/wf.yaml")
 	var ds config.Diagnostics
 	if !errors.As(err, &ds) || len(ds) != 1 {
 		t.Fatalf("got %v, want one diagnostic", err)
 	}
-	if got := ds[0].Pos; got != (config.Pos{File: filepath.Join("dir", "prompts", "a.md"), Line: 4, Col: 12}) {
+	if got := ds[0].Pos; got != (config.Pos{File: filepath.Join("/dir", "prompts", "a.md"), Line: 4, Col: 12}) {
 		t.Errorf("error in prompt file at %+v", got)
 	}
 
-	_ = afero.WriteFile(mem, "dir/prompts/a.md", []byte("Fix {{ vars.x }}"), 0o644)
-	_, err = config.Load(mem, "dir/wf.yaml")
+	_ = afero.WriteFile(mem, "/dir/prompts/a.md", []byte("Fix {{ vars.x }}"), 0o644)
+	_, err = config.Load(mem, "/dir/wf.yaml")
 	if !errors.As(err, &ds) || !strings.Contains(ds[0].Message, "unknown var") {
 		t.Fatalf("got %v", err)
 	}
-	_ = afero.WriteFile(mem, "dir/prompts/a.md", []byte("Fine."), 0o644)
-	w := load(t, mem, "dir/wf.yaml")
+	_ = afero.WriteFile(mem, "/dir/prompts/a.md", []byte("Fine."), 0o644)
+	w := load(t, mem, "/dir/wf.yaml")
 	if p := w.Step("a").Prompt; p.Src != "Fine." {
 		t.Errorf("prompt %q", p.Src)
 	}
 
-	_ = mem.Remove("dir/prompts/a.md")
-	_, err = config.Load(mem, "dir/wf.yaml")
-	if !errors.As(err, &ds) || ds[0].Pos.Line != 7 || ds[0].Pos.Col != 18 || !strings.Contains(ds[0].Message, "prompt_file: read dir/prompts/a.md") {
+	_ = mem.Remove("/dir/prompts/a.md")
+	_, err = config.Load(mem, "/dir/wf.yaml")
+	if !errors.As(err, &ds) || ds[0].Pos.Line != 7 || ds[0].Pos.Col != 18 || !strings.Contains(ds[0].Message, "prompt_file: read /dir/prompts/a.md") {
 		t.Fatalf("got %v", err)
 	}
 }

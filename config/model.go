@@ -39,6 +39,10 @@ type Workflow struct {
 	// Cleanup is the session that run_cleanup starts, or nil.
 	Cleanup *Cleanup
 	Signals Signals
+	// Secrets lists the environment variables the workflow declares
+	// secret, in file order; see IsSecretName for the names that are
+	// secret without being declared.
+	Secrets []string
 
 	// Pos is where the workflow's name is declared.
 	Pos Pos
@@ -57,6 +61,9 @@ type Defaults struct {
 	Agent         string
 	AgentPos      Pos
 	Retry         *Retry
+	// Limits holds the sizes the workflow sets; a zero field is not set.
+	// Workflow.Limits fills in the defaults.
+	Limits Limits
 }
 
 // Agent says how a session of an agent is started: Run is a shell

@@ -38,6 +38,7 @@ type rawWorkflow struct {
 	maxParallel str
 	cleanup     *rawCleanup
 	signals     rawSignals
+	secrets     []str
 }
 
 type rawDefaults struct {
@@ -47,6 +48,10 @@ type rawDefaults struct {
 	idleTimeout   str
 	agent         str
 	retry         *rawRetry
+	promptLimit   str
+	commandLimit  str
+	reportLimit   str
+	logLimit      str
 }
 
 type rawAgent struct {
@@ -118,8 +123,8 @@ type rawSignals struct {
 // The keys each part of a workflow may have, shared by both decoders and
 // checked against the JSON Schema by a test.
 var (
-	workflowKeys = []string{"name", "description", "vars", "defaults", "agents", "steps", "max_parallel", "cleanup", "signals"}
-	defaultsKeys = []string{"max_attempts", "max_iterations", "timeout", "idle_timeout", "agent", "retry"}
+	workflowKeys = []string{"name", "description", "vars", "defaults", "agents", "steps", "max_parallel", "cleanup", "signals", "secrets"}
+	defaultsKeys = []string{"max_attempts", "max_iterations", "timeout", "idle_timeout", "agent", "retry", "prompt_limit", "command_limit", "report_limit", "log_limit"}
 	agentKeys    = []string{"run", "env"}
 	stepKeys     = []string{"id", "run", "prompt", "prompt_file", "agent", "human", "needs", "when", "gate", "loop_back_to", "max_attempts", "max_iterations", "retry", "retry_if", "timeout", "idle_timeout", "artifacts", "env"}
 	gateKeys     = []string{"pass", "fail", "check", "loop_back_to", "max_iterations"}

@@ -22,6 +22,7 @@ type specWorkflow struct {
 	MaxParallel int                   `json:"max_parallel"`
 	Cleanup     *specCleanup          `json:"cleanup,omitempty"`
 	Signals     specSignals           `json:"signals"`
+	Secrets     []string              `json:"secrets,omitempty"`
 }
 
 type specDefaults struct {
@@ -31,6 +32,12 @@ type specDefaults struct {
 	IdleTimeout   string     `json:"idle_timeout,omitempty"`
 	Agent         string     `json:"agent,omitempty"`
 	Retry         *specRetry `json:"retry,omitempty"`
+	// The sizes are in bytes; they are left out when not set, so that
+	// the digest of a workflow that sets none is what it always was.
+	PromptLimit  int64 `json:"prompt_limit,omitempty"`
+	CommandLimit int64 `json:"command_limit,omitempty"`
+	ReportLimit  int64 `json:"report_limit,omitempty"`
+	LogLimit     int64 `json:"log_limit,omitempty"`
 }
 
 type specAgent struct {
@@ -139,11 +146,16 @@ func (w *Workflow) spec() *specWorkflow {
 			IdleTimeout:   specDuration(w.Defaults.IdleTimeout),
 			Agent:         w.Defaults.Agent,
 			Retry:         specRetryOf(w.Defaults.Retry),
+			PromptLimit:   w.Defaults.Limits.Prompt,
+			CommandLimit:  w.Defaults.Limits.Command,
+			ReportLimit:   w.Defaults.Limits.Report,
+			LogLimit:      w.Defaults.Limits.Log,
 		},
 		Agents:      map[string]*specAgent{},
 		Steps:       []*specStep{},
 		MaxParallel: w.MaxParallel,
 		Signals:     specSignals{w.Signals.Done, w.Signals.Pass, w.Signals.Fail},
+		Secrets:     w.Secrets,
 	}
 	if sw.Vars == nil {
 		sw.Vars = map[string]string{}

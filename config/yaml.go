@@ -1,8 +1,10 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"slices"
 	"strconv"
@@ -24,9 +26,20 @@ var yamlErrLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // not a YAML mapping at all.
 func decodeYAML(src *source, d *diags) *rawWorkflow {
 	y := &yamlDecoder{src: src, d: d}
+	dec := yaml.NewDecoder(bytes.NewReader(src.data))
 	var doc yaml.Node
-	if err := yaml.Unmarshal(src.data, &doc); err != nil {
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		y.syntaxError(err)
+		return nil
+	}
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		y.syntaxError(err)
+		return nil
+	default:
+		d.errorf(y.pos(&next), "a second YAML document: a workflow file holds one document (remove this ---)")
 		return nil
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
@@ -62,6 +75,14 @@ func decodeYAML(src *source, d *diags) *rawWorkflow {
 					w.defaults.agent = y.str(key, v)
 				case "retry":
 					w.defaults.retry = y.retry(v)
+				case "prompt_limit":
+					w.defaults.promptLimit = y.str(key, v)
+				case "command_limit":
+					w.defaults.commandLimit = y.str(key, v)
+				case "report_limit":
+					w.defaults.reportLimit = y.str(key, v)
+				case "log_limit":
+					w.defaults.logLimit = y.str(key, v)
 				}
 			})
 		case "agents":
@@ -78,10 +99,14 @@ func decodeYAML(src *source, d *diags) *rawWorkflow {
 				w.agents = append(w.agents, a)
 			})
 		case "steps":
-			y.list(v, key, func(n *yaml.Node) {
-				if s := y.step(n); s != nil {
-					w.steps = append(w.steps, s)
+			y.steps(w, v)
+		case "secrets":
+			w.secrets = []str{}
+			y.list(v, key, func(n *yaml.Node) bool {
+				if sv := y.str(key, n); sv.ok() {
+					w.secrets = append(w.secrets, sv)
 				}
+				return true
 			})
 		case "max_parallel":
 			w.maxParallel = y.str(key, v)
@@ -115,6 +140,22 @@ func decodeYAML(src *source, d *diags) *rawWorkflow {
 		w.name.sp = y.span(root)
 	}
 	return w
+}
+
+// steps decodes the steps, stopping with an error at the first one over
+// MaxSteps.
+func (y *yamlDecoder) steps(w *rawWorkflow, v *yaml.Node) {
+	count := 0
+	y.list(v, "steps", func(n *yaml.Node) bool {
+		if count++; count > MaxSteps {
+			y.d.errorf(y.pos(resolve(n)), "too many steps: a workflow has at most %d", MaxSteps)
+			return false
+		}
+		if s := y.step(n); s != nil {
+			w.steps = append(w.steps, s)
+		}
+		return true
+	})
 }
 
 func (y *yamlDecoder) step(n *yaml.Node) *rawStep {
@@ -162,10 +203,11 @@ func (y *yamlDecoder) step(n *yaml.Node) *rawStep {
 				}
 				return
 			}
-			y.list(v, key, func(n *yaml.Node) {
+			y.list(v, key, func(n *yaml.Node) bool {
 				if sv := y.str(key, n); sv.ok() {
 					s.needs = append(s.needs, sv)
 				}
+				return true
 			})
 		case "when":
 			s.when = y.str(key, v)
@@ -202,10 +244,11 @@ func (y *yamlDecoder) step(n *yaml.Node) *rawStep {
 			s.idleTimeout = y.str(key, v)
 		case "artifacts":
 			s.artifacts = []str{}
-			y.list(v, key, func(n *yaml.Node) {
+			y.list(v, key, func(n *yaml.Node) bool {
 				if sv := y.str(key, n); sv.ok() {
 					s.artifacts = append(s.artifacts, sv)
 				}
+				return true
 			})
 		case "env":
 			s.env = y.strMap(key, v)
@@ -261,8 +304,8 @@ func (y *yamlDecoder) mapping(n *yaml.Node, what string, keys []string, f func(k
 	}
 }
 
-// list calls f for each item of the sequence n.
-func (y *yamlDecoder) list(n *yaml.Node, what string, f func(n *yaml.Node)) {
+// list calls f for each item of the sequence n, until f returns false.
+func (y *yamlDecoder) list(n *yaml.Node, what string, f func(n *yaml.Node) bool) {
 	n = resolve(n)
 	if n.Kind != yaml.SequenceNode {
 		if isNull(n) {
@@ -272,7 +315,9 @@ func (y *yamlDecoder) list(n *yaml.Node, what string, f func(n *yaml.Node)) {
 		return
 	}
 	for _, item := range n.Content {
-		f(item)
+		if !f(item) {
+			return
+		}
 	}
 }
 
