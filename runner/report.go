@@ -6,11 +6,26 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/afero"
+
+	"github.com/flow-run/flow/internal/confine"
+)
+
+// Bounds on a report's entries: a report that breaks one is refused as
+// a whole, so that what it says is never silently cut.
+const (
+	// maxReportEntries bounds the metrics, the artifacts and the logs
+	// entries of a report, each.
+	maxReportEntries = 1000
+	// maxReportValue bounds each metric name and value, artifact, logs
+	// entry and the error string, in bytes.
+	maxReportValue = 4 << 10
 )
 
 // Report is a session's report file, read leniently: the
@@ -38,24 +53,83 @@ var statusWords = map[string]string{
 	"failed": "failed", "fail": "failed", "failure": "failed", "error": "failed", "errored": "failed",
 }
 
-// readReport reads the report at path. A missing file is (nil, nil).
-func readReport(fsys afero.Fs, path string) (*Report, error) {
-	b, err := afero.ReadFile(fsys, path)
+// readReport reads the report a session left at path. Only a regular
+// file whose real location (symlinks resolved) lies inside the run
+// directory runDir is read, without blocking and without reading more
+// than limit bytes: a session may leave a symlink to /dev/zero or to a
+// file outside the run, a FIFO, or a file of any size where its report
+// belongs. Each of those, and a report whose entries break the bounds
+// parseReport checks, is an error that names the report by its path in
+// the run directory. A missing file is (nil, nil).
+func readReport(fsys afero.Fs, path, runDir string, limit int64) (*Report, error) {
+	b, err := confine.ReadFile(fsys, path, limit, runDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
+	name := reportName(path, runDir)
 	if err != nil {
-		return nil, fmt.Errorf("read report %s: %w", path, err)
+		return nil, reportError(name, err)
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
-		return nil, fmt.Errorf("report %s is empty", path)
+		return nil, fmt.Errorf("report %s is empty", name)
 	}
 	return parseReport(b)
 }
 
+// reportName is path relative to the run directory when it lies
+// inside it (reports/<run>__<step>.json), else path as given.
+func reportName(path, runDir string) string {
+	rel, err := filepath.Rel(runDir, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return path
+	}
+	return rel
+}
+
+// reportError says why the report name could not be read. confine's
+// errors begin with the path they were given; the message is reworded
+// to begin with "report <name>" instead ("report reports/r__x.json is a
+// FIFO, not a regular file"), and the typed error stays in the chain
+// for errors.As.
+func reportError(name string, err error) error {
+	var path string
+	var nr *confine.NotRegularError
+	var tl *confine.TooLargeError
+	var esc *confine.EscapeError
+	switch {
+	case errors.As(err, &nr):
+		path = nr.Path
+	case errors.As(err, &tl):
+		path = tl.Path
+	case errors.As(err, &esc):
+		path = esc.Path
+	default:
+		return fmt.Errorf("read report %s: %w", name, err)
+	}
+	rest, ok := strings.CutPrefix(err.Error(), path)
+	if !ok {
+		return fmt.Errorf("read report %s: %w", name, err)
+	}
+	return &reportReadError{msg: "report " + name + rest, err: err}
+}
+
+// reportReadError is a report refused by confine, said in the report's
+// own terms.
+type reportReadError struct {
+	msg string
+	err error
+}
+
+func (e *reportReadError) Error() string { return e.msg }
+func (e *reportReadError) Unwrap() error { return e.err }
+
 // parseReport parses a report leniently: status words in any case and
 // with aliases, metric values of any JSON type stored as strings, logs
-// as a string or a list.
+// as a string or a list. It refuses a report with more than
+// maxReportEntries metrics, artifacts or logs entries, or a metric name
+// or value, artifact, logs entry or error longer than maxReportValue
+// bytes: those values go into events and run_state.json, whose size
+// must not be the session's to choose.
 func parseReport(b []byte) (*Report, error) {
 	var raw map[string]any
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -75,11 +149,26 @@ func parseReport(b []byte) (*Report, error) {
 		}
 		r.Status = norm
 	}
-	r.Artifacts = stringList(raw["artifacts"])
-	r.Logs = stringList(raw["logs"])
+	var err error
+	if r.Artifacts, err = boundedList("artifacts", raw["artifacts"]); err != nil {
+		return nil, err
+	}
+	if r.Logs, err = boundedList("logs", raw["logs"]); err != nil {
+		return nil, err
+	}
 	if m, ok := raw["metrics"].(map[string]any); ok {
+		if len(m) > maxReportEntries {
+			return nil, tooManyEntries("metrics", len(m))
+		}
 		for k, v := range m {
-			r.Metrics[k] = scalarString(v)
+			if len(k) > maxReportValue {
+				return nil, fmt.Errorf("report has a metric name (%s) longer than %s", excerpt(k), confine.Size(maxReportValue))
+			}
+			s := scalarString(v)
+			if len(s) > maxReportValue {
+				return nil, tooLong(metricKey(k), len(s))
+			}
+			r.Metrics[k] = s
 		}
 	}
 	switch g := raw["gate_failure"].(type) {
@@ -90,8 +179,66 @@ func parseReport(b []byte) (*Report, error) {
 	}
 	if e, ok := raw["error"]; ok && e != nil {
 		r.Error = scalarString(e)
+		if len(r.Error) > maxReportValue {
+			return nil, tooLong("error", len(r.Error))
+		}
 	}
 	return r, nil
+}
+
+// boundedList reads the list (or single string) under key with
+// stringList, refusing one with too many entries or too long an entry.
+func boundedList(key string, v any) ([]string, error) {
+	if l, ok := v.([]any); ok && len(l) > maxReportEntries {
+		return nil, tooManyEntries(key, len(l))
+	}
+	out := stringList(v)
+	for i, s := range out {
+		if len(s) > maxReportValue {
+			if _, one := v.(string); one {
+				return nil, tooLong(key, len(s))
+			}
+			return nil, tooLong(fmt.Sprintf("%s[%d]", key, i), len(s))
+		}
+	}
+	return out, nil
+}
+
+func tooManyEntries(key string, n int) error {
+	return fmt.Errorf("report %s has %d entries, more than the limit of %d", key, n, maxReportEntries)
+}
+
+func tooLong(key string, n int) error {
+	return fmt.Errorf("report %s is %d bytes, longer than the limit of %s", key, n, confine.Size(maxReportValue))
+}
+
+// metricKey names a metric in an error message: metrics.<name>, or
+// metrics[<quoted excerpt>] for a name that is not a plain word.
+func metricKey(k string) string {
+	plain := k != "" && len(k) <= 64
+	for _, c := range k {
+		if !(c == '_' || c == '-' || c == '.' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return "metrics." + k
+	}
+	return "metrics[" + excerpt(k) + "]"
+}
+
+// excerpt quotes s for an error message, cut to its first 64 bytes.
+func excerpt(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return strconv.Quote(s)
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "..."
 }
 
 // stringList reads a list of strings, or one string, from a JSON value.
