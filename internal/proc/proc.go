@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/spf13/afero"
 )
 
 // DefaultKillGrace is how long a session is given to exit after SIGTERM
@@ -17,7 +19,10 @@ import (
 const DefaultKillGrace = 10 * time.Second
 
 // drainTimeout bounds how long Wait keeps reading output after the
-// session's group was killed, in case an escaped process holds the pipe.
+// session's processes were ended, in case a process that could not be
+// recognised as the session's holds the pipe. It also bounds the grace
+// given to what is left of a session after its main process exited on
+// its own.
 const drainTimeout = time.Second
 
 // Spec describes a session to start.
@@ -27,6 +32,7 @@ type Spec struct {
 	// Dir is the working directory; empty means the runner's.
 	Dir string
 	// Env is the complete environment of the session; nil means empty.
+	// The session's marker (MarkerVar) is added to it.
 	Env []string
 	// Output receives stdout and stderr combined, in the order written.
 	// It may be nil. It is called from one goroutine at a time.
@@ -82,18 +88,29 @@ type Session interface {
 }
 
 // OS returns a Starter that runs sessions as operating system processes.
+//
+// On Linux it makes the calling process a child subreaper
+// (PR_SET_CHILD_SUBREAPER), for the life of the process: processes
+// orphaned inside its sessions — and inside anything else it starts —
+// are reparented to it instead of to init. Sessions' processes are
+// reaped when their session ends; other orphans that exit stay zombies
+// until the process exits. If the kernel refuses, sessions' escaped
+// processes are still found and killed, and init reaps them.
 func OS() Starter {
 	// Resolve the shell once rather than searching PATH per session.
 	sh, err := exec.LookPath("sh")
 	if err != nil {
 		sh = "sh"
 	}
-	return osStarter{drain: drainTimeout, sh: sh}
+	_ = enableSubreaper()
+	return osStarter{drain: drainTimeout, sh: sh, fs: afero.NewOsFs()}
 }
 
 type osStarter struct {
 	drain time.Duration
 	sh    string
+	// fs reads /proc, where a session's escaped processes are found.
+	fs afero.Fs
 }
 
 type stopReason int
@@ -110,6 +127,13 @@ type session struct {
 	spec    Spec
 	drain   time.Duration
 	started time.Time
+
+	fs    afero.Fs
+	token string // the session's marker
+	since uint64 // start time of the main process, in ticks since boot
+	// termAt is when stop sent SIGTERM; it is written before the main
+	// process is known to have exited and read after.
+	termAt time.Time
 
 	out *outputWriter
 
@@ -131,12 +155,10 @@ func (s osStarter) Start(ctx context.Context, spec Spec) (Session, error) {
 	if sh == "" {
 		sh = "sh"
 	}
+	token := newToken()
 	cmd := exec.Command(sh, "-c", spec.Command)
 	cmd.Dir = spec.Dir
-	cmd.Env = spec.Env
-	if cmd.Env == nil {
-		cmd.Env = []string{}
-	}
+	cmd.Env = withMarker(spec.Env, token)
 	cmd.Stdout = pw
 	cmd.Stderr = pw
 	cmd.SysProcAttr = sysProcAttr()
@@ -150,13 +172,22 @@ func (s osStarter) Start(ctx context.Context, spec Spec) (Session, error) {
 	if spec.KillGrace <= 0 {
 		spec.KillGrace = DefaultKillGrace
 	}
+	fsys := s.fs
+	if fsys == nil {
+		fsys = afero.NewOsFs()
+	}
 	ss := &session{
 		cmd:     cmd,
 		spec:    spec,
 		drain:   s.drain,
 		started: started,
-		out:     &outputWriter{w: spec.Output, last: started},
-		done:    make(chan struct{}),
+		fs:      fsys,
+		token:   token,
+		// The main process is unreaped until run reaps it: the pid is
+		// still its own.
+		since: startTime(fsys, cmd.Process.Pid),
+		out:   &outputWriter{w: spec.Output, last: started},
+		done:  make(chan struct{}),
 	}
 	go ss.run(ctx, pr)
 	return ss, nil
@@ -171,6 +202,19 @@ func (s *session) Wait() Result {
 
 func (s *session) LastOutput() time.Time { return s.out.lastOutput() }
 
+// Marker returns the session's token, which every process the session
+// starts inherits in MarkerVar.
+func (s *session) Marker() string { return s.token }
+
+// Marker returns the token that marks the processes of s (see
+// KillMarked), or "" if s is not a session started by OS.
+func Marker(s Session) string {
+	if m, ok := s.(interface{ Marker() string }); ok {
+		return m.Marker()
+	}
+	return ""
+}
+
 // run copies output, supervises the limits and records the result.
 func (s *session) run(ctx context.Context, pr *os.File) {
 	copied := make(chan struct{})
@@ -180,13 +224,15 @@ func (s *session) run(ctx context.Context, pr *os.File) {
 	}()
 
 	exited := make(chan struct{})
-	var waitErr error
+	var reap func() error
 	go func() {
 		defer close(exited)
-		waitErr = reap(s.cmd)
+		reap = awaitExit(s.cmd)
 	}()
 
 	reason := s.supervise(ctx, exited)
+	s.end(reason)
+	waitErr := reap()
 
 	select {
 	case <-copied:
@@ -213,6 +259,24 @@ func (s *session) run(ctx context.Context, pr *os.File) {
 	}
 	s.result = res
 	close(s.done)
+}
+
+// end ends what is left of the session once its main process has
+// exited, before the main process is reaped (on Linux), while its pid
+// still names the session's group.
+//
+// After a stop, the processes were sent SIGTERM with the group and have
+// what is left of KillGrace. After a normal exit they are sent SIGTERM
+// now and have the drain timeout (at most KillGrace): the session said
+// it was done, so what it left behind is stray, and it should cost no
+// more than the drain wait it would have held up before.
+func (s *session) end(reason stopReason) {
+	term := reason == notStopped
+	deadline := time.Now().Add(min(s.drain, s.spec.KillGrace))
+	if !term {
+		deadline = s.termAt.Add(s.spec.KillGrace)
+	}
+	endSession(s.fs, s.cmd.Process.Pid, s.token, s.since, term, deadline)
 }
 
 // supervise waits for the main process to exit, stopping the session
@@ -253,11 +317,14 @@ func (s *session) supervise(ctx context.Context, exited <-chan struct{}) stopRea
 	}
 }
 
-// stop sends SIGTERM to the group, waits up to KillGrace for the main
-// process to exit and then sends SIGKILL to the group.
+// stop sends SIGTERM to the group and to the session's processes that
+// left it, waits up to KillGrace for the main process to exit and then
+// sends SIGKILL to the group; end sees to the rest.
 func (s *session) stop(exited <-chan struct{}) {
 	pgid := s.cmd.Process.Pid
+	s.termAt = time.Now()
 	_ = signalGroup(pgid, syscall.SIGTERM)
+	termEscaped(s.fs, pgid, s.token, s.since)
 	grace := time.NewTimer(s.spec.KillGrace)
 	defer grace.Stop()
 	select {

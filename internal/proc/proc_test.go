@@ -122,7 +122,9 @@ func start(t *testing.T, ctx context.Context, spec Spec) Session {
 	if spec.Env == nil {
 		spec.Env = baseEnv
 	}
-	s, err := osStarter{drain: 300 * time.Millisecond}.Start(ctx, spec)
+	st := OS().(osStarter)
+	st.drain = 300 * time.Millisecond
+	s, err := st.Start(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
 	}

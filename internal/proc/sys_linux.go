@@ -17,14 +17,25 @@ func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 
-// reap waits for the main process to exit, kills what is left of its
-// group while the unreaped main process still holds the group id, and
-// then reaps it.
-func reap(cmd *exec.Cmd) error {
-	pid := cmd.Process.Pid
-	waitExitedNoReap(pid)
-	_ = signalGroup(pid, syscall.SIGKILL)
-	return cmd.Wait()
+// enableSubreaper makes the runner the child subreaper of its
+// descendants (PR_SET_CHILD_SUBREAPER): a process orphaned inside a
+// session is reparented to the runner rather than to init, which lets
+// the runner reap the session's escaped processes once it has killed
+// them. The setting is process-wide and inherited by no child.
+func enableSubreaper() error {
+	const prSetChildSubreaper = 36
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// awaitExit blocks until the main process has exited, leaving it
+// unreaped so that its process group id cannot be reused while what is
+// left of the session is ended, and returns the function that reaps it.
+func awaitExit(cmd *exec.Cmd) (reap func() error) {
+	waitExitedNoReap(cmd.Process.Pid)
+	return cmd.Wait
 }
 
 // waitExitedNoReap blocks until pid has exited, leaving it a zombie. On

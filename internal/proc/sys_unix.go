@@ -12,13 +12,16 @@ func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
 
-// reap waits for the main process and then kills what is left of its
-// group. Between the two the group id could in principle be reused; on
-// these systems there is no portable way to wait without reaping.
-func reap(cmd *exec.Cmd) error {
+// enableSubreaper does nothing: only Linux has child subreapers.
+func enableSubreaper() error { return nil }
+
+// awaitExit waits for the main process and returns its outcome. Between
+// this and the group kill that follows, the group id could in principle
+// be reused; on these systems there is no portable way to wait without
+// reaping.
+func awaitExit(cmd *exec.Cmd) (reap func() error) {
 	err := cmd.Wait()
-	_ = signalGroup(cmd.Process.Pid, syscall.SIGKILL)
-	return err
+	return func() error { return err }
 }
 
 // zombie reports whether pid has exited but not been reaped; without

@@ -1,0 +1,98 @@
+package proc
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"io"
+	"strings"
+)
+
+// MarkerVar is the environment variable that marks a session's
+// processes. Its value is a list of tokens separated by ':', one per
+// enclosing session: a session started from within another session
+// (flow running flow) appends its own token to the one it inherits, so
+// that both sessions recognise the process as theirs.
+const MarkerVar = "FLOW_SESSION_ID"
+
+// markerEntryCap bounds the length of an environment entry that is
+// examined for a marker; a longer entry cannot be a marker of any
+// sensible nesting depth and is skipped.
+const markerEntryCap = 64 << 10
+
+// newToken returns a fresh session token: random, and free of ':' and
+// of bytes that the environment cannot hold.
+func newToken() string { return rand.Text() }
+
+// withMarker returns a copy of env in which MarkerVar lists token after
+// whatever MarkerVar values env already holds. Duplicate MarkerVar
+// entries are merged into one: a shell keeps only one of them when it
+// passes its environment on, so a token in the other would be lost.
+func withMarker(env []string, token string) []string {
+	out := make([]string, 0, len(env)+1)
+	var tokens []string
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, MarkerVar+"="); ok {
+			if v != "" {
+				tokens = append(tokens, v)
+			}
+			continue
+		}
+		out = append(out, e)
+	}
+	tokens = append(tokens, token)
+	return append(out, MarkerVar+"="+strings.Join(tokens, ":"))
+}
+
+// hasMarker reports whether the NUL-separated environment read from r
+// (the format of /proc/PID/environ) carries token in a MarkerVar entry.
+// It reads r to the end at most once and never holds more than
+// markerEntryCap bytes of it.
+func hasMarker(r io.Reader, token string) bool {
+	if token == "" {
+		return false
+	}
+	br := bufio.NewReaderSize(r, markerEntryCap)
+	for {
+		entry, err := br.ReadSlice(0)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = br.ReadSlice(0)
+			}
+			if err != nil {
+				return false
+			}
+			continue
+		}
+		if entryHasToken(bytes.TrimSuffix(entry, []byte{0}), token) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+	}
+}
+
+// entryHasToken reports whether one environment entry is a MarkerVar
+// entry whose list holds token.
+func entryHasToken(entry []byte, token string) bool {
+	v, ok := bytes.CutPrefix(entry, []byte(MarkerVar+"="))
+	if !ok {
+		return false
+	}
+	for len(v) > 0 {
+		var t []byte
+		t, v, _ = bytes.Cut(v, []byte{':'})
+		if string(t) == token {
+			return true
+		}
+	}
+	return false
+}
+
+// validToken reports whether token could have been made by newToken,
+// or is at least one that no list could match by accident.
+func validToken(token string) bool {
+	return token != "" && !strings.ContainsAny(token, ":=\x00")
+}
