@@ -28,8 +28,8 @@ func seedFuzz(f *testing.F, ext string) {
 // diagnostics that are all positioned in a file.
 func checkLoad(t *testing.T, format string, data []byte) {
 	mem := afero.NewMemMapFs()
-	_ = afero.WriteFile(mem, "prompts/coding.md", []byte("Code {{ vars.feature }}."), 0o644)
-	w, err := config.Parse(mem, "wf."+format, format, data)
+	_ = afero.WriteFile(mem, "/prompts/coding.md", []byte("Code {{ vars.feature }}."), 0o644)
+	w, err := config.Parse(mem, "/wf."+format, format, data)
 	if err == nil {
 		if len(w.Order()) != len(w.Steps) {
 			t.Fatalf("Order() has %d steps, want %d", len(w.Order()), len(w.Steps))
