@@ -38,34 +38,94 @@ func (t *tailBuffer) String() string { return string(t.buf) }
 // of several sessions on one terminal. A mutex shared by all of them
 // keeps lines whole.
 type prefixWriter struct {
-	mu      *sync.Mutex
-	w       io.Writer
-	prefix  []byte
+	mu     *sync.Mutex
+	w      io.Writer
+	prefix []byte
+	// partial is the unfinished last line. It never holds a newline, so
+	// each write looks for newlines in its own bytes only, and a line
+	// costs time in proportion to its length however many writes bring
+	// it.
 	partial []byte
+	// out gathers the lines of one write, to write them at once.
+	out bytes.Buffer
 }
+
+// longLine is the length of an unfinished line above which it is
+// written from where it is rather than copied, and not kept for reuse.
+const longLine = 64 << 10
 
 func (p *prefixWriter) Write(b []byte) (int, error) {
 	n := len(b)
-	p.partial = append(p.partial, b...)
-	var out bytes.Buffer
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		p.partial = append(p.partial, b...)
+		return n, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.out.Reset()
+	if len(p.partial) > longLine {
+		// A long line goes out from where it is; the lock keeps it whole.
+		if err := p.writeLine(p.partial, b[:i+1]); err != nil {
+			p.dropPartial()
+			return n, err
+		}
+	} else {
+		p.out.Write(p.prefix)
+		p.out.Write(p.partial)
+		p.out.Write(b[:i+1])
+	}
+	p.dropPartial()
+	b = b[i+1:]
 	for {
-		i := bytes.IndexByte(p.partial, '\n')
+		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
 			break
 		}
-		out.Write(p.prefix)
-		out.Write(p.partial[:i+1])
-		p.partial = p.partial[i+1:]
+		p.out.Write(p.prefix)
+		p.out.Write(b[:i+1])
+		b = b[i+1:]
 	}
-	if out.Len() > 0 {
-		p.mu.Lock()
-		_, err := p.w.Write(out.Bytes())
-		p.mu.Unlock()
-		if err != nil {
-			return n, err
+	p.partial = append(p.partial, b...)
+	if p.out.Len() == 0 {
+		return n, nil
+	}
+	_, err := p.w.Write(p.out.Bytes())
+	if p.out.Cap() > longLine {
+		p.out = bytes.Buffer{} // do not hold on to a burst's copy
+	}
+	return n, err
+}
+
+// writeLine writes the prefix, then head and rest as one line: in one
+// write, or, for a long head, in three rather than through a copy. The
+// caller holds the lock.
+func (p *prefixWriter) writeLine(head, rest []byte) error {
+	if len(head) <= longLine {
+		p.out.Reset()
+		p.out.Write(p.prefix)
+		p.out.Write(head)
+		p.out.Write(rest)
+		_, err := p.w.Write(p.out.Bytes())
+		p.out.Reset()
+		return err
+	}
+	for _, s := range [][]byte{p.prefix, head, rest} {
+		if _, err := p.w.Write(s); err != nil {
+			return err
 		}
 	}
-	return n, nil
+	return nil
+}
+
+// dropPartial empties the unfinished line, letting go of the memory of
+// a long one.
+func (p *prefixWriter) dropPartial() {
+	if cap(p.partial) > longLine {
+		p.partial = nil
+		return
+	}
+	p.partial = p.partial[:0]
 }
 
 // Flush writes a last line without a newline.
@@ -74,9 +134,9 @@ func (p *prefixWriter) Flush() {
 		return
 	}
 	p.mu.Lock()
-	p.w.Write(append(append(append([]byte{}, p.prefix...), p.partial...), '\n'))
+	_ = p.writeLine(p.partial, []byte{'\n'})
 	p.mu.Unlock()
-	p.partial = nil
+	p.dropPartial()
 }
 
 // lockedWriter serializes writes from the session's output copier and
