@@ -128,12 +128,13 @@ func (c *Compiler) Compile(src string, kind Kind) (*Program, error) {
 	if refs.err != nil {
 		return nil, refs.err
 	}
-	// The patchers only rewrite + and calls of guarded builtins, both
-	// of which the reference check records as useBudget; running them
-	// with nothing to rewrite would cost two more passes of the type
-	// checker.
+	// Calls of guarded builtins get the budget as first argument, and
+	// the patchers only rewrite +; the reference check records both as
+	// useBudget. Running the patchers with nothing to rewrite would
+	// cost two more passes of the type checker.
 	c.cfg.Visitors = nil
 	if refs.use&useBudget != 0 {
+		addBudgetArgs(&tree.Node)
 		c.cfg.Visitors = c.patchers
 	}
 	if _, err := new(checker.Checker).PatchAndCheck(tree, c.cfg); err != nil {
