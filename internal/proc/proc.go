@@ -131,9 +131,10 @@ type session struct {
 	fs    afero.Fs
 	token string // the session's marker
 	since uint64 // start time of the main process, in ticks since boot
-	// termAt is when stop sent SIGTERM; it is written before the main
-	// process is known to have exited and read after.
+	// termAt is when stop sent SIGTERM, and termed what it found of
+	// the session outside its group; both are used by end.
 	termAt time.Time
+	termed *sweep
 
 	out *outputWriter
 
@@ -276,7 +277,7 @@ func (s *session) end(reason stopReason) {
 	if !term {
 		deadline = s.termAt.Add(s.spec.KillGrace)
 	}
-	endSession(s.fs, s.cmd.Process.Pid, s.token, s.since, term, deadline)
+	endSession(s.fs, s.cmd.Process.Pid, s.token, s.since, term, deadline, s.termed)
 }
 
 // supervise waits for the main process to exit, stopping the session
@@ -324,7 +325,7 @@ func (s *session) stop(exited <-chan struct{}) {
 	pgid := s.cmd.Process.Pid
 	s.termAt = time.Now()
 	_ = signalGroup(pgid, syscall.SIGTERM)
-	termEscaped(s.fs, pgid, s.token, s.since)
+	s.termed = termEscaped(s.fs, pgid, s.token, s.since)
 	grace := time.NewTimer(s.spec.KillGrace)
 	defer grace.Stop()
 	select {

@@ -276,11 +276,20 @@ func (w *sweep) kill() int {
 // carries token. With term, each gets SIGTERM first; either way they
 // have until deadline to exit before they get SIGKILL. The runner's
 // own children among them are reaped.
-func endSession(fsys afero.Fs, pgid int, token string, since uint64, term bool, deadline time.Time) {
-	w := newSweep(fsys, pgid, token, since)
+//
+// prior, if not nil, is the sweep with which termEscaped stopped the
+// session: the processes it found are still recognised if they have
+// exited since, when their environment can no longer be read, and are
+// reaped. endSession closes it.
+func endSession(fsys afero.Fs, pgid int, token string, since uint64, term bool, deadline time.Time, prior *sweep) {
+	w := prior
+	if w == nil {
+		w = newSweep(fsys, pgid, token, since)
+	}
+	w.outsideGroup = false
 	w.reap = true
 	defer w.close()
-	if w.scan() == 0 {
+	if w.scan() == 0 && len(w.members) == 0 {
 		_ = signalGroup(pgid, syscall.SIGKILL)
 		return
 	}
@@ -293,13 +302,14 @@ func endSession(fsys afero.Fs, pgid int, token string, since uint64, term bool, 
 
 // termEscaped sends SIGTERM to the processes of a running session that
 // carry its token but have left its group, pgid (which the caller
-// signals itself).
-func termEscaped(fsys afero.Fs, pgid int, token string, since uint64) {
+// signals itself). It returns the sweep, holding what it found, for
+// endSession.
+func termEscaped(fsys afero.Fs, pgid int, token string, since uint64) *sweep {
 	w := newSweep(fsys, pgid, token, since)
 	w.outsideGroup = true
-	defer w.close()
 	w.scan()
 	w.signal(syscall.SIGTERM)
+	return w
 }
 
 // KillMarked sends SIGKILL to every process whose environment carries

@@ -12,13 +12,16 @@ import (
 // endSession kills what is left of the session's group. Without /proc
 // there is no marker to look for, so a process that left the group
 // escapes.
-func endSession(_ afero.Fs, pgid int, _ string, _ uint64, _ bool, _ time.Time) {
+func endSession(_ afero.Fs, pgid int, _ string, _ uint64, _ bool, _ time.Time, _ *sweep) {
 	_ = signalGroup(pgid, syscall.SIGKILL)
 }
 
+// sweep would hold the processes found of a session.
+type sweep struct{}
+
 // termEscaped does nothing: without /proc the session's escaped
 // processes cannot be found.
-func termEscaped(afero.Fs, int, string, uint64) {}
+func termEscaped(afero.Fs, int, string, uint64) *sweep { return nil }
 
 // KillMarked kills nothing and returns 0: without /proc the processes
 // that carry a marker cannot be found.

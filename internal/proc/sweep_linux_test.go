@@ -1,0 +1,478 @@
+//go:build linux
+
+package proc
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spf13/afero"
+)
+
+// The tests below start processes that announce themselves by writing
+// their pid ($$) to $PIDFILE and then exec a sleep of a duration used by
+// no other test, so that a leftover is recognisable.
+
+// untilPidfile waits, in a session's shell, for the pid file to be
+// written.
+const untilPidfile = `until [ -s "$PIDFILE" ]; do sleep 0.01; done`
+
+// child returns a command for $CHILD: announce, then exec sleep secs.
+func child(secs int) string {
+	return `echo $$ >"$PIDFILE"; exec sleep ` + strconv.Itoa(secs)
+}
+
+// pidFrom polls until path holds a pid.
+func pidFrom(t *testing.T, path string) int {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, err := os.ReadFile(path)
+		if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && perr == nil && pid > 1 {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pid in %s", path)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// sleeping reports whether pid is a live (not zombie) "sleep secs".
+func sleeping(pid, secs int) bool {
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil || string(cmdline) != "sleep\x00"+strconv.Itoa(secs)+"\x00" {
+		return false
+	}
+	st, ok := readStat(afero.NewOsFs(), pid)
+	return ok && st.state != 'Z' && st.state != 'X'
+}
+
+// killLeftover kills pid at the end of the test if it is still the
+// sleep the test started, so that a failing test leaves nothing behind.
+func killLeftover(t *testing.T, pid, secs int) {
+	t.Cleanup(func() {
+		if sleeping(pid, secs) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+}
+
+// assertEnded checks that the sleep pid is gone, and not left a zombie
+// child of this process: the session's end must reap what it killed.
+func assertEnded(t *testing.T, pid, secs int) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		st, ok := readStat(afero.NewOsFs(), pid)
+		switch {
+		case !ok || st.ppid != os.Getpid():
+			if sleeping(pid, secs) {
+				break // alive, under another parent
+			}
+			return
+		case st.state != 'Z' && st.state != 'X':
+			// Alive, our child.
+		default:
+			// A zombie child of ours: reaped at once or never.
+			t.Errorf("process %d is left a zombie child of the runner", pid)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("process %d (sleep %d) outlived its session", pid, secs)
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// sessionEnv is the environment of a test session.
+func sessionEnv(pidfile, childCmd string, extra ...string) []string {
+	return append([]string{"PATH=" + os.Getenv("PATH"), "PIDFILE=" + pidfile, "CHILD=" + childCmd}, extra...)
+}
+
+func TestEscapedProcessesEnd(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	if _, err := exec.LookPath("nohup"); err != nil {
+		t.Skip("no nohup")
+	}
+	const detached = ` >/dev/null 2>&1 </dev/null`
+	tests := []struct {
+		name    string
+		secs    int
+		child   string // defaults to child(secs)
+		command string
+		spec    Spec
+		cancel  bool // cancel once the pid file is written and "ready" printed
+		check   func(t *testing.T, res Result, dir string)
+	}{
+		{
+			name:    "setsid, the reported case",
+			secs:    1001,
+			command: `setsid sh -c "$CHILD"` + detached + ` & ` + untilPidfile,
+		},
+		{
+			name:    "setsid holding the output pipe",
+			secs:    1002,
+			command: `setsid sh -c "$CHILD" & ` + untilPidfile,
+			check: func(t *testing.T, res Result, _ string) {
+				if d := res.Ended.Sub(res.Started); d > 2*time.Second {
+					t.Errorf("Wait took %v", d)
+				}
+			},
+		},
+		{
+			name:    "double fork",
+			secs:    1003,
+			command: `(sh -c "$CHILD" &) & ` + untilPidfile,
+		},
+		{
+			name:    "nohup",
+			secs:    1004,
+			command: `nohup sh -c "$CHILD"` + detached + ` & ` + untilPidfile,
+		},
+		{
+			name:    "setsid daemon double forked, ignoring SIGTERM",
+			secs:    1005,
+			child:   `trap "" TERM; ` + child(1005),
+			command: `setsid sh -c '(sh -c "$CHILD" &)'` + detached + ` & ` + untilPidfile + `; exit 3`,
+			check: func(t *testing.T, res Result, _ string) {
+				if res.ExitCode != 3 {
+					t.Errorf("ExitCode = %d, want 3", res.ExitCode)
+				}
+				// The test's drain timeout is the grace after a normal exit.
+				if d := res.Ended.Sub(res.Started); d < 300*time.Millisecond || d > 5*time.Second {
+					t.Errorf("Wait took %v, want about the 300ms grace", d)
+				}
+			},
+		},
+		{
+			name:    "interrupt reaches a daemon with SIGTERM",
+			secs:    1006,
+			child:   `trap 'echo bye >"$PIDFILE.bye"; exit 0' TERM; echo $$ >"$PIDFILE"; i=0; while [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done`,
+			command: `setsid sh -c "$CHILD"` + detached + ` & ` + untilPidfile + `; echo ready; sleep 1006`,
+			spec:    Spec{KillGrace: 5 * time.Second},
+			cancel:  true,
+			check: func(t *testing.T, res Result, dir string) {
+				if !res.Interrupted {
+					t.Errorf("result %+v, want Interrupted", res)
+				}
+				if _, err := os.Stat(filepath.Join(dir, "pid.bye")); err != nil {
+					t.Errorf("the daemon's TERM trap did not run: %v", err)
+				}
+			},
+		},
+		{
+			name:    "interrupt kills a daemon ignoring SIGTERM",
+			secs:    1007,
+			child:   `trap "" TERM; ` + child(1007),
+			command: `setsid sh -c "$CHILD"` + detached + ` & ` + untilPidfile + `; echo ready; sleep 1007`,
+			spec:    Spec{KillGrace: 200 * time.Millisecond},
+			cancel:  true,
+			check: func(t *testing.T, res Result, _ string) {
+				if d := res.Ended.Sub(res.Started); d > 5*time.Second {
+					t.Errorf("Wait took %v, want about the 200ms grace", d)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			pidfile := filepath.Join(dir, "pid")
+			childCmd := tt.child
+			if childCmd == "" {
+				childCmd = child(tt.secs)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			spec := tt.spec
+			spec.Command = tt.command
+			spec.Env = sessionEnv(pidfile, childCmd)
+			var out syncBuffer
+			spec.Output = &out
+			s := start(t, ctx, spec)
+			if tt.cancel {
+				out.waitFor(t, "ready\n")
+				cancel()
+			}
+			res := s.Wait()
+			if res.Err != nil {
+				t.Fatalf("Err = %v", res.Err)
+			}
+			pid := pidFrom(t, pidfile)
+			killLeftover(t, pid, tt.secs)
+			if tt.check != nil {
+				tt.check(t, res, dir)
+			}
+			assertEnded(t, pid, tt.secs)
+			assertGone(t, -s.Pid())
+		})
+	}
+}
+
+// TestSessionsEndOnlyTheirOwn runs two sessions at once, each with a
+// daemon that left its group: ending one leaves the other's alone.
+func TestSessionsEndOnlyTheirOwn(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	tests := []struct {
+		name      string
+		interrupt bool // end the first session by cancelling it
+	}{
+		{"first exits", false},
+		{"first interrupted", true},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			secsA, secsB := 1011+2*i, 1012+2*i
+			dir := t.TempDir()
+			pidA, pidB := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+			stopFile := filepath.Join(dir, "stop")
+			// Both stay until told: B until the stop file exists, A
+			// until it exists too or is cancelled.
+			hold := `setsid sh -c "$CHILD" >/dev/null 2>&1 </dev/null & ` + untilPidfile +
+				`; echo ready; until [ -e "$STOP" ]; do sleep 0.01; done`
+			ctxA, cancelA := context.WithCancel(context.Background())
+			defer cancelA()
+			var outA, outB syncBuffer
+			a := start(t, ctxA, Spec{Command: hold, Output: &outA, KillGrace: time.Second,
+				Env: sessionEnv(pidA, child(secsA), "STOP="+filepath.Join(dir, "stop-a"))})
+			b := start(t, context.Background(), Spec{Command: hold, Output: &outB,
+				Env: sessionEnv(pidB, child(secsB), "STOP="+stopFile)})
+			outA.waitFor(t, "ready\n")
+			outB.waitFor(t, "ready\n")
+			daemonA, daemonB := pidFrom(t, pidA), pidFrom(t, pidB)
+			killLeftover(t, daemonA, secsA)
+			killLeftover(t, daemonB, secsB)
+
+			if tt.interrupt {
+				cancelA()
+			} else if err := os.WriteFile(filepath.Join(dir, "stop-a"), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			a.Wait()
+			assertEnded(t, daemonA, secsA)
+			if !sleeping(daemonB, secsB) {
+				t.Fatalf("ending session A ended session B's daemon %d", daemonB)
+			}
+			if err := syscall.Kill(b.Pid(), 0); err != nil {
+				t.Fatalf("ending session A ended session B's main process: %v", err)
+			}
+
+			if err := os.WriteFile(stopFile, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if res := b.Wait(); res.ExitCode != 0 {
+				t.Errorf("session B: %+v", res)
+			}
+			assertEnded(t, daemonB, secsB)
+		})
+	}
+}
+
+// TestUnrelatedProcessesUntouched: processes the runner started itself
+// — even after the session started, even in their own session, even
+// marked by another session — survive a session's end, and their exit
+// statuses stay theirs.
+func TestUnrelatedProcessesUntouched(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	dir := t.TempDir()
+	pidfile, stopFile := filepath.Join(dir, "pid"), filepath.Join(dir, "stop")
+	var out syncBuffer
+	s := start(t, context.Background(), Spec{
+		Command: `setsid sh -c "$CHILD" >/dev/null 2>&1 </dev/null & ` + untilPidfile +
+			`; echo ready; until [ -e "$STOP" ]; do sleep 0.01; done`,
+		Env:    sessionEnv(pidfile, child(1021), "STOP="+stopFile),
+		Output: &out,
+	})
+	out.waitFor(t, "ready\n")
+	daemon := pidFrom(t, pidfile)
+	killLeftover(t, daemon, 1021)
+
+	// Started after the session, so that their start time does not
+	// rule them out.
+	plain := exec.Command("sleep", "1022")
+	ownSession := exec.Command("sleep", "1023")
+	ownSession.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	otherMarker := exec.Command("sleep", "1024")
+	otherMarker.Env = withMarker(nil, newToken())
+	// An exited child not yet waited for: a sweep that reaped whatever
+	// exited would take its status.
+	exited := exec.Command("sh", "-c", "exit 7")
+	unrelated := []*exec.Cmd{plain, ownSession, otherMarker, exited}
+	for _, c := range unrelated {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer c.Process.Kill()
+	}
+	waitZombie(t, exited.Process.Pid)
+
+	if err := os.WriteFile(stopFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.Wait()
+	assertEnded(t, daemon, 1021)
+
+	for i, c := range unrelated[:3] {
+		if !sleeping(c.Process.Pid, 1022+i) {
+			t.Errorf("%v was touched by the session's end", c.Args)
+		}
+		_ = c.Process.Signal(syscall.SIGTERM)
+		err := c.Wait()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
+			t.Errorf("%v: Wait = %v, want killed by our SIGTERM", c.Args, err)
+		}
+	}
+	if err := exited.Wait(); exited.ProcessState == nil || exited.ProcessState.ExitCode() != 7 {
+		t.Errorf("exit 7: Wait = %v, state %v: its status was taken", err, exited.ProcessState)
+	}
+}
+
+// waitZombie polls until pid has exited, unreaped.
+func waitZombie(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if st, ok := readStat(afero.NewOsFs(), pid); ok && st.state == 'Z' {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d never exited", pid)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestExitStatusesNotStolen ends sessions with escaped processes while
+// the runner starts and waits for children of its own.
+func TestExitStatusesNotStolen(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	done := make(chan struct{})
+	errs := make(chan error, 1)
+	go func() {
+		defer close(errs)
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			c := exec.Command("sh", "-c", "sleep 0.0"+strconv.Itoa(i%5)+"; exit 7")
+			if err := c.Start(); err != nil {
+				errs <- err
+				return
+			}
+			_ = c.Wait()
+			if c.ProcessState.ExitCode() != 7 {
+				errs <- errors.New("an unrelated child's exit status was taken: " + c.ProcessState.String())
+				return
+			}
+		}
+	}()
+	dir := t.TempDir()
+	for i := range 6 {
+		pidfile := filepath.Join(dir, strconv.Itoa(i))
+		s := start(t, context.Background(), Spec{
+			Command: `setsid sh -c "$CHILD" >/dev/null 2>&1 </dev/null & (sleep 0.01 &) & ` + untilPidfile,
+			Env:     sessionEnv(pidfile, child(1031+i)),
+		})
+		s.Wait()
+		pid := pidFrom(t, pidfile)
+		killLeftover(t, pid, 1031+i)
+		assertEnded(t, pid, 1031+i)
+	}
+	close(done)
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestKillMarked plays a runner taking over a dead runner's run: the
+// processes left by the dead runner's session carry its marker and are
+// killed; others are not.
+func TestKillMarked(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	OS() // the runner is a subreaper, as in production
+	dir := t.TempDir()
+	token := newToken()
+	orphan := func(name string, secs int, env ...string) int {
+		pidfile := filepath.Join(dir, name)
+		c := exec.Command("sh", "-c", `setsid sh -c "$CHILD" >/dev/null 2>&1 </dev/null & `+untilPidfile)
+		c.Env = sessionEnv(pidfile, child(secs), env...)
+		if err := c.Run(); err != nil {
+			t.Fatal(err)
+		}
+		pid := pidFrom(t, pidfile)
+		killLeftover(t, pid, secs)
+		return pid
+	}
+	marked := orphan("marked", 1041, withMarker(nil, token)...)
+	nested := orphan("nested", 1042, withMarker(withMarker(nil, token), newToken())...)
+	other := orphan("other", 1043, withMarker(nil, newToken())...)
+
+	for _, bad := range []string{"", token + ":x", "x=" + token} {
+		if n := KillMarked(bad); n != 0 {
+			t.Errorf("KillMarked(%q) = %d, want 0", bad, n)
+		}
+	}
+	if n := KillMarked(token); n != 2 {
+		t.Errorf("KillMarked = %d, want 2", n)
+	}
+	assertGone(t, marked, nested)
+	if !sleeping(other, 1043) {
+		t.Errorf("KillMarked killed another session's process")
+	}
+	// They were reparented to this process, which reaps its own.
+	for _, pid := range []int{marked, nested} {
+		var ws syscall.WaitStatus
+		_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+	}
+	if n := KillMarked(token); n != 0 {
+		t.Errorf("second KillMarked = %d, want 0", n)
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	tail := " 0 0 0 0 0 0 0 0 0 0 0 20 0 1 0 987654 0 0\n"
+	tests := []struct {
+		name string
+		stat string
+		want procStat
+		ok   bool
+	}{
+		{"plain", "42 (sleep) S 7 42 42" + tail, procStat{'S', 7, 42, 987654}, true},
+		{"name with parentheses and spaces", "42 (a) b (c) Z 1 9 9" + tail, procStat{'Z', 1, 9, 987654}, true},
+		{"truncated", "42 (sleep) S 7 42", procStat{}, false},
+		{"no name", "42 sleep S 7 42 42" + tail, procStat{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := parseStat([]byte(tt.stat))
+			if ok != tt.ok || got != tt.want {
+				t.Errorf("parseStat = %+v, %v; want %+v, %v", got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
