@@ -50,10 +50,16 @@ func withMarker(env []string, token string) []string {
 // It reads r to the end at most once and never holds more than
 // markerEntryCap bytes of it.
 func hasMarker(r io.Reader, token string) bool {
+	return hasMarkerBuffered(bufio.NewReaderSize(r, markerEntryCap), token)
+}
+
+// hasMarkerBuffered is hasMarker reading through br, which a caller
+// that reads many environments reuses; its size bounds the entries
+// examined.
+func hasMarkerBuffered(br *bufio.Reader, token string) bool {
 	if token == "" {
 		return false
 	}
-	br := bufio.NewReaderSize(r, markerEntryCap)
 	for {
 		entry, err := br.ReadSlice(0)
 		if errors.Is(err, bufio.ErrBufferFull) {

@@ -3,6 +3,7 @@
 package proc
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"io"
@@ -64,6 +65,8 @@ type sweep struct {
 	reap bool
 
 	members map[int]*member
+	// buf reads environments, one after the other.
+	buf *bufio.Reader
 }
 
 // member is a process found to belong to the session.
@@ -157,7 +160,7 @@ func (w *sweep) belongs(pid int, st procStat) bool {
 	if st.start < w.since || st.state == 'Z' || st.state == 'X' {
 		return false // a zombie's environment is gone
 	}
-	return environHas(w.fs, pid, w.token)
+	return w.environHas(pid)
 }
 
 // signal sends sig to every member that has not exited; it returns how
@@ -374,16 +377,22 @@ func parseStat(b []byte) (procStat, bool) {
 	return procStat{state: f[0][0], ppid: ppid, pgrp: pgrp, start: start}, true
 }
 
-// environHas reports whether the environment of pid carries token.
-// A process whose environment cannot be read (another user's, or one
-// made non-dumpable) is not recognised.
-func environHas(fsys afero.Fs, pid int, token string) bool {
-	f, err := confine.Open(fsys, "/proc/"+strconv.Itoa(pid)+"/environ", "/proc")
+// environHas reports whether the environment of pid carries the
+// sweep's token. A process whose environment cannot be read (another
+// user's, or one made non-dumpable) is not recognised.
+func (w *sweep) environHas(pid int) bool {
+	f, err := confine.Open(w.fs, "/proc/"+strconv.Itoa(pid)+"/environ", "/proc")
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	return hasMarker(io.LimitReader(f, environCap), token)
+	r := io.LimitReader(f, environCap)
+	if w.buf == nil {
+		w.buf = bufio.NewReaderSize(r, markerEntryCap)
+	} else {
+		w.buf.Reset(r)
+	}
+	return hasMarkerBuffered(w.buf, w.token)
 }
 
 func pidfdOpen(pid int) (int, error) {

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/spf13/afero"
 )
@@ -472,6 +473,40 @@ func TestParseStat(t *testing.T) {
 			got, ok := parseStat([]byte(tt.stat))
 			if ok != tt.ok || got != tt.want {
 				t.Errorf("parseStat = %+v, %v; want %+v, %v", got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+func TestOSMakesTheRunnerASubreaper(t *testing.T) {
+	OS()
+	const prGetChildSubreaper = 37
+	var on int32
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prGetChildSubreaper, uintptr(unsafe.Pointer(&on)), 0); errno != 0 {
+		t.Skipf("prctl: %v", errno)
+	}
+	if on != 1 {
+		t.Error("the runner is not a child subreaper after OS()")
+	}
+}
+
+// BenchmarkEndSession measures the end of a session that left nothing
+// behind: one walk of /proc, reading the environment of every process
+// (as KillMarked does) or only of processes started after the session.
+func BenchmarkEndSession(b *testing.B) {
+	fsys := afero.NewOsFs()
+	token := newToken()
+	now := startTime(fsys, os.Getpid()) + 1
+	for _, bb := range []struct {
+		name  string
+		since uint64
+	}{{"every environment", 0}, {"recent processes", now}} {
+		b.Run(bb.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				w := newSweep(fsys, 0, token, bb.since)
+				w.scan()
+				w.close()
 			}
 		})
 	}
