@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/redact"
 )
 
 // Core is flow's decision core: given the run state and an input (a
@@ -46,6 +48,10 @@ type Core struct {
 	candidates []bool
 	ncand      int
 	running    int
+	// redact hides secret values in the data of every event the core
+	// emits, before the event is applied: the state, built from the
+	// events, never holds them either. It is a pure string replacement.
+	redact *redact.Redactor
 }
 
 // ControlState is a desired or current state of control.json.
@@ -108,6 +114,10 @@ type WhenResult struct {
 	Reason string
 	// AutoApprove is true for a human step whose auto_approve is true.
 	AutoApprove bool
+	// Err is set when when or auto_approve could not be evaluated: the
+	// step FAILS with it. An expression that errs never skips a step
+	// and never approves one.
+	Err string
 }
 
 // SessionDone reports the end of a step's session and, when it
@@ -229,11 +239,11 @@ func (Finish) isEffect()       {}
 // before the runner took it.
 const AlreadyEnded = "the run had already ended"
 
-// Exit codes the core finishes with.
+// Exit codes the core finishes with, as ints for the record.
 const (
-	exitFailed      = 1
-	exitBudget      = 5
-	exitInterrupted = 130
+	exitFailed      = int(ExitFailed)
+	exitBudget      = int(ExitBudget)
+	exitInterrupted = int(ExitInterrupted)
 )
 
 // Decision is what Decide returns: the events it applied to the state
@@ -267,6 +277,7 @@ type decider struct {
 
 func (x *decider) emit(typ, step string, data any) {
 	e := newEvent(x.at, typ, step, data)
+	e.Data = x.c.redact.Bytes(e.Data)
 	wasRunning := false
 	if s := x.st.Steps[step]; s != nil {
 		wasRunning = s.Status == Running
@@ -375,6 +386,12 @@ func (c *Core) whenResult(x *decider, in WhenResult) {
 	if s == nil || s.Status != Pending {
 		return
 	}
+	if in.Err != "" {
+		msg := shorten(in.Err)
+		x.emit(EvStepFailed, in.Step, Outcome{Attempt: s.Attempts, Error: msg})
+		c.fail(exitFailed, fmt.Sprintf("step %s failed: %s", in.Step, msg))
+		return
+	}
 	if !in.Run {
 		x.emit(EvStepSkipped, in.Step, Skip{Reason: in.Reason})
 		return
@@ -396,6 +413,7 @@ func (c *Core) sessionDone(x *decider, in SessionDone) {
 		x.effect(SetControl{Desired: Pause, Current: Pause, Note: "run_once session finished"})
 	}
 	o := in.Outcome
+	o.Error = shorten(o.Error)
 	switch {
 	case in.Interrupted:
 		x.emit(EvStepInterrupted, in.Step, nil)
@@ -417,7 +435,7 @@ func (c *Core) sessionDone(x *decider, in SessionDone) {
 		x.emit(EvStepFailed, in.Step, o)
 		c.fail(exitFailed, fmt.Sprintf("step %s failed: %s", in.Step, o.Error))
 	case in.GateFailed:
-		c.gateFailure(x, in.Step, in.GateReason, o)
+		c.gateFailure(x, in.Step, shorten(in.GateReason), o)
 	default:
 		x.emit(EvStepCompleted, in.Step, o)
 	}
@@ -709,4 +727,27 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// MaxExcerpt bounds the text of an error or reason kept in an event
+// (DESIGN §10): a longer one keeps its head and tail around a marker,
+// so that no rendered value, output or report is ever copied whole
+// into the record.
+const MaxExcerpt = 4 << 10
+
+// shorten returns s, or its first and last parts around a marker when
+// it is longer than MaxExcerpt. It cuts at rune boundaries.
+func shorten(s string) string {
+	if len(s) <= MaxExcerpt {
+		return s
+	}
+	const keep = MaxExcerpt/2 - 64
+	h, t := keep, len(s)-keep
+	for h > 0 && !utf8.RuneStart(s[h]) {
+		h--
+	}
+	for t < len(s) && !utf8.RuneStart(s[t]) {
+		t++
+	}
+	return fmt.Sprintf("%s [... %d bytes cut ...] %s", s[:h], t-h, s[t:])
 }

@@ -421,7 +421,7 @@ func Apply(s *State, e Event) error {
 		s.ExitCode = d.ExitCode
 	case EvRunInterrupted:
 		s.Status = RunInterrupted
-		s.ExitCode = 130
+		s.ExitCode = int(ExitInterrupted)
 	case EvRunPaused:
 		s.Status = RunPaused
 	case EvRunWaiting:

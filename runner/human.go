@@ -1,10 +1,12 @@
 package runner
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -12,7 +14,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/gates"
-	"github.com/flow-run/flow/internal/atomicfile"
+	"github.com/flow-run/flow/internal/confine"
 )
 
 // checkHuman reads the manual input file of a waiting step. It returns
@@ -51,17 +53,27 @@ func (x *run) checkHuman(id string) (in *HumanInput, timedOut bool, err error) {
 	return nil, false, nil
 }
 
-// ReadManualInput reads a manual input file: nil when there is none yet.
+// ReadManualInput reads a manual input file: nil when there is none
+// yet. A file that is empty or ends before its JSON does is one being
+// written (flow approve creates it, then writes it): it is not there
+// yet either.
 func ReadManualInput(fsys afero.Fs, path string) (*HumanInput, error) {
-	b, err := afero.ReadFile(fsys, path)
+	b, err := confine.ReadFile(fsys, path, maxManualInput, filepath.Dir(path))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read manual input %s: %w", path, err)
 	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, nil
+	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(b, &raw); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) && syn.Offset >= int64(len(bytes.TrimRight(b, " \t\r\n"))) {
+			return nil, nil // cut short: still being written
+		}
 		return nil, fmt.Errorf("manual input %s is not a JSON object: %w", path, err)
 	}
 	if _, ok := raw["approved"]; !ok {
@@ -74,43 +86,177 @@ func ReadManualInput(fsys afero.Fs, path string) (*HumanInput, error) {
 	return &in, nil
 }
 
-// Decide records a human's decision for a step waiting in a run:
-// what flow approve and flow reject do. It writes the manual input file
-// atomically. Deciding again the same way is a no-op; deciding a step
-// that is not waiting is an error that says what the step is doing.
-func Decide(fsys afero.Fs, runDir, step string, in HumanInput, now time.Time) error {
+// maxManualInput caps a manual input file: a decision and its inputs,
+// not a data file.
+const maxManualInput = 1 << 20
+
+// Decided says how Decide ended when it did not record a new decision:
+// the same decision had already been made (by whoever is named in it).
+type Decided struct {
+	// Already is the decision that was there, identical to the one
+	// asked for.
+	Already HumanInput
+}
+
+// Decide records a human's decision for a step waiting in a run: what
+// flow approve and flow reject do. Exactly one decision wins per wait:
+// the manual input file is created exclusively, and every other caller
+// gets an ExitRefused error saying what was decided, by whom and when.
+// Asking for the decision already made (same approval, input and
+// reason) is not an error: Decide returns it as Decided.Already.
+// Deciding a step that is not waiting is an ExitRefused error that says
+// what the step is doing.
+func Decide(fsys afero.Fs, runDir, step string, in HumanInput, now time.Time) (*Decided, error) {
 	st, _, err := LoadState(fsys, runDir, false, now)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s := st.Steps[step]
 	if s == nil {
-		return fmt.Errorf("run %s has no step %q", st.RunID, step)
+		return nil, Usage("run %s has no step %q", st.RunID, step)
+	}
+	if s.Status != WaitingOnHuman {
+		return decidedAlready(st.RunID, step, s, in)
 	}
 	path := filepath.Join(st.ManualInputsDir, st.RunID+"__"+step+".json")
 	if s.ManualInputPath != nil {
 		path = *s.ManualInputPath
 	}
-	prev, _ := ReadManualInput(fsys, path)
-	if s.Status != WaitingOnHuman {
-		if (prev != nil && prev.Approved == in.Approved) || (s.Human != nil && s.Human.Approved == in.Approved) {
-			return nil // already decided the same way
-		}
-		return fmt.Errorf("step %s of run %s is %s, not waiting on a human", step, st.RunID, s.Status)
-	}
-	if decidedBefore(prev, s) {
-		prev = nil
-	}
-	if prev != nil {
-		if prev.Approved == in.Approved {
-			return nil
-		}
-		return fmt.Errorf("step %s of run %s was already %s by %s; the runner has not read it yet", step, st.RunID, verb(prev.Approved), prev.By)
-	}
 	if in.At == "" {
 		in.At = Time{Time: now.UTC()}.String()
 	}
-	return writeManualInput(fsys, path, in)
+	if prev, _ := ReadManualInput(fsys, path); prev != nil && decidedBefore(prev, s) {
+		// The decision of an earlier wait, left by a runner that died
+		// before moving it aside: it does not decide this wait.
+		if err := fsys.Rename(path, staleDecisionPath(path, now)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("move aside the decision of an earlier wait: %w", err)
+		}
+	}
+	err = createManualInput(fsys, path, in)
+	if errors.Is(err, fs.ErrExist) {
+		prev := awaitManualInput(fsys, path)
+		if prev == nil {
+			return nil, Refused("step %s of run %s is being decided by someone else; see flow status %s", step, st.RunID, st.RunID)
+		}
+		if sameDecision(*prev, in) {
+			return &Decided{Already: *prev}, nil
+		}
+		return nil, Refused("step %s of run %s was already %s; the runner has not recorded it yet", step, st.RunID, describeDecision(*prev))
+	}
+	if err != nil {
+		return nil, err
+	}
+	// The runner may have recorded another decision (and moved its file
+	// aside) between the state read above and the create: then the file
+	// just made decides nothing, and must not stay to decide a later
+	// wait.
+	after, _, err := LoadState(fsys, runDir, false, now)
+	if err != nil {
+		return nil, err
+	}
+	if as := after.Steps[step]; as != nil && (as.Status != WaitingOnHuman || !sameTime(as.StartedAt, s.StartedAt)) {
+		_ = fsys.Remove(path)
+		return decidedAlready(st.RunID, step, as, in)
+	}
+	return nil, nil
+}
+
+// decidedAlready is Decide's answer for a step that no longer waits.
+func decidedAlready(runID, step string, s *StepState, in HumanInput) (*Decided, error) {
+	if s.Human != nil && s.Status != Pending && s.Status != Running {
+		if sameDecision(*s.Human, in) {
+			return &Decided{Already: *s.Human}, nil
+		}
+		return nil, Refused("step %s of run %s was already %s; it is %s", step, runID, describeDecision(*s.Human), s.Status)
+	}
+	return nil, Refused("step %s of run %s is %s, not waiting on a human", step, runID, s.Status)
+}
+
+// sameDecision reports whether two decisions say the same thing:
+// approval, input and reason (who and when may differ).
+func sameDecision(a, b HumanInput) bool {
+	if a.Approved != b.Approved || a.Reason != b.Reason {
+		return false
+	}
+	if len(a.Input) == 0 && len(b.Input) == 0 {
+		return true
+	}
+	ja, erra := json.Marshal(a.Input)
+	jb, errb := json.Marshal(b.Input)
+	return erra == nil && errb == nil && bytes.Equal(ja, jb)
+}
+
+// describeDecision says what a decision was, by whom and when:
+// "approved by alice at 2025-01-15T14:30:00.123456Z".
+func describeDecision(in HumanInput) string {
+	s := verb(in.Approved)
+	if in.By != "" {
+		s += " by " + in.By
+	}
+	if in.At != "" {
+		s += " at " + in.At
+	}
+	if in.Reason != "" {
+		s += fmt.Sprintf(" (%s)", in.Reason)
+	}
+	return s
+}
+
+func sameTime(a, b *Time) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(b.Time)
+}
+
+// staleDecisionPath is where a decision of an earlier wait is moved.
+func staleDecisionPath(path string, now time.Time) string {
+	return strings.TrimSuffix(path, ".json") + ".stale-" + now.UTC().Format("20060102T150405.000000Z") + ".json"
+}
+
+// createManualInput writes a decision to a manual input file that must
+// not exist yet (fs.ErrExist otherwise): creating it is what makes a
+// decision win. The file is synced before it is closed.
+func createManualInput(fsys afero.Fs, path string, in HumanInput) error {
+	b, err := json.MarshalIndent(in, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := fsys.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("write manual input: %w", err)
+	}
+	f, err := fsys.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		return fmt.Errorf("write manual input: %w", err)
+	}
+	_, err = f.Write(append(b, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = fsys.Remove(path)
+		return fmt.Errorf("write manual input: %w", err)
+	}
+	return nil
+}
+
+// awaitManualInput reads a manual input file that another caller has
+// just created, giving it up to a second to be written in full.
+func awaitManualInput(fsys afero.Fs, path string) *HumanInput {
+	for range 50 {
+		in, err := ReadManualInput(fsys, path)
+		if in != nil || err != nil {
+			return in
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
 }
 
 // decidedBefore reports whether in is the decision of an earlier wait of
@@ -151,23 +297,10 @@ func (x *run) ask(e AwaitHuman, msg string) {
 		if in.At == "" {
 			in.At = Time{Time: now().UTC()}.String()
 		}
-		_ = writeManualInput(fsys, e.ManualInputPath, in)
+		if err := createManualInput(fsys, e.ManualInputPath, in); errors.Is(err, fs.ErrExist) {
+			x.printf("%s: already decided elsewhere; your answer was not recorded\n", e.Step)
+		}
 	}()
-}
-
-// writeManualInput writes a manual input file atomically.
-func writeManualInput(fsys afero.Fs, path string, in HumanInput) error {
-	b, err := json.MarshalIndent(in, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := fsys.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("write manual input: %w", err)
-	}
-	if err := atomicfile.WriteFile(fsys, path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write manual input: %w", err)
-	}
-	return nil
 }
 
 // humanMessage renders the message of a human step.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/internal/eventlog"
 	"github.com/flow-run/flow/internal/proc"
+	"github.com/flow-run/flow/internal/redact"
 	"github.com/flow-run/flow/internal/runlock"
 )
 
@@ -59,6 +61,10 @@ type Runner struct {
 	// KillGrace is how long a session gets between SIGTERM and SIGKILL;
 	// 0 means 10 s.
 	KillGrace time.Duration
+	// TempDir is where a prompt holding a secret is handed to its
+	// session, in a private file removed when the session ends; ""
+	// means os.TempDir().
+	TempDir string
 }
 
 // Options says which run to run and how.
@@ -95,8 +101,8 @@ type Result struct {
 
 // Exit codes beyond the core's.
 const (
-	exitHuman  = 3
-	exitPaused = 4
+	exitHuman  = int(ExitHuman)
+	exitPaused = int(ExitPaused)
 )
 
 func (r *Runner) defaults() {
@@ -120,6 +126,9 @@ func (r *Runner) defaults() {
 	}
 	if r.Alive == nil {
 		r.Alive = runlock.ProcessAlive
+	}
+	if r.TempDir == "" {
+		r.TempDir = os.TempDir()
 	}
 }
 
@@ -165,6 +174,11 @@ type run struct {
 	// warned remembers the last warning per waiting step, so that a bad
 	// manual input file is reported once, not on every poll.
 	warned map[string]string
+	// limits are the workflow's size limits, defaults filled in.
+	limits config.Limits
+	// redact hides the values of the secrets in everything the run
+	// writes or prints (nil when there are none).
+	redact *redact.Redactor
 }
 
 // Run runs (or resumes) a run until it ends, waits on a human with
@@ -177,6 +191,8 @@ func (r *Runner) Run(ctx context.Context, opts Options) (res Result, err error) 
 		outputs: map[string]string{}, reports: map[string]map[string]any{}, awaiting: map[string]bool{}, warned: map[string]string{},
 		environ: environMap(r.Environ)}
 	x.keepOut, x.runWide = sourceRefs(x.wf)
+	x.limits = x.wf.Limits()
+	x.redact = Secrets(x.wf, r.Environ)
 	x.spec, x.digest = x.wf.SpecDigest()
 	if err := x.open(); err != nil {
 		return Result{}, err
@@ -206,6 +222,9 @@ func (x *run) open() error {
 	if runID == "" {
 		runID = NewRunID(now)
 	}
+	if err := CheckRunID(runID); err != nil {
+		return err
+	}
 	x.dir = RunDir(opts.Repo, runID)
 	exists, err := runBegun(fsys, filepath.Join(x.dir, EventsFile))
 	if err != nil {
@@ -215,7 +234,7 @@ func (x *run) open() error {
 		return fmt.Errorf("resume run %s: %w", runID, ErrNoRun)
 	}
 	if !opts.Resume && exists {
-		return fmt.Errorf("run %s already exists in %s; use flow resume %s, or another --run-id", runID, x.dir, runID)
+		return Usage("run %s already exists in %s; use flow resume %s, or another --run-id", runID, x.dir, runID)
 	}
 	// manual_inputs/ and logs/ are made when first written to.
 	for _, d := range []string{x.dir, filepath.Join(x.dir, ReportsDir)} {
@@ -243,9 +262,26 @@ func (x *run) open() error {
 		if err != nil {
 			return fmt.Errorf("load run %s: %w", runID, err)
 		}
+		if st.Status.Terminal() && opts.StartAt == "" {
+			// A finished run is not resumed: nothing is appended. Only
+			// a snapshot left behind by a crash at the very end is
+			// brought up to date, for the readers of run_state.json.
+			if snap, _, _ := readSnapshot(fsys, filepath.Join(x.dir, StateFile)); snap == nil || snap.Seq != st.Seq {
+				if err := writeSnapshot(fsys, x.dir, st); err != nil {
+					return err
+				}
+			}
+			return Refused("run %s has already %s (exit %d); to run steps again: flow run %s --start-at-step STEP",
+				runID, st.Status, st.ExitCode, st.WorkflowFile)
+		}
+		if err := x.checkRecordedRunner(st, now); err != nil {
+			return err
+		}
 		x.st = st
 		if damaged {
-			x.emit(newEvent(now, EvWarning, "", Note{Message: "run_state.json was damaged; rebuilt from events.jsonl and kept aside"}))
+			e := newEvent(now, EvWarning, "", Note{Message: "run_state.json was damaged or disagreed with events.jsonl; rebuilt from events.jsonl and kept aside"})
+			x.emit(e)
+			x.announce(e)
 		}
 		x.reconcileWorkflow(now)
 	} else {
@@ -312,8 +348,35 @@ func (x *run) open() error {
 	}
 	x.plan = plan
 	x.core = NewCore(plan)
+	x.core.redact = x.redact
 	x.loadCaches()
 	return nil
+}
+
+// checkRecordedRunner refuses to take over a run whose record names
+// another runner that is still alive and beating: the lock file is not
+// the only witness, since anybody can delete it. A runner that ended
+// (its process is gone) or stopped beating more than three heartbeats
+// ago (stale) may be taken over.
+func (x *run) checkRecordedRunner(st *State, now time.Time) error {
+	rn := st.Runner
+	if rn == nil || rn.HeartbeatAt == nil || (rn.PID == x.r.PID && rn.Host == x.r.Host) {
+		return nil
+	}
+	if st.Status != RunRunning && st.Status != RunPending {
+		return nil // a runner that paused, waited or was interrupted has let go
+	}
+	if now.Sub(rn.HeartbeatAt.Time) >= 3*x.r.HeartbeatEvery {
+		return nil
+	}
+	h := runlock.Holder{PID: rn.PID, Host: rn.Host}
+	if rn.StartedAt != nil {
+		h.StartedAt = rn.StartedAt.Time
+	}
+	if !x.r.Alive(h) {
+		return nil
+	}
+	return &HeldError{RunID: st.RunID, Holder: h}
 }
 
 // HeldError says a run is held by a live runner.
@@ -376,8 +439,9 @@ func short(d string) string {
 	return d
 }
 
-// emit appends an event to the log and applies it.
+// emit appends an event to the log and applies it, secrets hidden.
 func (x *run) emit(e Event) {
+	e.Data = x.redact.Bytes(e.Data)
 	if err := Apply(x.st, e); err != nil {
 		panic(err) // events built here always apply
 	}
@@ -406,14 +470,9 @@ func (x *run) close() error {
 // and rewrites the snapshot when it is due (or when sync is set and the
 // run stops).
 func (x *run) persist(sync bool) error {
-	for _, e := range x.pending {
-		got, err := x.log.Append(e)
-		if err != nil {
-			return fmt.Errorf("record %s event: %w", e.Type, err)
-		}
-		x.st.Seq = got.Seq
+	if err := x.flush(); err != nil {
+		return err
 	}
-	x.pending = x.pending[:0]
 	if sync {
 		if err := x.log.Sync(); err != nil {
 			return fmt.Errorf("sync events: %w", err)
@@ -426,8 +485,25 @@ func (x *run) persist(sync bool) error {
 	return nil
 }
 
-// snapshot writes run_state.json and run-summary.md now.
+// flush appends the pending events.
+func (x *run) flush() error {
+	for _, e := range x.pending {
+		got, err := x.log.Append(e)
+		if err != nil {
+			return fmt.Errorf("record %s event: %w", e.Type, err)
+		}
+		x.st.Seq = got.Seq
+	}
+	x.pending = x.pending[:0]
+	return nil
+}
+
+// snapshot writes run_state.json and run-summary.md now. Pending events
+// are appended first: the snapshot never runs ahead of the log.
 func (x *run) snapshot() error {
+	if err := x.flush(); err != nil {
+		return err
+	}
 	if err := writeSnapshot(x.r.FS, x.dir, x.st); err != nil {
 		return err
 	}
@@ -448,9 +524,24 @@ func (x *run) writeWorkflowJSON() error {
 }
 
 func (x *run) printf(format string, args ...any) {
+	s := x.redact.String(fmt.Sprintf(format, args...))
 	x.live.Lock()
-	fmt.Fprintf(x.r.Stdout, format, args...)
+	io.WriteString(x.r.Stdout, s)
 	x.live.Unlock()
+}
+
+// Secrets returns a Redactor for the values of the secrets in environ:
+// the variables the workflow declares in secrets: and those whose names
+// match the default patterns (config.IsSecretName). The values are read
+// from the environment each time a runner starts, and never written.
+func Secrets(wf *config.Workflow, environ []string) *redact.Redactor {
+	var values []string
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && v != "" && config.IsSecretName(k, wf.Secrets) {
+			values = append(values, v)
+		}
+	}
+	return redact.New(values...)
 }
 
 // NewRunID returns a new run id: the UTC time and a random suffix, so

@@ -2,11 +2,14 @@ package runner
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/gates"
@@ -22,9 +25,9 @@ func (x *run) evaluate(id string) Input {
 	if s.When != nil {
 		ok, err := s.When.Program().EvalBool(env)
 		if err != nil {
-			// An expression that cannot be evaluated is a failure the
-			// user must see, not a silent skip.
-			return x.evalFailure(id, fmt.Sprintf("when: %v", err))
+			// An expression that cannot be evaluated fails the step: it
+			// never skips it.
+			return WhenResult{Step: id, Err: exprError("when", s.When, err)}
 		}
 		if !ok {
 			return WhenResult{Step: id, Run: false, Reason: "when is false: " + s.When.Src}
@@ -33,18 +36,39 @@ func (x *run) evaluate(id string) Input {
 	if s.Human != nil && s.Human.AutoApprove != nil {
 		ok, err := s.Human.AutoApprove.Program().EvalBool(env)
 		if err != nil {
-			return x.evalFailure(id, fmt.Sprintf("human.auto_approve: %v", err))
+			// Nor does it approve one.
+			return WhenResult{Step: id, Err: exprError("human.auto_approve", s.Human.AutoApprove, err)}
 		}
 		res.AutoApprove = ok
 	}
 	return res
 }
 
-// evalFailure turns an expression that could not be evaluated before a
-// step into a skip with the error as reason, recorded as a warning.
-func (x *run) evalFailure(id, msg string) Input {
-	x.emit(newEvent(x.r.Clock.Now(), EvWarning, id, Note{Message: msg}))
-	return WhenResult{Step: id, Run: false, Reason: "could not evaluate " + msg}
+// exprError says which expression of the workflow failed at run time,
+// where it is written, and why: "wf.yaml:12:11: when: <error> (in
+// `<source>`)".
+func exprError(key string, e *config.Expr, err error) string {
+	return fmt.Sprintf("%s: %s: %v (in `%s`)", posString(e.Pos), key, err, excerptSource(e.Src))
+}
+
+// templateError is exprError for a template.
+func templateError(key string, t *config.Template, err error) string {
+	return fmt.Sprintf("%s: %s: %v", posString(t.Pos), key, err)
+}
+
+func posString(p config.Pos) string {
+	if p.Line == 0 {
+		return p.File
+	}
+	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
+}
+
+// excerptSource keeps an expression's source short in messages.
+func excerptSource(src string) string {
+	if len(src) > 200 {
+		return src[:200] + "..."
+	}
+	return src
 }
 
 // startSession starts the session of a step in its own goroutine; its
@@ -53,9 +77,12 @@ func (x *run) startSession(e StartSession) {
 	s := x.wf.Step(e.Step)
 	facts := &stepFacts{step: e.Step, attempt: e.Attempt, iteration: e.Iteration}
 	env := x.env(facts)
-	sp, prompt, err := x.sessionSpec(s, e, env)
+	sp, private, err := x.sessionSpec(s, e, env)
 	done := func(in SessionDone) { x.send(in) }
 	if err != nil {
+		if private != "" {
+			_ = x.r.FS.Remove(private)
+		}
 		x.sessions.Add(1)
 		go func() {
 			defer x.sessions.Done()
@@ -66,12 +93,15 @@ func (x *run) startSession(e StartSession) {
 	x.sessions.Add(1)
 	go func() {
 		defer x.sessions.Done()
-		done(x.session(s, e, sp, prompt, env, facts))
+		done(x.session(s, e, sp, private, env, facts))
 	}()
 }
 
 // sessionSpec renders the command and environment of a session and
-// writes its prompt file.
+// writes its prompt file. A prompt that holds a secret is recorded in
+// prompts/ with the secret hidden, and handed to the session in a
+// private file outside the run directory, whose path it returns for
+// removal when the session ends.
 func (x *run) sessionSpec(s *config.Step, e StartSession, env *gates.Env) (proc.Spec, string, error) {
 	fsys := x.r.FS
 	var command, prompt string
@@ -80,13 +110,13 @@ func (x *run) sessionSpec(s *config.Step, e StartSession, env *gates.Env) (proc.
 	case config.KindCommand:
 		c, err := s.Run.Compiled().Render(env)
 		if err != nil {
-			return proc.Spec{}, "", fmt.Errorf("render run: %w", err)
+			return proc.Spec{}, "", errors.New(templateError("run", s.Run, err))
 		}
 		command = c
 	case config.KindAgent:
 		p, err := s.Prompt.Compiled().Render(env)
 		if err != nil {
-			return proc.Spec{}, "", fmt.Errorf("render prompt: %w", err)
+			return proc.Spec{}, "", errors.New(templateError("prompt", s.Prompt, err))
 		}
 		prompt = p
 		agent := x.wf.Agents[s.Agent]
@@ -95,7 +125,7 @@ func (x *run) sessionSpec(s *config.Step, e StartSession, env *gates.Env) (proc.
 		}
 		c, err := agent.Run.Compiled().Render(env)
 		if err != nil {
-			return proc.Spec{}, "", fmt.Errorf("render agent %s run: %w", s.Agent, err)
+			return proc.Spec{}, "", errors.New(templateError("agents."+s.Agent+".run", agent.Run, err))
 		}
 		command = c
 		agentEnv = agent.Env
@@ -111,15 +141,41 @@ func (x *run) sessionSpec(s *config.Step, e StartSession, env *gates.Env) (proc.
 	}
 	// A report left by an earlier attempt must not speak for this one.
 	_ = fsys.Remove(e.ReportPath)
+	private := ""
 	if s.Kind == config.KindAgent {
 		pf := filepath.Join(x.dir, PromptsDir, fmt.Sprintf("%s.%d.%d.md", s.ID, e.Iteration, e.Attempt))
 		if err := fsys.MkdirAll(filepath.Dir(pf), 0o755); err != nil {
 			return proc.Spec{}, "", fmt.Errorf("write prompt file: %w", err)
 		}
-		if err := writeFile(fsys, pf, []byte(prompt)); err != nil {
+		recorded := x.redact.String(prompt)
+		if err := writeFile(fsys, pf, []byte(recorded)); err != nil {
 			return proc.Spec{}, "", fmt.Errorf("write prompt file: %w", err)
 		}
-		vars = append(vars, "FLOW_PROMPT="+prompt, "FLOW_PROMPT_FILE="+pf)
+		if recorded != prompt {
+			f, err := afero.TempFile(fsys, x.r.TempDir, "flow-prompt-*.md")
+			if err != nil {
+				return proc.Spec{}, "", fmt.Errorf("write private prompt file: %w", err)
+			}
+			private = f.Name()
+			_, err = f.Write([]byte(prompt))
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err == nil {
+				err = fsys.Chmod(private, 0o600)
+			}
+			if err != nil {
+				_ = fsys.Remove(private)
+				return proc.Spec{}, "", fmt.Errorf("write private prompt file: %w", err)
+			}
+			pf = private
+		}
+		// Linux caps one environment string at 128 KiB; a longer prompt
+		// is read from the file.
+		if len(prompt) <= MaxEnvPrompt {
+			vars = append(vars, "FLOW_PROMPT="+prompt)
+		}
+		vars = append(vars, "FLOW_PROMPT_FILE="+pf)
 	}
 	if ss := x.st.Steps[s.ID]; ss != nil && ss.Feedback != nil {
 		fb := ss.Feedback
@@ -133,7 +189,7 @@ func (x *run) sessionSpec(s *config.Step, e StartSession, env *gates.Env) (proc.
 		for k, t := range m {
 			v, err := t.Compiled().Render(env)
 			if err != nil {
-				return proc.Spec{}, "", fmt.Errorf("render env %s: %w", k, err)
+				return proc.Spec{}, "", errors.New(templateError("env."+k, t, err))
 			}
 			vars = append(vars, k+"="+v)
 		}
@@ -146,13 +202,17 @@ func (x *run) sessionSpec(s *config.Step, e StartSession, env *gates.Env) (proc.
 	}
 	var err error
 	if sp.Timeout, err = x.duration(x.wf.StepTimeout(s), env); err != nil {
-		return proc.Spec{}, "", fmt.Errorf("timeout: %w", err)
+		return proc.Spec{}, private, fmt.Errorf("timeout: %w", err)
 	}
 	if sp.IdleTimeout, err = x.duration(x.wf.StepIdleTimeout(s), env); err != nil {
-		return proc.Spec{}, "", fmt.Errorf("idle_timeout: %w", err)
+		return proc.Spec{}, private, fmt.Errorf("idle_timeout: %w", err)
 	}
-	return sp, prompt, nil
+	return sp, private, nil
 }
+
+// MaxEnvPrompt is the longest prompt also passed in $FLOW_PROMPT;
+// $FLOW_PROMPT_FILE always holds it.
+const MaxEnvPrompt = 100 << 10
 
 // duration resolves a configured duration.
 func (x *run) duration(d *config.Duration, env *gates.Env) (time.Duration, error) {
@@ -180,22 +240,30 @@ func (x *run) duration(d *config.Duration, env *gates.Env) (time.Duration, error
 }
 
 // session runs one session and decides its outcome and its gate.
-func (x *run) session(s *config.Step, e StartSession, sp proc.Spec, prompt string, env *gates.Env, facts *stepFacts) SessionDone {
+func (x *run) session(s *config.Step, e StartSession, sp proc.Spec, private string, env *gates.Env, facts *stepFacts) SessionDone {
 	fsys := x.r.FS
+	if private != "" {
+		defer fsys.Remove(private)
+	}
 	fail := func(msg string) SessionDone {
 		return SessionDone{Step: s.ID, Failed: true, Retryable: true, Outcome: Outcome{Attempt: e.Attempt, Error: msg}}
 	}
+	// What flow writes of the output — the log, capped at log_limit,
+	// and the live view — has secrets hidden; the tail and the signal
+	// scanner, which stay in memory, read it as it is.
 	logf := &lazyFile{fs: fsys, path: e.LogPath}
-	defer logf.Close()
-	tail := &tailBuffer{max: outputTail}
-	scan := gates.NewSignalScanner(x.signalWords())
-	writers := []io.Writer{logf, tail, scan}
+	capped := newCappedLog(logf, x.limits.Log)
+	defer capped.Close()
+	shown := []io.Writer{capped}
 	var live *prefixWriter
 	if x.r.Live {
 		live = &prefixWriter{mu: &x.live, w: x.r.Stdout, prefix: []byte(fmt.Sprintf("[%s] ", s.ID))}
-		writers = append(writers, live)
+		shown = append(shown, live)
 	}
-	sp.Output = &lockedWriter{ws: writers}
+	hidden := x.redact.Writer(io.MultiWriter(shown...))
+	tail := &tailBuffer{max: outputTail}
+	scan := gates.NewSignalScanner(x.signalWords())
+	sp.Output = &lockedWriter{ws: []io.Writer{hidden, tail, scan}}
 	started := x.r.Clock.Now()
 	sess, err := x.r.Starter.Start(x.sessCtx, sp)
 	if err != nil {
@@ -203,6 +271,10 @@ func (x *run) session(s *config.Step, e StartSession, sp proc.Spec, prompt strin
 	}
 	x.send(SessionPID{Step: s.ID, PID: sess.Pid()})
 	res := sess.Wait()
+	_ = hidden.Close()
+	if err := capped.Close(); err != nil && logf.err == nil {
+		logf.err = err
+	}
 	if live != nil {
 		live.Flush()
 	}
@@ -218,7 +290,7 @@ func (x *run) session(s *config.Step, e StartSession, sp proc.Spec, prompt strin
 	if res.Interrupted {
 		return SessionDone{Step: s.ID, Interrupted: true, Outcome: o}
 	}
-	report, rerr := readReport(fsys, e.ReportPath)
+	report, rerr := readReport(fsys, e.ReportPath, x.dir, x.limits.Report)
 	if report != nil {
 		o.ReportPath = e.ReportPath
 		o.Metrics = report.Metrics
@@ -228,7 +300,11 @@ func (x *run) session(s *config.Step, e StartSession, sp proc.Spec, prompt strin
 		facts.report = report.Raw
 		x.keepReport(s.ID, report.Raw)
 	}
-	declared := x.artifacts(s, env)
+	declared, aerr := x.artifacts(s, env)
+	if aerr != nil {
+		o.Error = aerr.Error()
+		return SessionDone{Step: s.ID, Failed: true, Retryable: false, Outcome: o}
+	}
 	if report != nil {
 		o.Artifacts = mergeArtifacts(report.Artifacts, declared)
 	} else {
@@ -265,7 +341,8 @@ func (x *run) session(s *config.Step, e StartSession, sp proc.Spec, prompt strin
 		if s.RetryIf != nil {
 			ok, err := s.RetryIf.Program().EvalBool(x.envWith(env, facts))
 			if err != nil {
-				o.Error += fmt.Sprintf(" (retry_if: %v)", err)
+				// Not retried: the step fails with both errors.
+				o.Error += "; and " + exprError("retry_if", s.RetryIf, err)
 				ok = false
 			}
 			retry = ok
@@ -277,8 +354,10 @@ func (x *run) session(s *config.Step, e StartSession, sp proc.Spec, prompt strin
 	}
 	reason, err := x.gate(s, e, x.envWith(env, facts), facts, report)
 	if err != nil {
+		// A gate that cannot be decided fails the step; another session
+		// would not make the expression evaluate.
 		o.Error = err.Error()
-		return SessionDone{Step: s.ID, Failed: true, Retryable: true, Outcome: o}
+		return SessionDone{Step: s.ID, Failed: true, Retryable: false, Outcome: o}
 	}
 	if reason != "" {
 		return SessionDone{Step: s.ID, GateFailed: true, GateReason: reason, Outcome: o}
@@ -305,7 +384,7 @@ func (x *run) gate(s *config.Step, e StartSession, env *gates.Env, facts *stepFa
 	if g.Check != nil {
 		cmd, err := g.Check.Compiled().Render(env)
 		if err != nil {
-			return "", fmt.Errorf("render gate.check: %w", err)
+			return "", errors.New(templateError("gate.check", g.Check, err))
 		}
 		check, err := x.runCheck(s, e, cmd)
 		if err != nil {
@@ -324,7 +403,7 @@ func (x *run) gate(s *config.Step, e StartSession, env *gates.Env, facts *stepFa
 	if g.Pass != nil {
 		ok, err := g.Pass.Program().EvalBool(env)
 		if err != nil {
-			return "", fmt.Errorf("gate.pass: %w", err)
+			return "", errors.New(exprError("gate.pass", g.Pass, err))
 		}
 		if !ok {
 			return "gate.pass is false: " + g.Pass.Src, nil
@@ -333,7 +412,7 @@ func (x *run) gate(s *config.Step, e StartSession, env *gates.Env, facts *stepFa
 	if g.Fail != nil {
 		bad, err := g.Fail.Program().EvalBool(env)
 		if err != nil {
-			return "", fmt.Errorf("gate.fail: %w", err)
+			return "", errors.New(exprError("gate.fail", g.Fail, err))
 		}
 		if bad {
 			return "gate.fail is true: " + g.Fail.Src, nil
@@ -357,10 +436,13 @@ func (x *run) runCheck(s *config.Step, e StartSession, cmd string) (gates.CheckI
 	if err != nil {
 		return gates.CheckInfo{}, fmt.Errorf("create check log: %w", err)
 	}
-	defer f.Close()
+	capped := newCappedLog(f, x.limits.Log)
+	defer capped.Close()
+	hidden := x.redact.Writer(capped)
+	defer hidden.Close()
 	tail := &tailBuffer{max: outputTail}
 	sp := proc.Spec{Command: cmd, Dir: x.opts.Repo, Env: x.r.Environ, KillGrace: x.r.KillGrace,
-		Output: &lockedWriter{ws: []io.Writer{f, tail}}}
+		Output: &lockedWriter{ws: []io.Writer{hidden, tail}}}
 	sp.Timeout, _ = x.duration(x.wf.StepTimeout(s), nil)
 	sess, err := x.r.Starter.Start(x.sessCtx, sp)
 	if err != nil {
@@ -374,15 +456,18 @@ func (x *run) runCheck(s *config.Step, e StartSession, cmd string) (gates.CheckI
 }
 
 // artifacts renders a step's declared artifacts.
-func (x *run) artifacts(s *config.Step, env *gates.Env) []string {
+func (x *run) artifacts(s *config.Step, env *gates.Env) ([]string, error) {
 	var out []string
 	for _, a := range s.Artifacts {
 		v, err := a.Compiled().Render(env)
-		if err == nil && v != "" {
+		if err != nil {
+			return nil, errors.New(templateError("artifacts", a, err))
+		}
+		if v != "" {
 			out = append(out, v)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // keepOutput and keepReport remember what later expressions may read.
@@ -426,8 +511,11 @@ func (x *run) startCleanup() {
 	e := StartSession{Step: "cleanup", Attempt: x.cleanupN, LogPath: filepath.Join(x.dir, LogsDir, fmt.Sprintf("cleanup.%d.log", x.cleanupN)),
 		ReportPath: filepath.Join(x.dir, ReportsDir, x.st.RunID+"__cleanup.json")}
 	env := x.env(nil)
-	sp, prompt, err := x.sessionSpec(step, e, env)
+	sp, private, err := x.sessionSpec(step, e, env)
 	if err != nil {
+		if private != "" {
+			_ = x.r.FS.Remove(private)
+		}
 		x.printf("cleanup: %v\n", err)
 		x.queue = append(x.queue, CleanupDone{Failed: true})
 		return
@@ -436,7 +524,7 @@ func (x *run) startCleanup() {
 	x.sessions.Add(1)
 	go func() {
 		defer x.sessions.Done()
-		d := x.session(step, e, sp, prompt, env, &stepFacts{step: "cleanup"})
+		d := x.session(step, e, sp, private, env, &stepFacts{step: "cleanup"})
 		x.printf("cleanup: finished (failed: %v)\n", d.Failed)
 		x.send(CleanupDone{Failed: d.Failed})
 	}()

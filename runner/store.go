@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,58 +42,121 @@ var ErrNoRun = errors.New("no such run")
 
 // LoadState reads a run's state exactly: the run_state.json snapshot
 // with every newer event of events.jsonl applied. A snapshot that cannot
-// be read is rebuilt from the events; with repair set, the damaged file
-// is then kept aside as run_state.json.corrupt-<time> (readers pass
-// false and change nothing). It returns the state and whether the
-// snapshot was damaged.
+// be read is rebuilt from the events.
+//
+// With repair set — a runner opening the run to write it — the snapshot
+// is not trusted at all: every event is replayed, and a snapshot that
+// is damaged, claims a seq beyond the log's last event, or disagrees
+// with the replay at its seq (a hand edit, a bug) is kept aside as
+// run_state.json.corrupt-<time>. Readers pass false and change nothing.
+// It returns the state and whether the snapshot was set aside (or, for
+// readers, found damaged).
+//
+// A log with a fault in it (a seq that does not increase: two writers)
+// is read up to the fault: the state of the events before it is
+// returned together with the error (eventlog.Read's), so that readers
+// can still show it.
 func LoadState(fsys afero.Fs, runDir string, repair bool, now time.Time) (*State, bool, error) {
 	statePath := filepath.Join(runDir, StateFile)
 	eventsPath := filepath.Join(runDir, EventsFile)
-	var st *State
-	damaged := false
-	b, err := afero.ReadFile(fsys, statePath)
-	switch {
-	case err == nil:
-		var s State
-		if jerr := json.Unmarshal(b, &s); jerr != nil || s.RunID == "" || s.Steps == nil {
-			damaged = true
-		} else {
-			st = &s
-		}
-	case errors.Is(err, fs.ErrNotExist):
-	default:
-		return nil, false, fmt.Errorf("read run state %s: %w", statePath, err)
+	snap, damaged, err := readSnapshot(fsys, statePath)
+	if err != nil {
+		return nil, false, err
 	}
 	after := int64(0)
-	if st != nil {
-		after = st.Seq
-	} else {
-		st = &State{}
+	if snap != nil && !repair {
+		after = snap.Seq
 	}
-	events, err := eventlog.Read(fsys, eventsPath, after)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) && st.RunID == "" {
+	events, readErr := eventlog.Read(fsys, eventsPath, after)
+	switch {
+	case readErr == nil:
+	case len(events) > 0:
+		// A fault in the log: the events before it still tell the run.
+	case errors.Is(readErr, fs.ErrNotExist):
+		if snap == nil {
 			return nil, false, fmt.Errorf("%w: %s has no %s", ErrNoRun, runDir, EventsFile)
 		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return nil, damaged, fmt.Errorf("read events: %w", err)
-		}
+		readErr = nil
+	default:
+		return nil, damaged, fmt.Errorf("read events: %w", readErr)
 	}
+	st := &State{}
+	if snap != nil && !repair {
+		st = snap
+	}
+	var atSnap []byte
 	for _, e := range events {
 		if err := Apply(st, e); err != nil {
 			return nil, damaged, fmt.Errorf("replay %s: %w", eventsPath, err)
 		}
+		if repair && snap != nil && e.Seq == snap.Seq {
+			atSnap = comparable(st)
+		}
 	}
 	if st.RunID == "" {
+		if readErr != nil {
+			return nil, damaged, fmt.Errorf("read events: %w", readErr)
+		}
 		return nil, damaged, fmt.Errorf("%w: %s records no run", ErrNoRun, runDir)
 	}
+	if readErr != nil {
+		return st, damaged, fmt.Errorf("read events of run %s: %w", st.RunID, readErr)
+	}
+	if repair && snap != nil && !damaged {
+		if atSnap == nil || !bytes.Equal(atSnap, comparable(snap)) {
+			damaged = true
+		} else if snap.Runner != nil && st.Runner != nil && snap.Runner.PID == st.Runner.PID && snap.Runner.Host == st.Runner.Host {
+			// The heartbeat lives only in the snapshot.
+			st.Runner.HeartbeatAt = snap.Runner.HeartbeatAt
+		}
+	}
 	if damaged && repair {
-		aside := statePath + ".corrupt-" + now.UTC().Format("20060102T150405.000000Z")
-		if err := fsys.Rename(statePath, aside); err != nil {
-			return nil, damaged, fmt.Errorf("keep damaged run state aside: %w", err)
+		if err := keepAside(fsys, statePath, now); err != nil {
+			return nil, damaged, err
 		}
 	}
 	return st, damaged, nil
+}
+
+// readSnapshot reads run_state.json: nil when there is none, and
+// damaged when it is not a run's state.
+func readSnapshot(fsys afero.Fs, path string) (st *State, damaged bool, err error) {
+	b, err := afero.ReadFile(fsys, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read run state %s: %w", path, err)
+	}
+	var s State
+	if jerr := json.Unmarshal(b, &s); jerr != nil || s.RunID == "" || s.Steps == nil {
+		return nil, true, nil
+	}
+	return &s, false, nil
+}
+
+// comparable encodes a state for comparison with a snapshot, without
+// the heartbeat, which only the snapshot records.
+func comparable(st *State) []byte {
+	var hb *Time
+	if st.Runner != nil {
+		hb, st.Runner.HeartbeatAt = st.Runner.HeartbeatAt, nil
+		defer func() { st.Runner.HeartbeatAt = hb }()
+	}
+	b, err := st.Indented()
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// keepAside renames a damaged run_state.json out of the way.
+func keepAside(fsys afero.Fs, statePath string, now time.Time) error {
+	aside := statePath + ".corrupt-" + now.UTC().Format("20060102T150405.000000Z")
+	if err := fsys.Rename(statePath, aside); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("keep damaged run state aside: %w", err)
+	}
+	return nil
 }
 
 // writeSnapshot replaces run_state.json atomically.
@@ -158,6 +222,9 @@ func created(r RunRef) time.Time {
 // with workflow set, the newest run of that workflow.
 func FindRun(fsys afero.Fs, repo, id, workflow string) (RunRef, error) {
 	if id != "" {
+		if err := CheckRunID(id); err != nil {
+			return RunRef{}, err
+		}
 		rd := RunDir(repo, id)
 		st, _, err := LoadState(fsys, rd, false, time.Time{})
 		if err != nil {

@@ -328,7 +328,7 @@ session runs.`,
 					fmt.Fprintf(a.stdio.Err, "step %s of run %s printed no output\n", step, ref.ID)
 					return nil
 				}
-				return &exitError{code: ExitFailed, err: fmt.Errorf("step %s of run %s has not run yet", step, ref.ID)}
+				return runner.Refused("step %s of run %s has not run yet", step, ref.ID)
 			}
 			if !all {
 				logs = logs[len(logs)-1:]
@@ -480,12 +480,21 @@ func (a *app) decide(repo string, args []string, in runner.HumanInput) error {
 		}
 		return usageError("%s; its steps: %s", msg, strings.Join(ref.State.StepOrder, ", "))
 	}
-	if err := runner.Decide(a.fs, ref.Dir, args[1], in, time.Now()); err != nil {
-		return &exitError{code: ExitFailed, err: err}
+	already, err := runner.Decide(a.fs, ref.Dir, args[1], in, time.Now())
+	if err != nil {
+		return &exitError{code: int(runner.CodeOf(err)), err: err}
 	}
 	verb := "approved"
 	if !in.Approved {
 		verb = "rejected"
+	}
+	if already != nil {
+		by := ""
+		if already.Already.By != "" {
+			by = " by " + already.Already.By
+		}
+		fmt.Fprintf(a.stdio.Out, "%s of run %s was already %s%s at %s; nothing changed\n", args[1], ref.ID, verb, by, already.Already.At)
+		return nil
 	}
 	fmt.Fprintf(a.stdio.Out, "%s %s of run %s\n", verb, args[1], ref.ID)
 	return nil
@@ -515,8 +524,12 @@ sessions and never interrupts one.`,
 			if err != nil {
 				return err
 			}
+			if ref.State.Status.Terminal() {
+				return runner.Refused("run %s has already %s (exit %d); %s applies to a run that has not ended; to run steps again: flow run %s --start-at-step STEP",
+					ref.ID, ref.State.Status, ref.State.ExitCode, name, ref.State.WorkflowFile)
+			}
 			if err := runner.SetDesired(a.fs, ref.Dir, state, who(""), note, time.Now()); err != nil {
-				return &exitError{code: ExitFailed, err: err}
+				return &exitError{code: int(runner.CodeOf(err)), err: err}
 			}
 			fmt.Fprintf(a.stdio.Out, "run %s: desired state %s\n", ref.ID, state)
 			return nil

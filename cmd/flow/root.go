@@ -9,17 +9,22 @@ import (
 
 	"github.com/spf13/afero"
 	"github.com/spf13/cobra"
+
+	"github.com/flow-run/flow/runner"
 )
 
-// Exit codes of the flow command (DESIGN §8).
+// Exit codes of the flow command: the table of DESIGN §8, defined
+// once in runner.
 const (
-	ExitOK          = 0
-	ExitFailed      = 1
-	ExitUsage       = 2
-	ExitHuman       = 3
-	ExitPaused      = 4
-	ExitBudget      = 5
-	ExitInterrupted = 130
+	ExitOK          = int(runner.ExitOK)
+	ExitFailed      = int(runner.ExitFailed)
+	ExitUsage       = int(runner.ExitUsage)
+	ExitHuman       = int(runner.ExitHuman)
+	ExitPaused      = int(runner.ExitPaused)
+	ExitBudget      = int(runner.ExitBudget)
+	ExitHeld        = int(runner.ExitHeld)
+	ExitRefused     = int(runner.ExitRefused)
+	ExitInterrupted = int(runner.ExitInterrupted)
 )
 
 // Stdio holds the streams a command reads and writes.
@@ -81,7 +86,7 @@ func Run(ctx context.Context, args []string, stdio Stdio) int {
 	if isUsage(err) {
 		return ExitUsage
 	}
-	return ExitFailed
+	return int(runner.CodeOf(err))
 }
 
 // version is set at build time with -ldflags "-X main.version=...".

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/afero"
 	"github.com/spf13/cobra"
@@ -206,7 +207,7 @@ func (a *app) execute(cmd *cobra.Command, opts runner.Options, asJSON bool) erro
 	}
 	res, err := r.Run(cmd.Context(), opts)
 	if err != nil {
-		return &exitError{code: ExitFailed, err: err}
+		return &exitError{code: int(runner.CodeOf(err)), err: err}
 	}
 	if asJSON {
 		b, _ := json.MarshalIndent(map[string]any{
@@ -296,6 +297,15 @@ func parseVars(wf *config.Workflow, kvs []string) (map[string]string, error) {
 		if !ok || k == "" {
 			return nil, usageError("--var %q: want key=value\ntry: flow run %s --var key=value", kv, wf.File)
 		}
+		if !utf8.ValidString(kv) {
+			return nil, usageError("--var %s: the value is not valid UTF-8", strings.ToValidUTF8(k, "?"))
+		}
+		if config.IsSecretName(k, wf.Secrets) {
+			// A var is recorded in events.jsonl and run_state.json; a
+			// secret must never be.
+			return nil, usageError("--var %s: %q names a secret, and vars are recorded in the run; pass it through the environment instead (export %s=...; flow reads it at every start, hides its value in everything it writes, and never records it)",
+				k, k, strings.ToUpper(k))
+		}
 		if _, known := wf.Vars[k]; !known {
 			msg := fmt.Sprintf("--var %s: the workflow has no var %q", k, k)
 			if s, ok := suggest.Closest(k, names); ok {
@@ -343,6 +353,9 @@ func (a *app) findRun(repo string, args []string) (runner.RunRef, error) {
 	id := ""
 	if len(args) > 0 {
 		id = args[0]
+		if err := runner.CheckRunID(id); err != nil {
+			return runner.RunRef{}, err
+		}
 	}
 	ref, err := runner.FindRun(a.fs, repo, id, "")
 	if err != nil {
@@ -361,7 +374,7 @@ func (a *app) findRun(repo string, args []string) (runner.RunRef, error) {
 		if errors.Is(err, runner.ErrNoRun) {
 			return ref, usageError("%v\ntry: flow run WORKFLOW", err)
 		}
-		return ref, &exitError{code: ExitFailed, err: err}
+		return ref, &exitError{code: int(runner.CodeOf(err)), err: err}
 	}
 	return ref, nil
 }
