@@ -125,10 +125,11 @@ func newExprEnv(env *Env, use funcSet) *exprEnv {
 	if use == 0 {
 		return e
 	}
-	if use&useBudget != 0 {
+	// The file functions charge what they read to the budget too.
+	if use&(useBudget|useReadFile|useReadJSON|useGlob) != 0 {
 		e.Budget = &budget{}
 	}
-	files := fileFuncs{fs: env.FS, dir: env.Dir}
+	files := fileFuncs{fs: env.FS, dir: env.Dir, budget: e.Budget}
 	if use&useFileExists != 0 {
 		e.FileExists = files.exists
 	}
