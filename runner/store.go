@@ -177,7 +177,9 @@ type RunRef struct {
 	ID    string
 	Dir   string
 	State *State
-	// Err is why the run could not be read, or nil.
+	// Err is why the run could not be read, or nil. With State set, the
+	// run was read only up to a fault in its events.jsonl, which Err
+	// describes.
 	Err error
 }
 
@@ -227,10 +229,12 @@ func FindRun(fsys afero.Fs, repo, id, workflow string) (RunRef, error) {
 		}
 		rd := RunDir(repo, id)
 		st, _, err := LoadState(fsys, rd, false, time.Time{})
-		if err != nil {
+		if err != nil && st == nil {
 			return RunRef{}, fmt.Errorf("run %s: %w", id, err)
 		}
-		return RunRef{ID: id, Dir: rd, State: st}, nil
+		// A run whose log has a fault is found, with the state before
+		// the fault and the fault in Err.
+		return RunRef{ID: id, Dir: rd, State: st, Err: err}, nil
 	}
 	runs, err := ListRuns(fsys, repo)
 	if err != nil {

@@ -87,6 +87,9 @@ func (a *app) statusOf(dir string, args []string) (runner.RunRef, runner.Livenes
 	if err != nil {
 		return ref, runner.Liveness{}, err
 	}
+	if ref.Err != nil {
+		fmt.Fprintf(a.stdio.Err, "warning: run %s is shown as recorded before a fault in its record: %v\n", ref.ID, ref.Err)
+	}
 	wf, _ := config.Load(a.fs, locateWorkflow(a.fs, ref.State, dir))
 	return ref, runner.Live(a.fs, ref.Dir, ref.State, wf, time.Now(), runlock.ProcessAlive), nil
 }
