@@ -435,14 +435,33 @@ const maxNesting = 10000
 // or the nesting is deeper than maxNesting, so its cost is bounded by
 // limit whatever v is.
 func sizeOf(v any, limit int) int {
-	s := sizer{limit: limit}
+	s := sizer{limit: limit, elem: 8}
 	s.walk(reflect.ValueOf(v), 0)
 	return s.size
 }
 
-// sizer is the state of sizeOf and jsonSize.
+// minTextSize returns a lower bound of the length of v as a template
+// writes it (see format): the bytes of its strings, and one for every
+// other value, element, key and field. Like sizeOf, it stops at limit,
+// and counts a value nested deeper than maxNesting as limit.
+func minTextSize(v any, limit int) int {
+	switch v := v.(type) {
+	case nil:
+		return 0
+	case string: // written as it is, without quotes
+		return len(v)
+	case []byte:
+		return len(v)
+	}
+	s := sizer{limit: limit, elem: 1}
+	s.walk(reflect.ValueOf(v), 0)
+	return s.size
+}
+
+// sizer is the state of sizeOf, minTextSize and jsonSize; elem is what
+// sizeOf and minTextSize count for each value besides its bytes.
 type sizer struct {
-	size, limit int
+	size, limit, elem int
 }
 
 // walk adds the size of v, found at nesting depth.
@@ -454,7 +473,7 @@ func (s *sizer) walk(v reflect.Value, depth int) {
 		s.size = s.limit
 		return
 	}
-	s.size += 8
+	s.size += s.elem
 	switch v.Kind() {
 	case reflect.String:
 		s.size += v.Len()

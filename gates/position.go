@@ -2,6 +2,7 @@ package gates
 
 import (
 	"errors"
+	"fmt"
 	"unicode/utf8"
 
 	"github.com/expr-lang/expr/file"
@@ -11,6 +12,7 @@ import (
 // clamped to [0, len(src)] and moved back to the start of a rune, so
 // every error has a valid position.
 func newError(src string, off int, msg string) *Error {
+	msg = excerpt(msg)
 	off = max(0, min(off, len(src)))
 	for off > 0 && off < len(src) && !utf8.RuneStart(src[off]) {
 		off--
@@ -48,6 +50,32 @@ func runeOffset(src string, r int) int {
 		n++
 	}
 	return len(src)
+}
+
+// MaxMessage is the longest message, in bytes, of an *Error. expr's
+// messages can quote a whole value (invalid operation: int("...")),
+// and so can the file functions' (a path), so a longer one is cut to
+// an excerpt: its head and its tail, around a note of what was cut.
+const MaxMessage = 4 << 10
+
+// excerpt returns msg, or, when it is longer than MaxMessage, its
+// head and tail with a note of how many bytes were cut between them,
+// at most MaxMessage bytes in all. Every message of an *Error goes
+// through it.
+func excerpt(msg string) string {
+	if len(msg) <= MaxMessage {
+		return msg
+	}
+	const room = 48 // for the note
+	head := MaxMessage * 3 / 4
+	for head > 0 && !utf8.RuneStart(msg[head]) {
+		head--
+	}
+	tail := len(msg) - (MaxMessage - head - room)
+	for tail < len(msg) && !utf8.RuneStart(msg[tail]) {
+		tail++
+	}
+	return fmt.Sprintf("%s … [%d bytes cut] … %s", msg[:head], tail-head, msg[tail:])
 }
 
 // fromExpr converts an error returned by expr for src into an *Error,

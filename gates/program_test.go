@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/afero"
@@ -393,5 +394,35 @@ func TestConcurrentEval(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+func TestErrorExcerpt(t *testing.T) {
+	for _, tt := range []struct {
+		src        string
+		head, tail string
+	}{
+		{`int(repeat(repeat("x", 1000), 8000))`, "invalid operation: int(xxx", "xxx)"},
+		{`read_file(repeat(repeat("é", 1000), 1000))`, `read_file "ééé`, `éé: file does not exist`},
+	} {
+		p, err := Compile(tt.src, testScope, Any)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Eval(testEnv())
+		var e *Error
+		if !errors.As(err, &e) {
+			t.Fatalf("Eval(%q) error = %v, want *Error", tt.src, err)
+		}
+		msg := e.Msg
+		if len(msg) > MaxMessage || !utf8.ValidString(msg) || !strings.HasPrefix(msg, tt.head) || !strings.Contains(msg, " bytes cut] … ") {
+			t.Errorf("Eval(%q) error of %d bytes = %.80q...; want an excerpt of at most %d bytes", tt.src, len(msg), msg, MaxMessage)
+		}
+		if !strings.Contains(msg[len(msg)-MaxMessage/4:], tt.tail) {
+			t.Errorf("Eval(%q) error ends %q, want it to contain %q", tt.src, msg[len(msg)-100:], tt.tail)
+		}
+	}
+	if got := excerpt("short"); got != "short" {
+		t.Errorf("excerpt(short) = %q", got)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/flow-run/flow/internal/confine"
 )
 
 // Template is a compiled template: text with {{ expr }} parts. It is
@@ -130,27 +132,66 @@ func (t *Template) Static() (string, bool) {
 	return "", false
 }
 
-// Render evaluates the parts against env and returns the text with
+// DefaultRenderLimit is the limit, in bytes, on the text Render
+// returns. It is generous: callers that know a tighter limit, such as
+// DESIGN's 1 MiB for a prompt and 100 KiB for a command, pass it to
+// RenderLimit.
+const DefaultRenderLimit = 16 << 20
+
+// TooLargeError says a rendered template would be larger than the
+// limit it was rendered with. Rendering stops as soon as that is
+// known, so Size is a lower bound: the text is at least Size bytes.
+type TooLargeError struct {
+	Limit int
+	Size  int
+}
+
+func (e *TooLargeError) Error() string {
+	return "rendered text is larger than " + confine.Size(int64(e.Limit))
+}
+
+// Render is RenderLimit with DefaultRenderLimit.
+func (t *Template) Render(env *Env) (string, error) {
+	return t.RenderLimit(env, DefaultRenderLimit)
+}
+
+// RenderLimit evaluates the parts against env and returns the text with
 // each part replaced by its value: strings as they are, nil as "",
 // numbers and booleans as Go writes them (integers without ".0"),
 // durations as "1m30s", times in RFC 3339, and other values, such as
-// lists and maps, as JSON. Errors are *Error positioned in the
-// template.
-func (t *Template) Render(env *Env) (string, error) {
+// lists and maps, as JSON. Errors of evaluation are *Error positioned
+// in the template. A text that would be longer than limit bytes is a
+// *TooLargeError; rendering stops at the first part that would take
+// the text over the limit, without building the rest, nor the JSON of
+// a value whose strings alone exceed it. A limit of 0 or less means
+// DefaultRenderLimit.
+func (t *Template) RenderLimit(env *Env, limit int) (string, error) {
+	if limit <= 0 {
+		limit = DefaultRenderLimit
+	}
 	if s, ok := t.Static(); ok {
+		if len(s) > limit {
+			return "", &TooLargeError{Limit: limit, Size: len(s)}
+		}
 		return s, nil
 	}
 	var b strings.Builder
 	for _, p := range t.parts {
-		if p.prog == nil {
-			b.WriteString(p.text)
-			continue
+		text := p.text
+		if p.prog != nil {
+			v, err := p.prog.Eval(env)
+			if err != nil {
+				return "", err.(*Error).shift(t.src, p.off)
+			}
+			if n := minTextSize(v, limit-b.Len()+1); b.Len()+n > limit {
+				return "", &TooLargeError{Limit: limit, Size: b.Len() + n}
+			}
+			text = format(v)
 		}
-		v, err := p.prog.Eval(env)
-		if err != nil {
-			return "", err.(*Error).shift(t.src, p.off)
+		if b.Len()+len(text) > limit {
+			return "", &TooLargeError{Limit: limit, Size: b.Len() + len(text)}
 		}
-		b.WriteString(format(v))
+		b.WriteString(text)
 	}
 	return b.String(), nil
 }

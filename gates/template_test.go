@@ -2,6 +2,7 @@ package gates
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,5 +140,80 @@ func TestFormat(t *testing.T) {
 		if got := format(tt.v); got != tt.want {
 			t.Errorf("format(%#v) = %q, want %q", tt.v, got, tt.want)
 		}
+	}
+}
+
+func TestRenderLimit(t *testing.T) {
+	hostile := strings.Repeat(`{{ repeat("x", 999999) }}`, 300)
+	tests := []struct {
+		name, src string
+		limit     int
+		want      string
+		size      int // the Size of the *TooLargeError; 0 for none
+	}{
+		{"static within", "abc", 3, "abc", 0},
+		{"static over", "abcd", 3, "", 4},
+		{"parts within", `a{{ "bc" }}d`, 4, "abcd", 0},
+		{"part over", `a{{ "bcd" }}`, 3, "", 4},
+		{"text after part over", `a{{ "b" }}cd`, 3, "", 4},
+		{"value over", `{{ map(1..1000, "xx") }}`, 100, "", 101},
+		{"value within", `{{ [1, 2] }}`, 5, "[1,2]", 0},
+		{"no limit means the default", `{{ repeat("x", 1000) }}`, 0, strings.Repeat("x", 1000), 0},
+		{"hostile", hostile, 100 << 10, "", 999999},
+	}
+	env := testEnv()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tmpl, err := CompileTemplate(tt.src, testScope)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			n := allocated(func() { got, err = tmpl.RenderLimit(env, tt.limit) })
+			if tt.size == 0 {
+				if err != nil || got != tt.want {
+					t.Errorf("RenderLimit(%q, %d) = %.40q, %v; want %.40q", tt.src, tt.limit, got, err, tt.want)
+				}
+				return
+			}
+			var e *TooLargeError
+			if !errors.As(err, &e) {
+				t.Fatalf("RenderLimit(%.40q, %d) = %.40q, %v; want *TooLargeError", tt.src, tt.limit, got, err)
+			}
+			if e.Limit != tt.limit || e.Size != tt.size {
+				t.Errorf("RenderLimit(%.40q, %d) error = %+v, want Limit %d, Size %d", tt.src, tt.limit, *e, tt.limit, tt.size)
+			}
+			// At most the first oversized part is built.
+			if n > 8<<20 {
+				t.Errorf("RenderLimit(%.40q, %d) allocated %d MiB", tt.src, tt.limit, n>>20)
+			}
+		})
+	}
+}
+
+func TestTooLargeErrorMessage(t *testing.T) {
+	for _, tt := range []struct {
+		limit int
+		want  string
+	}{
+		{100 << 10, "rendered text is larger than 100 KiB"},
+		{1 << 20, "rendered text is larger than 1 MiB"},
+		{1000, "rendered text is larger than 1000 bytes"},
+	} {
+		if got := (&TooLargeError{Limit: tt.limit, Size: tt.limit + 1}).Error(); got != tt.want {
+			t.Errorf("Error() = %q, want %q", got, tt.want)
+		}
+	}
+}
+
+func TestRenderDefaultLimit(t *testing.T) {
+	tmpl, err := CompileTemplate(strings.Repeat(`{{ repeat(repeat("x", 1000), 8000) }}`, 3), testScope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tmpl.Render(testEnv())
+	var e *TooLargeError
+	if !errors.As(err, &e) || e.Limit != DefaultRenderLimit {
+		t.Errorf("Render error = %v, want *TooLargeError with the default limit", err)
 	}
 }
