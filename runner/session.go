@@ -56,6 +56,16 @@ func templateError(key string, t *config.Template, err error) string {
 	return fmt.Sprintf("%s: %s: %v", posString(t.Pos), key, err)
 }
 
+// limitHint adds to a rendered text over its limit which defaults key
+// raises it.
+func limitHint(err error, key string) error {
+	var tl *gates.TooLargeError
+	if errors.As(err, &tl) {
+		return fmt.Errorf("%w (defaults.%s raises the limit)", err, key)
+	}
+	return err
+}
+
 func posString(p config.Pos) string {
 	if p.Line == 0 {
 		return p.File
@@ -108,24 +118,24 @@ func (x *run) sessionSpec(s *config.Step, e StartSession, env *gates.Env) (proc.
 	agentEnv := map[string]*config.Template{}
 	switch s.Kind {
 	case config.KindCommand:
-		c, err := s.Run.Compiled().Render(env)
+		c, err := s.Run.Compiled().RenderLimit(env, int(x.limits.Command))
 		if err != nil {
-			return proc.Spec{}, "", errors.New(templateError("run", s.Run, err))
+			return proc.Spec{}, "", errors.New(templateError("run", s.Run, limitHint(err, "command_limit")))
 		}
 		command = c
 	case config.KindAgent:
-		p, err := s.Prompt.Compiled().Render(env)
+		p, err := s.Prompt.Compiled().RenderLimit(env, int(x.limits.Prompt))
 		if err != nil {
-			return proc.Spec{}, "", errors.New(templateError("prompt", s.Prompt, err))
+			return proc.Spec{}, "", errors.New(templateError("prompt", s.Prompt, limitHint(err, "prompt_limit")))
 		}
 		prompt = p
 		agent := x.wf.Agents[s.Agent]
 		if agent == nil {
 			return proc.Spec{}, "", fmt.Errorf("agent %q is not declared", s.Agent)
 		}
-		c, err := agent.Run.Compiled().Render(env)
+		c, err := agent.Run.Compiled().RenderLimit(env, int(x.limits.Command))
 		if err != nil {
-			return proc.Spec{}, "", errors.New(templateError("agents."+s.Agent+".run", agent.Run, err))
+			return proc.Spec{}, "", errors.New(templateError("agents."+s.Agent+".run", agent.Run, limitHint(err, "command_limit")))
 		}
 		command = c
 		agentEnv = agent.Env
@@ -187,9 +197,9 @@ func (x *run) sessionSpec(s *config.Step, e StartSession, env *gates.Env) (proc.
 	}
 	for _, m := range []map[string]*config.Template{agentEnv, s.Env} {
 		for k, t := range m {
-			v, err := t.Compiled().Render(env)
+			v, err := t.Compiled().RenderLimit(env, int(x.limits.Command))
 			if err != nil {
-				return proc.Spec{}, "", errors.New(templateError("env."+k, t, err))
+				return proc.Spec{}, "", errors.New(templateError("env."+k, t, limitHint(err, "command_limit")))
 			}
 			vars = append(vars, k+"="+v)
 		}
@@ -382,8 +392,9 @@ func (x *run) gate(s *config.Step, e StartSession, env *gates.Env, facts *stepFa
 		g = &config.Gate{}
 	}
 	if g.Check != nil {
-		cmd, err := g.Check.Compiled().Render(env)
+		cmd, err := g.Check.Compiled().RenderLimit(env, int(x.limits.Command))
 		if err != nil {
+			err = limitHint(err, "command_limit")
 			return "", errors.New(templateError("gate.check", g.Check, err))
 		}
 		check, err := x.runCheck(s, e, cmd)

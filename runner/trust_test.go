@@ -399,3 +399,35 @@ func TestLongPromptOnlyInFile(t *testing.T) {
 		t.Errorf("FLOW_PROMPT_FILE holds %d bytes", len(b))
 	}
 }
+
+// TestRenderedTemplatesAreCapped: a small workflow cannot render a huge
+// command or prompt: the step fails with the limit named, and the
+// record stays small.
+func TestRenderedTemplatesAreCapped(t *testing.T) {
+	parts := strings.Repeat(`{{ repeat("x", 999999) }}`, 300)
+	tests := []struct{ name, src, want string }{
+		{"command", "name: t\nsteps:\n  - {id: a, run: '" + parts + "'}\n", "run: rendered text is larger than 100 KiB (defaults.command_limit raises the limit)"},
+		{"prompt", "name: t\nagents:\n  c: {run: c}\nsteps:\n  - {id: a, agent: c, prompt: '" + parts + "'}\n", "prompt: rendered text is larger than 1 MiB (defaults.prompt_limit raises the limit)"},
+		{"raised limit", "name: t\ndefaults: {command_limit: 2MiB}\nsteps:\n  - {id: a, run: '{{ repeat(\"x\", 700000) }}{{ repeat(\"x\", 700000) }}'}\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, tt.src)
+			s := &scripted{fn: ok}
+			res := e.run(s, Options{})
+			st := e.state(e.fs)
+			if tt.want == "" {
+				if res.ExitCode != 0 {
+					t.Fatalf("exit %d: %s", res.ExitCode, deref(st.Steps["a"].LastError))
+				}
+				return
+			}
+			if res.ExitCode != 1 || s.count("a") != 0 || !strings.Contains(deref(st.Steps["a"].LastError), tt.want) {
+				t.Fatalf("exit %d, %d sessions, last_error %q", res.ExitCode, s.count("a"), deref(st.Steps["a"].LastError))
+			}
+			if fi, _ := e.fs.Stat(filepath.Join(RunDir(repo, "r1"), EventsFile)); fi.Size() > 64<<10 {
+				t.Errorf("events.jsonl is %d bytes", fi.Size())
+			}
+		})
+	}
+}
