@@ -78,11 +78,24 @@ func TestSchemaRejects(t *testing.T) {
 		"zero max_attempts":   "name: x\nsteps:\n  - id: a\n    run: a\n    max_attempts: 0\n",
 		"agent without run":   "name: x\nagents:\n  a: {env: {}}\nsteps: []\n",
 		"unknown default key": "name: x\ndefaults: {max_attempt: 2}\nsteps: []\n",
+		"zero log_limit":      "name: x\ndefaults: {log_limit: 0}\nsteps: []\n",
+		"size without number": "name: x\ndefaults: {prompt_limit: MiB}\nsteps: []\n",
+		"size in bits":        "name: x\ndefaults: {prompt_limit: 8Mb}\nsteps: []\n",
+		"bad secret name":     "name: x\nsecrets: [DEPLOY-KEY]\nsteps: []\n",
+		"secret not a list":   "name: x\nsecrets: DEPLOY_KEY\nsteps: []\n",
 	}
 	for name, src := range tests {
 		if err := s.Validate(yamlInstance(t, []byte(src))); err == nil {
 			t.Errorf("%s: schema accepts\n%s", name, src)
 		}
+	}
+}
+
+func TestSchemaAcceptsSizesAndSecrets(t *testing.T) {
+	s := compileSchema(t)
+	src := "name: x\nsecrets: [DEPLOY_CREDENTIAL, SENTRY_DSN]\ndefaults:\n  prompt_limit: 64MiB\n  command_limit: 100 KiB\n  report_limit: 1048576\n  log_limit: 1GB\nsteps: []\n"
+	if err := s.Validate(yamlInstance(t, []byte(src))); err != nil {
+		t.Errorf("schema rejects\n%s: %v", src, err)
 	}
 }
 
