@@ -115,7 +115,8 @@ type Env struct {
 //   func (p *Program) EvalBool(env *Env) (bool, error)
 // Templates ({{ expr }} parts in a string):
 //   func CompileTemplate(src string, scope Scope) (*Template, error)
-//   func (t *Template) Render(env *Env) (string, error)
+//   func (t *Template) Render(env *Env) (string, error) // RenderLimit with DefaultRenderLimit
+//   func (t *Template) RenderLimit(env *Env, limit int) (string, error) // *TooLargeError over limit
 //   func (t *Template) Static() (string, bool) // the text when it has no {{ }}
 // Many expressions against one scope, each compiled as above:
 //   func NewCompiler(scope Scope) *Compiler

@@ -28,10 +28,19 @@
 // now() returns Env.Now rather than the wall clock, so that evaluation
 // is reproducible; expr's own now builtin is disabled. The file
 // functions read Env.FS relative to Env.Dir and refuse absolute paths
-// and paths that climb out with "..". They do not resolve symbolic
-// links, so on an OS file system a link inside the repository can
-// still lead outside it; read_file and read_json refuse files over
-// MaxReadFile, and glob refuses more than MaxGlob matches.
+// and paths that climb out with "..". They go through internal/confine
+// with Env.Dir as the root: a path whose real location, symbolic links
+// resolved, lies outside the repository is an error; read_file and
+// read_json read regular files only (a FIFO, a device, a socket or a
+// directory is refused with an error naming the path and what it is),
+// never block, and refuse files over MaxReadFile (4 MiB). file_exists
+// reports any kind of file, and is an error, not false, for a path
+// that leads out. glob matches one path component at a time and lists
+// only directories inside the repository: a pattern whose fixed
+// leading directories lead out is an error, and a match whose real
+// location is outside is left out, so that a link pointing out reveals
+// no outside name. It reads at most MaxGlobScan directory entries and
+// refuses more than MaxGlob matches.
 //
 // # Positions
 //
@@ -47,17 +56,40 @@
 // Workflow files may come from anywhere, and an expression must not
 // hang or exhaust the runner. Compile refuses expressions of more than
 // MaxNodes syntax nodes. Evaluation runs with expr's MemoryBudget, which
-// stops ranges such as map(1..100000000, # * 2) and nested loops early.
-// On top of it, strings built with + and the values passed to the
-// builtins whose cost grows with nested values (toJSON, string,
-// flatten, join, replace, max, min, mean, median) are bounded by
-// MaxValueSize each and MaxEvalSize per evaluation: expr's budget does
-// not count bytes, and a few doublings (let b = a + a; ...) would
-// otherwise build gigabytes. These guards are wired in by rewriting
-// the syntax tree, so the names __budget, __concat and __add are
-// reserved. What the limits do not bound is time spent in a single
-// regular expression match (matches) over a large string; Go's regexp
-// is linear, so that cost is bounded by the input size.
+// counts the elements of ranges (a..b), arrays and maps before they are
+// built, and stops ranges such as map(1..100000000, # * 2) and nested
+// loops early. expr's budget does not count bytes, so on top of it
+// every builtin that builds a value, or walks one, in proportion to its
+// arguments estimates what it is about to build and checks it against
+// MaxValueSize (8 MiB) per value and MaxEvalSize (32 MiB) per
+// evaluation before it runs: repeat, split, splitAfter, join, replace,
+// upper, lower, toBase64, fromBase64, toJSON, fromJSON, string,
+// flatten, sort, reverse, uniq, concat, keys, values, toPairs,
+// fromPairs, max, min, mean and median, and + on strings, where a few
+// doublings (let b = a + a; ...) would otherwise build gigabytes. What
+// read_file, read_json and glob return is charged to the same budget.
+// The estimates count a string by its bytes and an element of a new
+// array as 16 bytes; toJSON's counts the indentation of nested values,
+// and a value nested deeper than 10,000 levels counts as too large.
+// The other builtins build nothing in proportion to their arguments,
+// and the predicates (map, filter, groupBy, sortBy, ...) loop over an
+// array already built and counted. These guards are wired in by
+// rewriting the syntax tree, so the names __budget, __concat and __add
+// are reserved. Going over a limit is an evaluation error, "memory
+// budget exceeded", which fails the step.
+//
+// What the limits do not bound is time spent in a single regular
+// expression match (matches) over a large string, or in uniq, which
+// compares every pair of elements; Go's regexp is linear, so the first
+// cost is bounded by the input size.
+//
+// Template.RenderLimit stops with a *TooLargeError as soon as the
+// rendered text would exceed the limit it is given, without building
+// the rest; the runner passes the workflow's limits (DESIGN: 1 MiB for
+// a prompt, 100 KiB for a command). Template.Render uses
+// DefaultRenderLimit, 16 MiB. The message of every *Error is at most
+// MaxMessage (4 KiB): a longer one, such as expr's invalid operation:
+// int("...") quoting a whole value, is cut to its head and tail.
 //
 // # Signals
 //
