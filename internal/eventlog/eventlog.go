@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/flow-run/flow/internal/runlock"
 	"github.com/spf13/afero"
 )
 
@@ -34,12 +35,20 @@ type Event struct {
 // an unknown state.
 var ErrBroken = errors.New("event log unusable after an earlier failure; reopen it")
 
+// ErrForeignWrite is wrapped by the errors of a Log that found the file
+// longer or shorter than it left it: something else wrote to it. The
+// Log is broken from then on (the error wraps ErrBroken too), so that it
+// never appends an event after another writer's.
+var ErrForeignWrite = errors.New("event log changed by another writer")
+
 // Log appends events to a JSON Lines file. It is safe for concurrent use.
 type Log struct {
 	path string
 
 	mu      sync.Mutex
 	file    afero.File
+	os      *osFile // the descriptor and its lock, on a real file system
+	marker  *marker // the writer marker, elsewhere
 	lastSeq int64
 	size    int64 // bytes of complete lines in the file
 	buf     bytes.Buffer
@@ -48,10 +57,26 @@ type Log struct {
 }
 
 // Open opens the log at path for appending, creating it and its parent
-// directories if missing. It reads the existing events to learn the last
-// Seq; a torn final line is truncated away. An invalid line that is not
-// the last is an error, as for Read.
+// directories if missing, and holds it as its only writer until Close.
+// On a real file system the Log holds an exclusive flock(2) on the file,
+// which the kernel releases when the file is closed or the process
+// dies; on one without descriptors (an in-memory file system, a test
+// wrapper) it makes a writer marker beside the log (see claimMarker).
+// While another Log, in this process or another, holds the log, Open
+// fails with a *LockedError (wrapping ErrLocked). Readers (Read) take
+// no lock and are never refused.
+//
+// Open reads the existing events to learn the last Seq; a torn final
+// line is truncated away. A log with a fault in it fails Open with the
+// *CorruptError that Read returns: nothing may be appended after a
+// fault.
 func Open(fs afero.Fs, path string) (*Log, error) {
+	return open(fs, path, runlock.ProcessAlive)
+}
+
+// open is Open with the check of whether a writer marker's process is
+// alive injected.
+func open(fs afero.Fs, path string, alive func(runlock.Holder) bool) (*Log, error) {
 	if err := fs.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create directory of event log %s: %w", path, err)
 	}
@@ -60,10 +85,36 @@ func Open(fs afero.Fs, path string) (*Log, error) {
 		return nil, fmt.Errorf("open event log %s: %w", path, err)
 	}
 	l := &Log{path: path, file: f}
+	if l.os, err = lockOS(f, path); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	if l.os == nil {
+		if l.marker, err = claimMarker(fs, path, alive); err != nil {
+			_ = f.Close()
+			return nil, err
+		}
+	}
+	if err := l.load(); err != nil {
+		_ = f.Close()
+		if l.marker != nil {
+			_ = l.marker.release()
+		}
+		return nil, err
+	}
+	l.enc = json.NewEncoder(&l.buf)
+	l.enc.SetEscapeHTML(false)
+	return l, nil
+}
+
+// load reads the events of the file just opened and locked to learn
+// the last Seq and the end of the last complete line, truncates a torn
+// final line away and leaves the offset at the end.
+func (l *Log) load() error {
+	f, path := l.file, l.path
 	// Some file systems start an O_APPEND file's offset at its end.
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("seek to start of event log %s: %w", path, err)
+		return fmt.Errorf("seek to start of event log %s: %w", path, err)
 	}
 	end, total, err := scan(path, f, func(e Event) { l.lastSeq = e.Seq })
 	l.size = end
@@ -78,13 +129,7 @@ func Open(fs afero.Fs, path string) (*Log, error) {
 			err = fmt.Errorf("seek to end of event log %s: %w", path, err)
 		}
 	}
-	if err != nil {
-		_ = f.Close()
-		return nil, err
-	}
-	l.enc = json.NewEncoder(&l.buf)
-	l.enc.SetEscapeHTML(false)
-	return l, nil
+	return err
 }
 
 // Path returns the file the log appends to.
@@ -102,6 +147,11 @@ func (l *Log) LastSeq() int64 {
 // written. If e.Seq is 0 it is set to LastSeq()+1; a Seq that is not
 // greater than LastSeq is an error, as is an empty Type or Data that is
 // not valid JSON. Append does not sync the file; see Sync.
+//
+// Before it writes, Append checks that the file still ends where the
+// Log's last write left it (one fstat); if something else wrote to it or
+// cut it, Append writes nothing and the Log is broken, with an error
+// wrapping ErrForeignWrite and ErrBroken.
 func (l *Log) Append(e Event) (Event, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -124,6 +174,9 @@ func (l *Log) Append(e Event) (Event, error) {
 	if err := l.enc.Encode(e); err != nil { // Encode compacts Data and adds '\n'.
 		return Event{}, fmt.Errorf("append event %d to %s: %w", e.Seq, l.path, err)
 	}
+	if err := l.checkSize(); err != nil {
+		return Event{}, fmt.Errorf("append event %d to %s: %w", e.Seq, l.path, err)
+	}
 	n, err := l.file.Write(l.buf.Bytes())
 	if err != nil {
 		l.undoPartial(n)
@@ -132,6 +185,32 @@ func (l *Log) Append(e Event) (Event, error) {
 	l.size += int64(n)
 	l.lastSeq = e.Seq
 	return e, nil
+}
+
+// checkSize makes sure that the file ends where this Log's last write
+// left it. If it does not, the Log is broken.
+func (l *Log) checkSize() error {
+	var (
+		size int64
+		err  error
+	)
+	if l.os != nil {
+		size, err = l.os.size()
+	} else {
+		var fi os.FileInfo
+		if fi, err = l.file.Stat(); err == nil {
+			size = fi.Size()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("stat: %w", err)
+	}
+	if size != l.size {
+		l.broken = fmt.Errorf("%w: %w: the file has %d bytes where this writer left %d (after seq %d)",
+			ErrBroken, ErrForeignWrite, size, l.size, l.lastSeq)
+		return l.broken
+	}
+	return nil
 }
 
 // undoPartial removes the n bytes of a failed write so that the next
@@ -167,7 +246,9 @@ func (l *Log) Sync() error {
 	return nil
 }
 
-// Close closes the file without syncing it. Closing twice is an error.
+// Close closes the file without syncing it, which releases the lock on
+// it, and removes the writer marker if there is one. Closing twice is
+// an error.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -175,17 +256,60 @@ func (l *Log) Close() error {
 		return fmt.Errorf("close event log %s: %w", l.path, os.ErrClosed)
 	}
 	err := l.file.Close()
-	l.file = nil
+	l.file, l.os = nil, nil
 	if err != nil {
-		return fmt.Errorf("close event log %s: %w", l.path, err)
+		err = fmt.Errorf("close event log %s: %w", l.path, err)
 	}
-	return nil
+	if l.marker != nil {
+		err = errors.Join(err, l.marker.release())
+		l.marker = nil
+	}
+	return err
 }
 
+// CorruptError says that a line of the log that is not its last is not
+// an event that may follow the ones before it: the file was damaged or
+// edited, or a second writer appended to it. Read returns it together
+// with the events before the line, which are sound and may be shown;
+// Open refuses such a log.
+type CorruptError struct {
+	Path string
+	// Line is the 1-based number of the faulty line.
+	Line int
+	// Seq and Prev are set when the line is a valid event whose Seq is not
+	// after Prev, the Seq of the event before it: two writers appended the
+	// same or interleaved seqs. They are 0 when the line is not an event.
+	Seq, Prev int64
+	// Err says what is wrong with a line that is not an event.
+	Err error
+}
+
+// Error names path:line and the fault, as in "/r/events.jsonl:9: seq 5
+// is not after 8: a second writer appended to the log from this line
+// on; the events before line 9 can be read".
+func (e *CorruptError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s:%d: invalid event: %v", e.Path, e.Line, e.Err)
+	}
+	return fmt.Sprintf("%s:%d: seq %d is not after %d: a second writer appended to the log from this line on; the events before line %d can be read",
+		e.Path, e.Line, e.Seq, e.Prev, e.Line)
+}
+
+// Unwrap returns what is wrong with a line that is not an event.
+func (e *CorruptError) Unwrap() error { return e.Err }
+
 // Read returns the events of the log at path whose Seq is greater than
-// after, in order. A torn final line is ignored; an invalid line that is
-// not the last is an error naming path:line. A missing file is an error
-// wrapping os.ErrNotExist.
+// after, in order. A torn final line — invalid or unterminated — is
+// ignored, as a crash during an append leaves one. A missing file is an
+// error wrapping os.ErrNotExist.
+//
+// A fault in the log — an invalid line that is not the last, or an
+// event whose Seq is not after the one before it (even on the last
+// line: a crash cannot leave a whole event behind) — is a *CorruptError
+// naming path:line, returned together with the events before the fault.
+// Callers must check for it (errors.As) and may use those events, for
+// instance to show a run up to the fault; they must not treat them as
+// the whole log.
 func Read(fs afero.Fs, path string, after int64) ([]Event, error) {
 	f, err := fs.Open(path)
 	if err != nil {
@@ -204,7 +328,8 @@ func Read(fs afero.Fs, path string, after int64) ([]Event, error) {
 // scan reads r line by line and calls fn with each valid event. It
 // returns the offset just past the last valid line (events or blank
 // lines) and the number of bytes read. A final line that is invalid or
-// lacks its newline is skipped; any other invalid line is an error.
+// lacks its newline is skipped; any other invalid line, and an event
+// whose Seq is not after the one before, is a *CorruptError.
 func scan(path string, r io.Reader, fn func(Event)) (end, total int64, err error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var (
@@ -225,10 +350,13 @@ func scan(path string, r io.Reader, fn func(Event)) (end, total int64, err error
 				return end, total, nil
 			}
 			if len(bytes.TrimSpace(line)) > 0 {
-				e, perr := parseLine(line, lastSeq)
+				e, perr := parseLine(line)
 				if perr != nil {
-					pending = fmt.Errorf("%s:%d: %w", path, lineNo, perr)
+					pending = &CorruptError{Path: path, Line: lineNo, Err: perr}
 					continue
+				}
+				if e.Seq <= lastSeq {
+					return end, total, &CorruptError{Path: path, Line: lineNo, Seq: e.Seq, Prev: lastSeq}
 				}
 				lastSeq = e.Seq
 				fn(e)
@@ -244,21 +372,17 @@ func scan(path string, r io.Reader, fn func(Event)) (end, total int64, err error
 	}
 }
 
-// parseLine decodes one line and checks that it is an event that may
-// follow an event with Seq prev.
-func parseLine(line []byte, prev int64) (Event, error) {
+// parseLine decodes one line and checks that it is an event.
+func parseLine(line []byte) (Event, error) {
 	var e Event
 	if err := json.Unmarshal(line, &e); err != nil {
-		return Event{}, fmt.Errorf("invalid event: %w", err)
+		return Event{}, err
 	}
 	if e.Seq <= 0 {
-		return Event{}, fmt.Errorf("invalid event: seq %d is not positive", e.Seq)
-	}
-	if e.Seq <= prev {
-		return Event{}, fmt.Errorf("invalid event: seq %d is not after %d", e.Seq, prev)
+		return Event{}, fmt.Errorf("seq %d is not positive", e.Seq)
 	}
 	if e.Type == "" {
-		return Event{}, errors.New("invalid event: empty type")
+		return Event{}, errors.New("empty type")
 	}
 	return e, nil
 }

@@ -172,21 +172,23 @@ func TestTornAndDamagedFiles(t *testing.T) {
 	tests := []struct {
 		name     string
 		content  string
-		wantSeqs []int64 // nil: Read and Open fail
-		wantErr  string
-		keep     string // file content after Open, before appending
+		wantSeqs []int64
+		corrupt  *CorruptError // the fault Read reports and Open fails with; nil: none
+		keep     string        // file content after Open, before appending
 	}{
-		{"empty", "", []int64{}, "", ""},
-		{"clean", line1 + line2, []int64{1, 2}, "", line1 + line2},
-		{"torn prefix", line1 + line2[:20], []int64{1}, "", line1},
-		{"complete json without newline", line1 + strings.TrimSuffix(line2, "\n"), []int64{1}, "", line1},
-		{"garbage last line", line1 + "\x00\x00\x00\n", []int64{1}, "", line1},
-		{"nul bytes unterminated", line1 + "\x00\x00", []int64{1}, "", line1},
-		{"blank lines", "\n" + line1 + "\n" + line2, []int64{1, 2}, "", "\n" + line1 + "\n" + line2},
-		{"invalid middle line", line1 + "{oops\n" + line2, nil, logPath + ":2: invalid event", ""},
-		{"seq not increasing", line2 + line1 + line2, nil, logPath + ":2: invalid event: seq 1 is not after 2", ""},
-		{"seq zero", `{"seq":0,"type":"a"}` + "\n" + line1, nil, logPath + ":1:", ""},
-		{"bad time", `{"seq":1,"at":"yesterday","type":"a"}` + "\n" + line2, nil, logPath + ":1:", ""},
+		{"empty", "", []int64{}, nil, ""},
+		{"clean", line1 + line2, []int64{1, 2}, nil, line1 + line2},
+		{"torn prefix", line1 + line2[:20], []int64{1}, nil, line1},
+		{"complete json without newline", line1 + strings.TrimSuffix(line2, "\n"), []int64{1}, nil, line1},
+		{"garbage last line", line1 + "\x00\x00\x00\n", []int64{1}, nil, line1},
+		{"nul bytes unterminated", line1 + "\x00\x00", []int64{1}, nil, line1},
+		{"blank lines", "\n" + line1 + "\n" + line2, []int64{1, 2}, nil, "\n" + line1 + "\n" + line2},
+		{"invalid middle line", line1 + "{oops\n" + line2, []int64{1}, &CorruptError{Line: 2, Err: errAny}, ""},
+		{"seq not increasing", line2 + line1 + line2, []int64{2}, &CorruptError{Line: 2, Seq: 1, Prev: 2}, ""},
+		{"duplicate seq on the last line", line1 + line2 + line2, []int64{1, 2}, &CorruptError{Line: 3, Seq: 2, Prev: 2}, ""},
+		{"duplicate seq after a blank line", line1 + "\n" + line1 + line2, []int64{1}, &CorruptError{Line: 3, Seq: 1, Prev: 1}, ""},
+		{"seq zero", `{"seq":0,"type":"a"}` + "\n" + line1, []int64{}, &CorruptError{Line: 1, Err: errAny}, ""},
+		{"bad time", `{"seq":1,"at":"yesterday","type":"a"}` + "\n" + line2, []int64{}, &CorruptError{Line: 1, Err: errAny}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -195,20 +197,23 @@ func TestTornAndDamagedFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			events, err := Read(fs, logPath, 0)
-			if tt.wantSeqs == nil {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("Read err = %v, want one containing %q", err, tt.wantErr)
+			if fmt.Sprint(seqs(events)) != fmt.Sprint(tt.wantSeqs) {
+				t.Errorf("Read seqs = %v, want %v", seqs(events), tt.wantSeqs)
+			}
+			if tt.corrupt != nil {
+				checkCorrupt(t, "Read", err, tt.corrupt)
+				_, err := Open(fs, logPath)
+				checkCorrupt(t, "Open", err, tt.corrupt)
+				if raw, _ := afero.ReadFile(fs, logPath); string(raw) != tt.content {
+					t.Errorf("a refused Open changed the file to %q", raw)
 				}
-				if _, err := Open(fs, logPath); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("Open err = %v, want one containing %q", err, tt.wantErr)
+				if _, err := fs.Stat(logPath + markerSuffix); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("a refused Open left its writer marker: %v", err)
 				}
 				return
 			}
 			if err != nil {
 				t.Fatal(err)
-			}
-			if fmt.Sprint(seqs(events)) != fmt.Sprint(tt.wantSeqs) {
-				t.Fatalf("Read seqs = %v, want %v", seqs(events), tt.wantSeqs)
 			}
 			l := openLog(t, fs)
 			if raw, _ := afero.ReadFile(fs, logPath); string(raw) != tt.keep {
@@ -223,6 +228,26 @@ func TestTornAndDamagedFiles(t *testing.T) {
 				t.Errorf("after append: seqs %v, appended %d", seqs(events), e.Seq)
 			}
 		})
+	}
+}
+
+// errAny in a wanted CorruptError stands for any non-nil Err.
+var errAny = errors.New("any error")
+
+// checkCorrupt checks that err is a *CorruptError like want, naming
+// logPath.
+func checkCorrupt(t *testing.T, op string, err error, want *CorruptError) {
+	t.Helper()
+	var ce *CorruptError
+	if !errors.As(err, &ce) {
+		t.Fatalf("%s err = %v, want a *CorruptError", op, err)
+	}
+	if ce.Path != logPath || ce.Line != want.Line || ce.Seq != want.Seq || ce.Prev != want.Prev || (ce.Err != nil) != (want.Err != nil) {
+		t.Errorf("%s err = %#v, want %#v", op, ce, want)
+	}
+	prefix := fmt.Sprintf("%s:%d: ", logPath, want.Line)
+	if !strings.HasPrefix(err.Error(), prefix) && !strings.Contains(err.Error(), " "+prefix) {
+		t.Errorf("%s err = %q, want it to name %s", op, err, prefix)
 	}
 }
 
