@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,13 +27,26 @@ func TestMain(m *testing.M) {
 // TestScripts runs the end-to-end scripts in testdata/script: the real
 // flow binary against real processes.
 func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{
-		Dir:                 "../../testdata/script",
+	testscript.Run(t, scriptParams("../../testdata/script"))
+}
+
+// TestHostile runs the hostile-input corpus in testdata/hostile: one
+// script per kind of hostile or careless input, each of which must end
+// in a clear, positioned error or a failed step, within bounded time
+// and memory (the bounded command), losing no finished step.
+func TestHostile(t *testing.T) {
+	testscript.Run(t, scriptParams("../../testdata/hostile"))
+}
+
+func scriptParams(dir string) testscript.Params {
+	return testscript.Params{
+		Dir:                 dir,
 		RequireExplicitExec: true,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exits":   cmdExits,
 			"waitfor": cmdWaitFor,
 			"alive":   cmdAlive,
+			"bounded": cmdBounded,
 		},
 		Setup: func(env *testscript.Env) error {
 			// Scripts reach the shipped workflows and fake agents here.
@@ -44,7 +61,80 @@ func TestScripts(t *testing.T) {
 			env.Setenv("GORACE", "atexit_sleep_ms=0")
 			return nil
 		},
-	})
+	}
+}
+
+// cmdBounded runs a program and checks its exit code, like exits, and
+// that it ended within a time limit (60 s unless -t says otherwise)
+// and a peak resident memory (512 MiB unless -mem says otherwise; the
+// race detector's own overhead fits well within it). Its output goes to
+// bounded.stdout and bounded.stderr in the work directory.
+//
+//	bounded [-t SECONDS] [-mem MIB] CODE PROGRAM [ARGS...]
+func cmdBounded(ts *testscript.TestScript, neg bool, args []string) {
+	timeout, memMiB := 60*time.Second, int64(512)
+	for len(args) >= 2 && strings.HasPrefix(args[0], "-") {
+		n, err := strconv.ParseFloat(args[1], 64)
+		if err != nil {
+			ts.Fatalf("bounded: bad %s %q", args[0], args[1])
+		}
+		switch args[0] {
+		case "-t":
+			timeout = time.Duration(n * float64(time.Second))
+		case "-mem":
+			memMiB = int64(n)
+		default:
+			ts.Fatalf("bounded: unknown flag %s", args[0])
+		}
+		args = args[2:]
+	}
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: bounded [-t SECONDS] [-mem MIB] CODE PROGRAM [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("bounded: bad code %q", args[0])
+	}
+	path := ""
+	for _, dir := range filepath.SplitList(ts.Getenv("PATH")) {
+		if p := filepath.Join(dir, args[1]); fileExists(p) {
+			path = p
+			break
+		}
+	}
+	if path == "" {
+		ts.Fatalf("bounded: %s is not on the script's PATH", args[1])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, args[2:]...)
+	cmd.Dir = ts.Getenv("WORK")
+	for _, k := range []string{"PATH", "HOME", "TMPDIR", "WORK", "USER", "FLOW_SRC", "GORACE"} {
+		cmd.Env = append(cmd.Env, k+"="+ts.Getenv(k))
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	ts.Check(os.WriteFile(ts.MkAbs("bounded.stdout"), stdout.Bytes(), 0o644))
+	ts.Check(os.WriteFile(ts.MkAbs("bounded.stderr"), stderr.Bytes(), 0o644))
+	if ctx.Err() != nil {
+		ts.Fatalf("%s did not end within %v", args[1], timeout)
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		ts.Fatalf("bounded: %v", err)
+	}
+	if got := cmd.ProcessState.ExitCode(); got != want {
+		ts.Fatalf("%s exited %d, want %d\nstdout:\n%s\nstderr:\n%s", args[1], got, want, stdout.Bytes(), stderr.Bytes())
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > memMiB<<10 {
+		ts.Fatalf("%s peaked at %d MiB of memory, over %d MiB", args[1], ru.Maxrss>>10, memMiB)
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // cmdExits runs a program and checks its exit code:
