@@ -111,6 +111,7 @@ func decodeHCL(src *source, d *diags) *rawWorkflow {
 			// Past the cap, the rest of the steps are left undecoded.
 			if steps++; steps == MaxSteps+1 {
 				h.d.errorf(h.pos(b.TypeRange), "too many steps: a workflow has at most %d", MaxSteps)
+				w.tooManySteps = true
 			}
 			if steps <= MaxSteps && h.labels(b, 1) {
 				w.steps = append(w.steps, h.step(b))

@@ -120,7 +120,7 @@ func load(fs afero.Fs, path, format string, data []byte, o Options) (*Workflow, 
 		} else {
 			raw = decodeHCL(src, d)
 		}
-		if raw != nil {
+		if raw != nil && !raw.tooManySteps {
 			w := build(raw, fs, path, o, d)
 			if len(d.list) == 0 {
 				w.Format = format

@@ -39,6 +39,9 @@ type rawWorkflow struct {
 	cleanup     *rawCleanup
 	signals     rawSignals
 	secrets     []str
+	// tooManySteps is set when the steps went past MaxSteps: the
+	// workflow is refused, and not built, whatever else is in it.
+	tooManySteps bool
 }
 
 type rawDefaults struct {

@@ -149,6 +149,7 @@ func (y *yamlDecoder) steps(w *rawWorkflow, v *yaml.Node) {
 	y.list(v, "steps", func(n *yaml.Node) bool {
 		if count++; count > MaxSteps {
 			y.d.errorf(y.pos(resolve(n)), "too many steps: a workflow has at most %d", MaxSteps)
+			w.tooManySteps = true
 			return false
 		}
 		if s := y.step(n); s != nil {
