@@ -15,7 +15,11 @@
 // What can go wrong:
 //
 //   - The lock is advisory and lives in the run directory, not in the
-//     kernel: a process that ignores it is not stopped.
+//     kernel: a process that ignores it, or a user who removes the file
+//     of a live run, is not stopped by it. The run's event log is the
+//     backstop: package eventlog holds its own lock on the log for as
+//     long as a runner has it open, and refuses a second writer. A
+//     holder whose file was removed can write it again with Restore.
 //   - ProcessAlive can only check processes on its own host; for a holder
 //     on another host it answers true, and an operator must remove the
 //     file of a run whose remote runner is gone. Process ids are reused,

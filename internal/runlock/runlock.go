@@ -63,11 +63,10 @@ func Acquire(fs afero.Fs, path string, h Holder, alive func(Holder) bool) (*Lock
 		}
 		h.Token = tok
 	}
-	data, err := json.MarshalIndent(h, "", "  ")
+	data, err := encode(h)
 	if err != nil {
 		return nil, fmt.Errorf("acquire lock %s: %w", path, err)
 	}
-	data = append(data, '\n')
 	if err := fs.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("acquire lock %s: create directory: %w", path, err)
 	}
@@ -96,6 +95,15 @@ func Acquire(fs afero.Fs, path string, h Holder, alive func(Holder) bool) (*Lock
 		return nil, &HeldError{Holder: after}
 	}
 	return l, nil
+}
+
+// encode returns the content of a lock file naming h.
+func encode(h Holder) ([]byte, error) {
+	data, err := json.MarshalIndent(h, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
 }
 
 // createExclusive creates path with data unless it exists. It reports
@@ -155,6 +163,35 @@ func (l *Lock) Verify() error {
 	}
 	if h.Token != l.holder.Token {
 		return fmt.Errorf("verify lock %s: %w: %w", l.path, ErrNotHeld, &HeldError{Holder: h})
+	}
+	return nil
+}
+
+// Restore writes the lock file again if it was removed while this lock
+// was held (by hand, or by a runner that was refused after it found the
+// file missing and released its own), so that readers and takeover
+// checks see the live holder again. A file that holds this lock's token
+// is left alone. A file that names another holder is left alone too,
+// and the error wraps ErrNotHeld and that holder's *HeldError; an
+// unreadable one is an error and is not replaced either.
+func (l *Lock) Restore() error {
+	err := l.Verify()
+	if err == nil {
+		return nil
+	}
+	if _, rerr := l.fs.Stat(l.path); !errors.Is(rerr, os.ErrNotExist) {
+		return fmt.Errorf("restore: %w", err)
+	}
+	data, err := encode(l.holder)
+	if err != nil {
+		return fmt.Errorf("restore lock %s: %w", l.path, err)
+	}
+	if _, err := createExclusive(l.fs, l.path, data); err != nil {
+		return fmt.Errorf("restore lock %s: %w", l.path, err)
+	}
+	// Another runner may have created the file first.
+	if err := l.Verify(); err != nil {
+		return fmt.Errorf("restore: %w", err)
 	}
 	return nil
 }

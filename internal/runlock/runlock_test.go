@@ -238,3 +238,60 @@ func TestAcquireWithProcessAlive(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRestore: a holder writes its lock file again after it was removed,
+// and leaves alone a file that is still its own, names another holder,
+// or cannot be read.
+func TestRestore(t *testing.T) {
+	other := holder(20)
+	other.Token = "other"
+	otherData, _ := encode(other)
+	tests := []struct {
+		name    string
+		change  func(fs afero.Fs) error // what happens to the file while held
+		want    string                  // content expected afterwards; "mine" for this lock's
+		wantErr error
+	}{
+		{"intact", func(afero.Fs) error { return nil }, "mine", nil},
+		{"removed", func(fs afero.Fs) error { return fs.Remove(lockPath) }, "mine", nil},
+		{"taken over", func(fs afero.Fs) error { return afero.WriteFile(fs, lockPath, otherData, 0o644) }, string(otherData), ErrNotHeld},
+		{"garbage", func(fs afero.Fs) error { return afero.WriteFile(fs, lockPath, []byte("{"), 0o644) }, "{", errAny},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := afero.NewMemMapFs()
+			l, err := Acquire(fs, lockPath, holder(10), always(true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tt.change(fs); err != nil {
+				t.Fatal(err)
+			}
+			err = l.Restore()
+			switch {
+			case tt.wantErr == nil && err != nil:
+				t.Fatalf("Restore = %v", err)
+			case tt.wantErr == errAny && err == nil:
+				t.Fatal("Restore succeeded")
+			case tt.wantErr != nil && tt.wantErr != errAny && !errors.Is(err, tt.wantErr):
+				t.Fatalf("Restore = %v, want %v", err, tt.wantErr)
+			}
+			want := tt.want
+			if want == "mine" {
+				data, _ := encode(l.Holder())
+				want = string(data)
+			}
+			if got, _ := afero.ReadFile(fs, lockPath); string(got) != want {
+				t.Errorf("lock file = %q, want %q", got, want)
+			}
+			if tt.wantErr == nil {
+				if err := l.Release(); err != nil {
+					t.Errorf("Release after Restore = %v", err)
+				}
+			}
+		})
+	}
+}
+
+// errAny in a test table stands for any error.
+var errAny = errors.New("any error")
