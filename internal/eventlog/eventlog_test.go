@@ -246,7 +246,7 @@ func checkCorrupt(t *testing.T, op string, err error, want *CorruptError) {
 		t.Errorf("%s err = %#v, want %#v", op, ce, want)
 	}
 	prefix := fmt.Sprintf("%s:%d: ", logPath, want.Line)
-	if !strings.HasPrefix(err.Error(), prefix) && !strings.Contains(err.Error(), " "+prefix) {
+	if !strings.HasPrefix(err.Error(), prefix) {
 		t.Errorf("%s err = %q, want it to name %s", op, err, prefix)
 	}
 }
