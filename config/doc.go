@@ -17,7 +17,20 @@
 // nil in the model; the Step* methods of Workflow resolve them through
 // the workflow's defaults to the seed defaults.
 //
-// What can go wrong: a file that cannot be read is an ordinary error
-// (use errors.Is with fs.ErrNotExist); everything wrong with the
-// workflow itself is a Diagnostics (use errors.As).
+// Everything the loader reads is bounded (DESIGN §10). The workflow
+// file is opened without blocking and must be a regular file of at most
+// MaxWorkflowSize bytes, in UTF-8, holding one YAML document; at most
+// MaxSteps steps are decoded, and a step id has at most MaxStepIDLen
+// characters. A prompt_file is read through internal/confine: its real
+// path, symlinks resolved, must lie inside the workflow file's directory
+// tree or the repository named in Options (LoadWith), and it must be a
+// regular file no larger than the prompt limit. The sizes a run keeps
+// to (Limits) and the secret variables it must never write (Secrets,
+// IsSecretName) are part of the model; the runner enforces them.
+//
+// What can go wrong: a file that cannot be read, or that is a FIFO, a
+// device or a directory, is an ordinary error (use errors.Is with
+// fs.ErrNotExist, errors.As with *confine.NotRegularError); everything
+// wrong with the workflow itself, its size included, is a Diagnostics
+// (use errors.As).
 package config
