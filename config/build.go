@@ -313,11 +313,11 @@ func (b *builder) promptFile(pf str) *Template {
 		if b.repo != "" {
 			where += " and the repository"
 		}
-		real := ""
+		resolved := ""
 		if esc.Real != "" && esc.Real != filepath.Clean(pf.val) {
-			real = fmt.Sprintf(" (it resolves to %s)", esc.Real)
+			resolved = fmt.Sprintf(" (it resolves to %s)", esc.Real)
 		}
-		b.d.errorf(pf.pos(), "prompt_file: %s is outside %s%s; a prompt file must lie inside", pf.val, where, real)
+		b.d.errorf(pf.pos(), "prompt_file: %s is outside %s%s; a prompt file must lie inside", pf.val, where, resolved)
 		return nil
 	case errors.As(err, &nr):
 		b.d.errorf(pf.pos(), "prompt_file: %s", nr)
