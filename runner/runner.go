@@ -195,6 +195,7 @@ func (r *Runner) Run(ctx context.Context, opts Options) (res Result, err error) 
 	x.redact = Secrets(x.wf, r.Environ)
 	x.spec, x.digest = x.wf.SpecDigest()
 	if err := x.open(); err != nil {
+		_ = x.close()
 		return Result{}, err
 	}
 	defer func() {
@@ -236,6 +237,20 @@ func (x *run) open() error {
 	if !opts.Resume && exists {
 		return Usage("run %s already exists in %s; use flow resume %s, or another --run-id", runID, x.dir, runID)
 	}
+	if exists && opts.StartAt == "" {
+		// A finished run is not resumed: nothing is appended, no lock
+		// taken. Only a snapshot left behind by a crash at the very end
+		// is brought up to date, for the readers of run_state.json.
+		if st, _, err := LoadState(fsys, x.dir, false, now); err == nil && st.Status.Terminal() {
+			if snap, _, _ := readSnapshot(fsys, filepath.Join(x.dir, StateFile)); snap == nil || snap.Seq != st.Seq {
+				if err := writeSnapshot(fsys, x.dir, st); err != nil {
+					return err
+				}
+			}
+			return Refused("run %s has already %s (exit %d); to run steps again: flow run %s --start-at-step STEP",
+				runID, st.Status, st.ExitCode, st.WorkflowFile)
+		}
+	}
 	// manual_inputs/ and logs/ are made when first written to.
 	for _, d := range []string{x.dir, filepath.Join(x.dir, ReportsDir)} {
 		if err := fsys.MkdirAll(d, 0o755); err != nil {
@@ -252,8 +267,15 @@ func (x *run) open() error {
 		return fmt.Errorf("lock run %s: %w", runID, err)
 	}
 	x.lock = lock
+	// The lock file is only the first witness: anybody can delete it.
+	// The event log refuses a second writer for as long as the first
+	// has it open.
 	log, err := eventlog.Open(fsys, filepath.Join(x.dir, EventsFile))
 	if err != nil {
+		var locked *eventlog.LockedError
+		if errors.As(err, &locked) {
+			return &HeldError{RunID: runID, Holder: x.recordedHolder(locked, now)}
+		}
 		return fmt.Errorf("open events of run %s: %w", runID, err)
 	}
 	x.log = log
@@ -263,14 +285,6 @@ func (x *run) open() error {
 			return fmt.Errorf("load run %s: %w", runID, err)
 		}
 		if st.Status.Terminal() && opts.StartAt == "" {
-			// A finished run is not resumed: nothing is appended. Only
-			// a snapshot left behind by a crash at the very end is
-			// brought up to date, for the readers of run_state.json.
-			if snap, _, _ := readSnapshot(fsys, filepath.Join(x.dir, StateFile)); snap == nil || snap.Seq != st.Seq {
-				if err := writeSnapshot(fsys, x.dir, st); err != nil {
-					return err
-				}
-			}
 			return Refused("run %s has already %s (exit %d); to run steps again: flow run %s --start-at-step STEP",
 				runID, st.Status, st.ExitCode, st.WorkflowFile)
 		}
@@ -379,6 +393,21 @@ func (x *run) checkRecordedRunner(st *State, now time.Time) error {
 	return &HeldError{RunID: st.RunID, Holder: h}
 }
 
+// recordedHolder names the runner that holds a run's event log: the one
+// the log's lock names, or else the one the record names.
+func (x *run) recordedHolder(locked *eventlog.LockedError, now time.Time) runlock.Holder {
+	h := runlock.Holder{PID: locked.PID, Host: locked.Host}
+	if h.PID == 0 {
+		if st, _, err := LoadState(x.r.FS, x.dir, false, now); st != nil && err == nil && st.Runner != nil {
+			h.PID, h.Host = st.Runner.PID, st.Runner.Host
+			if st.Runner.StartedAt != nil {
+				h.StartedAt = st.Runner.StartedAt.Time
+			}
+		}
+	}
+	return h
+}
+
 // HeldError says a run is held by a live runner.
 type HeldError struct {
 	RunID  string
@@ -461,7 +490,11 @@ func (x *run) close() error {
 		errs = append(errs, x.log.Close())
 	}
 	if x.lock != nil {
-		errs = append(errs, x.lock.Release())
+		// A lock file removed (or taken) behind the runner's back has
+		// nothing left to release; the event log kept the run single.
+		if err := x.lock.Release(); !errors.Is(err, runlock.ErrNotHeld) {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -54,8 +54,8 @@ var ErrNoRun = errors.New("no such run")
 //
 // A log with a fault in it (a seq that does not increase: two writers)
 // is read up to the fault: the state of the events before it is
-// returned together with the error (eventlog.Read's), so that readers
-// can still show it.
+// returned together with an error wrapping *eventlog.CorruptError, so
+// that readers can still show it.
 func LoadState(fsys afero.Fs, runDir string, repair bool, now time.Time) (*State, bool, error) {
 	statePath := filepath.Join(runDir, StateFile)
 	eventsPath := filepath.Join(runDir, EventsFile)
@@ -68,9 +68,10 @@ func LoadState(fsys afero.Fs, runDir string, repair bool, now time.Time) (*State
 		after = snap.Seq
 	}
 	events, readErr := eventlog.Read(fsys, eventsPath, after)
+	var corrupt *eventlog.CorruptError
 	switch {
 	case readErr == nil:
-	case len(events) > 0:
+	case errors.As(readErr, &corrupt):
 		// A fault in the log: the events before it still tell the run.
 	case errors.Is(readErr, fs.ErrNotExist):
 		if snap == nil {

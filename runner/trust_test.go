@@ -231,8 +231,44 @@ func TestRecordedRunnerIsChecked(t *testing.T) {
 	second.Alive = func(h runlock.Holder) bool { return h.PID == 777 }
 	_, err := second.Run(t.Context(), Options{Workflow: e.wf, Repo: repo, RunID: "r1", Resume: true})
 	var held *HeldError
-	if !errors.As(err, &held) || CodeOf(err) != ExitHeld || held.Holder.PID != 777 {
-		t.Fatalf("second runner: %v (exit %d); want held by pid 777, exit 7", err, CodeOf(err))
+	if !errors.As(err, &held) || CodeOf(err) != ExitHeld {
+		t.Fatalf("second runner: %v (exit %d); want held by a live runner, exit 7", err, CodeOf(err))
+	}
+	if ok, _ := afero.Exists(e.fs, filepath.Join(dir, LockFile)); ok {
+		t.Error("the refused runner left a lock file behind")
+	}
+}
+
+// TestCheckRecordedRunner: the record's runner, not only the lock file
+// or the event log's lock, decides whether a run may be taken over: a
+// live runner that beats is refused; a dead one, one that stopped
+// beating, one that let go of the run, or this very runner are not.
+func TestCheckRecordedRunner(t *testing.T) {
+	now := time.Date(2025, 1, 15, 14, 30, 0, 0, time.UTC)
+	beat := func(ago time.Duration) *Time { return &Time{Time: now.Add(-ago)} }
+	tests := []struct {
+		name   string
+		runner *RunnerInfo
+		status RunStatus
+		alive  bool
+		held   bool
+	}{
+		{"live and beating", &RunnerInfo{PID: 777, Host: "h", HeartbeatAt: beat(2 * time.Second)}, RunRunning, true, true},
+		{"process gone", &RunnerInfo{PID: 777, Host: "h", HeartbeatAt: beat(2 * time.Second)}, RunRunning, false, false},
+		{"stale heartbeat", &RunnerInfo{PID: 777, Host: "h", HeartbeatAt: beat(20 * time.Second)}, RunRunning, true, false},
+		{"waiting on a human", &RunnerInfo{PID: 777, Host: "h", HeartbeatAt: beat(time.Second)}, RunWaitingOnHuman, true, false},
+		{"this runner", &RunnerInfo{PID: 4242, Host: "test", HeartbeatAt: beat(time.Second)}, RunRunning, true, false},
+		{"no runner yet", nil, RunPending, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &Runner{PID: 4242, Host: "test", HeartbeatEvery: 5 * time.Second, Alive: func(runlock.Holder) bool { return tt.alive }}
+			x := &run{r: r}
+			err := x.checkRecordedRunner(&State{RunID: "r1", Status: tt.status, Runner: tt.runner}, now)
+			if held := CodeOf(err) == ExitHeld; held != tt.held {
+				t.Errorf("checkRecordedRunner = %v; want held %v", err, tt.held)
+			}
+		})
 	}
 }
 
