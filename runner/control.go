@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/internal/atomicfile"
+	"github.com/flow-run/flow/internal/confine"
 )
 
 // Control is control.json: what humans want (DesiredState) and what the
@@ -34,11 +35,17 @@ func validControl(s ControlState) bool {
 	return false
 }
 
+// maxControl caps control.json: a few short fields, never data.
+const maxControl = 64 << 10
+
 // ReadControl reads control.json. A missing file is (nil, nil); a file
-// that is not valid JSON, or names an unknown state, is an error.
+// that is not valid JSON, or names an unknown state, is an error. It
+// reads only a regular file in the run directory, at most 64 KiB of it,
+// without blocking: a FIFO or a link to a device is an error too (and
+// so, for the runner, a pause).
 func ReadControl(fsys afero.Fs, runDir string) (*Control, error) {
 	path := filepath.Join(runDir, ControlFile)
-	b, err := afero.ReadFile(fsys, path)
+	b, err := confine.ReadFile(fsys, path, maxControl, runDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -167,7 +174,7 @@ func (x *run) readControl() (ControlState, error) {
 		return c.DesiredState, nil
 	}
 	now := x.r.Clock.Now()
-	x.emit(newEvent(now, EvWarning, "", Note{Message: err.Error() + "; treated as pause"}))
+	x.warn("", err.Error()+"; treated as pause")
 	cur := x.core.control
 	if cur == "" {
 		cur = Pause

@@ -256,7 +256,7 @@ func (x *run) pollWaiting() error {
 	for step := range x.awaiting {
 		in, timedOut, err := x.checkHuman(step)
 		if err != nil {
-			x.emit(newEvent(x.r.Clock.Now(), EvWarning, step, Note{Message: err.Error()}))
+			x.warn(step, err.Error())
 			continue
 		}
 		if in != nil || timedOut {

@@ -293,9 +293,7 @@ func (x *run) open() error {
 		}
 		x.st = st
 		if damaged {
-			e := newEvent(now, EvWarning, "", Note{Message: "run_state.json was damaged or disagreed with events.jsonl; rebuilt from events.jsonl and kept aside"})
-			x.emit(e)
-			x.announce(e)
+			x.warn("", "run_state.json was damaged or disagreed with events.jsonl; rebuilt from events.jsonl and kept aside")
 		}
 		x.reconcileWorkflow(now)
 	} else {
@@ -466,6 +464,13 @@ func short(d string) string {
 		return d[:12]
 	}
 	return d
+}
+
+// warn records a warning event and prints it.
+func (x *run) warn(step, msg string) {
+	e := newEvent(x.r.Clock.Now(), EvWarning, step, Note{Message: msg})
+	x.emit(e)
+	x.announce(e)
 }
 
 // emit appends an event to the log and applies it, secrets hidden.

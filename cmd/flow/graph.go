@@ -18,7 +18,7 @@ steps have their own shape, and gated steps show their gate.`,
 			if format != "mermaid" && format != "dot" {
 				return usageError("unknown graph format %q (want mermaid or dot)\ntry: flow graph %s --format mermaid", format, args[0])
 			}
-			w, err := a.loadWorkflow(args[0])
+			w, err := a.loadWorkflow(args[0], "")
 			if err != nil {
 				return err
 			}

@@ -91,11 +91,11 @@ ran out, 130 interrupted.`,
 			return []string{"yaml", "yml", "hcl"}, cobra.ShellCompDirectiveFilterFileExt
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			wf, err := a.loadWorkflow(args[0])
+			repo, err := a.repoDir(f.repo)
 			if err != nil {
 				return err
 			}
-			repo, err := a.repoDir(f.repo)
+			wf, err := a.loadWorkflow(args[0], repo)
 			if err != nil {
 				return err
 			}
@@ -156,7 +156,7 @@ is taken over.`,
 			if path == "" {
 				path = locateWorkflow(a.fs, ref.State, repo)
 			}
-			wf, err := a.loadWorkflow(path)
+			wf, err := a.loadWorkflow(path, repo)
 			if err != nil {
 				return err
 			}

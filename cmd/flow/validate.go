@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/flow-run/flow/config"
 	"github.com/spf13/afero"
 	"github.com/spf13/cobra"
+
+	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/confine"
 )
 
 func (a *app) validateCmd() *cobra.Command {
@@ -29,7 +31,7 @@ as file:line:col: message with the source line, on stderr, and exits 2.`,
 				return err
 			}
 			for _, path := range paths {
-				w, err := config.Load(a.fs, path)
+				w, err := config.LoadWith(a.fs, path, config.Options{Repo: a.cwd()})
 				var ds config.Diagnostics
 				switch {
 				case err == nil:
@@ -90,9 +92,14 @@ func (a *app) workflowPaths(args []string) ([]string, error) {
 }
 
 // loadWorkflow loads a workflow for a command; an invalid one has its
-// diagnostics printed and ends the command with exit code 2.
-func (a *app) loadWorkflow(path string) (*config.Workflow, error) {
-	w, err := config.Load(a.fs, path)
+// diagnostics printed and ends the command with exit code 2. Its
+// prompt files may lie in its own directory tree or in repo ("" means
+// the current directory, flow run's default repository).
+func (a *app) loadWorkflow(path, repo string) (*config.Workflow, error) {
+	if repo == "" {
+		repo = a.cwd()
+	}
+	w, err := config.LoadWith(a.fs, path, config.Options{Repo: repo})
 	var ds config.Diagnostics
 	switch {
 	case err == nil:
@@ -107,6 +114,15 @@ func (a *app) loadWorkflow(path string) (*config.Workflow, error) {
 	}
 }
 
+// cwd returns the absolute current directory, or "" when it is unknown.
+func (a *app) cwd() string {
+	abs, err := filepath.Abs(".")
+	if err != nil {
+		return ""
+	}
+	return abs
+}
+
 // renderDiagnostics prints diagnostics on stderr with their source lines.
 func (a *app) renderDiagnostics(ds config.Diagnostics) error {
 	if len(ds) == 0 {
@@ -117,7 +133,9 @@ func (a *app) renderDiagnostics(ds config.Diagnostics) error {
 		if b, ok := cache[file]; ok {
 			return b
 		}
-		b, err := afero.ReadFile(a.fs, file)
+		// The same bounds as the loader's: a file too large to load is
+		// not read to show its first line.
+		b, err := confine.ReadFile(a.fs, file, config.MaxWorkflowSize, "/")
 		if err != nil {
 			b = nil
 		}
