@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
@@ -122,7 +123,7 @@ func FuzzControl(f *testing.F) {
 			t.Fatalf("ReadControl(%q) = %+v without an error", b, c)
 		}
 		x := &run{
-			r:    &Runner{FS: fsys, Clock: clock.NewFake(time.Date(2025, 1, 15, 14, 30, 0, 0, time.UTC))},
+			r:    &Runner{FS: fsys, Clock: clock.NewFake(time.Date(2025, 1, 15, 14, 30, 0, 0, time.UTC)), Stdout: io.Discard},
 			dir:  dir,
 			st:   &State{Steps: map[string]*StepState{}},
 			core: &Core{},
