@@ -344,20 +344,23 @@ func TestEscapedProcessDoesNotHangWait(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/setsid"); err != nil {
 		t.Skip("no setsid")
 	}
+	pidfile := filepath.Join(t.TempDir(), "pid")
 	var out syncBuffer
 	s := start(t, context.Background(), Spec{
-		Command: "setsid sh -c 'echo $$; exec sleep 30' & sleep 0.1; exit 0",
-		Output:  &out,
+		Command: `setsid sh -c 'echo $$; echo $$ >"$PIDFILE"; exec sleep 30' & ` +
+			`until [ -s "$PIDFILE" ]; do sleep 0.01; done; exit 0`,
+		Env:    []string{"PATH=" + os.Getenv("PATH"), "PIDFILE=" + pidfile},
+		Output: &out,
 	})
 	res := s.Wait()
 	pid := firstPid(t, out.String())
-	defer syscall.Kill(pid, syscall.SIGKILL)
 	if res.ExitCode != 0 {
 		t.Errorf("ExitCode = %d", res.ExitCode)
 	}
 	if d := res.Ended.Sub(res.Started); d > 2*time.Second {
 		t.Errorf("Wait took %v despite an escaped process holding the pipe", d)
 	}
+	assertGone(t, pid)
 }
 
 // TestKillOrphansSparesLiveLeader: a group whose leader still runs is
