@@ -31,8 +31,19 @@ const (
 	// processes forked while it was stopping the ones it had found.
 	sweepRounds = 16
 	// killWait bounds how long a sweep waits for SIGKILLed processes to
-	// exit (one stuck in the kernel may never).
-	killWait = 2 * time.Second
+	// exit before it looks again for late forks and returns. A process
+	// that has been sent SIGKILL runs no more code of its own, but one
+	// stuck in the kernel (waiting for a disk) may take long to exit, or
+	// never: reapWait bounds how long it is then waited for, to be
+	// reaped, in the background.
+	killWait = 200 * time.Millisecond
+	reapWait = time.Minute
+	// unsureWait bounds how long a sweep waits for a process that shows
+	// an empty environment to show its real one: a process in the middle
+	// of an exec has none for a moment.
+	unsureWait = 200 * time.Millisecond
+	// pfKthread is the flag of a kernel thread in /proc/PID/stat.
+	pfKthread = 0x00200000
 	// statCap and environCap bound the reads of /proc/PID/stat and
 	// /proc/PID/environ. An environment is at most a quarter of the
 	// stack limit, 2 MiB by default.
@@ -85,6 +96,7 @@ type procStat struct {
 	state byte
 	ppid  int
 	pgrp  int
+	flags uint64
 	start uint64
 }
 
@@ -144,7 +156,7 @@ func (w *sweep) examine(pid int) *member {
 	if err != nil {
 		fd = -1 // an old kernel: fall back to the pid
 	}
-	if st, ok := readStat(w.fs, pid); ok && w.belongs(pid, st) {
+	if w.belongs(pid) {
 		return &member{pid: pid, fd: fd}
 	}
 	if fd >= 0 {
@@ -153,14 +165,36 @@ func (w *sweep) examine(pid int) *member {
 	return nil
 }
 
-func (w *sweep) belongs(pid int, st procStat) bool {
-	if w.pgid > 0 && st.pgrp == w.pgid {
-		return !w.outsideGroup
+// belongs reports whether pid belongs to the session. A process that
+// shows an empty environment is looked at again for up to unsureWait:
+// it may be in the middle of an exec.
+func (w *sweep) belongs(pid int) bool {
+	delay := time.Millisecond
+	deadline := time.Now().Add(unsureWait)
+	for {
+		st, ok := readStat(w.fs, pid)
+		if !ok {
+			return false
+		}
+		if w.pgid > 0 && st.pgrp == w.pgid {
+			return !w.outsideGroup
+		}
+		if st.start < w.since || st.state == 'Z' || st.state == 'X' || st.flags&pfKthread != 0 {
+			return false // a zombie's environment is gone; a kernel thread has none
+		}
+		switch w.environ(pid) {
+		case environMarked:
+			return true
+		case environUnmarked:
+			return false
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false
+		}
+		time.Sleep(min(delay, left))
+		delay = min(2*delay, 20*time.Millisecond)
 	}
-	if st.start < w.since || st.state == 'Z' || st.state == 'X' {
-		return false // a zombie's environment is gone
-	}
-	return w.environHas(pid)
 }
 
 // signal sends sig to every member that has not exited; it returns how
@@ -284,6 +318,9 @@ func (w *sweep) kill() int {
 // session: the processes it found are still recognised if they have
 // exited since, when their environment can no longer be read, and are
 // reaped. endSession closes it.
+//
+// A process that has not exited killWait after its SIGKILL is left to a
+// goroutine that reaps it once it exits (within reapWait).
 func endSession(fsys afero.Fs, pgid int, token string, since uint64, term bool, deadline time.Time, prior *sweep) {
 	w := prior
 	if w == nil {
@@ -291,9 +328,9 @@ func endSession(fsys afero.Fs, pgid int, token string, since uint64, term bool, 
 	}
 	w.outsideGroup = false
 	w.reap = true
-	defer w.close()
 	if w.scan() == 0 && len(w.members) == 0 {
 		_ = signalGroup(pgid, syscall.SIGKILL)
+		w.close()
 		return
 	}
 	if term {
@@ -301,6 +338,14 @@ func endSession(fsys afero.Fs, pgid int, token string, since uint64, term bool, 
 	}
 	w.settle(deadline)
 	w.kill()
+	if w.settle(time.Now()) {
+		w.close()
+		return
+	}
+	go func() {
+		defer w.close()
+		w.settle(time.Now().Add(reapWait))
+	}()
 }
 
 // termEscaped sends SIGTERM to the processes of a running session that
@@ -370,20 +415,31 @@ func parseStat(b []byte) (procStat, bool) {
 	}
 	ppid, err1 := strconv.Atoi(f[1])
 	pgrp, err2 := strconv.Atoi(f[2])
-	start, err3 := strconv.ParseUint(f[19], 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil {
+	flags, err3 := strconv.ParseUint(f[6], 10, 64)
+	start, err4 := strconv.ParseUint(f[19], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
 		return procStat{}, false
 	}
-	return procStat{state: f[0][0], ppid: ppid, pgrp: pgrp, start: start}, true
+	return procStat{state: f[0][0], ppid: ppid, pgrp: pgrp, flags: flags, start: start}, true
 }
 
-// environHas reports whether the environment of pid carries the
-// sweep's token. A process whose environment cannot be read (another
-// user's, or one made non-dumpable) is not recognised.
-func (w *sweep) environHas(pid int) bool {
+// environState is what the environment of a process says of a session.
+type environState int
+
+const (
+	environUnmarked environState = iota
+	environMarked
+	// environEmpty: the environment is empty, or not there yet.
+	environEmpty
+)
+
+// environ reads the environment of pid for the sweep's token. A process
+// whose environment cannot be read (another user's, or one made
+// non-dumpable) is unmarked.
+func (w *sweep) environ(pid int) environState {
 	f, err := confine.Open(w.fs, "/proc/"+strconv.Itoa(pid)+"/environ", "/proc")
 	if err != nil {
-		return false
+		return environUnmarked
 	}
 	defer f.Close()
 	r := io.LimitReader(f, environCap)
@@ -392,7 +448,13 @@ func (w *sweep) environHas(pid int) bool {
 	} else {
 		w.buf.Reset(r)
 	}
-	return hasMarkerBuffered(w.buf, w.token)
+	if _, err := w.buf.Peek(1); err != nil {
+		return environEmpty
+	}
+	if hasMarkerBuffered(w.buf, w.token) {
+		return environMarked
+	}
+	return environUnmarked
 }
 
 func pidfdOpen(pid int) (int, error) {

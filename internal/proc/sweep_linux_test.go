@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -67,28 +68,27 @@ func killLeftover(t *testing.T, pid, secs int) {
 	})
 }
 
-// assertEnded checks that the sleep pid is gone, and not left a zombie
-// child of this process: the session's end must reap what it killed.
+// assertEnded checks that the process pid, which ran "sleep secs", is
+// gone and not left a zombie child of this process: the session's end
+// must reap what it killed.
 func assertEnded(t *testing.T, pid, secs int) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Second)
 	for {
 		st, ok := readStat(afero.NewOsFs(), pid)
+		var problem string
 		switch {
-		case !ok || st.ppid != os.Getpid():
-			if sleeping(pid, secs) {
-				break // alive, under another parent
-			}
-			return
-		case st.state != 'Z' && st.state != 'X':
-			// Alive, our child.
+		case ok && st.ppid == os.Getpid() && (st.state == 'Z' || st.state == 'X'):
+			problem = "is left a zombie child of the runner"
+		case ok && st.ppid == os.Getpid():
+			problem = "outlived its session, a child of the runner"
+		case sleeping(pid, secs):
+			problem = "outlived its session"
 		default:
-			// A zombie child of ours: reaped at once or never.
-			t.Errorf("process %d is left a zombie child of the runner", pid)
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Errorf("process %d (sleep %d) outlived its session", pid, secs)
+			t.Errorf("process %d (sleep %d) %s", pid, secs, problem)
 			return
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -463,8 +463,9 @@ func TestParseStat(t *testing.T) {
 		want procStat
 		ok   bool
 	}{
-		{"plain", "42 (sleep) S 7 42 42" + tail, procStat{'S', 7, 42, 987654}, true},
-		{"name with parentheses and spaces", "42 (a) b (c) Z 1 9 9" + tail, procStat{'Z', 1, 9, 987654}, true},
+		{"plain", "42 (sleep) S 7 42 42" + tail, procStat{'S', 7, 42, 0, 987654}, true},
+		{"name with parentheses and spaces", "42 (a) b (c) Z 1 9 9" + tail, procStat{'Z', 1, 9, 0, 987654}, true},
+		{"kernel thread", "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 3 0 0\n", procStat{'S', 0, 0, 2129984, 3}, true},
 		{"truncated", "42 (sleep) S 7 42", procStat{}, false},
 		{"no name", "42 sleep S 7 42 42" + tail, procStat{}, false},
 	}
@@ -507,6 +508,85 @@ func BenchmarkEndSession(b *testing.B) {
 				w := newSweep(fsys, 0, token, bb.since)
 				w.scan()
 				w.close()
+			}
+		})
+	}
+}
+
+// execFS serves /proc/PID/environ from a list of contents, one per
+// open, the last one repeated: a process seen in the middle of an exec
+// shows an empty environment, then its new one.
+type execFS struct {
+	afero.Fs
+	path     string
+	environs []string
+
+	mu    sync.Mutex
+	opens int
+}
+
+func (f *execFS) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
+	if name == f.path {
+		f.mu.Lock()
+		content := f.environs[min(f.opens, len(f.environs)-1)]
+		f.opens++
+		f.mu.Unlock()
+		if err := afero.WriteFile(f.Fs, name, []byte(content), 0o400); err != nil {
+			return nil, err
+		}
+	}
+	return f.Fs.OpenFile(name, flag, perm)
+}
+
+func (f *execFS) environOpens() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.opens
+}
+
+// TestSweepLooksAgainAtAnEmptyEnvironment: a process caught in the
+// middle of an exec shows an empty environment for a moment; the sweep
+// looks again rather than pass it over. A kernel thread, which has no
+// environment, is not looked at.
+func TestSweepLooksAgainAtAnEmptyEnvironment(t *testing.T) {
+	const token = "TOK"
+	tests := []struct {
+		name      string
+		flags     uint64
+		environs  []string
+		want      int
+		wantOpens func(n int) bool
+	}{
+		{"marked after the exec", 0, []string{"", "", "A=1\x00FLOW_SESSION_ID=TOK\x00"}, 1, func(n int) bool { return n == 3 }},
+		{"unmarked after the exec", 0, []string{"", "A=1\x00"}, 0, func(n int) bool { return n == 2 }},
+		{"empty for good", 0, []string{""}, 0, func(n int) bool { return n > 1 }},
+		{"kernel thread", pfKthread, []string{""}, 0, func(n int) bool { return n == 0 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// A real process, so that it can be held by a pidfd; what
+			// /proc says of it is scripted.
+			sleep := exec.Command("sleep", "1051")
+			if err := sleep.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer sleep.Wait()
+			defer sleep.Process.Kill()
+			pid := strconv.Itoa(sleep.Process.Pid)
+			mem := afero.NewMemMapFs()
+			stat := pid + " (sleep) S 1 " + pid + " " + pid + " 0 -1 " + strconv.FormatUint(tt.flags, 10) +
+				" 0 0 0 0 0 0 0 0 20 0 1 0 5000 0 0\n"
+			if err := afero.WriteFile(mem, "/proc/"+pid+"/stat", []byte(stat), 0o444); err != nil {
+				t.Fatal(err)
+			}
+			fsys := &execFS{Fs: mem, path: "/proc/" + pid + "/environ", environs: tt.environs}
+			w := newSweep(fsys, 0, token, 0)
+			defer w.close()
+			if got := w.scan(); got != tt.want {
+				t.Errorf("scan found %d, want %d", got, tt.want)
+			}
+			if n := fsys.environOpens(); !tt.wantOpens(n) {
+				t.Errorf("environment read %d times", n)
 			}
 		})
 	}
