@@ -22,7 +22,9 @@
 // said it was done, and what it left behind should cost no more than the
 // drain wait it used to hold up. Then the survivors are stopped with
 // SIGSTOP (so that none forks while the others die), looked for again,
-// and sent SIGKILL. On Linux the group's pid cannot be reused in
+// and sent SIGKILL; one that has not exited 200ms later (stuck in the
+// kernel, say on a disk) runs no more code of its own, and is reaped in
+// the background once it exits. On Linux the group's pid cannot be reused in
 // between: the main process is only reaped after the rest of its session
 // was ended; and every other process is signalled through a pidfd opened
 // before it was examined, so a pid reused meanwhile is never signalled
@@ -42,6 +44,10 @@
 //
 // What can go wrong:
 //
+//   - A process caught in the middle of an exec shows no environment
+//     for a moment; it is looked at again for up to 200ms, and again
+//     after the others were killed, but one that stays that long in an
+//     exec is missed.
 //   - A process that leaves the group and whose environment does not
 //     carry the marker escapes: one started with a scrubbed environment
 //     (env -i, or an exec with its own environment), one that overwrote
