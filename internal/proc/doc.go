@@ -24,11 +24,11 @@
 // SIGSTOP (so that none forks while the others die), looked for again,
 // and sent SIGKILL; one that has not exited 200ms later (stuck in the
 // kernel, say on a disk) runs no more code of its own, and is reaped in
-// the background once it exits. On Linux the group's pid cannot be reused in
-// between: the main process is only reaped after the rest of its session
-// was ended; and every other process is signalled through a pidfd opened
-// before it was examined, so a pid reused meanwhile is never signalled
-// (kernels before 5.3 have no pidfd: there the pid is used).
+// the background once it exits. On Linux the group's pid cannot be
+// reused in between: the main process is only reaped after the rest of
+// its session was ended; and every other process is signalled through a
+// pidfd opened before it was examined, so a pid reused meanwhile is never
+// signalled (kernels before 5.3 have no pidfd: there the pid is used).
 //
 // On Linux, OS makes the runner a child subreaper, so that orphans of a
 // session are reparented to the runner; the processes of a session it
