@@ -97,6 +97,11 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 				t := Time{Time: now.UTC()}
 				x.st.Runner.HeartbeatAt = &t
 			}
+			// A lock file deleted by hand is put back, so that flow
+			// status names the live runner again.
+			if x.lock != nil {
+				_ = x.lock.Restore()
+			}
 			if err := x.snapshot(); err != nil {
 				return Result{}, err
 			}
