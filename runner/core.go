@@ -139,10 +139,12 @@ type SessionDone struct {
 	GateReason string
 }
 
-// SessionPID reports the process of a step's session once it started.
+// SessionPID reports the process of a step's session once it started,
+// and the marker its processes carry (proc.Marker).
 type SessionPID struct {
-	Step string
-	PID  int
+	Step   string
+	PID    int
+	Marker string
 }
 
 // HumanDecision reports a human's input to a waiting step.
@@ -321,7 +323,7 @@ func (c *Core) Decide(st *State, in Input, at time.Time) Decision {
 		c.humanDecision(x, in)
 	case SessionPID:
 		if s := x.st.Steps[in.Step]; s != nil && s.Status == Running {
-			x.emit(EvSessionStarted, in.Step, SessionStarted{PID: in.PID})
+			x.emit(EvSessionStarted, in.Step, SessionStarted{PID: in.PID, Marker: in.Marker})
 		}
 	case TimerFired:
 		delete(c.waiting, in.Step)

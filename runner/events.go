@@ -94,6 +94,9 @@ type StepStarted struct {
 // what the session left behind.
 type SessionStarted struct {
 	PID int `json:"pid"`
+	// Marker is the token every process of the session carries in its
+	// environment, even one that left the process group.
+	Marker string `json:"marker,omitempty"`
 }
 
 // StepWaiting is the data of EvStepWaiting.
@@ -277,7 +280,7 @@ func Apply(s *State, e Event) error {
 		}
 		step.Status = Running
 		step.Attempts = d.Attempt
-		step.PID = 0
+		step.PID, step.SessionMarker = 0, ""
 		step.StartedAt = &at
 		step.EndedAt = nil
 		step.LogPath = d.LogPath
@@ -293,7 +296,7 @@ func Apply(s *State, e Event) error {
 		if err := decode(&d); err != nil {
 			return err
 		}
-		step.PID = d.PID
+		step.PID, step.SessionMarker = d.PID, d.Marker
 	case EvStepWaiting:
 		if err := needStep(); err != nil {
 			return err

@@ -54,6 +54,10 @@ type Runner struct {
 	// KillOrphans, when set, kills what is left of the process group of
 	// a session whose runner died (proc.KillOrphans).
 	KillOrphans func(pgid int) bool
+	// KillMarked, when set, kills the processes that carry the marker of
+	// a session whose runner died, wherever they are (proc.KillMarked):
+	// daemons that left the group.
+	KillMarked func(marker string) int
 	// Ask, when set, asks a person at the terminal to decide a human
 	// step; it blocks until they answer (ok false: no answer, e.g. end
 	// of input). Files written by flow approve work alongside it.
@@ -326,9 +330,17 @@ func (x *run) open() error {
 	}
 	// Sessions of a dead runner on this host may have left processes
 	// behind; they must not race the session that runs again.
-	if x.st.Runner != nil && x.st.Runner.Host == r.Host && r.KillOrphans != nil {
+	if x.st.Runner != nil && x.st.Runner.Host == r.Host {
 		for _, id := range x.st.StepOrder {
-			if s := x.st.Steps[id]; s != nil && s.Status == Running && s.PID > 0 && r.KillOrphans(s.PID) {
+			s := x.st.Steps[id]
+			if s == nil || s.Status != Running {
+				continue
+			}
+			killed := s.PID > 0 && r.KillOrphans != nil && r.KillOrphans(s.PID)
+			if s.SessionMarker != "" && r.KillMarked != nil && r.KillMarked(s.SessionMarker) > 0 {
+				killed = true
+			}
+			if killed {
 				x.printf("%s: killed processes left by the dead runner's session (group %d)\n", id, s.PID)
 			}
 		}

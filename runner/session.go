@@ -279,7 +279,7 @@ func (x *run) session(s *config.Step, e StartSession, sp proc.Spec, private stri
 	if err != nil {
 		return fail(fmt.Sprintf("start session: %v", err))
 	}
-	x.send(SessionPID{Step: s.ID, PID: sess.Pid()})
+	x.send(SessionPID{Step: s.ID, PID: sess.Pid(), Marker: proc.Marker(sess)})
 	res := sess.Wait()
 	_ = hidden.Close()
 	if err := capped.Close(); err != nil && logf.err == nil {

@@ -98,6 +98,8 @@ type StepState struct {
 	LogPath  string          `json:"log_path,omitempty"`
 	// PID is the process (and process group) of the running session.
 	PID int `json:"pid,omitempty"`
+	// SessionMarker is the marker of the running session's processes.
+	SessionMarker string `json:"session_marker,omitempty"`
 	// GateFailed is true when the step's last completion failed its gate.
 	GateFailed bool `json:"gate_failed,omitempty"`
 	// Feedback is why a loop-back re-entered this step.

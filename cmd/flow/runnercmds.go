@@ -200,6 +200,7 @@ func (a *app) execute(cmd *cobra.Command, opts runner.Options, asJSON bool) erro
 		Alive:   runlock.ProcessAlive,
 		// Sessions of a dead runner may have left processes behind.
 		KillOrphans: proc.KillOrphans,
+		KillMarked:  proc.KillMarked,
 	}
 	if !opts.NoWait && isTerminal(a.stdio.In) && isTerminal(out) {
 		k := &asker{in: bufio.NewReader(a.stdio.In), out: out}
