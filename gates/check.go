@@ -21,6 +21,7 @@ type refChecker struct {
 	comp *Compiler
 	use  funcSet
 	err  *Error
+	refs Refs
 }
 
 // checkRefs checks the references of the expression tree rooted at
@@ -37,6 +38,9 @@ func (c *refChecker) Visit(node *ast.Node) {
 	switch n := (*node).(type) {
 	case *ast.IdentifierNode:
 		c.use |= funcBit(n.Value)
+		if n.Value == "steps" || n.Value == "run" {
+			c.refs.RunWide = true
+		}
 		if strings.HasPrefix(n.Value, "__") || slices.Contains(guardedBuiltins, n.Value) {
 			c.use |= useBudget
 		}
@@ -53,11 +57,15 @@ func (c *refChecker) Visit(node *ast.Node) {
 	}
 }
 
-// member checks steps.X, vars.X and the fields of struct values.
+// member checks steps.X, vars.X and the fields of struct values, and
+// records which steps' output is read.
 func (c *refChecker) member(n *ast.MemberNode) {
 	prop, ok := n.Property.(*ast.StringNode)
 	if !ok {
 		return // a computed index, known only at run time
+	}
+	if prop.Value == "output" {
+		c.outputRef(n.Node)
 	}
 	if id, ok := n.Node.(*ast.IdentifierNode); ok {
 		switch id.Value {
@@ -85,6 +93,23 @@ func (c *refChecker) member(n *ast.MemberNode) {
 		}
 		c.fail(prop, msg)
 	}
+}
+
+// outputRef records a read of the output of the step node denotes:
+// steps.X names it; anything else (steps[expr], a variable holding a
+// step) may be any step.
+func (c *refChecker) outputRef(node ast.Node) {
+	if m, ok := node.(*ast.MemberNode); ok {
+		if id, ok := m.Node.(*ast.IdentifierNode); ok && id.Value == "steps" {
+			if s, ok := m.Property.(*ast.StringNode); ok {
+				if !slices.Contains(c.refs.Outputs, s.Value) {
+					c.refs.Outputs = append(c.refs.Outputs, s.Value)
+				}
+				return
+			}
+		}
+	}
+	c.refs.AnyOutput = true
 }
 
 // structOf returns a description and the type of the struct value node

@@ -153,7 +153,8 @@ func (c *Compiler) Compile(src string, kind Kind) (*Program, error) {
 	if err != nil {
 		return nil, explain(fromExpr(src, err))
 	}
-	return &Program{src: src, kind: kind, prog: prog, use: refs.use}, nil
+	slices.Sort(refs.refs.Outputs)
+	return &Program{src: src, kind: kind, prog: prog, use: refs.use, refs: refs.refs}, nil
 }
 
 // CompileTemplate compiles a template against the compiler's scope, as

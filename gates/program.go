@@ -2,6 +2,7 @@ package gates
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/expr-lang/expr/vm"
 )
@@ -26,6 +27,36 @@ type Program struct {
 	kind Kind
 	prog *vm.Program
 	use  funcSet
+	refs Refs
+}
+
+// Refs says what of the run an expression reads, from its syntax tree:
+// what a runner must keep for it. A false positive costs only time or
+// memory.
+type Refs struct {
+	// RunWide is true when the expression reads steps or run at all.
+	RunWide bool
+	// Outputs lists, sorted, the steps whose output it reads by name
+	// (steps.X.output, steps["X"]["output"]).
+	Outputs []string
+	// AnyOutput is true when it reads an output whose step is known
+	// only at run time (steps[x].output, or through a variable).
+	AnyOutput bool
+}
+
+// Refs returns what the expression reads of the run.
+func (p *Program) Refs() Refs { return p.refs }
+
+// union adds what o reads to r.
+func (r *Refs) union(o Refs) {
+	r.RunWide = r.RunWide || o.RunWide
+	r.AnyOutput = r.AnyOutput || o.AnyOutput
+	for _, s := range o.Outputs {
+		if !slices.Contains(r.Outputs, s) {
+			r.Outputs = append(r.Outputs, s)
+		}
+	}
+	slices.Sort(r.Outputs)
 }
 
 // Compile compiles an expression once, checking it against the typed

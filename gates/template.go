@@ -117,6 +117,17 @@ func scanPart(s string) (int, bool) {
 	return 0, false
 }
 
+// Refs returns what the template's expressions read of the run.
+func (t *Template) Refs() Refs {
+	var r Refs
+	for _, p := range t.parts {
+		if p.prog != nil {
+			r.union(p.prog.Refs())
+		}
+	}
+	return r
+}
+
 // Source returns the template as written.
 func (t *Template) Source() string { return t.src }
 

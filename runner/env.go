@@ -2,7 +2,6 @@ package runner
 
 import (
 	"encoding/json"
-	"regexp"
 
 	"github.com/spf13/afero"
 
@@ -128,45 +127,48 @@ func ReadTail(fsys afero.Fs, path string, n int64) string {
 	return string(buf)
 }
 
-// outputRe finds references to a step's output in expression sources.
-var outputRe = regexp.MustCompile(`steps\s*(?:\.\s*([A-Za-z0-9_-]+)|\[\s*["']([^"']+)["']\s*\])\s*(?:\.\s*output|\[\s*["']output["']\s*\])`)
-
-// runRe finds references to the run-wide part of the environment.
-var runRe = regexp.MustCompile(`\b(steps|run)\b`)
-
-// sourceRefs scans the expressions and templates of wf once, when a
-// runner takes a run. It returns the steps whose output some source
-// reads (only theirs is kept in memory after they end), and the steps
-// whose own sources (with their agent's) read steps.* or run.* (only
-// theirs get the per-step part of the environment, which costs time in
-// proportion to the size of the run). A false positive only costs time.
+// sourceRefs reads, once, when a runner takes a run, what the compiled
+// expressions and templates of wf read of the run (gates.Refs). It
+// returns the steps whose output some source reads (only theirs is kept
+// in memory after they end; every step's when one reads an output
+// through a computed step), and the steps whose own sources (with their
+// agent's) read steps.* or run.* (only theirs get the per-step part of
+// the environment, which costs time in proportion to the size of the
+// run).
 func sourceRefs(wf *config.Workflow) (outputs, runWide map[string]bool) {
 	outputs, runWide = map[string]bool{}, map[string]bool{}
+	anyOutput := false
 	for _, s := range wf.Steps {
-		for _, src := range stepSources(wf, s) {
-			for _, m := range outputRe.FindAllStringSubmatch(src, -1) {
-				outputs[m[1]+m[2]] = true
+		for _, r := range stepRefs(wf, s) {
+			for _, id := range r.Outputs {
+				outputs[id] = true
 			}
-			if runRe.MatchString(src) {
+			anyOutput = anyOutput || r.AnyOutput
+			if r.RunWide {
 				runWide[s.ID] = true
 			}
+		}
+	}
+	if anyOutput {
+		for _, s := range wf.Steps {
+			outputs[s.ID] = true
 		}
 	}
 	return outputs, runWide
 }
 
-// stepSources lists the source of every expression and template a step's
-// session, gate and decisions evaluate.
-func stepSources(wf *config.Workflow, s *config.Step) []string {
-	var out []string
+// stepRefs lists what every expression and template a step's session,
+// gate and decisions evaluate reads of the run.
+func stepRefs(wf *config.Workflow, s *config.Step) []gates.Refs {
+	var out []gates.Refs
 	addT := func(t *config.Template) {
-		if t != nil {
-			out = append(out, t.Src)
+		if t != nil && t.Compiled() != nil {
+			out = append(out, t.Compiled().Refs())
 		}
 	}
 	addE := func(e *config.Expr) {
-		if e != nil {
-			out = append(out, e.Src)
+		if e != nil && e.Program() != nil {
+			out = append(out, e.Program().Refs())
 		}
 	}
 	addT(s.Run)

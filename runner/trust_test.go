@@ -467,3 +467,27 @@ func TestRenderedTemplatesAreCapped(t *testing.T) {
 		})
 	}
 }
+
+// TestSourceRefs: the runner keeps the output of exactly the steps whose
+// output some expression reads, and gives the run-wide environment to
+// the steps whose expressions read steps or run — from the compiled
+// expressions, in every quoting.
+func TestSourceRefs(t *testing.T) {
+	e := newEnv(t, `name: t
+agents:
+  a: {run: 'a {{ steps.plan.output }}'}
+steps:
+  - {id: plan, run: x}
+  - {id: code, agent: a, prompt: go}
+  - {id: test, run: "echo {{ steps['code']['output'] }}"}
+  - {id: quiet, run: 'echo "steps.test.output"'}
+  - {id: late, when: 'run.iteration > 1', run: x}
+`)
+	outputs, runWide := sourceRefs(e.wf)
+	if !outputs["plan"] || !outputs["code"] || outputs["test"] || outputs["quiet"] || len(outputs) != 2 {
+		t.Errorf("outputs kept: %v", outputs)
+	}
+	if !runWide["code"] || !runWide["test"] || !runWide["late"] || runWide["plan"] || runWide["quiet"] {
+		t.Errorf("run-wide: %v", runWide)
+	}
+}
