@@ -10,25 +10,22 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
-	"github.com/flow-run/flow/internal/runlock"
 	"github.com/spf13/afero"
+
+	"github.com/flow-run/flow/internal/event"
+	"github.com/flow-run/flow/internal/runlock"
 )
 
-// Event is one line of the log.
-type Event struct {
-	// Seq numbers the event; it is greater than the Seq of every event
-	// before it in the log.
-	Seq int64 `json:"seq"`
-	// At is when the event happened.
-	At Time `json:"at"`
-	// Type says what happened, such as "step_started".
-	Type string `json:"type"`
-	// Step is the step the event is about, if any.
-	Step string `json:"step,omitempty"`
-	// Data holds the event's details as a JSON value.
-	Data json.RawMessage `json:"data,omitempty"`
-}
+// Event is one line of the log (see package event).
+type Event = event.Event
+
+// Time is a timestamp as the log writes it (see package event).
+type Time = event.Time
+
+// NewTime returns t as a Time.
+func NewTime(t time.Time) Time { return event.NewTime(t) }
 
 // ErrBroken is wrapped by the errors of a Log that refuses appends
 // because an earlier write or sync failed in a way that left the file in

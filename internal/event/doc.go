@@ -1,0 +1,4 @@
+// Package event defines a line of a run's event log and the one form in
+// which flow writes times. It does no I/O: the decision core builds and
+// folds events with it, and internal/eventlog stores them.
+package event
