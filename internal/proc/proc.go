@@ -102,8 +102,9 @@ func OS() Starter {
 	if err != nil {
 		sh = "sh"
 	}
-	_ = enableSubreaper()
-	return osStarter{drain: drainTimeout, sh: sh, fs: afero.NewOsFs()}
+	mains := newMainSet(enableSubreaper() == nil)
+	mains.leaderAdopts = orphansGoToLeader()
+	return osStarter{drain: drainTimeout, sh: sh, fs: afero.NewOsFs(), mains: mains}
 }
 
 type osStarter struct {
@@ -111,7 +112,94 @@ type osStarter struct {
 	sh    string
 	// fs reads /proc, where a session's escaped processes are found.
 	fs afero.Fs
+	// mains holds the starter's sessions' main processes until they
+	// are reaped; nil has every session's end look through all of /proc.
+	mains *mainSet
 }
+
+// mainSet holds the main processes of a starter's sessions from their
+// start until they are reaped. When a session ends, the runner's direct
+// children are examined as possible orphans of the session; the main
+// processes of the other sessions are not, whether they still run (what
+// they start is theirs) or have exited and wait to be reaped.
+//
+// Its lock is held while a main process is started and while one is
+// reaped, and list holds it while it reads the runner's children: a
+// listing therefore never sees a main process that the set does not
+// hold, and no child of the runner that this package reaps leaves the
+// list while the kernel walks it (which could make it skip the next
+// child).
+type mainSet struct {
+	// tree says that the runner is a child subreaper, so that every
+	// living descendant of a session stays a descendant of the runner
+	// and can be found by walking the runner's process tree.
+	tree bool
+	// leaderAdopts says that the kernel reparents orphans to the main
+	// thread of the runner, so that only its list of children can hold
+	// a session's orphans (see orphansGoToLeader).
+	leaderAdopts bool
+
+	mu   sync.Mutex
+	pids map[int]struct{}
+}
+
+func newMainSet(tree bool) *mainSet {
+	return &mainSet{tree: tree, pids: map[int]struct{}{}}
+}
+
+// start calls start, which starts a main process and returns its pid,
+// and adds the pid to the set, under the set's lock.
+func (m *mainSet) start(start func() (int, error)) error {
+	if m == nil {
+		_, err := start()
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	pid, err := start()
+	if err == nil {
+		m.pids[pid] = struct{}{}
+	}
+	return err
+}
+
+// reap removes pid from the set and calls reap, which reaps it, under
+// the set's lock.
+func (m *mainSet) reap(pid int, reap func() error) error {
+	if m == nil {
+		return reap()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.pids, pid)
+	return reap()
+}
+
+// locked calls f under the set's lock; f may not call the set's other
+// methods.
+func (m *mainSet) locked(f func()) {
+	if m == nil {
+		f()
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f()
+}
+
+// holds reports whether pid is the main process of one of the set's
+// sessions. The caller holds the lock (see locked).
+func (m *mainSet) holds(pid int) bool {
+	if m == nil {
+		return false
+	}
+	_, ok := m.pids[pid]
+	return ok
+}
+
+// walksTree reports whether a session's processes may be found by
+// walking the runner's process tree.
+func (m *mainSet) walksTree() bool { return m != nil && m.tree }
 
 type stopReason int
 
@@ -129,8 +217,8 @@ type session struct {
 	started time.Time
 
 	fs    afero.Fs
+	mains *mainSet
 	token string // the session's marker
-	since uint64 // start time of the main process, in ticks since boot
 	// termAt is when stop sent SIGTERM, and termed what it found of
 	// the session outside its group; both are used by end.
 	termAt time.Time
@@ -164,7 +252,12 @@ func (s osStarter) Start(ctx context.Context, spec Spec) (Session, error) {
 	cmd.Stderr = pw
 	cmd.SysProcAttr = sysProcAttr()
 	started := time.Now()
-	err = cmd.Start()
+	err = s.mains.start(func() (int, error) {
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	})
 	pw.Close() // the child holds its own copy
 	if err != nil {
 		pr.Close()
@@ -183,12 +276,10 @@ func (s osStarter) Start(ctx context.Context, spec Spec) (Session, error) {
 		drain:   s.drain,
 		started: started,
 		fs:      fsys,
+		mains:   s.mains,
 		token:   token,
-		// The main process is unreaped until run reaps it: the pid is
-		// still its own.
-		since: startTime(fsys, cmd.Process.Pid),
-		out:   &outputWriter{w: spec.Output, last: started},
-		done:  make(chan struct{}),
+		out:     &outputWriter{w: spec.Output, last: started},
+		done:    make(chan struct{}),
 	}
 	go ss.run(ctx, pr)
 	return ss, nil
@@ -233,7 +324,7 @@ func (s *session) run(ctx context.Context, pr *os.File) {
 
 	reason := s.supervise(ctx, exited)
 	s.end(reason)
-	waitErr := reap()
+	waitErr := s.mains.reap(s.cmd.Process.Pid, reap)
 
 	select {
 	case <-copied:
@@ -277,7 +368,7 @@ func (s *session) end(reason stopReason) {
 	if !term {
 		deadline = s.termAt.Add(s.spec.KillGrace)
 	}
-	endSession(s.fs, s.cmd.Process.Pid, s.token, s.since, term, deadline, s.termed)
+	endSession(s.fs, s.mains, s.cmd.Process.Pid, s.token, term, deadline, s.termed)
 }
 
 // supervise waits for the main process to exit, stopping the session
@@ -325,7 +416,7 @@ func (s *session) stop(exited <-chan struct{}) {
 	pgid := s.cmd.Process.Pid
 	s.termAt = time.Now()
 	_ = signalGroup(pgid, syscall.SIGTERM)
-	s.termed = termEscaped(s.fs, pgid, s.token, s.since)
+	s.termed = termEscaped(s.fs, s.mains, pgid, s.token)
 	grace := time.NewTimer(s.spec.KillGrace)
 	defer grace.Stop()
 	select {

@@ -7,7 +7,9 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -44,21 +46,25 @@ const (
 	unsureWait = 200 * time.Millisecond
 	// pfKthread is the flag of a kernel thread in /proc/PID/stat.
 	pfKthread = 0x00200000
-	// statCap and environCap bound the reads of /proc/PID/stat and
-	// /proc/PID/environ. An environment is at most a quarter of the
-	// stack limit, 2 MiB by default.
-	statCap    = 4 << 10
-	environCap = 8 << 20
+	// statCap, environCap and childrenCap bound the reads of
+	// /proc/PID/stat, /proc/PID/environ and
+	// /proc/PID/task/TID/children. An environment is at most a quarter
+	// of the stack limit, 2 MiB by default; a list of children holds at
+	// most 8 bytes per child.
+	statCap     = 4 << 10
+	environCap  = 8 << 20
+	childrenCap = 1 << 20
 )
 
-// sweep finds the processes of one session in /proc and ends them. A
-// process belongs to the session if it is in the session's process
-// group (whose id the unreaped main process holds, so that it cannot
-// name anybody else's group) or if its environment carries the
-// session's token. Each process found is held through a pidfd, opened
-// before the process was examined: a signal or a wait through it
-// reaches that process or, once it is gone, nothing — never a process
-// that reused its pid.
+// sweep finds the processes of one session and ends them. A process
+// belongs to the session if it is in the session's process group
+// (whose id the unreaped main process holds, so that it cannot name
+// anybody else's group) or if its environment carries the session's
+// token; when the sweep walks the runner's process tree (tree), so does
+// every descendant of a process that belongs. Each process found is
+// held through a pidfd, opened before the process was examined: a
+// signal or a wait through it reaches that process or, once it is gone,
+// nothing — never a process that reused its pid.
 type sweep struct {
 	fs    afero.Fs
 	self  int
@@ -67,7 +73,20 @@ type sweep struct {
 	// since is the start time of the session's main process in clock
 	// ticks since boot: a process started earlier cannot descend from
 	// it, and its environment is not read. 0 reads every environment.
-	since uint64
+	// While sinceOf is not 0, since is still to be read from the start
+	// time of the process sinceOf, when first needed.
+	since   uint64
+	sinceOf int
+	// tree has the sweep look for the session's processes in the
+	// runner's process tree rather than in all of /proc (see
+	// scanTree); it is cleared if the kernel cannot list a process's
+	// children. mains holds the main processes of the sessions of the
+	// runner's starter, which are not the session's orphans.
+	tree  bool
+	mains *mainSet
+	// mainLive says that the main process (pgid) has not exited, so
+	// that its children are still its own rather than the runner's.
+	mainLive bool
 	// outsideGroup leaves the members of the group out, for a caller
 	// that signals the group itself.
 	outsideGroup bool
@@ -105,18 +124,69 @@ func newSweep(fsys afero.Fs, pgid int, token string, since uint64) *sweep {
 		members: map[int]*member{}}
 }
 
+// newSessionSweep returns a sweep for the session whose main process,
+// not yet reaped, is pgid: it walks the runner's process tree if mains
+// says it may, and reads the main process's start time only if it must
+// examine a process by its environment.
+func newSessionSweep(fsys afero.Fs, mains *mainSet, pgid int, token string) *sweep {
+	w := newSweep(fsys, pgid, token, 0)
+	w.sinceOf = pgid
+	w.mains = mains
+	w.tree = mains.walksTree()
+	return w
+}
+
 // close releases the pidfds the sweep holds.
 func (w *sweep) close() {
 	for _, m := range w.members {
-		if m.fd >= 0 {
-			_ = syscall.Close(m.fd)
-		}
+		release(m)
 	}
 }
 
+// release closes the pidfd of m, if it has one.
+func release(m *member) {
+	if m.fd >= 0 {
+		_ = syscall.Close(m.fd)
+		m.fd = -1
+	}
+}
+
+// known reports whether pid is a member that has not been reaped. A
+// member that has been is forgotten: its pid may name another process
+// now.
+func (w *sweep) known(pid int) bool {
+	m, ok := w.members[pid]
+	if !ok {
+		return false
+	}
+	if !w.reaped(m) {
+		return true
+	}
+	release(m)
+	delete(w.members, pid)
+	return false
+}
+
 // scan adds the session's processes that the sweep does not know yet
-// and returns how many it added.
+// and returns how many it added. It walks the runner's process tree if
+// the sweep may, and looks through all of /proc otherwise, or if the
+// kernel cannot list a process's children.
 func (w *sweep) scan() int {
+	if !w.tree {
+		return w.scanProc()
+	}
+	added, ok := w.scanTree()
+	if ok {
+		return added
+	}
+	w.tree = false
+	return added + w.scanProc()
+}
+
+// scanProc adds the session's processes that the sweep does not know
+// yet, looking at every process in /proc, and returns how many it
+// added.
+func (w *sweep) scanProc() int {
 	d, err := w.fs.Open("/proc")
 	if err != nil {
 		return 0
@@ -126,71 +196,288 @@ func (w *sweep) scan() int {
 	added := 0
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
-		if err != nil || pid <= 1 || pid == w.self || pid == w.pgid {
+		if err != nil || pid <= 1 || pid == w.self || pid == w.pgid || w.known(pid) {
 			continue
 		}
-		if m, ok := w.members[pid]; ok {
-			if !w.reaped(m) {
-				continue
-			}
-			// The pid may name another process now.
-			if m.fd >= 0 {
-				_ = syscall.Close(m.fd)
-			}
-			delete(w.members, pid)
+		m, v := w.examine(pid)
+		if m == nil {
+			continue
 		}
-		if m := w.examine(pid); m != nil {
-			w.members[pid] = m
-			added++
+		if v == grouped && w.outsideGroup {
+			release(m)
+			continue
 		}
+		w.members[pid] = m
+		added++
 	}
 	return added
 }
 
-// examine returns pid as a member if it belongs to the session.
-func (w *sweep) examine(pid int) *member {
+// scanTree adds the session's processes that the sweep does not know
+// yet, found in the runner's process tree, and returns how many it
+// added. It reports false if the kernel cannot list the children of the
+// runner or of a member (no CONFIG_PROC_CHILDREN, or a list too long
+// to read): the caller must then look through all of /proc.
+//
+// The runner is a child subreaper and the main process is not reaped
+// before the session has ended, so every living descendant of the
+// session lies in the subtree of one of the runner's children: the
+// main process itself while it runs (mainLive), and the orphans of the
+// session, reparented to the runner. Each of the runner's children
+// other than a main process (the set mains) is examined as scanProc
+// examines any process; below the ones that belong, every descendant
+// belongs, whatever its group or environment.
+//
+// A process whose parent exits while the subtrees are walked moves to
+// the runner's list of children, possibly from a part of the tree not
+// walked yet: the runner's list is read again after every walk, until
+// it shows no process it did not show before. When no process was
+// walked, nothing can have moved out of sight, and one reading is
+// enough.
+func (w *sweep) scanTree() (added int, ok bool) {
+	var walk, transient []*member
+	defer func() {
+		for _, m := range transient {
+			release(m)
+		}
+	}()
+	keep := func(m *member, v verdict) {
+		walk = append(walk, m)
+		if v == grouped && w.outsideGroup {
+			// The caller signals the group; its processes are only
+			// walked through, to their descendants outside it.
+			transient = append(transient, m)
+			return
+		}
+		w.members[m.pid] = m
+		added++
+	}
+	if w.mainLive {
+		// The main process is the runner's unreaped child: its pid is
+		// its own without a pidfd.
+		walk = append(walk, &member{pid: w.pgid, fd: -1})
+	}
+	var listed, seen map[int]bool
+	for {
+		for len(walk) > 0 {
+			p := walk[len(walk)-1]
+			walk = walk[:len(walk)-1]
+			if seen == nil {
+				seen = map[int]bool{}
+			}
+			if seen[p.pid] {
+				continue
+			}
+			seen[p.pid] = true
+			kids, err := w.children(p.pid, false)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return added, false
+			}
+			for _, pid := range kids {
+				if pid <= 1 || pid == w.self || pid == w.pgid || seen[pid] {
+					continue
+				}
+				if w.known(pid) {
+					walk = append(walk, w.members[pid])
+					continue
+				}
+				if m, v := w.adopt(pid, p); m != nil {
+					keep(m, v)
+				}
+			}
+		}
+		roots, ok := w.runnerChildren()
+		if !ok {
+			return added, false
+		}
+		for _, pid := range roots {
+			if listed[pid] || seen[pid] {
+				continue
+			}
+			if listed == nil {
+				listed = map[int]bool{}
+			}
+			listed[pid] = true
+			if w.known(pid) {
+				walk = append(walk, w.members[pid])
+				continue
+			}
+			if m, v := w.examine(pid); m != nil {
+				keep(m, v)
+			}
+		}
+		if len(walk) == 0 {
+			return added, true
+		}
+	}
+}
+
+// runnerChildren lists the runner's children other than the main
+// processes of its sessions, under the lock of mains. It reports false
+// if the kernel cannot list them. Where the kernel reparents orphans to
+// the runner's main thread, only that thread's list is read: the lists
+// of the other threads hold only processes the runner started itself,
+// none of which is an orphan of a session.
+func (w *sweep) runnerChildren() (kids []int, ok bool) {
+	w.mains.locked(func() {
+		all, err := w.children(w.self, w.mains.leaderAdopts)
+		if err != nil {
+			return
+		}
+		ok = true
+		for _, pid := range all {
+			if pid != w.pgid && !w.mains.holds(pid) {
+				kids = append(kids, pid)
+			}
+		}
+	})
+	return kids, ok
+}
+
+// children lists the children of pid, whichever of its threads each
+// belongs to, from /proc/PID/task/TID/children, or only those of its
+// main thread with leaderOnly. The main thread's list is read last: a
+// thread that exits hands its children to the first live thread of its
+// process, the main thread, which must not be read before. An error
+// that wraps fs.ErrNotExist says that pid is gone, or that the kernel
+// keeps no such lists.
+func (w *sweep) children(pid int, leaderOnly bool) ([]int, error) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	leader := strconv.Itoa(pid)
+	tids := []string{leader}
+	if !leaderOnly {
+		d, err := w.fs.Open(dir)
+		if err != nil {
+			return nil, err
+		}
+		tids, err = d.Readdirnames(-1)
+		_ = d.Close()
+		if err != nil {
+			return nil, err
+		}
+		i := slices.Index(tids, leader)
+		if i < 0 {
+			return nil, fs.ErrNotExist // the process is gone
+		}
+		tids[i], tids[len(tids)-1] = tids[len(tids)-1], tids[i]
+	}
+	var kids []int
+	for _, tid := range tids {
+		b, err := confine.ReadFile(w.fs, dir+"/"+tid+"/children", childrenCap, "/proc")
+		if err != nil {
+			if tid == leader {
+				return nil, err
+			}
+			continue // the thread has exited; its children went to the leader
+		}
+		for _, f := range bytes.Fields(b) {
+			if kid, err := strconv.Atoi(string(f)); err == nil {
+				kids = append(kids, kid)
+			}
+		}
+	}
+	return kids, nil
+}
+
+// verdict is what a sweep found a process to be.
+type verdict int
+
+const (
+	// foreign: not the session's.
+	foreign verdict = iota
+	// grouped: in the session's process group.
+	grouped
+	// marked: outside the group, with the session's token in its
+	// environment.
+	marked
+	// descendant: outside the group, a descendant of one of the
+	// session's processes.
+	descendant
+)
+
+// examine returns pid, held by a pidfd, as a member with its verdict if
+// it belongs to the session, and nil if not.
+func (w *sweep) examine(pid int) (*member, verdict) {
 	fd, err := pidfdOpen(pid)
 	if errors.Is(err, syscall.ESRCH) {
-		return nil
+		return nil, foreign
 	}
 	if err != nil {
 		fd = -1 // an old kernel: fall back to the pid
 	}
-	if w.belongs(pid) {
-		return &member{pid: pid, fd: fd}
+	m := &member{pid: pid, fd: fd}
+	v := w.judge(pid)
+	if v == foreign {
+		release(m)
+		return nil, foreign
 	}
-	if fd >= 0 {
-		_ = syscall.Close(fd)
-	}
-	return nil
+	return m, v
 }
 
-// belongs reports whether pid belongs to the session. A process that
-// shows an empty environment is looked at again for up to unsureWait:
-// it may be in the middle of an exec.
-func (w *sweep) belongs(pid int) bool {
+// adopt returns pid, which was listed among the children of parent, a
+// process of the session, as a member, held by a pidfd, with its
+// verdict (grouped or descendant) — if it is still the child of parent
+// once held: a pid listed a moment ago may have been reaped and reused
+// since. It returns nil if not.
+func (w *sweep) adopt(pid int, parent *member) (*member, verdict) {
+	fd, err := pidfdOpen(pid)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil, foreign
+	}
+	if err != nil {
+		fd = -1
+	}
+	m := &member{pid: pid, fd: fd}
+	st, ok := readStat(w.fs, pid)
+	// The stat read was of the process the pidfd holds if that process
+	// is still there after it, and of a child of parent if parent is
+	// still there too.
+	if !ok || st.ppid != parent.pid || w.reaped(m) || w.reaped(parent) {
+		release(m)
+		return nil, foreign
+	}
+	if w.pgid > 0 && st.pgrp == w.pgid {
+		return m, grouped
+	}
+	return m, descendant
+}
+
+// earliest returns the start time of the session's main process: no
+// process started earlier can be the session's.
+func (w *sweep) earliest() uint64 {
+	if w.sinceOf != 0 {
+		w.since = startTime(w.fs, w.sinceOf)
+		w.sinceOf = 0
+	}
+	return w.since
+}
+
+// judge says whether pid belongs to the session, by its group or its
+// environment. A process that shows an empty environment is looked at
+// again for up to unsureWait: it may be in the middle of an exec.
+func (w *sweep) judge(pid int) verdict {
 	delay := time.Millisecond
 	deadline := time.Now().Add(unsureWait)
 	for {
 		st, ok := readStat(w.fs, pid)
 		if !ok {
-			return false
+			return foreign
 		}
 		if w.pgid > 0 && st.pgrp == w.pgid {
-			return !w.outsideGroup
+			return grouped
 		}
-		if st.start < w.since || st.state == 'Z' || st.state == 'X' || st.flags&pfKthread != 0 {
-			return false // a zombie's environment is gone; a kernel thread has none
+		if st.state == 'Z' || st.state == 'X' || st.flags&pfKthread != 0 || st.start < w.earliest() {
+			return foreign // a zombie's environment is gone; a kernel thread has none
 		}
 		switch w.environ(pid) {
 		case environMarked:
-			return true
+			return marked
 		case environUnmarked:
-			return false
+			return foreign
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return false
+			return foreign
 		}
 		time.Sleep(min(delay, left))
 		delay = min(2*delay, 20*time.Millisecond)
@@ -228,7 +515,10 @@ func (w *sweep) reaped(m *member) bool {
 // runner's child and the sweep reaps.
 func (w *sweep) exited(m *member) bool {
 	if w.reap && !m.gone {
-		w.reapOne(m)
+		// Under the lock of mains: no child of the runner that this
+		// package reaps leaves the runner's list of children while
+		// another sweep reads it.
+		w.mains.locked(func() { w.reapOne(m) })
 	}
 	if w.reaped(m) {
 		return true
@@ -309,10 +599,11 @@ func (w *sweep) kill() int {
 }
 
 // endSession ends what is left of a session whose main process pgid
-// has exited but is not reaped yet: its group and every process that
-// carries token. With term, each gets SIGTERM first; either way they
-// have until deadline to exit before they get SIGKILL. The runner's
-// own children among them are reaped.
+// has exited but is not reaped yet: its group, every process that
+// carries token and, when the runner's process tree is walked (see
+// mainSet), every descendant of these. With term, each gets SIGTERM
+// first; either way they have until deadline to exit before they get
+// SIGKILL. The runner's own children among them are reaped.
 //
 // prior, if not nil, is the sweep with which termEscaped stopped the
 // session: the processes it found are still recognised if they have
@@ -321,12 +612,13 @@ func (w *sweep) kill() int {
 //
 // A process that has not exited killWait after its SIGKILL is left to a
 // goroutine that reaps it once it exits (within reapWait).
-func endSession(fsys afero.Fs, pgid int, token string, since uint64, term bool, deadline time.Time, prior *sweep) {
+func endSession(fsys afero.Fs, mains *mainSet, pgid int, token string, term bool, deadline time.Time, prior *sweep) {
 	w := prior
 	if w == nil {
-		w = newSweep(fsys, pgid, token, since)
+		w = newSessionSweep(fsys, mains, pgid, token)
 	}
 	w.outsideGroup = false
+	w.mainLive = false
 	w.reap = true
 	if w.scan() == 0 && len(w.members) == 0 {
 		_ = signalGroup(pgid, syscall.SIGKILL)
@@ -349,12 +641,14 @@ func endSession(fsys afero.Fs, pgid int, token string, since uint64, term bool, 
 }
 
 // termEscaped sends SIGTERM to the processes of a running session that
-// carry its token but have left its group, pgid (which the caller
-// signals itself). It returns the sweep, holding what it found, for
-// endSession.
-func termEscaped(fsys afero.Fs, pgid int, token string, since uint64) *sweep {
-	w := newSweep(fsys, pgid, token, since)
+// have left its group, pgid (which the caller signals itself): those
+// that carry its token and, when the runner's process tree is walked,
+// every descendant of the session's processes. It returns the sweep,
+// holding what it found, for endSession.
+func termEscaped(fsys afero.Fs, mains *mainSet, pgid int, token string) *sweep {
+	w := newSessionSweep(fsys, mains, pgid, token)
 	w.outsideGroup = true
+	w.mainLive = true
 	w.scan()
 	w.signal(syscall.SIGTERM)
 	return w

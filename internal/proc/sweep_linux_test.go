@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -491,22 +492,31 @@ func TestOSMakesTheRunnerASubreaper(t *testing.T) {
 	}
 }
 
-// BenchmarkEndSession measures the end of a session that left nothing
-// behind: one walk of /proc, reading the environment of every process
-// (as KillMarked does) or only of processes started after the session.
+// BenchmarkEndSession measures the search for what is left of a
+// session that left nothing behind: a look at the runner's children
+// (what a session's end does), or one walk of /proc, reading the
+// environment of every process (as KillMarked does) or only of
+// processes started after the session (a session's end on a kernel
+// that does not list a process's children).
 func BenchmarkEndSession(b *testing.B) {
 	fsys := afero.NewOsFs()
 	token := newToken()
 	now := startTime(fsys, os.Getpid()) + 1
 	for _, bb := range []struct {
 		name  string
+		tree  bool
 		since uint64
-	}{{"every environment", 0}, {"recent processes", now}} {
+	}{{"runner's children", true, now}, {"every environment", false, 0}, {"recent processes", false, now}} {
 		b.Run(bb.name, func(b *testing.B) {
 			b.ReportAllocs()
+			mains := OS().(osStarter).mains
 			for b.Loop() {
 				w := newSweep(fsys, 0, token, bb.since)
+				w.tree, w.mains = bb.tree, mains
 				w.scan()
+				if w.tree != bb.tree {
+					b.Fatal("the kernel lists no process's children")
+				}
 				w.close()
 			}
 		})
@@ -587,6 +597,272 @@ func TestSweepLooksAgainAtAnEmptyEnvironment(t *testing.T) {
 			}
 			if n := fsys.environOpens(); !tt.wantOpens(n) {
 				t.Errorf("environment read %d times", n)
+			}
+		})
+	}
+}
+
+// startOn starts a session through st, with the test's drain timeout.
+func startOn(t *testing.T, st osStarter, ctx context.Context, spec Spec) Session {
+	t.Helper()
+	st.drain = 300 * time.Millisecond
+	s, err := st.Start(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// walksTree skips the test unless sessions' processes are found by
+// walking the runner's process tree: the runner is a child subreaper
+// and the kernel lists a process's children.
+func walksTree(t *testing.T, st osStarter) {
+	t.Helper()
+	if !st.mains.walksTree() {
+		t.Skip("the runner cannot be a child subreaper")
+	}
+	pid := strconv.Itoa(os.Getpid())
+	if _, err := os.Stat("/proc/" + pid + "/task/" + pid + "/children"); err != nil {
+		t.Skipf("the kernel lists no process's children: %v", err)
+	}
+}
+
+// TestScrubbedDescendantsEnd: a process that scrubbed its environment
+// (env -i) and left the group is still the session's when it descends
+// from one of the session's processes — here a daemon that carries the
+// marker — whether the session exits or is stopped.
+func TestScrubbedDescendantsEnd(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	st := OS().(osStarter)
+	walksTree(t, st)
+	const daemon = `setsid sh -c 'env -i PIDFILE="$PIDFILE" sh -c "$CHILD" & wait' >/dev/null 2>&1 </dev/null & ` + untilPidfile
+	tests := []struct {
+		name    string
+		secs    int
+		command string
+		cancel  bool // cancel once "ready" is printed
+	}{
+		{"the session exits", 1061, daemon, false},
+		{"the session is interrupted", 1062, daemon + `; echo ready; sleep 1062`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			pidfile := filepath.Join(dir, "pid")
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var out syncBuffer
+			s := startOn(t, st, ctx, Spec{Command: tt.command, Output: &out, KillGrace: time.Second,
+				Env: sessionEnv(pidfile, child(tt.secs))})
+			pid := pidFrom(t, pidfile)
+			killLeftover(t, pid, tt.secs)
+			if f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/environ"); err == nil {
+				marked := hasMarker(f, Marker(s))
+				f.Close()
+				if marked {
+					t.Fatal("the scrubbed process carries the marker")
+				}
+			}
+			if tt.cancel {
+				out.waitFor(t, "ready\n")
+				cancel()
+			}
+			if res := s.Wait(); res.Err != nil {
+				t.Fatalf("Err = %v", res.Err)
+			}
+			assertEnded(t, pid, tt.secs)
+		})
+	}
+}
+
+// recordFS records the paths opened through it.
+type recordFS struct {
+	afero.Fs
+	// hide, when set, makes these paths not exist.
+	hide func(name string) bool
+
+	mu    sync.Mutex
+	paths []string
+}
+
+func (f *recordFS) Open(name string) (afero.File, error) {
+	return f.OpenFile(name, os.O_RDONLY, 0)
+}
+
+func (f *recordFS) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
+	f.mu.Lock()
+	f.paths = append(f.paths, name)
+	f.mu.Unlock()
+	if f.hide != nil && f.hide(name) {
+		return nil, &os.PathError{Op: "open", Path: name, Err: syscall.ENOENT}
+	}
+	return f.Fs.OpenFile(name, flag, perm)
+}
+
+// take returns the paths opened since the last call.
+func (f *recordFS) take() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := f.paths
+	f.paths = nil
+	return p
+}
+
+// TestEndLooksOnlyAtTheRunnersChildren: a session that leaves nothing
+// behind ends without a look through /proc, without reading any
+// environment, and without examining the main process of another
+// session that still runs.
+func TestEndLooksOnlyAtTheRunnersChildren(t *testing.T) {
+	fsys := &recordFS{Fs: afero.NewOsFs()}
+	st := OS().(osStarter)
+	st.fs = fsys
+	walksTree(t, st)
+	stop := filepath.Join(t.TempDir(), "stop")
+	var outB syncBuffer
+	b := startOn(t, st, context.Background(), Spec{
+		Command: `echo ready; until [ -e "$STOP" ]; do sleep 0.01; done`,
+		Env:     []string{"PATH=" + os.Getenv("PATH"), "STOP=" + stop},
+		Output:  &outB,
+	})
+	defer func() {
+		_ = os.WriteFile(stop, nil, 0o600)
+		b.Wait()
+	}()
+	outB.waitFor(t, "ready\n")
+	fsys.take()
+
+	for range 3 {
+		if res := startOn(t, st, context.Background(), Spec{Command: "true"}).Wait(); res.ExitCode != 0 {
+			t.Fatalf("result %+v", res)
+		}
+	}
+	other := "/proc/" + strconv.Itoa(b.Pid()) + "/"
+	for _, p := range fsys.take() {
+		switch {
+		case p == "/proc" || p == "/proc/":
+			t.Errorf("a session's end looked through all of /proc")
+		case strings.HasSuffix(p, "/environ"):
+			t.Errorf("a session's end read %s", p)
+		case strings.HasPrefix(p, other):
+			t.Errorf("a session's end examined the main process of another session: %s", p)
+		}
+	}
+}
+
+// TestEndWithoutChildrenLists: on a kernel that does not list a
+// process's children, a session's end looks through all of /proc and
+// still finds what the session left.
+func TestEndWithoutChildrenLists(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	fsys := &recordFS{Fs: afero.NewOsFs(), hide: func(name string) bool {
+		return strings.HasSuffix(name, "/children")
+	}}
+	st := OS().(osStarter)
+	st.fs = fsys
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	s := startOn(t, st, context.Background(), Spec{
+		Command: `setsid sh -c "$CHILD" >/dev/null 2>&1 </dev/null & ` + untilPidfile,
+		Env:     sessionEnv(pidfile, child(1081)),
+	})
+	s.Wait()
+	pid := pidFrom(t, pidfile)
+	killLeftover(t, pid, 1081)
+	assertEnded(t, pid, 1081)
+	if !slices.Contains(fsys.take(), "/proc") {
+		t.Error("the session's end did not look through /proc")
+	}
+}
+
+// TestTreeCoversTheGroup compares, for a session whose main process has
+// exited, what a walk of the runner's process tree finds with what a
+// look through all of /proc finds: everything the latter finds — the
+// processes left in the group, however deep, and a marked daemon — and
+// the daemon's child, which scrubbed its environment.
+func TestTreeCoversTheGroup(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	st := OS().(osStarter)
+	walksTree(t, st)
+	dir := t.TempDir()
+	token := newToken()
+	main := exec.Command("sh", "-c",
+		`sh -c 'sleep 1071 & echo $! >"$PIDFILE.g"; wait' & `+
+			`setsid sh -c 'env -i sleep 1072 & echo $! >"$PIDFILE.d"; wait' >/dev/null 2>&1 </dev/null & `+
+			`until [ -s "$PIDFILE.g" ] && [ -s "$PIDFILE.d" ]; do sleep 0.01; done`)
+	main.Env = withMarker(sessionEnv(filepath.Join(dir, "pid"), ""), token)
+	main.SysProcAttr = sysProcAttr()
+	if err := main.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pgid := main.Process.Pid
+	grouped, scrubbed := pidFrom(t, filepath.Join(dir, "pid.g")), pidFrom(t, filepath.Join(dir, "pid.d"))
+	killLeftover(t, grouped, 1071)
+	killLeftover(t, scrubbed, 1072)
+	waitExitedNoReap(pgid)
+
+	fsys := afero.NewOsFs()
+	tree := newSessionSweep(fsys, st.mains, pgid, token)
+	all := newSessionSweep(fsys, nil, pgid, token)
+	tree.scan()
+	all.scan()
+	if !tree.tree {
+		t.Fatal("the walk of the process tree gave up")
+	}
+	for pid := range all.members {
+		if _, ok := tree.members[pid]; !ok {
+			t.Errorf("the walk missed process %d, found in /proc", pid)
+		}
+	}
+	for pid := range tree.members {
+		if _, ok := all.members[pid]; !ok && pid != scrubbed {
+			t.Errorf("the walk found process %d, not found in /proc", pid)
+		}
+	}
+	for _, pid := range []int{grouped, scrubbed} {
+		if _, ok := tree.members[pid]; !ok {
+			t.Errorf("the walk missed process %d", pid)
+		}
+	}
+	if _, ok := all.members[scrubbed]; ok {
+		t.Errorf("the scrubbed process carries the marker")
+	}
+	// 2 shells and 2 sleeps.
+	if len(tree.members) != 4 {
+		t.Errorf("the walk found %d processes, want 4", len(tree.members))
+	}
+	all.close()
+	endSession(fsys, st.mains, pgid, token, false, time.Now(), tree)
+	_ = main.Wait()
+	assertEnded(t, grouped, 1071)
+	assertEnded(t, scrubbed, 1072)
+}
+
+func TestReleaseAtLeast(t *testing.T) {
+	tests := []struct {
+		release string
+		want    bool
+	}{
+		{"6.18.44-fc-v657", true},
+		{"3.19.0", true},
+		{"4.4.0-210-generic", true},
+		{"3.18.140", false},
+		{"3.10.0-1160.el7.x86_64", false},
+		{"2.6.32", false},
+		{"10.0", true},
+		{"", false},
+		{"6", false},
+		{"x.y", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.release, func(t *testing.T) {
+			if got := releaseAtLeast(tt.release, 3, 19); got != tt.want {
+				t.Errorf("releaseAtLeast(%q, 3, 19) = %v, want %v", tt.release, got, tt.want)
 			}
 		})
 	}

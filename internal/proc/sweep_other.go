@@ -12,7 +12,7 @@ import (
 // endSession kills what is left of the session's group. Without /proc
 // there is no marker to look for, so a process that left the group
 // escapes.
-func endSession(_ afero.Fs, pgid int, _ string, _ uint64, _ bool, _ time.Time, _ *sweep) {
+func endSession(_ afero.Fs, _ *mainSet, pgid int, _ string, _ bool, _ time.Time, _ *sweep) {
 	_ = signalGroup(pgid, syscall.SIGKILL)
 }
 
@@ -21,12 +21,8 @@ type sweep struct{}
 
 // termEscaped does nothing: without /proc the session's escaped
 // processes cannot be found.
-func termEscaped(afero.Fs, int, string, uint64) *sweep { return nil }
+func termEscaped(afero.Fs, *mainSet, int, string) *sweep { return nil }
 
 // KillMarked kills nothing and returns 0: without /proc the processes
 // that carry a marker cannot be found.
 func KillMarked(string) int { return 0 }
-
-// startTime returns 0: the start time is only used to narrow a /proc
-// search.
-func startTime(afero.Fs, int) uint64 { return 0 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"unsafe"
 )
@@ -28,6 +29,47 @@ func enableSubreaper() error {
 		return errno
 	}
 	return nil
+}
+
+// orphansGoToLeader reports whether the kernel reparents an orphan to
+// the first live thread of its child subreaper's thread group — the
+// main thread, which the Go runtime never lets exit — rather than to
+// the thread that started the orphan's parent. Linux does since 3.19
+// (find_new_reaper calls find_alive_thread, which walks the thread
+// group from its leader); on an older kernel, or one whose release
+// cannot be read, every thread's list of children must be read.
+func orphansGoToLeader() bool {
+	var u syscall.Utsname
+	if err := syscall.Uname(&u); err != nil {
+		return false
+	}
+	b := make([]byte, 0, len(u.Release))
+	for _, c := range u.Release {
+		if c == 0 {
+			break
+		}
+		b = append(b, byte(c))
+	}
+	return releaseAtLeast(string(b), 3, 19)
+}
+
+// releaseAtLeast reports whether a kernel release such as
+// "6.8.0-45-generic" is major.minor or later.
+func releaseAtLeast(release string, major, minor int) bool {
+	majorStr, rest, ok := strings.Cut(release, ".")
+	if !ok {
+		return false
+	}
+	end := strings.IndexFunc(rest, func(r rune) bool { return r < '0' || r > '9' })
+	if end >= 0 {
+		rest = rest[:end]
+	}
+	ma, err1 := strconv.Atoi(majorStr)
+	mi, err2 := strconv.Atoi(rest)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
 }
 
 // awaitExit blocks until the main process has exited, leaving it

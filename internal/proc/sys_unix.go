@@ -24,6 +24,9 @@ func awaitExit(cmd *exec.Cmd) (reap func() error) {
 	return func() error { return err }
 }
 
+// orphansGoToLeader says no: only Linux has child subreapers.
+func orphansGoToLeader() bool { return false }
+
 // zombie reports whether pid has exited but not been reaped; without
 // /proc it cannot tell, and says no.
 func zombie(int) bool { return false }
