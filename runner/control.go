@@ -175,7 +175,7 @@ func (x *run) readControl() (ControlState, error) {
 	}
 	now := x.r.Clock.Now()
 	x.warn("", err.Error()+"; treated as pause")
-	cur := x.core.control
+	cur := x.core.Control()
 	if cur == "" {
 		cur = Pause
 	}

@@ -118,7 +118,7 @@ func Decide(fsys afero.Fs, runDir, step string, in HumanInput, now time.Time) (*
 	if s.Status != WaitingOnHuman {
 		return decidedAlready(st.RunID, step, s, in)
 	}
-	path := filepath.Join(st.ManualInputsDir, st.RunID+"__"+step+".json")
+	path := namesOf(runDir, st.RunID).manualInput(step)
 	if s.ManualInputPath != nil {
 		path = *s.ManualInputPath
 	}

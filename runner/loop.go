@@ -61,7 +61,7 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 				}
 			}
 		}
-		if len(x.awaiting) > 0 || x.core.paused() {
+		if len(x.awaiting) > 0 || x.core.Paused() {
 			if poll == nil {
 				poll = x.r.Clock.After(x.r.PollEvery)
 			}
@@ -78,14 +78,14 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 				if err != nil {
 					return Result{}, err
 				}
-				if desired != x.core.control {
+				if desired != x.core.Control() {
 					x.queue = append(x.queue, ControlChanged{Desired: desired})
 				}
 			}
 			x.queue = append(x.queue, in)
 		case <-done:
 			done = nil
-			if x.core.running > 0 {
+			if x.core.Running() > 0 {
 				x.printf("stopping: the sessions in flight get SIGTERM and %s to end (interrupt again to stop at once)\n", x.r.KillGrace)
 			}
 			cancelSessions()
@@ -130,6 +130,14 @@ func (x *run) perform(eff Effect) (Result, bool, error) {
 		x.queue = append(x.queue, x.evaluate(e.Step))
 	case StartSession:
 		x.startSession(e)
+	case PrepareHuman:
+		// The decision goes to the seed's manual_inputs/<run>__<step>.json;
+		// its directory is there for whoever writes it by hand.
+		path := x.names.manualInput(e.Step)
+		if err := x.r.FS.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return Result{}, false, fmt.Errorf("create manual inputs directory: %w", err)
+		}
+		x.queue = append(x.queue, HumanReady{Step: e.Step, Attempt: e.Attempt, ManualInputPath: path})
 	case AwaitHuman:
 		// A decision may already be there (approved while no runner ran).
 		in, timedOut, err := x.checkHuman(e.Step)
@@ -277,7 +285,7 @@ func (x *run) pollWaiting() error {
 	if err != nil {
 		return err
 	}
-	if desired != x.core.control {
+	if desired != x.core.Control() {
 		x.queue = append(x.queue, ControlChanged{Desired: desired})
 	}
 	return nil

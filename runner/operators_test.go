@@ -358,8 +358,7 @@ func TestLiveness(t *testing.T) {
 			fsys.MkdirAll(dir+"/logs", 0o755)
 			st := &State{RunID: "r1", Status: tt.status, Steps: map[string]*StepState{}, Runner: &RunnerInfo{HeartbeatAt: at(tt.beat)}}
 			for id, s := range tt.steps {
-				ss := newStepState()
-				ss.Status = s
+				ss := &StepState{Status: s}
 				ss.LogPath = dir + "/logs/" + id + ".0.1.log"
 				afero.WriteFile(fsys, ss.LogPath, []byte("out"), 0o644)
 				fsys.Chtimes(ss.LogPath, now.Add(-tt.logAge), now.Add(-tt.logAge))

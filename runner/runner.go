@@ -22,6 +22,7 @@ import (
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/redact"
 	"github.com/flow-run/flow/internal/runlock"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // Runner is the local driver of the decision core: it performs the
@@ -183,6 +184,8 @@ type run struct {
 	// redact hides the values of the secrets in everything the run
 	// writes or prints (nil when there are none).
 	redact *redact.Redactor
+	// names maps the run's logical names to its files.
+	names names
 }
 
 // Run runs (or resumes) a run until it ends, waits on a human with
@@ -231,6 +234,7 @@ func (x *run) open() error {
 		return err
 	}
 	x.dir = RunDir(opts.Repo, runID)
+	x.names = namesOf(x.dir, runID)
 	exists, err := runBegun(fsys, filepath.Join(x.dir, EventsFile))
 	if err != nil {
 		return fmt.Errorf("look for run %s: %w", runID, err)
@@ -266,7 +270,7 @@ func (x *run) open() error {
 	if err != nil {
 		var held *runlock.HeldError
 		if errors.As(err, &held) {
-			return &HeldError{RunID: runID, Holder: held.Holder}
+			return &HeldError{RunID: runID, Holder: holderOf(held.Holder)}
 		}
 		return fmt.Errorf("lock run %s: %w", runID, err)
 	}
@@ -371,8 +375,8 @@ func (x *run) open() error {
 		return fmt.Errorf("resolve budgets: %w", err)
 	}
 	x.plan = plan
-	x.core = NewCore(plan)
-	x.core.redact = x.redact
+	x.core = core.NewCore(plan)
+	x.core.HideSecrets(x.redact)
 	x.loadCaches()
 	return nil
 }
@@ -400,13 +404,13 @@ func (x *run) checkRecordedRunner(st *State, now time.Time) error {
 	if !x.r.Alive(h) {
 		return nil
 	}
-	return &HeldError{RunID: st.RunID, Holder: h}
+	return &HeldError{RunID: st.RunID, Holder: holderOf(h)}
 }
 
 // recordedHolder names the runner that holds a run's event log: the one
 // the log's lock names, or else the one the record names.
-func (x *run) recordedHolder(locked *eventlog.LockedError, now time.Time) runlock.Holder {
-	h := runlock.Holder{PID: locked.PID, Host: locked.Host}
+func (x *run) recordedHolder(locked *eventlog.LockedError, now time.Time) Holder {
+	h := Holder{PID: locked.PID, Host: locked.Host}
 	if h.PID == 0 {
 		if st, _, err := LoadState(x.r.FS, x.dir, false, now); st != nil && err == nil && st.Runner != nil {
 			h.PID, h.Host = st.Runner.PID, st.Runner.Host
@@ -416,17 +420,6 @@ func (x *run) recordedHolder(locked *eventlog.LockedError, now time.Time) runloc
 		}
 	}
 	return h
-}
-
-// HeldError says a run is held by a live runner.
-type HeldError struct {
-	RunID  string
-	Holder runlock.Holder
-}
-
-func (e *HeldError) Error() string {
-	return fmt.Sprintf("run %s is held by a live runner (pid %d on %s since %s); wait for it, or stop it first",
-		e.RunID, e.Holder.PID, e.Holder.Host, e.Holder.StartedAt.UTC().Format(time.RFC3339))
 }
 
 // reconcileWorkflow records how the workflow changed since the run

@@ -685,3 +685,25 @@ func TestStepsInWorkflowOrder(t *testing.T) {
 		t.Errorf("ordered state does not read back: %v", err)
 	}
 }
+
+func eventTypes(evs []Event) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = e.Type
+	}
+	return out
+}
+
+// loadWorkflow loads a YAML workflow from a string on a MemMapFs.
+func loadWorkflow(t testing.TB, src string) *config.Workflow {
+	t.Helper()
+	fs := afero.NewMemMapFs()
+	if err := afero.WriteFile(fs, "/wf/workflow.yaml", []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wf, err := config.Load(fs, "/wf/workflow.yaml")
+	if err != nil {
+		t.Fatalf("load workflow: %v", err)
+	}
+	return wf
+}

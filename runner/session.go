@@ -81,9 +81,20 @@ func excerptSource(src string) string {
 	return src
 }
 
+// sessionRun is a session the core asked for, with the files the driver
+// names for it.
+type sessionRun struct {
+	Step               string
+	Attempt, Iteration int
+	LogPath            string
+	ReportPath         string
+}
+
 // startSession starts the session of a step in its own goroutine; its
 // end comes back as a SessionDone input.
-func (x *run) startSession(e StartSession) {
+func (x *run) startSession(ss StartSession) {
+	e := sessionRun{Step: ss.Step, Attempt: ss.Attempt, Iteration: ss.Iteration,
+		LogPath: x.names.log(ss.Step, ss.Iteration, ss.Attempt), ReportPath: x.names.report(ss.Step)}
 	s := x.wf.Step(e.Step)
 	facts := &stepFacts{step: e.Step, attempt: e.Attempt, iteration: e.Iteration}
 	env := x.env(facts)
@@ -112,7 +123,7 @@ func (x *run) startSession(e StartSession) {
 // prompts/ with the secret hidden, and handed to the session in a
 // private file outside the run directory, whose path it returns for
 // removal when the session ends.
-func (x *run) sessionSpec(s *config.Step, e StartSession, env *gates.Env) (proc.Spec, string, error) {
+func (x *run) sessionSpec(s *config.Step, e sessionRun, env *gates.Env) (proc.Spec, string, error) {
 	fsys := x.r.FS
 	var command, prompt string
 	agentEnv := map[string]*config.Template{}
@@ -153,7 +164,7 @@ func (x *run) sessionSpec(s *config.Step, e StartSession, env *gates.Env) (proc.
 	_ = fsys.Remove(e.ReportPath)
 	private := ""
 	if s.Kind == config.KindAgent {
-		pf := filepath.Join(x.dir, PromptsDir, fmt.Sprintf("%s.%d.%d.md", s.ID, e.Iteration, e.Attempt))
+		pf := x.names.prompt(s.ID, e.Iteration, e.Attempt)
 		if err := fsys.MkdirAll(filepath.Dir(pf), 0o755); err != nil {
 			return proc.Spec{}, "", fmt.Errorf("write prompt file: %w", err)
 		}
@@ -189,7 +200,7 @@ func (x *run) sessionSpec(s *config.Step, e StartSession, env *gates.Env) (proc.
 	}
 	if ss := x.st.Steps[s.ID]; ss != nil && ss.Feedback != nil {
 		fb := ss.Feedback
-		ff := filepath.Join(x.dir, PromptsDir, fmt.Sprintf("%s.%d.feedback.json", s.ID, e.Iteration))
+		ff := x.names.feedback(s.ID, e.Iteration)
 		b, _ := json.MarshalIndent(fb, "", "  ")
 		if err := fsys.MkdirAll(filepath.Dir(ff), 0o755); err == nil && writeFile(fsys, ff, b) == nil {
 			vars = append(vars, "FLOW_FEEDBACK_FILE="+ff)
@@ -250,7 +261,7 @@ func (x *run) duration(d *config.Duration, env *gates.Env) (time.Duration, error
 }
 
 // session runs one session and decides its outcome and its gate.
-func (x *run) session(s *config.Step, e StartSession, sp proc.Spec, private string, env *gates.Env, facts *stepFacts) SessionDone {
+func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, private string, env *gates.Env, facts *stepFacts) SessionDone {
 	fsys := x.r.FS
 	if private != "" {
 		defer fsys.Remove(private)
@@ -279,7 +290,7 @@ func (x *run) session(s *config.Step, e StartSession, sp proc.Spec, private stri
 	if err != nil {
 		return fail(fmt.Sprintf("start session: %v", err))
 	}
-	x.send(SessionPID{Step: s.ID, PID: sess.Pid(), Marker: proc.Marker(sess)})
+	x.send(SessionPID{Step: s.ID, PID: sess.Pid(), Marker: proc.Marker(sess), LogPath: e.LogPath, ReportPath: e.ReportPath})
 	res := sess.Wait()
 	_ = hidden.Close()
 	if err := capped.Close(); err != nil && logf.err == nil {
@@ -291,7 +302,7 @@ func (x *run) session(s *config.Step, e StartSession, sp proc.Spec, private stri
 	if logf.err != nil {
 		return fail(fmt.Sprintf("write session log: %v", logf.err))
 	}
-	o := Outcome{Attempt: e.Attempt, ExitCode: intp(res.ExitCode), Duration: x.r.Clock.Now().Sub(started).Round(time.Millisecond).String()}
+	o := Outcome{Attempt: e.Attempt, ExitCode: &res.ExitCode, Duration: x.r.Clock.Now().Sub(started).Round(time.Millisecond).String()}
 	facts.exitCode = res.ExitCode
 	facts.output = tail.String()
 	facts.signals, facts.verdict = scan.Result()
@@ -386,7 +397,7 @@ func (x *run) envWith(env *gates.Env, f *stepFacts) *gates.Env {
 // gate evaluates a step's gate after its session succeeded. It returns
 // why the gate failed, or "" when it passed; an error is a gate that
 // could not be evaluated.
-func (x *run) gate(s *config.Step, e StartSession, env *gates.Env, facts *stepFacts, report *Report) (string, error) {
+func (x *run) gate(s *config.Step, e sessionRun, env *gates.Env, facts *stepFacts, report *Report) (string, error) {
 	g := s.Gate
 	if g == nil {
 		g = &config.Gate{}
@@ -441,8 +452,8 @@ func (x *run) gate(s *config.Step, e StartSession, env *gates.Env, facts *stepFa
 }
 
 // runCheck runs a gate's verification command.
-func (x *run) runCheck(s *config.Step, e StartSession, cmd string) (gates.CheckInfo, error) {
-	path := filepath.Join(x.dir, LogsDir, fmt.Sprintf("%s.%d.%d.check.log", s.ID, e.Iteration, e.Attempt))
+func (x *run) runCheck(s *config.Step, e sessionRun, cmd string) (gates.CheckInfo, error) {
+	path := x.names.checkLog(s.ID, e.Iteration, e.Attempt)
 	f, err := createFile(x.r.FS, path)
 	if err != nil {
 		return gates.CheckInfo{}, fmt.Errorf("create check log: %w", err)
@@ -519,8 +530,7 @@ func (x *run) startCleanup() {
 			step.Agent = x.wf.Defaults.Agent
 		}
 	}
-	e := StartSession{Step: "cleanup", Attempt: x.cleanupN, LogPath: filepath.Join(x.dir, LogsDir, fmt.Sprintf("cleanup.%d.log", x.cleanupN)),
-		ReportPath: filepath.Join(x.dir, ReportsDir, x.st.RunID+"__cleanup.json")}
+	e := sessionRun{Step: "cleanup", Attempt: x.cleanupN, LogPath: x.names.cleanupLog(x.cleanupN), ReportPath: x.names.report("cleanup")}
 	env := x.env(nil)
 	sp, private, err := x.sessionSpec(step, e, env)
 	if err != nil {

@@ -39,7 +39,7 @@ func PlanStartAt(fsys afero.Fs, wf *config.Workflow, st *State, repo, step strin
 			continue
 		}
 		ss := st.Steps[s.ID]
-		if ss == nil || !ss.Status.done() {
+		if ss == nil || !ss.Status.Done() {
 			continue
 		}
 		p.Kept = append(p.Kept, s.ID)

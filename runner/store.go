@@ -37,9 +37,6 @@ func RunsDir(repo string) string { return filepath.Join(repo, ".agents", "runs")
 // RunDir returns the directory of one run.
 func RunDir(repo, runID string) string { return filepath.Join(RunsDir(repo), runID) }
 
-// ErrNoRun is returned when a run does not exist.
-var ErrNoRun = errors.New("no such run")
-
 // LoadState reads a run's state exactly: the run_state.json snapshot
 // with every newer event of events.jsonl applied. A snapshot that cannot
 // be read is rebuilt from the events.

@@ -1,14 +1,12 @@
-package runner
+package core
 
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"time"
 	"unicode/utf8"
 
-	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/redact"
 )
 
@@ -27,8 +25,10 @@ import (
 type Core struct {
 	plan *Plan
 	// evaluating holds steps whose when/auto_approve is being evaluated;
+	// preparing holds human steps whose wait the driver prepares;
 	// waiting holds steps whose retry timer runs.
 	evaluating map[string]bool
+	preparing  map[string]bool
 	waiting    map[string]bool
 	// halt is set when the run stops starting sessions: a step failed
 	// (exit 1 or 5) or the runner was interrupted (130).
@@ -67,7 +67,7 @@ const (
 
 // NewCore returns a core for plan.
 func NewCore(plan *Plan) *Core {
-	return &Core{plan: plan, evaluating: map[string]bool{}, waiting: map[string]bool{}, control: Continuous,
+	return &Core{plan: plan, evaluating: map[string]bool{}, preparing: map[string]bool{}, waiting: map[string]bool{}, control: Continuous,
 		candidates: make([]bool, len(plan.Steps))}
 }
 
@@ -140,11 +140,21 @@ type SessionDone struct {
 }
 
 // SessionPID reports the process of a step's session once it started,
-// and the marker its processes carry (proc.Marker).
+// the marker its processes carry, and where the driver keeps its log
+// and its report.
 type SessionPID struct {
-	Step   string
-	PID    int
-	Marker string
+	Step       string
+	PID        int
+	Marker     string
+	LogPath    string
+	ReportPath string
+}
+
+// HumanReady answers PrepareHuman: where the step's decision goes.
+type HumanReady struct {
+	Step            string
+	Attempt         int
+	ManualInputPath string
 }
 
 // HumanDecision reports a human's input to a waiting step.
@@ -171,6 +181,7 @@ func (WhenResult) isInput()     {}
 func (SessionDone) isInput()    {}
 func (HumanDecision) isInput()  {}
 func (SessionPID) isInput()     {}
+func (HumanReady) isInput()     {}
 func (TimerFired) isInput()     {}
 func (ControlChanged) isInput() {}
 func (CleanupDone) isInput()    {}
@@ -183,13 +194,19 @@ type Effect interface{ isEffect() }
 // step, auto_approve) and answer with WhenResult.
 type Evaluate struct{ Step string }
 
-// StartSession asks the driver to start a session of a step.
+// StartSession asks the driver to start a session of a step: its
+// attempt and iteration are what the driver names its files after.
 type StartSession struct {
-	Step       string
-	Attempt    int
-	Iteration  int
-	LogPath    string
-	ReportPath string
+	Step      string
+	Attempt   int
+	Iteration int
+}
+
+// PrepareHuman asks the driver to get a human step's wait ready (name
+// and make the place its decision goes) and answer with HumanReady.
+type PrepareHuman struct {
+	Step    string
+	Attempt int
 }
 
 // AwaitHuman asks the driver to wait for a human's input to a step.
@@ -230,6 +247,7 @@ type Finish struct {
 
 func (Evaluate) isEffect()     {}
 func (StartSession) isEffect() {}
+func (PrepareHuman) isEffect() {}
 func (AwaitHuman) isEffect()   {}
 func (StartTimer) isEffect()   {}
 func (SetControl) isEffect()   {}
@@ -278,7 +296,7 @@ type decider struct {
 }
 
 func (x *decider) emit(typ, step string, data any) {
-	e := newEvent(x.at, typ, step, data)
+	e := NewEvent(x.at, typ, step, data)
 	e.Data = x.c.redact.Bytes(e.Data)
 	wasRunning := false
 	if s := x.st.Steps[step]; s != nil {
@@ -323,8 +341,10 @@ func (c *Core) Decide(st *State, in Input, at time.Time) Decision {
 		c.humanDecision(x, in)
 	case SessionPID:
 		if s := x.st.Steps[in.Step]; s != nil && s.Status == Running {
-			x.emit(EvSessionStarted, in.Step, SessionStarted{PID: in.PID, Marker: in.Marker})
+			x.emit(EvSessionStarted, in.Step, SessionStarted{PID: in.PID, Marker: in.Marker, LogPath: in.LogPath, ReportPath: in.ReportPath})
 		}
+	case HumanReady:
+		c.humanReady(x, in)
 	case TimerFired:
 		delete(c.waiting, in.Step)
 		c.mark(in.Step)
@@ -341,6 +361,7 @@ func (c *Core) Decide(st *State, in Input, at time.Time) Decision {
 		// schedules those steps again.
 		clear(c.waiting)
 		clear(c.evaluating)
+		clear(c.preparing)
 	}
 	c.schedule(x)
 	return x.d
@@ -350,6 +371,7 @@ func (c *Core) begin(x *decider, in Begin) {
 	c.finished, c.idle, c.onceUsed = false, false, false
 	c.halt, c.haltReason = 0, ""
 	clear(c.evaluating)
+	clear(c.preparing)
 	clear(c.waiting)
 	c.control = Continuous
 	c.running = 0
@@ -483,6 +505,7 @@ func (c *Core) gateFailure(x *decider, g, reason string, o Outcome) {
 	for _, id := range reset {
 		delete(c.waiting, id)
 		delete(c.evaluating, id)
+		delete(c.preparing, id)
 	}
 }
 
@@ -542,6 +565,19 @@ func (c *Core) controlChanged(x *decider, desired ControlState) {
 	}
 }
 
+// Paused reports whether control holds the run: no session may start.
+func (c *Core) Paused() bool { return c.paused() }
+
+// Control returns the control state the core acts on.
+func (c *Core) Control() ControlState { return c.control }
+
+// Running returns how many sessions are in flight.
+func (c *Core) Running() int { return c.running }
+
+// HideSecrets makes the core hide r's values in the data of every event
+// it emits, before the event is applied.
+func (c *Core) HideSecrets(r *redact.Redactor) { c.redact = r }
+
 func (c *Core) paused() bool {
 	return c.control == Pause || c.control == RunCleanup || (c.control == RunOnce && c.onceUsed)
 }
@@ -557,36 +593,44 @@ func (c *Core) start(x *decider, id string, autoApprove bool) {
 	s := x.st.Steps[id]
 	ps := c.plan.Step(id)
 	attempt := s.Attempts + 1
-	if ps.Kind == config.KindHuman {
-		path := filepath.Join(x.st.ManualInputsDir, x.st.RunID+"__"+id+".json")
-		x.emit(EvStepWaiting, id, StepWaiting{Attempt: attempt, ManualInputPath: path})
+	if ps.Kind == KindHuman {
 		if autoApprove {
+			x.emit(EvStepWaiting, id, StepWaiting{Attempt: attempt})
 			c.humanDecision(x, HumanDecision{Step: id, Input: HumanInput{Approved: true, By: "auto_approve"}})
 			return
 		}
-		x.effect(AwaitHuman{Step: id, ManualInputPath: path})
+		c.preparing[id] = true
+		x.effect(PrepareHuman{Step: id, Attempt: attempt})
 		return
 	}
 	if c.control == RunOnce && !c.onceUsed {
 		c.onceUsed, c.onceStep = true, id
 	}
-	runDir := filepath.Dir(x.st.ReportsDir)
-	ss := StartSession{
-		Step:       id,
-		Attempt:    attempt,
-		Iteration:  s.IterationCount,
-		LogPath:    filepath.Join(runDir, "logs", fmt.Sprintf("%s.%d.%d.log", id, s.IterationCount, attempt)),
-		ReportPath: filepath.Join(x.st.ReportsDir, x.st.RunID+"__"+id+".json"),
+	x.emit(EvStepStarted, id, StepStarted{Attempt: attempt, Iteration: s.IterationCount})
+	x.effect(StartSession{Step: id, Attempt: attempt, Iteration: s.IterationCount})
+}
+
+// humanReady puts a human step whose wait the driver prepared into
+// WAITING_ON_HUMAN, and asks the driver to wait for the decision.
+func (c *Core) humanReady(x *decider, in HumanReady) {
+	if !c.preparing[in.Step] {
+		return
 	}
-	x.emit(EvStepStarted, id, StepStarted{Attempt: attempt, Iteration: s.IterationCount, LogPath: ss.LogPath, ReportPath: ss.ReportPath})
-	x.effect(ss)
+	delete(c.preparing, in.Step)
+	c.mark(in.Step)
+	s := x.st.Steps[in.Step]
+	if s == nil || s.Status != Pending || c.halt != 0 {
+		return
+	}
+	x.emit(EvStepWaiting, in.Step, StepWaiting{Attempt: in.Attempt, ManualInputPath: in.ManualInputPath})
+	x.effect(AwaitHuman{Step: in.Step, ManualInputPath: in.ManualInputPath})
 }
 
 // ready reports whether a pending step may start: its needs are done
 // and no loop-back blocks it.
 func (c *Core) ready(st *State, ps *PlanStep) bool {
 	s := st.Steps[ps.ID]
-	if s == nil || s.Status != Pending || s.BlockedByLoop != nil || c.evaluating[ps.ID] || c.waiting[ps.ID] {
+	if s == nil || s.Status != Pending || s.BlockedByLoop != nil || c.evaluating[ps.ID] || c.preparing[ps.ID] || c.waiting[ps.ID] {
 		return false
 	}
 	for _, n := range ps.Needs {
@@ -623,11 +667,11 @@ func (c *Core) schedule(x *decider) {
 			if !c.ready(st, ps) {
 				continue
 			}
-			if ps.Kind != config.KindHuman && busy >= c.plan.MaxParallel {
+			if ps.Kind != KindHuman && busy >= c.plan.MaxParallel {
 				held = append(held, i)
 				continue
 			}
-			if c.control == RunOnce && c.onceUsed && ps.Kind != config.KindHuman {
+			if c.control == RunOnce && c.onceUsed && ps.Kind != KindHuman {
 				held = append(held, i)
 				continue
 			}
@@ -638,7 +682,7 @@ func (c *Core) schedule(x *decider) {
 				continue
 			}
 			c.start(x, ps.ID, false)
-			if ps.Kind != config.KindHuman {
+			if ps.Kind != KindHuman {
 				busy++
 			}
 		}
@@ -646,7 +690,7 @@ func (c *Core) schedule(x *decider) {
 			c.markIndex(i)
 		}
 	}
-	if busy > 0 || len(c.waiting) > 0 {
+	if busy > 0 || len(c.waiting) > 0 || len(c.preparing) > 0 {
 		c.idle = false
 		return
 	}

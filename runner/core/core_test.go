@@ -1,4 +1,4 @@
-package runner
+package core_test
 
 import (
 	"encoding/json"
@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // loadWorkflow loads a YAML workflow from a string on a MemMapFs.
@@ -30,33 +32,34 @@ func loadWorkflow(t testing.TB, src string) *config.Workflow {
 // events and effects.
 type coreHarness struct {
 	t      *testing.T
-	core   *Core
-	st     *State
+	plan   *core.Plan
+	core   *core.Core
+	st     *core.State
 	now    time.Time
-	events []Event
+	events []core.Event
 	// effects of the last Decide.
-	effects []Effect
+	effects []core.Effect
 }
 
-func newCoreHarness(t *testing.T, src string, over Budgets) *coreHarness {
+func newCoreHarness(t *testing.T, src string, over runner.Budgets) *coreHarness {
 	t.Helper()
 	wf := loadWorkflow(t, src)
-	plan, err := NewPlan(wf, over, func(*config.Limit) (int, error) { return 0, nil })
+	plan, err := runner.NewPlan(wf, over, func(*config.Limit) (int, error) { return 0, nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &coreHarness{t: t, core: NewCore(plan), st: &State{}, now: time.Date(2025, 1, 15, 14, 30, 0, 0, time.UTC)}
-	e := newEvent(h.now, EvRunCreated, "", RunCreated{RunID: "r1", WorkflowName: wf.Name, RepoDir: "/repo",
-		ReportsDir: "/repo/.agents/runs/r1/reports", ManualInputsDir: "/repo/.agents/runs/r1/manual_inputs", Steps: stepIDs(wf)})
-	if err := Apply(h.st, e); err != nil {
+	h := &coreHarness{t: t, plan: plan, core: core.NewCore(plan), st: &core.State{}, now: time.Date(2025, 1, 15, 14, 30, 0, 0, time.UTC)}
+	e := core.NewEvent(h.now, core.EvRunCreated, "", core.RunCreated{RunID: "r1", WorkflowName: wf.Name, RepoDir: "/repo",
+		ReportsDir: "/repo/.agents/runs/r1/reports", ManualInputsDir: "/repo/.agents/runs/r1/manual_inputs", Steps: plan.IDs()})
+	if err := core.Apply(h.st, e); err != nil {
 		t.Fatal(err)
 	}
 	h.events = append(h.events, e)
-	h.decide(Begin{})
+	h.decide(core.Begin{})
 	return h
 }
 
-func (h *coreHarness) decide(in Input) []Effect {
+func (h *coreHarness) decide(in core.Input) []core.Effect {
 	h.t.Helper()
 	h.now = h.now.Add(time.Second)
 	d := h.core.Decide(h.st, in, h.now)
@@ -64,44 +67,55 @@ func (h *coreHarness) decide(in Input) []Effect {
 		// Events must replay: a state rebuilt from them equals the live one.
 		h.events = append(h.events, e)
 	}
-	h.effects = d.Effects
-	return d.Effects
+	effs := d.Effects
+	// The harness is the driver: it names a human step's decision file
+	// at once, as the local driver does.
+	for _, e := range d.Effects {
+		if p, ok := e.(core.PrepareHuman); ok {
+			path := "/repo/.agents/runs/r1/manual_inputs/r1__" + p.Step + ".json"
+			r := h.core.Decide(h.st, core.HumanReady{Step: p.Step, Attempt: p.Attempt, ManualInputPath: path}, h.now)
+			h.events = append(h.events, r.Events...)
+			effs = append(effs, r.Effects...)
+		}
+	}
+	h.effects = effs
+	return effs
 }
 
 // started returns the steps whose sessions the last decision started.
 func (h *coreHarness) started() []string {
 	var ids []string
 	for _, e := range h.effects {
-		if s, ok := e.(StartSession); ok {
+		if s, ok := e.(core.StartSession); ok {
 			ids = append(ids, s.Step)
 		}
 	}
 	return ids
 }
 
-func (h *coreHarness) finish() *Finish {
+func (h *coreHarness) finish() *core.Finish {
 	for _, e := range h.effects {
-		if f, ok := e.(Finish); ok {
+		if f, ok := e.(core.Finish); ok {
 			return &f
 		}
 	}
 	return nil
 }
 
-func (h *coreHarness) ok(step string) []Effect {
-	return h.decide(SessionDone{Step: step, Outcome: Outcome{Attempt: h.st.Steps[step].Attempts}})
+func (h *coreHarness) ok(step string) []core.Effect {
+	return h.decide(core.SessionDone{Step: step, Outcome: core.Outcome{Attempt: h.st.Steps[step].Attempts}})
 }
 
-func (h *coreHarness) gateFail(step, reason string) []Effect {
-	return h.decide(SessionDone{Step: step, GateFailed: true, GateReason: reason, Outcome: Outcome{Attempt: h.st.Steps[step].Attempts}})
+func (h *coreHarness) gateFail(step, reason string) []core.Effect {
+	return h.decide(core.SessionDone{Step: step, GateFailed: true, GateReason: reason, Outcome: core.Outcome{Attempt: h.st.Steps[step].Attempts}})
 }
 
-func (h *coreHarness) fail(step string, retryable bool) []Effect {
-	return h.decide(SessionDone{Step: step, Failed: true, Retryable: retryable, Outcome: Outcome{Attempt: h.st.Steps[step].Attempts, Error: "exit code 1"}})
+func (h *coreHarness) fail(step string, retryable bool) []core.Effect {
+	return h.decide(core.SessionDone{Step: step, Failed: true, Retryable: retryable, Outcome: core.Outcome{Attempt: h.st.Steps[step].Attempts, Error: "exit code 1"}})
 }
 
 // expect checks the status, iteration and attempts of a step.
-func (h *coreHarness) expect(step string, status Status, iteration, attempts int) {
+func (h *coreHarness) expect(step string, status core.Status, iteration, attempts int) {
 	h.t.Helper()
 	s := h.st.Steps[step]
 	if s.Status != status || s.IterationCount != iteration || s.Attempts != attempts {
@@ -113,10 +127,10 @@ func (h *coreHarness) expect(step string, status Status, iteration, attempts int
 // replayed checks that the events rebuild the live state exactly.
 func (h *coreHarness) replayed() {
 	h.t.Helper()
-	st := &State{}
+	st := &core.State{}
 	for i, e := range h.events {
 		e.Seq = int64(i + 1)
-		if err := Apply(st, e); err != nil {
+		if err := core.Apply(st, e); err != nil {
 			h.t.Fatal(err)
 		}
 	}
@@ -149,19 +163,19 @@ steps:
 // failure completes the review, resets coding and everything
 // downstream to PENDING at iteration 1, and the second pass completes.
 func TestCoreLoopBackProgression(t *testing.T) {
-	h := newCoreHarness(t, reviewLoop, Budgets{})
+	h := newCoreHarness(t, reviewLoop, runner.Budgets{})
 	if got := h.started(); !slices.Equal(got, []string{"planning"}) {
 		t.Fatalf("first sessions: %v", got)
 	}
 	h.ok("planning")
 	h.ok("coding")
-	h.expect("code_review", Running, 0, 1)
+	h.expect("code_review", core.Running, 0, 1)
 	h.gateFail("code_review", "found P0 issues")
 
-	h.expect("planning", Completed, 0, 1)
-	h.expect("coding", Running, 1, 1) // reset to PENDING, then started again at once
-	h.expect("code_review", Pending, 1, 0)
-	h.expect("merge", Pending, 1, 0)
+	h.expect("planning", core.Completed, 0, 1)
+	h.expect("coding", core.Running, 1, 1) // reset to PENDING, then started again at once
+	h.expect("code_review", core.Pending, 1, 0)
+	h.expect("merge", core.Pending, 1, 0)
 	if b := h.st.Steps["code_review"].BlockedByLoop; b == nil || *b != "code_review" {
 		t.Errorf("code_review blocked_by_loop = %v, want code_review", b)
 	}
@@ -170,20 +184,20 @@ func TestCoreLoopBackProgression(t *testing.T) {
 	}
 	// The loop-back event sits between the gate failure and the new start.
 	types := eventTypes(h.events)
-	i := slices.Index(types, EvGateFailed)
-	if i < 0 || types[i+1] != EvStepStarted {
+	i := slices.Index(types, core.EvGateFailed)
+	if i < 0 || types[i+1] != core.EvStepStarted {
 		t.Errorf("events after the gate failure: %v", types[i:])
 	}
 
 	h.ok("coding")
-	h.expect("coding", Completed, 1, 1)
+	h.expect("coding", core.Completed, 1, 1)
 	if b := h.st.Steps["merge"].BlockedByLoop; b != nil {
 		t.Errorf("merge still blocked by %s after coding completed", *b)
 	}
 	h.ok("code_review")
-	h.expect("code_review", Completed, 1, 1)
+	h.expect("code_review", core.Completed, 1, 1)
 	h.ok("merge")
-	if f := h.finish(); f == nil || f.Status != RunCompleted || f.ExitCode != 0 {
+	if f := h.finish(); f == nil || f.Status != core.RunCompleted || f.ExitCode != 0 {
 		t.Fatalf("finish = %+v", f)
 	}
 	h.replayed()
@@ -193,18 +207,18 @@ func TestCoreLoopBackProgression(t *testing.T) {
 // max_iterations the gate step fails, the run ends with exit 5, and
 // nothing is retried.
 func TestCoreIterationCap(t *testing.T) {
-	h := newCoreHarness(t, reviewLoop, Budgets{})
+	h := newCoreHarness(t, reviewLoop, runner.Budgets{})
 	h.ok("planning")
 	for it := 0; it < 3; it++ {
 		h.ok("coding")
 		h.gateFail("code_review", "still broken")
 	}
 	s := h.st.Steps["code_review"]
-	if s.Status != Failed || !strings.Contains(*s.LastError, "max iterations reached") {
+	if s.Status != core.Failed || !strings.Contains(*s.LastError, "max iterations reached") {
 		t.Fatalf("code_review: %s %v", s.Status, deref(s.LastError))
 	}
-	h.expect("coding", Completed, 2, 1)
-	if f := h.finish(); f == nil || f.ExitCode != 5 || f.Status != RunFailed {
+	h.expect("coding", core.Completed, 2, 1)
+	if f := h.finish(); f == nil || f.ExitCode != 5 || f.Status != core.RunFailed {
 		t.Fatalf("finish = %+v, want exit 5", f)
 	}
 	if len(h.started()) != 0 {
@@ -216,7 +230,7 @@ func TestCoreIterationCap(t *testing.T) {
 // TestCoreBudgetOverride: --max-iterations overrides the workflow's
 // default, but a step's own value wins.
 func TestCoreBudgetOverride(t *testing.T) {
-	h := newCoreHarness(t, reviewLoop, Budgets{MaxIterations: 2})
+	h := newCoreHarness(t, reviewLoop, runner.Budgets{MaxIterations: 2})
 	h.ok("planning")
 	h.ok("coding")
 	h.gateFail("code_review", "x")
@@ -226,7 +240,7 @@ func TestCoreBudgetOverride(t *testing.T) {
 		t.Fatalf("with --max-iterations 2 the second failure should end the run: %+v", f)
 	}
 	own := strings.Replace(reviewLoop, "loop_back_to: coding", "loop_back_to: coding\n      max_iterations: 5", 1)
-	h = newCoreHarness(t, own, Budgets{MaxIterations: 2})
+	h = newCoreHarness(t, own, runner.Budgets{MaxIterations: 2})
 	h.ok("planning")
 	for i := 0; i < 4; i++ {
 		h.ok("coding")
@@ -249,13 +263,13 @@ steps:
     max_attempts: 4
     retry: {backoff: 10s, max_backoff: 15s}
 `
-	h := newCoreHarness(t, src, Budgets{})
+	h := newCoreHarness(t, src, runner.Budgets{})
 	var delays []time.Duration
 	for i := 0; i < 3; i++ {
 		effs := h.fail("flaky", true)
-		var timer *StartTimer
+		var timer *core.StartTimer
 		for _, e := range effs {
-			if st, ok := e.(StartTimer); ok {
+			if st, ok := e.(core.StartTimer); ok {
 				timer = &st
 			}
 		}
@@ -263,8 +277,8 @@ steps:
 			t.Fatalf("attempt %d: no retry timer: %#v", i+1, effs)
 		}
 		delays = append(delays, timer.Delay)
-		h.expect("flaky", Pending, 0, i+1)
-		if len(h.decide(TimerFired{Step: "flaky"})) == 0 {
+		h.expect("flaky", core.Pending, 0, i+1)
+		if len(h.decide(core.TimerFired{Step: "flaky"})) == 0 {
 			t.Fatal("timer fired, nothing started")
 		}
 	}
@@ -272,25 +286,25 @@ steps:
 		t.Errorf("backoff delays %v, want %v", delays, want)
 	}
 	h.fail("flaky", true)
-	h.expect("flaky", Failed, 0, 4)
+	h.expect("flaky", core.Failed, 0, 4)
 	if f := h.finish(); f == nil || f.ExitCode != 1 {
 		t.Fatalf("finish = %+v", f)
 	}
 
-	h = newCoreHarness(t, src, Budgets{})
+	h = newCoreHarness(t, src, runner.Budgets{})
 	h.fail("flaky", false) // retry_if said no
-	h.expect("flaky", Failed, 0, 1)
+	h.expect("flaky", core.Failed, 0, 1)
 	h.replayed()
 }
 
 // TestCoreInterruptDoesNotCountAttempt: a session cut short by SIGINT
 // goes back to PENDING with its attempt given back.
 func TestCoreInterruptDoesNotCountAttempt(t *testing.T) {
-	h := newCoreHarness(t, reviewLoop, Budgets{})
-	h.decide(Interrupt{})
-	h.decide(SessionDone{Step: "planning", Interrupted: true})
-	h.expect("planning", Pending, 0, 0)
-	if f := h.finish(); f == nil || f.ExitCode != 130 || f.Status != RunInterrupted {
+	h := newCoreHarness(t, reviewLoop, runner.Budgets{})
+	h.decide(core.Interrupt{})
+	h.decide(core.SessionDone{Step: "planning", Interrupted: true})
+	h.expect("planning", core.Pending, 0, 0)
+	if f := h.finish(); f == nil || f.ExitCode != 130 || f.Status != core.RunInterrupted {
 		t.Fatalf("finish = %+v", f)
 	}
 	h.replayed()
@@ -308,7 +322,7 @@ steps:
   - {id: c, run: x, needs: []}
   - {id: join, run: x, needs: [a, b, c]}
 `
-	h := newCoreHarness(t, src, Budgets{})
+	h := newCoreHarness(t, src, runner.Budgets{})
 	if got := h.started(); !slices.Equal(got, []string{"a", "b"}) {
 		t.Fatalf("started %v, want [a b]", got)
 	}
@@ -341,7 +355,7 @@ steps:
   - {id: b, run: x, needs: []}
   - {id: c, run: x, needs: [a]}
 `
-	h := newCoreHarness(t, src, Budgets{})
+	h := newCoreHarness(t, src, runner.Budgets{})
 	h.fail("a", true)
 	if h.finish() != nil {
 		t.Fatal("finished while b still runs")
@@ -350,7 +364,7 @@ steps:
 	if f := h.finish(); f == nil || f.ExitCode != 1 {
 		t.Fatalf("finish = %+v", f)
 	}
-	h.expect("c", Pending, 0, 0)
+	h.expect("c", core.Pending, 0, 0)
 }
 
 // TestCoreHuman: a human step waits; approval completes it, rejection
@@ -367,24 +381,24 @@ steps:
   - id: ship
     run: x
 `
-	h := newCoreHarness(t, src, Budgets{})
+	h := newCoreHarness(t, src, runner.Budgets{})
 	effs := h.ok("coding")
-	var await *AwaitHuman
+	var await *core.AwaitHuman
 	for _, e := range effs {
-		if a, ok := e.(AwaitHuman); ok {
+		if a, ok := e.(core.AwaitHuman); ok {
 			await = &a
 		}
 	}
 	if await == nil || await.ManualInputPath != "/repo/.agents/runs/r1/manual_inputs/r1__approval.json" {
 		t.Fatalf("await = %+v", await)
 	}
-	h.expect("approval", WaitingOnHuman, 0, 1)
+	h.expect("approval", core.WaitingOnHuman, 0, 1)
 	if p := h.st.Steps["approval"].ManualInputPath; p == nil || *p != await.ManualInputPath {
 		t.Errorf("manual_input_path = %v", p)
 	}
 	var idle bool
 	for _, e := range effs {
-		_, idle = e.(Idle)
+		_, idle = e.(core.Idle)
 		if idle {
 			break
 		}
@@ -392,14 +406,14 @@ steps:
 	if !idle {
 		t.Errorf("no Idle effect while waiting on a human: %#v", effs)
 	}
-	h.decide(HumanDecision{Step: "approval", Input: HumanInput{Approved: false, By: "alice", Reason: "needs tests"}})
-	h.expect("coding", Running, 1, 1)
+	h.decide(core.HumanDecision{Step: "approval", Input: core.HumanInput{Approved: false, By: "alice", Reason: "needs tests"}})
+	h.expect("coding", core.Running, 1, 1)
 	if fb := h.st.Steps["coding"].Feedback; fb == nil || !strings.Contains(fb.Reason, "rejected by alice: needs tests") {
 		t.Errorf("feedback = %+v", fb)
 	}
 	h.ok("coding")
-	h.decide(HumanDecision{Step: "approval", Input: HumanInput{Approved: true, By: "bob", Input: map[string]any{"ticket": "OPS-1"}}})
-	h.expect("approval", Completed, 1, 1)
+	h.decide(core.HumanDecision{Step: "approval", Input: core.HumanInput{Approved: true, By: "bob", Input: map[string]any{"ticket": "OPS-1"}}})
+	h.expect("approval", core.Completed, 1, 1)
 	if in := h.st.Steps["approval"].Human; in == nil || in.By != "bob" || in.Input["ticket"] != "OPS-1" {
 		t.Errorf("human input = %+v", in)
 	}
@@ -421,17 +435,17 @@ steps:
   - {id: c, run: x}
   - {id: d, run: x}
 `
-	h := newCoreHarness(t, src, Budgets{})
-	h.decide(ControlChanged{Desired: Pause})
-	h.expect("a", Running, 0, 1) // never interrupted
+	h := newCoreHarness(t, src, runner.Budgets{})
+	h.decide(core.ControlChanged{Desired: core.Pause})
+	h.expect("a", core.Running, 0, 1) // never interrupted
 	effs := h.ok("a")
 	if len(h.started()) != 0 {
 		t.Fatalf("paused, yet started %v", h.started())
 	}
-	if !hasEffect[Idle](effs) {
+	if !hasEffect[core.Idle](effs) {
 		t.Errorf("no Idle effect when paused: %#v", effs)
 	}
-	h.decide(ControlChanged{Desired: RunOnce})
+	h.decide(core.ControlChanged{Desired: core.RunOnce})
 	if got := h.started(); !slices.Equal(got, []string{"b"}) {
 		t.Fatalf("run_once started %v", got)
 	}
@@ -439,16 +453,16 @@ steps:
 	if len(h.started()) != 0 {
 		t.Fatalf("run_once started a second session: %v", h.started())
 	}
-	var set *SetControl
+	var set *core.SetControl
 	for _, e := range effs {
-		if s, ok := e.(SetControl); ok {
+		if s, ok := e.(core.SetControl); ok {
 			set = &s
 		}
 	}
-	if set == nil || set.Desired != Pause || set.Current != Pause {
+	if set == nil || set.Desired != core.Pause || set.Current != core.Pause {
 		t.Errorf("after run_once: SetControl = %+v, want pause/pause", set)
 	}
-	h.decide(ControlChanged{Desired: Continuous})
+	h.decide(core.ControlChanged{Desired: core.Continuous})
 	if got := h.started(); !slices.Equal(got, []string{"c"}) {
 		t.Fatalf("continue started %v", got)
 	}
@@ -462,8 +476,8 @@ steps:
 // TestCoreUnknownControlIsPause: an unknown desired state is treated as
 // pause.
 func TestCoreUnknownControlIsPause(t *testing.T) {
-	h := newCoreHarness(t, "name: u\nsteps:\n  - {id: a, run: x}\n  - {id: b, run: x}\n", Budgets{})
-	h.decide(ControlChanged{Desired: "sprint"})
+	h := newCoreHarness(t, "name: u\nsteps:\n  - {id: a, run: x}\n  - {id: b, run: x}\n", runner.Budgets{})
+	h.decide(core.ControlChanged{Desired: "sprint"})
 	h.ok("a")
 	if len(h.started()) != 0 {
 		t.Fatalf("unknown control state did not pause: started %v", h.started())
@@ -473,14 +487,14 @@ func TestCoreUnknownControlIsPause(t *testing.T) {
 // TestCoreReconcileOnBegin: a step found RUNNING when a runner takes
 // the run (its runner died) runs again with its attempt counted.
 func TestCoreReconcileOnBegin(t *testing.T) {
-	h := newCoreHarness(t, reviewLoop, Budgets{})
+	h := newCoreHarness(t, reviewLoop, runner.Budgets{})
 	h.ok("planning")
-	h.expect("coding", Running, 0, 1)
-	h.core = NewCore(h.core.plan) // a new runner
-	h.decide(Begin{})
-	h.expect("coding", Running, 0, 2)
-	h.expect("planning", Completed, 0, 1)
-	if !slices.Contains(eventTypes(h.events), EvReconciled) {
+	h.expect("coding", core.Running, 0, 1)
+	h.core = core.NewCore(h.plan) // a new runner
+	h.decide(core.Begin{})
+	h.expect("coding", core.Running, 0, 2)
+	h.expect("planning", core.Completed, 0, 1)
+	if !slices.Contains(eventTypes(h.events), core.EvReconciled) {
 		t.Error("no reconcile event")
 	}
 	h.replayed()
@@ -497,19 +511,19 @@ steps:
   - {id: c, run: x}
 vars: {x: "n"}
 `
-	h := newCoreHarness(t, src, Budgets{})
+	h := newCoreHarness(t, src, runner.Budgets{})
 	effs := h.ok("a")
-	if len(effs) != 1 || effs[0] != (Evaluate{Step: "b"}) {
+	if len(effs) != 1 || effs[0] != (core.Evaluate{Step: "b"}) {
 		t.Fatalf("effects %#v, want Evaluate b", effs)
 	}
-	h.decide(WhenResult{Step: "b", Run: false, Reason: "when is false"})
-	h.expect("b", Skipped, 0, 0)
+	h.decide(core.WhenResult{Step: "b", Run: false, Reason: "when is false"})
+	h.expect("b", core.Skipped, 0, 0)
 	if got := h.started(); !slices.Equal(got, []string{"c"}) {
 		t.Fatalf("started %v", got)
 	}
 }
 
-func hasEffect[T Effect](effs []Effect) bool {
+func hasEffect[T core.Effect](effs []core.Effect) bool {
 	for _, e := range effs {
 		if _, ok := e.(T); ok {
 			return true
@@ -518,7 +532,7 @@ func hasEffect[T Effect](effs []Effect) bool {
 	return false
 }
 
-func eventTypes(evs []Event) []string {
+func eventTypes(evs []core.Event) []string {
 	out := make([]string, len(evs))
 	for i, e := range evs {
 		out[i] = e.Type
@@ -538,8 +552,8 @@ func mustJSON(t testing.TB, v any) string {
 // TestCoreRunOnceDuringSession: run_once asked for while a session runs
 // lets exactly one more session start after it.
 func TestCoreRunOnceDuringSession(t *testing.T) {
-	h := newCoreHarness(t, "name: o\nsteps:\n  - {id: a, run: x}\n  - {id: b, run: x}\n  - {id: c, run: x}\n", Budgets{})
-	h.decide(ControlChanged{Desired: RunOnce})
+	h := newCoreHarness(t, "name: o\nsteps:\n  - {id: a, run: x}\n  - {id: b, run: x}\n  - {id: c, run: x}\n", runner.Budgets{})
+	h.decide(core.ControlChanged{Desired: core.RunOnce})
 	h.ok("a")
 	if got := h.started(); !slices.Equal(got, []string{"b"}) {
 		t.Fatalf("after a: started %v, want [b]", got)
@@ -548,5 +562,12 @@ func TestCoreRunOnceDuringSession(t *testing.T) {
 	if got := h.started(); len(got) != 0 {
 		t.Fatalf("after the run_once session: started %v", got)
 	}
-	h.expect("c", Pending, 0, 0)
+	h.expect("c", core.Pending, 0, 0)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

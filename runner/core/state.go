@@ -1,4 +1,4 @@
-package runner
+package core
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/flow-run/flow/internal/eventlog"
+	"github.com/flow-run/flow/internal/event"
 )
 
 // SchemaVersion is the version of run_state.json this package writes.
@@ -41,7 +41,7 @@ const (
 )
 
 // Time is a timestamp written as UTC with microseconds.
-type Time = eventlog.Time
+type Time = event.Time
 
 // State is run_state.json: every field of the seed schema plus flow's
 // extensions. It is a fold of the run's events (see Apply).
@@ -157,6 +157,10 @@ func (s RunStatus) Terminal() bool { return s == RunCompleted || s == RunFailed 
 
 // done reports whether a step needs nothing more.
 func (s Status) done() bool { return s == Completed || s == Skipped }
+
+// Done reports whether a step needs nothing more: it completed or was
+// skipped.
+func (s Status) Done() bool { return s.done() }
 
 func strp(s string) *string { return &s }
 

@@ -1,10 +1,11 @@
-package runner
+package core
 
 import (
 	"errors"
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // ExitCode is one row of flow's exit-code table (DESIGN §8). It is
@@ -79,6 +80,31 @@ func CodeOf(err error) ExitCode {
 		return ExitUsage
 	}
 	return ExitFailed
+}
+
+// ErrNoRun is returned when a run does not exist.
+var ErrNoRun = errors.New("no such run")
+
+// Holder names the runner that holds a run.
+type Holder struct {
+	PID       int
+	Host      string
+	StartedAt time.Time
+}
+
+// HeldError says a run is held by a live runner.
+type HeldError struct {
+	RunID  string
+	Holder Holder
+}
+
+func (e *HeldError) Error() string {
+	since := ""
+	if !e.Holder.StartedAt.IsZero() {
+		since = " since " + e.Holder.StartedAt.UTC().Format(time.RFC3339)
+	}
+	return fmt.Sprintf("run %s is held by a live runner (pid %d on %s%s); wait for it, or stop it first",
+		e.RunID, e.Holder.PID, e.Holder.Host, since)
 }
 
 // Limits on names that become file names (DESIGN §6: every name on

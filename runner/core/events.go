@@ -1,4 +1,4 @@
-package runner
+package core
 
 import (
 	"encoding/json"
@@ -6,11 +6,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/flow-run/flow/internal/eventlog"
+	"github.com/flow-run/flow/internal/event"
 )
 
 // Event is one line of events.jsonl.
-type Event = eventlog.Event
+type Event = event.Event
 
 // The event types. Every change of a run is one of these; Apply folds
 // them into the State.
@@ -97,6 +97,10 @@ type SessionStarted struct {
 	// Marker is the token every process of the session carries in its
 	// environment, even one that left the process group.
 	Marker string `json:"marker,omitempty"`
+	// LogPath and ReportPath are where the driver keeps the session's
+	// output and where the session may write its report.
+	LogPath    string `json:"log_path,omitempty"`
+	ReportPath string `json:"report_path,omitempty"`
 }
 
 // StepWaiting is the data of EvStepWaiting.
@@ -159,8 +163,8 @@ type Note struct {
 	Message string `json:"message"`
 }
 
-// newEvent builds an event; the log assigns its seq.
-func newEvent(at time.Time, typ, step string, data any) Event {
+// NewEvent builds an event; the log assigns its seq.
+func NewEvent(at time.Time, typ, step string, data any) Event {
 	var raw json.RawMessage
 	if data != nil {
 		b, err := json.Marshal(data)
@@ -169,7 +173,7 @@ func newEvent(at time.Time, typ, step string, data any) Event {
 		}
 		raw = b
 	}
-	return Event{At: eventlog.Time{Time: at.UTC()}, Type: typ, Step: step, Data: raw}
+	return Event{At: event.Time{Time: at.UTC()}, Type: typ, Step: step, Data: raw}
 }
 
 // Apply folds one event into the state. It is the only code that
@@ -297,6 +301,12 @@ func Apply(s *State, e Event) error {
 			return err
 		}
 		step.PID, step.SessionMarker = d.PID, d.Marker
+		if d.LogPath != "" {
+			step.LogPath = d.LogPath
+		}
+		if d.ReportPath != "" {
+			step.ReportPath = strp(d.ReportPath)
+		}
 	case EvStepWaiting:
 		if err := needStep(); err != nil {
 			return err
