@@ -33,8 +33,8 @@ func enableSubreaper() error {
 
 // orphansGoToLeader reports whether the kernel reparents an orphan to
 // the first live thread of its child subreaper's thread group — the
-// main thread, which the Go runtime never lets exit — rather than to
-// the thread that started the orphan's parent. Linux does since 3.19
+// main thread, which the Go runtime never lets exit — rather than
+// possibly to another of its threads. Linux does since 3.19
 // (find_new_reaper calls find_alive_thread, which walks the thread
 // group from its leader); on an older kernel, or one whose release
 // cannot be read, every thread's list of children must be read.
