@@ -13,7 +13,9 @@
 // string, whatever the quoting style it was written in.
 //
 // The two formats decode into the same model, so a YAML workflow and its
-// HCL twin have equal Specs and Digests. Unset budgets and durations stay
+// HCL twin have equal Specs and Digests. Each key is declared once, in
+// the tables of keys.go: both decoders, the unknown-key check with its
+// did-you-mean, and the JSON Schema (Schema) are driven by them. Unset budgets and durations stay
 // nil in the model; the Step* methods of Workflow resolve them through
 // the workflow's defaults to the seed defaults.
 //

@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
@@ -16,16 +15,6 @@ type hclDecoder struct {
 	src *source
 	d   *diags
 }
-
-// The attributes and blocks of each HCL body; the attribute and block
-// names are the keys of the YAML form.
-var (
-	hclWorkflowAttrs = []string{"name", "description", "vars", "max_parallel", "secrets"}
-	hclWorkflowBlock = []string{"defaults", "agent", "step", "cleanup", "signals"}
-	hclDefaultsAttrs = []string{"max_attempts", "max_iterations", "timeout", "idle_timeout", "agent", "prompt_limit", "command_limit", "report_limit", "log_limit"}
-	hclStepAttrs     = []string{"run", "prompt", "prompt_file", "agent", "needs", "when", "loop_back_to", "max_attempts", "max_iterations", "retry_if", "timeout", "idle_timeout", "artifacts", "env"}
-	hclStepBlocks    = []string{"human", "gate", "retry"}
-)
 
 // decodeHCL decodes an HCL workflow; it returns nil when the file does
 // not parse.
@@ -42,244 +31,136 @@ func decodeHCL(src *source, d *diags) *rawWorkflow {
 		return nil
 	}
 	w := &rawWorkflow{src: src, name: str{sp: span{src: src}}}
-	once, defOnce := map[string]bool{}, map[string]bool{}
-	steps := 0
-	h.body(body, hclWorkflowAttrs, hclWorkflowBlock, func(a *hclsyntax.Attribute) {
-		switch a.Name {
-		case "name":
-			w.name = h.str(a.Name, a.Expr)
-		case "description":
-			w.description = h.str(a.Name, a.Expr)
-		case "vars":
-			w.vars = h.strMap(a.Name, a.Expr)
-		case "max_parallel":
-			w.maxParallel = h.str(a.Name, a.Expr)
-		case "secrets":
-			if _, ok := a.Expr.(*hclsyntax.TupleConsExpr); !ok {
-				h.d.errorf(h.pos(a.Expr.Range()), "secrets: want a list [\"NAME\", ...]")
-				return
-			}
-			w.secrets = h.list(a.Name, a.Expr)
-		}
-	}, func(b *hclsyntax.Block) {
-		switch b.Type {
-		case "defaults":
-			if !h.labels(b, 0) || h.repeated(b, once) {
-				return
-			}
-			h.body(b.Body, hclDefaultsAttrs, []string{"retry"}, func(a *hclsyntax.Attribute) {
-				switch a.Name {
-				case "max_attempts":
-					w.defaults.maxAttempts = h.str(a.Name, a.Expr)
-				case "max_iterations":
-					w.defaults.maxIterations = h.str(a.Name, a.Expr)
-				case "timeout":
-					w.defaults.timeout = h.str(a.Name, a.Expr)
-				case "idle_timeout":
-					w.defaults.idleTimeout = h.str(a.Name, a.Expr)
-				case "agent":
-					w.defaults.agent = h.str(a.Name, a.Expr)
-				case "prompt_limit":
-					w.defaults.promptLimit = h.str(a.Name, a.Expr)
-				case "command_limit":
-					w.defaults.commandLimit = h.str(a.Name, a.Expr)
-				case "report_limit":
-					w.defaults.reportLimit = h.str(a.Name, a.Expr)
-				case "log_limit":
-					w.defaults.logLimit = h.str(a.Name, a.Expr)
-				}
-			}, func(b *hclsyntax.Block) {
-				if h.labels(b, 0) && !h.repeated(b, defOnce) {
-					w.defaults.retry = h.retry(b)
-				}
-			})
-		case "agent":
-			if !h.labels(b, 1) {
-				return
-			}
-			a := &rawAgent{name: str{val: b.Labels[0], set: true, sp: span{src: src, off: b.LabelRanges[0].Start.Byte, style: styleOpaque}}}
-			h.body(b.Body, agentKeys, nil, func(at *hclsyntax.Attribute) {
-				switch at.Name {
-				case "run":
-					a.run = h.str(at.Name, at.Expr)
-				case "env":
-					a.env = h.strMap(at.Name, at.Expr)
-				}
-			}, nil)
-			w.agents = append(w.agents, a)
-		case "step":
-			// Past the cap, the rest of the steps are left undecoded.
-			if steps++; steps == MaxSteps+1 {
-				h.d.errorf(h.pos(b.TypeRange), "too many steps: a workflow has at most %d", MaxSteps)
-				w.tooManySteps = true
-			}
-			if steps <= MaxSteps && h.labels(b, 1) {
-				w.steps = append(w.steps, h.step(b))
-			}
-		case "cleanup":
-			if !h.labels(b, 0) || h.repeated(b, once) {
-				return
-			}
-			c := &rawCleanup{pos: h.pos(b.TypeRange)}
-			h.body(b.Body, cleanupKeys, nil, func(a *hclsyntax.Attribute) {
-				switch a.Name {
-				case "run":
-					c.run = h.str(a.Name, a.Expr)
-				case "prompt":
-					c.prompt = h.str(a.Name, a.Expr)
-				case "agent":
-					c.agent = h.str(a.Name, a.Expr)
-				}
-			}, nil)
-			w.cleanup = c
-		case "signals":
-			if !h.labels(b, 0) || h.repeated(b, once) {
-				return
-			}
-			h.body(b.Body, signalsKeys, nil, func(a *hclsyntax.Attribute) {
-				switch a.Name {
-				case "done":
-					w.signals.done = h.str(a.Name, a.Expr)
-				case "pass":
-					w.signals.pass = h.str(a.Name, a.Expr)
-				case "fail":
-					w.signals.fail = h.str(a.Name, a.Expr)
-				}
-			}, nil)
-		}
-	})
+	h.body(body, &workflowTable.keySet, func(i int, v value) { workflowTable.fields[i].set(w, v) })
 	return w
 }
 
-func (h *hclDecoder) step(b *hclsyntax.Block) *rawStep {
-	id := str{val: b.Labels[0], set: true, sp: span{src: h.src, off: b.LabelRanges[0].Start.Byte, style: styleOpaque}}
-	s := &rawStep{id: id, pos: id.pos()}
-	once := map[string]bool{}
-	h.body(b.Body, hclStepAttrs, hclStepBlocks, func(a *hclsyntax.Attribute) {
-		switch a.Name {
-		case "run":
-			s.run = h.str(a.Name, a.Expr)
-		case "prompt":
-			s.prompt = h.str(a.Name, a.Expr)
-		case "prompt_file":
-			s.promptFile = h.str(a.Name, a.Expr)
-		case "agent":
-			s.agent = h.str(a.Name, a.Expr)
-		case "needs":
-			s.needsSet = true
-			s.needsPos = h.pos(a.NameRange)
-			s.needs = h.list(a.Name, a.Expr)
-		case "when":
-			s.when = h.str(a.Name, a.Expr)
-		case "loop_back_to":
-			s.loopBackTo = h.str(a.Name, a.Expr)
-		case "max_attempts":
-			s.maxAttempts = h.str(a.Name, a.Expr)
-		case "max_iterations":
-			s.maxIterations = h.str(a.Name, a.Expr)
-		case "retry_if":
-			s.retryIf = h.str(a.Name, a.Expr)
-		case "timeout":
-			s.timeout = h.str(a.Name, a.Expr)
-		case "idle_timeout":
-			s.idleTimeout = h.str(a.Name, a.Expr)
-		case "artifacts":
-			s.artifacts = h.list(a.Name, a.Expr)
-		case "env":
-			s.env = h.strMap(a.Name, a.Expr)
-		}
-	}, func(b *hclsyntax.Block) {
-		if !h.labels(b, 0) {
-			return
-		}
-		switch b.Type {
-		case "human":
-			if h.repeated(b, once) {
-				return
-			}
-			hu := &rawHuman{pos: h.pos(b.TypeRange)}
-			h.body(b.Body, humanKeys, nil, func(a *hclsyntax.Attribute) {
-				switch a.Name {
-				case "message":
-					hu.message = h.str(a.Name, a.Expr)
-				case "timeout":
-					hu.timeout = h.str(a.Name, a.Expr)
-				case "auto_approve":
-					hu.autoApprove = h.str(a.Name, a.Expr)
-				}
-			}, nil)
-			s.human = hu
-		case "gate":
-			if h.repeated(b, once) {
-				return
-			}
-			g := &rawGate{pos: h.pos(b.TypeRange)}
-			h.body(b.Body, gateKeys, nil, func(a *hclsyntax.Attribute) {
-				switch a.Name {
-				case "pass":
-					g.pass = h.str(a.Name, a.Expr)
-				case "fail":
-					g.fail = h.str(a.Name, a.Expr)
-				case "check":
-					g.check = h.str(a.Name, a.Expr)
-				case "loop_back_to":
-					g.loopBackTo = h.str(a.Name, a.Expr)
-				case "max_iterations":
-					g.maxIterations = h.str(a.Name, a.Expr)
-				}
-			}, nil)
-			s.gate = g
-		case "retry":
-			if !h.repeated(b, once) {
-				s.retry = h.retry(b)
-			}
-		}
-	})
-	return s
+// hclValue is a value in an HCL file: an attribute, a block or a block's
+// label.
+type hclValue struct {
+	h     *hclDecoder
+	attr  *hclsyntax.Attribute
+	block *hclsyntax.Block
+	// once records the blocks met in the body that holds block, for the
+	// blocks that may appear once.
+	once map[string]bool
+	// labelled is set when block's labels were already checked: block
+	// is the body of a named entry.
+	labelled bool
+	// label is the value of a key given by a block's label.
+	label *str
 }
 
-func (h *hclDecoder) retry(b *hclsyntax.Block) *rawRetry {
-	r := &rawRetry{pos: h.pos(b.TypeRange)}
-	h.body(b.Body, retryKeys, nil, func(a *hclsyntax.Attribute) {
-		switch a.Name {
-		case "backoff":
-			r.backoff = h.str(a.Name, a.Expr)
-		case "max_backoff":
-			r.maxBackoff = h.str(a.Name, a.Expr)
-		case "jitter":
-			r.jitter = h.str(a.Name, a.Expr)
-		}
-	}, nil)
-	return r
+func (v *hclValue) pos() Pos {
+	switch {
+	case v.attr != nil:
+		return v.h.pos(v.attr.Expr.Range())
+	case v.block != nil:
+		return v.h.pos(v.block.TypeRange)
+	}
+	return v.label.pos()
 }
 
-// body calls fa for each attribute and fb for each block of b, in file
-// order, reporting unknown names.
-func (h *hclDecoder) body(b *hclsyntax.Body, attrs, blocks []string, fa func(*hclsyntax.Attribute), fb func(*hclsyntax.Block)) {
-	known := slices.Concat(attrs, blocks)
+func (v *hclValue) keyPos() Pos {
+	if v.attr != nil {
+		return v.h.pos(v.attr.NameRange)
+	}
+	return v.pos()
+}
+
+func (v *hclValue) errorf(format string, args ...any) { v.h.d.errorf(v.pos(), format, args...) }
+
+// The values of attributes: a block is never given to a key that is not
+// a block (body reports it), nor an attribute to a key that is.
+
+func (v *hclValue) str(what string) str {
+	if v.label != nil {
+		return *v.label
+	}
+	return v.h.str(what, v.attr.Expr)
+}
+
+func (v *hclValue) list(what string, one bool) []str {
+	if _, ok := v.attr.Expr.(*hclsyntax.TupleConsExpr); !ok && !one {
+		v.errorf("%s: want a list [\"...\", ...]", what)
+		return nil
+	}
+	return v.h.list(what, v.attr.Expr)
+}
+
+func (v *hclValue) strMap(what string) []kv { return v.h.strMap(what, v.attr.Expr) }
+
+// section reads a block without labels; a second block of its kind in
+// one body does not stand.
+func (v *hclValue) section(t *keySet, f func(i int, v value)) bool {
+	if !v.labelled && (!v.h.labels(v.block, 0) || v.h.repeated(v.block, v.once)) {
+		return false
+	}
+	v.h.body(v.block.Body, t, f)
+	return true
+}
+
+// entries reads a block with one label, the entry's name.
+func (v *hclValue) entries(what string, f func(name str, body value)) {
+	if v.h.labels(v.block, 1) {
+		f(v.h.label(v.block), &hclValue{h: v.h, block: v.block, labelled: true})
+	}
+}
+
+// items gives the block as one item: each block is one.
+func (v *hclValue) items(what string, f func(item value)) { f(v) }
+
+// entry reads an item's block, whose label gives the table's label key.
+func (v *hclValue) entry(t *keySet, f func(i int, v value)) bool {
+	if !v.h.labels(v.block, 1) {
+		return false
+	}
+	if t.label >= 0 {
+		id := v.h.label(v.block)
+		f(t.label, &hclValue{h: v.h, label: &id})
+	}
+	v.h.body(v.block.Body, t, f)
+	return true
+}
+
+// label is the first label of a block.
+func (h *hclDecoder) label(b *hclsyntax.Block) str {
+	return str{val: b.Labels[0], set: true, sp: span{src: h.src, off: b.LabelRanges[0].Start.Byte, style: styleOpaque}}
+}
+
+// body calls f for each attribute and then each block of b, in file
+// order, with the place of its key in t, reporting unknown names and
+// attributes written as blocks or blocks as attributes.
+func (h *hclDecoder) body(b *hclsyntax.Body, t *keySet, f func(i int, v value)) {
 	list := make([]*hclsyntax.Attribute, 0, len(b.Attributes))
 	for _, a := range b.Attributes {
 		list = append(list, a)
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].SrcRange.Start.Byte < list[j].SrcRange.Start.Byte })
 	for _, a := range list {
+		i, ok := t.hIndex[a.Name]
 		switch {
-		case slices.Contains(attrs, a.Name):
-			fa(a)
-		case slices.Contains(blocks, a.Name):
+		case ok && !t.kinds[i].isBlock():
+			f(i, &hclValue{h: h, attr: a})
+		case ok:
 			h.d.errorf(h.pos(a.NameRange), "%s is a block: write %s { ... }", a.Name, a.Name)
 		default:
-			h.d.unknown(h.pos(a.NameRange), "key", a.Name, known)
+			h.d.unknown(h.pos(a.NameRange), "key", a.Name, t.hclKnown)
 		}
 	}
+	var once map[string]bool
 	for _, bl := range b.Blocks {
+		i, ok := t.hIndex[bl.Type]
 		switch {
-		case slices.Contains(blocks, bl.Type):
-			fb(bl)
-		case slices.Contains(attrs, bl.Type):
+		case ok && t.kinds[i].isBlock():
+			if once == nil {
+				once = map[string]bool{}
+			}
+			f(i, &hclValue{h: h, block: bl, once: once})
+		case ok:
 			h.d.errorf(h.pos(bl.TypeRange), "%s is an argument: write %s = ...", bl.Type, bl.Type)
 		default:
-			h.d.unknown(h.pos(bl.TypeRange), "block", bl.Type, known)
+			h.d.unknown(h.pos(bl.TypeRange), "block", bl.Type, t.hclKnown)
 		}
 	}
 }

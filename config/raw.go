@@ -39,8 +39,10 @@ type rawWorkflow struct {
 	cleanup     *rawCleanup
 	signals     rawSignals
 	secrets     []str
-	// tooManySteps is set when the steps went past MaxSteps: the
-	// workflow is refused, and not built, whatever else is in it.
+	// stepCount counts the steps met, decoded or not; tooManySteps is
+	// set when it went past MaxSteps: the workflow is refused, and not
+	// built, whatever else is in it.
+	stepCount    int
 	tooManySteps bool
 }
 
@@ -122,17 +124,3 @@ type rawSignals struct {
 	pass str
 	fail str
 }
-
-// The keys each part of a workflow may have, shared by both decoders and
-// checked against the JSON Schema by a test.
-var (
-	workflowKeys = []string{"name", "description", "vars", "defaults", "agents", "steps", "max_parallel", "cleanup", "signals", "secrets"}
-	defaultsKeys = []string{"max_attempts", "max_iterations", "timeout", "idle_timeout", "agent", "retry", "prompt_limit", "command_limit", "report_limit", "log_limit"}
-	agentKeys    = []string{"run", "env"}
-	stepKeys     = []string{"id", "run", "prompt", "prompt_file", "agent", "human", "needs", "when", "gate", "loop_back_to", "max_attempts", "max_iterations", "retry", "retry_if", "timeout", "idle_timeout", "artifacts", "env"}
-	gateKeys     = []string{"pass", "fail", "check", "loop_back_to", "max_iterations"}
-	humanKeys    = []string{"message", "timeout", "auto_approve"}
-	retryKeys    = []string{"backoff", "max_backoff", "jitter"}
-	cleanupKeys  = []string{"run", "prompt", "agent"}
-	signalsKeys  = []string{"done", "pass", "fail"}
-)

@@ -2,15 +2,232 @@ package config
 
 import (
 	"bytes"
-	_ "embed"
+	"encoding/json"
 )
-
-//go:embed schema.json
-var schema []byte
 
 // Schema returns a JSON Schema (draft 2020-12) of the YAML workflow
 // format, with descriptions, for editors: a workflow file that starts
 // with "# yaml-language-server: $schema=<path to it>" is checked and
-// completed as it is typed. The schema checks shape only; Load checks
-// everything else.
-func Schema() []byte { return bytes.Clone(schema) }
+// completed as it is typed. It is built from the tables of keys.go, so
+// that it knows exactly the keys the decoders do; schema.json in this
+// directory is a copy of it, kept equal by a test. The schema checks
+// shape only; Load checks everything else.
+func Schema() []byte {
+	defs := obj{
+		{"expression", obj{
+			{"description", "An expression (expr-lang), compiled when the workflow loads."},
+			{"type", "string"},
+		}},
+		{"template", obj{
+			{"description", "A string in which {{ expr }} is replaced by the expression's value."},
+			{"type", "string"},
+		}},
+		{"limit", obj{
+			{"description", "A positive integer, or an expression giving one."},
+			{"oneOf", []any{positiveInteger(), obj{{"type", "string"}}}},
+		}},
+		{"duration", obj{
+			{"description", "A duration such as 90s, 30m, 1h30m or 2d (a number is seconds), or an expression giving one."},
+			{"type", []string{"string", "number"}},
+		}},
+		{"size", obj{
+			{"description", "A size: a number of bytes, or a whole number and a unit such as 64MiB, 100 KiB or 1MB (KB, MB, GB are powers of 1000; KiB, MiB, GiB of 1024; B is bytes)."},
+			{"oneOf", []any{positiveInteger(), obj{{"type", "string"}, {"pattern", "^ *[0-9]+ *(B|KB|MB|GB|KiB|MiB|GiB)? *$"}}}},
+		}},
+		{"env", obj{
+			{"description", "Environment variables of the session; values are templates."},
+			{"type", "object"},
+			{"propertyNames", obj{{"pattern", envName.String()}}},
+			{"additionalProperties", scalar()},
+		}},
+		{"stepId", obj{
+			{"type", "string"},
+			{"pattern", namePattern.String()},
+		}},
+	}
+	s := &schemaBuilder{defs: defs}
+	root := obj{
+		{"$schema", "https://json-schema.org/draft/2020-12/schema"},
+		{"$id", "https://github.com/flow-run/flow/config/schema.json"},
+		{"title", "flow workflow"},
+		{"description", workflowTable.doc},
+	}
+	root = append(root, workflowTable.object(s)...)
+	root = append(root, member{"$defs", s.defs})
+	compact, err := marshal(root)
+	if err != nil {
+		// The schema holds only strings, numbers, booleans and lists and
+		// objects of them: it always encodes.
+		panic(err)
+	}
+	var b bytes.Buffer
+	_ = json.Indent(&b, compact, "", "  ")
+	b.WriteByte('\n')
+	return b.Bytes()
+}
+
+// schemaTable is a table of keys as the schema sees it.
+type schemaTable interface {
+	// object is the schema of a block of the table's keys.
+	object(s *schemaBuilder) obj
+	// defName is the block's name under $defs, or "" when it is inline.
+	defName() string
+}
+
+// schemaBuilder collects the $defs of the tables it meets.
+type schemaBuilder struct {
+	defs obj
+}
+
+// ref is the schema of a block: a reference to its $defs entry, which
+// is added the first time, or the block inline.
+func (s *schemaBuilder) ref(t schemaTable) obj {
+	name := t.defName()
+	if name == "" {
+		return t.object(s)
+	}
+	if !s.defs.has(name) {
+		s.defs = append(s.defs, member{name, nil})
+		i := len(s.defs) - 1
+		s.defs[i].val = t.object(s)
+	}
+	return obj{{"$ref", "#/$defs/" + name}}
+}
+
+func (tb *table[T]) defName() string { return tb.def }
+
+func (tb *table[T]) object(s *schemaBuilder) obj {
+	o := obj{}
+	if tb.def != "" && tb.doc != "" {
+		o = append(o, member{"description", tb.doc})
+	}
+	o = append(o, member{"type", "object"}, member{"additionalProperties", false})
+	var required []string
+	props := obj{}
+	for _, f := range tb.fields {
+		if f.required {
+			required = append(required, f.name)
+		}
+		props = append(props, member{f.name, f.schema(s)})
+	}
+	if required != nil {
+		o = append(o, member{"required", required})
+	}
+	return append(o, member{"properties", props})
+}
+
+// schema is the schema of a key's value, with its description.
+func (f *field[T]) schema(s *schemaBuilder) obj {
+	var o obj
+	switch f.kind {
+	case kindBlock:
+		o = s.ref(f.sub)
+	case kindEntries:
+		o = obj{{"type", "object"}, {"propertyNames", obj{{"pattern", f.pattern}}}, {"additionalProperties", s.ref(f.sub)}}
+	case kindItems:
+		o = obj{{"type", "array"}, {"items", s.ref(f.sub)}}
+	case kindList:
+		o = obj{{"type", "array"}}
+		if f.unique {
+			o = append(o, member{"uniqueItems", true})
+		}
+		o = append(o, member{"items", kindSchema(f.elem, f.pattern)})
+	case kindOneOrList:
+		item := kindSchema(f.elem, f.pattern)
+		o = obj{{"oneOf", []any{item, obj{{"type", "array"}, {"items", item}}}}}
+	default:
+		o = kindSchema(f.kind, f.pattern)
+	}
+	if f.doc != "" {
+		o = append(obj{{"description", f.doc}}, o...)
+	}
+	return o
+}
+
+// kindSchema is the schema of a value of a scalar or mapping kind.
+func kindSchema(k kind, pattern string) obj {
+	switch k {
+	case kindTemplate:
+		return obj{{"$ref", "#/$defs/template"}}
+	case kindExpr:
+		return obj{{"$ref", "#/$defs/expression"}}
+	case kindLimit:
+		return obj{{"$ref", "#/$defs/limit"}}
+	case kindDuration:
+		return obj{{"$ref", "#/$defs/duration"}}
+	case kindSize:
+		return obj{{"$ref", "#/$defs/size"}}
+	case kindStepID:
+		return obj{{"$ref", "#/$defs/stepId"}}
+	case kindEnv:
+		return obj{{"$ref", "#/$defs/env"}}
+	case kindCount:
+		return positiveInteger()
+	case kindBool:
+		return obj{{"type", "boolean"}}
+	case kindVars:
+		return obj{{"type", "object"}, {"additionalProperties", scalar()}}
+	}
+	o := obj{{"type", "string"}}
+	if pattern != "" {
+		o = append(o, member{"pattern", pattern})
+	}
+	return o
+}
+
+func positiveInteger() obj { return obj{{"type", "integer"}, {"minimum", 1}} }
+
+// scalar is the schema of a value written as a string, number or boolean.
+func scalar() obj { return obj{{"type", []string{"string", "number", "boolean"}}} }
+
+// obj is a JSON object that keeps its members in order.
+type obj []member
+
+type member struct {
+	key string
+	val any
+}
+
+func (o obj) has(key string) bool {
+	for _, m := range o {
+		if m.key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// MarshalJSON encodes the members in order.
+func (o obj) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, err := marshal(m.key)
+		if err != nil {
+			return nil, err
+		}
+		v, err := marshal(m.val)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// marshal encodes v as JSON, leaving <, > and & as they are.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}

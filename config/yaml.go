@@ -52,225 +52,85 @@ func decodeYAML(src *source, d *diags) *rawWorkflow {
 		return nil
 	}
 	w := &rawWorkflow{src: src}
-	y.mapping(root, "workflow", workflowKeys, func(key string, k, v *yaml.Node) {
-		switch key {
-		case "name":
-			w.name = y.str(key, v)
-		case "description":
-			w.description = y.str(key, v)
-		case "vars":
-			w.vars = y.strMap(key, v)
-		case "defaults":
-			y.mapping(v, key, defaultsKeys, func(key string, k, v *yaml.Node) {
-				switch key {
-				case "max_attempts":
-					w.defaults.maxAttempts = y.str(key, v)
-				case "max_iterations":
-					w.defaults.maxIterations = y.str(key, v)
-				case "timeout":
-					w.defaults.timeout = y.str(key, v)
-				case "idle_timeout":
-					w.defaults.idleTimeout = y.str(key, v)
-				case "agent":
-					w.defaults.agent = y.str(key, v)
-				case "retry":
-					w.defaults.retry = y.retry(v)
-				case "prompt_limit":
-					w.defaults.promptLimit = y.str(key, v)
-				case "command_limit":
-					w.defaults.commandLimit = y.str(key, v)
-				case "report_limit":
-					w.defaults.reportLimit = y.str(key, v)
-				case "log_limit":
-					w.defaults.logLimit = y.str(key, v)
-				}
-			})
-		case "agents":
-			y.mapping(v, key, nil, func(name string, k, v *yaml.Node) {
-				a := &rawAgent{name: str{val: name, set: true, sp: y.span(k)}}
-				y.mapping(v, "agent", agentKeys, func(key string, k, v *yaml.Node) {
-					switch key {
-					case "run":
-						a.run = y.str(key, v)
-					case "env":
-						a.env = y.strMap(key, v)
-					}
-				})
-				w.agents = append(w.agents, a)
-			})
-		case "steps":
-			y.steps(w, v)
-		case "secrets":
-			w.secrets = []str{}
-			y.list(v, key, func(n *yaml.Node) bool {
-				if sv := y.str(key, n); sv.ok() {
-					w.secrets = append(w.secrets, sv)
-				}
-				return true
-			})
-		case "max_parallel":
-			w.maxParallel = y.str(key, v)
-		case "cleanup":
-			c := &rawCleanup{pos: y.pos(v)}
-			y.mapping(v, key, cleanupKeys, func(key string, k, v *yaml.Node) {
-				switch key {
-				case "run":
-					c.run = y.str(key, v)
-				case "prompt":
-					c.prompt = y.str(key, v)
-				case "agent":
-					c.agent = y.str(key, v)
-				}
-			})
-			w.cleanup = c
-		case "signals":
-			y.mapping(v, key, signalsKeys, func(key string, k, v *yaml.Node) {
-				switch key {
-				case "done":
-					w.signals.done = y.str(key, v)
-				case "pass":
-					w.signals.pass = y.str(key, v)
-				case "fail":
-					w.signals.fail = y.str(key, v)
-				}
-			})
-		}
-	})
+	workflowTable.decode(&yamlValue{y: y, n: root}, w)
 	if !w.name.set {
 		w.name.sp = y.span(root)
 	}
 	return w
 }
 
-// steps decodes the steps, stopping with an error at the first one over
-// MaxSteps.
-func (y *yamlDecoder) steps(w *rawWorkflow, v *yaml.Node) {
-	count := 0
-	y.list(v, "steps", func(n *yaml.Node) bool {
-		if count++; count > MaxSteps {
-			y.d.errorf(y.pos(resolve(n)), "too many steps: a workflow has at most %d", MaxSteps)
-			w.tooManySteps = true
-			return false
+// yamlValue is a value in a YAML file: the node n, under the key k (nil
+// for an item of a list).
+type yamlValue struct {
+	y    *yamlDecoder
+	k, n *yaml.Node
+}
+
+func (v *yamlValue) pos() Pos { return v.y.pos(v.n) }
+
+func (v *yamlValue) keyPos() Pos {
+	if v.k == nil {
+		return v.pos()
+	}
+	return v.y.pos(v.k)
+}
+
+func (v *yamlValue) errorf(format string, args ...any) { v.y.d.errorf(v.pos(), format, args...) }
+
+func (v *yamlValue) str(what string) str { return v.y.str(what, v.n) }
+
+func (v *yamlValue) list(what string, one bool) []str {
+	out := []str{}
+	if one {
+		if n := resolve(v.n); n.Kind == yaml.ScalarNode {
+			if sv := v.y.str(what, n); sv.ok() {
+				out = append(out, sv)
+			}
+			return out
 		}
-		if s := y.step(n); s != nil {
-			w.steps = append(w.steps, s)
+	}
+	v.y.list(v.n, what, func(n *yaml.Node) bool {
+		if sv := v.y.str(what, n); sv.ok() {
+			out = append(out, sv)
 		}
+		return true
+	})
+	return out
+}
+
+func (v *yamlValue) strMap(what string) []kv { return v.y.strMap(what, v.n) }
+
+// section reads a mapping; anything else is reported, and the section
+// still stands, empty.
+func (v *yamlValue) section(t *keySet, f func(i int, v value)) bool {
+	v.y.mapping(v.n, t.what, t.yamlKeys, func(key string, k, n *yaml.Node) {
+		f(t.yIndex[key], &yamlValue{y: v.y, k: k, n: n})
+	})
+	return true
+}
+
+// entries reads a mapping of names to blocks.
+func (v *yamlValue) entries(what string, f func(name str, body value)) {
+	v.y.mapping(v.n, what, nil, func(key string, k, n *yaml.Node) {
+		f(str{val: key, set: true, sp: v.y.span(k)}, &yamlValue{y: v.y, k: k, n: n})
+	})
+}
+
+// items reads a list of blocks.
+func (v *yamlValue) items(what string, f func(item value)) {
+	v.y.list(v.n, what, func(n *yaml.Node) bool {
+		f(&yamlValue{y: v.y, n: resolve(n)})
 		return true
 	})
 }
 
-func (y *yamlDecoder) step(n *yaml.Node) *rawStep {
-	n = resolve(n)
-	s := &rawStep{pos: y.pos(n)}
-	if n.Kind != yaml.MappingNode {
-		y.d.errorf(y.pos(n), "a step must be a mapping of keys, got %s", kindName(n))
-		return nil
+// entry reads an item of a list as a mapping, which it must be.
+func (v *yamlValue) entry(t *keySet, f func(i int, v value)) bool {
+	if v.n.Kind != yaml.MappingNode {
+		v.errorf("a %s must be a mapping of keys, got %s", t.what, kindName(v.n))
+		return false
 	}
-	y.mapping(n, "step", stepKeys, func(key string, k, v *yaml.Node) {
-		switch key {
-		case "id":
-			s.id = y.str(key, v)
-			if s.id.set {
-				s.pos = s.id.pos()
-			}
-		case "run":
-			s.run = y.str(key, v)
-		case "prompt":
-			s.prompt = y.str(key, v)
-		case "prompt_file":
-			s.promptFile = y.str(key, v)
-		case "agent":
-			s.agent = y.str(key, v)
-		case "human":
-			h := &rawHuman{pos: y.pos(k)}
-			y.mapping(v, key, humanKeys, func(key string, k, v *yaml.Node) {
-				switch key {
-				case "message":
-					h.message = y.str(key, v)
-				case "timeout":
-					h.timeout = y.str(key, v)
-				case "auto_approve":
-					h.autoApprove = y.str(key, v)
-				}
-			})
-			s.human = h
-		case "needs":
-			s.needsSet = true
-			s.needsPos = y.pos(k)
-			s.needs = []str{}
-			if v = resolve(v); v.Kind == yaml.ScalarNode {
-				if sv := y.str(key, v); sv.ok() {
-					s.needs = append(s.needs, sv)
-				}
-				return
-			}
-			y.list(v, key, func(n *yaml.Node) bool {
-				if sv := y.str(key, n); sv.ok() {
-					s.needs = append(s.needs, sv)
-				}
-				return true
-			})
-		case "when":
-			s.when = y.str(key, v)
-		case "gate":
-			g := &rawGate{pos: y.pos(k)}
-			y.mapping(v, key, gateKeys, func(key string, k, v *yaml.Node) {
-				switch key {
-				case "pass":
-					g.pass = y.str(key, v)
-				case "fail":
-					g.fail = y.str(key, v)
-				case "check":
-					g.check = y.str(key, v)
-				case "loop_back_to":
-					g.loopBackTo = y.str(key, v)
-				case "max_iterations":
-					g.maxIterations = y.str(key, v)
-				}
-			})
-			s.gate = g
-		case "loop_back_to":
-			s.loopBackTo = y.str(key, v)
-		case "max_attempts":
-			s.maxAttempts = y.str(key, v)
-		case "max_iterations":
-			s.maxIterations = y.str(key, v)
-		case "retry":
-			s.retry = y.retry(v)
-		case "retry_if":
-			s.retryIf = y.str(key, v)
-		case "timeout":
-			s.timeout = y.str(key, v)
-		case "idle_timeout":
-			s.idleTimeout = y.str(key, v)
-		case "artifacts":
-			s.artifacts = []str{}
-			y.list(v, key, func(n *yaml.Node) bool {
-				if sv := y.str(key, n); sv.ok() {
-					s.artifacts = append(s.artifacts, sv)
-				}
-				return true
-			})
-		case "env":
-			s.env = y.strMap(key, v)
-		}
-	})
-	return s
-}
-
-func (y *yamlDecoder) retry(v *yaml.Node) *rawRetry {
-	r := &rawRetry{pos: y.pos(v)}
-	y.mapping(v, "retry", retryKeys, func(key string, k, v *yaml.Node) {
-		switch key {
-		case "backoff":
-			r.backoff = y.str(key, v)
-		case "max_backoff":
-			r.maxBackoff = y.str(key, v)
-		case "jitter":
-			r.jitter = y.str(key, v)
-		}
-	})
-	return r
+	return v.section(t, f)
 }
 
 // mapping calls f for each key of the mapping n, in file order. Keys not

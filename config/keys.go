@@ -1,0 +1,346 @@
+package config
+
+// Every key of a workflow file is declared once, in the tables below:
+// its name, the kind of its value, its description and a setter that
+// stores the value into the raw model. Both decoders walk their files
+// with these tables (yaml.go and hcl.go give the value abstraction), the
+// unknown-key check and its did-you-mean take their candidates from them,
+// and schema.go builds the JSON Schema from them. Adding a key is adding
+// a line here, and giving it its meaning in build.
+
+// kind is what a key's value is: it decides how the decoders read the
+// value and what the JSON Schema says of it.
+type kind int
+
+const (
+	kindString    kind = iota // a string, checked against pattern if given
+	kindTemplate              // a string with {{ expr }} parts
+	kindExpr                  // an expression
+	kindLimit                 // a positive integer or an expression
+	kindDuration              // a duration or an expression
+	kindSize                  // a size in bytes, with or without a unit
+	kindCount                 // a positive integer
+	kindBool                  // true or false
+	kindStepID                // a step's id
+	kindVars                  // a mapping of names to scalars
+	kindEnv                   // a mapping of environment variable names to templates
+	kindList                  // a list of elem
+	kindOneOrList             // an elem, or a list of them
+	kindBlock                 // a nested block of the keys of sub
+	kindEntries               // named blocks of sub: a YAML mapping, HCL labelled blocks
+	kindItems                 // a list of blocks of sub: a YAML list, HCL labelled blocks
+)
+
+// isBlock reports whether the values of a kind are HCL blocks rather than
+// attributes.
+func (k kind) isBlock() bool { return k >= kindBlock }
+
+// A value is what a key is given in a workflow file: a YAML node, or an
+// HCL attribute, block or block label. The setters of the tables read
+// every value through it, keeping its position.
+type value interface {
+	// pos is where the value is written; keyPos where its key is.
+	pos() Pos
+	keyPos() Pos
+	// errorf reports a problem at pos.
+	errorf(format string, args ...any)
+	// str reads a scalar: a string, a number or a boolean, as written.
+	str(what string) str
+	// list reads a list of scalars; with one, a scalar is a list of one.
+	list(what string, one bool) []str
+	// strMap reads a mapping of names to scalars, in file order.
+	strMap(what string) []kv
+	// section reads a block of keys, calling f with the place in the
+	// table of each key found; it reports whether the block stands (an
+	// HCL block with a label, or the second of its kind, does not).
+	section(t *keySet, f func(i int, v value)) bool
+	// entries calls f with the name and body of each named block.
+	entries(what string, f func(name str, body value))
+	// items calls f with each block of a list of blocks.
+	items(what string, f func(item value))
+	// entry reads an item from items as a block of keys; it reports
+	// whether the item is a block at all.
+	entry(t *keySet, f func(i int, v value)) bool
+}
+
+// field declares one key of a block whose raw form is T.
+type field[T any] struct {
+	// name is the key in YAML, and the attribute or block in HCL.
+	name string
+	// hcl is the HCL block name when it differs from name ("agent" for
+	// agents); "-" for a key that HCL writes as the block's label.
+	hcl  string
+	kind kind
+	// elem is the kind of the items of a kindList or kindOneOrList.
+	elem kind
+	// sub is the table of a kindBlock, kindEntries or kindItems.
+	sub schemaTable
+	// pattern constrains a kindString, the items of a list or the names
+	// of entries, in the schema.
+	pattern  string
+	unique   bool // a list's items are distinct
+	required bool
+	doc      string
+	set      func(t *T, v value)
+}
+
+// keySet is what the decoders need of a table: its keys and their kinds.
+type keySet struct {
+	// what names the block in messages ("step").
+	what  string
+	kinds []kind
+	// yIndex and hIndex give the place of a key by its YAML and its HCL
+	// name.
+	yIndex, hIndex map[string]int
+	// yamlKeys are the YAML keys; hclKnown are the HCL attributes, then
+	// the HCL blocks: the candidates of did-you-mean.
+	yamlKeys, hclAttrs, hclBlocks, hclKnown []string
+	// label is the place of the key an HCL block label gives, or -1.
+	label int
+}
+
+// table is the declaration of the keys of one block.
+type table[T any] struct {
+	keySet
+	// doc describes the block, and def is its name under the schema's
+	// $defs, when it is defined once there rather than inline.
+	doc    string
+	def    string
+	fields []field[T]
+}
+
+// newTable indexes the fields of a block.
+func newTable[T any](what, doc, def string, fields ...field[T]) *table[T] {
+	t := &table[T]{doc: doc, def: def, fields: fields}
+	ks := &t.keySet
+	ks.what, ks.label = what, -1
+	ks.yIndex, ks.hIndex = make(map[string]int, len(fields)), make(map[string]int, len(fields))
+	for i, f := range fields {
+		h := f.hcl
+		if h == "" {
+			h = f.name
+		}
+		ks.kinds = append(ks.kinds, f.kind)
+		ks.yIndex[f.name] = i
+		ks.yamlKeys = append(ks.yamlKeys, f.name)
+		switch {
+		case h == "-":
+			ks.label = i
+			continue
+		case f.kind.isBlock():
+			ks.hclBlocks = append(ks.hclBlocks, h)
+		default:
+			ks.hclAttrs = append(ks.hclAttrs, h)
+		}
+		ks.hIndex[h] = i
+	}
+	ks.hclKnown = append(append([]string{}, ks.hclAttrs...), ks.hclBlocks...)
+	return t
+}
+
+// decode reads a block of the table's keys into t; it reports whether the
+// block stands.
+func (tb *table[T]) decode(v value, t *T) bool {
+	return v.section(&tb.keySet, func(i int, fv value) { tb.fields[i].set(t, fv) })
+}
+
+// decodeEntry reads an item of a list of blocks into t; it reports
+// whether the item is a block.
+func (tb *table[T]) decodeEntry(v value, t *T) bool {
+	return v.entry(&tb.keySet, func(i int, fv value) { tb.fields[i].set(t, fv) })
+}
+
+// The tables, from the innermost block out.
+
+var retryTable = newTable("retry", "How attempts are spaced out.", "retry",
+	field[rawRetry]{name: "backoff", kind: kindDuration, doc: "Wait before the second attempt, doubled each time.",
+		set: func(r *rawRetry, v value) { r.backoff = v.str("backoff") }},
+	field[rawRetry]{name: "max_backoff", kind: kindDuration, doc: "The longest wait.",
+		set: func(r *rawRetry, v value) { r.maxBackoff = v.str("max_backoff") }},
+	field[rawRetry]{name: "jitter", kind: kindBool, doc: "Randomize the waits.",
+		set: func(r *rawRetry, v value) { r.jitter = v.str("jitter") }},
+)
+
+// retryField declares the retry block of a step or of the defaults.
+func retryField[T any](dst func(*T) **rawRetry) field[T] {
+	return field[T]{name: "retry", kind: kindBlock, sub: retryTable, set: func(t *T, v value) {
+		r := &rawRetry{pos: v.pos()}
+		if retryTable.decode(v, r) {
+			*dst(t) = r
+		}
+	}}
+}
+
+var defaultsTable = newTable("defaults", "", "",
+	field[rawDefaults]{name: "max_attempts", kind: kindLimit, doc: "Sessions per iteration before a step fails (default 2).",
+		set: func(d *rawDefaults, v value) { d.maxAttempts = v.str("max_attempts") }},
+	field[rawDefaults]{name: "max_iterations", kind: kindLimit, doc: "Loop-backs before a step fails (default 4).",
+		set: func(d *rawDefaults, v value) { d.maxIterations = v.str("max_iterations") }},
+	field[rawDefaults]{name: "timeout", kind: kindDuration, doc: "Wall-clock limit of one session.",
+		set: func(d *rawDefaults, v value) { d.timeout = v.str("timeout") }},
+	field[rawDefaults]{name: "idle_timeout", kind: kindDuration, doc: "A session with no output for this long is stuck and is killed.",
+		set: func(d *rawDefaults, v value) { d.idleTimeout = v.str("idle_timeout") }},
+	field[rawDefaults]{name: "agent", kind: kindString, doc: "The agent of prompt steps that name none.",
+		set: func(d *rawDefaults, v value) { d.agent = v.str("agent") }},
+	retryField(func(d *rawDefaults) **rawRetry { return &d.retry }),
+	field[rawDefaults]{name: "prompt_limit", kind: kindSize, doc: "The largest rendered prompt, and prompt_file (default 1 MiB, at most 1 GiB).",
+		set: func(d *rawDefaults, v value) { d.promptLimit = v.str("prompt_limit") }},
+	field[rawDefaults]{name: "command_limit", kind: kindSize, doc: "The largest rendered command (default 100 KiB, at most 1 GiB).",
+		set: func(d *rawDefaults, v value) { d.commandLimit = v.str("command_limit") }},
+	field[rawDefaults]{name: "report_limit", kind: kindSize, doc: "The largest session report (default 1 MiB, at most 1 GiB).",
+		set: func(d *rawDefaults, v value) { d.reportLimit = v.str("report_limit") }},
+	field[rawDefaults]{name: "log_limit", kind: kindSize, doc: "The largest session log; above it the head and tail are kept (default 64 MiB, at most 64 GiB).",
+		set: func(d *rawDefaults, v value) { d.logLimit = v.str("log_limit") }},
+)
+
+var agentTable = newTable("agent", "", "",
+	field[rawAgent]{name: "run", kind: kindTemplate, required: true, doc: "Shell command of a session; it reads the prompt from $FLOW_PROMPT or $FLOW_PROMPT_FILE.",
+		set: func(a *rawAgent, v value) { a.run = v.str("run") }},
+	field[rawAgent]{name: "env", kind: kindEnv,
+		set: func(a *rawAgent, v value) { a.env = v.strMap("env") }},
+)
+
+var humanTable = newTable("human", "", "",
+	field[rawHuman]{name: "message", kind: kindTemplate, doc: "What the human is asked.",
+		set: func(h *rawHuman, v value) { h.message = v.str("message") }},
+	field[rawHuman]{name: "timeout", kind: kindDuration, doc: "Fail the step when nobody answers in this time.",
+		set: func(h *rawHuman, v value) { h.timeout = v.str("timeout") }},
+	field[rawHuman]{name: "auto_approve", kind: kindExpr, doc: "Approve without asking when this is true.",
+		set: func(h *rawHuman, v value) { h.autoApprove = v.str("auto_approve") }},
+)
+
+var gateTable = newTable("gate", "", "",
+	field[rawGate]{name: "pass", kind: kindExpr, doc: "The gate fails when this is false.",
+		set: func(g *rawGate, v value) { g.pass = v.str("pass") }},
+	field[rawGate]{name: "fail", kind: kindExpr, doc: "The gate fails when this is true.",
+		set: func(g *rawGate, v value) { g.fail = v.str("fail") }},
+	field[rawGate]{name: "check", kind: kindTemplate, doc: "A command run first; its result is check.exit_code and check.output.",
+		set: func(g *rawGate, v value) { g.check = v.str("check") }},
+	field[rawGate]{name: "loop_back_to", kind: kindString, doc: "The step (this one or one upstream) to run again when the gate fails.",
+		set: func(g *rawGate, v value) { g.loopBackTo = v.str("loop_back_to") }},
+	field[rawGate]{name: "max_iterations", kind: kindLimit, doc: "Loop-backs before the step fails.",
+		set: func(g *rawGate, v value) { g.maxIterations = v.str("max_iterations") }},
+)
+
+var stepTable = newTable("step", "A step: exactly one of run, prompt or prompt_file, human.", "step",
+	field[rawStep]{name: "id", hcl: "-", kind: kindStepID, required: true, doc: "The step's id, unique in the workflow.",
+		set: func(s *rawStep, v value) {
+			if s.id = v.str("id"); s.id.set {
+				s.pos = s.id.pos()
+			}
+		}},
+	field[rawStep]{name: "run", kind: kindTemplate, doc: "A command session: run with sh -c in the repo directory.",
+		set: func(s *rawStep, v value) { s.run = v.str("run") }},
+	field[rawStep]{name: "prompt", kind: kindTemplate, doc: "An agent session with this prompt.",
+		set: func(s *rawStep, v value) { s.prompt = v.str("prompt") }},
+	field[rawStep]{name: "prompt_file", kind: kindString, doc: "An agent session with the prompt in this file, relative to the workflow file.",
+		set: func(s *rawStep, v value) { s.promptFile = v.str("prompt_file") }},
+	field[rawStep]{name: "agent", kind: kindString, doc: "The agent of a prompt step (default: defaults.agent).",
+		set: func(s *rawStep, v value) { s.agent = v.str("agent") }},
+	field[rawStep]{name: "human", kind: kindBlock, sub: humanTable, doc: "A human step: waits for flow approve or flow reject.",
+		set: func(s *rawStep, v value) {
+			if h := (&rawHuman{pos: v.keyPos()}); humanTable.decode(v, h) {
+				s.human = h
+			}
+		}},
+	field[rawStep]{name: "needs", kind: kindOneOrList, elem: kindStepID, doc: "The steps this one depends on; [] makes it independent. Without needs a step depends on the one before it.",
+		set: func(s *rawStep, v value) {
+			s.needsSet, s.needsPos = true, v.keyPos()
+			s.needs = v.list("needs", true)
+		}},
+	field[rawStep]{name: "when", kind: kindExpr, doc: "Skip the step when this is false.",
+		set: func(s *rawStep, v value) { s.when = v.str("when") }},
+	field[rawStep]{name: "gate", kind: kindBlock, sub: gateTable, doc: "Decides, after the session succeeded, whether its work passes.",
+		set: func(s *rawStep, v value) {
+			if g := (&rawGate{pos: v.keyPos()}); gateTable.decode(v, g) {
+				s.gate = g
+			}
+		}},
+	field[rawStep]{name: "loop_back_to", kind: kindString, doc: "The step to run again when the session's report says gate_failure.",
+		set: func(s *rawStep, v value) { s.loopBackTo = v.str("loop_back_to") }},
+	field[rawStep]{name: "max_attempts", kind: kindLimit, doc: "Sessions per iteration before the step fails.",
+		set: func(s *rawStep, v value) { s.maxAttempts = v.str("max_attempts") }},
+	field[rawStep]{name: "max_iterations", kind: kindLimit, doc: "Loop-backs before the step fails.",
+		set: func(s *rawStep, v value) { s.maxIterations = v.str("max_iterations") }},
+	retryField(func(s *rawStep) **rawRetry { return &s.retry }),
+	field[rawStep]{name: "retry_if", kind: kindExpr, doc: "Retry a failed session only when this is true (over exit_code, output, error).",
+		set: func(s *rawStep, v value) { s.retryIf = v.str("retry_if") }},
+	field[rawStep]{name: "timeout", kind: kindDuration, doc: "Wall-clock limit of one session.",
+		set: func(s *rawStep, v value) { s.timeout = v.str("timeout") }},
+	field[rawStep]{name: "idle_timeout", kind: kindDuration, doc: "A session with no output for this long is stuck and is killed.",
+		set: func(s *rawStep, v value) { s.idleTimeout = v.str("idle_timeout") }},
+	field[rawStep]{name: "artifacts", kind: kindList, elem: kindTemplate, doc: "Files the step produces, relative to the repo; templates.",
+		set: func(s *rawStep, v value) { s.artifacts = v.list("artifacts", false) }},
+	field[rawStep]{name: "env", kind: kindEnv,
+		set: func(s *rawStep, v value) { s.env = v.strMap("env") }},
+)
+
+var cleanupTable = newTable("cleanup", "", "",
+	field[rawCleanup]{name: "run", kind: kindTemplate, doc: "A command to run.",
+		set: func(c *rawCleanup, v value) { c.run = v.str("run") }},
+	field[rawCleanup]{name: "prompt", kind: kindTemplate, doc: "A prompt for an agent.",
+		set: func(c *rawCleanup, v value) { c.prompt = v.str("prompt") }},
+	field[rawCleanup]{name: "agent", kind: kindString, doc: "The agent of the prompt (default: defaults.agent).",
+		set: func(c *rawCleanup, v value) { c.agent = v.str("agent") }},
+)
+
+var signalsTable = newTable("signals", "", "",
+	field[rawSignals]{name: "done", kind: kindString, doc: "The word for DONE.",
+		set: func(s *rawSignals, v value) { s.done = v.str("done") }},
+	field[rawSignals]{name: "pass", kind: kindString, doc: "The word for PASS.",
+		set: func(s *rawSignals, v value) { s.pass = v.str("pass") }},
+	field[rawSignals]{name: "fail", kind: kindString, doc: "The word for FAIL.",
+		set: func(s *rawSignals, v value) { s.fail = v.str("fail") }},
+)
+
+var workflowTable = newTable("workflow", "A flow workflow: steps of agent and command sessions and human approvals, with quality gates, loop-backs and budgets.", "",
+	field[rawWorkflow]{name: "name", kind: kindString, pattern: namePattern.String(), required: true,
+		doc: "The workflow's name: lowercase letters, digits, _ and -, starting with a letter or digit.",
+		set: func(w *rawWorkflow, v value) { w.name = v.str("name") }},
+	field[rawWorkflow]{name: "description", kind: kindString, doc: "What the workflow does, for people.",
+		set: func(w *rawWorkflow, v value) { w.description = v.str("description") }},
+	field[rawWorkflow]{name: "vars", kind: kindVars,
+		doc: "Variables, as strings; override with `flow run --var name=value`. Read them as vars.<name> in expressions and templates.",
+		set: func(w *rawWorkflow, v value) { w.vars = v.strMap("vars") }},
+	field[rawWorkflow]{name: "defaults", kind: kindBlock, sub: defaultsTable, doc: "Values a step takes when it does not set its own.",
+		set: func(w *rawWorkflow, v value) { defaultsTable.decode(v, &w.defaults) }},
+	field[rawWorkflow]{name: "agents", hcl: "agent", kind: kindEntries, sub: agentTable, pattern: namePattern.String(),
+		doc: "How a session of each agent is started.",
+		set: func(w *rawWorkflow, v value) {
+			v.entries("agents", func(name str, body value) {
+				a := &rawAgent{name: name}
+				agentTable.decode(body, a)
+				w.agents = append(w.agents, a)
+			})
+		}},
+	field[rawWorkflow]{name: "steps", hcl: "step", kind: kindItems, sub: stepTable, required: true,
+		doc: "The steps, in order: a step without needs depends on the one before it.",
+		set: func(w *rawWorkflow, v value) {
+			// Past MaxSteps, the rest of the steps are left undecoded.
+			v.items("steps", func(item value) {
+				if w.stepCount++; w.stepCount > MaxSteps {
+					if w.stepCount == MaxSteps+1 {
+						item.errorf("too many steps: a workflow has at most %d", MaxSteps)
+						w.tooManySteps = true
+					}
+					return
+				}
+				if s := (&rawStep{pos: item.pos()}); stepTable.decodeEntry(item, s) {
+					w.steps = append(w.steps, s)
+				}
+			})
+		}},
+	field[rawWorkflow]{name: "max_parallel", kind: kindCount, doc: "How many independent ready steps run at once (default 1).",
+		set: func(w *rawWorkflow, v value) { w.maxParallel = v.str("max_parallel") }},
+	field[rawWorkflow]{name: "cleanup", kind: kindBlock, sub: cleanupTable, doc: "The session that the run_cleanup control state starts.",
+		set: func(w *rawWorkflow, v value) {
+			if c := (&rawCleanup{pos: v.pos()}); cleanupTable.decode(v, c) {
+				w.cleanup = c
+			}
+		}},
+	field[rawWorkflow]{name: "signals", kind: kindBlock, sub: signalsTable, doc: "The words that, alone on a session's output line, set signals.",
+		set: func(w *rawWorkflow, v value) { signalsTable.decode(v, &w.signals) }},
+	field[rawWorkflow]{name: "secrets", kind: kindList, elem: kindString, pattern: envName.String(), unique: true,
+		doc: "Environment variables whose values flow never writes or prints (replaced by ***). Names ending in _TOKEN, _KEY or _SECRET, or containing PASSWORD, are secret without being listed.",
+		set: func(w *rawWorkflow, v value) { w.secrets = v.list("secrets", false) }},
+)

@@ -1,0 +1,91 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spf13/afero"
+)
+
+// The keys of each block, as the tests read them.
+var (
+	workflowKeys = workflowTable.yamlKeys
+	defaultsKeys = defaultsTable.yamlKeys
+	agentKeys    = agentTable.yamlKeys
+	stepKeys     = stepTable.yamlKeys
+	gateKeys     = gateTable.yamlKeys
+	humanKeys    = humanTable.yamlKeys
+	retryKeys    = retryTable.yamlKeys
+	cleanupKeys  = cleanupTable.yamlKeys
+	signalsKeys  = signalsTable.yamlKeys
+
+	hclWorkflowAttrs = workflowTable.hclAttrs
+	hclWorkflowBlock = workflowTable.hclBlocks
+	hclDefaultsAttrs = defaultsTable.hclAttrs
+	hclStepAttrs     = stepTable.hclAttrs
+	hclStepBlocks    = stepTable.hclBlocks
+)
+
+// TestListKeysInBothFormats checks that a key declared as a list is one
+// in both formats: HCL took a single string for artifacts, which YAML and
+// the schema refuse.
+func TestListKeysInBothFormats(t *testing.T) {
+	tests := []struct {
+		format, src string
+		line, col   int
+		text        string
+	}{
+		{"yaml", "name: x\nsteps:\n  - id: a\n    run: a\n    artifacts: out.txt\n", 5, 16, "artifacts: want a list, got the string \"out.txt\""},
+		{"hcl", "name = \"x\"\nstep \"a\" {\n  run = \"a\"\n  artifacts = \"out.txt\"\n}\n", 4, 15, "artifacts: want a list [\"...\", ...]"},
+		{"hcl", "name = \"x\"\nsecrets = \"A\"\nstep \"a\" {\n  run = \"a\"\n}\n", 2, 11, "secrets: want a list [\"...\", ...]"},
+	}
+	for _, tt := range tests {
+		_, err := Parse(afero.NewMemMapFs(), "wf."+tt.format, tt.format, []byte(tt.src))
+		var ds Diagnostics
+		if !errors.As(err, &ds) || len(ds) != 1 {
+			t.Errorf("%s: got %v, want one diagnostic\n%s", tt.format, err, tt.src)
+			continue
+		}
+		if d := ds[0]; d.Pos.Line != tt.line || d.Pos.Col != tt.col || d.Message != tt.text {
+			t.Errorf("%s: got %d:%d %q, want %d:%d %q", tt.format, d.Pos.Line, d.Pos.Col, d.Message, tt.line, tt.col, tt.text)
+		}
+	}
+	for _, src := range []string{"name: x\nsteps:\n  - id: a\n    run: a\n    needs: []\n  - id: b\n    run: b\n    needs: a\n", "name = \"x\"\nstep \"a\" {\n  run = \"a\"\n  needs = []\n}\nstep \"b\" {\n  run = \"b\"\n  needs = \"a\"\n}\n"} {
+		format := "yaml"
+		if strings.HasPrefix(src, "name =") {
+			format = "hcl"
+		}
+		w, err := Parse(afero.NewMemMapFs(), "wf."+format, format, []byte(src))
+		if err != nil || !slices.Equal(w.Step("b").Needs, []string{"a"}) {
+			t.Errorf("%s: needs of one step: %v", format, err)
+		}
+	}
+}
+
+// TestTablesDescribeEveryKey checks that every key has a description in
+// the schema, but for the blocks described in $defs.
+func TestTablesDescribeEveryKey(t *testing.T) {
+	var doc map[string]any
+	if err := json.Unmarshal(Schema(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var walk func(path string, props map[string]any)
+	walk = func(path string, props map[string]any) {
+		for k, v := range props {
+			p := v.(map[string]any)
+			ref, _ := p["$ref"].(string)
+			if _, ok := p["description"]; !ok && ref != "#/$defs/retry" && ref != "#/$defs/env" {
+				t.Errorf("%s.%s has no description", path, k)
+			}
+			if sub, ok := p["properties"].(map[string]any); ok {
+				walk(path+"."+k, sub)
+			}
+		}
+	}
+	walk("workflow", doc["properties"].(map[string]any))
+	defs := doc["$defs"].(map[string]any)
+	walk("step", defs["step"].(map[string]any)["properties"].(map[string]any))
+}
