@@ -56,7 +56,7 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 		return nil, err
 	}
 	for _, s := range wf.Steps {
-		ps := core.PlanStep{ID: s.ID, Kind: core.Kind(s.Kind), Needs: s.Needs, LoopTarget: s.LoopBackTo,
+		ps := core.PlanStep{ID: s.ID, Kind: core.Kind(s.Kind), Needs: s.Needs, LoopTarget: s.LoopBackTo, HasGate: s.Gate != nil || s.LoopBackTo != "",
 			Conditional: s.When != nil || (s.Human != nil && s.Human.AutoApprove != nil)}
 		a, err := limit("step "+s.ID+": max_attempts", s.MaxAttempts)
 		if err != nil {
@@ -68,7 +68,6 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 		}
 		gateIt := 0
 		if g := s.Gate; g != nil {
-			ps.HasGate = true
 			if g.LoopBackTo != "" {
 				ps.LoopTarget = g.LoopBackTo
 			}

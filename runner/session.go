@@ -14,6 +14,7 @@ import (
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/gates"
 	"github.com/flow-run/flow/internal/proc"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // evaluate decides whether a step runs (its when) and, for a human
@@ -107,7 +108,7 @@ func (x *run) startSession(ss StartSession) {
 		x.sessions.Add(1)
 		go func() {
 			defer x.sessions.Done()
-			done(SessionDone{Step: e.Step, Failed: true, Retryable: false, Outcome: Outcome{Attempt: e.Attempt, Error: err.Error()}})
+			done(SessionDone{Step: e.Step, Outcome: Outcome{Attempt: e.Attempt}, Invalid: err.Error()})
 		}()
 		return
 	}
@@ -266,8 +267,11 @@ func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, private string
 	if private != "" {
 		defer fsys.Remove(private)
 	}
+	words := x.signalWords()
+	done := SessionDone{Step: s.ID, Outcome: Outcome{Attempt: e.Attempt}, Facts: core.SessionFacts{ExitCode: -1, FailWord: failWord(words)}}
 	fail := func(msg string) SessionDone {
-		return SessionDone{Step: s.ID, Failed: true, Retryable: true, Outcome: Outcome{Attempt: e.Attempt, Error: msg}}
+		done.Facts.Err = msg
+		return done
 	}
 	// What flow writes of the output — the log, capped at log_limit,
 	// and the live view — has secrets hidden; the tail and the signal
@@ -283,7 +287,7 @@ func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, private string
 	}
 	hidden := x.redact.Writer(io.MultiWriter(shown...))
 	tail := &tailBuffer{max: outputTail}
-	scan := gates.NewSignalScanner(x.signalWords())
+	scan := gates.NewSignalScanner(words)
 	sp.Output = &lockedWriter{ws: []io.Writer{hidden, tail, scan}}
 	started := x.r.Clock.Now()
 	sess, err := x.r.Starter.Start(x.sessCtx, sp)
@@ -302,17 +306,34 @@ func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, private string
 	if logf.err != nil {
 		return fail(fmt.Sprintf("write session log: %v", logf.err))
 	}
-	o := Outcome{Attempt: e.Attempt, ExitCode: &res.ExitCode, Duration: x.r.Clock.Now().Sub(started).Round(time.Millisecond).String()}
+	o := &done.Outcome
+	o.ExitCode, o.Duration = &res.ExitCode, x.r.Clock.Now().Sub(started).Round(time.Millisecond).String()
 	facts.exitCode = res.ExitCode
 	facts.output = tail.String()
 	facts.signals, facts.verdict = scan.Result()
 	o.Signals, o.Verdict = facts.signals, facts.verdict
 	x.keepOutput(s.ID, facts.output)
 	if res.Interrupted {
-		return SessionDone{Step: s.ID, Interrupted: true, Outcome: o}
+		done.Interrupted = true
+		return done
+	}
+	f := &done.Facts
+	f.ExitCode, f.Verdict = res.ExitCode, facts.verdict
+	if res.Err != nil {
+		f.Err = res.Err.Error()
+	}
+	if res.TimedOut {
+		f.Timeout = sp.Timeout
+	}
+	if res.Idle {
+		f.IdleTimeout = sp.IdleTimeout
 	}
 	report, rerr := readReport(fsys, e.ReportPath, x.dir, x.limits.Report)
+	if rerr != nil {
+		f.ReportErr = rerr.Error()
+	}
 	if report != nil {
+		f.Report = &core.ReportFacts{Status: report.Status, GateFailure: report.GateFailure, Error: report.Error}
 		o.ReportPath = e.ReportPath
 		o.Metrics = report.Metrics
 		o.Logs = report.Logs
@@ -323,67 +344,41 @@ func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, private string
 	}
 	declared, aerr := x.artifacts(s, env)
 	if aerr != nil {
-		o.Error = aerr.Error()
-		return SessionDone{Step: s.ID, Failed: true, Retryable: false, Outcome: o}
+		done.Invalid = aerr.Error()
+		return done
 	}
 	if report != nil {
 		o.Artifacts = mergeArtifacts(report.Artifacts, declared)
 	} else {
 		o.Artifacts = declared
 	}
+	// What the session means is the core's to decide (core.Failure,
+	// core.GateVerdict); the driver evaluates only the expressions that
+	// decision needs.
 	hasGate := s.Gate != nil || s.LoopBackTo != ""
-	var why string
-	switch {
-	case res.Err != nil:
-		why = fmt.Sprintf("session: %v", res.Err)
-	case res.TimedOut:
-		why = fmt.Sprintf("timed out after %s", sp.Timeout)
-	case res.Idle:
-		why = fmt.Sprintf("no output for %s (idle_timeout); the session was stuck", sp.IdleTimeout)
-	case rerr != nil:
-		why = fmt.Sprintf("unreadable report: %v", rerr)
-	case res.ExitCode != 0:
-		why = fmt.Sprintf("exit code %d", res.ExitCode)
-		if report != nil && report.Error != "" {
-			why += ": " + report.Error
-		}
-	case report != nil && report.Status == "failed":
-		why = "report status failed"
-		if report.Error != "" {
-			why += ": " + report.Error
-		}
-	case facts.verdict == failWord(x.signalWords()) && !hasGate:
-		why = "the session's verdict is FAIL"
-	}
-	if why != "" {
-		o.Error = why
-		facts.err = why
-		retry := true
+	if why := core.Failure(*f, hasGate); why != "" {
 		if s.RetryIf != nil {
+			facts.err = why
 			ok, err := s.RetryIf.Program().EvalBool(x.envWith(env, facts))
 			if err != nil {
-				// Not retried: the step fails with both errors.
-				o.Error += "; and " + exprError("retry_if", s.RetryIf, err)
-				ok = false
+				done.Invalid = why + "; and " + exprError("retry_if", s.RetryIf, err)
+				return done
 			}
-			retry = ok
+			done.RetryIf = &ok
 		}
-		return SessionDone{Step: s.ID, Failed: true, Retryable: retry, Outcome: o}
+		return done
 	}
-	if !hasGate {
-		return SessionDone{Step: s.ID, Outcome: o}
+	if hasGate {
+		g, err := x.gate(s, e, x.envWith(env, facts), facts)
+		if err != nil {
+			// A gate that cannot be decided fails the step; another
+			// session would not make the expression evaluate.
+			done.Invalid = err.Error()
+			return done
+		}
+		done.Gate = g
 	}
-	reason, err := x.gate(s, e, x.envWith(env, facts), facts, report)
-	if err != nil {
-		// A gate that cannot be decided fails the step; another session
-		// would not make the expression evaluate.
-		o.Error = err.Error()
-		return SessionDone{Step: s.ID, Failed: true, Retryable: false, Outcome: o}
-	}
-	if reason != "" {
-		return SessionDone{Step: s.ID, GateFailed: true, GateReason: reason, Outcome: o}
-	}
-	return SessionDone{Step: s.ID, Outcome: o}
+	return done
 }
 
 // envWith returns env with the current step's facts filled in.
@@ -394,61 +389,45 @@ func (x *run) envWith(env *gates.Env, f *stepFacts) *gates.Env {
 	return &e
 }
 
-// gate evaluates a step's gate after its session succeeded. It returns
-// why the gate failed, or "" when it passed; an error is a gate that
+// gate evaluates what a step's gate needs after its session succeeded:
+// it runs gate.check and evaluates gate.pass and gate.fail. The core
+// decides from these facts (core.GateVerdict). An error is a gate that
 // could not be evaluated.
-func (x *run) gate(s *config.Step, e sessionRun, env *gates.Env, facts *stepFacts, report *Report) (string, error) {
+func (x *run) gate(s *config.Step, e sessionRun, env *gates.Env, facts *stepFacts) (*core.GateFacts, error) {
 	g := s.Gate
 	if g == nil {
 		g = &config.Gate{}
 	}
+	out := &core.GateFacts{}
 	if g.Check != nil {
 		cmd, err := g.Check.Compiled().RenderLimit(env, int(x.limits.Command))
 		if err != nil {
 			err = limitHint(err, "command_limit")
-			return "", errors.New(templateError("gate.check", g.Check, err))
+			return nil, errors.New(templateError("gate.check", g.Check, err))
 		}
 		check, err := x.runCheck(s, e, cmd)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		facts.check = check
 		env.Check = check
-	}
-	if report != nil && report.GateFailure {
-		msg := "the report says gate_failure"
-		if report.Error != "" {
-			msg += ": " + report.Error
-		}
-		return msg, nil
+		out.Check = &check.ExitCode
 	}
 	if g.Pass != nil {
 		ok, err := g.Pass.Program().EvalBool(env)
 		if err != nil {
-			return "", errors.New(exprError("gate.pass", g.Pass, err))
+			return nil, errors.New(exprError("gate.pass", g.Pass, err))
 		}
-		if !ok {
-			return "gate.pass is false: " + g.Pass.Src, nil
-		}
+		out.Pass = &core.ExprValue{Value: ok, Src: g.Pass.Src}
 	}
 	if g.Fail != nil {
 		bad, err := g.Fail.Program().EvalBool(env)
 		if err != nil {
-			return "", errors.New(exprError("gate.fail", g.Fail, err))
+			return nil, errors.New(exprError("gate.fail", g.Fail, err))
 		}
-		if bad {
-			return "gate.fail is true: " + g.Fail.Src, nil
-		}
+		out.Fail = &core.ExprValue{Value: bad, Src: g.Fail.Src}
 	}
-	if g.Pass == nil && g.Fail == nil {
-		if g.Check != nil && facts.check.ExitCode != 0 {
-			return fmt.Sprintf("gate.check exited %d", facts.check.ExitCode), nil
-		}
-		if facts.verdict == failWord(x.signalWords()) {
-			return "the verdict is FAIL", nil
-		}
-	}
-	return "", nil
+	return out, nil
 }
 
 // runCheck runs a gate's verification command.
@@ -546,7 +525,8 @@ func (x *run) startCleanup() {
 	go func() {
 		defer x.sessions.Done()
 		d := x.session(step, e, sp, private, env, &stepFacts{step: "cleanup"})
-		x.printf("cleanup: finished (failed: %v)\n", d.Failed)
-		x.send(CleanupDone{Failed: d.Failed})
+		failed := d.Invalid != "" || (!d.Interrupted && core.Failure(d.Facts, false) != "")
+		x.printf("cleanup: finished (failed: %v)\n", failed)
+		x.send(CleanupDone{Failed: failed})
 	}()
 }

@@ -123,20 +123,26 @@ type WhenResult struct {
 // SessionDone reports the end of a step's session and, when it
 // succeeded, the verdict of its gate.
 type SessionDone struct {
-	Step    string
+	Step string
+	// Outcome is what the session produced, to be recorded; its Error
+	// is set by the core.
 	Outcome Outcome
-	// Failed is true when the session failed (exit code, report, FAIL
-	// signal, timeout); Outcome.Error says why.
-	Failed bool
-	// Retryable is false when retry_if said no.
-	Retryable bool
+	// Facts are what the driver observed; the core decides from them
+	// (Failure, GateVerdict).
+	Facts SessionFacts
 	// Interrupted is true when flow was interrupted mid-session; the
 	// attempt is not counted.
 	Interrupted bool
-	// GateFailed is true when the session succeeded but its gate failed;
-	// GateReason says why.
-	GateFailed bool
-	GateReason string
+	// Invalid says, with its position, which of the step's expressions
+	// or templates could not be evaluated or rendered: the step fails,
+	// and is not retried (another session would not change it).
+	Invalid string
+	// RetryIf is the value of retry_if for a session that failed, when
+	// the step has one; nil retries.
+	RetryIf *bool
+	// Gate holds the facts of the step's gate for a session that
+	// succeeded, when the step has a gate.
+	Gate *GateFacts
 }
 
 // SessionPID reports the process of a step's session once it started,
@@ -437,15 +443,20 @@ func (c *Core) sessionDone(x *decider, in SessionDone) {
 		x.effect(SetControl{Desired: Pause, Current: Pause, Note: "run_once session finished"})
 	}
 	o := in.Outcome
-	o.Error = shorten(o.Error)
+	why, retryable := in.Invalid, false
+	if why == "" && !in.Interrupted {
+		why = Failure(in.Facts, ps.HasGate)
+		retryable = in.RetryIf == nil || *in.RetryIf
+	}
+	o.Error = shorten(why)
 	switch {
 	case in.Interrupted:
 		x.emit(EvStepInterrupted, in.Step, nil)
 		if c.halt == 0 {
 			c.halt, c.haltReason = exitInterrupted, "interrupted"
 		}
-	case in.Failed:
-		if s.Attempts < ps.MaxAttempts && in.Retryable && c.halt == 0 {
+	case why != "":
+		if s.Attempts < ps.MaxAttempts && retryable && c.halt == 0 {
 			x.emit(EvAttemptFailed, in.Step, o)
 			if d := ps.backoff(s.Attempts + 1); d > 0 {
 				c.waiting[in.Step] = true
@@ -458,8 +469,16 @@ func (c *Core) sessionDone(x *decider, in SessionDone) {
 		}
 		x.emit(EvStepFailed, in.Step, o)
 		c.fail(exitFailed, fmt.Sprintf("step %s failed: %s", in.Step, o.Error))
-	case in.GateFailed:
-		c.gateFailure(x, in.Step, shorten(in.GateReason), o)
+	case ps.HasGate:
+		var g GateFacts
+		if in.Gate != nil {
+			g = *in.Gate
+		}
+		if reason := GateVerdict(in.Facts, g); reason != "" {
+			c.gateFailure(x, in.Step, shorten(reason), o)
+			return
+		}
+		x.emit(EvStepCompleted, in.Step, o)
 	default:
 		x.emit(EvStepCompleted, in.Step, o)
 	}

@@ -103,15 +103,17 @@ func (h *coreHarness) finish() *core.Finish {
 }
 
 func (h *coreHarness) ok(step string) []core.Effect {
-	return h.decide(core.SessionDone{Step: step, Outcome: core.Outcome{Attempt: h.st.Steps[step].Attempts}})
+	return h.decide(core.SessionDone{Step: step, Outcome: core.Outcome{Attempt: h.st.Steps[step].Attempts}, Gate: &core.GateFacts{}})
 }
 
 func (h *coreHarness) gateFail(step, reason string) []core.Effect {
-	return h.decide(core.SessionDone{Step: step, GateFailed: true, GateReason: reason, Outcome: core.Outcome{Attempt: h.st.Steps[step].Attempts}})
+	return h.decide(core.SessionDone{Step: step, Outcome: core.Outcome{Attempt: h.st.Steps[step].Attempts},
+		Gate: &core.GateFacts{Pass: &core.ExprValue{Value: false, Src: reason}}})
 }
 
 func (h *coreHarness) fail(step string, retryable bool) []core.Effect {
-	return h.decide(core.SessionDone{Step: step, Failed: true, Retryable: retryable, Outcome: core.Outcome{Attempt: h.st.Steps[step].Attempts, Error: "exit code 1"}})
+	return h.decide(core.SessionDone{Step: step, Outcome: core.Outcome{Attempt: h.st.Steps[step].Attempts},
+		Facts: core.SessionFacts{ExitCode: 1}, RetryIf: &retryable})
 }
 
 // expect checks the status, iteration and attempts of a step.
@@ -179,7 +181,7 @@ func TestCoreLoopBackProgression(t *testing.T) {
 	if b := h.st.Steps["code_review"].BlockedByLoop; b == nil || *b != "code_review" {
 		t.Errorf("code_review blocked_by_loop = %v, want code_review", b)
 	}
-	if fb := h.st.Steps["coding"].Feedback; fb == nil || fb.Step != "code_review" || fb.Reason != "found P0 issues" {
+	if fb := h.st.Steps["coding"].Feedback; fb == nil || fb.Step != "code_review" || fb.Reason != "gate.pass is false: found P0 issues" {
 		t.Errorf("coding feedback = %+v", fb)
 	}
 	// The loop-back event sits between the gate failure and the new start.

@@ -35,7 +35,9 @@ type PlanStep struct {
 	// LoopTarget is the step a failed gate (or a rejected human step)
 	// loops back to, or "".
 	LoopTarget string
-	// HasGate is true when the step has a gate to evaluate.
+	// HasGate is true when the step has a gate: gate:, or loop_back_to
+	// on the step itself. A FAIL verdict then fails the gate, not the
+	// session, and the gate decides after a session that succeeded.
 	HasGate bool
 	// Conditional is true when the step has a when, or an auto_approve,
 	// that the driver evaluates before the step starts.
