@@ -16,9 +16,11 @@ type asker struct {
 	mu  sync.Mutex
 	in  *bufio.Reader
 	out io.Writer
+	// by names the person who answers.
+	by string
 }
 
-// Ask implements runner.Runner.Ask.
+// Ask implements ops.Attach.Ask.
 func (k *asker) Ask(runID, step, message string) (runner.HumanInput, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -33,11 +35,11 @@ func (k *asker) Ask(runID, step, message string) (runner.HumanInput, bool) {
 		}
 		switch strings.ToLower(strings.TrimSpace(line)) {
 		case "y", "yes":
-			return runner.HumanInput{Approved: true, By: who("")}, true
+			return runner.HumanInput{Approved: true, By: k.by}, true
 		case "n", "no":
 			fmt.Fprint(k.out, "Reason: ")
 			reason, _ := k.in.ReadString('\n')
-			return runner.HumanInput{Approved: false, By: who(""), Reason: strings.TrimSpace(reason)}, true
+			return runner.HumanInput{Approved: false, By: k.by, Reason: strings.TrimSpace(reason)}, true
 		}
 	}
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/flow-run/flow/runner"
 )
 
 func (a *app) graphCmd() *cobra.Command {
@@ -16,9 +18,9 @@ steps have their own shape, and gated steps show their gate.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "mermaid" && format != "dot" {
-				return usageError("unknown graph format %q (want mermaid or dot)\ntry: flow graph %s --format mermaid", format, args[0])
+				return runner.Usage("unknown graph format %q (want mermaid or dot)\ntry: flow graph %s --format mermaid", format, args[0])
 			}
-			w, err := a.loadWorkflow(args[0], "")
+			w, err := a.loadWorkflow(args[0])
 			if err != nil {
 				return err
 			}

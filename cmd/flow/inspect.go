@@ -5,45 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
-	"os"
-	"path/filepath"
-	"slices"
-	"sort"
-	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/spf13/afero"
 	"github.com/spf13/cobra"
 
-	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/internal/runlock"
-	"github.com/flow-run/flow/internal/suggest"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/ops"
 )
-
-// statusView is what flow status --json prints: the exact run state
-// (snapshot plus newer events), in run_state.json's form, with the
-// derived liveness added as "liveness".
-type statusView struct {
-	State    *runner.State
-	Liveness runner.Liveness
-}
-
-func (v statusView) MarshalJSON() ([]byte, error) {
-	st, err := json.Marshal(v.State)
-	if err != nil {
-		return nil, err
-	}
-	live, err := json.Marshal(v.Liveness)
-	if err != nil {
-		return nil, err
-	}
-	out := append(st[:len(st)-1:len(st)-1], `,"liveness":`...)
-	out = append(out, live...)
-	return append(out, '}'), nil
-}
 
 func (a *app) statusCmd() *cobra.Command {
 	var repo string
@@ -57,21 +26,18 @@ runner (spawning, working, stuck, stopped, done, stale or dead). It reads
 run_state.json and applies any newer events, so it is exact while a run goes on.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, err := a.repoDir(repo)
-			if err != nil {
-				return err
-			}
 			if watch {
-				return a.watchStatus(cmd.Context(), dir, args, asJSON)
+				return a.watchStatus(cmd.Context(), repo, argOr(args), asJSON)
 			}
-			ref, live, err := a.statusOf(dir, args)
+			st, err := a.svc.Status(repo, argOr(args))
 			if err != nil {
 				return err
 			}
+			a.warnFault(st)
 			if asJSON {
-				return a.printJSON(statusView{State: ref.State, Liveness: live})
+				return a.printJSON(st)
 			}
-			printStatus(a.stdio.Out, ref, live)
+			printStatus(a.stdio.Out, st)
 			return nil
 		},
 	}
@@ -81,17 +47,12 @@ run_state.json and applies any newer events, so it is exact while a run goes on.
 	return cmd
 }
 
-// statusOf reads a run exactly and derives its liveness.
-func (a *app) statusOf(dir string, args []string) (runner.RunRef, runner.Liveness, error) {
-	ref, err := a.findRun(dir, args)
-	if err != nil {
-		return ref, runner.Liveness{}, err
+// warnFault says on stderr that a run is shown as recorded before a
+// fault in its record.
+func (a *app) warnFault(st ops.Status) {
+	if st.Fault != "" {
+		fmt.Fprintf(a.stdio.Err, "warning: run %s is shown as recorded before a fault in its record: %s\n", st.State.RunID, st.Fault)
 	}
-	if ref.Err != nil {
-		fmt.Fprintf(a.stdio.Err, "warning: run %s is shown as recorded before a fault in its record: %v\n", ref.ID, ref.Err)
-	}
-	wf, _ := config.Load(a.fs, locateWorkflow(a.fs, ref.State, dir))
-	return ref, runner.Live(a.fs, ref.Dir, ref.State, wf, time.Now(), runlock.ProcessAlive), nil
 }
 
 func (a *app) printJSON(v any) error {
@@ -106,87 +67,53 @@ func (a *app) printJSON(v any) error {
 // watchStatus shows a run until it is over (done, stopped or dead). On
 // a terminal it redraws in place, with the last lines of the running
 // sessions' output; elsewhere (or with CI=true) it prints the status
-// once and then a line for each change; with --json, a JSON document
-// for each change.
-func (a *app) watchStatus(ctx context.Context, dir string, args []string, asJSON bool) error {
+// once and then a line for each change; with --json, one JSON object
+// per line, {"type":"status",...}, for each change.
+func (a *app) watchStatus(ctx context.Context, repo, runID string, asJSON bool) error {
 	out := a.stdio.Out
-	term := !asJSON && isTerminal(out) && a.getenv("CI") != "true"
-	var prev map[string]string
-	for {
-		ref, live, err := a.statusOf(dir, args)
-		if err != nil {
-			return err
-		}
-		cur := statusKeys(ref.State, live)
+	term := !asJSON && isTerminal(out) && a.svc.Getenv("CI") != "true"
+	opts := ops.WatchOptions{Every: term}
+	if term {
+		opts.Tails = 5
+	}
+	return a.svc.Watch(ctx, repo, runID, opts, func(u ops.Update) error {
+		a.warnFault(*u.Status)
 		switch {
 		case term:
 			fmt.Fprint(out, "\x1b[H\x1b[2J")
-			printStatus(out, ref, live)
-			printTails(out, a.fs, ref.State, 5)
+			printStatus(out, *u.Status)
+			printTails(out, u.Tails)
 		case asJSON:
-			if !maps.Equal(prev, cur) {
-				if err := a.printJSON(statusView{State: ref.State, Liveness: live}); err != nil {
-					return err
-				}
+			b, err := json.Marshal(u)
+			if err != nil {
+				return err
 			}
-		case prev == nil:
-			printStatus(out, ref, live)
+			fmt.Fprintf(out, "%s\n", b)
+		case u.First:
+			printStatus(out, *u.Status)
 		default:
-			for _, k := range slices.Sorted(maps.Keys(cur)) {
-				if prev[k] != cur[k] {
-					fmt.Fprintf(out, "%s %s: %s\n", time.Now().UTC().Format(time.TimeOnly), k, cur[k])
-				}
+			for _, c := range u.Changes {
+				fmt.Fprintf(out, "%s %s: %s\n", u.Status.At.UTC().Format(time.TimeOnly), c.Key, c.Value)
 			}
 		}
-		prev = cur
-		switch live.State {
-		case runner.LiveDone, runner.LiveDead, runner.LiveStopped:
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(time.Second):
-		}
-	}
+		return nil
+	})
 }
 
-// statusKeys is what a line-by-line watch compares: each step's status,
-// attempt and iteration, the run's status and the runner's liveness.
-func statusKeys(st *runner.State, live runner.Liveness) map[string]string {
-	m := map[string]string{"run": string(st.Status), "runner": live.State + " " + live.Hook}
-	for id, s := range st.Steps {
-		m["step "+id] = fmt.Sprintf("%s (attempt %d, iteration %d)", s.Status, s.Attempts, s.IterationCount)
-	}
-	return m
-}
-
-// printTails prints the last n lines of the output of each running
+// printTails prints the last lines of the output of each running
 // session.
-func printTails(w io.Writer, fsys afero.Fs, st *runner.State, n int) {
-	for _, id := range st.StepOrder {
-		s := st.Steps[id]
-		if s == nil || s.Status != runner.Running || s.LogPath == "" {
-			continue
-		}
-		tail := runner.ReadTail(fsys, s.LogPath, 8<<10)
-		if tail == "" {
-			continue
-		}
-		lines := strings.Split(strings.TrimRight(tail, "\n"), "\n")
-		if len(lines) > n {
-			lines = lines[len(lines)-n:]
-		}
-		fmt.Fprintf(w, "\n--- %s (last %d lines of %s)\n", id, len(lines), filepath.Base(s.LogPath))
-		for _, l := range lines {
+func printTails(w io.Writer, tails []ops.Tail) {
+	for _, t := range tails {
+		fmt.Fprintf(w, "\n--- %s (last %d lines of %s)\n", t.Step, len(t.Lines), t.Log)
+		for _, l := range t.Lines {
 			fmt.Fprintf(w, "  %s\n", l)
 		}
 	}
 }
 
 // printStatus prints a run for people.
-func printStatus(w io.Writer, ref runner.RunRef, live runner.Liveness) {
-	st := ref.State
+func printStatus(w io.Writer, v ops.Status) {
+	st, live := v.State, v.Liveness
 	fmt.Fprintf(w, "run %s  workflow %s  status %s", st.RunID, st.WorkflowName, st.Status)
 	if st.Status.Terminal() || st.Status == runner.RunInterrupted {
 		fmt.Fprintf(w, " (exit %d)", st.ExitCode)
@@ -206,7 +133,7 @@ func printStatus(w io.Writer, ref runner.RunRef, live runner.Liveness) {
 		}
 		dur := "-"
 		if s.StartedAt != nil {
-			end := time.Now()
+			end := v.At
 			if s.EndedAt != nil {
 				end = s.EndedAt.Time
 			}
@@ -242,52 +169,20 @@ func (a *app) runsCmd() *cobra.Command {
 		Short: "List the runs of a repository, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, err := a.repoDir(repo)
+			list, err := a.svc.ListRuns(repo)
 			if err != nil {
 				return err
-			}
-			runs, err := runner.ListRuns(a.fs, dir)
-			if err != nil {
-				return err
-			}
-			type row struct {
-				RunID     string `json:"run_id"`
-				Workflow  string `json:"workflow_name"`
-				Status    string `json:"status"`
-				ExitCode  int    `json:"exit_code"`
-				CreatedAt string `json:"created_at"`
-				UpdatedAt string `json:"updated_at"`
-				Dir       string `json:"dir"`
-				Error     string `json:"error,omitempty"`
-			}
-			rows := []row{}
-			for _, r := range runs {
-				x := row{RunID: r.ID, Dir: r.Dir}
-				if r.Err != nil {
-					x.Error = r.Err.Error()
-				} else {
-					x.Workflow, x.Status, x.ExitCode = r.State.WorkflowName, string(r.State.Status), r.State.ExitCode
-					if r.State.CreatedAt != nil {
-						x.CreatedAt = r.State.CreatedAt.String()
-					}
-					if r.State.UpdatedAt != nil {
-						x.UpdatedAt = r.State.UpdatedAt.String()
-					}
-				}
-				rows = append(rows, x)
 			}
 			if asJSON {
-				b, _ := json.MarshalIndent(rows, "", "  ")
-				fmt.Fprintf(a.stdio.Out, "%s\n", b)
-				return nil
+				return a.printJSON(list.Runs)
 			}
-			if len(rows) == 0 {
-				fmt.Fprintf(a.stdio.Out, "no runs in %s\n", runner.RunsDir(dir))
+			if len(list.Runs) == 0 {
+				fmt.Fprintf(a.stdio.Out, "no runs in %s\n", list.RunsDir)
 				return nil
 			}
 			tw := tabwriter.NewWriter(a.stdio.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tWORKFLOW\tSTATUS\tCREATED\tUPDATED")
-			for _, r := range rows {
+			for _, r := range list.Runs {
 				if r.Error != "" {
 					fmt.Fprintf(tw, "%s\t?\tunreadable: %s\t\t\n", r.RunID, r.Error)
 					continue
@@ -313,41 +208,24 @@ func (a *app) logsCmd() *cobra.Command {
 session runs.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, ref, err := a.openRun(repo, args[:1])
+			logs, err := a.svc.Logs(repo, args[0], args[1], all)
 			if err != nil {
 				return err
 			}
-			step := args[1]
-			if ref.State.Steps[step] == nil && step != "cleanup" {
-				return usageError("run %s has no step %q; its steps: %s", ref.ID, step, strings.Join(ref.State.StepOrder, ", "))
+			if len(logs.Logs) == 0 {
+				fmt.Fprintf(a.stdio.Err, "step %s of run %s printed no output\n", logs.Step, logs.RunID)
+				return nil
 			}
-			logs, err := stepLogs(a.fs, ref.Dir, step)
-			if err != nil {
-				return err
-			}
-			if len(logs) == 0 {
-				if s := ref.State.Steps[step]; s != nil && s.StartedAt != nil {
-					// A session that prints nothing leaves no log.
-					fmt.Fprintf(a.stdio.Err, "step %s of run %s printed no output\n", step, ref.ID)
-					return nil
-				}
-				return runner.Refused("step %s of run %s has not run yet", step, ref.ID)
-			}
-			if !all {
-				logs = logs[len(logs)-1:]
-			}
-			for i, l := range logs {
+			for i, l := range logs.Logs {
 				if all {
-					fmt.Fprintf(a.stdio.Out, "==> %s <==\n", filepath.Base(l))
+					fmt.Fprintf(a.stdio.Out, "==> %s <==\n", l.Name)
 				}
-				if follow && i == len(logs)-1 {
-					return a.follow(cmd.Context(), ref, dir, step, l)
+				if follow && i == len(logs.Logs)-1 {
+					return a.svc.Follow(cmd.Context(), logs, a.stdio.Out)
 				}
-				b, err := afero.ReadFile(a.fs, l)
-				if err != nil {
+				if err := a.svc.CopyLog(a.stdio.Out, l); err != nil {
 					return err
 				}
-				a.stdio.Out.Write(b)
 			}
 			return nil
 		},
@@ -356,71 +234,6 @@ session runs.`,
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing the output while the session runs")
 	cmd.Flags().BoolVar(&all, "all", false, "print every session of the step, oldest first")
 	return cmd
-}
-
-// stepLogs returns the session logs of a step, oldest first.
-func stepLogs(fsys afero.Fs, runDir, step string) ([]string, error) {
-	matches, err := afero.Glob(fsys, filepath.Join(runDir, runner.LogsDir, step+".*.log"))
-	if err != nil {
-		return nil, err
-	}
-	type key struct{ it, at int }
-	keys := map[string]key{}
-	var logs []string
-	for _, m := range matches {
-		var k key
-		rest := strings.TrimPrefix(filepath.Base(m), step+".")
-		if n, _ := fmt.Sscanf(rest, "%d.%d.log", &k.it, &k.at); n != 2 && step != "cleanup" {
-			continue
-		}
-		if strings.HasSuffix(m, ".check.log") {
-			continue
-		}
-		keys[m] = k
-		logs = append(logs, m)
-	}
-	sort.Slice(logs, func(i, j int) bool {
-		a, b := keys[logs[i]], keys[logs[j]]
-		if a.it != b.it {
-			return a.it < b.it
-		}
-		return a.at < b.at
-	})
-	return logs, nil
-}
-
-// follow prints a log as it grows until its step stops running.
-func (a *app) follow(ctx context.Context, ref runner.RunRef, repo, step, path string) error {
-	var off int64
-	for {
-		f, err := a.fs.Open(path)
-		if err == nil {
-			if _, err := f.Seek(off, io.SeekStart); err == nil {
-				n, _ := io.Copy(a.stdio.Out, f)
-				off += n
-			}
-			f.Close()
-		}
-		st, _, err := runner.LoadState(a.fs, ref.Dir, false, time.Now())
-		if err != nil {
-			return err
-		}
-		s := st.Steps[step]
-		if s == nil || s.Status != runner.Running || s.LogPath != path {
-			// One last read for output written before the end.
-			if f, err := a.fs.Open(path); err == nil {
-				f.Seek(off, io.SeekStart)
-				io.Copy(a.stdio.Out, f)
-				f.Close()
-			}
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }
 
 func (a *app) approveCmd() *cobra.Command {
@@ -435,15 +248,11 @@ run. --input k=v values are available to later expressions as steps.<id>.input.`
 		Example: "  flow approve 20250115-143000-f8c1a4 manual_approval --by alice --input ticket=OPS-12",
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			in := runner.HumanInput{Approved: true, By: who(by), Input: map[string]any{}}
-			for _, kv := range inputs {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok || k == "" {
-					return usageError("--input %q: want key=value", kv)
-				}
-				in.Input[k] = v
+			in, err := ops.ParseInputs(inputs)
+			if err != nil {
+				return err
 			}
-			return a.decide(repo, args, in)
+			return a.decide(ops.DecideRequest{Repo: repo, RunID: args[0], Step: args[1], Approve: true, By: by, Input: in})
 		},
 	}
 	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
@@ -459,10 +268,7 @@ func (a *app) rejectCmd() *cobra.Command {
 		Short: "Reject a human step that waits: it fails, or loops back",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if strings.TrimSpace(reason) == "" {
-				return usageError("reject needs --reason\ntry: flow reject %s %s --reason 'why'", args[0], args[1])
-			}
-			return a.decide(repo, args, runner.HumanInput{Approved: false, By: who(by), Reason: reason})
+			return a.decide(ops.DecideRequest{Repo: repo, RunID: args[0], Step: args[1], By: by, Reason: reason})
 		},
 	}
 	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
@@ -471,46 +277,25 @@ func (a *app) rejectCmd() *cobra.Command {
 	return cmd
 }
 
-func (a *app) decide(repo string, args []string, in runner.HumanInput) error {
-	_, ref, err := a.openRun(repo, args[:1])
+func (a *app) decide(req ops.DecideRequest) error {
+	d, err := a.svc.Decide(req)
 	if err != nil {
 		return err
 	}
-	if ref.State.Steps[args[1]] == nil {
-		msg := fmt.Sprintf("run %s has no step %q", ref.ID, args[1])
-		if s, ok := suggest.Closest(args[1], ref.State.StepOrder); ok {
-			msg += fmt.Sprintf(" (did you mean %q?)", s)
-		}
-		return usageError("%s; its steps: %s", msg, strings.Join(ref.State.StepOrder, ", "))
-	}
-	already, err := runner.Decide(a.fs, ref.Dir, args[1], in, time.Now())
-	if err != nil {
-		return &exitError{code: int(runner.CodeOf(err)), err: err}
-	}
 	verb := "approved"
-	if !in.Approved {
+	if !d.Approved {
 		verb = "rejected"
 	}
-	if already != nil {
+	if d.Already {
 		by := ""
-		if already.Already.By != "" {
-			by = " by " + already.Already.By
+		if d.By != "" {
+			by = " by " + d.By
 		}
-		fmt.Fprintf(a.stdio.Out, "%s of run %s was already %s%s at %s; nothing changed\n", args[1], ref.ID, verb, by, already.Already.At)
+		fmt.Fprintf(a.stdio.Out, "%s of run %s was already %s%s at %s; nothing changed\n", d.Step, d.RunID, verb, by, d.At)
 		return nil
 	}
-	fmt.Fprintf(a.stdio.Out, "%s %s of run %s\n", verb, args[1], ref.ID)
+	fmt.Fprintf(a.stdio.Out, "%s %s of run %s\n", verb, d.Step, d.RunID)
 	return nil
-}
-
-func who(by string) string {
-	if by != "" {
-		return by
-	}
-	if u := os.Getenv("USER"); u != "" {
-		return u
-	}
-	return "unknown"
 }
 
 func (a *app) controlCmd(name string, state runner.ControlState, short string) *cobra.Command {
@@ -523,18 +308,11 @@ It writes desired_state in the run's control.json; the runner reads it between
 sessions and never interrupts one.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, ref, err := a.openRun(repo, args)
+			res, err := a.svc.Control(ops.ControlRequest{Repo: repo, RunID: argOr(args), State: state, Note: note})
 			if err != nil {
 				return err
 			}
-			if ref.State.Status.Terminal() {
-				return runner.Refused("run %s has already %s (exit %d); %s applies to a run that has not ended; to run steps again: flow run %s --start-at-step STEP",
-					ref.ID, ref.State.Status, ref.State.ExitCode, name, ref.State.WorkflowFile)
-			}
-			if err := runner.SetDesired(a.fs, ref.Dir, state, who(""), note, time.Now()); err != nil {
-				return &exitError{code: int(runner.CodeOf(err)), err: err}
-			}
-			fmt.Fprintf(a.stdio.Out, "run %s: desired state %s\n", ref.ID, state)
+			fmt.Fprintf(a.stdio.Out, "run %s: desired state %s\n", res.RunID, res.DesiredState)
 			return nil
 		},
 	}

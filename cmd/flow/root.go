@@ -10,20 +10,22 @@ import (
 	"github.com/spf13/afero"
 	"github.com/spf13/cobra"
 
+	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/clock"
+	"github.com/flow-run/flow/internal/confine"
+	"github.com/flow-run/flow/internal/proc"
+	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/ops"
 )
 
 // Exit codes of the flow command: the table of DESIGN §8, defined
 // once in runner.
 const (
 	ExitOK          = int(runner.ExitOK)
-	ExitFailed      = int(runner.ExitFailed)
 	ExitUsage       = int(runner.ExitUsage)
 	ExitHuman       = int(runner.ExitHuman)
 	ExitPaused      = int(runner.ExitPaused)
-	ExitBudget      = int(runner.ExitBudget)
-	ExitHeld        = int(runner.ExitHeld)
-	ExitRefused     = int(runner.ExitRefused)
 	ExitInterrupted = int(runner.ExitInterrupted)
 )
 
@@ -34,59 +36,110 @@ type Stdio struct {
 	Err io.Writer
 }
 
-// app is what every subcommand shares: its streams, the file system and
-// the process environment.
+// app is what every subcommand shares: its streams and the operations
+// layer, which holds every other side effect.
 type app struct {
 	stdio Stdio
-	fs    afero.Fs
-	// getenv reads the environment; tests replace it.
-	getenv func(string) string
+	svc   *ops.Service
 }
 
-// exitError carries the exit code a command ends with. An error that
-// is not an exitError exits 1.
-type exitError struct {
-	code int
-	err  error
-	// quiet is true when the message was already printed.
-	quiet bool
+// quietError is an error whose message was already shown (or that has
+// none to show): the command exits with its code and prints nothing
+// more.
+type quietError struct{ err error }
+
+func (e *quietError) Error() string { return e.err.Error() }
+
+func (e *quietError) Unwrap() error { return e.err }
+
+// exitQuietly ends a command with code and no message.
+func exitQuietly(code int) error {
+	return &quietError{&runner.ExitError{Code: runner.ExitCode(code), Err: fmt.Errorf("exit %d", code)}}
 }
 
-func (e *exitError) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit %d", e.code)
-	}
-	return e.err.Error()
-}
-
-func (e *exitError) Unwrap() error { return e.err }
-
-// usageError is a bad-usage error (exit 2) with a hint.
-func usageError(format string, args ...any) error {
-	return &exitError{code: ExitUsage, err: fmt.Errorf(format, args...)}
-}
-
-// Run runs the flow command line args and returns its exit code.
+// Run runs the flow command line args and returns its exit code. It is
+// the one place where flow meets the operating system: the file
+// system, the clock, processes, the environment, the host and the
+// user all enter the operations layer here.
 func Run(ctx context.Context, args []string, stdio Stdio) int {
-	a := &app{stdio: stdio, fs: afero.NewOsFs(), getenv: os.Getenv}
-	root := a.rootCmd()
+	host, _ := os.Hostname()
+	dir, _ := os.Getwd()
+	environ := os.Environ()
+	svc := &ops.Service{
+		FS:      afero.NewOsFs(),
+		Clock:   clock.Real(),
+		Starter: proc.OS(),
+		Dir:     dir,
+		Host:    host,
+		PID:     os.Getpid(),
+		Environ: environ,
+		User:    os.Getenv("USER"),
+		Stdout:  stdio.Out,
+		Alive:   runlock.ProcessAlive,
+		// Sessions of a dead runner may have left processes behind.
+		KillOrphans: proc.KillOrphans,
+		KillMarked:  proc.KillMarked,
+	}
+	a := &app{stdio: stdio, svc: svc}
+	return a.exit(ctx, a.rootCmd(), args)
+}
+
+// exit runs the command line and maps its end to an exit code: the
+// code of the error (runner.CodeOf), 2 for cobra's own usage errors.
+// Diagnostics are shown with their source lines; other errors as
+// "flow: message".
+func (a *app) exit(ctx context.Context, root *cobra.Command, args []string) int {
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	return a.code(err)
+}
+
+// code prints err as it should be seen and returns its exit code.
+func (a *app) code(err error) int {
 	if err == nil {
 		return ExitOK
 	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if !ee.quiet && ee.err != nil {
-			fmt.Fprintf(stdio.Err, "flow: %v\n", ee.err)
+	var q *quietError
+	var ds config.Diagnostics
+	switch {
+	case errors.As(err, &q):
+	case errors.As(err, &ds) && len(ds) > 0:
+		if rerr := a.renderDiagnostics(ds); rerr != nil {
+			fmt.Fprintf(a.stdio.Err, "flow: %v\n", rerr)
 		}
-		return ee.code
+	default:
+		fmt.Fprintf(a.stdio.Err, "flow: %v\n", err)
 	}
-	fmt.Fprintf(stdio.Err, "flow: %v\n", err)
-	if isUsage(err) {
+	var ee *runner.ExitError
+	if !errors.As(err, &ee) && isUsage(err) {
 		return ExitUsage
 	}
 	return int(runner.CodeOf(err))
+}
+
+// renderDiagnostics prints diagnostics on stderr with their source lines.
+func (a *app) renderDiagnostics(ds config.Diagnostics) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	cache := map[string][]byte{}
+	sources := func(file string) []byte {
+		if b, ok := cache[file]; ok {
+			return b
+		}
+		// The same bounds as the loader's: a file too large to load is
+		// not read to show its first line.
+		b, err := confine.ReadFile(a.svc.FS, file, config.MaxWorkflowSize, "/")
+		if err != nil {
+			b = nil
+		}
+		cache[file] = b
+		return b
+	}
+	if err := ds.Render(a.stdio.Err, sources); err != nil {
+		return fmt.Errorf("print diagnostics: %w", err)
+	}
+	return nil
 }
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -105,7 +158,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.SetOut(a.stdio.Out)
 	root.SetErr(a.stdio.Err)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &exitError{code: ExitUsage, err: fmt.Errorf("%w\ntry: %s --help", err, c.CommandPath())}
+		return runner.Usage("%w\ntry: %s --help", err, c.CommandPath())
 	})
 	root.AddCommand(
 		a.validateCmd(),
@@ -127,4 +180,14 @@ func (a *app) versionCmd() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

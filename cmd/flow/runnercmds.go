@@ -3,24 +3,14 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
+	"io"
 	"strings"
-	"time"
-	"unicode/utf8"
 
-	"github.com/spf13/afero"
 	"github.com/spf13/cobra"
 
-	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/internal/clock"
-	"github.com/flow-run/flow/internal/proc"
-	"github.com/flow-run/flow/internal/runlock"
-	"github.com/flow-run/flow/internal/suggest"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/ops"
 )
 
 // addRunnerCmds adds the commands that run and inspect runs.
@@ -68,6 +58,10 @@ func (f *runFlags) add(cmd *cobra.Command, isRun bool) {
 	}
 }
 
+func (f *runFlags) budgets() runner.Budgets {
+	return runner.Budgets{MaxAttempts: f.maxAttempts, MaxIterations: f.maxIterations}
+}
+
 func (a *app) runCmd() *cobra.Command {
 	var f runFlags
 	cmd := &cobra.Command{
@@ -91,39 +85,12 @@ ran out, 130 interrupted.`,
 			return []string{"yaml", "yml", "hcl"}, cobra.ShellCompDirectiveFilterFileExt
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			repo, err := a.repoDir(f.repo)
+			l, err := a.svc.PrepareRun(ops.RunRequest{Workflow: args[0], Repo: f.repo, RunID: f.runID, Vars: f.vars,
+				StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets()})
 			if err != nil {
 				return err
 			}
-			wf, err := a.loadWorkflow(args[0], repo)
-			if err != nil {
-				return err
-			}
-			vars, err := parseVars(wf, f.vars)
-			if err != nil {
-				return err
-			}
-			opts := runner.Options{Workflow: wf, Repo: repo, RunID: f.runID, Vars: vars, NoWait: f.noWait,
-				Budgets: runner.Budgets{MaxAttempts: f.maxAttempts, MaxIterations: f.maxIterations}}
-			if f.startAt != "" {
-				if err := checkStep(wf, f.startAt); err != nil {
-					return err
-				}
-				opts.StartAt = f.startAt
-				ref, err := runner.FindRun(a.fs, repo, f.runID, wf.Name)
-				switch {
-				case err == nil:
-					if err := a.printStartAtPlan(wf, ref, repo, f.startAt, f.force, f.asJSON); err != nil {
-						return err
-					}
-					opts.Resume, opts.RunID = true, ref.ID
-				case errors.Is(err, runner.ErrNoRun):
-					a.progress(f.asJSON, "no earlier run of %s: starting a new run at %s\n", wf.Name, f.startAt)
-				default:
-					return err
-				}
-			}
-			return a.execute(cmd, opts, f.asJSON)
+			return a.execute(cmd, l, f.asJSON)
 		},
 	}
 	f.add(cmd, true)
@@ -144,34 +111,12 @@ is taken over.`,
 		Example: "  flow resume\n  flow resume 20250115-143000-f8c1a4 --start-at-step coding",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			repo, err := a.repoDir(f.repo)
+			l, err := a.svc.PrepareResume(ops.ResumeRequest{Repo: f.repo, RunID: argOr(args), Workflow: workflowPath,
+				StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets()})
 			if err != nil {
 				return err
 			}
-			ref, err := a.findRun(repo, args)
-			if err != nil {
-				return err
-			}
-			path := workflowPath
-			if path == "" {
-				path = locateWorkflow(a.fs, ref.State, repo)
-			}
-			wf, err := a.loadWorkflow(path, repo)
-			if err != nil {
-				return err
-			}
-			opts := runner.Options{Workflow: wf, Repo: repo, RunID: ref.ID, Resume: true, NoWait: f.noWait,
-				Budgets: runner.Budgets{MaxAttempts: f.maxAttempts, MaxIterations: f.maxIterations}}
-			if f.startAt != "" {
-				if err := checkStep(wf, f.startAt); err != nil {
-					return err
-				}
-				if err := a.printStartAtPlan(wf, ref, repo, f.startAt, f.force, f.asJSON); err != nil {
-					return err
-				}
-				opts.StartAt = f.startAt
-			}
-			return a.execute(cmd, opts, f.asJSON)
+			return a.execute(cmd, l, f.asJSON)
 		},
 	}
 	f.add(cmd, false)
@@ -179,77 +124,73 @@ is taken over.`,
 	return cmd
 }
 
-// execute runs a run and maps its end to an exit code.
-func (a *app) execute(cmd *cobra.Command, opts runner.Options, asJSON bool) error {
+// argOr returns the first argument, or "".
+func argOr(args []string) string {
+	if len(args) > 0 {
+		return args[0]
+	}
+	return ""
+}
+
+// execute prints a launch's plan, runs it and maps its end to an exit
+// code. With --json the result goes to stdout and everything else to
+// stderr.
+func (a *app) execute(cmd *cobra.Command, l *ops.Launch, asJSON bool) error {
 	out := a.stdio.Out
 	if asJSON {
 		out = a.stdio.Err
 	}
-	host, _ := os.Hostname()
-	r := &runner.Runner{
-		FS:      a.fs,
-		Clock:   clock.Real(),
-		Starter: proc.OS(),
-		Stdout:  out,
+	if l.Plan != nil {
+		printPlan(out, l.Plan)
+	}
+	att := ops.Attach{
+		Output: out,
 		// Session output is shown on a terminal, and in CI, where the
 		// job's log is what people read.
-		Live:    isTerminal(out) || a.getenv("CI") == "true",
-		Environ: os.Environ(),
-		Host:    host,
-		PID:     os.Getpid(),
-		Alive:   runlock.ProcessAlive,
-		// Sessions of a dead runner may have left processes behind.
-		KillOrphans: proc.KillOrphans,
-		KillMarked:  proc.KillMarked,
+		Live: isTerminal(out) || a.svc.Getenv("CI") == "true",
 	}
-	if !opts.NoWait && isTerminal(a.stdio.In) && isTerminal(out) {
-		k := &asker{in: bufio.NewReader(a.stdio.In), out: out}
-		r.Ask = k.Ask
+	if !l.Options.NoWait && isTerminal(a.stdio.In) && isTerminal(out) {
+		k := &asker{in: bufio.NewReader(a.stdio.In), out: out, by: a.svc.Who("")}
+		att.Ask = k.Ask
 	}
-	res, err := r.Run(cmd.Context(), opts)
+	res, err := a.svc.Start(cmd.Context(), l, att)
 	if err != nil {
-		return &exitError{code: int(runner.CodeOf(err)), err: err}
+		return err
 	}
 	if asJSON {
-		b, _ := json.MarshalIndent(map[string]any{
-			"run_id": res.RunID, "run_dir": res.RunDir, "status": res.Status, "exit_code": res.ExitCode, "reason": res.Reason,
-		}, "", "  ")
+		b, err := json.Marshal(res)
+		if err != nil {
+			return err
+		}
 		fmt.Fprintf(a.stdio.Out, "%s\n", b)
 	}
 	switch res.ExitCode {
 	case ExitHuman:
-		for _, id := range res.State.StepOrder {
-			if s := res.State.Steps[id]; s != nil && s.Status == runner.WaitingOnHuman {
-				fmt.Fprintf(out, "run %s is waiting on a human: flow approve %s %s (or flow reject %s %s --reason ...), then: flow resume %s\n",
-					res.RunID, res.RunID, id, res.RunID, id, res.RunID)
-			}
+		for _, id := range res.Waiting {
+			fmt.Fprintf(out, "run %s is waiting on a human: flow approve %s %s (or flow reject %s %s --reason ...), then: flow resume %s\n",
+				res.RunID, res.RunID, id, res.RunID, id, res.RunID)
 		}
 	case ExitPaused:
 		fmt.Fprintf(out, "run %s is paused; go on with: flow continue %s, then: flow resume %s\n", res.RunID, res.RunID, res.RunID)
 	}
 	if res.ExitCode != 0 {
-		return &exitError{code: res.ExitCode, quiet: true}
+		return exitQuietly(res.ExitCode)
 	}
 	return nil
 }
 
-// printStartAtPlan prints what --start-at-step keeps and re-runs, and
-// refuses when kept artifacts are missing (unless forced).
-func (a *app) printStartAtPlan(wf *config.Workflow, ref runner.RunRef, repo, step string, force, asJSON bool) error {
-	p, err := runner.PlanStartAt(a.fs, wf, ref.State, repo, step)
-	if err != nil {
-		return usageError("%v", err)
+// printPlan prints what --start-at-step keeps and re-runs.
+func printPlan(w io.Writer, p *ops.StartAtPlan) {
+	if p.NewRun {
+		fmt.Fprintf(w, "no earlier run of %s: starting a new run at %s\n", p.Workflow, p.Step)
+		return
 	}
-	a.progress(asJSON, "restarting run %s at %s\n", ref.ID, step)
-	a.progress(asJSON, "  keep:    %s\n", listOrNone(p.Kept))
-	a.progress(asJSON, "  re-run:  %s\n", listOrNone(p.Rerun))
+	fmt.Fprintf(w, "restarting run %s at %s\n", p.RunID, p.Step)
+	fmt.Fprintf(w, "  keep:    %s\n", listOrNone(p.Kept))
+	fmt.Fprintf(w, "  re-run:  %s\n", listOrNone(p.Rerun))
 	for _, m := range p.Missing {
-		a.progress(asJSON, "  missing: %s (artifact of %s)\n", m.Path, m.Step)
+		fmt.Fprintf(w, "  missing: %s (artifact of %s)\n", m.Path, m.Step)
 	}
-	if len(p.Missing) > 0 && !force {
-		return &exitError{code: ExitUsage, err: fmt.Errorf("kept steps' artifacts are missing; re-run from an earlier step, or pass --force")}
-	}
-	return nil
 }
 
 func listOrNone(ids []string) string {
@@ -257,159 +198,4 @@ func listOrNone(ids []string) string {
 		return "(none)"
 	}
 	return strings.Join(ids, ", ")
-}
-
-func (a *app) progress(asJSON bool, format string, args ...any) {
-	w := a.stdio.Out
-	if asJSON {
-		w = a.stdio.Err
-	}
-	fmt.Fprintf(w, format, args...)
-}
-
-// checkStep rejects a step name the workflow does not have, suggesting
-// the closest one.
-func checkStep(wf *config.Workflow, id string) error {
-	if wf.Step(id) != nil {
-		return nil
-	}
-	ids := make([]string, len(wf.Steps))
-	for i, s := range wf.Steps {
-		ids[i] = s.ID
-	}
-	msg := fmt.Sprintf("%s: --start-at-step: unknown step %q", wf.File, id)
-	if s, ok := suggest.Closest(id, ids); ok {
-		msg += fmt.Sprintf(" (did you mean %q?)", s)
-	}
-	return usageError("%s\nsteps: %s", msg, strings.Join(ids, ", "))
-}
-
-// parseVars reads --var key=value flags; keys must be vars of the
-// workflow.
-func parseVars(wf *config.Workflow, kvs []string) (map[string]string, error) {
-	vars := map[string]string{}
-	names := make([]string, 0, len(wf.Vars))
-	for k := range wf.Vars {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, kv := range kvs {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, usageError("--var %q: want key=value\ntry: flow run %s --var key=value", kv, wf.File)
-		}
-		if !utf8.ValidString(kv) {
-			return nil, usageError("--var %s: the value is not valid UTF-8", strings.ToValidUTF8(k, "?"))
-		}
-		if config.IsSecretName(k, wf.Secrets) {
-			// A var is recorded in events.jsonl and run_state.json; a
-			// secret must never be.
-			return nil, usageError("--var %s: %q names a secret, and vars are recorded in the run; pass it through the environment instead (export %s=...; flow reads it at every start, hides its value in everything it writes, and never records it)",
-				k, k, strings.ToUpper(k))
-		}
-		if _, known := wf.Vars[k]; !known {
-			msg := fmt.Sprintf("--var %s: the workflow has no var %q", k, k)
-			if s, ok := suggest.Closest(k, names); ok {
-				msg += fmt.Sprintf(" (did you mean %q?)", s)
-			}
-			if len(names) > 0 {
-				msg += "; its vars: " + strings.Join(names, ", ")
-			}
-			return nil, usageError("%s", msg)
-		}
-		vars[k] = v
-	}
-	return vars, nil
-}
-
-// repoDir returns the absolute repository directory.
-func (a *app) repoDir(flag string) (string, error) {
-	dir := flag
-	if dir == "" {
-		dir = "."
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", usageError("--repo %s: %v", flag, err)
-	}
-	if fi, err := a.fs.Stat(abs); err != nil || !fi.IsDir() {
-		return "", usageError("--repo %s: not a directory", dir)
-	}
-	return abs, nil
-}
-
-// openRun returns the repository of --repo and the run named by args[0]
-// in it (the newest run when args is empty).
-func (a *app) openRun(repoFlag string, args []string) (string, runner.RunRef, error) {
-	dir, err := a.repoDir(repoFlag)
-	if err != nil {
-		return "", runner.RunRef{}, err
-	}
-	ref, err := a.findRun(dir, args)
-	return dir, ref, err
-}
-
-// findRun returns the run named by args[0], or the newest run.
-func (a *app) findRun(repo string, args []string) (runner.RunRef, error) {
-	id := ""
-	if len(args) > 0 {
-		id = args[0]
-		if err := runner.CheckRunID(id); err != nil {
-			return runner.RunRef{}, err
-		}
-	}
-	ref, err := runner.FindRun(a.fs, repo, id, "")
-	if err != nil {
-		if errors.Is(err, runner.ErrNoRun) && id != "" {
-			var ids []string
-			runs, _ := runner.ListRuns(a.fs, repo)
-			for _, r := range runs {
-				ids = append(ids, r.ID)
-			}
-			msg := err.Error()
-			if s, ok := suggest.Closest(id, ids); ok {
-				msg += fmt.Sprintf(" (did you mean %q?)", s)
-			}
-			return ref, usageError("%s\ntry: flow runs", msg)
-		}
-		if errors.Is(err, runner.ErrNoRun) {
-			return ref, usageError("%v\ntry: flow run WORKFLOW", err)
-		}
-		return ref, &exitError{code: int(runner.CodeOf(err)), err: err}
-	}
-	return ref, nil
-}
-
-// locateWorkflow finds a run's workflow file: where it was, or at the
-// same place relative to the repository when the run directory was
-// copied to another checkout.
-func locateWorkflow(fsys afero.Fs, st *runner.State, repo string) string {
-	if ok, _ := afero.Exists(fsys, st.WorkflowFile); ok {
-		return st.WorkflowFile
-	}
-	if rel, err := filepath.Rel(st.RepoDir, st.WorkflowFile); err == nil && !strings.HasPrefix(rel, "..") {
-		if p := filepath.Join(repo, rel); p != st.WorkflowFile {
-			if ok, _ := afero.Exists(fsys, p); ok {
-				return p
-			}
-		}
-	}
-	return st.WorkflowFile
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w any) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-func fmtTime(t *runner.Time) string {
-	if t == nil {
-		return "-"
-	}
-	return t.UTC().Format(time.DateTime)
 }

@@ -1,0 +1,147 @@
+package ops
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/flow-run/flow/internal/suggest"
+	"github.com/flow-run/flow/runner"
+)
+
+// DecideRequest is a human's decision on a step that waits.
+type DecideRequest struct {
+	// Repo is the repository of the run; "" is the Service's directory.
+	Repo string
+	// RunID names the run; "" is the newest run.
+	RunID string
+	// Step is the human step.
+	Step string
+	// Approve approves the step; false rejects it.
+	Approve bool
+	// By names who decides; "" is the Service's user.
+	By string
+	// Input is what an approval gives later steps (steps.<id>.input).
+	Input map[string]any
+	// Reason says why; a rejection needs one.
+	Reason string
+}
+
+// Decision is the result of Decide.
+type Decision struct {
+	// RunID is the run's id.
+	RunID string `json:"run_id"`
+	// Step is the step decided.
+	Step string `json:"step"`
+	// Approved is true for an approval, false for a rejection.
+	Approved bool `json:"approved"`
+	// By is who decided.
+	By string `json:"by"`
+	// At is when the decision was made (UTC, as in run_state.json); for
+	// an earlier identical decision, when that one was made.
+	At string `json:"at"`
+	// Already is true when the same decision had been made before:
+	// nothing changed.
+	Already bool `json:"already"`
+}
+
+// Decide records a human's decision on a step waiting in a run: what
+// flow approve and flow reject do (runner.Decide). Exactly one decision
+// wins per wait. A rejection without a reason, an unknown run or step
+// are ExitUsage errors; a step that is not waiting, or was already
+// decided otherwise, is an ExitRefused error saying what was decided,
+// by whom and when. Asking for the decision already made is not an
+// error: the result has Already set.
+func (s *Service) Decide(req DecideRequest) (Decision, error) {
+	if !req.Approve && strings.TrimSpace(req.Reason) == "" {
+		return Decision{}, runner.Usage("reject needs --reason\ntry: flow reject %s %s --reason 'why'", req.RunID, req.Step)
+	}
+	_, ref, err := s.openRun(req.Repo, req.RunID)
+	if err != nil {
+		return Decision{}, err
+	}
+	if ref.State.Steps[req.Step] == nil {
+		msg := fmt.Sprintf("run %s has no step %q", ref.ID, req.Step)
+		if c, ok := suggest.Closest(req.Step, ref.State.StepOrder); ok {
+			msg += fmt.Sprintf(" (did you mean %q?)", c)
+		}
+		return Decision{}, runner.Usage("%s; its steps: %s", msg, strings.Join(ref.State.StepOrder, ", "))
+	}
+	in := runner.HumanInput{Approved: req.Approve, By: s.Who(req.By), Reason: req.Reason}
+	if req.Approve {
+		in.Input = req.Input
+		if in.Input == nil {
+			in.Input = map[string]any{}
+		}
+	}
+	now := s.clock().Now()
+	already, err := runner.Decide(s.FS, ref.Dir, req.Step, in, now)
+	if err != nil {
+		return Decision{}, err
+	}
+	d := Decision{RunID: ref.ID, Step: req.Step, Approved: req.Approve, By: in.By, At: runner.Time{Time: now.UTC()}.String()}
+	if already != nil {
+		d.Already, d.By, d.At = true, already.Already.By, already.Already.At
+	}
+	return d, nil
+}
+
+// ControlRequest asks a run's runner to change what it does between
+// sessions.
+type ControlRequest struct {
+	// Repo is the repository of the run; "" is the Service's directory.
+	Repo string
+	// RunID names the run; "" is the newest run.
+	RunID string
+	// State is the desired state: pause, continuous, run_once or
+	// run_cleanup.
+	State runner.ControlState
+	// By names who asks; "" is the Service's user.
+	By string
+	// Note is kept in control.json.
+	Note string
+}
+
+// ControlResult is the result of Control.
+type ControlResult struct {
+	// RunID is the run's id.
+	RunID string `json:"run_id"`
+	// DesiredState is the state asked for.
+	DesiredState runner.ControlState `json:"desired_state"`
+	// By is who asked.
+	By string `json:"by"`
+	// Note is the note kept with it.
+	Note string `json:"note"`
+}
+
+// controlVerbs names the command of each desired state, for messages.
+var controlVerbs = map[runner.ControlState]string{
+	runner.Pause:      "pause",
+	runner.Continuous: "continue",
+	runner.RunOnce:    "run-once",
+	runner.RunCleanup: "cleanup",
+}
+
+// Control writes the desired state of a run (the newest when it names
+// none) in its control file; the runner reads it between sessions and
+// never interrupts one. A run that has already ended is refused
+// (ExitRefused); an unknown run is an ExitUsage error; an invalid state
+// is an ExitUsage error.
+func (s *Service) Control(req ControlRequest) (ControlResult, error) {
+	verb, ok := controlVerbs[req.State]
+	if !ok {
+		return ControlResult{}, runner.Usage("unknown desired state %q", req.State)
+	}
+	_, ref, err := s.openRun(req.Repo, req.RunID)
+	if err != nil {
+		return ControlResult{}, err
+	}
+	if st := ref.State; st.Status.Terminal() {
+		return ControlResult{}, runner.Refused("run %s has already %s (exit %d); %s applies to a run that has not ended; to run steps again: flow run %s --start-at-step STEP",
+			ref.ID, st.Status, st.ExitCode, verb, st.WorkflowFile)
+	}
+	by := s.Who(req.By)
+	if err := runner.SetDesired(s.FS, ref.Dir, req.State, by, req.Note, s.clock().Now()); err != nil {
+		return ControlResult{}, err
+	}
+	return ControlResult{RunID: ref.ID, DesiredState: req.State, By: by, Note: req.Note}, nil
+}

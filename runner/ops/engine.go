@@ -1,0 +1,82 @@
+package ops
+
+import (
+	"context"
+	"io"
+
+	"github.com/spf13/afero"
+
+	"github.com/flow-run/flow/internal/clock"
+	"github.com/flow-run/flow/internal/proc"
+	"github.com/flow-run/flow/internal/runlock"
+	"github.com/flow-run/flow/runner"
+)
+
+// Engine runs a run until it ends, waits on a human with NoWait, or ctx
+// is cancelled. The local engine (Local) runs sessions as processes on
+// this machine; another engine (Temporal) may run them elsewhere. Front
+// ends never know which one runs a run: they call Service.Start.
+type Engine interface {
+	// Run runs (or resumes) the run opts describes. Its errors are
+	// failures of flow itself, with their exit code for runner.CodeOf
+	// (a run held by a live runner is ExitHeld); how the run ended is in
+	// the result.
+	Run(ctx context.Context, opts runner.Options, att Attach) (runner.Result, error)
+}
+
+// Attach is what one run shows of itself to the front end that started
+// it.
+type Attach struct {
+	// Output receives the run's progress and, with Live, its sessions'
+	// output prefixed by their step; nil means the Service's Stdout.
+	Output io.Writer
+	// Live shows the sessions' output on Output as it is written.
+	Live bool
+	// Ask, when set, asks a person to decide a human step and blocks
+	// until they answer (ok false: no answer). Decisions made with
+	// Service.Decide work alongside it.
+	Ask func(runID, step, message string) (in runner.HumanInput, ok bool)
+}
+
+// Local is the local engine: runner.Runner over a file system, a clock
+// and a process starter.
+type Local struct {
+	FS          afero.Fs
+	Clock       clock.Clock
+	Starter     proc.Starter
+	Environ     []string
+	Host        string
+	PID         int
+	Alive       func(runlock.Holder) bool
+	KillOrphans func(pgid int) bool
+	KillMarked  func(marker string) int
+}
+
+// Run implements Engine with a runner.Runner.
+func (l *Local) Run(ctx context.Context, opts runner.Options, att Attach) (runner.Result, error) {
+	r := &runner.Runner{
+		FS:          l.FS,
+		Clock:       l.Clock,
+		Starter:     l.Starter,
+		Stdout:      att.Output,
+		Live:        att.Live,
+		Environ:     l.Environ,
+		Host:        l.Host,
+		PID:         l.PID,
+		Alive:       l.Alive,
+		KillOrphans: l.KillOrphans,
+		KillMarked:  l.KillMarked,
+		Ask:         att.Ask,
+	}
+	return r.Run(ctx, opts)
+}
+
+// engine returns the Service's engine, or the local one built from its
+// fields.
+func (s *Service) engine() Engine {
+	if s.Engine != nil {
+		return s.Engine
+	}
+	return &Local{FS: s.FS, Clock: s.clock(), Starter: s.Starter, Environ: s.Environ, Host: s.Host, PID: s.PID,
+		Alive: s.alive(), KillOrphans: s.KillOrphans, KillMarked: s.KillMarked}
+}

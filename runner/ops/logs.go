@@ -1,0 +1,112 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/flow-run/flow/runner"
+)
+
+// StepLogs is the result of Logs: the session logs of one step.
+type StepLogs struct {
+	// RunID is the run's id.
+	RunID string `json:"run_id"`
+	// RunDir is the run's directory.
+	RunDir string `json:"run_dir"`
+	// Step is the step.
+	Step string `json:"step"`
+	// Logs are the step's session logs, oldest first: every one, or the
+	// latest only. Empty when the step's sessions printed nothing (a
+	// session that prints nothing leaves no log).
+	Logs []runner.LogFile `json:"logs"`
+}
+
+// Logs lists the session logs of a step of a run (the newest run when
+// runID is ""): the latest one, or with all every one, oldest first.
+// The step "cleanup" is the workflow's cleanup session. An unknown run
+// or step is an ExitUsage error; a step that has not run yet is an
+// ExitRefused error. A step that ran and printed nothing has no logs
+// and no error.
+func (s *Service) Logs(repo, runID, step string, all bool) (StepLogs, error) {
+	_, ref, err := s.openRun(repo, runID)
+	if err != nil {
+		return StepLogs{}, err
+	}
+	if ref.State.Steps[step] == nil && step != "cleanup" {
+		return StepLogs{}, runner.Usage("run %s has no step %q; its steps: %s", ref.ID, step, strings.Join(ref.State.StepOrder, ", "))
+	}
+	logs, err := runner.StepLogs(s.FS, ref.Dir, step)
+	if err != nil {
+		return StepLogs{}, err
+	}
+	out := StepLogs{RunID: ref.ID, RunDir: ref.Dir, Step: step, Logs: []runner.LogFile{}}
+	if len(logs) == 0 {
+		if ss := ref.State.Steps[step]; ss != nil && ss.StartedAt != nil {
+			return out, nil
+		}
+		return StepLogs{}, runner.Refused("step %s of run %s has not run yet", step, ref.ID)
+	}
+	if !all {
+		logs = logs[len(logs)-1:]
+	}
+	out.Logs = logs
+	return out, nil
+}
+
+// CopyLog writes a session log to w, streaming it: a log of any size
+// is never held in memory whole.
+func (s *Service) CopyLog(w io.Writer, l runner.LogFile) error {
+	f, err := s.FS.Open(l.Path)
+	if err != nil {
+		return fmt.Errorf("read log %s: %w", l.Name, err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(w, f); err != nil {
+		return fmt.Errorf("read log %s: %w", l.Name, err)
+	}
+	return nil
+}
+
+// followEvery is how often Follow looks for more output.
+const followEvery = 200 * time.Millisecond
+
+// Follow writes the latest log of logs to w as it grows, until its
+// session ends (its step stops running, or runs another session) or
+// ctx is cancelled. It returns nil then, after one last read for output
+// written before the end.
+func (s *Service) Follow(ctx context.Context, logs StepLogs, w io.Writer) error {
+	if len(logs.Logs) == 0 {
+		return nil
+	}
+	path := logs.Logs[len(logs.Logs)-1].Path
+	var off int64
+	read := func() {
+		f, err := s.FS.Open(path)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		if _, err := f.Seek(off, io.SeekStart); err == nil {
+			n, _ := io.Copy(w, f)
+			off += n
+		}
+	}
+	for {
+		read()
+		st, _, err := runner.LoadState(s.FS, logs.RunDir, false, s.clock().Now())
+		if err != nil {
+			return err
+		}
+		ss := st.Steps[logs.Step]
+		if ss == nil || ss.Status != runner.Running || ss.LogPath != path {
+			read()
+			return nil
+		}
+		if !s.sleep(ctx, followEvery) {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,251 @@
+package ops
+
+import (
+	"context"
+	"errors"
+
+	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/runner"
+)
+
+// RunRequest asks for a new run of a workflow, or — with StartAt — for
+// the newest run of the workflow to go on from a step.
+type RunRequest struct {
+	// Workflow is the path of the workflow file.
+	Workflow string
+	// Repo is the repository the sessions work in; "" is the Service's
+	// directory.
+	Repo string
+	// RunID names the new run; "" makes one from the time and a random
+	// suffix. With StartAt, it names the run to restart.
+	RunID string
+	// Vars override the workflow's vars, as key=value (see ParseVars).
+	Vars []string
+	// StartAt resets this step and everything downstream of it in the
+	// newest run of the workflow, keeps the rest and goes on; with no
+	// earlier run, a new run starts at it.
+	StartAt string
+	// Force goes on with StartAt even when kept steps' artifacts are
+	// missing.
+	Force bool
+	// NoWait ends the run at a human step (exit 3) or when paused
+	// (exit 4) instead of waiting.
+	NoWait bool
+	// Budgets override the workflow's default budgets.
+	Budgets runner.Budgets
+}
+
+// ResumeRequest asks for a run that stopped to go on.
+type ResumeRequest struct {
+	// Repo is the repository of the run; "" is the Service's directory.
+	Repo string
+	// RunID names the run; "" is the newest run.
+	RunID string
+	// Workflow is the workflow file to go on with; "" is the run's own,
+	// found again under Repo when the run was copied (LocateWorkflow).
+	Workflow string
+	// StartAt, Force, NoWait and Budgets are as in RunRequest.
+	StartAt string
+	Force   bool
+	NoWait  bool
+	Budgets runner.Budgets
+}
+
+// Launch is a run ready to start: the workflow loaded, the vars
+// checked, the run to go on with found and, with a start step, the plan
+// computed. Service.Start starts it.
+type Launch struct {
+	// Workflow is the loaded workflow.
+	Workflow *config.Workflow
+	// Options are what the engine is asked to do.
+	Options runner.Options
+	// Plan is the plan of a start step, or nil without one.
+	Plan *StartAtPlan
+}
+
+// StartAtPlan says what starting at a step will do.
+type StartAtPlan struct {
+	// Workflow is the name of the workflow.
+	Workflow string `json:"workflow"`
+	// RunID is the run that restarts at Step; "" when NewRun.
+	RunID string `json:"run_id"`
+	// Step is the step the run starts at.
+	Step string `json:"step"`
+	// NewRun is true when there is no earlier run of the workflow: a new
+	// run starts at Step, the steps before it SKIPPED.
+	NewRun bool `json:"new_run"`
+	// Kept are the finished steps kept as they are.
+	Kept []string `json:"kept"`
+	// Rerun are the steps reset to PENDING: Step and everything
+	// downstream of it.
+	Rerun []string `json:"rerun"`
+	// Missing are declared artifacts of kept steps that are not in the
+	// repository.
+	Missing []MissingArtifact `json:"missing"`
+	// Refused is true when artifacts are missing and the request did not
+	// force: Start refuses the launch.
+	Refused bool `json:"refused"`
+}
+
+// MissingArtifact is a declared artifact of a kept step that is gone.
+type MissingArtifact struct {
+	// Step is the kept step that declared the artifact.
+	Step string `json:"step"`
+	// Path is the artifact as declared (relative to the repository).
+	Path string `json:"path"`
+}
+
+// RunResult is how a run ended (or stopped to wait): what Start
+// returns and what flow run --json and flow resume --json print, as the
+// last object of their output.
+type RunResult struct {
+	// Type is always "result", so that the result is told apart from
+	// the events streamed before it.
+	Type string `json:"type"`
+	// RunID is the run's id.
+	RunID string `json:"run_id"`
+	// RunDir is the run's directory.
+	RunDir string `json:"run_dir"`
+	// Status is the run's status: completed, failed, waiting_on_human,
+	// paused, interrupted, ...
+	Status runner.RunStatus `json:"status"`
+	// ExitCode is the run's exit code (the table of DESIGN §8).
+	ExitCode int `json:"exit_code"`
+	// Reason says why the run ended so, in a sentence.
+	Reason string `json:"reason"`
+	// Waiting are the steps waiting on a human, in workflow order.
+	Waiting []string `json:"waiting"`
+}
+
+// PrepareRun loads a run request's workflow (diagnostics as in
+// LoadWorkflow, with the repository as a root for prompt files), checks
+// its vars (ParseVars) and, with a start step, finds the newest run of
+// the workflow and plans the restart. Errors are ExitUsage errors (bad
+// repository, invalid workflow, bad var, unknown step), or the errors of
+// reading the runs.
+func (s *Service) PrepareRun(req RunRequest) (*Launch, error) {
+	repo, err := s.Repo(req.Repo)
+	if err != nil {
+		return nil, err
+	}
+	wf, err := s.LoadWorkflow(req.Workflow, repo)
+	if err != nil {
+		return nil, err
+	}
+	vars, err := ParseVars(wf, req.Vars)
+	if err != nil {
+		return nil, err
+	}
+	l := &Launch{Workflow: wf, Options: runner.Options{Workflow: wf, Repo: repo, RunID: req.RunID, Vars: vars,
+		NoWait: req.NoWait, Budgets: req.Budgets}}
+	if req.StartAt == "" {
+		return l, nil
+	}
+	if err := checkStep(wf, req.StartAt); err != nil {
+		return nil, err
+	}
+	l.Options.StartAt = req.StartAt
+	ref, err := runner.FindRun(s.FS, repo, req.RunID, wf.Name)
+	switch {
+	case err == nil:
+		if l.Plan, err = s.plan(wf, ref, repo, req.StartAt, req.Force); err != nil {
+			return nil, err
+		}
+		l.Options.Resume, l.Options.RunID = true, ref.ID
+	case errors.Is(err, runner.ErrNoRun):
+		l.Plan = &StartAtPlan{Workflow: wf.Name, Step: req.StartAt, NewRun: true,
+			Kept: []string{}, Rerun: []string{}, Missing: []MissingArtifact{}}
+	default:
+		return nil, err
+	}
+	return l, nil
+}
+
+// PrepareResume finds the run of a resume request (the newest when it
+// names none), loads its workflow (LocateWorkflow re-roots a copied
+// run) and, with a start step, plans the restart. Errors are as in
+// PrepareRun, and an unknown run is an ExitUsage error.
+func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
+	repo, ref, err := s.openRun(req.Repo, req.RunID)
+	if err != nil {
+		return nil, err
+	}
+	path := req.Workflow
+	if path == "" {
+		path = LocateWorkflow(s.FS, ref.State, repo)
+	}
+	wf, err := s.LoadWorkflow(path, repo)
+	if err != nil {
+		return nil, err
+	}
+	l := &Launch{Workflow: wf, Options: runner.Options{Workflow: wf, Repo: repo, RunID: ref.ID, Resume: true,
+		NoWait: req.NoWait, Budgets: req.Budgets}}
+	if req.StartAt == "" {
+		return l, nil
+	}
+	if err := checkStep(wf, req.StartAt); err != nil {
+		return nil, err
+	}
+	if l.Plan, err = s.plan(wf, ref, repo, req.StartAt, req.Force); err != nil {
+		return nil, err
+	}
+	l.Options.StartAt = req.StartAt
+	return l, nil
+}
+
+// plan computes the plan of restarting ref at step.
+func (s *Service) plan(wf *config.Workflow, ref runner.RunRef, repo, step string, force bool) (*StartAtPlan, error) {
+	p, err := runner.PlanStartAt(s.FS, wf, ref.State, repo, step)
+	if err != nil {
+		return nil, runner.Usage("%v", err)
+	}
+	out := &StartAtPlan{Workflow: wf.Name, RunID: ref.ID, Step: step, Kept: nonNil(p.Kept), Rerun: nonNil(p.Rerun),
+		Missing: []MissingArtifact{}}
+	for _, m := range p.Missing {
+		out.Missing = append(out.Missing, MissingArtifact{Step: m.Step, Path: m.Path})
+	}
+	out.Refused = len(out.Missing) > 0 && !force
+	return out, nil
+}
+
+// Start runs a prepared launch with the Service's engine until the run
+// ends, waits on a human with NoWait, is paused with NoWait, or ctx is
+// cancelled. A plan with missing artifacts and no Force is refused
+// first (ExitUsage). The run's own end — failed, waiting, paused,
+// interrupted — is not an error: it is the result's ExitCode. Errors
+// are failures of flow itself, with their code for runner.CodeOf: a run
+// held by a live runner is ExitHeld, a run id that exists ExitUsage.
+func (s *Service) Start(ctx context.Context, l *Launch, att Attach) (RunResult, error) {
+	if l.Plan != nil && l.Plan.Refused {
+		return RunResult{}, runner.Usage("kept steps' artifacts are missing; re-run from an earlier step, or pass --force")
+	}
+	if att.Output == nil {
+		att.Output = s.stdout()
+	}
+	res, err := s.engine().Run(ctx, l.Options, att)
+	if err != nil {
+		return RunResult{}, err
+	}
+	return resultOf(res), nil
+}
+
+// resultOf turns an engine's result into a RunResult.
+func resultOf(res runner.Result) RunResult {
+	out := RunResult{Type: "result", RunID: res.RunID, RunDir: res.RunDir, Status: res.Status, ExitCode: res.ExitCode,
+		Reason: res.Reason, Waiting: []string{}}
+	if st := res.State; st != nil {
+		for _, id := range st.StepOrder {
+			if ss := st.Steps[id]; ss != nil && ss.Status == runner.WaitingOnHuman {
+				out.Waiting = append(out.Waiting, id)
+			}
+		}
+	}
+	return out
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,196 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/afero"
+
+	"github.com/flow-run/flow/internal/clock"
+	"github.com/flow-run/flow/internal/proc"
+	"github.com/flow-run/flow/internal/runlock"
+	"github.com/flow-run/flow/internal/suggest"
+	"github.com/flow-run/flow/runner"
+)
+
+// Service performs flow's operations for a front end. Every side effect
+// goes through its fields: a front end builds one from the real
+// operating system once, and tests build one over afero.NewMemMapFs(),
+// a fake clock and scripted sessions. A Service holds no state of its
+// own between calls; its methods may be called from several goroutines
+// as long as its fields are not changed meanwhile.
+type Service struct {
+	// FS is where workflows and runs are read and written.
+	FS afero.Fs
+	// Clock tells the time and paces polling (status --watch, logs
+	// --follow).
+	Clock clock.Clock
+	// Starter starts the sessions of runs run by the local engine.
+	Starter proc.Starter
+	// Engine runs runs; nil means the local engine (Local) built from
+	// the fields of the Service.
+	Engine Engine
+	// Dir is the absolute working directory: a relative repository
+	// resolves against it, and it is the repository when none is given.
+	// "" means the process's own working directory.
+	Dir string
+	// Host and PID name the runner in the runs it runs.
+	Host string
+	PID  int
+	// Environ is the environment (KEY=value) that sessions inherit and
+	// secrets are read from; Getenv reads it.
+	Environ []string
+	// User is who approves, rejects and controls runs when the request
+	// names nobody ($USER for the command line).
+	User string
+	// Stdout receives the progress of runs and, when asked for, their
+	// sessions' output; nil discards it. Attach.Output overrides it for
+	// one run.
+	Stdout io.Writer
+	// Alive reports whether the holder of a run's lock still runs; nil
+	// means runlock.ProcessAlive.
+	Alive func(runlock.Holder) bool
+	// KillOrphans and KillMarked clean up after the sessions of a dead
+	// runner (proc.KillOrphans, proc.KillMarked); nil skips them.
+	KillOrphans func(pgid int) bool
+	KillMarked  func(marker string) int
+}
+
+// Getenv returns the value of key in the Service's environment, or ""
+// when it is not set.
+func (s *Service) Getenv(key string) string {
+	for i := len(s.Environ) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(s.Environ[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// Who names the person behind a request: by, else the Service's user,
+// else "unknown".
+func (s *Service) Who(by string) string {
+	switch {
+	case by != "":
+		return by
+	case s.User != "":
+		return s.User
+	}
+	return "unknown"
+}
+
+func (s *Service) clock() clock.Clock {
+	if s.Clock == nil {
+		return clock.Real()
+	}
+	return s.Clock
+}
+
+func (s *Service) alive() func(runlock.Holder) bool {
+	if s.Alive == nil {
+		return runlock.ProcessAlive
+	}
+	return s.Alive
+}
+
+func (s *Service) stdout() io.Writer {
+	if s.Stdout == nil {
+		return io.Discard
+	}
+	return s.Stdout
+}
+
+// abs makes path absolute against the Service's directory.
+func (s *Service) abs(path string) (string, error) {
+	if filepath.IsAbs(path) {
+		return filepath.Clean(path), nil
+	}
+	if s.Dir == "" {
+		return filepath.Abs(path)
+	}
+	return filepath.Join(s.Dir, path), nil
+}
+
+// cwd is the Service's directory, absolute, or "" when it is unknown.
+func (s *Service) cwd() string {
+	d, err := s.abs(".")
+	if err != nil {
+		return ""
+	}
+	return d
+}
+
+// Repo resolves a repository as a front end names it ("" for the
+// working directory) to an absolute directory. A repository that is not
+// a directory is an ExitUsage error.
+func (s *Service) Repo(repo string) (string, error) {
+	dir := repo
+	if dir == "" {
+		dir = "."
+	}
+	abs, err := s.abs(dir)
+	if err != nil {
+		return "", runner.Usage("--repo %s: %v", repo, err)
+	}
+	if fi, err := s.FS.Stat(abs); err != nil || !fi.IsDir() {
+		return "", runner.Usage("--repo %s: not a directory", dir)
+	}
+	return abs, nil
+}
+
+// findRun returns the run id in repo, or its newest run when id is "".
+// An unknown run is an ExitUsage error with a did-you-mean; a bad id
+// too.
+func (s *Service) findRun(repo, id string) (runner.RunRef, error) {
+	if id != "" {
+		if err := runner.CheckRunID(id); err != nil {
+			return runner.RunRef{}, err
+		}
+	}
+	ref, err := runner.FindRun(s.FS, repo, id, "")
+	switch {
+	case err == nil:
+		return ref, nil
+	case errors.Is(err, runner.ErrNoRun) && id != "":
+		var ids []string
+		runs, _ := runner.ListRuns(s.FS, repo)
+		for _, r := range runs {
+			ids = append(ids, r.ID)
+		}
+		msg := err.Error()
+		if c, ok := suggest.Closest(id, ids); ok {
+			msg += fmt.Sprintf(" (did you mean %q?)", c)
+		}
+		return ref, runner.Usage("%s\ntry: flow runs", msg)
+	case errors.Is(err, runner.ErrNoRun):
+		return ref, runner.Usage("%v\ntry: flow run WORKFLOW", err)
+	}
+	return ref, err
+}
+
+// openRun resolves repo and finds the run id in it (the newest when id
+// is "").
+func (s *Service) openRun(repo, id string) (string, runner.RunRef, error) {
+	dir, err := s.Repo(repo)
+	if err != nil {
+		return "", runner.RunRef{}, err
+	}
+	ref, err := s.findRun(dir, id)
+	return dir, ref, err
+}
+
+// sleep waits d on the Service's clock; it returns false when ctx ends
+// first.
+func (s *Service) sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-s.clock().After(d):
+		return true
+	}
+}

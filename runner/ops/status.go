@@ -1,0 +1,338 @@
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/runner"
+)
+
+// Status is a run as flow status shows it: its exact state and the
+// liveness of its runner.
+//
+// Its JSON is run_state.json's object (every field of runner.State,
+// the seed schema's and flow's) with two more keys: "liveness", the
+// runner.Liveness object {"state", "hook", "reason", "holder"}, and
+// "fault", present only when the run's event log has a fault and the
+// state is the one recorded before it.
+type Status struct {
+	// State is the run's state: run_state.json with every newer event
+	// applied.
+	State *runner.State
+	// Liveness is what the run's record says of its runner.
+	Liveness runner.Liveness
+	// Fault is the fault in the run's event log up to which State was
+	// read, or "".
+	Fault string
+	// RunDir is the run's directory (not in the JSON).
+	RunDir string
+	// At is when the status was read, for durations of running steps
+	// (not in the JSON).
+	At time.Time
+}
+
+// MarshalJSON writes the state's object with "liveness" (and "fault")
+// added.
+func (v Status) MarshalJSON() ([]byte, error) {
+	return v.marshal("")
+}
+
+// marshal writes the status, with "type": typ first when typ is set.
+func (v Status) marshal(typ string) ([]byte, error) {
+	st, err := json.Marshal(v.State)
+	if err != nil {
+		return nil, err
+	}
+	if len(st) < 2 || st[0] != '{' {
+		return nil, fmt.Errorf("encode the status of a run without a state")
+	}
+	live, err := json.Marshal(v.Liveness)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	if typ != "" {
+		t, _ := json.Marshal(typ)
+		out = append(append(append(out, `{"type":`...), t...), ',')
+		out = append(out, st[1:len(st)-1]...)
+	} else {
+		out = append(out, st[:len(st)-1]...)
+	}
+	out = append(append(out, `,"liveness":`...), live...)
+	if v.Fault != "" {
+		f, _ := json.Marshal(v.Fault)
+		out = append(append(out, `,"fault":`...), f...)
+	}
+	return append(out, '}'), nil
+}
+
+// Status reads a run exactly (the newest run when runID is "") and
+// derives the liveness of its runner; the run's workflow, found again
+// under the repository for a copied run, tells when a quiet session is
+// stuck. A run whose event log has a fault is shown as recorded before
+// it, with Fault set. An unknown run or bad id is an ExitUsage error.
+func (s *Service) Status(repo, runID string) (Status, error) {
+	dir, err := s.Repo(repo)
+	if err != nil {
+		return Status{}, err
+	}
+	ref, err := s.findRun(dir, runID)
+	if err != nil {
+		return Status{}, err
+	}
+	return s.statusOf(dir, ref), nil
+}
+
+func (s *Service) statusOf(repo string, ref runner.RunRef) Status {
+	now := s.clock().Now()
+	st := Status{State: ref.State, RunDir: ref.Dir, At: now}
+	if ref.Err != nil {
+		st.Fault = ref.Err.Error()
+	}
+	wf, _ := config.Load(s.FS, LocateWorkflow(s.FS, ref.State, repo))
+	st.Liveness = runner.Live(s.FS, ref.Dir, ref.State, wf, now, s.alive())
+	return st
+}
+
+// Over reports whether the run's runner will not change it any more by
+// itself: it is done, stopped or dead.
+func (v Status) Over() bool {
+	switch v.Liveness.State {
+	case runner.LiveDone, runner.LiveDead, runner.LiveStopped:
+		return true
+	}
+	return false
+}
+
+// RunSummary is one run in ListRuns.
+type RunSummary struct {
+	// RunID is the run's id.
+	RunID string `json:"run_id"`
+	// Workflow is the name of the run's workflow.
+	Workflow string `json:"workflow_name"`
+	// Status is the run's status.
+	Status string `json:"status"`
+	// ExitCode is the run's exit code, 0 while it goes on.
+	ExitCode int `json:"exit_code"`
+	// CreatedAt and UpdatedAt are when the run was created and last
+	// changed, as in run_state.json ("" when unknown).
+	CreatedAt string `json:"created_at"`
+	UpdatedAt string `json:"updated_at"`
+	// Dir is the run's directory.
+	Dir string `json:"dir"`
+	// Error is why the run cannot be read; the other fields but RunID
+	// and Dir are then empty.
+	Error string `json:"error,omitempty"`
+}
+
+// RunList is the result of ListRuns.
+type RunList struct {
+	// RunsDir is the directory the runs are kept in.
+	RunsDir string `json:"runs_dir"`
+	// Runs are the runs, newest first.
+	Runs []RunSummary `json:"runs"`
+}
+
+// ListRuns lists the runs of a repository, newest first; runs that
+// cannot be read are listed with Error set. A repository that is not a
+// directory is an ExitUsage error.
+func (s *Service) ListRuns(repo string) (RunList, error) {
+	dir, err := s.Repo(repo)
+	if err != nil {
+		return RunList{}, err
+	}
+	runs, err := runner.ListRuns(s.FS, dir)
+	if err != nil {
+		return RunList{}, err
+	}
+	out := RunList{RunsDir: runner.RunsDir(dir), Runs: []RunSummary{}}
+	for _, r := range runs {
+		x := RunSummary{RunID: r.ID, Dir: r.Dir}
+		if r.Err != nil {
+			x.Error = r.Err.Error()
+		} else {
+			x.Workflow, x.Status, x.ExitCode = r.State.WorkflowName, string(r.State.Status), r.State.ExitCode
+			if r.State.CreatedAt != nil {
+				x.CreatedAt = r.State.CreatedAt.String()
+			}
+			if r.State.UpdatedAt != nil {
+				x.UpdatedAt = r.State.UpdatedAt.String()
+			}
+		}
+		out.Runs = append(out.Runs, x)
+	}
+	return out, nil
+}
+
+// WatchOptions says what Watch reports and how often it looks.
+type WatchOptions struct {
+	// Interval is how often the run is read; 0 means one second.
+	Interval time.Duration
+	// Every reports the status at every look, changed or not (to redraw
+	// a screen); otherwise only when it changed.
+	Every bool
+	// Tails, when above 0, adds that many last lines of each running
+	// session's output to each status update.
+	Tails int
+	// Events reports each event appended to the run's log with a seq
+	// greater than After, in order, before the status that follows it.
+	Events bool
+	After  int64
+}
+
+// Update is one report of Watch: a status or an event.
+//
+// Its JSON is one object. A status update is the Status object with
+// "type": "status" added; an event is the event's line of the run's
+// log ({"seq", "at", "type", "step", "data"}, "type" being the event's
+// type).
+type Update struct {
+	// Status is set on a status update.
+	Status *Status
+	// Event is set on an event update.
+	Event *runner.Event
+	// First is true on the first status update.
+	First bool
+	// Changed is true when the status differs from the last one
+	// reported (always on the first).
+	Changed bool
+	// Changes are the parts of the status that changed since the last
+	// status update, sorted by key (every part on the first).
+	Changes []Change
+	// Tails are the last lines of the running sessions' output, when
+	// WatchOptions.Tails asks for them.
+	Tails []Tail
+}
+
+// MarshalJSON writes the update as its one JSON object.
+func (u Update) MarshalJSON() ([]byte, error) {
+	if u.Event != nil {
+		return json.Marshal(u.Event)
+	}
+	if u.Status == nil {
+		return nil, fmt.Errorf("encode an empty watch update")
+	}
+	return u.Status.marshal("status")
+}
+
+// Change is one part of a run's status that changed.
+type Change struct {
+	// Key names the part: "run" (the run's status), "runner" (its
+	// liveness and hook) or "step <id>".
+	Key string `json:"key"`
+	// Value is the part's new value, for people: e.g. "COMPLETED
+	// (attempt 1, iteration 0)".
+	Value string `json:"value"`
+}
+
+// Tail is the end of a running session's output.
+type Tail struct {
+	// Step is the step whose session runs.
+	Step string `json:"step"`
+	// Log is the name of the session's log.
+	Log string `json:"log"`
+	// Lines are its last lines, oldest first.
+	Lines []string `json:"lines"`
+}
+
+// Watch reads a run (the newest when runID is "") every
+// opts.Interval and calls fn with its status — at every look with
+// opts.Every, else when it changed — and with each new event when
+// opts.Events asks for them. It returns nil when the run is over (done,
+// stopped or dead: Status.Over) after reporting it, or when ctx is
+// cancelled; an error of fn ends it with that error. Errors reading the
+// run are returned as Status returns them.
+func (s *Service) Watch(ctx context.Context, repo, runID string, opts WatchOptions, fn func(Update) error) error {
+	dir, err := s.Repo(repo)
+	if err != nil {
+		return err
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = time.Second
+	}
+	after := opts.After
+	var prev map[string]string
+	for {
+		ref, err := s.findRun(dir, runID)
+		if err != nil {
+			return err
+		}
+		// The run found first is the one watched, even when a newer
+		// run starts meanwhile.
+		runID = ref.ID
+		if opts.Events {
+			events, _ := runner.ReadEvents(s.FS, ref.Dir, after)
+			for i := range events {
+				if err := fn(Update{Event: &events[i]}); err != nil {
+					return err
+				}
+				after = events[i].Seq
+			}
+		}
+		st := s.statusOf(dir, ref)
+		cur := statusKeys(st)
+		changed := prev == nil || !maps.Equal(prev, cur)
+		if changed || opts.Every {
+			u := Update{Status: &st, First: prev == nil, Changed: changed, Changes: changes(prev, cur)}
+			if opts.Tails > 0 {
+				u.Tails = s.tails(st.State, opts.Tails)
+			}
+			if err := fn(u); err != nil {
+				return err
+			}
+		}
+		prev = cur
+		if st.Over() || !s.sleep(ctx, opts.Interval) {
+			return nil
+		}
+	}
+}
+
+// statusKeys is what a watch compares: each step's status, attempt and
+// iteration, the run's status and the runner's liveness.
+func statusKeys(st Status) map[string]string {
+	m := map[string]string{"run": string(st.State.Status), "runner": st.Liveness.State + " " + st.Liveness.Hook}
+	for id, ss := range st.State.Steps {
+		m["step "+id] = fmt.Sprintf("%s (attempt %d, iteration %d)", ss.Status, ss.Attempts, ss.IterationCount)
+	}
+	return m
+}
+
+// changes lists the keys of cur whose value is not the one in prev.
+func changes(prev, cur map[string]string) []Change {
+	var out []Change
+	for _, k := range slices.Sorted(maps.Keys(cur)) {
+		if v, ok := prev[k]; !ok || v != cur[k] {
+			out = append(out, Change{Key: k, Value: cur[k]})
+		}
+	}
+	return out
+}
+
+// tails returns the last n lines of the output of each running session.
+func (s *Service) tails(st *runner.State, n int) []Tail {
+	var out []Tail
+	for _, id := range st.StepOrder {
+		ss := st.Steps[id]
+		if ss == nil || ss.Status != runner.Running || ss.LogPath == "" {
+			continue
+		}
+		tail := runner.ReadTail(s.FS, ss.LogPath, 8<<10)
+		if tail == "" {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(tail, "\n"), "\n")
+		if len(lines) > n {
+			lines = lines[len(lines)-n:]
+		}
+		out = append(out, Tail{Step: id, Log: filepath.Base(ss.LogPath), Lines: lines})
+	}
+	return out
+}
