@@ -150,15 +150,21 @@ func (tb *table[T]) decodeEntry(v value, t *T) bool {
 	return v.entry(&tb.keySet, func(i int, fv value) { tb.fields[i].set(t, fv) })
 }
 
+// scalar declares a key whose value is one scalar, stored as written at
+// the place dst gives.
+func scalar[T any](name string, k kind, doc string, dst func(*T) *str) field[T] {
+	return field[T]{name: name, kind: k, doc: doc, set: func(t *T, v value) { *dst(t) = v.str(name) }}
+}
+
 // The tables, from the innermost block out.
 
 var retryTable = newTable("retry", "How attempts are spaced out.", "retry",
-	field[rawRetry]{name: "backoff", kind: kindDuration, doc: "Wait before the second attempt, doubled each time.",
-		set: func(r *rawRetry, v value) { r.backoff = v.str("backoff") }},
-	field[rawRetry]{name: "max_backoff", kind: kindDuration, doc: "The longest wait.",
-		set: func(r *rawRetry, v value) { r.maxBackoff = v.str("max_backoff") }},
-	field[rawRetry]{name: "jitter", kind: kindBool, doc: "Randomize the waits.",
-		set: func(r *rawRetry, v value) { r.jitter = v.str("jitter") }},
+	scalar("backoff", kindDuration, "Wait before the second attempt, doubled each time.",
+		func(r *rawRetry) *str { return &r.backoff }),
+	scalar("max_backoff", kindDuration, "The longest wait.",
+		func(r *rawRetry) *str { return &r.maxBackoff }),
+	scalar("jitter", kindBool, "Randomize the waits.",
+		func(r *rawRetry) *str { return &r.jitter }),
 )
 
 // retryField declares the retry block of a step or of the defaults.
@@ -172,25 +178,25 @@ func retryField[T any](dst func(*T) **rawRetry) field[T] {
 }
 
 var defaultsTable = newTable("defaults", "", "",
-	field[rawDefaults]{name: "max_attempts", kind: kindLimit, doc: "Sessions per iteration before a step fails (default 2).",
-		set: func(d *rawDefaults, v value) { d.maxAttempts = v.str("max_attempts") }},
-	field[rawDefaults]{name: "max_iterations", kind: kindLimit, doc: "Loop-backs before a step fails (default 4).",
-		set: func(d *rawDefaults, v value) { d.maxIterations = v.str("max_iterations") }},
-	field[rawDefaults]{name: "timeout", kind: kindDuration, doc: "Wall-clock limit of one session.",
-		set: func(d *rawDefaults, v value) { d.timeout = v.str("timeout") }},
-	field[rawDefaults]{name: "idle_timeout", kind: kindDuration, doc: "A session with no output for this long is stuck and is killed.",
-		set: func(d *rawDefaults, v value) { d.idleTimeout = v.str("idle_timeout") }},
-	field[rawDefaults]{name: "agent", kind: kindString, doc: "The agent of prompt steps that name none.",
-		set: func(d *rawDefaults, v value) { d.agent = v.str("agent") }},
+	scalar("max_attempts", kindLimit, "Sessions per iteration before a step fails (default 2).",
+		func(d *rawDefaults) *str { return &d.maxAttempts }),
+	scalar("max_iterations", kindLimit, "Loop-backs before a step fails (default 4).",
+		func(d *rawDefaults) *str { return &d.maxIterations }),
+	scalar("timeout", kindDuration, "Wall-clock limit of one session.",
+		func(d *rawDefaults) *str { return &d.timeout }),
+	scalar("idle_timeout", kindDuration, "A session with no output for this long is stuck and is killed.",
+		func(d *rawDefaults) *str { return &d.idleTimeout }),
+	scalar("agent", kindString, "The agent of prompt steps that name none.",
+		func(d *rawDefaults) *str { return &d.agent }),
 	retryField(func(d *rawDefaults) **rawRetry { return &d.retry }),
-	field[rawDefaults]{name: "prompt_limit", kind: kindSize, doc: "The largest rendered prompt, and prompt_file (default 1 MiB, at most 1 GiB).",
-		set: func(d *rawDefaults, v value) { d.promptLimit = v.str("prompt_limit") }},
-	field[rawDefaults]{name: "command_limit", kind: kindSize, doc: "The largest rendered command (default 100 KiB, at most 1 GiB).",
-		set: func(d *rawDefaults, v value) { d.commandLimit = v.str("command_limit") }},
-	field[rawDefaults]{name: "report_limit", kind: kindSize, doc: "The largest session report (default 1 MiB, at most 1 GiB).",
-		set: func(d *rawDefaults, v value) { d.reportLimit = v.str("report_limit") }},
-	field[rawDefaults]{name: "log_limit", kind: kindSize, doc: "The largest session log; above it the head and tail are kept (default 64 MiB, at most 64 GiB).",
-		set: func(d *rawDefaults, v value) { d.logLimit = v.str("log_limit") }},
+	scalar("prompt_limit", kindSize, "The largest rendered prompt, and prompt_file (default 1 MiB, at most 1 GiB).",
+		func(d *rawDefaults) *str { return &d.promptLimit }),
+	scalar("command_limit", kindSize, "The largest rendered command (default 100 KiB, at most 1 GiB).",
+		func(d *rawDefaults) *str { return &d.commandLimit }),
+	scalar("report_limit", kindSize, "The largest session report (default 1 MiB, at most 1 GiB).",
+		func(d *rawDefaults) *str { return &d.reportLimit }),
+	scalar("log_limit", kindSize, "The largest session log; above it the head and tail are kept (default 64 MiB, at most 64 GiB).",
+		func(d *rawDefaults) *str { return &d.logLimit }),
 )
 
 var agentTable = newTable("agent", "", "",
@@ -201,25 +207,25 @@ var agentTable = newTable("agent", "", "",
 )
 
 var humanTable = newTable("human", "", "",
-	field[rawHuman]{name: "message", kind: kindTemplate, doc: "What the human is asked.",
-		set: func(h *rawHuman, v value) { h.message = v.str("message") }},
-	field[rawHuman]{name: "timeout", kind: kindDuration, doc: "Fail the step when nobody answers in this time.",
-		set: func(h *rawHuman, v value) { h.timeout = v.str("timeout") }},
-	field[rawHuman]{name: "auto_approve", kind: kindExpr, doc: "Approve without asking when this is true.",
-		set: func(h *rawHuman, v value) { h.autoApprove = v.str("auto_approve") }},
+	scalar("message", kindTemplate, "What the human is asked.",
+		func(h *rawHuman) *str { return &h.message }),
+	scalar("timeout", kindDuration, "Fail the step when nobody answers in this time.",
+		func(h *rawHuman) *str { return &h.timeout }),
+	scalar("auto_approve", kindExpr, "Approve without asking when this is true.",
+		func(h *rawHuman) *str { return &h.autoApprove }),
 )
 
 var gateTable = newTable("gate", "", "",
-	field[rawGate]{name: "pass", kind: kindExpr, doc: "The gate fails when this is false.",
-		set: func(g *rawGate, v value) { g.pass = v.str("pass") }},
-	field[rawGate]{name: "fail", kind: kindExpr, doc: "The gate fails when this is true.",
-		set: func(g *rawGate, v value) { g.fail = v.str("fail") }},
-	field[rawGate]{name: "check", kind: kindTemplate, doc: "A command run first; its result is check.exit_code and check.output.",
-		set: func(g *rawGate, v value) { g.check = v.str("check") }},
-	field[rawGate]{name: "loop_back_to", kind: kindString, doc: "The step (this one or one upstream) to run again when the gate fails.",
-		set: func(g *rawGate, v value) { g.loopBackTo = v.str("loop_back_to") }},
-	field[rawGate]{name: "max_iterations", kind: kindLimit, doc: "Loop-backs before the step fails.",
-		set: func(g *rawGate, v value) { g.maxIterations = v.str("max_iterations") }},
+	scalar("pass", kindExpr, "The gate fails when this is false.",
+		func(g *rawGate) *str { return &g.pass }),
+	scalar("fail", kindExpr, "The gate fails when this is true.",
+		func(g *rawGate) *str { return &g.fail }),
+	scalar("check", kindTemplate, "A command run first; its result is check.exit_code and check.output.",
+		func(g *rawGate) *str { return &g.check }),
+	scalar("loop_back_to", kindString, "The step (this one or one upstream) to run again when the gate fails.",
+		func(g *rawGate) *str { return &g.loopBackTo }),
+	scalar("max_iterations", kindLimit, "Loop-backs before the step fails.",
+		func(g *rawGate) *str { return &g.maxIterations }),
 )
 
 var stepTable = newTable("step", "A step: exactly one of run, prompt or prompt_file, human.", "step",
@@ -229,14 +235,14 @@ var stepTable = newTable("step", "A step: exactly one of run, prompt or prompt_f
 				s.pos = s.id.pos()
 			}
 		}},
-	field[rawStep]{name: "run", kind: kindTemplate, doc: "A command session: run with sh -c in the repo directory.",
-		set: func(s *rawStep, v value) { s.run = v.str("run") }},
-	field[rawStep]{name: "prompt", kind: kindTemplate, doc: "An agent session with this prompt.",
-		set: func(s *rawStep, v value) { s.prompt = v.str("prompt") }},
-	field[rawStep]{name: "prompt_file", kind: kindString, doc: "An agent session with the prompt in this file, relative to the workflow file.",
-		set: func(s *rawStep, v value) { s.promptFile = v.str("prompt_file") }},
-	field[rawStep]{name: "agent", kind: kindString, doc: "The agent of a prompt step (default: defaults.agent).",
-		set: func(s *rawStep, v value) { s.agent = v.str("agent") }},
+	scalar("run", kindTemplate, "A command session: run with sh -c in the repo directory.",
+		func(s *rawStep) *str { return &s.run }),
+	scalar("prompt", kindTemplate, "An agent session with this prompt.",
+		func(s *rawStep) *str { return &s.prompt }),
+	scalar("prompt_file", kindString, "An agent session with the prompt in this file, relative to the workflow file.",
+		func(s *rawStep) *str { return &s.promptFile }),
+	scalar("agent", kindString, "The agent of a prompt step (default: defaults.agent).",
+		func(s *rawStep) *str { return &s.agent }),
 	field[rawStep]{name: "human", kind: kindBlock, sub: humanTable, doc: "A human step: waits for flow approve or flow reject.",
 		set: func(s *rawStep, v value) {
 			if h := (&rawHuman{pos: v.keyPos()}); humanTable.decode(v, h) {
@@ -248,27 +254,27 @@ var stepTable = newTable("step", "A step: exactly one of run, prompt or prompt_f
 			s.needsSet, s.needsPos = true, v.keyPos()
 			s.needs = v.list("needs", true)
 		}},
-	field[rawStep]{name: "when", kind: kindExpr, doc: "Skip the step when this is false.",
-		set: func(s *rawStep, v value) { s.when = v.str("when") }},
+	scalar("when", kindExpr, "Skip the step when this is false.",
+		func(s *rawStep) *str { return &s.when }),
 	field[rawStep]{name: "gate", kind: kindBlock, sub: gateTable, doc: "Decides, after the session succeeded, whether its work passes.",
 		set: func(s *rawStep, v value) {
 			if g := (&rawGate{pos: v.keyPos()}); gateTable.decode(v, g) {
 				s.gate = g
 			}
 		}},
-	field[rawStep]{name: "loop_back_to", kind: kindString, doc: "The step to run again when the session's report says gate_failure.",
-		set: func(s *rawStep, v value) { s.loopBackTo = v.str("loop_back_to") }},
-	field[rawStep]{name: "max_attempts", kind: kindLimit, doc: "Sessions per iteration before the step fails.",
-		set: func(s *rawStep, v value) { s.maxAttempts = v.str("max_attempts") }},
-	field[rawStep]{name: "max_iterations", kind: kindLimit, doc: "Loop-backs before the step fails.",
-		set: func(s *rawStep, v value) { s.maxIterations = v.str("max_iterations") }},
+	scalar("loop_back_to", kindString, "The step to run again when the session's report says gate_failure.",
+		func(s *rawStep) *str { return &s.loopBackTo }),
+	scalar("max_attempts", kindLimit, "Sessions per iteration before the step fails.",
+		func(s *rawStep) *str { return &s.maxAttempts }),
+	scalar("max_iterations", kindLimit, "Loop-backs before the step fails.",
+		func(s *rawStep) *str { return &s.maxIterations }),
 	retryField(func(s *rawStep) **rawRetry { return &s.retry }),
-	field[rawStep]{name: "retry_if", kind: kindExpr, doc: "Retry a failed session only when this is true (over exit_code, output, error).",
-		set: func(s *rawStep, v value) { s.retryIf = v.str("retry_if") }},
-	field[rawStep]{name: "timeout", kind: kindDuration, doc: "Wall-clock limit of one session.",
-		set: func(s *rawStep, v value) { s.timeout = v.str("timeout") }},
-	field[rawStep]{name: "idle_timeout", kind: kindDuration, doc: "A session with no output for this long is stuck and is killed.",
-		set: func(s *rawStep, v value) { s.idleTimeout = v.str("idle_timeout") }},
+	scalar("retry_if", kindExpr, "Retry a failed session only when this is true (over exit_code, output, error).",
+		func(s *rawStep) *str { return &s.retryIf }),
+	scalar("timeout", kindDuration, "Wall-clock limit of one session.",
+		func(s *rawStep) *str { return &s.timeout }),
+	scalar("idle_timeout", kindDuration, "A session with no output for this long is stuck and is killed.",
+		func(s *rawStep) *str { return &s.idleTimeout }),
 	field[rawStep]{name: "artifacts", kind: kindList, elem: kindTemplate, doc: "Files the step produces, relative to the repo; templates.",
 		set: func(s *rawStep, v value) { s.artifacts = v.list("artifacts", false) }},
 	field[rawStep]{name: "env", kind: kindEnv,
@@ -276,29 +282,29 @@ var stepTable = newTable("step", "A step: exactly one of run, prompt or prompt_f
 )
 
 var cleanupTable = newTable("cleanup", "", "",
-	field[rawCleanup]{name: "run", kind: kindTemplate, doc: "A command to run.",
-		set: func(c *rawCleanup, v value) { c.run = v.str("run") }},
-	field[rawCleanup]{name: "prompt", kind: kindTemplate, doc: "A prompt for an agent.",
-		set: func(c *rawCleanup, v value) { c.prompt = v.str("prompt") }},
-	field[rawCleanup]{name: "agent", kind: kindString, doc: "The agent of the prompt (default: defaults.agent).",
-		set: func(c *rawCleanup, v value) { c.agent = v.str("agent") }},
+	scalar("run", kindTemplate, "A command to run.",
+		func(c *rawCleanup) *str { return &c.run }),
+	scalar("prompt", kindTemplate, "A prompt for an agent.",
+		func(c *rawCleanup) *str { return &c.prompt }),
+	scalar("agent", kindString, "The agent of the prompt (default: defaults.agent).",
+		func(c *rawCleanup) *str { return &c.agent }),
 )
 
 var signalsTable = newTable("signals", "", "",
-	field[rawSignals]{name: "done", kind: kindString, doc: "The word for DONE.",
-		set: func(s *rawSignals, v value) { s.done = v.str("done") }},
-	field[rawSignals]{name: "pass", kind: kindString, doc: "The word for PASS.",
-		set: func(s *rawSignals, v value) { s.pass = v.str("pass") }},
-	field[rawSignals]{name: "fail", kind: kindString, doc: "The word for FAIL.",
-		set: func(s *rawSignals, v value) { s.fail = v.str("fail") }},
+	scalar("done", kindString, "The word for DONE.",
+		func(s *rawSignals) *str { return &s.done }),
+	scalar("pass", kindString, "The word for PASS.",
+		func(s *rawSignals) *str { return &s.pass }),
+	scalar("fail", kindString, "The word for FAIL.",
+		func(s *rawSignals) *str { return &s.fail }),
 )
 
 var workflowTable = newTable("workflow", "A flow workflow: steps of agent and command sessions and human approvals, with quality gates, loop-backs and budgets.", "",
 	field[rawWorkflow]{name: "name", kind: kindString, pattern: namePattern.String(), required: true,
 		doc: "The workflow's name: lowercase letters, digits, _ and -, starting with a letter or digit.",
 		set: func(w *rawWorkflow, v value) { w.name = v.str("name") }},
-	field[rawWorkflow]{name: "description", kind: kindString, doc: "What the workflow does, for people.",
-		set: func(w *rawWorkflow, v value) { w.description = v.str("description") }},
+	scalar("description", kindString, "What the workflow does, for people.",
+		func(w *rawWorkflow) *str { return &w.description }),
 	field[rawWorkflow]{name: "vars", kind: kindVars,
 		doc: "Variables, as strings; override with `flow run --var name=value`. Read them as vars.<name> in expressions and templates.",
 		set: func(w *rawWorkflow, v value) { w.vars = v.strMap("vars") }},
@@ -330,8 +336,8 @@ var workflowTable = newTable("workflow", "A flow workflow: steps of agent and co
 				}
 			})
 		}},
-	field[rawWorkflow]{name: "max_parallel", kind: kindCount, doc: "How many independent ready steps run at once (default 1).",
-		set: func(w *rawWorkflow, v value) { w.maxParallel = v.str("max_parallel") }},
+	scalar("max_parallel", kindCount, "How many independent ready steps run at once (default 1).",
+		func(w *rawWorkflow) *str { return &w.maxParallel }),
 	field[rawWorkflow]{name: "cleanup", kind: kindBlock, sub: cleanupTable, doc: "The session that the run_cleanup control state starts.",
 		set: func(w *rawWorkflow, v value) {
 			if c := (&rawCleanup{pos: v.pos()}); cleanupTable.decode(v, c) {

@@ -38,7 +38,7 @@ func Schema() []byte {
 			{"description", "Environment variables of the session; values are templates."},
 			{"type", "object"},
 			{"propertyNames", obj{{"pattern", envName.String()}}},
-			{"additionalProperties", scalar()},
+			{"additionalProperties", scalarValue()},
 		}},
 		{"stepId", obj{
 			{"type", "string"},
@@ -166,7 +166,7 @@ func kindSchema(k kind, pattern string) obj {
 	case kindBool:
 		return obj{{"type", "boolean"}}
 	case kindVars:
-		return obj{{"type", "object"}, {"additionalProperties", scalar()}}
+		return obj{{"type", "object"}, {"additionalProperties", scalarValue()}}
 	}
 	o := obj{{"type", "string"}}
 	if pattern != "" {
@@ -177,8 +177,8 @@ func kindSchema(k kind, pattern string) obj {
 
 func positiveInteger() obj { return obj{{"type", "integer"}, {"minimum", 1}} }
 
-// scalar is the schema of a value written as a string, number or boolean.
-func scalar() obj { return obj{{"type", []string{"string", "number", "boolean"}}} }
+// scalarValue is the schema of a value written as a string, number or boolean.
+func scalarValue() obj { return obj{{"type", []string{"string", "number", "boolean"}}} }
 
 // obj is a JSON object that keeps its members in order.
 type obj []member
