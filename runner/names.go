@@ -3,6 +3,8 @@ package runner
 import (
 	"fmt"
 	"path/filepath"
+
+	"github.com/flow-run/flow/runner/core"
 )
 
 // names maps the logical names of a run — a step, its iteration and
@@ -16,14 +18,23 @@ type names struct {
 // namesOf returns the names of the run in dir.
 func namesOf(dir, runID string) names { return names{dir: dir, runID: runID} }
 
+// file returns a step instance's key as file names carry it
+// (core.StepKey.FileName): "loop.item.step" for "loop[item].step".
+func file(step string) string {
+	if k, err := core.ParseStepKey(step); err == nil {
+		return k.FileName()
+	}
+	return step
+}
+
 // log is the output of one session of a step.
 func (n names) log(step string, iteration, attempt int) string {
-	return filepath.Join(n.dir, LogsDir, fmt.Sprintf("%s.%d.%d.log", step, iteration, attempt))
+	return filepath.Join(n.dir, LogsDir, fmt.Sprintf("%s.%d.%d.log", file(step), iteration, attempt))
 }
 
 // checkLog is the output of a step's gate.check for one session.
 func (n names) checkLog(step string, iteration, attempt int) string {
-	return filepath.Join(n.dir, LogsDir, fmt.Sprintf("%s.%d.%d.check.log", step, iteration, attempt))
+	return filepath.Join(n.dir, LogsDir, fmt.Sprintf("%s.%d.%d.check.log", file(step), iteration, attempt))
 }
 
 // cleanupLog is the output of the run's k-th cleanup session.
@@ -34,22 +45,22 @@ func (n names) cleanupLog(k int) string {
 // report is where a step's session may write its report (the seed's
 // reports/<run_id>__<step>.json).
 func (n names) report(step string) string {
-	return filepath.Join(n.dir, ReportsDir, n.runID+"__"+step+".json")
+	return filepath.Join(n.dir, ReportsDir, n.runID+"__"+file(step)+".json")
 }
 
 // manualInput is where a human step's decision goes (the seed's
 // manual_inputs/<run_id>__<step>.json).
 func (n names) manualInput(step string) string {
-	return filepath.Join(n.dir, InputsDir, n.runID+"__"+step+".json")
+	return filepath.Join(n.dir, InputsDir, n.runID+"__"+file(step)+".json")
 }
 
 // prompt is the record of the prompt of one session of a step.
 func (n names) prompt(step string, iteration, attempt int) string {
-	return filepath.Join(n.dir, PromptsDir, fmt.Sprintf("%s.%d.%d.md", step, iteration, attempt))
+	return filepath.Join(n.dir, PromptsDir, fmt.Sprintf("%s.%d.%d.md", file(step), iteration, attempt))
 }
 
 // feedback is the gate failure that sent a step back, for its
 // iteration.
 func (n names) feedback(step string, iteration int) string {
-	return filepath.Join(n.dir, PromptsDir, fmt.Sprintf("%s.%d.feedback.json", step, iteration))
+	return filepath.Join(n.dir, PromptsDir, fmt.Sprintf("%s.%d.feedback.json", file(step), iteration))
 }

@@ -1,0 +1,74 @@
+package core
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// StepKey names a step instance (DESIGN §9, §11): a step of the
+// workflow, or a step of a loop's body run for one item of the loop.
+// A plain step has no Loop and no Item, and its key is its id, so that
+// plain workflows keep the seed schema's steps.<id>. The core keys its
+// state, plan, events and effects by the key's String form.
+type StepKey struct {
+	// Loop is the for_each step the instance belongs to; "" for a plain
+	// step.
+	Loop string
+	// Item is the key of the loop's item.
+	Item string
+	// Step is the step's id: a body step's id inside a loop.
+	Step string
+}
+
+// Key returns the key of a plain step.
+func Key(step string) StepKey { return StepKey{Step: step} }
+
+// String returns the key as the record, the events and the command line
+// write it: "step", or "loop[item].step" for an instance.
+func (k StepKey) String() string {
+	if k.Loop == "" {
+		return k.Step
+	}
+	return k.Loop + "[" + k.Item + "]." + k.Step
+}
+
+// FileName returns the key as file names carry it: "step", or
+// "loop.item.step" for an instance (DESIGN §6). Step ids and item keys
+// hold no dots, so the form is unambiguous.
+func (k StepKey) FileName() string {
+	if k.Loop == "" {
+		return k.Step
+	}
+	return k.Loop + "." + k.Item + "." + k.Step
+}
+
+// The limits of DESIGN §6 that keep file names under 255 bytes.
+const (
+	// MaxStepID is the longest step id.
+	MaxStepID = 48
+	// MaxItemKey is the longest item key.
+	MaxItemKey = 48
+)
+
+var (
+	keyPattern  = regexp.MustCompile(`^([^\[\].]+)(?:\[([^\[\]]*)\]\.([^\[\].]+))?$`)
+	itemPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+)
+
+// ParseStepKey reads a key in its String form. It checks the form and
+// the item key's characters and length, not that the step exists.
+func ParseStepKey(s string) (StepKey, error) {
+	m := keyPattern.FindStringSubmatch(s)
+	if m == nil {
+		return StepKey{}, fmt.Errorf("%q is not a step or a step instance (step, or loop[item].step)", s)
+	}
+	if m[3] == "" && !strings.Contains(s, "[") {
+		return Key(m[1]), nil
+	}
+	k := StepKey{Loop: m[1], Item: m[2], Step: m[3]}
+	if len(k.Item) > MaxItemKey || !itemPattern.MatchString(k.Item) {
+		return StepKey{}, fmt.Errorf("item key %q of %s: an item key is 1 to %d characters of letters, digits, '_' and '-'", k.Item, s, MaxItemKey)
+	}
+	return k, nil
+}

@@ -1,0 +1,36 @@
+package runner
+
+import (
+	"testing"
+
+	"github.com/spf13/afero"
+
+	"github.com/flow-run/flow/internal/clock"
+)
+
+// TestInstanceNames: the driver maps a step instance's key to its files
+// (loop.item.step) and puts the instance in the expression environment
+// under its key.
+func TestInstanceNames(t *testing.T) {
+	n := namesOf("/r/.agents/runs/x", "x")
+	for got, want := range map[string]string{
+		n.log("stories[s1].code", 2, 1):      "/r/.agents/runs/x/logs/stories.s1.code.2.1.log",
+		n.report("stories[s1].code"):         "/r/.agents/runs/x/reports/x__stories.s1.code.json",
+		n.manualInput("stories[s1].approve"): "/r/.agents/runs/x/manual_inputs/x__stories.s1.approve.json",
+		n.prompt("stories[s1].code", 0, 1):   "/r/.agents/runs/x/prompts/stories.s1.code.0.1.md",
+		n.log("plain", 0, 1):                 "/r/.agents/runs/x/logs/plain.0.1.log",
+		n.report("plain"):                    "/r/.agents/runs/x/reports/x__plain.json",
+	} {
+		if got != want {
+			t.Errorf("%s; want %s", got, want)
+		}
+	}
+	st := &State{RunID: "x", Steps: map[string]*StepState{
+		"stories[s1].code": {Status: Completed, Metrics: map[string]string{"lines": "12"}},
+	}, StepOrder: []string{"stories[s1].code"}}
+	x := &run{r: &Runner{FS: afero.NewMemMapFs(), Clock: clock.Real()}, st: st, outputs: map[string]string{}, reports: map[string]map[string]any{}}
+	env := x.env(nil)
+	if s, ok := env.Steps["stories[s1].code"]; !ok || s.Status != "COMPLETED" || s.Metrics["lines"] != "12" {
+		t.Errorf("the environment's steps: %+v", env.Steps)
+	}
+}
