@@ -31,7 +31,7 @@ func decodeHCL(src *source, d *diags) *rawWorkflow {
 		return nil
 	}
 	w := &rawWorkflow{src: src, name: str{sp: span{src: src}}}
-	h.body(body, &workflowTable.keySet, func(i int, v value) { workflowTable.fields[i].set(w, v) })
+	h.body(body, &workflowTable.keySet, w)
 	return w
 }
 
@@ -92,11 +92,11 @@ func (v *hclValue) strMap(what string) []kv { return v.h.strMap(what, v.attr.Exp
 
 // section reads a block without labels; a second block of its kind in
 // one body does not stand.
-func (v *hclValue) section(t *keySet, f func(i int, v value)) bool {
+func (v *hclValue) section(t *keySet, dst any) bool {
 	if !v.labelled && (!v.h.labels(v.block, 0) || v.h.repeated(v.block, v.once)) {
 		return false
 	}
-	v.h.body(v.block.Body, t, f)
+	v.h.body(v.block.Body, t, dst)
 	return true
 }
 
@@ -111,15 +111,15 @@ func (v *hclValue) entries(what string, f func(name str, body value)) {
 func (v *hclValue) items(what string, f func(item value)) { f(v) }
 
 // entry reads an item's block, whose label gives the table's label key.
-func (v *hclValue) entry(t *keySet, f func(i int, v value)) bool {
+func (v *hclValue) entry(t *keySet, dst any) bool {
 	if !v.h.labels(v.block, 1) {
 		return false
 	}
 	if t.label >= 0 {
 		id := v.h.label(v.block)
-		f(t.label, &hclValue{h: v.h, label: &id})
+		t.set(dst, t.label, &hclValue{h: v.h, label: &id})
 	}
-	v.h.body(v.block.Body, t, f)
+	v.h.body(v.block.Body, t, dst)
 	return true
 }
 
@@ -128,20 +128,22 @@ func (h *hclDecoder) label(b *hclsyntax.Block) str {
 	return str{val: b.Labels[0], set: true, sp: span{src: h.src, off: b.LabelRanges[0].Start.Byte, style: styleOpaque}}
 }
 
-// body calls f for each attribute and then each block of b, in file
-// order, with the place of its key in t, reporting unknown names and
-// attributes written as blocks or blocks as attributes.
-func (h *hclDecoder) body(b *hclsyntax.Body, t *keySet, f func(i int, v value)) {
+// body reads each attribute and then each block of b, in file order,
+// into dst through t.set, reporting unknown names and attributes written
+// as blocks or blocks as attributes.
+func (h *hclDecoder) body(b *hclsyntax.Body, t *keySet, dst any) {
 	list := make([]*hclsyntax.Attribute, 0, len(b.Attributes))
 	for _, a := range b.Attributes {
 		list = append(list, a)
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].SrcRange.Start.Byte < list[j].SrcRange.Start.Byte })
+	fv := &hclValue{h: h}
 	for _, a := range list {
 		i, ok := t.hIndex[a.Name]
 		switch {
 		case ok && !t.kinds[i].isBlock():
-			f(i, &hclValue{h: h, attr: a})
+			*fv = hclValue{h: h, attr: a}
+			t.set(dst, i, fv)
 		case ok:
 			h.d.errorf(h.pos(a.NameRange), "%s is a block: write %s { ... }", a.Name, a.Name)
 		default:
@@ -156,7 +158,8 @@ func (h *hclDecoder) body(b *hclsyntax.Body, t *keySet, f func(i int, v value)) 
 			if once == nil {
 				once = map[string]bool{}
 			}
-			f(i, &hclValue{h: h, block: bl, once: once})
+			*fv = hclValue{h: h, block: bl, once: once}
+			t.set(dst, i, fv)
 		case ok:
 			h.d.errorf(h.pos(bl.TypeRange), "%s is an argument: write %s = ...", bl.Type, bl.Type)
 		default:

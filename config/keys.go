@@ -37,7 +37,9 @@ func (k kind) isBlock() bool { return k >= kindBlock }
 
 // A value is what a key is given in a workflow file: a YAML node, or an
 // HCL attribute, block or block label. The setters of the tables read
-// every value through it, keeping its position.
+// every value through it, keeping its position. A value is good only
+// during the call it is given to (the decoders reuse it for the next
+// key), so that decoding allocates little per key.
 type value interface {
 	// pos is where the value is written; keyPos where its key is.
 	pos() Pos
@@ -50,17 +52,17 @@ type value interface {
 	list(what string, one bool) []str
 	// strMap reads a mapping of names to scalars, in file order.
 	strMap(what string) []kv
-	// section reads a block of keys, calling f with the place in the
-	// table of each key found; it reports whether the block stands (an
-	// HCL block with a label, or the second of its kind, does not).
-	section(t *keySet, f func(i int, v value)) bool
+	// section reads a block of the keys of t into dst, through t.set;
+	// it reports whether the block stands (an HCL block with a label, or
+	// the second of its kind, does not).
+	section(t *keySet, dst any) bool
 	// entries calls f with the name and body of each named block.
 	entries(what string, f func(name str, body value))
 	// items calls f with each block of a list of blocks.
 	items(what string, f func(item value))
-	// entry reads an item from items as a block of keys; it reports
-	// whether the item is a block at all.
-	entry(t *keySet, f func(i int, v value)) bool
+	// entry reads an item from items as a block of the keys of t into
+	// dst; it reports whether the item is a block at all.
+	entry(t *keySet, dst any) bool
 }
 
 // field declares one key of a block whose raw form is T.
@@ -97,6 +99,9 @@ type keySet struct {
 	yamlKeys, hclAttrs, hclBlocks, hclKnown []string
 	// label is the place of the key an HCL block label gives, or -1.
 	label int
+	// set stores the value of the key at place i into dst, the raw form
+	// of the block.
+	set func(dst any, i int, v value)
 }
 
 // table is the declaration of the keys of one block.
@@ -114,6 +119,7 @@ func newTable[T any](what, doc, def string, fields ...field[T]) *table[T] {
 	t := &table[T]{doc: doc, def: def, fields: fields}
 	ks := &t.keySet
 	ks.what, ks.label = what, -1
+	ks.set = func(dst any, i int, v value) { t.fields[i].set(dst.(*T), v) }
 	ks.yIndex, ks.hIndex = make(map[string]int, len(fields)), make(map[string]int, len(fields))
 	for i, f := range fields {
 		h := f.hcl
@@ -141,13 +147,13 @@ func newTable[T any](what, doc, def string, fields ...field[T]) *table[T] {
 // decode reads a block of the table's keys into t; it reports whether the
 // block stands.
 func (tb *table[T]) decode(v value, t *T) bool {
-	return v.section(&tb.keySet, func(i int, fv value) { tb.fields[i].set(t, fv) })
+	return v.section(&tb.keySet, t)
 }
 
 // decodeEntry reads an item of a list of blocks into t; it reports
 // whether the item is a block.
 func (tb *table[T]) decodeEntry(v value, t *T) bool {
-	return v.entry(&tb.keySet, func(i int, fv value) { tb.fields[i].set(t, fv) })
+	return v.entry(&tb.keySet, t)
 }
 
 // scalar declares a key whose value is one scalar, stored as written at

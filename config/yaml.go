@@ -102,35 +102,41 @@ func (v *yamlValue) strMap(what string) []kv { return v.y.strMap(what, v.n) }
 
 // section reads a mapping; anything else is reported, and the section
 // still stands, empty.
-func (v *yamlValue) section(t *keySet, f func(i int, v value)) bool {
+func (v *yamlValue) section(t *keySet, dst any) bool {
+	fv := &yamlValue{y: v.y}
 	v.y.mapping(v.n, t.what, t.yamlKeys, func(key string, k, n *yaml.Node) {
-		f(t.yIndex[key], &yamlValue{y: v.y, k: k, n: n})
+		fv.k, fv.n = k, n
+		t.set(dst, t.yIndex[key], fv)
 	})
 	return true
 }
 
 // entries reads a mapping of names to blocks.
 func (v *yamlValue) entries(what string, f func(name str, body value)) {
+	body := &yamlValue{y: v.y}
 	v.y.mapping(v.n, what, nil, func(key string, k, n *yaml.Node) {
-		f(str{val: key, set: true, sp: v.y.span(k)}, &yamlValue{y: v.y, k: k, n: n})
+		body.k, body.n = k, n
+		f(str{val: key, set: true, sp: v.y.span(k)}, body)
 	})
 }
 
 // items reads a list of blocks.
 func (v *yamlValue) items(what string, f func(item value)) {
+	item := &yamlValue{y: v.y}
 	v.y.list(v.n, what, func(n *yaml.Node) bool {
-		f(&yamlValue{y: v.y, n: resolve(n)})
+		item.n = resolve(n)
+		f(item)
 		return true
 	})
 }
 
 // entry reads an item of a list as a mapping, which it must be.
-func (v *yamlValue) entry(t *keySet, f func(i int, v value)) bool {
+func (v *yamlValue) entry(t *keySet, dst any) bool {
 	if v.n.Kind != yaml.MappingNode {
 		v.errorf("a %s must be a mapping of keys, got %s", t.what, kindName(v.n))
 		return false
 	}
-	return v.section(t, f)
+	return v.section(t, dst)
 }
 
 // mapping calls f for each key of the mapping n, in file order. Keys not
