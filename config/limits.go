@@ -59,10 +59,19 @@ func (w *Workflow) StepRetry(s *Step) *Retry {
 }
 
 // LoopBack returns the step a step loops back to when its gate fails (or
-// its report says gate_failure), or "".
+// its report says gate_failure), or "": gate.loop_back_to, else the
+// step's own loop_back_to (a loaded workflow never has both). It is the
+// one place that rule is written; read it rather than the two fields.
 func (s *Step) LoopBack() string {
 	if s.Gate != nil && s.Gate.LoopBackTo != "" {
 		return s.Gate.LoopBackTo
 	}
 	return s.LoopBackTo
+}
+
+// HasGate reports whether a step's work is decided by a gate after its
+// session succeeded: it has a gate block, or a loop_back_to of its own,
+// whose gate is the session's report (DESIGN §4).
+func (s *Step) HasGate() bool {
+	return s.Gate != nil || s.LoopBackTo != ""
 }

@@ -58,9 +58,12 @@ type Defaults struct {
 	MaxIterations *Limit
 	Timeout       *Duration
 	IdleTimeout   *Duration
-	Agent         string
-	AgentPos      Pos
-	Retry         *Retry
+	// Agent is the agent of prompt steps and a prompt cleanup that name
+	// none. Load has already applied it: Step.Agent and Cleanup.Agent
+	// hold the agent each runs, so nothing else need read it.
+	Agent    string
+	AgentPos Pos
+	Retry    *Retry
 	// Limits holds the sizes the workflow sets; a zero field is not set.
 	// Workflow.Limits fills in the defaults.
 	Limits Limits
@@ -99,7 +102,8 @@ type Step struct {
 	// relative to the workflow file.
 	Prompt     *Template
 	PromptFile string
-	// Agent is the agent of an agent step, after defaults.agent.
+	// Agent is the agent of an agent step, after defaults.agent: the
+	// one to start, never "" in a loaded agent step.
 	Agent string
 	Human *Human
 
@@ -111,8 +115,11 @@ type Step struct {
 	// NeedsSet is true when the file wrote needs explicitly.
 	NeedsSet bool
 
-	When       *Expr
-	Gate       *Gate
+	When *Expr
+	Gate *Gate
+	// LoopBackTo is the step-level loop_back_to as written, and LoopPos
+	// where; LoopBack resolves it with the gate's, and HasGate says
+	// whether the step has a gate at all.
 	LoopBackTo string
 	LoopPos    Pos
 
@@ -128,9 +135,11 @@ type Step struct {
 
 // Gate decides, after a step's session succeeded, whether its work passes.
 type Gate struct {
-	Pass          *Expr
-	Fail          *Expr
-	Check         *Template
+	Pass  *Expr
+	Fail  *Expr
+	Check *Template
+	// LoopBackTo is gate.loop_back_to as written; Step.LoopBack resolves
+	// it with the step's own.
 	LoopBackTo    string
 	LoopPos       Pos
 	MaxIterations *Limit
@@ -155,7 +164,9 @@ type Retry struct {
 type Cleanup struct {
 	Run    *Template
 	Prompt *Template
-	Agent  string
+	// Agent is the agent of a prompt, after defaults.agent; "" for a
+	// command.
+	Agent string
 }
 
 // Signals holds the words that, alone on an output line, set signals.
