@@ -160,7 +160,7 @@ func (b *builder) secrets() {
 }
 
 func (b *builder) step(rs *rawStep, seen map[string]bool) *Step {
-	s := &Step{ID: rs.id.val, Pos: rs.pos, NeedsSet: rs.needsSet, NeedsPos: rs.needsPos}
+	s := &Step{ID: rs.id.val, Pos: rs.pos, Description: rs.description.val, NeedsSet: rs.needsSet, NeedsPos: rs.needsPos}
 	switch {
 	case rs.id.bad:
 	case !rs.id.set:

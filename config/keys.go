@@ -241,6 +241,8 @@ var stepTable = newTable("step", "A step: exactly one of run, prompt or prompt_f
 				s.pos = s.id.pos()
 			}
 		}},
+	scalar("description", kindString, "What the step does, for people.",
+		func(s *rawStep) *str { return &s.description }),
 	scalar("run", kindTemplate, "A command session: run with sh -c in the repo directory.",
 		func(s *rawStep) *str { return &s.run }),
 	scalar("prompt", kindTemplate, "An agent session with this prompt.",

@@ -89,3 +89,17 @@ func TestTablesDescribeEveryKey(t *testing.T) {
 	defs := doc["$defs"].(map[string]any)
 	walk("step", defs["step"].(map[string]any)["properties"].(map[string]any))
 }
+
+// TestSchemaStepDescription checks that editors are told of a step's
+// description, and that it is a string.
+func TestSchemaStepDescription(t *testing.T) {
+	s := compileSchema(t)
+	ok := "name: x\nsteps:\n  - id: a\n    description: Build it all.\n    run: make\n"
+	if err := s.Validate(yamlInstance(t, []byte(ok))); err != nil {
+		t.Errorf("schema rejects a step description: %v", err)
+	}
+	bad := "name: x\nsteps:\n  - id: a\n    description: [a]\n    run: make\n"
+	if err := s.Validate(yamlInstance(t, []byte(bad))); err == nil {
+		t.Error("schema accepts a step description that is a list")
+	}
+}

@@ -94,6 +94,8 @@ type Step struct {
 	ID   string
 	Pos  Pos
 	Kind StepKind
+	// Description says what the step does, for people.
+	Description string
 
 	// Run is the command of a command step.
 	Run *Template

@@ -68,6 +68,7 @@ type rawAgent struct {
 type rawStep struct {
 	id            str
 	pos           Pos
+	description   str
 	run           str
 	prompt        str
 	promptFile    str

@@ -47,6 +47,7 @@ type specAgent struct {
 
 type specStep struct {
 	ID            string            `json:"id"`
+	Description   string            `json:"description,omitempty"`
 	Kind          StepKind          `json:"kind"`
 	Run           string            `json:"run,omitempty"`
 	Prompt        string            `json:"prompt,omitempty"`
@@ -166,6 +167,7 @@ func (w *Workflow) spec() *specWorkflow {
 	for _, s := range w.Steps {
 		ss := &specStep{
 			ID:            s.ID,
+			Description:   s.Description,
 			Kind:          s.Kind,
 			Run:           tsrc(s.Run),
 			Prompt:        tsrc(s.Prompt),
