@@ -487,7 +487,8 @@ func (x *run) emit(e Event) {
 	x.queueEvents([]Event{e})
 }
 
-// pendingEvents are applied but not yet appended.
+// queueEvents takes events already applied to the state, to be appended
+// to the log by the next flush.
 func (x *run) queueEvents(evs []Event) {
 	x.pending = append(x.pending, evs...)
 	x.dirty = true

@@ -129,9 +129,6 @@ func (l *Log) load() error {
 	return err
 }
 
-// Path returns the file the log appends to.
-func (l *Log) Path() string { return l.path }
-
 // LastSeq returns the Seq of the last event in the log, or 0 if it is
 // empty.
 func (l *Log) LastSeq() int64 {

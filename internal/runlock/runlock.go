@@ -149,9 +149,6 @@ func readSettled(fs afero.Fs, path string) (Holder, error) {
 // Holder returns the holder this lock was acquired for.
 func (l *Lock) Holder() Holder { return l.holder }
 
-// Path returns the lock file's path.
-func (l *Lock) Path() string { return l.path }
-
 // Verify checks that the lock file still holds this lock's token.
 func (l *Lock) Verify() error {
 	h, err := Read(l.fs, l.path)

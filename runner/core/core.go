@@ -32,7 +32,7 @@ type Core struct {
 	waiting    map[string]bool
 	// halt is set when the run stops starting sessions: a step failed
 	// (exit 1 or 5) or the runner was interrupted (130).
-	halt       int
+	haltCode   int
 	haltReason string
 	control    ControlState
 	// onceUsed is true when run_once has started its one session, the
@@ -360,8 +360,8 @@ func (c *Core) Decide(st *State, in Input, at time.Time) Decision {
 		c.control = Pause
 		x.effect(SetControl{Desired: Pause, Current: Pause, Note: "cleanup session finished"})
 	case Interrupt:
-		if c.halt == 0 || c.halt == exitFailed || c.halt == exitBudget {
-			c.halt, c.haltReason = exitInterrupted, "interrupted"
+		if c.haltCode == 0 || c.haltCode == exitFailed || c.haltCode == exitBudget {
+			c.haltCode, c.haltReason = exitInterrupted, "interrupted"
 		}
 		// Retry timers and evaluations are dropped; a resumed run
 		// schedules those steps again.
@@ -375,7 +375,7 @@ func (c *Core) Decide(st *State, in Input, at time.Time) Decision {
 
 func (c *Core) begin(x *decider, in Begin) {
 	c.finished, c.idle, c.onceUsed = false, false, false
-	c.halt, c.haltReason = 0, ""
+	c.haltCode, c.haltReason = 0, ""
 	clear(c.evaluating)
 	clear(c.preparing)
 	clear(c.waiting)
@@ -426,7 +426,7 @@ func (c *Core) whenResult(x *decider, in WhenResult) {
 		x.emit(EvStepSkipped, in.Step, Skip{Reason: in.Reason})
 		return
 	}
-	if c.halt != 0 || c.paused() {
+	if c.haltCode != 0 || c.paused() {
 		return // scheduled again later
 	}
 	c.start(x, in.Step, in.AutoApprove)
@@ -452,11 +452,11 @@ func (c *Core) sessionDone(x *decider, in SessionDone) {
 	switch {
 	case in.Interrupted:
 		x.emit(EvStepInterrupted, in.Step, nil)
-		if c.halt == 0 {
-			c.halt, c.haltReason = exitInterrupted, "interrupted"
+		if c.haltCode == 0 {
+			c.haltCode, c.haltReason = exitInterrupted, "interrupted"
 		}
 	case why != "":
-		if s.Attempts < ps.MaxAttempts && retryable && c.halt == 0 {
+		if s.Attempts < ps.MaxAttempts && retryable && c.haltCode == 0 {
 			x.emit(EvAttemptFailed, in.Step, o)
 			if d := ps.backoff(s.Attempts + 1); d > 0 {
 				c.waiting[in.Step] = true
@@ -602,8 +602,8 @@ func (c *Core) paused() bool {
 }
 
 func (c *Core) fail(code int, reason string) {
-	if c.halt == 0 {
-		c.halt, c.haltReason = code, reason
+	if c.haltCode == 0 {
+		c.haltCode, c.haltReason = code, reason
 	}
 }
 
@@ -638,7 +638,7 @@ func (c *Core) humanReady(x *decider, in HumanReady) {
 	delete(c.preparing, in.Step)
 	c.mark(in.Step)
 	s := x.st.Steps[in.Step]
-	if s == nil || s.Status != Pending || c.halt != 0 {
+	if s == nil || s.Status != Pending || c.haltCode != 0 {
 		return
 	}
 	x.emit(EvStepWaiting, in.Step, StepWaiting{Attempt: in.Attempt, ManualInputPath: in.ManualInputPath})
@@ -669,7 +669,7 @@ func (c *Core) schedule(x *decider) {
 	}
 	st := x.st
 	busy := len(c.evaluating) + c.running
-	if c.halt == 0 && !c.paused() && c.ncand > 0 {
+	if c.haltCode == 0 && !c.paused() && c.ncand > 0 {
 		// Visit the candidates in workflow order; a ready step left
 		// waiting for a free slot stays a candidate.
 		var held []int
@@ -728,12 +728,12 @@ func (c *Core) schedule(x *decider) {
 		}
 	}
 	switch {
-	case c.halt == exitInterrupted:
+	case c.haltCode == exitInterrupted:
 		c.finished = true
 		x.emit(EvRunInterrupted, "", Note{Message: c.haltReason})
 		x.effect(Finish{Status: RunInterrupted, ExitCode: exitInterrupted, Reason: c.haltReason})
-	case c.halt != 0 || anyFailed:
-		code, reason := c.halt, c.haltReason
+	case c.haltCode != 0 || anyFailed:
+		code, reason := c.haltCode, c.haltReason
 		if code == 0 {
 			code, reason = exitFailed, "a step failed"
 		}
