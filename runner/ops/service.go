@@ -35,9 +35,12 @@ type Service struct {
 	// Engine runs runs; nil means the local engine (Local) built from
 	// the fields of the Service.
 	Engine Engine
-	// Dir is the absolute working directory: a relative repository
-	// resolves against it, and it is the repository when none is given.
-	// "" means the process's own working directory.
+	// Dir is the absolute working directory: it is the repository when
+	// a request names none, and a relative repository resolves against
+	// it. "" means the process's own working directory. Workflow files
+	// are opened as named, through FS (a relative name, on the
+	// operating system, is relative to the process's directory), so that
+	// diagnostics name them as the user did.
 	Dir string
 	// Host and PID name the runner in the runs it runs.
 	Host string
