@@ -44,8 +44,17 @@ const maxControl = 64 << 10
 // without blocking: a FIFO or a link to a device is an error too (and
 // so, for the runner, a pause).
 func ReadControl(fsys afero.Fs, runDir string) (*Control, error) {
-	path := filepath.Join(runDir, ControlFile)
-	b, err := confine.ReadFile(fsys, path, maxControl, runDir)
+	root, err := confine.NewRoot(fsys, runDir)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", ControlFile, err)
+	}
+	return readControlIn(root)
+}
+
+// readControlIn is ReadControl in a run directory resolved once.
+func readControlIn(root *confine.Root) (*Control, error) {
+	path := filepath.Join(root.Dir(), ControlFile)
+	b, err := root.ReadFile(path, maxControl)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -166,7 +175,7 @@ func lockFile(fsys afero.Fs, path string) (func(), error) {
 // means continuous; a malformed file or unknown state means pause, with
 // a warning event, and the file is rewritten valid.
 func (x *run) readControl() (ControlState, error) {
-	c, err := ReadControl(x.r.FS, x.dir)
+	c, err := readControlIn(x.root)
 	if err == nil && c == nil {
 		return Continuous, nil
 	}

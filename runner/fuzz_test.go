@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/internal/clock"
+	"github.com/flow-run/flow/internal/confine"
 )
 
 // FuzzParseReport checks that parseReport never panics, that what it
@@ -122,9 +123,14 @@ func FuzzControl(f *testing.F) {
 		if err == nil && (c == nil || !validControl(c.DesiredState)) {
 			t.Fatalf("ReadControl(%q) = %+v without an error", b, c)
 		}
+		root, rootErr := confine.NewRoot(fsys, dir)
+		if rootErr != nil {
+			t.Fatal(rootErr)
+		}
 		x := &run{
 			r:    &Runner{FS: fsys, Clock: clock.NewFake(time.Date(2025, 1, 15, 14, 30, 0, 0, time.UTC)), Stdout: io.Discard},
 			dir:  dir,
+			root: root,
 			st:   &State{Steps: map[string]*StepState{}},
 			core: &Core{},
 		}

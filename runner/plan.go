@@ -56,7 +56,7 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 		return nil, err
 	}
 	for _, s := range wf.Steps {
-		ps := core.PlanStep{ID: s.ID, Kind: core.Kind(s.Kind), Needs: s.Needs, LoopTarget: s.LoopBackTo, HasGate: s.Gate != nil || s.LoopBackTo != "",
+		ps := core.PlanStep{ID: s.ID, Kind: core.Kind(s.Kind), Needs: s.Needs, LoopTarget: s.LoopBack(), HasGate: s.HasGate(),
 			Conditional: s.When != nil || (s.Human != nil && s.Human.AutoApprove != nil)}
 		a, err := limit("step "+s.ID+": max_attempts", s.MaxAttempts)
 		if err != nil {
@@ -68,20 +68,13 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 		}
 		gateIt := 0
 		if g := s.Gate; g != nil {
-			if g.LoopBackTo != "" {
-				ps.LoopTarget = g.LoopBackTo
-			}
 			if gateIt, err = limit("step "+s.ID+": gate.max_iterations", g.MaxIterations); err != nil {
 				return nil, err
 			}
 		}
 		ps.MaxAttempts = pick(a, over.MaxAttempts, defAttempts, config.DefaultMaxAttempts)
 		ps.MaxIterations = pick(gateIt, it, over.MaxIterations, defIter, config.DefaultMaxIterations)
-		retry := s.Retry
-		if retry == nil {
-			retry = wf.Defaults.Retry
-		}
-		if retry != nil {
+		if retry := wf.StepRetry(s); retry != nil {
 			ps.Backoff, ps.MaxBackoff = retry.Backoff, retry.MaxBackoff
 		}
 		steps = append(steps, ps)

@@ -62,11 +62,20 @@ var statusWords = map[string]string{
 // parseReport checks, is an error that names the report by its path in
 // the run directory. A missing file is (nil, nil).
 func readReport(fsys afero.Fs, path, runDir string, limit int64) (*Report, error) {
-	b, err := confine.ReadFile(fsys, path, limit, runDir)
+	root, err := confine.NewRoot(fsys, runDir)
+	if err != nil {
+		return nil, fmt.Errorf("read report %s: %w", path, err)
+	}
+	return readReportIn(root, path, limit)
+}
+
+// readReportIn is readReport below a run directory resolved once.
+func readReportIn(root *confine.Root, path string, limit int64) (*Report, error) {
+	b, err := root.ReadFile(path, limit)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	name := reportName(path, runDir)
+	name := reportName(path, root.Dir())
 	if err != nil {
 		return nil, reportError(name, err)
 	}

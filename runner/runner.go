@@ -18,6 +18,7 @@ import (
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/atomicfile"
 	"github.com/flow-run/flow/internal/clock"
+	"github.com/flow-run/flow/internal/confine"
 	"github.com/flow-run/flow/internal/eventlog"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/redact"
@@ -186,6 +187,8 @@ type run struct {
 	redact *redact.Redactor
 	// names maps the run's logical names to its files.
 	names names
+	// root is the run directory, resolved once for confined reads.
+	root *confine.Root
 }
 
 // Run runs (or resumes) a run until it ends, waits on a human with
@@ -264,6 +267,9 @@ func (x *run) open() error {
 		if err := fsys.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("create run directory: %w", err)
 		}
+	}
+	if x.root, err = confine.NewRoot(fsys, x.dir); err != nil {
+		return fmt.Errorf("open run directory: %w", err)
 	}
 	holder := runlock.Holder{PID: r.PID, Host: r.Host, StartedAt: now}
 	lock, err := runlock.Acquire(fsys, filepath.Join(x.dir, LockFile), holder, r.Alive)

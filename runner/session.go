@@ -328,7 +328,7 @@ func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, private string
 	if res.Idle {
 		f.IdleTimeout = sp.IdleTimeout
 	}
-	report, rerr := readReport(fsys, e.ReportPath, x.dir, x.limits.Report)
+	report, rerr := readReportIn(x.root, e.ReportPath, x.limits.Report)
 	if rerr != nil {
 		f.ReportErr = rerr.Error()
 	}
@@ -355,7 +355,7 @@ func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, private string
 	// What the session means is the core's to decide (core.Failure,
 	// core.GateVerdict); the driver evaluates only the expressions that
 	// decision needs.
-	hasGate := s.Gate != nil || s.LoopBackTo != ""
+	hasGate := s.HasGate()
 	if why := core.Failure(*f, hasGate); why != "" {
 		if s.RetryIf != nil {
 			facts.err = why
@@ -504,10 +504,7 @@ func (x *run) startCleanup() {
 	x.cleanupN++
 	step := &config.Step{ID: "cleanup", Run: c.Run, Prompt: c.Prompt, Agent: c.Agent, Kind: config.KindCommand}
 	if c.Run == nil {
-		step.Kind = config.KindAgent
-		if step.Agent == "" {
-			step.Agent = x.wf.Defaults.Agent
-		}
+		step.Kind = config.KindAgent // c.Agent has defaults.agent filled in at load
 	}
 	e := sessionRun{Step: "cleanup", Attempt: x.cleanupN, LogPath: x.names.cleanupLog(x.cleanupN), ReportPath: x.names.report("cleanup")}
 	env := x.env(nil)

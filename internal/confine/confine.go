@@ -1,6 +1,7 @@
 package confine
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -133,13 +134,17 @@ func realPath(fsys afero.Fs, path string) (string, error) {
 		}
 		abs = wd + string(filepath.Separator) + path
 	}
+	return walk(fsys, string(filepath.Separator), strings.TrimPrefix(abs, string(filepath.Separator)), path)
+}
+
+// walk resolves rest, a relative path, below done, a real location,
+// component by component; path is what to name in errors.
+func walk(fsys afero.Fs, done, rest, path string) (string, error) {
 	lst, canLstat := fsys.(afero.Lstater)
 	rl, canRead := fsys.(afero.LinkReader)
 	if !canLstat || !canRead {
-		return filepath.Clean(abs), nil // no symlinks on this file system
+		return filepath.Join(done, rest), nil // no symlinks on this file system
 	}
-	done := string(filepath.Separator)
-	rest := strings.TrimPrefix(abs, done)
 	links := 0
 	for rest != "" {
 		var part string
@@ -192,6 +197,11 @@ func Open(fsys afero.Fs, path string, roots ...string) (afero.File, error) {
 	if err != nil {
 		return nil, err
 	}
+	return openResolved(fsys, path, real)
+}
+
+// openResolved opens real, the resolved location of path.
+func openResolved(fsys afero.Fs, path, real string) (afero.File, error) {
 	f, err := fsys.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
@@ -215,15 +225,32 @@ func Open(fsys afero.Fs, path string, roots ...string) (afero.File, error) {
 // one larger than limit bytes with a *TooLargeError. It reads at most
 // limit+1 bytes, however large the file claims or grows to be.
 func ReadFile(fsys afero.Fs, path string, limit int64, roots ...string) ([]byte, error) {
-	f, err := Open(fsys, path, roots...)
+	real, err := Resolve(fsys, path, roots...)
+	if err != nil {
+		return nil, err
+	}
+	return readResolved(fsys, path, real, limit)
+}
+
+// readResolved reads real, the resolved location of path, as ReadFile
+// does. The buffer is sized from the file's size, so that a read costs
+// one allocation of the file's size, not a doubling series.
+func readResolved(fsys afero.Fs, path, real string, limit int64) ([]byte, error) {
+	f, err := openResolved(fsys, path, real)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Size() > limit {
-		return nil, &TooLargeError{Path: path, Limit: limit}
+	size := int64(0)
+	if fi, err := f.Stat(); err == nil {
+		if fi.Size() > limit {
+			return nil, &TooLargeError{Path: path, Limit: limit}
+		}
+		size = fi.Size()
 	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	buf := bytes.NewBuffer(make([]byte, 0, size+1))
+	_, err = buf.ReadFrom(io.LimitReader(f, limit+1))
+	data := buf.Bytes()
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
@@ -249,4 +276,59 @@ func Exists(fsys afero.Fs, path string, roots ...string) (bool, error) {
 		return false, err
 	}
 	return true, nil
+}
+
+// Root is a directory whose real location is resolved once, for many
+// confined reads of files below it: a read then resolves only the part
+// of its path below the root. It assumes the root itself is not moved
+// or replaced by a symlink meanwhile, as a run directory is not while
+// its runner runs.
+type Root struct {
+	fs   afero.Fs
+	dir  string // absolute and clean
+	real string // dir with its symlinks resolved
+}
+
+// NewRoot resolves dir for confined reads below it.
+func NewRoot(fsys afero.Fs, dir string) (*Root, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", dir, err)
+	}
+	real, err := realPath(fsys, abs)
+	if err != nil {
+		return nil, err
+	}
+	return &Root{fs: fsys, dir: abs, real: real}, nil
+}
+
+// Dir returns the root as it was given, made absolute.
+func (r *Root) Dir() string { return r.dir }
+
+// Resolve is the package's Resolve with r as the only root.
+func (r *Root) Resolve(path string) (string, error) {
+	rel, err := filepath.Rel(r.dir, path)
+	if err != nil || !filepath.IsLocal(rel) {
+		if filepath.Clean(path) == r.dir {
+			return r.real, nil
+		}
+		return "", &EscapeError{Path: path, Roots: []string{r.dir}}
+	}
+	real, err := walk(r.fs, r.real, rel, path)
+	if err != nil {
+		return "", err
+	}
+	if !within(r.real, real) {
+		return "", &EscapeError{Path: path, Real: real, Roots: []string{r.dir}}
+	}
+	return real, nil
+}
+
+// ReadFile is the package's ReadFile with r as the only root.
+func (r *Root) ReadFile(path string, limit int64) ([]byte, error) {
+	real, err := r.Resolve(path)
+	if err != nil {
+		return nil, err
+	}
+	return readResolved(r.fs, path, real, limit)
 }

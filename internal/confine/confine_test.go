@@ -163,3 +163,26 @@ func TestSize(t *testing.T) {
 		}
 	}
 }
+
+// TestRoot: a Root resolved once gives the same answers as ReadFile
+// with the directory as the root.
+func TestRoot(t *testing.T) {
+	repo, _ := tree(t)
+	fsys := afero.NewOsFs()
+	r, err := NewRoot(fsys, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"a.txt", "sub/b.txt", "link_in", "sub/link_up", "link_out/secret", "link_secret", "link_zero", "fifo", "sub", "missing", "../outside/secret", "link_loop"} {
+		path := filepath.Join(repo, p)
+		want, werr := ReadFile(fsys, path, 1<<20, repo)
+		got, gerr := r.ReadFile(path, 1<<20)
+		if string(got) != string(want) || (werr == nil) != (gerr == nil) || (werr != nil && gerr != nil && errors.Is(werr, fs.ErrNotExist) != errors.Is(gerr, fs.ErrNotExist)) {
+			t.Errorf("%s: Root.ReadFile = %q, %v; ReadFile = %q, %v", p, got, gerr, want, werr)
+		}
+	}
+	var esc *EscapeError
+	if _, err := r.ReadFile("/etc/hostname", 10); !errors.As(err, &esc) {
+		t.Errorf("a path outside the root: %v", err)
+	}
+}
