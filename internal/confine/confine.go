@@ -1,7 +1,6 @@
 package confine
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -248,11 +247,22 @@ func readResolved(fsys afero.Fs, path, real string, limit int64) ([]byte, error)
 		}
 		size = fi.Size()
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, size+1))
-	_, err = buf.ReadFrom(io.LimitReader(f, limit+1))
-	data := buf.Bytes()
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+	// One byte more than the size, to see the end without growing the
+	// buffer; a file that grows meanwhile grows it, up to the limit.
+	data := make([]byte, 0, size+1)
+	r := io.LimitReader(f, limit+1)
+	for {
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+		n, err := r.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
 	}
 	if int64(len(data)) > limit {
 		return nil, &TooLargeError{Path: path, Limit: limit}
