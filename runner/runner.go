@@ -67,6 +67,10 @@ type Runner struct {
 	// KillGrace is how long a session gets between SIGTERM and SIGKILL;
 	// 0 means 10 s.
 	KillGrace time.Duration
+	// OnEvent, when set, is called with each event as it is appended to
+	// the run's log (with its seq; secrets hidden), in order, from the
+	// runner's loop: flow run --json streams them.
+	OnEvent func(Event)
 	// TempDir is where a prompt holding a secret is handed to its
 	// session, in a private file removed when the session ends; ""
 	// means os.TempDir().
@@ -543,6 +547,9 @@ func (x *run) flush() error {
 			return fmt.Errorf("record %s event: %w", e.Type, err)
 		}
 		x.st.Seq = got.Seq
+		if x.r.OnEvent != nil {
+			x.r.OnEvent(got)
+		}
 	}
 	x.pending = x.pending[:0]
 	return nil

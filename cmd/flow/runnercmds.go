@@ -149,6 +149,13 @@ func (a *app) execute(cmd *cobra.Command, l *ops.Launch, asJSON bool) error {
 		// job's log is what people read.
 		Live: isTerminal(out) || a.svc.Getenv("CI") == "true",
 	}
+	if asJSON {
+		// One JSON object per line (DESIGN §8): each event as it is
+		// recorded, then the result.
+		enc := json.NewEncoder(a.stdio.Out)
+		enc.SetEscapeHTML(false)
+		att.Events = func(e runner.Event) { _ = enc.Encode(e) }
+	}
 	if !l.Options.NoWait && isTerminal(a.stdio.In) && isTerminal(out) {
 		k := &asker{in: bufio.NewReader(a.stdio.In), out: out, by: a.svc.Who("")}
 		att.Ask = k.Ask

@@ -36,6 +36,9 @@ type Attach struct {
 	// until they answer (ok false: no answer). Decisions made with
 	// Service.Decide work alongside it.
 	Ask func(runID, step, message string) (in runner.HumanInput, ok bool)
+	// Events, when set, receives each event of the run as it is
+	// recorded, in order.
+	Events func(runner.Event)
 }
 
 // Local is the local engine: runner.Runner over a file system, a clock
@@ -67,6 +70,7 @@ func (l *Local) Run(ctx context.Context, opts runner.Options, att Attach) (runne
 		KillOrphans: l.KillOrphans,
 		KillMarked:  l.KillMarked,
 		Ask:         att.Ask,
+		OnEvent:     att.Events,
 	}
 	return r.Run(ctx, opts)
 }
