@@ -98,15 +98,15 @@ type Decided struct {
 	Already HumanInput
 }
 
-// Decide records a human's decision for a step waiting in a run: what
+// SubmitDecision records a human's decision for a step waiting in a run: what
 // flow approve and flow reject do. Exactly one decision wins per wait:
 // the manual input file is created exclusively, and every other caller
 // gets an ExitRefused error saying what was decided, by whom and when.
 // Asking for the decision already made (same approval, input and
-// reason) is not an error: Decide returns it as Decided.Already.
+// reason) is not an error: it is returned as Decided.Already.
 // Deciding a step that is not waiting is an ExitRefused error that says
 // what the step is doing.
-func Decide(fsys afero.Fs, runDir, step string, in HumanInput, now time.Time) (*Decided, error) {
+func SubmitDecision(fsys afero.Fs, runDir, step string, in HumanInput, now time.Time) (*Decided, error) {
 	st, _, err := LoadState(fsys, runDir, false, now)
 	if err != nil {
 		return nil, err

@@ -15,6 +15,11 @@ type names struct {
 	dir, runID string
 }
 
+// CleanupSession is the logical name of the workflow's cleanup session
+// in the run's files: "@" is in no step id, so a step named cleanup
+// keeps files of its own.
+const CleanupSession = "@cleanup"
+
 // namesOf returns the names of the run in dir.
 func namesOf(dir, runID string) names { return names{dir: dir, runID: runID} }
 
@@ -39,7 +44,7 @@ func (n names) checkLog(step string, iteration, attempt int) string {
 
 // cleanupLog is the output of the run's k-th cleanup session.
 func (n names) cleanupLog(k int) string {
-	return filepath.Join(n.dir, LogsDir, fmt.Sprintf("cleanup.%d.log", k))
+	return filepath.Join(n.dir, LogsDir, fmt.Sprintf("%s.%d.log", CleanupSession, k))
 }
 
 // report is where a step's session may write its report (the seed's

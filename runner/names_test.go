@@ -34,3 +34,19 @@ func TestInstanceNames(t *testing.T) {
 		t.Errorf("the environment's steps: %+v", env.Steps)
 	}
 }
+
+// TestCleanupSessionNames: the workflow's cleanup session and a step
+// named cleanup never share a file.
+func TestCleanupSessionNames(t *testing.T) {
+	n := namesOf("/r", "x")
+	pairs := [][2]string{
+		{n.cleanupLog(1), n.log("cleanup", 0, 1)},
+		{n.report(CleanupSession), n.report("cleanup")},
+		{n.prompt(CleanupSession, 0, 1), n.prompt("cleanup", 0, 1)},
+	}
+	for _, p := range pairs {
+		if p[0] == p[1] {
+			t.Errorf("the cleanup session and the step cleanup share %s", p[0])
+		}
+	}
+}

@@ -83,7 +83,7 @@ steps:
 	s := &scripted{fn: ok}
 	wait := e.runAsync(s, Options{})
 	e.tick(time.Millisecond) // the runner is waiting now
-	if _, err := Decide(e.fs, RunDir(repo, "r1"), "gate", HumanInput{Approved: true, By: "alice", Input: map[string]any{"ticket": "OPS-7"}}, e.clock.Now()); err != nil {
+	if _, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "gate", HumanInput{Approved: true, By: "alice", Input: map[string]any{"ticket": "OPS-7"}}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if res := wait(250 * time.Millisecond); res.ExitCode != 0 {
@@ -95,19 +95,19 @@ steps:
 	// Approving again the same way is a no-op that says who decided;
 	// another input, or a rejection now, is refused with exit 8 and
 	// what was decided, by whom.
-	again, err := Decide(e.fs, RunDir(repo, "r1"), "gate", HumanInput{Approved: true, By: "bob", Input: map[string]any{"ticket": "OPS-7"}}, e.clock.Now())
+	again, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "gate", HumanInput{Approved: true, By: "bob", Input: map[string]any{"ticket": "OPS-7"}}, e.clock.Now())
 	if err != nil || again == nil || again.Already.By != "alice" {
 		t.Errorf("identical second approval: %+v, %v", again, err)
 	}
-	_, err = Decide(e.fs, RunDir(repo, "r1"), "gate", HumanInput{Approved: true, Input: map[string]any{"ticket": "OPS-8"}}, e.clock.Now())
+	_, err = SubmitDecision(e.fs, RunDir(repo, "r1"), "gate", HumanInput{Approved: true, Input: map[string]any{"ticket": "OPS-8"}}, e.clock.Now())
 	if CodeOf(err) != ExitRefused || !strings.Contains(err.Error(), "already approved by alice") {
 		t.Errorf("approval with another input: %v (exit %d)", err, CodeOf(err))
 	}
-	_, err = Decide(e.fs, RunDir(repo, "r1"), "gate", HumanInput{Approved: false, Reason: "late"}, e.clock.Now())
+	_, err = SubmitDecision(e.fs, RunDir(repo, "r1"), "gate", HumanInput{Approved: false, Reason: "late"}, e.clock.Now())
 	if CodeOf(err) != ExitRefused || !strings.Contains(err.Error(), "already approved by alice") {
 		t.Errorf("late rejection: %v (exit %d)", err, CodeOf(err))
 	}
-	if _, err := Decide(e.fs, RunDir(repo, "r1"), "a", HumanInput{Approved: true}, e.clock.Now()); err == nil {
+	if _, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "a", HumanInput{Approved: true}, e.clock.Now()); err == nil {
 		t.Error("approving a command step was accepted")
 	}
 }
@@ -156,7 +156,7 @@ func (e *env) wfSource() string {
 func TestHumanRejectedFails(t *testing.T) {
 	e := newEnv(t, "name: h\nsteps:\n  - {id: gate, human: {message: go}}\n  - {id: b, run: x}\n")
 	e.run(&scripted{fn: ok}, Options{NoWait: true})
-	_, _ = Decide(e.fs, RunDir(repo, "r1"), "gate", HumanInput{Approved: false, By: "bob", Reason: "not today"}, e.clock.Now())
+	_, _ = SubmitDecision(e.fs, RunDir(repo, "r1"), "gate", HumanInput{Approved: false, By: "bob", Reason: "not today"}, e.clock.Now())
 	s := &scripted{fn: ok}
 	res := e.run(s, Options{Resume: true, NoWait: true})
 	st := e.state(e.fs).Steps["gate"]

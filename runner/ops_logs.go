@@ -34,9 +34,10 @@ type LogFile struct {
 // oldest first (by generation, iteration, then attempt). Gate-check
 // logs are left out. A run without a logs directory has no logs.
 //
-// Log names are the driver's: <step>.<iteration>.<attempt>.log, with
-// g<generation> before the iteration from generation 1 on, and
-// cleanup.<n>.log for the cleanup session.
+// Log names are the driver's (names.go): <step>.<iteration>.<attempt>.log,
+// with g<generation> before the iteration from generation 1 on, a step
+// instance's key written loop.item.step, and @cleanup.<n>.log for the
+// cleanup session (step CleanupSession).
 func StepLogs(fsys afero.Fs, runDir, step string) ([]LogFile, error) {
 	dir := filepath.Join(runDir, LogsDir)
 	entries, err := afero.ReadDir(fsys, dir)
@@ -71,7 +72,7 @@ func StepLogs(fsys afero.Fs, runDir, step string) ([]LogFile, error) {
 // parseLogName reads a session log's name: ok is false for anything
 // that is not a session log of step.
 func parseLogName(name, step string) (LogFile, bool) {
-	rest, ok := strings.CutPrefix(name, step+".")
+	rest, ok := strings.CutPrefix(name, file(step)+".")
 	if !ok {
 		return LogFile{}, false
 	}
@@ -99,7 +100,7 @@ func parseLogName(name, step string) (LogFile, bool) {
 	switch {
 	case len(nums) == 2:
 		l.Iteration, l.Attempt = nums[0], nums[1]
-	case len(nums) == 1 && step == "cleanup":
+	case len(nums) == 1 && step == CleanupSession:
 		l.Attempt = nums[0]
 	default:
 		return LogFile{}, false

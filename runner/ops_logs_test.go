@@ -12,7 +12,8 @@ func TestStepLogs(t *testing.T) {
 	for _, name := range []string{
 		"code.0.2.log", "code.1.1.log", "code.0.1.log", "code.0.10.log", "code.g1.0.1.log",
 		"code.0.1.check.log", "code.x.1.log", "code.0.log", "codex.0.1.log", "cod.0.1.log",
-		"cleanup.2.log", "cleanup.1.log", "plan.0.1.log",
+		"@cleanup.2.log", "@cleanup.1.log", "plan.0.1.log", "cleanup.0.1.log",
+		"stories.s1.code.0.1.log", "stories.s1.code.1.1.log", "stories.s2.code.0.1.log",
 	} {
 		if err := afero.WriteFile(fsys, dir+"/logs/"+name, []byte(name), 0o644); err != nil {
 			t.Fatal(err)
@@ -29,7 +30,10 @@ func TestStepLogs(t *testing.T) {
 			{Name: "code.1.1.log", Iteration: 1, Attempt: 1},
 			{Name: "code.g1.0.1.log", Generation: 1, Iteration: 0, Attempt: 1},
 		}},
-		{"cleanup", []LogFile{{Name: "cleanup.1.log", Attempt: 1}, {Name: "cleanup.2.log", Attempt: 2}}},
+		{CleanupSession, []LogFile{{Name: "@cleanup.1.log", Attempt: 1}, {Name: "@cleanup.2.log", Attempt: 2}}},
+		// A step named cleanup keeps its own logs.
+		{"cleanup", []LogFile{{Name: "cleanup.0.1.log", Attempt: 1}}},
+		{"stories[s1].code", []LogFile{{Name: "stories.s1.code.0.1.log", Attempt: 1}, {Name: "stories.s1.code.1.1.log", Iteration: 1, Attempt: 1}}},
 		{"deploy", nil},
 	}
 	for _, tt := range tests {

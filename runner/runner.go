@@ -574,7 +574,7 @@ func (x *run) snapshot() error {
 
 func (x *run) writeWorkflowJSON() error {
 	b := fmt.Appendf(nil, "{\n  \"file\": %q,\n  \"digest\": %q,\n  \"workflow\": %s\n}\n", absPath(x.wf.File), x.digest, x.spec)
-	if err := atomicfile.Replace(x.r.FS, filepath.Join(x.dir, WorkflowFile), b, 0o644); err != nil {
+	if err := atomicfile.Replace(x.r.FS, filepath.Join(x.dir, LoadedWorkflowFile), b, 0o644); err != nil {
 		return fmt.Errorf("write workflow.json: %w", err)
 	}
 	return nil

@@ -289,7 +289,7 @@ func TestRunSDLC(t *testing.T) {
 		t.Errorf("sessions: planning %d coding %d review %d", s.count("planning"), s.count("coding"), s.count("code_review"))
 	}
 	dir := RunDir(repo, "r1")
-	for _, f := range []string{StateFile, EventsFile, WorkflowFile, SummaryFile, "logs/coding.1.1.log", "reports/r1__planning.json"} {
+	for _, f := range []string{StateFile, EventsFile, LoadedWorkflowFile, SummaryFile, "logs/coding.1.1.log", "reports/r1__planning.json"} {
 		if ok, _ := afero.Exists(e.fs, filepath.Join(dir, f)); !ok {
 			t.Errorf("run directory has no %s", f)
 		}
@@ -501,7 +501,7 @@ func TestEditedWorkflowOnResume(t *testing.T) {
 	}
 	before := e.state(e.fs).WorkflowDigest
 	e.setWorkflow("name: ed\nsteps:\n  - {id: a, run: x}\n  - {id: wait, human: {message: go}}\n  - {id: new, run: x}\n  - {id: c, run: x}\n")
-	if _, err := Decide(e.fs, RunDir(repo, "r1"), "wait", HumanInput{Approved: true, By: "alice"}, e.clock.Now()); err != nil {
+	if _, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "wait", HumanInput{Approved: true, By: "alice"}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	s2 := &scripted{fn: s.fn}
@@ -533,7 +533,7 @@ func TestDamagedStateIsRebuilt(t *testing.T) {
 	if err != nil || !damaged || st.Steps["a"].Status != Completed {
 		t.Fatalf("reader: %v damaged %v", err, damaged)
 	}
-	_, _ = Decide(e.fs, RunDir(repo, "r1"), "h", HumanInput{Approved: true}, e.clock.Now())
+	_, _ = SubmitDecision(e.fs, RunDir(repo, "r1"), "h", HumanInput{Approved: true}, e.clock.Now())
 	s := &scripted{fn: func(call) reply { return reply{} }}
 	res := e.run(s, Options{Resume: true})
 	if res.ExitCode != 0 || s.count("a") != 0 {

@@ -165,7 +165,7 @@ func (x *run) sessionSpec(s *config.Step, e sessionRun, env *gates.Env) (proc.Sp
 	_ = fsys.Remove(e.ReportPath)
 	private := ""
 	if s.Kind == config.KindAgent {
-		pf := x.names.prompt(s.ID, e.Iteration, e.Attempt)
+		pf := x.names.prompt(e.Step, e.Iteration, e.Attempt)
 		if err := fsys.MkdirAll(filepath.Dir(pf), 0o755); err != nil {
 			return proc.Spec{}, "", fmt.Errorf("write prompt file: %w", err)
 		}
@@ -506,7 +506,7 @@ func (x *run) startCleanup() {
 	if c.Run == nil {
 		step.Kind = config.KindAgent // c.Agent has defaults.agent filled in at load
 	}
-	e := sessionRun{Step: "cleanup", Attempt: x.cleanupN, LogPath: x.names.cleanupLog(x.cleanupN), ReportPath: x.names.report("cleanup")}
+	e := sessionRun{Step: CleanupSession, Attempt: x.cleanupN, LogPath: x.names.cleanupLog(x.cleanupN), ReportPath: x.names.report(CleanupSession)}
 	env := x.env(nil)
 	sp, private, err := x.sessionSpec(step, e, env)
 	if err != nil {

@@ -19,16 +19,16 @@ import (
 
 // The files of a run directory (DESIGN §6).
 const (
-	StateFile    = "run_state.json"
-	EventsFile   = "events.jsonl"
-	ControlFile  = "control.json"
-	WorkflowFile = "workflow.json"
-	SummaryFile  = "run-summary.md"
-	LockFile     = "lock"
-	ReportsDir   = "reports"
-	InputsDir    = "manual_inputs"
-	LogsDir      = "logs"
-	PromptsDir   = "prompts"
+	StateFile          = "run_state.json"
+	EventsFile         = "events.jsonl"
+	ControlFile        = "control.json"
+	LoadedWorkflowFile = "workflow.json"
+	SummaryFile        = "run-summary.md"
+	LockFile           = "lock"
+	ReportsDir         = "reports"
+	InputsDir          = "manual_inputs"
+	LogsDir            = "logs"
+	PromptsDir         = "prompts"
 )
 
 // RunsDir returns the directory holding the runs of repo.

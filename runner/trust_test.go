@@ -182,7 +182,7 @@ func TestSnapshotThatDisagreesIsRebuilt(t *testing.T) {
 			if err := writeSnapshot(e.fs, dir, st); err != nil {
 				t.Fatal(err)
 			}
-			_, _ = Decide(e.fs, dir, "h", HumanInput{Approved: true}, e.clock.Now())
+			_, _ = SubmitDecision(e.fs, dir, "h", HumanInput{Approved: true}, e.clock.Now())
 			s := &scripted{fn: ok}
 			res := e.run(s, Options{Resume: true})
 			if res.ExitCode != 0 || s.count("b") != 1 {
@@ -300,7 +300,7 @@ func TestOneDecisionWins(t *testing.T) {
 			if !in.Approved {
 				in.Reason = "no"
 			}
-			d, err := Decide(fsys, runDir, "h", in, time.Now())
+			d, err := SubmitDecision(fsys, runDir, "h", in, time.Now())
 			answers[i] = answer{in.Approved, d, err}
 		}()
 	}

@@ -45,7 +45,7 @@ type Decision struct {
 }
 
 // Decide records a human's decision on a step waiting in a run: what
-// flow approve and flow reject do (runner.Decide). Exactly one decision
+// flow approve and flow reject do (runner.SubmitDecision). Exactly one decision
 // wins per wait. A rejection without a reason, an unknown run or step
 // are ExitUsage errors; a step that is not waiting, or was already
 // decided otherwise, is an ExitRefused error saying what was decided,
@@ -74,7 +74,7 @@ func (s *Service) Decide(req DecideRequest) (Decision, error) {
 		}
 	}
 	now := s.clock().Now()
-	already, err := runner.Decide(s.FS, ref.Dir, req.Step, in, now)
+	already, err := runner.SubmitDecision(s.FS, ref.Dir, req.Step, in, now)
 	if err != nil {
 		return Decision{}, err
 	}

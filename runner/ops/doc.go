@@ -78,7 +78,7 @@
 // until its session ends.
 //
 // Decide records an approval or a rejection of a step that waits
-// (runner.Decide): exactly one decision wins per wait; the loser gets
+// (runner.SubmitDecision): exactly one decision wins per wait; the loser gets
 // ExitRefused saying what was decided, by whom and when; asking again
 // for the decision already made returns it with "already": true. A
 // Decision is {"run_id", "step", "approved", "by", "at", "already"}.

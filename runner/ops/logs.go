@@ -35,7 +35,11 @@ func (s *Service) Logs(repo, runID, step string, all bool) (StepLogs, error) {
 	if err != nil {
 		return StepLogs{}, err
 	}
-	if ref.State.Steps[step] == nil && step != "cleanup" {
+	if ref.State.Steps[step] == nil && (step == "cleanup" || step == runner.CleanupSession) {
+		// The workflow's cleanup session, unless a step is named so.
+		step = runner.CleanupSession
+	}
+	if ref.State.Steps[step] == nil && step != runner.CleanupSession {
 		return StepLogs{}, runner.Usage("run %s has no step %q; its steps: %s", ref.ID, step, strings.Join(ref.State.StepOrder, ", "))
 	}
 	logs, err := runner.StepLogs(s.FS, ref.Dir, step)
