@@ -180,31 +180,67 @@ func NewEvent(at time.Time, typ, step string, data any) Event {
 // changes a State, so that a state rebuilt from events.jsonl equals the
 // live one. Unknown event types are ignored (a newer flow may add some).
 func Apply(s *State, e Event) error {
-	at := e.At
 	s.Seq = e.Seq
+	at := e.At
 	s.UpdatedAt = &at
-	step := s.Steps[e.Step]
-	needStep := func() error {
-		if step == nil {
-			return fmt.Errorf("event %d (%s): unknown step %q", e.Seq, e.Type, e.Step)
-		}
-		return nil
+	if a, ok := appliers[e.Type]; ok {
+		return a(s, e)
 	}
-	decode := func(v any) error {
-		if len(e.Data) == 0 {
-			return nil
-		}
-		if err := json.Unmarshal(e.Data, v); err != nil {
-			return fmt.Errorf("event %d (%s): %w", e.Seq, e.Type, err)
-		}
-		return nil
-	}
-	switch e.Type {
-	case EvRunCreated:
-		var d RunCreated
-		if err := decode(&d); err != nil {
+	return nil
+}
+
+// applier folds one type of event into a state.
+type applier func(s *State, e Event) error
+
+// onRun returns the applier of an event about the run, whose data is a
+// T (struct{} for none).
+func onRun[T any](f func(s *State, d *T, at *Time)) applier {
+	return func(s *State, e Event) error {
+		d := new(T)
+		if err := decodeData(e, d); err != nil {
 			return err
 		}
+		at := e.At
+		f(s, d, &at)
+		return nil
+	}
+}
+
+// onStep returns the applier of an event about a step of the run (an
+// unknown step is an error), whose data is a T.
+func onStep[T any](f func(s *State, st *StepState, d *T, e Event, at *Time)) applier {
+	return func(s *State, e Event) error {
+		st := s.Steps[e.Step]
+		if st == nil {
+			return fmt.Errorf("event %d (%s): unknown step %q", e.Seq, e.Type, e.Step)
+		}
+		d := new(T)
+		if err := decodeData(e, d); err != nil {
+			return err
+		}
+		at := e.At
+		f(s, st, d, e, &at)
+		return nil
+	}
+}
+
+func decodeData(e Event, v any) error {
+	if len(e.Data) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(e.Data, v); err != nil {
+		return fmt.Errorf("event %d (%s): %w", e.Seq, e.Type, err)
+	}
+	return nil
+}
+
+// none is the data of an event that carries none.
+type none struct{}
+
+// appliers says what each event type does to a state. It is built once
+// and never changed.
+var appliers = map[string]applier{
+	EvRunCreated: onRun(func(s *State, d *RunCreated, at *Time) {
 		s.SchemaVersion = SchemaVersion
 		s.RunID, s.WorkflowName, s.WorkflowFile, s.WorkflowDigest = d.RunID, d.WorkflowName, d.WorkflowFile, d.WorkflowDigest
 		s.RepoDir, s.ReportsDir, s.ManualInputsDir = d.RepoDir, d.ReportsDir, d.ManualInputsDir
@@ -212,7 +248,7 @@ func Apply(s *State, e Event) error {
 		if s.Vars == nil {
 			s.Vars = map[string]string{}
 		}
-		s.CreatedAt = &at
+		s.CreatedAt = at
 		s.Status = RunPending
 		s.StepOrder = slices.Clone(d.Steps)
 		s.Steps = make(map[string]*StepState, len(d.Steps))
@@ -224,42 +260,37 @@ func Apply(s *State, e Event) error {
 			st.Status = Skipped
 			st.LastError = strp("skipped: run started at " + d.StartAt)
 		}
-	case EvRunnerStarted:
-		var d RunnerStarted
-		if err := decode(&d); err != nil {
-			return err
-		}
-		s.Runner = &RunnerInfo{PID: d.PID, Host: d.Host, StartedAt: &at, HeartbeatAt: &at}
+	}),
+	EvRunnerStarted: onRun(func(s *State, d *RunnerStarted, at *Time) {
+		s.Runner = &RunnerInfo{PID: d.PID, Host: d.Host, StartedAt: at, HeartbeatAt: at}
 		if d.RepoDir != "" {
 			s.RepoDir, s.ReportsDir, s.ManualInputsDir = d.RepoDir, d.ReportsDir, d.ManualInputsDir
 		}
 		if !s.Status.Terminal() {
 			s.Status = RunRunning
 		}
-	case EvWorkflowChanged:
-		var d WorkflowChanged
-		if err := decode(&d); err != nil {
-			return err
-		}
+	}),
+	EvWorkflowChanged: onRun(func(s *State, d *WorkflowChanged, _ *Time) {
 		s.WorkflowDigest = d.To
 		if len(d.Order) > 0 {
 			s.StepOrder = slices.Clone(d.Order)
 		}
-	case EvStepAdded:
+	}),
+	EvStepAdded: func(s *State, e Event) error {
 		if s.Steps[e.Step] == nil {
 			s.Steps[e.Step] = newStepState()
 		}
 		if !slices.Contains(s.StepOrder, e.Step) {
 			s.StepOrder = append(s.StepOrder, e.Step)
 		}
-	case EvStepRemoved:
+		return nil
+	},
+	EvStepRemoved: func(s *State, e Event) error {
 		delete(s.Steps, e.Step)
 		s.StepOrder = slices.DeleteFunc(s.StepOrder, func(id string) bool { return id == e.Step })
-	case EvStartAt:
-		var d StartAt
-		if err := decode(&d); err != nil {
-			return err
-		}
+		return nil
+	},
+	EvStartAt: onRun(func(s *State, d *StartAt, _ *Time) {
 		for _, id := range d.Reset {
 			if st := s.Steps[id]; st != nil {
 				*st = *newStepState()
@@ -268,179 +299,116 @@ func Apply(s *State, e Event) error {
 		if s.Status.Terminal() || s.Status == RunInterrupted {
 			s.Status = RunPending
 		}
-	case EvReconciled:
-		if err := needStep(); err != nil {
-			return err
-		}
-		step.Status = Pending
-		step.LastError = strp("runner died during the session; it runs again")
-	case EvStepStarted:
-		if err := needStep(); err != nil {
-			return err
-		}
-		var d StepStarted
-		if err := decode(&d); err != nil {
-			return err
-		}
-		step.Status = Running
-		step.Attempts = d.Attempt
-		step.PID, step.SessionMarker = 0, ""
-		step.StartedAt = &at
-		step.EndedAt = nil
-		step.LogPath = d.LogPath
+	}),
+	EvReconciled: onStep(func(_ *State, st *StepState, _ *none, _ Event, _ *Time) {
+		st.Status = Pending
+		st.LastError = strp("runner died during the session; it runs again")
+	}),
+	EvStepStarted: onStep(func(s *State, st *StepState, d *StepStarted, _ Event, at *Time) {
+		st.Status = Running
+		st.Attempts = d.Attempt
+		st.PID, st.SessionMarker = 0, ""
+		st.StartedAt = at
+		st.EndedAt = nil
+		st.LogPath = d.LogPath
 		if d.ReportPath != "" {
-			step.ReportPath = strp(d.ReportPath)
+			st.ReportPath = strp(d.ReportPath)
 		}
 		s.Status = RunRunning
-	case EvSessionStarted:
-		if err := needStep(); err != nil {
-			return err
-		}
-		var d SessionStarted
-		if err := decode(&d); err != nil {
-			return err
-		}
-		step.PID, step.SessionMarker = d.PID, d.Marker
+	}),
+	EvSessionStarted: onStep(func(_ *State, st *StepState, d *SessionStarted, _ Event, _ *Time) {
+		st.PID, st.SessionMarker = d.PID, d.Marker
 		if d.LogPath != "" {
-			step.LogPath = d.LogPath
+			st.LogPath = d.LogPath
 		}
 		if d.ReportPath != "" {
-			step.ReportPath = strp(d.ReportPath)
+			st.ReportPath = strp(d.ReportPath)
 		}
-	case EvStepWaiting:
-		if err := needStep(); err != nil {
-			return err
-		}
-		var d StepWaiting
-		if err := decode(&d); err != nil {
-			return err
-		}
-		step.Status = WaitingOnHuman
-		step.Attempts = d.Attempt
-		step.StartedAt = &at
-		step.EndedAt = nil
-		step.ManualInputPath = strp(d.ManualInputPath)
-	case EvHumanInput:
-		if err := needStep(); err != nil {
-			return err
-		}
-		var d HumanInput
-		if err := decode(&d); err != nil {
-			return err
-		}
-		step.Human = &d
-	case EvStepSkipped:
-		if err := needStep(); err != nil {
-			return err
-		}
-		var d Skip
-		if err := decode(&d); err != nil {
-			return err
-		}
-		step.Status = Skipped
-		step.EndedAt = &at
-		unblock(s, step)
+	}),
+	EvStepWaiting: onStep(func(_ *State, st *StepState, d *StepWaiting, _ Event, at *Time) {
+		st.Status = WaitingOnHuman
+		st.Attempts = d.Attempt
+		st.StartedAt = at
+		st.EndedAt = nil
+		st.ManualInputPath = strp(d.ManualInputPath)
+	}),
+	EvHumanInput: onStep(func(_ *State, st *StepState, d *HumanInput, _ Event, _ *Time) {
+		st.Human = d
+	}),
+	EvStepSkipped: onStep(func(s *State, st *StepState, d *Skip, _ Event, at *Time) {
+		st.Status = Skipped
+		st.EndedAt = at
+		unblock(s, st)
 		if d.Reason != "" {
-			step.LastError = strp(d.Reason)
+			st.LastError = strp(d.Reason)
 		}
-	case EvStepCompleted:
-		if err := needStep(); err != nil {
-			return err
-		}
-		var d Outcome
-		if err := decode(&d); err != nil {
-			return err
-		}
-		step.Status = Completed
-		step.EndedAt = &at
-		setOutcome(step, d)
-		step.GateFailed = false
-		step.LastError = nil
-		unblock(s, step)
-	case EvGateFailed:
-		if err := needStep(); err != nil {
-			return err
-		}
-		var d GateFailure
-		if err := decode(&d); err != nil {
-			return err
-		}
-		step.Status = Completed
-		step.EndedAt = &at
-		setOutcome(step, d.Outcome)
-		step.GateFailed = true
-		step.LastError = strp("gate failed: " + d.Reason)
-		unblock(s, step)
+	}),
+	EvStepCompleted: onStep(func(s *State, st *StepState, d *Outcome, _ Event, at *Time) {
+		st.Status = Completed
+		st.EndedAt = at
+		setOutcome(st, *d)
+		st.GateFailed = false
+		st.LastError = nil
+		unblock(s, st)
+	}),
+	EvGateFailed: onStep(func(s *State, st *StepState, d *GateFailure, e Event, at *Time) {
+		st.Status = Completed
+		st.EndedAt = at
+		setOutcome(st, d.Outcome)
+		st.GateFailed = true
+		st.LastError = strp("gate failed: " + d.Reason)
+		unblock(s, st)
 		if d.Budget {
-			step.Status = Failed
-			step.LastError = strp(fmt.Sprintf("max iterations reached (%d): gate failed: %s", d.MaxIterations, d.Reason))
-			break
+			st.Status = Failed
+			st.LastError = strp(fmt.Sprintf("max iterations reached (%d): gate failed: %s", d.MaxIterations, d.Reason))
+			return
 		}
 		for _, id := range d.Reset {
-			st := s.Steps[id]
-			if st == nil {
+			other := s.Steps[id]
+			if other == nil {
 				continue
 			}
-			st.IterationCount++
-			st.Status = Pending
-			st.Attempts = 0
+			other.IterationCount++
+			other.Status = Pending
+			other.Attempts = 0
 			if id == d.Target {
-				st.BlockedByLoop = nil
-				st.Feedback = &Feedback{Step: e.Step, Reason: d.Reason, Report: d.Report}
+				other.BlockedByLoop = nil
+				other.Feedback = &Feedback{Step: e.Step, Reason: d.Reason, Report: d.Report}
 			} else {
-				st.BlockedByLoop = strp(e.Step)
+				other.BlockedByLoop = strp(e.Step)
 			}
 		}
-	case EvAttemptFailed:
-		if err := needStep(); err != nil {
-			return err
+	}),
+	EvAttemptFailed: onStep(func(_ *State, st *StepState, d *Outcome, _ Event, at *Time) {
+		st.Status = Pending
+		st.EndedAt = at
+		setOutcome(st, *d)
+		st.LastError = strp(d.Error)
+	}),
+	EvStepFailed: onStep(func(_ *State, st *StepState, d *Outcome, _ Event, at *Time) {
+		st.Status = Failed
+		st.EndedAt = at
+		setOutcome(st, *d)
+		st.LastError = strp(d.Error)
+	}),
+	EvStepInterrupted: onStep(func(_ *State, st *StepState, _ *none, _ Event, at *Time) {
+		st.Status = Pending
+		if st.Attempts > 0 {
+			st.Attempts--
 		}
-		var d Outcome
-		if err := decode(&d); err != nil {
-			return err
-		}
-		step.Status = Pending
-		step.EndedAt = &at
-		setOutcome(step, d)
-		step.LastError = strp(d.Error)
-	case EvStepFailed:
-		if err := needStep(); err != nil {
-			return err
-		}
-		var d Outcome
-		if err := decode(&d); err != nil {
-			return err
-		}
-		step.Status = Failed
-		step.EndedAt = &at
-		setOutcome(step, d)
-		step.LastError = strp(d.Error)
-	case EvStepInterrupted:
-		if err := needStep(); err != nil {
-			return err
-		}
-		step.Status = Pending
-		if step.Attempts > 0 {
-			step.Attempts--
-		}
-		step.EndedAt = &at
-		step.LastError = strp("interrupted; the attempt is not counted")
-	case EvRunFinished:
-		var d RunFinished
-		if err := decode(&d); err != nil {
-			return err
-		}
+		st.EndedAt = at
+		st.LastError = strp("interrupted; the attempt is not counted")
+	}),
+	EvRunFinished: onRun(func(s *State, d *RunFinished, _ *Time) {
 		s.Status = d.Status
 		s.ExitCode = d.ExitCode
-	case EvRunInterrupted:
+	}),
+	EvRunInterrupted: onRun(func(s *State, _ *none, _ *Time) {
 		s.Status = RunInterrupted
 		s.ExitCode = int(ExitInterrupted)
-	case EvRunPaused:
-		s.Status = RunPaused
-	case EvRunWaiting:
-		s.Status = RunWaitingOnHuman
-	}
-	return nil
+	}),
+	EvRunPaused:  onRun(func(s *State, _ *none, _ *Time) { s.Status = RunPaused }),
+	EvRunWaiting: onRun(func(s *State, _ *none, _ *Time) { s.Status = RunWaitingOnHuman }),
 }
 
 // unblock clears the loop-back block that step's re-entry set: a
