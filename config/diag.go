@@ -15,12 +15,10 @@ import (
 // Severity is how serious a diagnostic is.
 type Severity string
 
-// The severities. Load reports only errors today; warnings are reserved
-// for checks that should not stop a run.
-const (
-	SeverityError   Severity = "error"
-	SeverityWarning Severity = "warning"
-)
+// SeverityError is the severity of every diagnostic Load reports: each
+// stops the workflow from loading. (flow has no warnings yet; a check
+// that should not stop a run would add its severity here.)
+const SeverityError Severity = "error"
 
 // Diagnostic is one problem found in a workflow, at a position.
 type Diagnostic struct {

@@ -53,7 +53,10 @@
 // "reason", "waiting": [steps waiting on a human]}. A plan whose kept
 // steps' artifacts are missing is refused by Start with ExitUsage
 // unless the request forced it; a run id that already exists is
-// ExitUsage; a run held by a live runner is ExitHeld.
+// ExitUsage; a run held by a live runner is ExitHeld. With
+// Attach.Events, Start hands each event of the run to the caller as it
+// is recorded (flow run --json prints them, one per line, before the
+// result).
 //
 // Status reads a run exactly (the snapshot with every newer event
 // applied) and derives its runner's liveness. Its JSON is
