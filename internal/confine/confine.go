@@ -342,3 +342,11 @@ func (r *Root) ReadFile(path string, limit int64) ([]byte, error) {
 	}
 	return readResolved(r.fs, path, real, limit)
 }
+
+// ReadLimited reads the regular file at path, without blocking, and at
+// most limit bytes of it (a *TooLargeError beyond), but without
+// confining where the path leads: it is for files of the system whose
+// names no user or session chooses, such as the kernel's /proc.
+func ReadLimited(fsys afero.Fs, path string, limit int64) ([]byte, error) {
+	return readResolved(fsys, path, path, limit)
+}

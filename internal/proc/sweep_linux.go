@@ -363,7 +363,7 @@ func (w *sweep) children(pid int, leaderOnly bool) ([]int, error) {
 	}
 	var kids []int
 	for _, tid := range tids {
-		b, err := confine.ReadFile(w.fs, dir+"/"+tid+"/children", childrenCap, "/proc")
+		b, err := confine.ReadLimited(w.fs, dir+"/"+tid+"/children", childrenCap)
 		if err != nil {
 			if tid == leader {
 				return nil, err
@@ -686,7 +686,7 @@ func startTime(fsys afero.Fs, pid int) uint64 {
 
 // readStat reads the fields a sweep uses from /proc/PID/stat.
 func readStat(fsys afero.Fs, pid int) (procStat, bool) {
-	b, err := confine.ReadFile(fsys, "/proc/"+strconv.Itoa(pid)+"/stat", statCap, "/proc")
+	b, err := confine.ReadLimited(fsys, "/proc/"+strconv.Itoa(pid)+"/stat", statCap)
 	if err != nil {
 		return procStat{}, false
 	}
