@@ -72,6 +72,9 @@ type Feedback struct {
 	Step   string         `expr:"step"`
 	Reason string         `expr:"reason"`
 	Report map[string]any `expr:"report"`
+	// Output is the evidence: the tail of the failing gate.check's or
+	// session's output.
+	Output string `expr:"output"`
 }
 
 // CheckInfo is `check`: the result of a gate's check command.

@@ -25,10 +25,22 @@ func TestParseSignals(t *testing.T) {
 		{"promise tag", "<promise>DONE</promise>", SignalWords{}, []string{"DONE"}, ""},
 		{"wrong tag", "<promise>PASS</promise>\n<review>DONE</review>\n<review> PASS </review>", SignalWords{}, nil, ""},
 		{"crlf", "work\r\nDONE\r\nFAIL\r\n", SignalWords{}, []string{"DONE", "FAIL"}, "FAIL"},
-		{"last verdict wins", "FAIL\nfixed it\nPASS\n", SignalWords{}, []string{"PASS", "FAIL"}, "PASS"},
-		{"last verdict wins fail", "PASS\nFAIL", SignalWords{}, []string{"PASS", "FAIL"}, "FAIL"},
+		{"FAIL then PASS is mixed", "FAIL\nfixed it\nPASS\n", SignalWords{}, []string{"PASS", "FAIL"}, "MIXED"},
+		{"PASS then FAIL is mixed", "PASS\nFAIL", SignalWords{}, []string{"PASS", "FAIL"}, "MIXED"},
+		{"PASS, text, FAIL is mixed", "PASS\nbut then\nFAIL\n", SignalWords{}, []string{"PASS", "FAIL"}, "MIXED"},
+		{"final PASS with trailing blank lines", "looks right\nPASS\n\n  \n\n", SignalWords{}, []string{"PASS"}, "PASS"},
+		{"quoted final signal", "review\n\"<review>PASS</review>\"\n", SignalWords{}, []string{"PASS"}, "PASS"},
+		{"single-quoted final FAIL", "nope\n 'FAIL' \n", SignalWords{}, []string{"FAIL"}, "FAIL"},
+		{"whitespace around the final signal", "ok\n \t PASS \t\n", SignalWords{}, []string{"PASS"}, "PASS"},
+		{"final signal followed by a word", "PASS please", SignalWords{}, nil, ""},
+		{"tag followed by a word", "<review>PASS</review> please", SignalWords{}, nil, ""},
+		{"PASS followed by a line of text", "PASS\nthanks for the patch\n", SignalWords{}, []string{"PASS"}, ""},
+		{"PASSWORD alone", "PASSWORD\n", SignalWords{}, nil, ""},
+		{"a malformed tag is text", "PASS\n<review>PASS\n", SignalWords{}, []string{"PASS"}, ""},
+		{"done after the verdict is no text", "PASS\nDONE\n", SignalWords{}, []string{"PASS", "DONE"}, "PASS"},
 		{"no final newline", "x\nDONE", SignalWords{}, []string{"DONE"}, ""},
-		{"custom words", "LGTM\nPASS\nFINISHED", SignalWords{Pass: "LGTM", Done: "FINISHED"}, []string{"PASS", "LGTM", "DONE", "FINISHED"}, "PASS"},
+		{"custom words", "LGTM\nFINISHED", SignalWords{Pass: "LGTM", Done: "FINISHED"}, []string{"PASS", "LGTM", "DONE", "FINISHED"}, "PASS"},
+		{"a default word is text under custom words", "LGTM\nPASS\n", SignalWords{Pass: "LGTM"}, []string{"PASS", "LGTM"}, ""},
 		{"custom review tag", "<review>NOPE</review>", SignalWords{Fail: "NOPE"}, []string{"FAIL", "NOPE"}, "FAIL"},
 		{"long line", strings.Repeat(" ", MaxSignalLine) + "PASS\nDONE", SignalWords{}, []string{"DONE"}, ""},
 	}
@@ -75,12 +87,34 @@ func TestSignalScannerResultThenWrite(t *testing.T) {
 	if _, v := s.Result(); v != "" {
 		t.Fatalf("verdict %q after partial line", v)
 	}
-	s.Write([]byte("SS\nFA"))
+	s.Write([]byte("SS\n"))
 	if _, v := s.Result(); v != "PASS" {
 		t.Fatalf("verdict %q, want PASS", v)
 	}
+	s.Write([]byte("FA"))
+	if _, v := s.Result(); v != "" || s.Why() != WhyTextAfter {
+		t.Fatalf("verdict %q (%s) after a partial line that is no signal", v, s.Why())
+	}
 	s.Write([]byte("IL"))
-	if _, v := s.Result(); v != "FAIL" {
-		t.Fatalf("verdict %q, want FAIL", v)
+	if _, v := s.Result(); v != "MIXED" || s.Why() != WhyMixed {
+		t.Fatalf("verdict %q (%s), want MIXED", v, s.Why())
+	}
+}
+
+// TestVerdictWhy: the reason there is no verdict names the case.
+func TestVerdictWhy(t *testing.T) {
+	for out, want := range map[string]string{
+		"":                      WhyNoVerdict,
+		"looks fine\n":          WhyNoVerdict,
+		"PASS\nmore\n":          WhyTextAfter,
+		"FAIL\nPASS\n":          WhyMixed,
+		"ok\nPASS\n":            "",
+		"<review>FAIL</review>": "",
+	} {
+		s := NewSignalScanner(SignalWords{})
+		s.Write([]byte(out))
+		if got := s.Why(); got != want {
+			t.Errorf("Why(%q) = %q; want %q", out, got, want)
+		}
 	}
 }

@@ -38,7 +38,7 @@ func (x *run) env(cur *stepFacts) *gates.Env {
 		e.Attempt, e.Iteration = cur.attempt, cur.iteration
 		if s := st.Steps[cur.step]; s != nil && s.Feedback != nil {
 			fb := s.Feedback
-			e.Feedback = gates.Feedback{Step: fb.Step, Reason: fb.Reason, Report: rawMap(fb.Report)}
+			e.Feedback = gates.Feedback{Step: fb.Step, Reason: fb.Reason, Report: rawMap(fb.Report), Output: fb.Output}
 		}
 	}
 	return e

@@ -6,8 +6,6 @@ import (
 	"os"
 
 	"github.com/spf13/afero"
-
-	"github.com/flow-run/flow/gates"
 )
 
 // osCreateTrunc opens a log for a new session.
@@ -23,11 +21,3 @@ func writeFile(fsys afero.Fs, path string, data []byte) error {
 }
 
 func randRead(b []byte) (int, error) { return rand.Read(b) }
-
-// failWord is the word of a FAIL verdict.
-func failWord(w gates.SignalWords) string {
-	if w.Fail != "" {
-		return w.Fail
-	}
-	return "FAIL"
-}

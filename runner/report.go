@@ -38,7 +38,10 @@ type Report struct {
 	Metrics     map[string]string
 	Logs        []string
 	GateFailure bool
-	Error       string
+	// GateFailureGiven is true when the report has a gate_failure at
+	// all: an explicit false is an agent's verdict that its gate passes.
+	GateFailureGiven bool
+	Error            string
 	// Raw is the report as written, for expressions (`report`).
 	Raw map[string]any
 	// JSON is the report's bytes.
@@ -182,9 +185,10 @@ func parseReport(b []byte) (*Report, error) {
 	}
 	switch g := raw["gate_failure"].(type) {
 	case bool:
-		r.GateFailure = g
+		r.GateFailure, r.GateFailureGiven = g, true
 	case string:
-		r.GateFailure, _ = strconv.ParseBool(strings.TrimSpace(g))
+		b, err := strconv.ParseBool(strings.TrimSpace(g))
+		r.GateFailure, r.GateFailureGiven = b, err == nil
 	}
 	if e, ok := raw["error"]; ok && e != nil {
 		r.Error = scalarString(e)

@@ -202,7 +202,7 @@ func TestReadReportMemMapFs(t *testing.T) {
 		err  string
 	}{
 		{name: "full", json: `{"status": "Success", "artifacts": ["a.txt", "b.txt"], "metrics": {"coverage": 81.5, "ok": true, "name": "x", "none": null, "list": [1, 2]}, "logs": "one", "gate_failure": "true", "error": "e"}`,
-			want: Report{Status: "completed", Artifacts: []string{"a.txt", "b.txt"}, Metrics: map[string]string{"coverage": "81.5", "ok": "true", "name": "x", "none": "", "list": "[1,2]"}, Logs: []string{"one"}, GateFailure: true, Error: "e"}},
+			want: Report{Status: "completed", Artifacts: []string{"a.txt", "b.txt"}, Metrics: map[string]string{"coverage": "81.5", "ok": "true", "name": "x", "none": "", "list": "[1,2]"}, Logs: []string{"one"}, GateFailure: true, GateFailureGiven: true, Error: "e"}},
 		{name: "failed word", json: `{"status": " ERRORED "}`, want: Report{Status: "failed", Metrics: map[string]string{}}},
 		{name: "no status", json: `{"metrics": {"n": 1e3}}`, want: Report{Metrics: map[string]string{"n": "1e3"}}},
 		{name: "logs list with nulls", json: `{"logs": ["a", null, 3]}`, want: Report{Logs: []string{"a", "3"}, Metrics: map[string]string{}}},

@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/afero"
@@ -141,6 +142,9 @@ func (x *run) sessionSpec(s *config.Step, e sessionRun, env *gates.Env) (proc.Sp
 			return proc.Spec{}, "", errors.New(templateError("prompt", s.Prompt, limitHint(err, "prompt_limit")))
 		}
 		prompt = p
+		if ss := x.st.Steps[s.ID]; ss != nil && ss.Feedback != nil {
+			prompt += feedbackText(ss.Feedback)
+		}
 		agent := x.wf.Agents[s.Agent]
 		if agent == nil {
 			return proc.Spec{}, "", fmt.Errorf("agent %q is not declared", s.Agent)
@@ -232,6 +236,21 @@ func (x *run) sessionSpec(s *config.Step, e sessionRun, env *gates.Env) (proc.Sp
 	return sp, private, nil
 }
 
+// feedbackText renders, for the end of a re-entered agent step's
+// prompt, why its last work was sent back: the gate step, the reason,
+// and the evidence (the tail of the failing output).
+func feedbackText(fb *Feedback) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n\n---\nYour previous work was sent back by %s: %s\n", fb.Step, fb.Reason)
+	if out := strings.TrimSpace(fb.Output); out != "" {
+		fmt.Fprintf(&b, "\nThe end of its output:\n\n```\n%s\n```\n", out)
+	}
+	if len(fb.Report) > 0 && string(fb.Report) != "null" {
+		fmt.Fprintf(&b, "\nIts report: %s\n", fb.Report)
+	}
+	return b.String()
+}
+
 // MaxEnvPrompt is the longest prompt also passed in $FLOW_PROMPT;
 // $FLOW_PROMPT_FILE always holds it.
 const MaxEnvPrompt = 100 << 10
@@ -268,7 +287,7 @@ func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, private string
 		defer fsys.Remove(private)
 	}
 	words := x.signalWords()
-	done := SessionDone{Step: s.ID, Outcome: Outcome{Attempt: e.Attempt}, Facts: core.SessionFacts{ExitCode: -1, FailWord: failWord(words)}}
+	done := SessionDone{Step: s.ID, Outcome: Outcome{Attempt: e.Attempt}, Facts: core.SessionFacts{ExitCode: -1}}
 	fail := func(msg string) SessionDone {
 		done.Facts.Err = msg
 		return done
@@ -318,7 +337,8 @@ func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, private string
 		return done
 	}
 	f := &done.Facts
-	f.ExitCode, f.Verdict = res.ExitCode, facts.verdict
+	f.ExitCode, f.Verdict, f.VerdictWhy = res.ExitCode, facts.verdict, scan.Why()
+	f.Output = x.redact.String(facts.output)
 	if res.Err != nil {
 		f.Err = res.Err.Error()
 	}
@@ -333,7 +353,7 @@ func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, private string
 		f.ReportErr = rerr.Error()
 	}
 	if report != nil {
-		f.Report = &core.ReportFacts{Status: report.Status, GateFailure: report.GateFailure, Error: report.Error}
+		f.Report = &core.ReportFacts{Status: report.Status, GateFailure: report.GateFailure, GateFailureGiven: report.GateFailureGiven, Error: report.Error}
 		o.ReportPath = e.ReportPath
 		o.Metrics = report.Metrics
 		o.Logs = report.Logs
@@ -356,7 +376,7 @@ func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, private string
 	// core.GateVerdict); the driver evaluates only the expressions that
 	// decision needs.
 	hasGate := s.HasGate()
-	if why := core.Failure(*f, hasGate); why != "" {
+	if why := core.Failure(x.plan.Step(s.ID), *f); why != "" {
 		if s.RetryIf != nil {
 			facts.err = why
 			ok, err := s.RetryIf.Program().EvalBool(x.envWith(env, facts))
@@ -411,7 +431,7 @@ func (x *run) gate(s *config.Step, e sessionRun, env *gates.Env, facts *stepFact
 		}
 		facts.check = check
 		env.Check = check
-		out.Check = &check.ExitCode
+		out.Check, out.CheckOutput = &check.ExitCode, x.redact.String(check.Output)
 	}
 	if g.Pass != nil {
 		ok, err := g.Pass.Program().EvalBool(env)
@@ -522,7 +542,7 @@ func (x *run) startCleanup() {
 	go func() {
 		defer x.sessions.Done()
 		d := x.session(step, e, sp, private, env, &stepFacts{step: "cleanup"})
-		failed := d.Invalid != "" || (!d.Interrupted && core.Failure(d.Facts, false) != "")
+		failed := d.Invalid != "" || (!d.Interrupted && core.Failure(&core.PlanStep{Kind: core.Kind(step.Kind)}, d.Facts) != "")
 		x.printf("cleanup: finished (failed: %v)\n", failed)
 		x.send(CleanupDone{Failed: failed})
 	}()

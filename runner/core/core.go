@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -445,7 +446,7 @@ func (c *Core) sessionDone(x *decider, in SessionDone) {
 	o := in.Outcome
 	why, retryable := in.Invalid, false
 	if why == "" && !in.Interrupted {
-		why = Failure(in.Facts, ps.HasGate)
+		why = Failure(ps, in.Facts)
 		retryable = in.RetryIf == nil || *in.RetryIf
 	}
 	o.Error = shorten(why)
@@ -464,6 +465,13 @@ func (c *Core) sessionDone(x *decider, in SessionDone) {
 			}
 			return
 		}
+		if ps.Kind == KindCommand && ps.HasGate && in.Invalid == "" && exitFailure(in.Facts) {
+			// A command with a loop-back whose attempts failed by their
+			// exit code fails its gate: failing tests go back to the
+			// coder, with their output.
+			c.gateFailure(x, in.Step, shorten(why), evidence(in.Facts.Output), o)
+			return
+		}
 		if s.Attempts >= ps.MaxAttempts && ps.MaxAttempts > 1 {
 			o.Error = fmt.Sprintf("%s (attempt %d of %d)", o.Error, s.Attempts, ps.MaxAttempts)
 		}
@@ -474,8 +482,8 @@ func (c *Core) sessionDone(x *decider, in SessionDone) {
 		if in.Gate != nil {
 			g = *in.Gate
 		}
-		if reason := GateVerdict(in.Facts, g); reason != "" {
-			c.gateFailure(x, in.Step, shorten(reason), o)
+		if reason, ev := GateVerdict(ps, in.Facts, g); reason != "" {
+			c.gateFailure(x, in.Step, shorten(reason), evidence(ev), o)
 			return
 		}
 		x.emit(EvStepCompleted, in.Step, o)
@@ -486,7 +494,7 @@ func (c *Core) sessionDone(x *decider, in SessionDone) {
 
 // gateFailure records a failed gate of step g and loops back, or fails
 // the step when it has no loop-back or its iteration budget is spent.
-func (c *Core) gateFailure(x *decider, g, reason string, o Outcome) {
+func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
 	ps := c.plan.Step(g)
 	if ps.LoopTarget == "" {
 		o.Error = "gate failed: " + reason
@@ -495,7 +503,7 @@ func (c *Core) gateFailure(x *decider, g, reason string, o Outcome) {
 		return
 	}
 	o.Error = "gate failed: " + reason
-	gf := GateFailure{Outcome: o, Reason: reason, Target: ps.LoopTarget}
+	gf := GateFailure{Outcome: o, Reason: reason, Target: ps.LoopTarget, Output: output}
 	target := x.st.Steps[ps.LoopTarget]
 	switch {
 	case target == nil:
@@ -555,7 +563,7 @@ func (c *Core) humanDecision(x *decider, in HumanDecision) {
 		if b, err := json.Marshal(in.Input); err == nil {
 			o.Report = b
 		}
-		c.gateFailure(x, in.Step, reason, o)
+		c.gateFailure(x, in.Step, reason, "", o)
 	}
 }
 
@@ -815,4 +823,38 @@ func shorten(s string) string {
 		t++
 	}
 	return fmt.Sprintf("%s [... %d bytes cut ...] %s", s[:h], t-h, s[t:])
+}
+
+// The bounds of the evidence a re-entered step is shown: the last lines
+// of the failing output.
+const (
+	maxEvidenceLines = 200
+	maxEvidence      = 16 << 10
+)
+
+// evidence returns the tail of a failing output that a loop-back hands
+// to the step it re-enters: at most its last 200 lines and 16 KiB, cut
+// at a line (or character) boundary.
+func evidence(out string) string {
+	out = strings.TrimRight(out, "\n")
+	if len(out) > maxEvidence {
+		i := len(out) - maxEvidence
+		if j := strings.IndexByte(out[i:], '\n'); j >= 0 && j < maxEvidence/2 {
+			i += j + 1
+		}
+		for i < len(out) && !utf8.RuneStart(out[i]) {
+			i++
+		}
+		out = out[i:]
+	}
+	n := 0
+	for i := len(out) - 1; i >= 0; i-- {
+		if out[i] == '\n' {
+			n++
+			if n == maxEvidenceLines {
+				return out[i+1:]
+			}
+		}
+	}
+	return out
 }

@@ -143,6 +143,9 @@ type GateFailure struct {
 	Reset  []string `json:"reset,omitempty"`
 	// MaxIterations is the budget that ran out, with Budget.
 	MaxIterations int `json:"max_iterations,omitempty"`
+	// Output is the evidence of the failure: the tail of gate.check's
+	// output, or of the failing session's.
+	Output string `json:"output,omitempty"`
 }
 
 // Skip is the data of EvStepSkipped.
@@ -373,7 +376,7 @@ var appliers = map[string]applier{
 			other.Attempts = 0
 			if id == d.Target {
 				other.BlockedByLoop = nil
-				other.Feedback = &Feedback{Step: e.Step, Reason: d.Reason, Report: d.Report}
+				other.Feedback = &Feedback{Step: e.Step, Reason: d.Reason, Report: d.Report, Output: d.Output}
 			} else {
 				other.BlockedByLoop = strp(e.Step)
 			}

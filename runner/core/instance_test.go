@@ -62,8 +62,14 @@ func TestInstances(t *testing.T) {
 	if got := started(effs); !slices.Equal(got, []string{id(0)}) {
 		t.Fatalf("started %v", got)
 	}
+	// A review passes with a final PASS line, and fails with gate.pass
+	// false.
 	done := func(step string, gate *core.GateFacts) []core.Effect {
-		return apply(c.Decide(st, core.SessionDone{Step: step, Outcome: core.Outcome{Attempt: st.Steps[step].Attempts}, Gate: gate}, now))
+		in := core.SessionDone{Step: step, Outcome: core.Outcome{Attempt: st.Steps[step].Attempts}, Gate: gate}
+		if gate != nil && gate.Pass == nil {
+			in.Facts.Verdict = core.VerdictPass
+		}
+		return apply(c.Decide(st, in, now))
 	}
 	// The items run side by side; one item's review fails its gate and
 	// loops back within that item only.

@@ -39,6 +39,11 @@ type PlanStep struct {
 	// on the step itself. A FAIL verdict then fails the gate, not the
 	// session, and the gate decides after a session that succeeded.
 	HasGate bool
+	// SignalsDecide is true for a command step of a workflow that
+	// declares signals:, whose FAIL verdict then fails a session as an
+	// agent's does (a command step is otherwise decided by its exit
+	// code).
+	SignalsDecide bool
 	// Conditional is true when the step has a when, or an auto_approve,
 	// that the driver evaluates before the step starts.
 	Conditional   bool

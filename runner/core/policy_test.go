@@ -21,6 +21,11 @@ func TestSessionOutcomes(t *testing.T) {
 	const plain = "name: p\nsteps:\n  - {id: a, run: x, max_attempts: 2}\n  - {id: b, run: x}\n"
 	const gated = "name: g\nsteps:\n  - {id: a, run: x}\n  - {id: r, run: x, max_attempts: 1, gate: {loop_back_to: a}}\n"
 	const direct = "name: d\nsteps:\n  - {id: a, run: x}\n  - {id: r, run: x, max_attempts: 1, loop_back_to: a}\n"
+	const agents = "name: ag\nagents: {c: {run: c}}\nsteps:\n  - {id: a, agent: c, prompt: p, max_attempts: 2}\n  - {id: r, agent: c, prompt: p, max_attempts: 1, gate: {loop_back_to: a}}\n"
+	const signals = "name: s\nsignals: {fail: NOPE}\nsteps:\n  - {id: a, run: x, max_attempts: 2}\n  - {id: b, run: x}\n"
+	const review = "name: rv\nagents: {c: {run: c}}\nsteps:\n  - {id: a, agent: c, prompt: p}\n  - {id: r, agent: c, prompt: p, max_attempts: 1, gate: {loop_back_to: a, check: make test}}\n"
+	fail := core.SessionFacts{Verdict: core.VerdictFail, Output: "x_test.go:12: want 3\nFAIL"}
+	mixed := core.SessionFacts{Verdict: core.VerdictMixed, VerdictWhy: "both PASS and FAIL"}
 	tests := []struct {
 		name, src, step string
 		done            core.SessionDone
@@ -39,18 +44,34 @@ func TestSessionOutcomes(t *testing.T) {
 		{"idle", plain, "a", core.SessionDone{Facts: core.SessionFacts{ExitCode: -1, IdleTimeout: time.Minute}}, core.EvAttemptFailed, "no output for 1m0s (idle_timeout)"},
 		{"spawn failed", plain, "a", core.SessionDone{Facts: core.SessionFacts{Err: "start session: no sh"}}, core.EvAttemptFailed, "session: start session: no sh"},
 		{"invalid expression, not retried", plain, "a", core.SessionDone{Invalid: "wf.yaml:3:5: when: boom"}, core.EvStepFailed, "wf.yaml:3:5: when: boom"},
-		{"FAIL verdict without a gate", plain, "a", core.SessionDone{Facts: core.SessionFacts{Verdict: "FAIL", FailWord: "FAIL"}}, core.EvAttemptFailed, "the session's verdict is FAIL"},
-		{"renamed FAIL word", plain, "a", core.SessionDone{Facts: core.SessionFacts{Verdict: "NOPE", FailWord: "NOPE"}}, core.EvAttemptFailed, "the session's verdict is FAIL"},
-		{"FAIL verdict with a gate", gated, "r", core.SessionDone{Facts: core.SessionFacts{Verdict: "FAIL", FailWord: "FAIL"}, Gate: &core.GateFacts{}}, core.EvGateFailed, "gate failed: the verdict is FAIL"},
-		{"FAIL verdict with loop_back_to on the step", direct, "r", core.SessionDone{Facts: core.SessionFacts{Verdict: "FAIL", FailWord: "FAIL"}}, core.EvGateFailed, "gate failed: the verdict is FAIL"},
-		{"report gate_failure", gated, "r", core.SessionDone{Facts: core.SessionFacts{Report: &core.ReportFacts{GateFailure: true, Error: "tests red"}}, Gate: &core.GateFacts{}}, core.EvGateFailed, "gate failed: the report says gate_failure: tests red"},
+		{"a command's FAIL line decides nothing", plain, "a", core.SessionDone{Facts: fail}, core.EvStepCompleted, ""},
+		{"a command's FAIL line decides with signals:", signals, "a", core.SessionDone{Facts: fail}, core.EvAttemptFailed, "the session's verdict is FAIL"},
+		{"an agent's FAIL verdict without a gate", agents, "a", core.SessionDone{Facts: fail}, core.EvAttemptFailed, "the session's verdict is FAIL"},
+		{"an agent's MIXED verdict without a gate", agents, "a", core.SessionDone{Facts: mixed}, core.EvAttemptFailed, "the session's verdict is MIXED (both PASS and FAIL)"},
+		{"an agent's silence without a gate", agents, "a", core.SessionDone{}, core.EvStepCompleted, ""},
+		{"review: final PASS", agents, "r", core.SessionDone{Facts: core.SessionFacts{Verdict: core.VerdictPass}, Gate: &core.GateFacts{}}, core.EvStepCompleted, ""},
+		{"review: silence never passes", agents, "r", core.SessionDone{Facts: core.SessionFacts{VerdictWhy: "no final PASS/FAIL line"}, Gate: &core.GateFacts{}}, core.EvGateFailed, "gate failed: no verdict: no final PASS/FAIL line"},
+		{"review: text after PASS", agents, "r", core.SessionDone{Facts: core.SessionFacts{VerdictWhy: "text after the final signal"}, Gate: &core.GateFacts{}}, core.EvGateFailed, "gate failed: no verdict: text after the final signal"},
+		{"review: MIXED", agents, "r", core.SessionDone{Facts: mixed, Gate: &core.GateFacts{}}, core.EvGateFailed, "gate failed: the verdict is MIXED (both PASS and FAIL)"},
+		{"review: report gate_failure false is a verdict", agents, "r", core.SessionDone{Facts: core.SessionFacts{Report: &core.ReportFacts{GateFailureGiven: true}}, Gate: &core.GateFacts{}}, core.EvStepCompleted, ""},
+		{"review: a FAIL beats gate_failure false", agents, "r", core.SessionDone{Facts: core.SessionFacts{Verdict: core.VerdictFail, Report: &core.ReportFacts{GateFailureGiven: true}}, Gate: &core.GateFacts{}}, core.EvGateFailed, "gate failed: the verdict is FAIL"},
+		{"review with a check: the check is the evidence", review, "r", core.SessionDone{Gate: &core.GateFacts{Check: intp(0)}}, core.EvStepCompleted, ""},
+		{"review with a check: a FAIL still fails", review, "r", core.SessionDone{Facts: fail, Gate: &core.GateFacts{Check: intp(0)}}, core.EvGateFailed, "gate failed: the verdict is FAIL"},
+		{"review with a failing check", review, "r", core.SessionDone{Facts: core.SessionFacts{Verdict: core.VerdictPass}, Gate: &core.GateFacts{Check: intp(2), CheckOutput: "--- FAIL: TestX"}}, core.EvGateFailed, "gate failed: gate.check exited 2"},
+		{"command gate: a FAIL line fails it", gated, "r", core.SessionDone{Facts: fail, Gate: &core.GateFacts{}}, core.EvGateFailed, "gate failed: the verdict is FAIL"},
+		{"command gate: silence passes", gated, "r", core.SessionDone{Gate: &core.GateFacts{}}, core.EvStepCompleted, ""},
+		{"loop_back_to on the step: FAIL", direct, "r", core.SessionDone{Facts: fail}, core.EvGateFailed, "gate failed: the verdict is FAIL"},
+		{"report gate_failure", gated, "r", core.SessionDone{Facts: core.SessionFacts{Report: &core.ReportFacts{GateFailure: true, GateFailureGiven: true, Error: "tests red"}}, Gate: &core.GateFacts{}}, core.EvGateFailed, "gate failed: the report says gate_failure: tests red"},
 		{"gate.check non-zero", gated, "r", core.SessionDone{Gate: &core.GateFacts{Check: intp(3)}}, core.EvGateFailed, "gate failed: gate.check exited 3"},
 		{"gate.check zero", gated, "r", core.SessionDone{Gate: &core.GateFacts{Check: intp(0)}}, core.EvStepCompleted, ""},
 		{"gate.pass false", gated, "r", core.SessionDone{Gate: &core.GateFacts{Pass: &core.ExprValue{Src: "signals.PASS"}}}, core.EvGateFailed, "gate failed: gate.pass is false: signals.PASS"},
-		{"gate.pass true wins over a check", gated, "r", core.SessionDone{Gate: &core.GateFacts{Check: intp(1), Pass: &core.ExprValue{Value: true}}}, core.EvStepCompleted, ""},
+		{"a failing check fails even when gate.pass is true", gated, "r", core.SessionDone{Gate: &core.GateFacts{Check: intp(1), Pass: &core.ExprValue{Value: true}}}, core.EvGateFailed, "gate failed: gate.check exited 1"},
+		{"gate.pass true decides without a verdict", agents, "r", core.SessionDone{Gate: &core.GateFacts{Pass: &core.ExprValue{Value: true}}}, core.EvStepCompleted, ""},
 		{"gate.fail true", gated, "r", core.SessionDone{Gate: &core.GateFacts{Fail: &core.ExprValue{Value: true, Src: "signals.FAIL"}}}, core.EvGateFailed, "gate failed: gate.fail is true: signals.FAIL"},
-		{"a failed session in a gated step is a session failure", gated, "r", core.SessionDone{Facts: core.SessionFacts{ExitCode: 1}}, core.EvStepFailed, "exit code 1"},
-		{"a non-zero exit with loop_back_to on the step", direct, "r", core.SessionDone{Facts: core.SessionFacts{ExitCode: 1}}, core.EvStepFailed, "exit code 1"},
+		{"a failing command with a loop-back loops back", gated, "r", core.SessionDone{Facts: core.SessionFacts{ExitCode: 1, Output: "--- FAIL: TestLogin"}}, core.EvGateFailed, "gate failed: exit code 1"},
+		{"loop_back_to on a command step: a failing exit loops back", direct, "r", core.SessionDone{Facts: core.SessionFacts{ExitCode: 1}}, core.EvGateFailed, "gate failed: exit code 1"},
+		{"a timeout is no gate failure", gated, "r", core.SessionDone{Facts: core.SessionFacts{ExitCode: -1, Timeout: time.Minute}}, core.EvStepFailed, "timed out"},
+		{"an agent's failing exit is no gate failure", agents, "r", core.SessionDone{Facts: core.SessionFacts{ExitCode: 1}}, core.EvStepFailed, "exit code 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -131,7 +152,7 @@ steps:
 				case 0, 1:
 					d.Facts.ExitCode = 1 + rng.IntN(3)
 				case 2, 3, 4:
-					d.Facts.Verdict, d.Facts.FailWord = "FAIL", "FAIL"
+					d.Facts.Verdict = core.VerdictFail
 				case 5:
 					d.Interrupted = true
 				}

@@ -114,6 +114,9 @@ type Feedback struct {
 	Step   string          `json:"step"`
 	Reason string          `json:"reason"`
 	Report json.RawMessage `json:"report,omitempty"`
+	// Output is the evidence: the tail of the failing gate.check's or
+	// session's output (at most 200 lines, 16 KiB; secrets hidden).
+	Output string `json:"output,omitempty"`
 }
 
 // HumanInput is the content of a manual input file.
