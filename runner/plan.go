@@ -58,7 +58,7 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 	for _, s := range wf.Steps {
 		ps := core.PlanStep{ID: s.ID, Kind: core.Kind(s.Kind), Needs: s.Needs, LoopTarget: s.LoopBack(), HasGate: s.HasGate(),
 			SignalsDecide: s.Kind == config.KindCommand && wf.Signals != defaultSignals,
-			Conditional: s.When != nil || (s.Human != nil && s.Human.AutoApprove != nil)}
+			Conditional:   s.When != nil || (s.Human != nil && s.Human.AutoApprove != nil)}
 		a, err := limit("step "+s.ID+": max_attempts", s.MaxAttempts)
 		if err != nil {
 			return nil, err
