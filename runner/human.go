@@ -326,7 +326,7 @@ func (x *run) archiveManualInput(step string) {
 		return
 	}
 	path := *s.ManualInputPath
-	aside := fmt.Sprintf("%s.%d.%d.json", strings.TrimSuffix(path, ".json"), s.IterationCount, s.Attempts)
+	aside := x.names.archivedDecision(step, s.IterationCount, s.Attempts)
 	if err := x.r.FS.Rename(path, aside); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		x.printf("warning: keep decision of %s aside: %v\n", step, err)
 	}

@@ -13,6 +13,9 @@ import (
 // into paths.
 type names struct {
 	dir, runID string
+	// gen is the run's generation: from 1 on, names of sessions carry
+	// it (g<N>), so that a restarted run overwrites nothing.
+	gen int
 }
 
 // CleanupSession is the logical name of the workflow's cleanup session
@@ -32,19 +35,41 @@ func file(step string) string {
 	return step
 }
 
+// session names one session of a step: "step.<iteration>.<attempt>",
+// or "step.g<N>.<iteration>.<attempt>" from generation 1 on.
+func (n names) session(step string, iteration, attempt int) string {
+	if n.gen > 0 {
+		return fmt.Sprintf("%s.g%d.%d.%d", file(step), n.gen, iteration, attempt)
+	}
+	return fmt.Sprintf("%s.%d.%d", file(step), iteration, attempt)
+}
+
 // log is the output of one session of a step.
 func (n names) log(step string, iteration, attempt int) string {
-	return filepath.Join(n.dir, LogsDir, fmt.Sprintf("%s.%d.%d.log", file(step), iteration, attempt))
+	return filepath.Join(n.dir, LogsDir, n.session(step, iteration, attempt)+".log")
 }
 
 // checkLog is the output of a step's gate.check for one session.
 func (n names) checkLog(step string, iteration, attempt int) string {
-	return filepath.Join(n.dir, LogsDir, fmt.Sprintf("%s.%d.%d.check.log", file(step), iteration, attempt))
+	return filepath.Join(n.dir, LogsDir, n.session(step, iteration, attempt)+".check.log")
 }
 
-// cleanupLog is the output of the run's k-th cleanup session.
+// cleanupLog is the output of the run's k-th cleanup session (counted
+// over the whole run).
 func (n names) cleanupLog(k int) string {
 	return filepath.Join(n.dir, LogsDir, fmt.Sprintf("%s.%d.log", CleanupSession, k))
+}
+
+// archivedReport is where the report of one session is kept once read:
+// reports/archive/<run>__<session>.json.
+func (n names) archivedReport(step string, iteration, attempt int) string {
+	return filepath.Join(n.dir, ReportsDir, "archive", n.runID+"__"+n.session(step, iteration, attempt)+".json")
+}
+
+// archivedDecision is where a human decision is kept once recorded,
+// beside the decision file: <run>__<session>.json.
+func (n names) archivedDecision(step string, iteration, attempt int) string {
+	return filepath.Join(n.dir, InputsDir, n.runID+"__"+n.session(step, iteration, attempt)+".json")
 }
 
 // report is where a step's session may write its report (the seed's
@@ -61,11 +86,11 @@ func (n names) manualInput(step string) string {
 
 // prompt is the record of the prompt of one session of a step.
 func (n names) prompt(step string, iteration, attempt int) string {
-	return filepath.Join(n.dir, PromptsDir, fmt.Sprintf("%s.%d.%d.md", file(step), iteration, attempt))
+	return filepath.Join(n.dir, PromptsDir, n.session(step, iteration, attempt)+".md")
 }
 
-// feedback is the gate failure that sent a step back, for its
-// iteration.
-func (n names) feedback(step string, iteration int) string {
-	return filepath.Join(n.dir, PromptsDir, fmt.Sprintf("%s.%d.feedback.json", file(step), iteration))
+// feedback is the gate failure that sent a step back, for one of its
+// sessions.
+func (n names) feedback(step string, iteration, attempt int) string {
+	return filepath.Join(n.dir, PromptsDir, n.session(step, iteration, attempt)+".feedback.json")
 }

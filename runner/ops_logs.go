@@ -28,11 +28,13 @@ type LogFile struct {
 	// Attempt is the session's attempt within its iteration; for the
 	// cleanup session, its number in the run.
 	Attempt int `json:"attempt"`
+	// Check is true for the output of the session's gate.check.
+	Check bool `json:"check,omitempty"`
 }
 
 // StepLogs lists the session logs of a step of the run in runDir,
-// oldest first (by generation, iteration, then attempt). Gate-check
-// logs are left out. A run without a logs directory has no logs.
+// oldest first (by generation, iteration, then attempt), each session's
+// gate.check log after it. A run without a logs directory has no logs.
 //
 // Log names are the driver's (names.go): <step>.<iteration>.<attempt>.log,
 // with g<generation> before the iteration from generation 1 on, a step
@@ -64,7 +66,16 @@ func StepLogs(fsys afero.Fs, runDir, step string) ([]LogFile, error) {
 		if a.Iteration != b.Iteration {
 			return a.Iteration - b.Iteration
 		}
-		return a.Attempt - b.Attempt
+		if a.Attempt != b.Attempt {
+			return a.Attempt - b.Attempt
+		}
+		if a.Check != b.Check && b.Check {
+			return -1
+		}
+		if a.Check != b.Check {
+			return 1
+		}
+		return 0
 	})
 	return logs, nil
 }
@@ -77,10 +88,11 @@ func parseLogName(name, step string) (LogFile, bool) {
 		return LogFile{}, false
 	}
 	rest, ok = strings.CutSuffix(rest, ".log")
-	if !ok || strings.HasSuffix(rest, ".check") {
+	if !ok {
 		return LogFile{}, false
 	}
 	l := LogFile{Name: name}
+	rest, l.Check = strings.CutSuffix(rest, ".check")
 	parts := strings.Split(rest, ".")
 	if g, ok := strings.CutPrefix(parts[0], "g"); ok && len(parts) > 1 {
 		n, err := strconv.Atoi(g)

@@ -25,6 +25,7 @@ func TestStepLogs(t *testing.T) {
 	}{
 		{"code", []LogFile{
 			{Name: "code.0.1.log", Iteration: 0, Attempt: 1},
+			{Name: "code.0.1.check.log", Iteration: 0, Attempt: 1, Check: true},
 			{Name: "code.0.2.log", Iteration: 0, Attempt: 2},
 			{Name: "code.0.10.log", Iteration: 0, Attempt: 10},
 			{Name: "code.1.1.log", Iteration: 1, Attempt: 1},

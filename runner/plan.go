@@ -12,6 +12,9 @@ import (
 type Budgets struct {
 	MaxAttempts   int
 	MaxIterations int
+	// ForceMaxIterations makes MaxIterations win over the steps' and
+	// gates' own budgets too (flow retry --max-iterations).
+	ForceMaxIterations bool
 }
 
 // LimitFunc resolves a budget expression to a number.
@@ -75,6 +78,9 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 		}
 		ps.MaxAttempts = pick(a, over.MaxAttempts, defAttempts, config.DefaultMaxAttempts)
 		ps.MaxIterations = pick(gateIt, it, over.MaxIterations, defIter, config.DefaultMaxIterations)
+		if over.ForceMaxIterations && over.MaxIterations > 0 {
+			ps.MaxIterations = over.MaxIterations
+		}
 		if retry := wf.StepRetry(s); retry != nil {
 			ps.Backoff, ps.MaxBackoff = retry.Backoff, retry.MaxBackoff
 		}

@@ -51,6 +51,7 @@ type (
 	SetControl      = core.SetControl
 	Skip            = core.Skip
 	StartAt         = core.StartAt
+	Retry           = core.Retry
 	StartCleanup    = core.StartCleanup
 	StartSession    = core.StartSession
 	StartTimer      = core.StartTimer
@@ -82,6 +83,7 @@ const (
 	EvRunnerStarted    = core.EvRunnerStarted
 	EvSessionStarted   = core.EvSessionStarted
 	EvStartAt          = core.EvStartAt
+	EvRetry            = core.EvRetry
 	EvStepAdded        = core.EvStepAdded
 	EvStepCompleted    = core.EvStepCompleted
 	EvStepFailed       = core.EvStepFailed

@@ -97,6 +97,11 @@ type Options struct {
 	// NoWait ends the run with exit 3 at a human step, or exit 4 when
 	// paused, instead of waiting.
 	NoWait bool
+	// Retry puts a failed run's failed steps, and what depends on them,
+	// back to PENDING before the run goes on (flow retry; see
+	// PlanRetry). Budgets.MaxIterations with ForceMaxIterations raises
+	// the iteration budgets for it.
+	Retry bool
 }
 
 // Result is how a run ended.
@@ -253,14 +258,28 @@ func (x *run) open() error {
 		return Usage("run %s already exists in %s; use flow resume %s, or another --run-id", runID, x.dir, runID)
 	}
 	if exists && opts.StartAt == "" {
+		st, _, err := LoadState(fsys, x.dir, false, now)
+		if err == nil && opts.Retry && st.Status != RunFailed {
+			return Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", runID, st.Status)
+		}
+		if err == nil && opts.Retry {
+			if p := PlanRetry(x.wf, st); len(p.Capped) > 0 && (opts.Budgets.MaxIterations == 0 || !opts.Budgets.ForceMaxIterations) {
+				return Usage("%s failed at %s iteration budget; retry with a higher one: flow retry %s --max-iterations N",
+					strings.Join(p.Capped, ", "), plural(len(p.Capped), "its", "their"), runID)
+			}
+		}
 		// A finished run is not resumed: nothing is appended, no lock
 		// taken. Only a snapshot left behind by a crash at the very end
 		// is brought up to date, for the readers of run_state.json.
-		if st, _, err := LoadState(fsys, x.dir, false, now); err == nil && st.Status.Terminal() {
+		if err == nil && st.Status.Terminal() && !opts.Retry {
 			if snap, _, _ := readSnapshot(fsys, filepath.Join(x.dir, StateFile)); snap == nil || snap.Seq != st.Seq {
 				if err := writeSnapshot(fsys, x.dir, st); err != nil {
 					return err
 				}
+			}
+			if st.Status == RunFailed {
+				return Refused("run %s has already failed (exit %d); to run its failed steps again: flow retry %s; or from a step: flow run %s --start-at-step STEP",
+					runID, st.ExitCode, runID, st.WorkflowFile)
 			}
 			return Refused("run %s has already %s (exit %d); to run steps again: flow run %s --start-at-step STEP",
 				runID, st.Status, st.ExitCode, st.WorkflowFile)
@@ -302,7 +321,7 @@ func (x *run) open() error {
 		if err != nil {
 			return fmt.Errorf("load run %s: %w", runID, err)
 		}
-		if st.Status.Terminal() && opts.StartAt == "" {
+		if st.Status.Terminal() && opts.StartAt == "" && !opts.Retry {
 			return Refused("run %s has already %s (exit %d); to run steps again: flow run %s --start-at-step STEP",
 				runID, st.Status, st.ExitCode, st.WorkflowFile)
 		}
@@ -368,6 +387,16 @@ func (x *run) open() error {
 		reset := append([]string{opts.StartAt}, x.wf.Downstream(opts.StartAt)...)
 		x.emit(newEvent(now, EvStartAt, opts.StartAt, StartAt{Step: opts.StartAt, Reset: reset}))
 	}
+	if exists && opts.Retry && x.st.Status == RunFailed {
+		p := PlanRetry(x.wf, x.st)
+		r := Retry{Failed: p.Failed, Reset: p.Rerun}
+		if opts.Budgets.ForceMaxIterations {
+			r.MaxIterations = opts.Budgets.MaxIterations
+		}
+		x.emit(newEvent(now, EvRetry, "", r))
+	}
+	// Sessions of this runner are named in the run's generation.
+	x.names.gen = x.st.Generation
 	// Nothing has run yet: the record needs no sync, and no snapshot
 	// (readers replay the events) until the first one is due.
 	x.lastSnap = now
@@ -634,4 +663,11 @@ func environMap(env []string) map[string]string {
 		}
 	}
 	return m
+}
+
+func plural(n int, one, more string) string {
+	if n == 1 {
+		return one
+	}
+	return more
 }

@@ -205,7 +205,7 @@ func (x *run) sessionSpec(s *config.Step, e sessionRun, env *gates.Env) (proc.Sp
 	}
 	if ss := x.st.Steps[s.ID]; ss != nil && ss.Feedback != nil {
 		fb := ss.Feedback
-		ff := x.names.feedback(s.ID, e.Iteration)
+		ff := x.names.feedback(e.Step, e.Iteration, e.Attempt)
 		b, _ := json.MarshalIndent(fb, "", "  ")
 		if err := fsys.MkdirAll(filepath.Dir(ff), 0o755); err == nil && writeFile(fsys, ff, b) == nil {
 			vars = append(vars, "FLOW_FEEDBACK_FILE="+ff)
@@ -353,6 +353,11 @@ func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, private string
 		f.ReportErr = rerr.Error()
 	}
 	if report != nil {
+		// Every session's report is kept: the next session of the step
+		// replaces the seed's reports/<run>__<step>.json.
+		if err := x.archiveReport(e, x.redact.Bytes(report.JSON)); err != nil {
+			f.Err = err.Error()
+		}
 		f.Report = &core.ReportFacts{Status: report.Status, GateFailure: report.GateFailure, GateFailureGiven: report.GateFailureGiven, Error: report.Error}
 		o.ReportPath = e.ReportPath
 		o.Metrics = report.Metrics
@@ -399,6 +404,19 @@ func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, private string
 		done.Gate = g
 	}
 	return done
+}
+
+// archiveReport keeps a copy of a session's report under
+// reports/archive, named after the session.
+func (x *run) archiveReport(e sessionRun, b []byte) error {
+	path := x.names.archivedReport(e.Step, e.Iteration, e.Attempt)
+	if err := x.r.FS.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("keep report: %w", err)
+	}
+	if err := writeFile(x.r.FS, path, b); err != nil {
+		return fmt.Errorf("keep report: %w", err)
+	}
+	return nil
 }
 
 // envWith returns env with the current step's facts filled in.

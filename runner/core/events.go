@@ -21,6 +21,7 @@ const (
 	EvStepAdded       = "step_added"
 	EvStepRemoved     = "step_removed"
 	EvStartAt         = "start_at"
+	EvRetry           = "retry"
 	EvReconciled      = "step_reconciled"
 	EvStepStarted     = "step_started"
 	EvSessionStarted  = "session_started"
@@ -79,6 +80,18 @@ type WorkflowChanged struct {
 type StartAt struct {
 	Step  string   `json:"step"`
 	Reset []string `json:"reset"`
+}
+
+// Retry is the data of EvRetry: flow retry put the failed steps, and
+// what depends on them, back to PENDING with fresh attempts, keeping
+// their iterations.
+type Retry struct {
+	// Failed lists the steps that had failed; Reset every step put back.
+	Failed []string `json:"failed"`
+	Reset  []string `json:"reset"`
+	// MaxIterations, when set, overrides the iteration budgets for this
+	// retry (flow retry --max-iterations).
+	MaxIterations int `json:"max_iterations,omitempty"`
 }
 
 // StepStarted is the data of EvStepStarted.
@@ -302,6 +315,23 @@ var appliers = map[string]applier{
 		if s.Status.Terminal() || s.Status == RunInterrupted {
 			s.Status = RunPending
 		}
+		s.Generation++
+	}),
+	EvRetry: onRun(func(s *State, d *Retry, _ *Time) {
+		for _, id := range d.Reset {
+			st := s.Steps[id]
+			if st == nil {
+				continue
+			}
+			st.Status = Pending
+			st.Attempts = 0
+			st.LastError = nil
+			st.BlockedByLoop = nil
+			st.GateFailed = false
+			st.EndedAt = nil
+		}
+		s.Status, s.ExitCode = RunPending, 0
+		s.Generation++
 	}),
 	EvReconciled: onStep(func(_ *State, st *StepState, _ *none, _ Event, _ *Time) {
 		st.Status = Pending

@@ -62,6 +62,10 @@ type State struct {
 	Vars           map[string]string `json:"vars"`
 	Runner         *RunnerInfo       `json:"runner"`
 	Seq            int64             `json:"seq"`
+	// Generation counts the restarts of the run (--start-at-step, flow
+	// retry): from generation 1 on, the names of logs, prompts and
+	// archived reports carry it, so that nothing is overwritten.
+	Generation int `json:"generation"`
 	// StepOrder lists the step ids in workflow order.
 	StepOrder []string `json:"step_order"`
 

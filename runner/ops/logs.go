@@ -54,7 +54,12 @@ func (s *Service) Logs(repo, runID, step string, all bool) (StepLogs, error) {
 		return StepLogs{}, runner.Refused("step %s of run %s has not run yet", step, ref.ID)
 	}
 	if !all {
-		logs = logs[len(logs)-1:]
+		// The latest session's own log, not its gate.check's.
+		last := len(logs) - 1
+		for last > 0 && logs[last].Check {
+			last--
+		}
+		logs = logs[last : last+1]
 	}
 	out.Logs = logs
 	return out, nil

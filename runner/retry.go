@@ -1,0 +1,56 @@
+package runner
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/flow-run/flow/config"
+)
+
+// RetryPlan says what flow retry will do to a failed run (GitHub
+// Actions' "re-run failed jobs", Argo's retry): every FAILED step, and
+// every step that depends on one, goes back to PENDING with fresh
+// attempts and its iterations kept; everything else is kept.
+type RetryPlan struct {
+	// Failed are the steps that failed; Rerun every step put back, in
+	// workflow order; Kept the finished steps kept as they are (steps
+	// that never ran run as they would have).
+	Failed []string `json:"failed"`
+	Rerun  []string `json:"rerun"`
+	Kept   []string `json:"kept"`
+	// Capped are the failed steps that failed at an iteration budget:
+	// they run again only with a higher one (flow retry --max-iterations).
+	Capped []string `json:"capped,omitempty"`
+}
+
+// PlanRetry computes the plan of retrying the failed run st of wf.
+func PlanRetry(wf *config.Workflow, st *State) RetryPlan {
+	p := RetryPlan{Failed: []string{}, Rerun: []string{}, Kept: []string{}}
+	rerun := map[string]bool{}
+	for _, id := range st.StepOrder {
+		s := st.Steps[id]
+		if s == nil || s.Status != Failed {
+			continue
+		}
+		p.Failed = append(p.Failed, id)
+		if strings.HasPrefix(deref(s.LastError), "max iterations reached") {
+			p.Capped = append(p.Capped, id)
+		}
+		rerun[id] = true
+		if wf.Step(id) != nil {
+			for _, d := range wf.Downstream(id) {
+				rerun[d] = true
+			}
+		}
+	}
+	for _, id := range st.StepOrder {
+		switch {
+		case rerun[id]:
+			p.Rerun = append(p.Rerun, id)
+		case st.Steps[id] != nil && st.Steps[id].Status.Done():
+			p.Kept = append(p.Kept, id)
+		}
+	}
+	slices.Sort(p.Capped)
+	return p
+}

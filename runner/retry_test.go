@@ -1,0 +1,123 @@
+package runner
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spf13/afero"
+)
+
+// TestRetry: flow retry puts a failed run's failed steps and what depends
+// on them back to PENDING, keeps the rest and the iterations, and runs in
+// a new generation, whose logs overwrite nothing.
+func TestRetry(t *testing.T) {
+	e := newEnv(t, "name: t\nsteps:\n  - {id: a, run: x}\n  - {id: b, run: x, max_attempts: 1}\n  - {id: c, run: x}\n  - {id: side, needs: [], run: x}\n")
+	first := &scripted{fn: func(c call) reply {
+		if c.Step == "b" {
+			return reply{Exit: 1, Out: "broken\n"}
+		}
+		return reply{Out: "ok\n"}
+	}}
+	if res := e.run(first, Options{}); res.ExitCode != 1 {
+		t.Fatalf("first run: exit %d", res.ExitCode)
+	}
+	_, err := e.tryRun(e.fs, &scripted{fn: ok}, Options{Resume: true})
+	if CodeOf(err) != ExitRefused || !strings.Contains(err.Error(), "flow retry r1") || !strings.Contains(err.Error(), "--start-at-step") {
+		t.Fatalf("resume of a failed run: %v (exit %d)", err, CodeOf(err))
+	}
+	p := PlanRetry(e.wf, e.state(e.fs))
+	if !slices.Equal(p.Failed, []string{"b"}) || !slices.Equal(p.Rerun, []string{"b", "c"}) || !slices.Equal(p.Kept, []string{"a"}) {
+		t.Fatalf("plan %+v", p)
+	}
+	second := &scripted{fn: func(c call) reply { return reply{Out: "fixed\n"} }}
+	res := e.run(second, Options{Resume: true, Retry: true})
+	st := e.state(e.fs)
+	// side never ran: the failure stopped the run before it.
+	if res.ExitCode != 0 || second.count("a") != 0 || second.count("side") != 1 || second.count("b") != 1 || second.count("c") != 1 {
+		t.Fatalf("retry: exit %d, ran %v", res.ExitCode, second.calls)
+	}
+	if st.Generation != 1 {
+		t.Errorf("generation %d", st.Generation)
+	}
+	logs := RunDir(repo, "r1") + "/logs/"
+	for name, want := range map[string]string{"b.0.1.log": "broken\n", "b.g1.0.1.log": "fixed\n", "a.0.1.log": "ok\n"} {
+		if b, _ := afero.ReadFile(e.fs, logs+name); string(b) != want {
+			t.Errorf("%s = %q; want %q", name, b, want)
+		}
+	}
+	if _, err := e.tryRun(e.fs, &scripted{fn: ok}, Options{Resume: true, Retry: true}); CodeOf(err) != ExitRefused {
+		t.Errorf("retry of a completed run: %v", err)
+	}
+}
+
+// TestRetryAtTheIterationCap: a step that failed at its iteration budget
+// is retried only with a higher one, which then wins over the gate's own.
+func TestRetryAtTheIterationCap(t *testing.T) {
+	e := newEnv(t, "name: t\nsteps:\n  - {id: code, run: x}\n  - {id: test, run: x, max_attempts: 1, gate: {loop_back_to: code, max_iterations: 2}}\n")
+	failing := &scripted{fn: func(c call) reply {
+		if c.Step == "test" {
+			return reply{Exit: 1}
+		}
+		return reply{}
+	}}
+	if res := e.run(failing, Options{}); res.ExitCode != 5 {
+		t.Fatalf("first run: exit %d", res.ExitCode)
+	}
+	_, err := e.tryRun(e.fs, &scripted{fn: ok}, Options{Resume: true, Retry: true})
+	if CodeOf(err) != ExitUsage || !strings.Contains(err.Error(), "--max-iterations") {
+		t.Fatalf("retry without a higher budget: %v (exit %d)", err, CodeOf(err))
+	}
+	// Fails once more, then passes: within the raised budget of 4.
+	n := 0
+	second := &scripted{fn: func(c call) reply {
+		if c.Step == "test" {
+			if n++; n == 1 {
+				return reply{Exit: 1}
+			}
+		}
+		return reply{}
+	}}
+	res := e.run(second, Options{Resume: true, Retry: true, Budgets: Budgets{MaxIterations: 4, ForceMaxIterations: true}})
+	if res.ExitCode != 0 || second.count("test") != 2 {
+		t.Fatalf("retry with --max-iterations 4: exit %d, test ran %d times\n%s", res.ExitCode, second.count("test"), e.out.String())
+	}
+	if it := e.state(e.fs).Steps["code"].IterationCount; it != 2 {
+		t.Errorf("code iteration %d; want 2 (kept, then one more loop-back)", it)
+	}
+}
+
+// TestRetryRejectedHumanStep: a rejected human step waits for a new
+// decision when retried.
+func TestRetryRejectedHumanStep(t *testing.T) {
+	e := newEnv(t, "name: t\nsteps:\n  - {id: a, run: x}\n  - {id: ok, human: {message: go}}\n  - {id: b, run: x}\n")
+	e.run(&scripted{fn: ok}, Options{NoWait: true})
+	if _, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "ok", HumanInput{Approved: false, Reason: "not yet"}, e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if res := e.run(&scripted{fn: ok}, Options{Resume: true, NoWait: true}); res.ExitCode != 1 {
+		t.Fatalf("after the rejection: exit %d", res.ExitCode)
+	}
+	res := e.run(&scripted{fn: ok}, Options{Resume: true, Retry: true, NoWait: true})
+	if res.ExitCode != 3 || e.state(e.fs).Steps["ok"].Status != WaitingOnHuman {
+		t.Fatalf("retry: exit %d, ok is %s", res.ExitCode, e.state(e.fs).Steps["ok"].Status)
+	}
+}
+
+// TestStartAtKeepsOldLogs: --start-at-step starts a new generation; the
+// logs of the earlier one stay.
+func TestStartAtKeepsOldLogs(t *testing.T) {
+	e := newEnv(t, "name: t\nsteps:\n  - {id: one, run: x}\n  - {id: two, run: x}\n")
+	e.run(&scripted{fn: func(call) reply { return reply{Out: "first\n"} }}, Options{})
+	e.run(&scripted{fn: func(call) reply { return reply{Out: "second\n"} }}, Options{Resume: true, StartAt: "two"})
+	logs := RunDir(repo, "r1") + "/logs/"
+	for name, want := range map[string]string{"two.0.1.log": "first\n", "two.g1.0.1.log": "second\n"} {
+		if b, _ := afero.ReadFile(e.fs, logs+name); string(b) != want {
+			t.Errorf("%s = %q; want %q", name, b, want)
+		}
+	}
+	got, err := StepLogs(e.fs, RunDir(repo, "r1"), "two")
+	if err != nil || len(got) != 2 || got[1].Generation != 1 {
+		t.Errorf("StepLogs = %+v, %v", got, err)
+	}
+}
