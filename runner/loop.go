@@ -78,9 +78,7 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 				if err != nil {
 					return Result{}, err
 				}
-				if desired != x.core.Control() {
-					x.queue = append(x.queue, ControlChanged{Desired: desired})
-				}
+				x.controlChange(desired)
 			}
 			x.queue = append(x.queue, in)
 		case <-done:
@@ -139,6 +137,9 @@ func (x *run) perform(eff Effect) (Result, bool, error) {
 		}
 		x.queue = append(x.queue, HumanReady{Step: e.Step, Attempt: e.Attempt, ManualInputPath: path})
 	case AwaitHuman:
+		if x.awaiting[e.Step] {
+			break // already waiting (a new core over an edited workflow)
+		}
 		// A decision may already be there (approved while no runner ran).
 		in, timedOut, err := x.checkHuman(e.Step)
 		if err == nil && (in != nil || timedOut) {
@@ -285,10 +286,36 @@ func (x *run) pollWaiting() error {
 	if err != nil {
 		return err
 	}
-	if desired != x.core.Control() {
-		x.queue = append(x.queue, ControlChanged{Desired: desired})
-	}
+	x.controlChange(desired)
 	return nil
+}
+
+// controlChange hands the core a new desired state of control.json.
+// A paused run that goes on, with no session in flight, first takes the
+// workflow file as it is now (see reload); an edit that does not load
+// keeps it paused.
+func (x *run) controlChange(desired ControlState) {
+	cur := x.core.Control()
+	if desired == cur {
+		return
+	}
+	if cur == Pause && desired != Pause && x.core.Running() == 0 {
+		changed, err := x.reload()
+		if err != nil {
+			if msg := err.Error(); x.warned["reload"] != msg {
+				x.warned["reload"] = msg
+				x.warn("", "the edited workflow does not load; the run stays paused until it does:\n"+msg)
+			}
+			return
+		}
+		delete(x.warned, "reload")
+		if changed {
+			// A new core over the new plan takes the run from its state.
+			x.queue = append(x.queue, Begin{Control: desired})
+			return
+		}
+	}
+	x.queue = append(x.queue, ControlChanged{Desired: desired})
 }
 
 func toInt(v any) (int, error) {

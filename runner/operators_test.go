@@ -340,6 +340,8 @@ func TestLiveness(t *testing.T) {
 		{name: "failed", status: RunFailed, want: LiveDone},
 		{name: "paused, quiet for hours", status: RunPaused, beat: 5 * time.Hour, want: LiveStopped},
 		{name: "interrupted", status: RunInterrupted, want: LiveStopped},
+		{name: "paused, a foreground runner waits", status: RunPaused, lock: true, alive: true, beat: 2 * time.Second, want: LiveStopped},
+		{name: "paused, its runner gone", status: RunPaused, lock: true, alive: false, beat: 2 * time.Second, want: LiveStopped},
 		{name: "waiting on a human, no runner", status: RunWaitingOnHuman, steps: map[string]Status{"gate": WaitingOnHuman}, want: LiveStuck, hook: "gate"},
 		{name: "waiting on a human, live runner", status: RunRunning, steps: map[string]Status{"gate": WaitingOnHuman}, lock: true, alive: true, beat: 2 * time.Second, want: LiveStuck, hook: "gate"},
 		{name: "working", status: RunRunning, steps: map[string]Status{"coding": Running}, lock: true, alive: true, beat: time.Second, want: LiveWorking, hook: "coding"},
@@ -399,5 +401,51 @@ func TestHeartbeat(t *testing.T) {
 	json.Unmarshal(b, &st)
 	if st.Runner == nil || st.Runner.HeartbeatAt == nil || st.Runner.HeartbeatAt.Sub(start) < 25*time.Second {
 		t.Fatalf("heartbeat_at %v, want about 30 s after %v", st.Runner, start)
+	}
+}
+
+// TestEditWhilePaused: a paused foreground run that goes on takes the
+// workflow as edited meanwhile — a new step runs, a new var renders —
+// and an edit that does not load keeps it paused, saying why, until it
+// is fixed.
+func TestEditWhilePaused(t *testing.T) {
+	e := newEnv(t, "name: ed\nvars: {a: '1'}\nsteps:\n  - {id: first, run: 'first {{ vars.a }}'}\n  - {id: second, run: 'second {{ vars.a }}'}\n")
+	dir := RunDir(repo, "r1")
+	e.fs.MkdirAll(dir, 0o755)
+	SetDesired(e.fs, dir, Pause, "alice", "", e.clock.Now())
+	s := &scripted{fn: ok}
+	wait := e.runAsync(s, Options{})
+	e.tick(time.Second)
+	e.clock.BlockUntil(2, 10*time.Second)
+	// A broken edit: the run stays paused.
+	afero.WriteFile(e.fs, repo+"/workflow.yaml", []byte("name: ed\nsteps:\n  - {id: first, run: '{{ vars.nope }}'}\n"), 0o644)
+	SetDesired(e.fs, dir, Continuous, "alice", "", e.clock.Now())
+	e.tick(time.Second)
+	e.clock.BlockUntil(2, 10*time.Second)
+	e.tick(time.Second)
+	e.clock.BlockUntil(2, 10*time.Second)
+	if n := len(s.calls); n != 0 {
+		t.Fatalf("a run with a broken edit started %d sessions", n)
+	}
+	// The fixed edit: a new var and a new step.
+	afero.WriteFile(e.fs, repo+"/workflow.yaml", []byte("name: ed\nvars: {a: '1', b: '2'}\nsteps:\n  - {id: first, run: 'first {{ vars.a }} {{ vars.b }}'}\n  - {id: second, run: 'second {{ vars.b }}'}\n  - {id: third, run: third}\n"), 0o644)
+	e.tick(time.Second)
+	res := wait(250 * time.Millisecond)
+	if res.ExitCode != 0 {
+		t.Fatalf("exit %d\n%s", res.ExitCode, e.out.String())
+	}
+	var cmds []string
+	for _, c := range s.calls {
+		cmds = append(cmds, c.Command)
+	}
+	if !slices.Equal(cmds, []string{"first 1 2", "second 2", "third"}) {
+		t.Errorf("commands %q", cmds)
+	}
+	out := e.out.String()
+	if !strings.Contains(out, "does not load; the run stays paused") || !strings.Contains(out, `unknown var "nope"`) {
+		t.Errorf("no warning about the broken edit:\n%s", out)
+	}
+	if st := e.state(e.fs); st.Vars["b"] != "2" {
+		t.Errorf("vars %v", st.Vars)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -209,10 +210,7 @@ func (r *Runner) Run(ctx context.Context, opts Options) (res Result, err error) 
 	x := &run{r: r, opts: opts, wf: opts.Workflow, inputs: make(chan Input, 16),
 		outputs: map[string]string{}, reports: map[string]map[string]any{}, awaiting: map[string]bool{}, warned: map[string]string{},
 		environ: environMap(r.Environ)}
-	x.keepOut, x.runWide = sourceRefs(x.wf)
-	x.limits = x.wf.Limits()
-	x.redact = Secrets(x.wf, r.Environ)
-	x.spec, x.digest = x.wf.SpecDigest()
+	x.setWorkflow(x.wf)
 	if err := x.open(); err != nil {
 		_ = x.close()
 		return Result{}, err
@@ -345,7 +343,7 @@ func (x *run) open() error {
 		rc := RunCreated{
 			RunID: runID, WorkflowName: x.wf.Name, WorkflowFile: absPath(x.wf.File), WorkflowDigest: x.digest,
 			RepoDir: opts.Repo, ReportsDir: filepath.Join(x.dir, ReportsDir), ManualInputsDir: filepath.Join(x.dir, InputsDir),
-			Vars: vars, Steps: stepIDs(x.wf),
+			Vars: vars, VarOverrides: overrides(opts.Vars), Steps: stepIDs(x.wf),
 		}
 		if opts.StartAt != "" {
 			rc.StartAt = opts.StartAt
@@ -461,6 +459,46 @@ func (x *run) recordedHolder(locked *eventlog.LockedError, now time.Time) Holder
 	return h
 }
 
+// setWorkflow makes wf the run's workflow, with what is derived from it.
+func (x *run) setWorkflow(wf *config.Workflow) {
+	x.wf = wf
+	x.keepOut, x.runWide = sourceRefs(wf)
+	x.limits = wf.Limits()
+	x.redact = Secrets(wf, x.r.Environ)
+	x.spec, x.digest = wf.SpecDigest()
+}
+
+// reload takes the workflow file as it is now, for a paused run that
+// goes on (DESIGN §8: edits are picked up): when it changed, its new
+// steps, vars and limits are recorded (reconcileWorkflow) and a new core
+// over the new plan replaces the old one. An edit that does not load is
+// an error, and changes nothing.
+func (x *run) reload() (changed bool, err error) {
+	wf, err := config.LoadWith(x.r.FS, x.wf.File, config.Options{Repo: x.opts.Repo})
+	if err != nil {
+		return false, err
+	}
+	if _, digest := wf.SpecDigest(); digest == x.digest {
+		return false, nil
+	}
+	plan, err := NewPlan(wf, x.opts.Budgets, func(l *config.Limit) (int, error) {
+		v, err := l.Expr.Program().Eval(x.env(nil))
+		if err != nil {
+			return 0, err
+		}
+		return toInt(v)
+	})
+	if err != nil {
+		return false, fmt.Errorf("resolve budgets: %w", err)
+	}
+	x.setWorkflow(wf)
+	x.reconcileWorkflow(x.r.Clock.Now())
+	x.plan = plan
+	x.core = core.NewCore(plan)
+	x.core.HideSecrets(x.redact)
+	return true, nil
+}
+
 // reconcileWorkflow records how the workflow changed since the run
 // last ran: steps added and removed, and the new digest.
 func (x *run) reconcileWorkflow(now time.Time) {
@@ -481,11 +519,46 @@ func (x *run) reconcileWorkflow(now time.Time) {
 			x.announce(e)
 		}
 	}
-	if d := x.digest; d != from || !slices.Equal(ids, order) {
-		x.emit(newEvent(now, EvWorkflowChanged, "", WorkflowChanged{From: from, To: d, Order: ids}))
+	vars := runVars(x.wf, x.st)
+	if d := x.digest; d != from || !slices.Equal(ids, order) || !maps.Equal(vars, x.st.Vars) {
+		wc := WorkflowChanged{From: from, To: d, Order: ids}
+		if !maps.Equal(vars, x.st.Vars) {
+			wc.Vars = vars
+		}
+		x.emit(newEvent(now, EvWorkflowChanged, "", wc))
 		x.printf("workflow changed since the run last ran (%s -> %s)\n", short(from), short(d))
 		_ = x.writeWorkflowJSON()
 	}
+}
+
+// runVars returns the vars of run st under workflow wf: the file's,
+// with the run's --var overrides winning. A run recorded before
+// overrides were recorded apart keeps the values it has.
+func runVars(wf *config.Workflow, st *State) map[string]string {
+	vars := maps.Clone(wf.Vars)
+	if vars == nil {
+		vars = map[string]string{}
+	}
+	over := st.VarOverrides
+	if over == nil {
+		over = st.Vars // recorded before overrides were kept apart
+	}
+	for k, v := range over {
+		if _, ok := wf.Vars[k]; ok {
+			vars[k] = v
+		}
+	}
+	return vars
+}
+
+// overrides returns the --var overrides to record: never nil, so that
+// a run with none is told from one recorded before they were kept.
+func overrides(vars map[string]string) map[string]string {
+	o := maps.Clone(vars)
+	if o == nil {
+		o = map[string]string{}
+	}
+	return o
 }
 
 // runBegun reports whether a run's event log holds anything. A runner

@@ -51,6 +51,7 @@ type RunCreated struct {
 	ReportsDir      string            `json:"reports_dir"`
 	ManualInputsDir string            `json:"manual_inputs_dir"`
 	Vars            map[string]string `json:"vars"`
+	VarOverrides    map[string]string `json:"var_overrides"`
 	Steps           []string          `json:"steps"`
 	// StartAt names the step a new run starts at; earlier steps are
 	// SKIPPED.
@@ -74,6 +75,9 @@ type WorkflowChanged struct {
 	From  string   `json:"from"`
 	To    string   `json:"to"`
 	Order []string `json:"order"`
+	// Vars are the run's vars after the change (the file's, with the
+	// run's --var overrides winning), when they changed.
+	Vars map[string]string `json:"vars,omitempty"`
 }
 
 // StartAt is the data of EvStartAt: the steps reset to PENDING.
@@ -264,6 +268,7 @@ var appliers = map[string]applier{
 		if s.Vars == nil {
 			s.Vars = map[string]string{}
 		}
+		s.VarOverrides = d.VarOverrides
 		s.CreatedAt = at
 		s.Status = RunPending
 		s.StepOrder = slices.Clone(d.Steps)
@@ -290,6 +295,9 @@ var appliers = map[string]applier{
 		s.WorkflowDigest = d.To
 		if len(d.Order) > 0 {
 			s.StepOrder = slices.Clone(d.Order)
+		}
+		if d.Vars != nil {
+			s.Vars = d.Vars
 		}
 	}),
 	EvStepAdded: func(s *State, e Event) error {

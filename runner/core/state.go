@@ -60,6 +60,9 @@ type State struct {
 	WorkflowFile   string            `json:"workflow_file"`
 	WorkflowDigest string            `json:"workflow_digest"`
 	Vars           map[string]string `json:"vars"`
+	// VarOverrides are the vars given on the command line (--var),
+	// which win over the workflow file's when it is edited.
+	VarOverrides map[string]string `json:"var_overrides"`
 	Runner         *RunnerInfo       `json:"runner"`
 	Seq            int64             `json:"seq"`
 	// Generation counts the restarts of the run (--start-at-step, flow
@@ -141,6 +144,7 @@ func newStepState() *StepState {
 func (s *State) Clone() *State {
 	c := *s
 	c.Vars = maps.Clone(s.Vars)
+	c.VarOverrides = maps.Clone(s.VarOverrides)
 	c.StepOrder = slices.Clone(s.StepOrder)
 	if s.Runner != nil {
 		r := *s.Runner
