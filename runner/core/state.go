@@ -63,8 +63,8 @@ type State struct {
 	// VarOverrides are the vars given on the command line (--var),
 	// which win over the workflow file's when it is edited.
 	VarOverrides map[string]string `json:"var_overrides"`
-	Runner         *RunnerInfo       `json:"runner"`
-	Seq            int64             `json:"seq"`
+	Runner       *RunnerInfo       `json:"runner"`
+	Seq          int64             `json:"seq"`
 	// Generation counts the restarts of the run (--start-at-step, flow
 	// retry): from generation 1 on, the names of logs, prompts and
 	// archived reports carry it, so that nothing is overwritten.
