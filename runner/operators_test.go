@@ -249,6 +249,12 @@ func TestCleanupSession(t *testing.T) {
 	if c.DesiredState != Pause || c.CurrentState != Pause {
 		t.Errorf("after cleanup: control %+v", c)
 	}
+	// The cleanup session is in the record, and its log is named apart.
+	evs, _ := eventlog.Read(e.fs, filepath.Join(dir, EventsFile), 0)
+	types := eventTypes(evs)
+	if !slices.Contains(types, EvCleanupStarted) || !slices.Contains(types, EvCleanupFinished) || e.state(e.fs).Cleanups != 1 {
+		t.Errorf("cleanup events: %v", types)
+	}
 }
 
 // TestMalformedControl: a malformed control.json, or an unknown state,

@@ -84,6 +84,8 @@ const (
 	EvSessionStarted   = core.EvSessionStarted
 	EvStartAt          = core.EvStartAt
 	EvRetry            = core.EvRetry
+	EvCleanupStarted   = core.EvCleanupStarted
+	EvCleanupFinished  = core.EvCleanupFinished
 	EvStepAdded        = core.EvStepAdded
 	EvStepCompleted    = core.EvStepCompleted
 	EvStepFailed       = core.EvStepFailed

@@ -26,11 +26,13 @@ import (
 type Core struct {
 	plan *Plan
 	// evaluating holds steps whose when/auto_approve is being evaluated;
+	// cleaning is true while the cleanup session runs;
 	// preparing holds human steps whose wait the driver prepares;
 	// waiting holds steps whose retry timer runs.
 	evaluating map[string]bool
 	preparing  map[string]bool
 	waiting    map[string]bool
+	cleaning   bool
 	// halt is set when the run stops starting sessions: a step failed
 	// (exit 1 or 5) or the runner was interrupted (130).
 	haltCode   int
@@ -178,7 +180,11 @@ type TimerFired struct{ Step string }
 type ControlChanged struct{ Desired ControlState }
 
 // CleanupDone reports the end of the cleanup session.
-type CleanupDone struct{ Failed bool }
+type CleanupDone struct {
+	Failed bool
+	// Error says why it failed.
+	Error string
+}
 
 // Interrupt reports that flow was asked to stop (SIGINT, SIGTERM).
 type Interrupt struct{}
@@ -234,8 +240,9 @@ type SetControl struct {
 	Note             string
 }
 
-// StartCleanup asks the driver to run the workflow's cleanup session.
-type StartCleanup struct{}
+// StartCleanup asks the driver to run the workflow's cleanup session,
+// the N-th of the run.
+type StartCleanup struct{ N int }
 
 // Idle says that nothing can happen until a human decides or control
 // changes: Waiting lists the human steps, Paused is true when control
@@ -358,6 +365,8 @@ func (c *Core) Decide(st *State, in Input, at time.Time) Decision {
 	case ControlChanged:
 		c.controlChanged(x, in.Desired)
 	case CleanupDone:
+		c.cleaning = false
+		x.emit(EvCleanupFinished, "", CleanupFinished{N: x.st.Cleanups, Failed: in.Failed, Error: shorten(in.Error)})
 		c.control = Pause
 		x.effect(SetControl{Desired: Pause, Current: Pause, Note: "cleanup session finished"})
 	case Interrupt:
@@ -380,6 +389,7 @@ func (c *Core) begin(x *decider, in Begin) {
 	clear(c.evaluating)
 	clear(c.preparing)
 	clear(c.waiting)
+	c.cleaning = false
 	c.control = Continuous
 	c.running = 0
 	for _, s := range x.st.Steps {
@@ -584,7 +594,9 @@ func (c *Core) controlChanged(x *decider, desired ControlState) {
 	switch desired {
 	case RunCleanup:
 		x.effect(SetControl{Desired: RunCleanup, Current: RunCleanup})
-		x.effect(StartCleanup{})
+		x.emit(EvCleanupStarted, "", CleanupFinished{N: x.st.Cleanups + 1})
+		x.effect(StartCleanup{N: x.st.Cleanups})
+		c.cleaning = true
 	case Pause:
 		// Current becomes pause once the sessions in flight end.
 	default:
@@ -717,7 +729,7 @@ func (c *Core) schedule(x *decider) {
 			c.markIndex(i)
 		}
 	}
-	if busy > 0 || len(c.waiting) > 0 || len(c.preparing) > 0 {
+	if busy > 0 || len(c.waiting) > 0 || len(c.preparing) > 0 || c.cleaning {
 		c.idle = false
 		return
 	}

@@ -22,6 +22,8 @@ const (
 	EvStepRemoved     = "step_removed"
 	EvStartAt         = "start_at"
 	EvRetry           = "retry"
+	EvCleanupStarted  = "cleanup_started"
+	EvCleanupFinished = "cleanup_finished"
 	EvReconciled      = "step_reconciled"
 	EvStepStarted     = "step_started"
 	EvSessionStarted  = "session_started"
@@ -96,6 +98,14 @@ type Retry struct {
 	// MaxIterations, when set, overrides the iteration budgets for this
 	// retry (flow retry --max-iterations).
 	MaxIterations int `json:"max_iterations,omitempty"`
+}
+
+// CleanupFinished is the data of EvCleanupStarted and EvCleanupFinished:
+// the N-th cleanup session of the run, and how it ended.
+type CleanupFinished struct {
+	N      int    `json:"n"`
+	Failed bool   `json:"failed,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // StepStarted is the data of EvStepStarted.
@@ -448,8 +458,9 @@ var appliers = map[string]applier{
 		s.Status = RunInterrupted
 		s.ExitCode = int(ExitInterrupted)
 	}),
-	EvRunPaused:  onRun(func(s *State, _ *none, _ *Time) { s.Status = RunPaused }),
-	EvRunWaiting: onRun(func(s *State, _ *none, _ *Time) { s.Status = RunWaitingOnHuman }),
+	EvCleanupStarted: onRun(func(s *State, d *CleanupFinished, _ *Time) { s.Cleanups = d.N }),
+	EvRunPaused:      onRun(func(s *State, _ *none, _ *Time) { s.Status = RunPaused }),
+	EvRunWaiting:     onRun(func(s *State, _ *none, _ *Time) { s.Status = RunWaitingOnHuman }),
 }
 
 // unblock clears the loop-back block that step's re-entry set: a

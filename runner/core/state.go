@@ -69,6 +69,8 @@ type State struct {
 	// retry): from generation 1 on, the names of logs, prompts and
 	// archived reports carry it, so that nothing is overwritten.
 	Generation int `json:"generation"`
+	// Cleanups counts the run's cleanup sessions.
+	Cleanups int `json:"cleanups,omitempty"`
 	// StepOrder lists the step ids in workflow order.
 	StepOrder []string `json:"step_order"`
 
