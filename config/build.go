@@ -18,6 +18,10 @@ import (
 // namePattern is what workflow names, step ids and agent names look like.
 var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 
+// inputName is what the names of a human step's inputs look like: they
+// are read as steps.<id>.input.<name> in expressions.
+var inputName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+
 // envName is what the names of environment variables look like.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -244,6 +248,7 @@ func (b *builder) step(rs *rawStep, seen map[string]bool) *Step {
 		if rh.autoApprove.set {
 			h.AutoApprove = b.expr("human.auto_approve", rh.autoApprove, gates.Bool)
 		}
+		h.Inputs = b.inputs(rh.inputs)
 		s.Human = h
 	}
 	if rs.when.set {
@@ -285,6 +290,45 @@ func (b *builder) step(rs *rawStep, seen map[string]bool) *Step {
 	s.Env = b.env(rs.env)
 	b.rawNeeds[s] = rs.needs
 	return s
+}
+
+// inputs checks the inputs of a human step: each has a name of
+// lowercase letters, digits and _ (not starting with a digit), no two
+// the same, and is either required or has a default, not both.
+func (b *builder) inputs(raw []*rawInput) []Input {
+	var out []Input
+	seen := map[string]bool{}
+	for _, ri := range raw {
+		in := Input{Name: ri.name.val, Description: ri.description.val, Default: ri.def.val, Pos: ri.pos}
+		switch {
+		case ri.name.bad:
+			continue
+		case !ri.name.set:
+			b.d.errorf(ri.pos, "human.inputs: name is required")
+			continue
+		case !inputName.MatchString(in.Name):
+			b.d.errorf(ri.name.pos(), "human.inputs: input name %q: want lowercase letters, digits and _, not starting with a digit", in.Name)
+			continue
+		case seen[in.Name]:
+			b.d.errorf(ri.name.pos(), "human.inputs: duplicate input %q", in.Name)
+			continue
+		}
+		seen[in.Name] = true
+		if ri.required.ok() {
+			switch ri.required.val {
+			case "true":
+				in.Required = true
+			case "false":
+			default:
+				b.d.errorf(ri.required.pos(), "human.inputs.required: want true or false, got %q", ri.required.val)
+			}
+		}
+		if in.Required && ri.def.set {
+			b.d.errorf(ri.def.pos(), "human.inputs: input %q is required and has a default; a default applies only to an input that may be left out", in.Name)
+		}
+		out = append(out, in)
+	}
+	return out
 }
 
 // promptFile reads and compiles a prompt file, relative to the

@@ -212,9 +212,34 @@ var agentTable = newTable("agent", "", "",
 		set: func(a *rawAgent, v value) { a.env = v.strMap("env") }},
 )
 
+var inputTable = newTable("input", "An input the human gives when approving; later steps read it as steps.<id>.input.<name>.", "input",
+	field[rawInput]{name: "name", hcl: "-", kind: kindString, pattern: inputName.String(), required: true,
+		doc: "The input's name: lowercase letters, digits and _, not starting with a digit.",
+		set: func(in *rawInput, v value) {
+			if in.name = v.str("name"); in.name.set {
+				in.pos = in.name.pos()
+			}
+		}},
+	scalar("description", kindString, "What the human is asked for, shown when flow run asks at a terminal.",
+		func(in *rawInput) *str { return &in.description }),
+	scalar("required", kindBool, "An approval must give it (flow approve --input name=value).",
+		func(in *rawInput) *str { return &in.required }),
+	scalar("default", kindString, "The value when an approval does not give it.",
+		func(in *rawInput) *str { return &in.def }),
+)
+
 var humanTable = newTable("human", "", "",
 	scalar("message", kindTemplate, "What the human is asked.",
 		func(h *rawHuman) *str { return &h.message }),
+	field[rawHuman]{name: "inputs", hcl: "input", kind: kindItems, sub: inputTable,
+		doc: "The inputs an approval gives later steps: flow approve checks them and fills in their defaults.",
+		set: func(h *rawHuman, v value) {
+			v.items("inputs", func(item value) {
+				if in := (&rawInput{pos: item.pos()}); inputTable.decodeEntry(item, in) {
+					h.inputs = append(h.inputs, in)
+				}
+			})
+		}},
 	scalar("timeout", kindDuration, "Fail the step when nobody answers in this time.",
 		func(h *rawHuman) *str { return &h.timeout }),
 	scalar("auto_approve", kindExpr, "Approve without asking when this is true.",

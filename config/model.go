@@ -153,6 +153,23 @@ type Human struct {
 	Message     *Template
 	Timeout     *Duration
 	AutoApprove *Expr
+	// Inputs are the inputs an approval gives later steps, in file
+	// order; none means an approval may give any.
+	Inputs []Input
+}
+
+// Input is an input a human gives when approving a step; later steps
+// read it as steps.<id>.input.<name>. Its JSON is its form in a run's
+// workflow.json.
+type Input struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Required inputs must be given by an approval; the others take
+	// Default ("" when the workflow gives none) when not given, so that
+	// every declared input has a value after an approval.
+	Required bool   `json:"required,omitempty"`
+	Default  string `json:"default,omitempty"`
+	Pos      Pos    `json:"-"`
 }
 
 // Retry spaces out the attempts of a step.

@@ -104,6 +104,15 @@ type rawHuman struct {
 	message     str
 	timeout     str
 	autoApprove str
+	inputs      []*rawInput
+}
+
+type rawInput struct {
+	pos         Pos
+	name        str
+	description str
+	required    str
+	def         str
 }
 
 type rawRetry struct {

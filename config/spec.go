@@ -77,9 +77,10 @@ type specGate struct {
 }
 
 type specHuman struct {
-	Message     string `json:"message,omitempty"`
-	Timeout     string `json:"timeout,omitempty"`
-	AutoApprove string `json:"auto_approve,omitempty"`
+	Message     string  `json:"message,omitempty"`
+	Timeout     string  `json:"timeout,omitempty"`
+	AutoApprove string  `json:"auto_approve,omitempty"`
+	Inputs      []Input `json:"inputs,omitempty"`
 }
 
 type specRetry struct {
@@ -188,7 +189,7 @@ func (w *Workflow) spec() *specWorkflow {
 			ss.Needs = []string{}
 		}
 		if h := s.Human; h != nil {
-			ss.Human = &specHuman{Message: tsrc(h.Message), Timeout: specDuration(h.Timeout), AutoApprove: esrc(h.AutoApprove)}
+			ss.Human = &specHuman{Message: tsrc(h.Message), Timeout: specDuration(h.Timeout), AutoApprove: esrc(h.AutoApprove), Inputs: h.Inputs}
 		}
 		if g := s.Gate; g != nil {
 			ss.Gate = &specGate{Pass: esrc(g.Pass), Fail: esrc(g.Fail), Check: tsrc(g.Check), LoopBackTo: g.LoopBackTo, MaxIterations: specLimit(g.MaxIterations)}
