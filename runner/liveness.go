@@ -2,6 +2,7 @@ package runner
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"time"
@@ -46,12 +47,18 @@ type Liveness struct {
 // Live derives the liveness of a run from its state, its lock and the
 // time its sessions last wrote output. wf may be nil; with it, a
 // session quiet for longer than its idle_timeout is stuck.
+//
+// A paused run is stopped whether or not a runner waits in it; the
+// reason says which: a foreground runner (flow run without --no-wait)
+// that waits while paused goes on after flow continue alone, while a
+// paused run that no live runner holds needs flow continue and then
+// flow resume.
 func Live(fsys afero.Fs, runDir string, st *State, wf *config.Workflow, now time.Time, alive func(runlock.Holder) bool) Liveness {
 	switch st.Status {
 	case RunCompleted, RunFailed:
 		return Liveness{State: LiveDone, Reason: "the run " + string(st.Status)}
 	case RunPaused:
-		return Liveness{State: LiveStopped, Reason: "paused by control.json; flow continue resumes it"}
+		return pausedLiveness(fsys, runDir, st, now, alive)
 	case RunInterrupted:
 		return Liveness{State: LiveStopped, Reason: "interrupted; flow resume continues it"}
 	}
@@ -119,4 +126,38 @@ func Live(fsys afero.Fs, runDir string, st *State, wf *config.Workflow, now time
 	}
 	l.State, l.Reason = LiveSpawning, "the runner is between sessions"
 	return l
+}
+
+// pausedLiveness says of a paused run whether a live runner waits in it,
+// and which commands make it go on.
+func pausedLiveness(fsys afero.Fs, runDir string, st *State, now time.Time, alive func(runlock.Holder) bool) Liveness {
+	holder, live := LiveRunner(fsys, runDir, st, now, alive)
+	l := Liveness{State: LiveStopped, Holder: holder}
+	switch {
+	case live:
+		l.Reason = fmt.Sprintf("paused; the runner (pid %d) waits: flow continue %s lets it go on", holder.PID, st.RunID)
+	case holder != nil:
+		l.Reason = fmt.Sprintf("paused; its runner (pid %d) is gone: flow continue %s, then flow resume %s", holder.PID, st.RunID, st.RunID)
+	default:
+		l.Reason = fmt.Sprintf("paused; no runner holds the run: flow continue %s, then flow resume %s", st.RunID, st.RunID)
+	}
+	return l
+}
+
+// LiveRunner returns the runner named by a run's lock, if the lock can
+// be read, and whether it holds the run alive: its process runs and its
+// heartbeat (when the state records one) is not older than DeadAfter.
+// A run that no live runner holds goes on only through flow resume.
+func LiveRunner(fsys afero.Fs, runDir string, st *State, now time.Time, alive func(runlock.Holder) bool) (*runlock.Holder, bool) {
+	holder, err := runlock.Read(fsys, filepath.Join(runDir, LockFile))
+	if err != nil {
+		return nil, false
+	}
+	if !alive(holder) {
+		return &holder, false
+	}
+	if st.Runner != nil && st.Runner.HeartbeatAt != nil && now.Sub(st.Runner.HeartbeatAt.Time) > DeadAfter {
+		return &holder, false
+	}
+	return &holder, true
 }

@@ -66,12 +66,12 @@ func (a *app) printJSON(v any) error {
 
 // watchStatus shows a run until it is over (done, stopped or dead). On
 // a terminal it redraws in place, with the last lines of the running
-// sessions' output; elsewhere (or with CI=true) it prints the status
+// sessions' output; elsewhere (or in CI, see inCI) it prints the status
 // once and then a line for each change; with --json, one JSON object
 // per line, {"type":"status",...}, for each change.
 func (a *app) watchStatus(ctx context.Context, repo, runID string, asJSON bool) error {
 	out := a.stdio.Out
-	term := !asJSON && isTerminal(out) && a.svc.Getenv("CI") != "true"
+	term := !asJSON && isTerminal(out) && !a.inCI()
 	opts := ops.WatchOptions{Every: term}
 	if term {
 		opts.Tails = 5
@@ -256,7 +256,7 @@ run. --input k=v values are available to later expressions as steps.<id>.input.`
 		},
 	}
 	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
-	cmd.Flags().StringVar(&by, "by", "", "who approves (default: $USER)")
+	cmd.Flags().StringVar(&by, "by", "", "who approves (default: $USER, else the OS user name)")
 	cmd.Flags().StringArrayVar(&inputs, "input", nil, "input for later steps: --input key=value (repeatable)")
 	return cmd
 }
@@ -272,7 +272,7 @@ func (a *app) rejectCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
-	cmd.Flags().StringVar(&by, "by", "", "who rejects (default: $USER)")
+	cmd.Flags().StringVar(&by, "by", "", "who rejects (default: $USER, else the OS user name)")
 	cmd.Flags().StringVar(&reason, "reason", "", "why (required)")
 	return cmd
 }
@@ -313,6 +313,9 @@ sessions and never interrupts one.`,
 				return err
 			}
 			fmt.Fprintf(a.stdio.Out, "run %s: desired state %s\n", res.RunID, res.DesiredState)
+			if !res.RunnerLive && state != runner.Pause {
+				fmt.Fprintf(a.stdio.Out, "run %s has no live runner; it also needs: flow resume %s\n", res.RunID, res.RunID)
+			}
 			return nil
 		},
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 
 	"github.com/spf13/afero"
 	"github.com/spf13/cobra"
@@ -73,7 +74,7 @@ func Run(ctx context.Context, args []string, stdio Stdio) int {
 		Host:    host,
 		PID:     os.Getpid(),
 		Environ: environ,
-		User:    os.Getenv("USER"),
+		User:    userName(os.Getenv, user.Current),
 		Stdout:  stdio.Out,
 		Alive:   runlock.ProcessAlive,
 		// Sessions of a dead runner may have left processes behind.

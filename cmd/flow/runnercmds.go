@@ -147,7 +147,7 @@ func (a *app) execute(cmd *cobra.Command, l *ops.Launch, asJSON bool) error {
 		Output: out,
 		// Session output is shown on a terminal, and in CI, where the
 		// job's log is what people read.
-		Live: isTerminal(out) || a.svc.Getenv("CI") == "true",
+		Live: isTerminal(out) || a.inCI(),
 	}
 	if asJSON {
 		// One JSON object per line (DESIGN §8): each event as it is

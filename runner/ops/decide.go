@@ -20,7 +20,9 @@ type DecideRequest struct {
 	Approve bool
 	// By names who decides; "" is the Service's user.
 	By string
-	// Input is what an approval gives later steps (steps.<id>.input).
+	// Input is what an approval gives later steps (steps.<id>.input);
+	// when the step declares its inputs, Decide checks it against them
+	// and fills in their defaults.
 	Input map[string]any
 	// Reason says why; a rejection needs one.
 	Reason string
@@ -50,12 +52,14 @@ type Decision struct {
 // are ExitUsage errors; a step that is not waiting, or was already
 // decided otherwise, is an ExitRefused error saying what was decided,
 // by whom and when. Asking for the decision already made is not an
-// error: the result has Already set.
+// error: the result has Already set. An approval's inputs are checked
+// against those the step declares, and their defaults filled in
+// (ResolveInputs); a rejection needs none.
 func (s *Service) Decide(req DecideRequest) (Decision, error) {
 	if !req.Approve && strings.TrimSpace(req.Reason) == "" {
 		return Decision{}, runner.Usage("reject needs --reason\ntry: flow reject %s %s --reason 'why'", req.RunID, req.Step)
 	}
-	_, ref, err := s.openRun(req.Repo, req.RunID)
+	repo, ref, err := s.openRun(req.Repo, req.RunID)
 	if err != nil {
 		return Decision{}, err
 	}
@@ -68,9 +72,8 @@ func (s *Service) Decide(req DecideRequest) (Decision, error) {
 	}
 	in := runner.HumanInput{Approved: req.Approve, By: s.Who(req.By), Reason: req.Reason}
 	if req.Approve {
-		in.Input = req.Input
-		if in.Input == nil {
-			in.Input = map[string]any{}
+		if in.Input, err = ResolveInputs(req.Step, s.stepInputs(repo, ref, req.Step), req.Input); err != nil {
+			return Decision{}, err
 		}
 	}
 	now := s.clock().Now()
@@ -111,6 +114,10 @@ type ControlResult struct {
 	By string `json:"by"`
 	// Note is the note kept with it.
 	Note string `json:"note"`
+	// RunnerLive is true when a live runner holds the run and reads the
+	// desired state between its sessions; when false, nothing happens
+	// until flow resume starts a runner (runner.LiveRunner).
+	RunnerLive bool `json:"runner_live"`
 }
 
 // controlVerbs names the command of each desired state, for messages.
@@ -125,7 +132,9 @@ var controlVerbs = map[runner.ControlState]string{
 // none) in its control file; the runner reads it between sessions and
 // never interrupts one. A run that has already ended is refused
 // (ExitRefused); an unknown run is an ExitUsage error; an invalid state
-// is an ExitUsage error.
+// is an ExitUsage error. The result says whether a live runner holds
+// the run: without one, the desired state takes effect at the next flow
+// resume.
 func (s *Service) Control(req ControlRequest) (ControlResult, error) {
 	verb, ok := controlVerbs[req.State]
 	if !ok {
@@ -143,5 +152,7 @@ func (s *Service) Control(req ControlRequest) (ControlResult, error) {
 	if err := runner.SetDesired(s.FS, ref.Dir, req.State, by, req.Note, s.clock().Now()); err != nil {
 		return ControlResult{}, err
 	}
-	return ControlResult{RunID: ref.ID, DesiredState: req.State, By: by, Note: req.Note}, nil
+	now := s.clock().Now()
+	_, live := runner.LiveRunner(s.FS, ref.Dir, ref.State, now, s.alive())
+	return ControlResult{RunID: ref.ID, DesiredState: req.State, By: by, Note: req.Note, RunnerLive: live}, nil
 }

@@ -85,8 +85,13 @@
 // ExitRefused saying what was decided, by whom and when; asking again
 // for the decision already made returns it with "already": true. A
 // Decision is {"run_id", "step", "approved", "by", "at", "already"}.
-// A rejection needs a reason (ExitUsage). Control writes a run's
-// desired state (pause, continuous, run_once, run_cleanup); a run that
-// has already ended is refused with ExitRefused. A ControlResult is
-// {"run_id", "desired_state", "by", "note"}.
+// A rejection needs a reason (ExitUsage). An approval's inputs are
+// checked against those the step declares (human.inputs): an unknown
+// name or a required one left out is ExitUsage, and the defaults of the
+// others are filled in (ResolveInputs); Attach.Ask's approvals are
+// checked the same way. Control writes a run's desired state (pause,
+// continuous, run_once, run_cleanup); a run that has already ended is
+// refused with ExitRefused. A ControlResult is {"run_id",
+// "desired_state", "by", "note", "runner_live"}: without a live runner,
+// the desired state takes effect at the next flow resume.
 package ops

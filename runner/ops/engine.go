@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/afero"
 
+	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
@@ -33,12 +34,28 @@ type Attach struct {
 	// Live shows the sessions' output on Output as it is written.
 	Live bool
 	// Ask, when set, asks a person to decide a human step and blocks
-	// until they answer (ok false: no answer). Decisions made with
-	// Service.Decide work alongside it.
-	Ask func(runID, step, message string) (in runner.HumanInput, ok bool)
+	// until they answer (ok false: no answer). An approval gives the
+	// step's declared inputs (Question.Inputs); Service.Start checks
+	// them and fills in their defaults, as Decide does. Decisions made
+	// with Service.Decide work alongside it.
+	Ask func(q Question) (in runner.HumanInput, ok bool)
 	// Events, when set, receives each event of the run as it is
 	// recorded, in order.
 	Events func(runner.Event)
+}
+
+// Question is what Attach.Ask asks a person: to decide a human step.
+type Question struct {
+	// RunID is the run and Step the human step that waits.
+	RunID string
+	Step  string
+	// Message is the step's rendered human.message ("" when it has
+	// none).
+	Message string
+	// Inputs are the inputs the step declares, in order: an approval
+	// gives the required ones, and may give the others (their defaults
+	// are filled in).
+	Inputs []config.Input
 }
 
 // Local is the local engine: runner.Runner over a file system, a clock
@@ -69,8 +86,13 @@ func (l *Local) Run(ctx context.Context, opts runner.Options, att Attach) (runne
 		Alive:       l.Alive,
 		KillOrphans: l.KillOrphans,
 		KillMarked:  l.KillMarked,
-		Ask:         att.Ask,
 		OnEvent:     att.Events,
+	}
+	if att.Ask != nil {
+		wf := opts.Workflow
+		r.Ask = func(runID, step, message string) (runner.HumanInput, bool) {
+			return att.Ask(Question{RunID: runID, Step: step, Message: message, Inputs: humanInputs(wf, step)})
+		}
 	}
 	return r.Run(ctx, opts)
 }

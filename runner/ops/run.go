@@ -3,6 +3,8 @@ package ops
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner"
@@ -222,6 +224,9 @@ func (s *Service) Start(ctx context.Context, l *Launch, att Attach) (RunResult, 
 	if att.Output == nil {
 		att.Output = s.stdout()
 	}
+	if att.Ask != nil {
+		att.Ask = checkedAsk(att.Ask, att.Output)
+	}
 	res, err := s.engine().Run(ctx, l.Options, att)
 	if err != nil {
 		return RunResult{}, err
@@ -248,4 +253,24 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// checkedAsk checks the inputs of the approvals ask returns, and fills
+// in their defaults, as Decide does (ResolveInputs). An approval whose
+// inputs do not fit is not recorded: it is said on out, and the step
+// goes on waiting for flow approve.
+func checkedAsk(ask func(Question) (runner.HumanInput, bool), out io.Writer) func(Question) (runner.HumanInput, bool) {
+	return func(q Question) (runner.HumanInput, bool) {
+		in, ok := ask(q)
+		if !ok || !in.Approved {
+			return in, ok
+		}
+		resolved, err := ResolveInputs(q.Step, q.Inputs, in.Input)
+		if err != nil {
+			fmt.Fprintf(out, "%s: %v\nnot recorded; flow approve %s %s --input ... decides it\n", q.Step, err, q.RunID, q.Step)
+			return runner.HumanInput{}, false
+		}
+		in.Input = resolved
+		return in, true
+	}
 }

@@ -49,7 +49,7 @@ type Service struct {
 	// secrets are read from; Getenv reads it.
 	Environ []string
 	// User is who approves, rejects and controls runs when the request
-	// names nobody ($USER for the command line).
+	// names nobody ($USER, else the OS user name, for the command line).
 	User string
 	// Stdout receives the progress of runs and, when asked for, their
 	// sessions' output; nil discards it. Attach.Output overrides it for

@@ -1,0 +1,121 @@
+package ops
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/confine"
+	"github.com/flow-run/flow/internal/suggest"
+	"github.com/flow-run/flow/runner"
+)
+
+// ResolveInputs checks what an approval of step gives against the
+// inputs the step declares, and fills in the rest: a name the step does
+// not declare is an ExitUsage error with a did-you-mean, a required
+// input left out is an ExitUsage error naming it, and every other
+// declared input left out takes its default ("" when it has none), so
+// that later steps always find a value at steps.<id>.input.<name>. A
+// step that declares no inputs takes whatever it is given.
+func ResolveInputs(step string, declared []config.Input, given map[string]any) (map[string]any, error) {
+	out := make(map[string]any, len(given)+len(declared))
+	for k, v := range given {
+		out[k] = v
+	}
+	if len(declared) == 0 {
+		return out, nil
+	}
+	names := make([]string, len(declared))
+	for i, in := range declared {
+		names[i] = in.Name
+	}
+	keys := make([]string, 0, len(given))
+	for k := range given {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if slices.Contains(names, k) {
+			continue
+		}
+		msg := fmt.Sprintf("--input %s: step %s has no input %q", k, step, k)
+		if c, ok := suggest.Closest(k, names); ok {
+			msg += fmt.Sprintf(" (did you mean %q?)", c)
+		}
+		return nil, runner.Usage("%s; its inputs: %s", msg, strings.Join(names, ", "))
+	}
+	var missing []string
+	for _, in := range declared {
+		if _, ok := given[in.Name]; ok {
+			continue
+		}
+		if in.Required {
+			missing = append(missing, in.Name)
+			continue
+		}
+		out[in.Name] = in.Default
+	}
+	if len(missing) > 0 {
+		var try strings.Builder
+		for _, m := range missing {
+			fmt.Fprintf(&try, " --input %s=...", m)
+		}
+		what := "input " + missing[0]
+		if len(missing) > 1 {
+			what = "inputs " + strings.Join(missing, ", ")
+		}
+		return nil, runner.Usage("step %s needs the %s to be approved\ntry: flow approve RUN_ID %s%s", step, what, step, try.String())
+	}
+	return out, nil
+}
+
+// stepInputs returns the inputs a human step of a run declares, from
+// the workflow the run's runner loaded (workflow.json in the run
+// directory) or, when that cannot be read, from the run's workflow
+// file. A step of neither declares none.
+func (s *Service) stepInputs(repo string, ref runner.RunRef, step string) []config.Input {
+	b, err := confine.ReadFile(s.FS, filepath.Join(ref.Dir, runner.LoadedWorkflowFile), maxLoadedWorkflow, ref.Dir)
+	if err == nil {
+		var doc struct {
+			Workflow struct {
+				Steps []struct {
+					ID    string `json:"id"`
+					Human *struct {
+						Inputs []config.Input `json:"inputs"`
+					} `json:"human"`
+				} `json:"steps"`
+			} `json:"workflow"`
+		}
+		if json.Unmarshal(b, &doc) == nil {
+			for _, st := range doc.Workflow.Steps {
+				if st.ID == step && st.Human != nil {
+					return st.Human.Inputs
+				}
+			}
+			return nil
+		}
+	}
+	wf, err := config.Load(s.FS, LocateWorkflow(s.FS, ref.State, repo))
+	if err != nil {
+		return nil
+	}
+	return humanInputs(wf, step)
+}
+
+// humanInputs returns the inputs a step of wf declares.
+func humanInputs(wf *config.Workflow, step string) []config.Input {
+	if wf == nil {
+		return nil
+	}
+	if st := wf.Step(step); st != nil && st.Human != nil {
+		return st.Human.Inputs
+	}
+	return nil
+}
+
+// maxLoadedWorkflow bounds the read of a run's workflow.json: the spec
+// of a workflow no larger than config.MaxWorkflowSize.
+const maxLoadedWorkflow = 4 * config.MaxWorkflowSize
