@@ -55,6 +55,8 @@ func TestSchemaValidatesShippedWorkflows(t *testing.T) {
 	if len(files) < 3 {
 		t.Fatalf("shipped workflows: %v", files)
 	}
+	examples, _ := filepath.Glob("../workflows/examples/*.yaml")
+	files = append(files, examples...)
 	osfs := afero.NewOsFs()
 	for _, f := range files {
 		data, err := afero.ReadFile(osfs, f)
