@@ -18,6 +18,7 @@ func (a *app) addRunnerCmds(root *cobra.Command) {
 	root.AddCommand(
 		a.runCmd(),
 		a.resumeCmd(),
+		a.retryCmd(),
 		a.statusCmd(),
 		a.runsCmd(),
 		a.logsCmd(),
@@ -124,6 +125,35 @@ is taken over.`,
 	return cmd
 }
 
+func (a *app) retryCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "retry [RUN_ID]",
+		Short: "Run a failed run's failed steps again, and what depends on them",
+		Long: `retry takes a failed run (the newest when RUN_ID is left out) and puts every FAILED
+step, and every step that depends on one, back to PENDING with fresh attempts,
+keeping their iterations and every other step as it is; then it goes on, in a new
+generation of the run (its logs and reports are named apart; nothing is
+overwritten). It prints its plan first. A step that failed at its iteration budget
+runs again only with --max-iterations N, which for this retry overrides the
+steps' and gates' own budgets. A rejected human step waits for a new decision.`,
+		Example: "  flow retry\n  flow retry 20250115-143000-f8c1a4 --max-iterations 6",
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := a.svc.PrepareResume(ops.ResumeRequest{Repo: f.repo, RunID: argOr(args), NoWait: f.noWait,
+				Budgets: f.budgets(), Retry: true})
+			if err != nil {
+				return err
+			}
+			return a.execute(cmd, l, f.asJSON)
+		},
+	}
+	f.add(cmd, false)
+	_ = cmd.Flags().MarkHidden("start-at-step")
+	_ = cmd.Flags().MarkHidden("force")
+	return cmd
+}
+
 // argOr returns the first argument, or "".
 func argOr(args []string) string {
 	if len(args) > 0 {
@@ -142,6 +172,15 @@ func (a *app) execute(cmd *cobra.Command, l *ops.Launch, asJSON bool) error {
 	}
 	if l.Plan != nil {
 		printPlan(out, l.Plan)
+	}
+	if p := l.RetryPlan; p != nil {
+		fmt.Fprintf(out, "retrying run %s\n", l.Options.RunID)
+		fmt.Fprintf(out, "  failed:  %s\n", listOrNone(p.Failed))
+		fmt.Fprintf(out, "  re-run:  %s\n", listOrNone(p.Rerun))
+		fmt.Fprintf(out, "  keep:    %s\n", listOrNone(p.Kept))
+		if len(p.Capped) > 0 {
+			fmt.Fprintf(out, "  at their iteration budget: %s\n", listOrNone(p.Capped))
+		}
 	}
 	att := ops.Attach{
 		Output: out,

@@ -51,6 +51,11 @@ type ResumeRequest struct {
 	Force   bool
 	NoWait  bool
 	Budgets runner.Budgets
+	// Retry re-runs a failed run's failed steps and what depends on
+	// them (flow retry): the launch carries a RetryPlan. A
+	// Budgets.MaxIterations then overrides the steps' and gates' own
+	// iteration budgets for the retry.
+	Retry bool
 }
 
 // Launch is a run ready to start: the workflow loaded, the vars
@@ -63,6 +68,8 @@ type Launch struct {
 	Options runner.Options
 	// Plan is the plan of a start step, or nil without one.
 	Plan *StartAtPlan
+	// RetryPlan is the plan of a retry, or nil without one.
+	RetryPlan *runner.RetryPlan
 }
 
 // StartAtPlan says what starting at a step will do.
@@ -182,6 +189,18 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 	}
 	l := &Launch{Workflow: wf, Options: runner.Options{Workflow: wf, Repo: repo, RunID: ref.ID, Resume: true,
 		NoWait: req.NoWait, Budgets: req.Budgets}}
+	if req.Retry {
+		if ref.State.Status != runner.RunFailed {
+			return nil, runner.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", ref.ID, ref.State.Status)
+		}
+		p := runner.PlanRetry(wf, ref.State)
+		l.RetryPlan = &p
+		l.Options.Retry = true
+		if req.Budgets.MaxIterations > 0 {
+			l.Options.Budgets.ForceMaxIterations = true
+		}
+		return l, nil
+	}
 	if req.StartAt == "" {
 		return l, nil
 	}
