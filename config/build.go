@@ -164,7 +164,15 @@ func (b *builder) secrets() {
 }
 
 func (b *builder) step(rs *rawStep, seen map[string]bool) *Step {
-	s := &Step{ID: rs.id.val, Pos: rs.pos, Description: rs.description.val, NeedsSet: rs.needsSet, NeedsPos: rs.needsPos}
+	s := &Step{ID: rs.id.val, Pos: rs.pos, Description: rs.description.val, Feedback: "append", NeedsSet: rs.needsSet, NeedsPos: rs.needsPos}
+	if f := rs.feedback; f.ok() {
+		switch f.val {
+		case "append", "none":
+			s.Feedback = f.val
+		default:
+			b.d.errorf(f.pos(), "feedback: want append or none, got %q", f.val)
+		}
+	}
 	switch {
 	case rs.id.bad:
 	case !rs.id.set:

@@ -35,3 +35,25 @@ func TestStepDescription(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// TestStepFeedback: feedback is append by default, none turns it off,
+// anything else is a positioned error; the default stays out of the
+// digest.
+func TestStepFeedback(t *testing.T) {
+	for src, want := range map[string]string{
+		"name: f\nsteps:\n  - {id: a, run: x}\n":                 "append",
+		"name: f\nsteps:\n  - {id: a, run: x, feedback: none}\n": "none",
+	} {
+		fs := afero.NewMemMapFs()
+		_ = afero.WriteFile(fs, "/w/wf.yaml", []byte(src), 0o644)
+		wf, err := config.Load(fs, "/w/wf.yaml")
+		if err != nil || wf.Steps[0].Feedback != want {
+			t.Errorf("%q: feedback %q, %v; want %q", src, wf.Steps[0].Feedback, err, want)
+		}
+	}
+	fs := afero.NewMemMapFs()
+	_ = afero.WriteFile(fs, "/w/wf.yaml", []byte("name: f\nsteps:\n  - {id: a, run: x, feedback: loud}\n"), 0o644)
+	if _, err := config.Load(fs, "/w/wf.yaml"); err == nil || !strings.Contains(err.Error(), "3:31: feedback: want append or none") {
+		t.Errorf("feedback: loud: %v", err)
+	}
+}

@@ -268,6 +268,8 @@ var stepTable = newTable("step", "A step: exactly one of run, prompt or prompt_f
 		}},
 	scalar("description", kindString, "What the step does, for people.",
 		func(s *rawStep) *str { return &s.description }),
+	scalar("feedback", kindString, "append (the default for agent steps) adds why a loop-back sent the step back to its prompt; none does not.",
+		func(s *rawStep) *str { return &s.feedback }),
 	scalar("run", kindTemplate, "A command session: run with sh -c in the repo directory.",
 		func(s *rawStep) *str { return &s.run }),
 	scalar("prompt", kindTemplate, "An agent session with this prompt.",

@@ -96,6 +96,9 @@ type Step struct {
 	Kind StepKind
 	// Description says what the step does, for people.
 	Description string
+	// Feedback is "append" (the default) when a re-entered agent step's
+	// prompt ends with why its work was sent back, "none" when not.
+	Feedback string
 
 	// Run is the command of a command step.
 	Run *Template

@@ -69,6 +69,7 @@ type rawStep struct {
 	id            str
 	pos           Pos
 	description   str
+	feedback      str
 	run           str
 	prompt        str
 	promptFile    str

@@ -48,6 +48,7 @@ type specAgent struct {
 type specStep struct {
 	ID            string            `json:"id"`
 	Description   string            `json:"description,omitempty"`
+	Feedback      string            `json:"feedback,omitempty"`
 	Kind          StepKind          `json:"kind"`
 	Run           string            `json:"run,omitempty"`
 	Prompt        string            `json:"prompt,omitempty"`
@@ -169,6 +170,7 @@ func (w *Workflow) spec() *specWorkflow {
 		ss := &specStep{
 			ID:            s.ID,
 			Description:   s.Description,
+			Feedback:      specFeedback(s.Feedback),
 			Kind:          s.Kind,
 			Run:           tsrc(s.Run),
 			Prompt:        tsrc(s.Prompt),
@@ -264,4 +266,13 @@ func specEnv(env map[string]*Template) map[string]string {
 		out[k] = tsrc(t)
 	}
 	return out
+}
+
+// specFeedback leaves the default out of the spec, so that workflows
+// that do not set feedback keep their digests.
+func specFeedback(f string) string {
+	if f == "append" {
+		return ""
+	}
+	return f
 }

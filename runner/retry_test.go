@@ -121,3 +121,36 @@ func TestStartAtKeepsOldLogs(t *testing.T) {
 		t.Errorf("StepLogs = %+v, %v", got, err)
 	}
 }
+
+// TestFeedbackInPrompt: a re-entered agent step's prompt ends with why it
+// was sent back, with the evidence; feedback: none leaves it out.
+func TestFeedbackInPrompt(t *testing.T) {
+	for _, none := range []bool{false, true} {
+		fb := ""
+		if none {
+			fb = ", feedback: none"
+		}
+		e := newEnv(t, "name: t\nagents: {c: {run: c}}\nsteps:\n  - {id: code, agent: c, prompt: Write it."+fb+"}\n  - {id: test, run: x, max_attempts: 1, loop_back_to: code}\n")
+		var prompts []string
+		n := 0
+		s := &scripted{fn: func(c call) reply {
+			switch c.Step {
+			case "code":
+				b, _ := afero.ReadFile(e.fs, c.Env["FLOW_PROMPT_FILE"])
+				prompts = append(prompts, string(b))
+			case "test":
+				if n++; n == 1 {
+					return reply{Exit: 1, Out: "--- FAIL: TestLogin\n"}
+				}
+			}
+			return reply{}
+		}}
+		if res := e.run(s, Options{}); res.ExitCode != 0 || len(prompts) != 2 {
+			t.Fatalf("exit %d, %d prompts", res.ExitCode, len(prompts))
+		}
+		has := strings.Contains(prompts[1], "sent back by test: exit code 1") && strings.Contains(prompts[1], "--- FAIL: TestLogin")
+		if has == none || strings.Contains(prompts[0], "sent back") {
+			t.Errorf("feedback: none %v; prompts %q", none, prompts)
+		}
+	}
+}

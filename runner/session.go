@@ -142,7 +142,7 @@ func (x *run) sessionSpec(s *config.Step, e sessionRun, env *gates.Env) (proc.Sp
 			return proc.Spec{}, "", errors.New(templateError("prompt", s.Prompt, limitHint(err, "prompt_limit")))
 		}
 		prompt = p
-		if ss := x.st.Steps[s.ID]; ss != nil && ss.Feedback != nil {
+		if ss := x.st.Steps[s.ID]; ss != nil && ss.Feedback != nil && s.Feedback != "none" {
 			prompt += feedbackText(ss.Feedback)
 		}
 		agent := x.wf.Agents[s.Agent]
