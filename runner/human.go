@@ -37,6 +37,7 @@ func (x *run) checkHuman(id string) (in *HumanInput, timedOut bool, err error) {
 		in = nil
 	}
 	if in != nil {
+		x.fillInputs(id, in)
 		return in, false, nil
 	}
 	step := x.wf.Step(id)
@@ -51,6 +52,25 @@ func (x *run) checkHuman(id string) (in *HumanInput, timedOut bool, err error) {
 		}
 	}
 	return nil, false, nil
+}
+
+// fillInputs gives an approval the defaults of the inputs its step
+// declares and it does not give: a decision file written by hand, or by
+// a tool other than flow approve, renders them as flow approve would.
+func (x *run) fillInputs(id string, in *HumanInput) {
+	s := x.wf.Step(id)
+	if !in.Approved || s == nil || s.Human == nil || len(s.Human.Inputs) == 0 {
+		return
+	}
+	for _, d := range s.Human.Inputs {
+		if _, ok := in.Input[d.Name]; ok || d.Required {
+			continue
+		}
+		if in.Input == nil {
+			in.Input = map[string]any{}
+		}
+		in.Input[d.Name] = d.Default
+	}
 }
 
 // ReadManualInput reads a manual input file: nil when there is none

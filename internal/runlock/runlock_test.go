@@ -295,3 +295,25 @@ func TestRestore(t *testing.T) {
 
 // errAny in a test table stands for any error.
 var errAny = errors.New("any error")
+
+// TestZombieIsNotAlive: a holder that exited but is not reaped yet is
+// not alive.
+func TestZombieIsNotAlive(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	cmd := exec.Command("sh", "-c", "exit 0")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	host, _ := os.Hostname()
+	h := Holder{PID: cmd.Process.Pid, Host: host}
+	deadline := time.Now().Add(5 * time.Second)
+	for ProcessAlive(h) {
+		if time.Now().After(deadline) {
+			t.Fatal("an exited, unreaped process still counts as alive")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
