@@ -244,16 +244,31 @@ func runTranscript(t *testing.T, repo string, env []string, steps []transcriptSt
 	}
 }
 
-// waitStarted waits until the event log at path records that step
-// started (or a minute passes).
+// waitStarted waits until the event log at path records that step's
+// session started (its process is running) and then for its first
+// output, for at most two seconds: an example that prints does so once
+// it has started what the transcript relies on (long.yaml's build, its
+// background sleep), one that prints nothing goes on after the wait.
 func waitStarted(t *testing.T, path, step string) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
+	var began time.Time
 	for time.Now().Before(deadline) {
 		b, _ := os.ReadFile(path)
 		for _, line := range bytes.Split(b, []byte("\n")) {
-			var e struct{ Type, Step string }
-			if json.Unmarshal(line, &e) == nil && e.Type == "step_started" && e.Step == step {
+			var e struct {
+				Type, Step string
+				Data       struct {
+					LogPath string `json:"log_path"`
+				}
+			}
+			if json.Unmarshal(line, &e) != nil || e.Type != "session_started" || e.Step != step {
+				continue
+			}
+			if began.IsZero() {
+				began = time.Now()
+			}
+			if _, err := os.Stat(e.Data.LogPath); err == nil || time.Since(began) > 2*time.Second {
 				return
 			}
 		}
