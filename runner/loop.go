@@ -257,6 +257,10 @@ func (x *run) announce(e Event) {
 		}
 	case EvRunInterrupted:
 		x.printf("run %s interrupted; resume with: flow resume %s\n", x.st.RunID, x.st.RunID)
+	case EvRunPaused:
+		if !x.opts.NoWait { // with --no-wait the run ends here, and says how to go on
+			x.printf("run %s is paused; it waits: flow continue %s to go on\n", x.st.RunID, x.st.RunID)
+		}
 	case EvWarning:
 		var d Note
 		_ = jsonUnmarshal(e.Data, &d)

@@ -231,6 +231,9 @@ func TestPausedRunWaitsForContinue(t *testing.T) {
 	if res := wait(250 * time.Millisecond); res.ExitCode != 0 || len(s.calls) != 4 {
 		t.Fatalf("exit %d, sessions %d", res.ExitCode, len(s.calls))
 	}
+	if out := e.out.String(); !strings.Contains(out, "run r1 is paused; it waits: flow continue r1 to go on") {
+		t.Errorf("a paused foreground run did not say so:\n%s", out)
+	}
 }
 
 // TestCleanupSession: run_cleanup runs the workflow's cleanup session,
