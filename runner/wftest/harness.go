@@ -1,0 +1,172 @@
+package wftest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/afero"
+
+	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/clock"
+	"github.com/flow-run/flow/internal/proc"
+)
+
+// never is longer than any test runs in fake time: the runner's
+// heartbeat and poll timers are set to it, so that every shorter timer
+// the runner asks for is a retry backoff, which elapses at once.
+const never = 100 * 365 * 24 * time.Hour
+
+// virtualClock is a fake clock on which time passes only when a session
+// takes its scripted duration or the runner waits out a retry backoff:
+// After moves the fake time forward by d and fires at once, except for
+// timers of at least never, which never fire.
+type virtualClock struct{ fake *clock.Fake }
+
+func (c virtualClock) Now() time.Time { return c.fake.Now() }
+
+func (c virtualClock) After(d time.Duration) <-chan time.Time {
+	if d >= never {
+		return nil
+	}
+	c.fake.Advance(d)
+	ch := make(chan time.Time, 1)
+	ch <- c.fake.Now()
+	return ch
+}
+
+// starter is a proc.Starter whose sessions follow a test's script: a
+// step's sessions take its outcomes in order, the last one repeating;
+// an unscripted session succeeds with no output. gate.check commands —
+// started without FLOW_STEP_ID — take the outcomes of the step whose
+// check log the runner has just created.
+type starter struct {
+	fs     afero.Fs
+	clock  *clock.Fake
+	repo   string
+	logs   string
+	wf     *config.Workflow
+	test   *config.WorkflowTest
+	mu     sync.Mutex
+	counts map[string]int
+	// checked holds the check logs already answered.
+	checked map[string]bool
+	// prompts holds every prompt each step's sessions were given.
+	prompts map[string][]string
+	errs    []string
+}
+
+func newStarter(fs afero.Fs, clk *clock.Fake, repo, runDir string, wf *config.Workflow, t *config.WorkflowTest) *starter {
+	return &starter{fs: fs, clock: clk, repo: repo, logs: filepath.Join(runDir, "logs"), wf: wf, test: t,
+		counts: map[string]int{}, checked: map[string]bool{}, prompts: map[string][]string{}}
+}
+
+// next returns the n-th outcome of a script (the last one repeating).
+func next(list []config.Outcome, n int) config.Outcome {
+	if len(list) == 0 {
+		return config.Outcome{}
+	}
+	return list[min(n, len(list)-1)]
+}
+
+// Start answers a session from the script, performing its effects on
+// the memory file system and the fake clock.
+func (s *starter) Start(_ context.Context, spec proc.Spec) (proc.Session, error) {
+	env := map[string]string{}
+	for _, kv := range spec.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	s.mu.Lock()
+	step := env["FLOW_STEP_ID"]
+	var o config.Outcome
+	if step == "" {
+		step = s.checkedStep(spec.Command)
+		o = next(s.test.Checks[step], s.counts["check:"+step])
+		s.counts["check:"+step]++
+	} else {
+		o = next(s.test.Sessions[step], s.counts[step])
+		s.counts[step]++
+		if p := env["FLOW_PROMPT_FILE"]; p != "" {
+			if b, err := afero.ReadFile(s.fs, p); err == nil {
+				s.prompts[step] = append(s.prompts[step], string(b))
+			}
+		}
+	}
+	s.mu.Unlock()
+	res := proc.Result{ExitCode: o.ExitCode}
+	d := o.Duration
+	if spec.Timeout > 0 && d > spec.Timeout {
+		d, res = spec.Timeout, proc.Result{ExitCode: -1, TimedOut: true}
+	}
+	res.Started = s.clock.Now()
+	s.clock.Advance(d)
+	res.Ended = s.clock.Now()
+	for _, w := range o.Writes {
+		if err := writeFile(s.fs, filepath.Join(s.repo, filepath.FromSlash(w.Path)), w.Content); err != nil {
+			return nil, fmt.Errorf("write %s: %w", w.Path, err)
+		}
+	}
+	if o.Report != nil && env["FLOW_REPORT_PATH"] != "" {
+		if err := writeFile(s.fs, env["FLOW_REPORT_PATH"], string(o.Report)); err != nil {
+			return nil, fmt.Errorf("write report: %w", err)
+		}
+	}
+	if spec.Output != nil && o.Output != "" {
+		if _, err := io.WriteString(spec.Output, o.Output); err != nil {
+			return nil, fmt.Errorf("write output: %w", err)
+		}
+	}
+	return session{res}, nil
+}
+
+// checkedStep finds the step of a gate.check: the runner creates the
+// check's log, <step>.[g<N>.]<iteration>.<attempt>.check.log, just
+// before it starts the command. Should two checks start at once, the
+// one whose step's gate.check reads as command wins.
+func (s *starter) checkedStep(command string) string {
+	names, _ := afero.Glob(s.fs, filepath.Join(s.logs, "*.check.log"))
+	var fresh []string
+	for _, n := range names {
+		if !s.checked[n] {
+			fresh = append(fresh, n)
+		}
+	}
+	pick := ""
+	for _, n := range fresh {
+		step, _, _ := strings.Cut(path.Base(filepath.ToSlash(n)), ".")
+		if pick == "" {
+			pick = n
+		}
+		if st := s.wf.Step(step); st != nil && st.Gate != nil && st.Gate.Check != nil && st.Gate.Check.Src == command {
+			pick = n
+			break
+		}
+	}
+	if pick == "" {
+		return ""
+	}
+	s.checked[pick] = true
+	step, _, _ := strings.Cut(path.Base(filepath.ToSlash(pick)), ".")
+	return step
+}
+
+func writeFile(fs afero.Fs, p, content string) error {
+	if err := fs.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return afero.WriteFile(fs, p, []byte(content), 0o644)
+}
+
+// session is a scripted session that has already ended.
+type session struct{ res proc.Result }
+
+func (s session) Pid() int              { return 1 }
+func (s session) Wait() proc.Result     { return s.res }
+func (s session) LastOutput() time.Time { return time.Time{} }

@@ -1,0 +1,307 @@
+package wftest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/afero"
+
+	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/clock"
+	"github.com/flow-run/flow/internal/runlock"
+	"github.com/flow-run/flow/runner"
+)
+
+// Options say which tests of a file to run.
+type Options struct {
+	// Filter, when set, runs only the tests whose name it matches.
+	Filter *regexp.Regexp
+}
+
+// Result is how one test went.
+type Result struct {
+	Name string `json:"name"`
+	// Pos is where the test is written in its file.
+	Pos    config.Pos `json:"-"`
+	Passed bool       `json:"passed"`
+	// Failures say what did not match, each as file:line:col: message
+	// at the expectation in the test file.
+	Failures []string `json:"failures,omitempty"`
+	// Path is the order in which steps started: one entry per
+	// step_started event (each attempt of each iteration) and per
+	// step_waiting event (each wait of a human step).
+	Path     []string `json:"path"`
+	ExitCode int      `json:"exit_code"`
+	Status   string   `json:"status"`
+	// Duration is the real time the test took.
+	Duration time.Duration `json:"-"`
+	// Events are the run's events, for coverage.
+	Events []runner.Event `json:"-"`
+}
+
+// epoch is the fake time every test starts at.
+var epoch = time.Date(2025, 1, 1, 9, 0, 0, 0, time.UTC)
+
+const (
+	repo  = "/repo"
+	runID = "test"
+	// maxResumes bounds the rounds of human decisions one test may take.
+	maxResumes = 1000
+)
+
+// Run runs the tests of tf, each in process through the real core and
+// driver, on a memory file system with a fake clock and scripted
+// sessions: nothing touches the disk or starts a process. A test whose
+// run waits on a human step gets the next scripted decision for it and
+// the run is resumed; with no decision scripted, the run ends waiting
+// (exit 3).
+func Run(ctx context.Context, tf *config.TestFile, opts Options) []Result {
+	var out []Result
+	for _, t := range tf.Tests {
+		if opts.Filter != nil && !opts.Filter.MatchString(t.Name) {
+			continue
+		}
+		out = append(out, runOne(ctx, tf, t))
+	}
+	return out
+}
+
+func runOne(ctx context.Context, tf *config.TestFile, t *config.WorkflowTest) Result {
+	began := time.Now()
+	res := Result{Name: t.Name, Pos: t.Pos}
+	fail := func(pos config.Pos, format string, args ...any) {
+		res.Failures = append(res.Failures, fmt.Sprintf("%s:%d:%d: %s", pos.File, pos.Line, pos.Col, fmt.Sprintf(format, args...)))
+	}
+	mem := afero.NewMemMapFs()
+	for _, f := range t.Files {
+		if err := writeFile(mem, filepath.Join(repo, filepath.FromSlash(f.Path)), f.Content); err != nil {
+			fail(f.Pos, "write %s: %v", f.Path, err)
+		}
+	}
+	if err := mem.MkdirAll(repo, 0o755); err != nil {
+		fail(t.Pos, "make the repository: %v", err)
+	}
+	fake := clock.NewFake(epoch)
+	runDir := runner.RunDir(repo, runID)
+	st := newStarter(mem, fake, repo, runDir, tf.Workflow, t)
+	r := &runner.Runner{FS: mem, Clock: virtualClock{fake}, Starter: st, Stdout: discard{}, Host: "flow-test", PID: 1,
+		Alive: func(runlock.Holder) bool { return false }, HeartbeatEvery: never, PollEvery: never, TempDir: "/tmp"}
+	ro := runner.Options{Workflow: tf.Workflow, Repo: repo, RunID: runID, Vars: t.Vars, NoWait: true}
+	decided := map[string]int{}
+	var rr runner.Result
+	for round := 0; ; round++ {
+		var err error
+		rr, err = r.Run(ctx, ro)
+		if err != nil {
+			fail(t.Pos, "run: %v", err)
+			break
+		}
+		if rr.Status != runner.RunWaitingOnHuman || rr.State == nil || round >= maxResumes {
+			break
+		}
+		if !decide(mem, rr, t, decided, fake.Now(), fail) {
+			break
+		}
+		ro.Resume = true
+	}
+	res.ExitCode, res.Status = rr.ExitCode, string(rr.Status)
+	if events, err := runner.ReadEvents(mem, runDir, 0); err == nil {
+		res.Events = events
+	} else if len(res.Failures) == 0 {
+		fail(t.Pos, "read the run's events: %v", err)
+	}
+	res.Path = pathOf(res.Events)
+	if len(res.Failures) == 0 {
+		check(&res, t, rr.State, mem, st, fail)
+	}
+	res.Passed = len(res.Failures) == 0
+	res.Duration = time.Since(began)
+	return res
+}
+
+// decide writes the next scripted decision of each waiting step, as
+// flow approve and flow reject do; it returns false when no waiting
+// step has one.
+func decide(mem afero.Fs, rr runner.Result, t *config.WorkflowTest, decided map[string]int, now time.Time, fail func(config.Pos, string, ...any)) bool {
+	did := false
+	for _, id := range rr.State.StepOrder {
+		s := rr.State.Steps[id]
+		list := t.Human[id]
+		if s == nil || s.Status != runner.WaitingOnHuman || len(list) == 0 {
+			continue
+		}
+		d := list[min(decided[id], len(list)-1)]
+		decided[id]++
+		in := runner.HumanInput{Approved: d.Approved, Input: d.Input, Reason: d.Reason, By: "flow test"}
+		if _, err := runner.SubmitDecision(mem, rr.RunDir, id, in, now); err != nil {
+			fail(d.Pos, "decide %s: %v", id, err)
+			return false
+		}
+		did = true
+	}
+	return did
+}
+
+// pathOf lists the steps in the order they started: step_started and
+// step_waiting events.
+func pathOf(events []runner.Event) []string {
+	path := []string{}
+	for _, e := range events {
+		if e.Type == runner.EvStepStarted || e.Type == runner.EvStepWaiting {
+			path = append(path, e.Step)
+		}
+	}
+	return path
+}
+
+// check compares the run with the test's expectations.
+func check(res *Result, t *config.WorkflowTest, st *runner.State, mem afero.Fs, s *starter, fail func(config.Pos, string, ...any)) {
+	e := t.Expect
+	if e.ExitCode != nil && e.ExitCode.Value != res.ExitCode {
+		fail(e.ExitCode.Pos, "exit_code: got %d, want %d", res.ExitCode, e.ExitCode.Value)
+	}
+	if e.Status != nil && e.Status.Value != res.Status {
+		fail(e.Status.Pos, "status: got %s, want %s", res.Status, e.Status.Value)
+	}
+	if e.Path != nil {
+		if msg := pathDiff(e.Path.Value, res.Path); msg != "" {
+			fail(e.Path.Pos, "%s", msg)
+		}
+	}
+	if e.PathContains != nil {
+		if msg := subsequence(e.PathContains.Value, res.Path); msg != "" {
+			fail(e.PathContains.Pos, "%s", msg)
+		}
+	}
+	for _, se := range e.Steps {
+		checkStep(se, st, fail)
+	}
+	for _, f := range e.Files {
+		b, err := afero.ReadFile(mem, filepath.Join(repo, filepath.FromSlash(f.Path)))
+		switch {
+		case err != nil:
+			fail(f.Pos, "files: %s is not in the repository", f.Path)
+		case string(b) != f.Content:
+			fail(f.Pos, "files: %s holds %q, want %q", f.Path, clip(string(b)), clip(f.Content))
+		}
+	}
+	for _, pc := range e.PromptContains {
+		prompts := s.prompts[pc.Step]
+		if !slices.ContainsFunc(prompts, func(p string) bool { return strings.Contains(p, pc.Text) }) {
+			got := "it never ran"
+			if len(prompts) > 0 {
+				got = fmt.Sprintf("its last prompt was %q", clip(prompts[len(prompts)-1]))
+			}
+			fail(pc.Pos, "prompt_contains: no prompt of %s contains %q; %s", pc.Step, pc.Text, got)
+		}
+	}
+}
+
+func checkStep(se config.StepExpect, st *runner.State, fail func(config.Pos, string, ...any)) {
+	var s *runner.StepState
+	if st != nil {
+		s = st.Steps[se.Step]
+	}
+	if s == nil {
+		fail(se.Pos, "steps.%s: the run has no state for it", se.Step)
+		return
+	}
+	str := func(w *config.Want[string], key, got string) {
+		if w != nil && w.Value != got {
+			fail(w.Pos, "steps.%s.%s: got %q, want %q", se.Step, key, got, w.Value)
+		}
+	}
+	num := func(w *config.Want[int], key string, got *int) {
+		switch {
+		case w == nil:
+		case got == nil:
+			fail(w.Pos, "steps.%s.%s: not set, want %d", se.Step, key, w.Value)
+		case *got != w.Value:
+			fail(w.Pos, "steps.%s.%s: got %d, want %d", se.Step, key, *got, w.Value)
+		}
+	}
+	str(se.Status, "status", string(s.Status))
+	str(se.Verdict, "verdict", s.Verdict)
+	num(se.Attempts, "attempts", &s.Attempts)
+	num(se.Iteration, "iteration", &s.IterationCount)
+	num(se.ExitCode, "exit_code", s.ExitCode)
+	if w := se.LastError; w != nil {
+		got := ""
+		if s.LastError != nil {
+			got = *s.LastError
+		}
+		if re, err := regexp.Compile(w.Value); err != nil || !re.MatchString(got) {
+			fail(w.Pos, "steps.%s.last_error: %q does not match /%s/", se.Step, got, w.Value)
+		}
+	}
+}
+
+// pathDiff explains how got differs from want, or returns "".
+func pathDiff(want, got []string) string {
+	if slices.Equal(want, got) {
+		return ""
+	}
+	i := 0
+	for i < len(want) && i < len(got) && want[i] == got[i] {
+		i++
+	}
+	at := func(p []string) string {
+		if i < len(p) {
+			return p[i]
+		}
+		return "(end)"
+	}
+	return fmt.Sprintf("path differs at step %d: want %s, got %s\n    want: %s\n    got:  %s",
+		i+1, at(want), at(got), strings.Join(want, " "), strings.Join(got, " "))
+}
+
+// subsequence explains why want is not an ordered subsequence of got,
+// or returns "".
+func subsequence(want, got []string) string {
+	j := 0
+	for i, w := range want {
+		for j < len(got) && got[j] != w {
+			j++
+		}
+		if j == len(got) {
+			after := ""
+			if i > 0 {
+				after = " after " + want[i-1]
+			}
+			return fmt.Sprintf("path_contains: %s (item %d) does not occur%s\n    want in order: %s\n    got:  %s",
+				w, i+1, after, strings.Join(want, " "), strings.Join(got, " "))
+		}
+		j++
+	}
+	return ""
+}
+
+// clip shortens a value for a message.
+func clip(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}
+
+// discard drops the runner's progress lines.
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// MarshalJSON writes the result with its duration in milliseconds and
+// its position as "file:line:col".
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result
+	return json.Marshal(struct {
+		plain
+		Pos        string  `json:"pos"`
+		DurationMS float64 `json:"duration_ms"`
+	}{plain(r), fmt.Sprintf("%s:%d:%d", r.Pos.File, r.Pos.Line, r.Pos.Col), float64(r.Duration.Microseconds()) / 1000})
+}

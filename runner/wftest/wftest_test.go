@@ -1,0 +1,119 @@
+package wftest_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/spf13/afero"
+
+	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/runner/wftest"
+)
+
+const workflow = `name: wf
+agents: {a: {run: agent}}
+defaults: {agent: a, max_attempts: 2}
+steps:
+  - id: coding
+    prompt: "code {{ feedback.reason }}"
+  - id: tests
+    run: go test
+    retry: {backoff: 1m}
+    gate:
+      check: make check
+      loop_back_to: coding
+  - id: review
+    prompt: review
+    gate: {loop_back_to: coding}
+  - id: approve
+    when: steps.review.metrics.severity != "none"
+    human: {message: ship}
+  - id: merge
+    run: git merge
+`
+
+// load loads a test file written against workflow.
+func load(t *testing.T, tests string) *config.TestFile {
+	t.Helper()
+	fs := afero.NewMemMapFs()
+	_ = afero.WriteFile(fs, "/w/wf.yaml", []byte(workflow), 0o644)
+	_ = afero.WriteFile(fs, "/w/wf.test.yaml", []byte("workflow: wf.yaml\ntests:\n"+tests), 0o644)
+	tf, err := config.LoadTests(fs, "/w/wf.test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tf
+}
+
+func TestRun(t *testing.T) {
+	tests := []struct {
+		name, src string
+		passed    bool
+		failures  []string
+	}{
+		{"loop-backs from the check and the review, a retry, an approval", `
+  - name: t
+    files: {go.mod: "module x"}
+    sessions:
+      coding: {writes: {main.go: "package main"}}
+      tests: [{exit_code: 1}, {exit_code: 0, duration: 5m}]
+      review: [{output: "FAIL"}, {output: "PASS", report: {metrics: {severity: minor}}}]
+    checks: {tests: [{exit_code: 2, output: "--- FAIL: TestX"}, {exit_code: 0}]}
+    human: {approve: {approved: true, input: {ticket: OPS-1}}}
+    expect:
+      exit_code: 0
+      status: completed
+      path: [coding, tests, tests, coding, tests, review, coding, tests, review, approve, merge]
+      steps:
+        coding: {iteration: 2, status: COMPLETED}
+        review: {verdict: PASS}
+        approve: {status: COMPLETED}
+      files: {main.go: "package main", go.mod: "module x"}
+      prompt_contains: {coding: "TestX"}
+`, true, nil},
+		{"a rejection fails the run", `
+  - name: t
+    sessions: {review: {output: PASS}}
+    human: {approve: [{approved: false, reason: not today}]}
+    expect: {exit_code: 1, status: failed, path_contains: [review, approve], steps: {approve: {status: FAILED, last_error: not today}}}
+`, true, nil},
+		{"no decision: the run waits", `
+  - name: t
+    sessions: {review: {output: PASS}}
+    expect: {exit_code: 3, status: waiting_on_human, steps: {merge: {status: PENDING}}}
+`, true, nil},
+		{"failures are positioned and explained", `
+  - name: t
+    sessions: {review: {output: PASS}}
+    human: {approve: {approved: true}}
+    expect:
+      exit_code: 1
+      path: [coding, tests, review, merge]
+      path_contains: [merge, coding]
+      steps: {review: {attempts: 2, last_error: x}}
+      files: {main.go: ""}
+      prompt_contains: {review: nothing}
+`, false, []string{
+			"/w/wf.test.yaml:8:18: exit_code: got 0, want 1",
+			"/w/wf.test.yaml:9:13: path differs at step 4: want merge, got approve\n    want: coding tests review merge\n    got:  coding tests review approve merge",
+			"/w/wf.test.yaml:10:22: path_contains: coding (item 2) does not occur after merge\n    want in order: merge coding\n    got:  coding tests review approve merge",
+			"/w/wf.test.yaml:11:34: steps.review.attempts: got 1, want 2",
+			`/w/wf.test.yaml:11:49: steps.review.last_error: "" does not match /x/`,
+			"/w/wf.test.yaml:12:15: files: main.go is not in the repository",
+			`/w/wf.test.yaml:13:33: prompt_contains: no prompt of review contains "nothing"; its last prompt was "review"`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := wftest.Run(context.Background(), load(t, tt.src), wftest.Options{})
+			if len(res) != 1 {
+				t.Fatalf("%d results", len(res))
+			}
+			r := res[0]
+			if r.Passed != tt.passed || strings.Join(r.Failures, "\n") != strings.Join(tt.failures, "\n") {
+				t.Errorf("passed %v, failures:\n%s\nwant %v:\n%s\npath %v", r.Passed, strings.Join(r.Failures, "\n"), tt.passed, strings.Join(tt.failures, "\n"), r.Path)
+			}
+		})
+	}
+}
