@@ -117,3 +117,23 @@ func TestRun(t *testing.T) {
 		})
 	}
 }
+
+func TestCover(t *testing.T) {
+	tf := load(t, `
+  - name: loops
+    sessions:
+      tests: [{exit_code: 1}, {exit_code: 0}]
+      review: [{output: "FAIL"}, {output: "PASS", report: {metrics: {severity: minor}}}]
+    checks: {tests: [{exit_code: 2}, {exit_code: 0}]}
+    human: {approve: {approved: true}}
+  - name: skip
+    sessions: {review: {output: PASS, report: {metrics: {severity: none}}}}
+`)
+	c := wftest.Cover(tf.Workflow, wftest.Run(context.Background(), tf, wftest.Options{}))
+	if got := strings.Join(c.Missing(), "|"); got != "human approve rejected" {
+		t.Errorf("missing %q; items %+v", got, c.Items)
+	}
+	if c.Total != 15 || c.Covered != 14 || c.Retries["tests"] != 1 {
+		t.Errorf("coverage %+v", c)
+	}
+}

@@ -1,0 +1,114 @@
+package wftest
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/runner"
+)
+
+// Coverage is what the tests of a workflow exercised of it.
+type Coverage struct {
+	Workflow string `json:"workflow"`
+	// Items are the things a test can exercise, in workflow order: each
+	// step run; each gate's pass and fail (a gate is a step with gate:
+	// or loop_back_to); each loop-back edge taken; each when true and
+	// false; each human step approved and rejected.
+	Items   []Item  `json:"items"`
+	Covered int     `json:"covered"`
+	Total   int     `json:"total"`
+	Percent float64 `json:"percent"`
+	// Retries counts the failed attempts that were retried, per step:
+	// reported, not counted in Percent.
+	Retries map[string]int `json:"retries,omitempty"`
+}
+
+// Item is one coverage item and whether a test exercised it.
+type Item struct {
+	Name    string `json:"name"`
+	Covered bool   `json:"covered"`
+}
+
+// Missing returns the names of the items no test exercised.
+func (c Coverage) Missing() []string {
+	var out []string
+	for _, it := range c.Items {
+		if !it.Covered {
+			out = append(out, it.Name)
+		}
+	}
+	return out
+}
+
+// Cover computes the coverage of wf by the runs of results.
+func Cover(wf *config.Workflow, results []Result) Coverage {
+	seen := map[string]bool{}
+	retries := map[string]int{}
+	for _, r := range results {
+		for _, e := range r.Events {
+			switch e.Type {
+			case runner.EvStepStarted, runner.EvStepWaiting:
+				seen["run "+e.Step] = true
+				seen["when "+e.Step+" true"] = true
+			case runner.EvStepCompleted:
+				seen["gate "+e.Step+" pass"] = true
+			case runner.EvGateFailed:
+				seen["gate "+e.Step+" fail"] = true
+				var gf runner.GateFailure
+				if json.Unmarshal(e.Data, &gf) == nil && gf.Target != "" && !gf.Budget {
+					seen["loop "+e.Step+" -> "+gf.Target] = true
+				}
+			case runner.EvStepSkipped:
+				var sk runner.Skip
+				if json.Unmarshal(e.Data, &sk) == nil && strings.HasPrefix(sk.Reason, "when is false") {
+					seen["when "+e.Step+" false"] = true
+				}
+			case runner.EvHumanInput:
+				var in runner.HumanInput
+				if json.Unmarshal(e.Data, &in) == nil {
+					seen[fmt.Sprintf("human %s %s", e.Step, map[bool]string{true: "approved", false: "rejected"}[in.Approved])] = true
+				}
+			case runner.EvAttemptFailed:
+				retries[e.Step]++
+			}
+		}
+	}
+	c := Coverage{Workflow: wf.File, Items: []Item{}}
+	add := func(name string) {
+		c.Items = append(c.Items, Item{Name: name, Covered: seen[name]})
+	}
+	for _, s := range wf.Steps {
+		add("run " + s.ID)
+		if s.When != nil {
+			add("when " + s.ID + " true")
+			add("when " + s.ID + " false")
+		}
+		if s.HasGate() {
+			add("gate " + s.ID + " pass")
+			add("gate " + s.ID + " fail")
+			if t := s.LoopBack(); t != "" {
+				add("loop " + s.ID + " -> " + t)
+			}
+		}
+		if s.Kind == config.KindHuman {
+			add("human " + s.ID + " approved")
+			add("human " + s.ID + " rejected")
+		}
+	}
+	for _, it := range c.Items {
+		if it.Covered {
+			c.Covered++
+		}
+	}
+	c.Total = len(c.Items)
+	c.Percent = 100
+	if c.Total > 0 {
+		c.Percent = float64(c.Covered) * 100 / float64(c.Total)
+	}
+	if len(retries) > 0 {
+		c.Retries = retries
+	}
+	return c
+}
