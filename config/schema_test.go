@@ -52,6 +52,7 @@ func yamlInstance(t *testing.T, data []byte) any {
 func TestSchemaValidatesShippedWorkflows(t *testing.T) {
 	s := compileSchema(t)
 	files, _ := filepath.Glob("../workflows/*.yaml")
+	files = slices.DeleteFunc(files, IsTestFile) // workflow tests live beside the workflows
 	if len(files) < 3 {
 		t.Fatalf("shipped workflows: %v", files)
 	}

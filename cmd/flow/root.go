@@ -163,6 +163,7 @@ func (a *app) rootCmd() *cobra.Command {
 	})
 	root.AddCommand(
 		a.validateCmd(),
+		a.testCmd(),
 		a.graphCmd(),
 		a.schemaCmd(),
 		a.versionCmd(),

@@ -26,6 +26,8 @@ as file:line:col: message with the source line, on stderr, and exits 2.`,
 			}
 			for _, f := range res.Files {
 				switch {
+				case f.Valid && !asJSON && f.Tests > 0:
+					fmt.Fprintf(a.stdio.Out, "%s: ok (%d tests)\n", f.File, f.Tests)
 				case f.Valid && !asJSON:
 					fmt.Fprintf(a.stdio.Out, "%s: ok (%d steps)\n", f.File, f.Steps)
 				case f.Error != "":

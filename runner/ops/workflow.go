@@ -53,6 +53,9 @@ type FileResult struct {
 	Valid bool `json:"valid"`
 	// Steps is the number of steps of a valid workflow.
 	Steps int `json:"steps"`
+	// Tests is the number of tests of a valid workflow test file
+	// (*.test.yaml), which Validate checks as a test file.
+	Tests int `json:"tests,omitempty"`
 	// Error is why the file could not be checked at all (it cannot be
 	// read); its problems otherwise are in the Diagnostics.
 	Error string `json:"error,omitempty"`
@@ -92,12 +95,23 @@ func (s *Service) Validate(paths []string) (ValidateResult, error) {
 	}
 	res := ValidateResult{Files: []FileResult{}, Diagnostics: config.Diagnostics{}, Valid: true}
 	for _, path := range files {
-		w, err := config.LoadWith(s.FS, path, config.Options{Repo: s.cwd()})
 		f := FileResult{File: path}
+		var err error
+		if config.IsTestFile(path) {
+			var tf *config.TestFile
+			if tf, err = config.LoadTests(s.FS, path); err == nil {
+				f.Tests = len(tf.Tests)
+			}
+		} else {
+			var w *config.Workflow
+			if w, err = config.LoadWith(s.FS, path, config.Options{Repo: s.cwd()}); err == nil {
+				f.Steps = len(w.Steps)
+			}
+		}
 		var ds config.Diagnostics
 		switch {
 		case err == nil:
-			f.Valid, f.Steps = true, len(w.Steps)
+			f.Valid = true
 		case errors.As(err, &ds):
 			res.Diagnostics = append(res.Diagnostics, ds...)
 		default:

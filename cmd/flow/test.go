@@ -1,0 +1,143 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/wftest"
+)
+
+func (a *app) testCmd() *cobra.Command {
+	var run string
+	var cover, asJSON bool
+	var coverMin float64
+	cmd := &cobra.Command{
+		Use:   "test [FILE|DIR]...",
+		Short: "Run workflow tests (*.test.yaml) in process, with scripted sessions",
+		Long: `test runs the tests of each workflow test file (a DIR stands for the
+*.test.yaml files in it; no argument means the current directory). Each test
+runs its workflow through the real core and driver on a memory file system
+with a fake clock: sessions, gate checks and human decisions follow the
+test's script, and nothing touches the disk or starts a process. It prints
+"ok" or "FAIL" per file, with each failure at its expectation's
+file:line:col, and exits 1 when a test fails, 2 when a test file is invalid.`,
+		Example: "  flow test workflows/\n  flow test workflows/sdlc.test.yaml -run 'review' --cover",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var filter *regexp.Regexp
+			if run != "" {
+				re, err := regexp.Compile(run)
+				if err != nil {
+					return runner.Usage("-run %q: %v", run, err)
+				}
+				filter = re
+			}
+			files, err := wftest.Expand(a.svc.FS, args)
+			if err != nil {
+				return runner.Usage("%v", err)
+			}
+			if len(files) == 0 {
+				return runner.Usage("no *.test.yaml files in %s", strings.Join(args, " "))
+			}
+			code := ExitOK
+			for _, file := range files {
+				c := a.testFile(cmd, file, filter, cover || coverMin > 0, coverMin, asJSON)
+				code = max(code, c)
+			}
+			if code != ExitOK {
+				return exitQuietly(code)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&run, "run", "", "run only the tests whose name matches this regular expression")
+	cmd.Flags().BoolVar(&cover, "cover", false, "print what the tests exercised of each workflow, and what they did not")
+	cmd.Flags().Float64Var(&coverMin, "cover-min", 0, "fail when a workflow's coverage is below this percentage")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per test per line")
+	return cmd
+}
+
+// testFile runs one test file and prints its results; it returns the
+// exit code it calls for.
+func (a *app) testFile(cmd *cobra.Command, file string, filter *regexp.Regexp, cover bool, coverMin float64, asJSON bool) int {
+	out := a.stdio.Out
+	fr, err := wftest.RunFile(cmd.Context(), a.svc.FS, file, wftest.Options{Filter: filter})
+	if err != nil {
+		var ds config.Diagnostics
+		if errors.As(err, &ds) {
+			_ = a.renderDiagnostics(ds)
+		} else {
+			fmt.Fprintf(a.stdio.Err, "flow: %v\n", err)
+		}
+		fmt.Fprintf(out, "FAIL  %s  [invalid test file]\n", file)
+		return ExitUsage
+	}
+	tf, results, took := fr.Tests, fr.Results, fr.Duration
+	failed := 0
+	for _, r := range results {
+		if asJSON {
+			b, err := json.Marshal(r)
+			if err != nil {
+				return ExitUsage
+			}
+			fmt.Fprintf(out, "%s\n", b)
+		}
+		if r.Passed {
+			continue
+		}
+		failed++
+		if !asJSON {
+			fmt.Fprintf(out, "--- FAIL: %s (%s:%d)\n", r.Name, file, r.Pos.Line)
+			for _, f := range r.Failures {
+				fmt.Fprintf(out, "    %s\n", strings.ReplaceAll(f, "\n", "\n    "))
+			}
+		}
+	}
+	code := ExitOK
+	word := "ok"
+	if failed > 0 {
+		code, word = 1, "FAIL"
+	}
+	var cov wftest.Coverage
+	low := false
+	if cover {
+		cov = wftest.Cover(tf.Workflow, results)
+		low = coverMin > 0 && cov.Percent < coverMin
+		if low {
+			code, word = 1, "FAIL"
+		}
+	}
+	if asJSON {
+		return code
+	}
+	tests := "tests"
+	if len(results) == 1 {
+		tests = "test"
+	}
+	fmt.Fprintf(out, "%s  %s  %d %s  %dms\n", word, file, len(results), tests, took.Milliseconds())
+	if cover {
+		fmt.Fprintf(out, "    coverage: %.1f%% of %d items of %s\n", cov.Percent, cov.Total, tf.WorkflowPath)
+		for _, m := range cov.Missing() {
+			fmt.Fprintf(out, "    not exercised: %s\n", m)
+		}
+		steps := make([]string, 0, len(cov.Retries))
+		for s := range cov.Retries {
+			steps = append(steps, s)
+		}
+		sort.Strings(steps)
+		for _, s := range steps {
+			fmt.Fprintf(out, "    retried: %s (%d)\n", s, cov.Retries[s])
+		}
+		if low {
+			fmt.Fprintf(out, "    coverage %.1f%% is below --cover-min %g%%\n", cov.Percent, coverMin)
+		}
+	}
+	return code
+}
