@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/expr-lang/expr/ast"
+
 	"github.com/flow-run/flow/internal/confine"
 )
 
@@ -250,4 +252,45 @@ func formatFloat(f float64) string {
 		return strconv.FormatFloat(f, 'g', -1, 64)
 	}
 	return strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+// RenderKnown renders the template as RenderLimit does, except that a
+// part reading a value known only while a run runs — steps, run, the
+// step's own exit_code, output, signals, verdict, metrics, report,
+// attempt, iteration and error, feedback or check — is not evaluated:
+// it is written as its source, trimmed, between < and > (so
+// "{{ steps.plan.output }}" shows as "<steps.plan.output>"). The other
+// parts, which read only vars, env, the file functions and now(), are
+// evaluated against env, with RenderLimit's errors. It is what a dry
+// run shows of a command or a prompt before the run starts.
+func (t *Template) RenderKnown(env *Env, limit int) (string, error) {
+	if limit <= 0 {
+		limit = DefaultRenderLimit
+	}
+	known := &Template{src: t.src}
+	for _, p := range t.parts {
+		if p.prog != nil && readsRunTime(p.prog) {
+			known.addText("<" + strings.TrimSpace(p.prog.src) + ">")
+			continue
+		}
+		known.parts = append(known.parts, p)
+	}
+	return known.RenderLimit(env, limit)
+}
+
+// readsRunTime reports whether a program reads a name of the
+// environment whose value is known only while a run runs.
+func readsRunTime(p *Program) bool {
+	return ast.Find(p.prog.Node(), func(n ast.Node) bool {
+		id, ok := n.(*ast.IdentifierNode)
+		if !ok {
+			return false
+		}
+		switch id.Value {
+		case "steps", "run", "exit_code", "output", "signals", "verdict", "metrics", "report",
+			"attempt", "iteration", "error", "feedback", "check":
+			return true
+		}
+		return false
+	}) != nil
 }
