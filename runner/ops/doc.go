@@ -58,6 +58,22 @@
 // is recorded (flow run --json prints them, one per line, before the
 // result).
 //
+// DryRun plans a run request without running it (flow run --dry-run):
+// nothing is written and no session starts. A DryRun is {"workflow",
+// "file", "repo", "vars", "max_parallel", "groups": [[step ids]],
+// "steps": [{"id", "kind", "needs", "group", "when", "max_attempts",
+// "max_iterations", "timeout", "idle_timeout", "agent", "command",
+// "prompt", "prompt_file", "env", "artifacts", "gate": {"pass", "fail",
+// "check", "loop_back_to"}, "human": {"message", "timeout",
+// "auto_approve", "inputs"}}], "errors"}. Groups are the levels of the
+// dependency graph (steps whose needs are all in earlier groups may run
+// together). Commands, prompts, env, artifacts, gate checks and human
+// messages are rendered with the vars and the environment known now;
+// a {{ expr }} that reads what only the run knows (steps.*, feedback.*,
+// output, check.*, run.*, ...) shows as <expr>, and secrets as ***. A
+// template that cannot be rendered is listed in "errors", positioned
+// in the workflow file, and the error says them all (exit 1).
+//
 // Status reads a run exactly (the snapshot with every newer event
 // applied) and derives its runner's liveness. Its JSON is
 // run_state.json's object with "liveness" ({"state", "hook", "reason",
