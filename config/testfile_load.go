@@ -29,10 +29,15 @@ var (
 )
 
 // IsTestFile reports whether path names a workflow test file
-// (*.test.yaml or *.test.yml).
+// (*.test.yaml, *.test.yml or *.test.hcl).
 func IsTestFile(path string) bool {
 	base := strings.ToLower(filepath.Base(path))
-	return strings.HasSuffix(base, ".test.yaml") || strings.HasSuffix(base, ".test.yml")
+	return strings.HasSuffix(base, ".test.yaml") || strings.HasSuffix(base, ".test.yml") || strings.HasSuffix(base, ".test.hcl")
+}
+
+// isHCLTestFile reports whether path names an HCL test file.
+func isHCLTestFile(path string) bool {
+	return strings.HasSuffix(strings.ToLower(path), ".hcl")
 }
 
 // LoadTests reads the workflow test file at path through fs, and the
@@ -40,11 +45,12 @@ func IsTestFile(path string) bool {
 // test file yields a Diagnostics holding every problem found, sorted by
 // position — those of an invalid workflow included, in the workflow's
 // file — with a did-you-mean for unknown keys and steps. A file that
-// cannot be read yields an ordinary error wrapping the cause. Only YAML
-// test files are supported.
+// cannot be read yields an ordinary error wrapping the cause. A
+// *.test.hcl file is HCL (test "name" { ... } blocks) and decodes to the
+// same model as its YAML twin.
 func LoadTests(fs afero.Fs, path string) (*TestFile, error) {
 	if !IsTestFile(path) {
-		return nil, fmt.Errorf("load tests %s: want a *.test.yaml file", path)
+		return nil, fmt.Errorf("load tests %s: want a *.test.yaml or *.test.hcl file", path)
 	}
 	data, err := readWorkflow(fs, path)
 	if err != nil {
@@ -54,13 +60,23 @@ func LoadTests(fs afero.Fs, path string) (*TestFile, error) {
 }
 
 // ParseTests decodes and checks a test file from its bytes, loading the
-// workflow it names through fs; see LoadTests.
+// workflow it names through fs; the format follows path's extension (see
+// LoadTests).
 func ParseTests(fs afero.Fs, path string, data []byte) (*TestFile, error) {
 	src := newSource(path, data)
 	d := &diags{}
 	t := &testDecoder{y: &yamlDecoder{src: src, d: d}, tf: &TestFile{File: path, Source: data}}
 	if !invalidUTF8(src, d) {
-		t.decode(fs)
+		var root *yaml.Node
+		if isHCLTestFile(path) {
+			t.hcl = true
+			root = t.hclRoot()
+		} else {
+			root = t.yamlRoot()
+		}
+		if root != nil {
+			t.decode(fs, root)
+		}
 	}
 	if len(d.list) > 0 {
 		d.list.sort()
@@ -77,6 +93,11 @@ type testDecoder struct {
 	// is loaded.
 	refs []stepRef
 	vars []kv
+	// hcl is set for an HCL test file, whose tree was built from HCL;
+	// badWorkflow when its workflow attribute was not a literal.
+	hcl, badWorkflow bool
+	// badTests is set when HCL test blocks were written but none stood.
+	badTests bool
 }
 
 // stepRef is a step named in a test, and what kind of step it must be.
@@ -88,29 +109,37 @@ type stepRef struct {
 	want string
 }
 
-func (t *testDecoder) decode(fs afero.Fs) {
+// yamlRoot parses a YAML test file into its root mapping; it returns nil
+// when the file is not one.
+func (t *testDecoder) yamlRoot() *yaml.Node {
 	y := t.y
 	dec := yaml.NewDecoder(bytes.NewReader(y.src.data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		y.syntaxError(err)
-		return
+		return nil
 	}
 	var next yaml.Node
 	if err := dec.Decode(&next); err == nil {
 		y.d.errorf(y.pos(&next), "a second YAML document: a test file holds one document (remove this ---)")
-		return
+		return nil
 	}
-	start := Pos{File: y.src.name, Line: 1, Col: 1}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
-		y.d.errorf(start, "empty test file")
-		return
+		y.d.errorf(Pos{File: y.src.name, Line: 1, Col: 1}, "empty test file")
+		return nil
 	}
 	root := resolve(doc.Content[0])
 	if root.Kind != yaml.MappingNode {
 		y.d.errorf(y.pos(root), "a test file must be a mapping of keys, got %s", kindName(root))
-		return
+		return nil
 	}
+	return root
+}
+
+// decode reads the root mapping of a test file, YAML or built from HCL.
+func (t *testDecoder) decode(fs afero.Fs, root *yaml.Node) {
+	y := t.y
+	start := Pos{File: y.src.name, Line: 1, Col: 1}
 	var wfPath str
 	var hasTests bool
 	y.mapping(root, "test file", testFileKeys, func(key string, k, v *yaml.Node) {
@@ -125,10 +154,18 @@ func (t *testDecoder) decode(fs afero.Fs) {
 			})
 		}
 	})
-	if !wfPath.set {
+	switch {
+	case t.badWorkflow:
+	case !wfPath.set && t.hcl:
+		y.d.errorf(start, "missing workflow = \"...\": the workflow file the tests run, relative to this file")
+	case !wfPath.set:
 		y.d.errorf(start, "missing key \"workflow\": the workflow file the tests run, relative to this file")
 	}
-	if !hasTests || len(t.tf.Tests) == 0 {
+	switch {
+	case (hasTests && len(t.tf.Tests) > 0) || t.badTests:
+	case t.hcl:
+		y.d.errorf(start, "no tests: add a test \"name\" { ... } block")
+	default:
 		y.d.errorf(start, "no tests: add a list under \"tests\"")
 	}
 	if !wfPath.ok() {

@@ -171,22 +171,28 @@ tests:
 func FuzzLoadTests(f *testing.F) {
 	f.Add([]byte(goodTests))
 	f.Add([]byte("workflow: wf.yaml\ntests: [{name: a, human: {approve: [{approved: false, reason: no}]}}]\n"))
+	f.Add([]byte(goodTestsHCL))
+	f.Add([]byte("workflow = \"wf.yaml\"\ntest \"a\" {\n  human = { approve = [{ approved = false, reason = <<EOT\nno\nEOT\n }] }\n  checks = { review = { exit_code = -1 } }\n}\n"))
+	f.Add([]byte("workflow = \"wf.yaml\"\ntest \"a\" { expect { path = [null, 1.5, true, \"$${x}\"] } }\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fs := testFS(t, "")
-		tf, err := config.ParseTests(fs, "/w/wf.test.yaml", data)
-		if err == nil {
-			if tf.Workflow == nil || len(tf.Tests) == 0 {
-				t.Fatalf("a valid test file without workflow or tests: %+v", tf)
+		// Each input is read as YAML and as HCL.
+		for _, path := range []string{"/w/wf.test.yaml", "/w/wf.test.hcl"} {
+			tf, err := config.ParseTests(fs, path, data)
+			if err == nil {
+				if tf.Workflow == nil || len(tf.Tests) == 0 {
+					t.Fatalf("%s: a valid test file without workflow or tests: %+v", path, tf)
+				}
+				continue
 			}
-			return
-		}
-		var ds config.Diagnostics
-		if !errors.As(err, &ds) || len(ds) == 0 {
-			t.Fatalf("err = %v, want diagnostics", err)
-		}
-		for _, d := range ds {
-			if d.Pos.Line < 1 || d.Pos.Col < 1 || d.Pos.File == "" {
-				t.Fatalf("unpositioned diagnostic %v", d)
+			var ds config.Diagnostics
+			if !errors.As(err, &ds) || len(ds) == 0 {
+				t.Fatalf("%s: err = %v, want diagnostics", path, err)
+			}
+			for _, d := range ds {
+				if d.Pos.Line < 1 || d.Pos.Col < 1 || d.Pos.File == "" {
+					t.Fatalf("%s: unpositioned diagnostic %v", path, d)
+				}
 			}
 		}
 	})

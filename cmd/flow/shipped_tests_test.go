@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
-	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/spf13/afero"
@@ -15,8 +17,8 @@ import (
 // workflow: every test passes, and together they exercise every step,
 // gate pass and fail, loop-back, when branch and human decision.
 func TestShippedWorkflowTests(t *testing.T) {
-	files, _ := filepath.Glob("../../workflows/*.test.yaml")
-	if len(files) < 4 {
+	files, err := wftest.Expand(afero.NewOsFs(), []string{"../../workflows"})
+	if err != nil || len(files) < 5 || !slices.ContainsFunc(files, func(f string) bool { return strings.HasSuffix(f, ".test.hcl") }) {
 		t.Fatalf("test files: %v", files)
 	}
 	for _, file := range files {
@@ -35,5 +37,73 @@ func TestShippedWorkflowTests(t *testing.T) {
 				t.Errorf("coverage %.1f%%; not exercised: %v", c.Percent, c.Missing())
 			}
 		})
+	}
+}
+
+// TestShippedHCLTestTwins checks that each shipped *.test.hcl file says
+// what its YAML twin says: the same tests, scripts and expectations.
+func TestShippedHCLTestTwins(t *testing.T) {
+	files, _ := wftest.Expand(afero.NewOsFs(), []string{"../../workflows"})
+	n := 0
+	for _, file := range files {
+		if !strings.HasSuffix(file, ".test.hcl") {
+			continue
+		}
+		n++
+		h, err := config.LoadTests(afero.NewOsFs(), file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, err := config.LoadTests(afero.NewOsFs(), strings.TrimSuffix(file, ".hcl")+".yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(withoutPositions(h), withoutPositions(y)) {
+			t.Errorf("%s differs from its YAML twin", file)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no shipped *.test.hcl file")
+	}
+}
+
+// withoutPositions is a test file without what differs between a YAML
+// file and its HCL twin: its name, bytes, workflow and positions.
+func withoutPositions(tf *config.TestFile) *config.TestFile {
+	c := *tf
+	c.File, c.Source, c.Workflow, c.WorkflowPath = "", nil, nil, ""
+	zeroPos(reflect.ValueOf(&c).Elem())
+	return &c
+}
+
+// zeroPos zeroes every config.Pos reachable from the addressable v.
+func zeroPos(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			zeroPos(v.Elem())
+		}
+	case reflect.Struct:
+		if v.Type() == reflect.TypeOf(config.Pos{}) {
+			v.SetZero()
+			return
+		}
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				zeroPos(v.Field(i))
+			}
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			zeroPos(v.Index(i))
+		}
+	case reflect.Map:
+		iter := v.MapRange()
+		for iter.Next() {
+			e := reflect.New(iter.Value().Type()).Elem()
+			e.Set(iter.Value())
+			zeroPos(e)
+			v.SetMapIndex(iter.Key(), e)
+		}
 	}
 }

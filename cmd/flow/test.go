@@ -21,9 +21,9 @@ func (a *app) testCmd() *cobra.Command {
 	var coverMin float64
 	cmd := &cobra.Command{
 		Use:   "test [FILE|DIR]...",
-		Short: "Run workflow tests (*.test.yaml) in process, with scripted sessions",
+		Short: "Run workflow tests (*.test.yaml, *.test.hcl) in process, with scripted sessions",
 		Long: `test runs the tests of each workflow test file (a DIR stands for the
-*.test.yaml files in it; no argument means the current directory). Each test
+*.test.yaml and *.test.hcl files in it; no argument means the current directory). Each test
 runs its workflow through the real core and driver on a memory file system
 with a fake clock: sessions, gate checks and human decisions follow the
 test's script, and nothing touches the disk or starts a process. It prints
@@ -44,7 +44,7 @@ file:line:col, and exits 1 when a test fails, 2 when a test file is invalid.`,
 				return runner.Usage("%v", err)
 			}
 			if len(files) == 0 {
-				return runner.Usage("no *.test.yaml files in %s", strings.Join(args, " "))
+				return runner.Usage("no *.test.yaml or *.test.hcl files in %s", strings.Join(args, " "))
 			}
 			code := ExitOK
 			for _, file := range files {

@@ -22,8 +22,9 @@ type FileResult struct {
 }
 
 // Expand turns flow test's arguments into test files: a directory
-// stands for the *.test.yaml files in it, in name order; no argument
-// means the current directory.
+// stands for the test files in it (*.test.yaml, *.test.yml and
+// *.test.hcl, see config.IsTestFile), in name order; no argument means
+// the current directory.
 func Expand(fs afero.Fs, args []string) ([]string, error) {
 	if len(args) == 0 {
 		args = []string{"."}
@@ -38,9 +39,15 @@ func Expand(fs afero.Fs, args []string) ([]string, error) {
 			out = append(out, arg)
 			continue
 		}
-		names, err := afero.Glob(fs, filepath.Join(arg, "*.test.yaml"))
+		entries, err := afero.ReadDir(fs, arg)
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", arg, err)
+		}
+		var names []string
+		for _, e := range entries {
+			if !e.IsDir() && config.IsTestFile(e.Name()) {
+				names = append(names, filepath.Join(arg, e.Name()))
+			}
 		}
 		sort.Strings(names)
 		out = append(out, names...)
