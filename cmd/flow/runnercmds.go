@@ -39,6 +39,7 @@ type runFlags struct {
 	force         bool
 	noWait        bool
 	asJSON        bool
+	dryRun        bool
 	vars          []string
 	maxAttempts   int
 	maxIterations int
@@ -56,6 +57,7 @@ func (f *runFlags) add(cmd *cobra.Command, isRun bool) {
 	if isRun {
 		fl.StringArrayVar(&f.vars, "var", nil, "override a workflow var: --var key=value (repeatable)")
 		fl.StringVar(&f.runID, "run-id", "", "id of the new run (default: time and a random suffix)")
+		fl.BoolVar(&f.dryRun, "dry-run", false, "print the plan — order, parallel groups, budgets, rendered commands and prompts — without running anything")
 	}
 }
 
@@ -77,17 +79,29 @@ its plan (kept steps, steps that run again, missing artifacts), resets STEP and
 everything downstream of it to PENDING and goes on; with no earlier run it
 starts a new one at STEP.
 
+With --dry-run it prints the plan and runs nothing: the steps by dependency level,
+their budgets, commands, prompts and human messages rendered with the vars known
+now (a value known only at run time shows as <steps.x.output>), gates and
+loop-backs; a template that cannot be rendered makes it exit 1.
+
 Exit codes: 0 completed, 1 a step failed, 2 bad usage or invalid workflow,
 3 waiting on a human (--no-wait), 4 paused (--no-wait), 5 an iteration budget
 ran out, 130 interrupted.`,
-		Example: "  flow run workflows/sdlc.yaml --var feature='dark mode'\n  flow run workflows/sdlc.yaml --start-at-step coding",
+		Example: "  flow run workflows/sdlc.yaml --var feature='dark mode'\n  flow run workflows/sdlc.yaml --dry-run --var feature='dark mode'\n  flow run workflows/sdlc.yaml --start-at-step coding",
 		Args:    cobra.ExactArgs(1),
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 			return []string{"yaml", "yml", "hcl"}, cobra.ShellCompDirectiveFilterFileExt
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := a.svc.PrepareRun(ops.RunRequest{Workflow: args[0], Repo: f.repo, RunID: f.runID, Vars: f.vars,
-				StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets()})
+			req := ops.RunRequest{Workflow: args[0], Repo: f.repo, RunID: f.runID, Vars: f.vars,
+				StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets()}
+			if f.dryRun {
+				if f.startAt != "" {
+					return runner.Usage("--dry-run plans a new run; it does not go with --start-at-step")
+				}
+				return a.dryRun(req, f.asJSON)
+			}
+			l, err := a.svc.PrepareRun(req)
 			if err != nil {
 				return err
 			}
