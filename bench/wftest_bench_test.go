@@ -69,4 +69,3 @@ func BenchmarkSimulated1000(b *testing.B) {
 		}
 	}
 }
-
