@@ -16,7 +16,7 @@ import (
 )
 
 func (a *app) testCmd() *cobra.Command {
-	var run string
+	var run, junit string
 	var cover, asJSON bool
 	var coverMin float64
 	cmd := &cobra.Command{
@@ -29,7 +29,7 @@ with a fake clock: sessions, gate checks and human decisions follow the
 test's script, and nothing touches the disk or starts a process. It prints
 "ok" or "FAIL" per file, with each failure at its expectation's
 file:line:col, and exits 1 when a test fails, 2 when a test file is invalid.`,
-		Example: "  flow test workflows/\n  flow test workflows/sdlc.test.yaml -run 'review' --cover",
+		Example: "  flow test workflows/\n  flow test workflows/sdlc.test.yaml -run 'review' --cover\n  flow test workflows/ --junit test-report.xml",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var filter *regexp.Regexp
 			if run != "" {
@@ -47,9 +47,18 @@ file:line:col, and exits 1 when a test fails, 2 when a test file is invalid.`,
 				return runner.Usage("no *.test.yaml or *.test.hcl files in %s", strings.Join(args, " "))
 			}
 			code := ExitOK
+			var reports []*wftest.FileResult
 			for _, file := range files {
-				c := a.testFile(cmd, file, filter, cover || coverMin > 0, coverMin, asJSON)
+				c, fr := a.testFile(cmd, file, filter, cover || coverMin > 0, coverMin, asJSON)
 				code = max(code, c)
+				reports = append(reports, fr)
+			}
+			if junit != "" {
+				// A report that cannot be written is a mistake in the
+				// invocation: it exits 2, at least as high as any test.
+				if err := wftest.WriteJUnit(a.svc.FS, junit, reports); err != nil {
+					return runner.Usage("--junit: %v", err)
+				}
 			}
 			if code != ExitOK {
 				return exitQuietly(code)
@@ -61,12 +70,14 @@ file:line:col, and exits 1 when a test fails, 2 when a test file is invalid.`,
 	cmd.Flags().BoolVar(&cover, "cover", false, "print what the tests exercised of each workflow, and what they did not")
 	cmd.Flags().Float64Var(&coverMin, "cover-min", 0, "fail when a workflow's coverage is below this percentage")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per test per line")
+	cmd.Flags().StringVar(&junit, "junit", "", "also write the results as JUnit XML to `FILE`, for CI test reporters")
 	return cmd
 }
 
 // testFile runs one test file and prints its results; it returns the
-// exit code it calls for.
-func (a *app) testFile(cmd *cobra.Command, file string, filter *regexp.Regexp, cover bool, coverMin float64, asJSON bool) int {
+// exit code it calls for and the file's results (with Err set when it
+// could not be loaded).
+func (a *app) testFile(cmd *cobra.Command, file string, filter *regexp.Regexp, cover bool, coverMin float64, asJSON bool) (int, *wftest.FileResult) {
 	out := a.stdio.Out
 	fr, err := wftest.RunFile(cmd.Context(), a.svc.FS, file, wftest.Options{Filter: filter})
 	if err != nil {
@@ -77,7 +88,7 @@ func (a *app) testFile(cmd *cobra.Command, file string, filter *regexp.Regexp, c
 			fmt.Fprintf(a.stdio.Err, "flow: %v\n", err)
 		}
 		fmt.Fprintf(out, "FAIL  %s  [invalid test file]\n", file)
-		return ExitUsage
+		return ExitUsage, &wftest.FileResult{File: file, Err: err}
 	}
 	tf, results, took := fr.Tests, fr.Results, fr.Duration
 	failed := 0
@@ -85,7 +96,7 @@ func (a *app) testFile(cmd *cobra.Command, file string, filter *regexp.Regexp, c
 		if asJSON {
 			b, err := json.Marshal(r)
 			if err != nil {
-				return ExitUsage
+				return ExitUsage, fr
 			}
 			fmt.Fprintf(out, "%s\n", b)
 		}
@@ -115,7 +126,7 @@ func (a *app) testFile(cmd *cobra.Command, file string, filter *regexp.Regexp, c
 		}
 	}
 	if asJSON {
-		return code
+		return code, fr
 	}
 	tests := "tests"
 	if len(results) == 1 {
@@ -139,5 +150,5 @@ func (a *app) testFile(cmd *cobra.Command, file string, filter *regexp.Regexp, c
 			fmt.Fprintf(out, "    coverage %.1f%% is below --cover-min %g%%\n", cov.Percent, coverMin)
 		}
 	}
-	return code
+	return code, fr
 }

@@ -19,6 +19,10 @@ type FileResult struct {
 	Results []Result
 	// Duration is the real time the file's tests took.
 	Duration time.Duration
+	// Err is why the file could not be loaded, for reports of every
+	// file given (JUnit); Tests and Results are then empty. RunFile
+	// returns such an error rather than setting it.
+	Err error
 }
 
 // Expand turns flow test's arguments into test files: a directory
