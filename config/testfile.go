@@ -33,8 +33,20 @@ type WorkflowTest struct {
 	Checks   map[string][]Outcome
 	// Human maps a human step to its decisions, consumed in order; the
 	// last one repeats.
-	Human  map[string][]Decision
-	Expect Expect
+	Human map[string][]Decision
+	// Control maps a step to the control states a person sets while
+	// its first session runs (the first) and, each time the run then
+	// stops paused, to go on (the next ones): pause, continue, run_once,
+	// cleanup.
+	Control map[string][]TestControl
+	Expect  Expect
+}
+
+// TestControl is one scripted control state (flow pause, continue,
+// run-once, cleanup) and where the file states it.
+type TestControl struct {
+	State string
+	Pos   Pos
 }
 
 // TestFileEntry is a file of the simulated repository, or one a test

@@ -15,12 +15,14 @@ import (
 
 	"github.com/spf13/afero"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/flow-run/flow/internal/suggest"
 )
 
 // The keys of a test file, level by level.
 var (
 	testFileKeys  = []string{"workflow", "tests"}
-	testKeys      = []string{"name", "vars", "files", "sessions", "checks", "human", "expect"}
+	testKeys      = []string{"name", "vars", "files", "sessions", "checks", "human", "control", "expect"}
 	outcomeKeys   = []string{"exit_code", "output", "report", "writes", "duration"}
 	decisionKeys  = []string{"approved", "input", "reason"}
 	expectKeys    = []string{"exit_code", "status", "path", "path_contains", "steps", "files", "prompt_contains"}
@@ -238,7 +240,7 @@ func (t *testDecoder) test(n *yaml.Node) {
 		return
 	}
 	wt := &WorkflowTest{Pos: y.pos(n), Vars: map[string]string{}, Sessions: map[string][]Outcome{},
-		Checks: map[string][]Outcome{}, Human: map[string][]Decision{}}
+		Checks: map[string][]Outcome{}, Human: map[string][]Decision{}, Control: map[string][]TestControl{}}
 	y.mapping(n, "test", testKeys, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "name":
@@ -256,6 +258,8 @@ func (t *testDecoder) test(n *yaml.Node) {
 			t.outcomes("checks", "check", v, wt.Checks)
 		case "human":
 			t.decisions(v, wt.Human)
+		case "control":
+			t.control(v, wt.Control)
 		case "expect":
 			t.expect(v, &wt.Expect)
 		}
@@ -349,6 +353,36 @@ func (t *testDecoder) outcome(what string, n *yaml.Node) (Outcome, bool) {
 		}
 	})
 	return o, true
+}
+
+// controlStates are the states a test may script, as the commands
+// that set them are named.
+var controlStates = []string{"pause", "continue", "run_once", "cleanup"}
+
+// control reads control: {step: state, or [state, ...]}.
+func (t *testDecoder) control(n *yaml.Node, dst map[string][]TestControl) {
+	y := t.y
+	t.steps("control", "session", n, func(id string, _ Pos, v *yaml.Node) {
+		var list []TestControl
+		add := func(n *yaml.Node) {
+			s := y.str("control."+id, n)
+			if !slices.Contains(controlStates, s.val) {
+				msg := fmt.Sprintf("control.%s: unknown state %q; want one of %s", id, s.val, strings.Join(controlStates, ", "))
+				if c, ok := suggest.Closest(s.val, controlStates); ok {
+					msg += fmt.Sprintf(" (did you mean %q?)", c)
+				}
+				y.d.errorf(s.pos(), "%s", msg)
+				return
+			}
+			list = append(list, TestControl{State: s.val, Pos: s.pos()})
+		}
+		if v = resolve(v); v.Kind == yaml.SequenceNode {
+			y.list(v, "control."+id, func(item *yaml.Node) bool { add(item); return true })
+		} else {
+			add(v)
+		}
+		dst[id] = list
+	})
 }
 
 func (t *testDecoder) decisions(n *yaml.Node, dst map[string][]Decision) {

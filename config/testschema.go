@@ -38,6 +38,7 @@ func TestSchema() []byte {
 	defs := obj{
 		{"stepId", obj{{"type", "string"}, {"pattern", namePattern.String()}}},
 		{"integer", integer},
+		{"controlState", obj{{"description", "A control state: what flow pause, continue, run-once and cleanup set."}, {"enum", controlStates}}},
 		{"files", obj{
 			{"description", "Files by path relative to the repository, with their content."},
 			{"type", "object"},
@@ -54,7 +55,9 @@ func TestSchema() []byte {
 			"sessions": stepMap("The outcomes of each step's sessions, in order; the last one repeats.", oneOrList("outcome")),
 			"checks":   stepMap("The outcomes of each step's gate.check, in order; the last one repeats.", oneOrList("outcome")),
 			"human":    stepMap("The decisions of each human step, in order; the last one repeats.", oneOrList("decision")),
-			"expect":   defRef("expect"),
+			"control": stepMap("Control states a person sets while the step's first session runs (the first), and to go on each time the run then stops paused (the next ones).",
+				obj{{"oneOf", []any{defRef("controlState"), obj{{"type", "array"}, {"items", defRef("controlState")}}}}}),
+			"expect": defRef("expect"),
 		})},
 		{"outcome", keyedObject("What one scripted session or gate check does.", outcomeKeys, nil, map[string]any{
 			"exit_code": with(defRef("integer"), "The exit code (0 unless given)."),

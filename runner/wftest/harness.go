@@ -15,6 +15,7 @@ import (
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/internal/proc"
+	"github.com/flow-run/flow/runner"
 )
 
 // never is longer than any test runs in fake time: the runner's
@@ -47,6 +48,7 @@ func (c virtualClock) After(d time.Duration) <-chan time.Time {
 // check log the runner has just created.
 type starter struct {
 	fs     afero.Fs
+	runDir string
 	clock  *clock.Fake
 	repo   string
 	logs   string
@@ -62,7 +64,7 @@ type starter struct {
 }
 
 func newStarter(fs afero.Fs, clk *clock.Fake, repo, runDir string, wf *config.Workflow, t *config.WorkflowTest) *starter {
-	return &starter{fs: fs, clock: clk, repo: repo, logs: filepath.Join(runDir, "logs"), wf: wf, test: t,
+	return &starter{fs: fs, runDir: runDir, clock: clk, repo: repo, logs: filepath.Join(runDir, "logs"), wf: wf, test: t,
 		counts: map[string]int{}, checked: map[string]bool{}, prompts: map[string][]string{}}
 }
 
@@ -93,6 +95,13 @@ func (s *starter) Start(_ context.Context, spec proc.Spec) (proc.Session, error)
 	} else {
 		o = next(s.test.Sessions[step], s.counts[step])
 		s.counts[step]++
+		if cs := s.test.Control[step]; len(cs) > 0 && s.counts[step] == 1 {
+			// A person sets control.json while the step's first session
+			// runs; the runner acts on it once the session ends.
+			if err := runner.SetDesired(s.fs, s.runDir, controlState(cs[0].State), "flow test", "", s.clock.Now()); err != nil {
+				s.errs = append(s.errs, fmt.Sprintf("set control: %v", err))
+			}
+		}
 		if p := env["FLOW_PROMPT_FILE"]; p != "" {
 			if b, err := afero.ReadFile(s.fs, p); err == nil {
 				s.prompts[step] = append(s.prompts[step], string(b))
@@ -170,3 +179,17 @@ type session struct{ res proc.Result }
 func (s session) Pid() int              { return 1 }
 func (s session) Wait() proc.Result     { return s.res }
 func (s session) LastOutput() time.Time { return time.Time{} }
+
+// controlState maps a scripted state, named as its command is, to the
+// state control.json holds.
+func controlState(s string) runner.ControlState {
+	switch s {
+	case "pause":
+		return runner.Pause
+	case "run_once":
+		return runner.RunOnce
+	case "cleanup":
+		return runner.RunCleanup
+	}
+	return runner.Continuous
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -94,6 +95,7 @@ func runOne(ctx context.Context, tf *config.TestFile, t *config.WorkflowTest) Re
 		Alive: func(runlock.Holder) bool { return false }, HeartbeatEvery: never, PollEvery: never, TempDir: "/tmp"}
 	ro := runner.Options{Workflow: tf.Workflow, Repo: repo, RunID: runID, Vars: t.Vars, NoWait: true}
 	decided := map[string]int{}
+	controlled := map[string]int{}
 	var rr runner.Result
 	for round := 0; ; round++ {
 		var err error
@@ -102,10 +104,15 @@ func runOne(ctx context.Context, tf *config.TestFile, t *config.WorkflowTest) Re
 			fail(t.Pos, "run: %v", err)
 			break
 		}
-		if rr.Status != runner.RunWaitingOnHuman || rr.State == nil || round >= maxResumes {
+		if rr.State == nil || round >= maxResumes {
 			break
 		}
-		if !decide(mem, rr, t, decided, fake.Now(), fail) {
+		if rr.Status == runner.RunPaused {
+			// The run stopped paused: go on with the next scripted state.
+			if !goOn(mem, runDir, t, controlled, fake.Now(), fail) {
+				break
+			}
+		} else if rr.Status != runner.RunWaitingOnHuman || !decide(mem, rr, t, decided, fake.Now(), fail) {
 			break
 		}
 		ro.Resume = true
@@ -304,4 +311,24 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		Pos        string  `json:"pos"`
 		DurationMS float64 `json:"duration_ms"`
 	}{plain(r), fmt.Sprintf("%s:%d:%d", r.Pos.File, r.Pos.Line, r.Pos.Col), float64(r.Duration.Microseconds()) / 1000})
+}
+
+// goOn sets the next scripted control state after a run stopped paused:
+// the next state of the step whose control paused it. It reports
+// whether there was one.
+func goOn(fs afero.Fs, runDir string, t *config.WorkflowTest, used map[string]int, now time.Time, fail func(config.Pos, string, ...any)) bool {
+	for _, step := range slices.Sorted(maps.Keys(t.Control)) {
+		cs := t.Control[step]
+		n := used[step] + 1
+		if n >= len(cs) {
+			continue
+		}
+		used[step] = n
+		if err := runner.SetDesired(fs, runDir, controlState(cs[n].State), "flow test", "", now); err != nil {
+			fail(cs[n].Pos, "set control: %v", err)
+			return false
+		}
+		return true
+	}
+	return false
 }

@@ -137,3 +137,46 @@ func TestCover(t *testing.T) {
 		t.Errorf("coverage %+v", c)
 	}
 }
+
+// TestScriptedControl: a test scripts what a person sets in control.json
+// while a step's first session runs, and how the run goes on each time
+// it stops paused.
+func TestScriptedControl(t *testing.T) {
+	tests := []struct {
+		name, src string
+		exit      int
+		path      string
+	}{
+		{"paused after coding, continued", `
+  - name: t
+    sessions: {review: {output: PASS}, tests: {exit_code: 0}}
+    control: {coding: [pause, continue]}
+    human: {approve: {approved: true}}
+`, 0, "coding tests review approve merge"},
+		{"paused after coding, left paused", `
+  - name: t
+    control: {coding: pause}
+`, 4, "coding"},
+		{"run once, then continue", `
+  - name: t
+    sessions: {review: {output: PASS}}
+    control: {coding: [run_once, continue]}
+    human: {approve: {approved: true}}
+`, 0, "coding tests review approve merge"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := wftest.Run(context.Background(), load(t, tt.src), wftest.Options{})
+			if len(res) != 1 || res[0].ExitCode != tt.exit || strings.Join(res[0].Path, " ") != tt.path {
+				t.Fatalf("exit %d, path %v, failures %v; want exit %d, path %s", res[0].ExitCode, res[0].Path, res[0].Failures, tt.exit, tt.path)
+			}
+		})
+	}
+	// An unknown state is a positioned load error with a did-you-mean.
+	fs := afero.NewMemMapFs()
+	_ = afero.WriteFile(fs, "/w/wf.yaml", []byte(workflow), 0o644)
+	_ = afero.WriteFile(fs, "/w/wf.test.yaml", []byte("workflow: wf.yaml\ntests:\n  - name: t\n    control: {coding: paws}\n"), 0o644)
+	if _, err := config.LoadTests(fs, "/w/wf.test.yaml"); err == nil || !strings.Contains(err.Error(), `4:23: control.coding: unknown state "paws"`) {
+		t.Errorf("unknown state: %v", err)
+	}
+}
