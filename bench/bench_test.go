@@ -194,3 +194,30 @@ func BenchmarkNewPlan(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkNewPlanChained plans a workflow whose every step loops back to
+// the one before it: what a loop-back resets is computed when a
+// loop-back happens, not for every target before the first session.
+func BenchmarkNewPlanChained(b *testing.B) {
+	const n = 5000
+	var src strings.Builder
+	src.WriteString("name: chained\nsteps:\n  - {id: s0, run: \"true\"}\n")
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&src, "  - {id: s%d, run: \"true\", loop_back_to: s%d}\n", i, i-1)
+	}
+	fs := afero.NewMemMapFs()
+	if err := afero.WriteFile(fs, "/wf/chained.yaml", []byte(src.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	wf, err := config.Load(fs, "/wf/chained.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	noLimits := func(*config.Limit) (int, error) { return 0, nil }
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := runner.NewPlan(wf, runner.Budgets{}, noLimits); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -527,7 +527,7 @@ func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
 		c.fail(exitBudget, fmt.Sprintf("step %s: %s", g, deref(x.st.Steps[g].LastError)))
 		return
 	}
-	reset := append([]string{ps.LoopTarget}, c.plan.Step(ps.LoopTarget).Downstream...)
+	reset := append([]string{ps.LoopTarget}, c.plan.Downstream(ps.LoopTarget)...)
 	if !slices.Contains(reset, g) {
 		reset = append(reset, g)
 	}

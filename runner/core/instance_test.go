@@ -33,7 +33,7 @@ func TestInstances(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := plan.Step(id(1)).Downstream; !slices.Equal(d, []string{id(2), id(5)}) {
+	if d := plan.Downstream(id(1)); !slices.Equal(d, []string{id(2), id(5)}) {
 		t.Errorf("a loop-back to %s resets %v", id(1), d)
 	}
 	c := core.NewCore(plan)

@@ -25,6 +25,8 @@ type Plan struct {
 	index       map[string]int
 	// dependents lists, for each step, the steps that need it directly.
 	dependents [][]int
+	// down holds the Downstream sets computed so far.
+	down map[string][]string
 }
 
 // PlanStep is one step of a Plan.
@@ -51,10 +53,6 @@ type PlanStep struct {
 	MaxIterations int
 	Backoff       time.Duration
 	MaxBackoff    time.Duration
-	// Downstream lists the steps that depend on this one, transitively,
-	// in workflow order; it is filled in for loop-back targets only, the
-	// steps a loop-back resets.
-	Downstream []string
 }
 
 // NewPlan indexes steps (in workflow order, each with its budgets
@@ -83,15 +81,32 @@ func NewPlan(steps []PlanStep, maxParallel int) (*Plan, error) {
 		if s.LoopTarget == "" {
 			continue
 		}
-		t := p.Step(s.LoopTarget)
-		if t == nil {
+		if p.Step(s.LoopTarget) == nil {
 			return nil, fmt.Errorf("plan: step %s loops back to %s, which is not a step", s.ID, s.LoopTarget)
-		}
-		if t.Downstream == nil {
-			t.Downstream = p.downstream(p.index[t.ID])
 		}
 	}
 	return p, nil
+}
+
+// Downstream lists the steps that depend on step id, transitively, in
+// plan order: what a loop-back to id resets. It is computed when a
+// loop-back first needs it, and kept, so that a plan whose every step
+// loops back costs nothing until loop-backs happen, and each target's
+// set is built once.
+func (p *Plan) Downstream(id string) []string {
+	if d, ok := p.down[id]; ok {
+		return d
+	}
+	i, ok := p.index[id]
+	if !ok {
+		return nil
+	}
+	if p.down == nil {
+		p.down = map[string][]string{}
+	}
+	d := p.downstream(i)
+	p.down[id] = d
+	return d
 }
 
 // downstream lists the steps that depend on step i, transitively, in
