@@ -1,9 +1,11 @@
 package runner
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/afero"
 )
@@ -167,5 +169,28 @@ func TestHandWrittenDecisionDefaults(t *testing.T) {
 	s := &scripted{fn: ok}
 	if res := e.run(s, Options{Resume: true}); res.ExitCode != 0 || s.calls[0].Command != "deploy staging" {
 		t.Fatalf("exit %d, calls %+v", res.ExitCode, s.calls)
+	}
+}
+
+// TestFindNewestRun: the newest run (of a workflow) is found from the
+// heads of the runs' logs, and only it is read.
+func TestFindNewestRun(t *testing.T) {
+	e := newEnv(t, "name: alpha\nsteps:\n  - {id: a, run: x}\n")
+	e.run(&scripted{fn: ok}, Options{RunID: "zz-old"})
+	e.clock.Advance(time.Minute)
+	e.run(&scripted{fn: ok}, Options{RunID: "aa-new"})
+	e.setWorkflow("name: beta\nsteps:\n  - {id: b, run: x}\n")
+	e.clock.Advance(time.Minute)
+	e.run(&scripted{fn: ok}, Options{RunID: "mm-beta"})
+	// A run directory with a broken log is passed over.
+	_ = afero.WriteFile(e.fs, RunDir(repo, "broken")+"/events.jsonl", []byte("not json\n"), 0o644)
+	for wf, want := range map[string]string{"": "mm-beta", "alpha": "aa-new", "beta": "mm-beta"} {
+		ref, err := FindRun(e.fs, repo, "", wf)
+		if err != nil || ref.ID != want || ref.State == nil {
+			t.Errorf("FindRun(%q) = %s, %v; want %s", wf, ref.ID, err, want)
+		}
+	}
+	if _, err := FindRun(e.fs, repo, "", "gamma"); !errors.Is(err, ErrNoRun) {
+		t.Errorf("FindRun(gamma): %v", err)
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -211,6 +213,63 @@ func ListRuns(fsys afero.Fs, repo string) ([]RunRef, error) {
 	return runs, nil
 }
 
+// runHead is what the head of a run's first event says: when the run
+// was created, and of which workflow.
+type runHead struct {
+	id       string
+	created  time.Time
+	workflow string
+}
+
+var (
+	headAt       = regexp.MustCompile(`"at":"([^"]+)"`)
+	headWorkflow = regexp.MustCompile(`"workflow_name":"([^"\\]*)"`)
+)
+
+// runHeads lists the runs of repo, newest first, from the first bytes
+// of each run's events.jsonl: a run's run_created event comes first and
+// begins with its time and workflow. Reading a few kilobytes per run
+// instead of every run's whole record keeps finding the newest run fast
+// in a repository with hundreds of runs. A run whose head cannot be
+// read sorts last.
+func runHeads(fsys afero.Fs, repo string) ([]runHead, error) {
+	dir := RunsDir(repo)
+	entries, err := afero.ReadDir(fsys, dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list runs in %s: %w", dir, err)
+	}
+	var heads []runHead
+	buf := make([]byte, 4<<10)
+	for _, e := range entries {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		h := runHead{id: e.Name()}
+		if f, err := fsys.Open(filepath.Join(dir, e.Name(), EventsFile)); err == nil {
+			n, _ := io.ReadFull(f, buf)
+			_ = f.Close()
+			line, _, _ := bytes.Cut(buf[:n], []byte("\n"))
+			if m := headAt.FindSubmatch(line); m != nil {
+				h.created, _ = time.Parse(time.RFC3339Nano, string(m[1]))
+			}
+			if m := headWorkflow.FindSubmatch(line); m != nil {
+				h.workflow = string(m[1])
+			}
+		}
+		heads = append(heads, h)
+	}
+	slices.SortStableFunc(heads, func(a, b runHead) int {
+		if c := b.created.Compare(a.created); c != 0 {
+			return c
+		}
+		return strings.Compare(b.id, a.id)
+	})
+	return heads, nil
+}
+
 func created(r RunRef) time.Time {
 	if r.State == nil || r.State.CreatedAt == nil {
 		return time.Time{}
@@ -234,17 +293,22 @@ func FindRun(fsys afero.Fs, repo, id, workflow string) (RunRef, error) {
 		// the fault and the fault in Err.
 		return RunRef{ID: id, Dir: rd, State: st, Err: err}, nil
 	}
-	runs, err := ListRuns(fsys, repo)
+	// The newest run is found from the head of each run's first event
+	// (run_created: when, which workflow), and only that run is read.
+	heads, err := runHeads(fsys, repo)
 	if err != nil {
 		return RunRef{}, err
 	}
-	for _, r := range runs {
-		if r.Err != nil {
+	for _, h := range heads {
+		if workflow != "" && h.workflow != workflow {
 			continue
 		}
-		if workflow == "" || r.State.WorkflowName == workflow {
-			return r, nil
+		rd := RunDir(repo, h.id)
+		st, _, err := LoadState(fsys, rd, false, time.Time{})
+		if err != nil || (workflow != "" && st.WorkflowName != workflow) {
+			continue
 		}
+		return RunRef{ID: h.id, Dir: rd, State: st}, nil
 	}
 	if workflow != "" {
 		return RunRef{}, fmt.Errorf("%w of workflow %s in %s", ErrNoRun, workflow, RunsDir(repo))
