@@ -113,7 +113,7 @@ func (l *Log) load() error {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("seek to start of event log %s: %w", path, err)
 	}
-	end, total, err := scan(path, f, func(e Event) { l.lastSeq = e.Seq })
+	end, total, err := scan(path, f, 0, func(e Event) { l.lastSeq = e.Seq })
 	l.size = end
 	if err == nil && total > end {
 		if err = f.Truncate(end); err != nil {
@@ -311,7 +311,7 @@ func Read(fs afero.Fs, path string, after int64) ([]Event, error) {
 	}
 	defer f.Close()
 	var events []Event
-	_, _, err = scan(path, f, func(e Event) {
+	_, _, err = scan(path, f, after, func(e Event) {
 		if e.Seq > after {
 			events = append(events, e)
 		}
@@ -319,12 +319,33 @@ func Read(fs afero.Fs, path string, after int64) ([]Event, error) {
 	return events, err
 }
 
+// leadingSeq reads the seq of a line as the log writes it,
+// {"seq":N,..., without decoding the rest; ok is false for any other
+// shape, which the caller then decodes whole.
+func leadingSeq(line []byte) (seq int64, ok bool) {
+	const prefix = `{"seq":`
+	if !bytes.HasPrefix(line, []byte(prefix)) {
+		return 0, false
+	}
+	i := len(prefix)
+	for ; i < len(line) && line[i] >= '0' && line[i] <= '9'; i++ {
+		seq = seq*10 + int64(line[i]-'0')
+		if seq > 1<<53 {
+			return 0, false
+		}
+	}
+	if i == len(prefix) || i >= len(line) || line[i] != ',' || seq <= 0 {
+		return 0, false
+	}
+	return seq, true
+}
+
 // scan reads r line by line and calls fn with each valid event. It
 // returns the offset just past the last valid line (events or blank
 // lines) and the number of bytes read. A final line that is invalid or
 // lacks its newline is skipped; any other invalid line, and an event
 // whose Seq is not after the one before, is a *CorruptError.
-func scan(path string, r io.Reader, fn func(Event)) (end, total int64, err error) {
+func scan(path string, r io.Reader, after int64, fn func(Event)) (end, total int64, err error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var (
 		lineNo  int
@@ -342,6 +363,16 @@ func scan(path string, r io.Reader, fn func(Event)) (end, total int64, err error
 			if line[len(line)-1] != '\n' {
 				// Unterminated, so necessarily the last line: torn.
 				return end, total, nil
+			}
+			if seq, ok := leadingSeq(line); ok && seq <= after {
+				// A line the caller already has (a snapshot holds it):
+				// only its order is checked, not decoded.
+				if seq <= lastSeq {
+					return end, total, &CorruptError{Path: path, Line: lineNo, Seq: seq, Prev: lastSeq}
+				}
+				lastSeq = seq
+				end = total
+				continue
 			}
 			if len(bytes.TrimSpace(line)) > 0 {
 				e, perr := parseLine(line)

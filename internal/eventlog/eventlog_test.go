@@ -466,3 +466,30 @@ func BenchmarkAppend(b *testing.B) { benchmarkAppend(b, 0) }
 
 // BenchmarkAppendSync measures an append followed by a sync.
 func BenchmarkAppendSync(b *testing.B) { benchmarkAppend(b, 1) }
+
+// TestReadSkipsWhatTheCallerHas: lines at or before after are not
+// decoded, only their order is checked: a reader that has a snapshot
+// pays for the events after it.
+func TestReadSkipsWhatTheCallerHas(t *testing.T) {
+	fs := afero.NewMemMapFs()
+	log := `{"seq":1,"at":"2025-01-15T14:30:00.000000Z","type":"a"}
+{"seq":2,"at":"2025-01-15T14:30:00.000000Z","type":"b","data":{not json}}
+{"seq":3,"at":"2025-01-15T14:30:00.000000Z","type":"c"}
+`
+	_ = afero.WriteFile(fs, "/l", []byte(log), 0o644)
+	evs, err := Read(fs, "/l", 2)
+	if err != nil || len(evs) != 1 || evs[0].Type != "c" {
+		t.Fatalf("Read after 2 = %+v, %v", evs, err)
+	}
+	if _, err := Read(fs, "/l", 0); err == nil {
+		t.Error("Read of every line did not see the broken one")
+	}
+	_ = afero.WriteFile(fs, "/d", []byte(`{"seq":1,"at":"2025-01-15T14:30:00Z","type":"a"}
+{"seq":1,"at":"2025-01-15T14:30:00Z","type":"a"}
+{"seq":2,"at":"2025-01-15T14:30:00Z","type":"b"}
+`), 0o644)
+	var ce *CorruptError
+	if _, err := Read(fs, "/d", 5); !errors.As(err, &ce) || ce.Line != 2 {
+		t.Errorf("a repeated seq among skipped lines: %v", err)
+	}
+}
