@@ -15,7 +15,10 @@ type TestFile struct {
 	// file's directory; Workflow is the workflow loaded from it.
 	WorkflowPath string
 	Workflow     *Workflow
-	Tests        []*WorkflowTest
+	// Default is what a session does that its test does not script (an
+	// exit 0 with no output unless the file's defaults: says otherwise).
+	Default Outcome
+	Tests   []*WorkflowTest
 }
 
 // WorkflowTest is one test of a workflow.

@@ -21,7 +21,7 @@ import (
 
 // The keys of a test file, level by level.
 var (
-	testFileKeys  = []string{"workflow", "tests"}
+	testFileKeys  = []string{"workflow", "defaults", "tests"}
 	testKeys      = []string{"name", "vars", "files", "sessions", "checks", "human", "control", "expect"}
 	outcomeKeys   = []string{"exit_code", "output", "report", "writes", "duration"}
 	decisionKeys  = []string{"approved", "input", "reason"}
@@ -148,6 +148,10 @@ func (t *testDecoder) decode(fs afero.Fs, root *yaml.Node) {
 		switch key {
 		case "workflow":
 			wfPath = y.str("workflow", v)
+		case "defaults":
+			if o, ok := t.outcome("defaults", resolve(v)); ok {
+				t.tf.Default = o
+			}
 		case "tests":
 			hasTests = true
 			y.list(v, "tests", func(n *yaml.Node) bool {

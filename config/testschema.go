@@ -96,6 +96,7 @@ func TestSchema() []byte {
 	}
 	root = append(root, keyedObject("A workflow test file (*.test.yaml): the workflow and its tests.", testFileKeys, []string{"workflow", "tests"}, map[string]any{
 		"workflow": obj{{"description", "The workflow file the tests run, relative to this file."}, {"type", "string"}, {"minLength", 1}},
+		"defaults": with(defRef("outcome"), "What a session does that its test does not script (exit 0, no output, unless given)."),
 		"tests":    obj{{"description", "The tests."}, {"type", "array"}, {"minItems", 1}, {"items", defRef("test")}},
 	})...)
 	root = append(root, member{"$defs", defs})

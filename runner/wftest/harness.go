@@ -49,6 +49,8 @@ func (c virtualClock) After(d time.Duration) <-chan time.Time {
 type starter struct {
 	fs     afero.Fs
 	runDir string
+	// def is what an unscripted session does.
+	def config.Outcome
 	clock  *clock.Fake
 	repo   string
 	logs   string
@@ -68,10 +70,11 @@ func newStarter(fs afero.Fs, clk *clock.Fake, repo, runDir string, wf *config.Wo
 		counts: map[string]int{}, checked: map[string]bool{}, prompts: map[string][]string{}}
 }
 
-// next returns the n-th outcome of a script (the last one repeating).
-func next(list []config.Outcome, n int) config.Outcome {
+// next returns the n-th outcome of a script (the last one repeating),
+// or def for a session the script does not cover.
+func next(list []config.Outcome, n int, def config.Outcome) config.Outcome {
 	if len(list) == 0 {
-		return config.Outcome{}
+		return def
 	}
 	return list[min(n, len(list)-1)]
 }
@@ -90,10 +93,10 @@ func (s *starter) Start(_ context.Context, spec proc.Spec) (proc.Session, error)
 	var o config.Outcome
 	if step == "" {
 		step = s.checkedStep(spec.Command)
-		o = next(s.test.Checks[step], s.counts["check:"+step])
+		o = next(s.test.Checks[step], s.counts["check:"+step], config.Outcome{})
 		s.counts["check:"+step]++
 	} else {
-		o = next(s.test.Sessions[step], s.counts[step])
+		o = next(s.test.Sessions[step], s.counts[step], s.def)
 		s.counts[step]++
 		if cs := s.test.Control[step]; len(cs) > 0 && s.counts[step] == 1 {
 			// A person sets control.json while the step's first session

@@ -91,6 +91,7 @@ func runOne(ctx context.Context, tf *config.TestFile, t *config.WorkflowTest) Re
 	fake := clock.NewFake(epoch)
 	runDir := runner.RunDir(repo, runID)
 	st := newStarter(mem, fake, repo, runDir, tf.Workflow, t)
+	st.def = tf.Default
 	r := &runner.Runner{FS: mem, Clock: virtualClock{fake}, Starter: st, Stdout: discard{}, Host: "flow-test", PID: 1,
 		Alive: func(runlock.Holder) bool { return false }, HeartbeatEvery: never, PollEvery: never, TempDir: "/tmp"}
 	ro := runner.Options{Workflow: tf.Workflow, Repo: repo, RunID: runID, Vars: t.Vars, NoWait: true}

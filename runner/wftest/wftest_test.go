@@ -180,3 +180,18 @@ func TestScriptedControl(t *testing.T) {
 		t.Errorf("unknown state: %v", err)
 	}
 }
+
+// TestDefaults: a file's defaults: say what an unscripted session does.
+func TestDefaults(t *testing.T) {
+	fs := afero.NewMemMapFs()
+	_ = afero.WriteFile(fs, "/w/wf.yaml", []byte("name: d\nsteps:\n  - {id: a, run: x}\n  - {id: b, run: y, max_attempts: 1}\n"), 0o644)
+	_ = afero.WriteFile(fs, "/w/wf.test.yaml", []byte("workflow: wf.yaml\ndefaults: {exit_code: 3}\ntests:\n  - name: t\n    sessions: {a: {exit_code: 0}}\n    expect: {exit_code: 1, steps: {b: {status: FAILED}}}\n"), 0o644)
+	tf, err := config.LoadTests(fs, "/w/wf.test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := wftest.Run(context.Background(), tf, wftest.Options{})
+	if len(res) != 1 || !res[0].Passed {
+		t.Fatalf("%+v", res)
+	}
+}
