@@ -50,7 +50,7 @@ type starter struct {
 	fs     afero.Fs
 	runDir string
 	// def is what an unscripted session does.
-	def config.Outcome
+	def    config.Outcome
 	clock  *clock.Fake
 	repo   string
 	logs   string
