@@ -113,7 +113,9 @@ func runOne(ctx context.Context, tf *config.TestFile, t *config.WorkflowTest) Re
 			if !goOn(mem, runDir, t, controlled, fake.Now(), fail) {
 				break
 			}
-		} else if rr.Status != runner.RunWaitingOnHuman || !decide(mem, rr, t, decided, fake.Now(), fail) {
+		} else if rr.Status != runner.RunWaitingOnHuman {
+			break
+		} else if !decide(mem, rr, t, decided, fake.Now(), fail) && !waitOut(tf.Workflow, rr, fake) {
 			break
 		}
 		ro.Resume = true
@@ -332,4 +334,28 @@ func goOn(fs afero.Fs, runDir string, t *config.WorkflowTest, used map[string]in
 		return true
 	}
 	return false
+}
+
+// waitOut lets the fake time pass for a run that waits on human steps
+// nobody decides, when one of them has a fixed human.timeout: the clock
+// moves past the earliest such timeout, and the resumed run fails that
+// step as a real one would. It reports whether it did.
+func waitOut(wf *config.Workflow, rr runner.Result, fake *clock.Fake) bool {
+	var until time.Time
+	for _, id := range rr.State.StepOrder {
+		s, st := rr.State.Steps[id], wf.Step(id)
+		if s == nil || s.Status != runner.WaitingOnHuman || s.StartedAt == nil || st == nil || st.Human == nil {
+			continue
+		}
+		if to := st.Human.Timeout; to != nil && to.Expr == nil && to.D > 0 {
+			if t := s.StartedAt.Add(to.D); until.IsZero() || t.Before(until) {
+				until = t
+			}
+		}
+	}
+	if until.IsZero() || !until.After(fake.Now()) {
+		return false
+	}
+	fake.Advance(until.Sub(fake.Now()) + time.Second)
+	return true
 }

@@ -195,3 +195,18 @@ func TestDefaults(t *testing.T) {
 		t.Fatalf("%+v", res)
 	}
 }
+
+// TestHumanTimeout: a human step nobody decides fails once its
+// human.timeout passes in fake time.
+func TestHumanTimeout(t *testing.T) {
+	fs := afero.NewMemMapFs()
+	_ = afero.WriteFile(fs, "/w/wf.yaml", []byte("name: h\nsteps:\n  - {id: ok, human: {message: go, timeout: 24h}}\n  - {id: b, run: x}\n"), 0o644)
+	_ = afero.WriteFile(fs, "/w/wf.test.yaml", []byte("workflow: wf.yaml\ntests:\n  - name: nobody decides\n    expect: {exit_code: 1, path: [ok], steps: {ok: {status: FAILED, last_error: human.timeout}}}\n"), 0o644)
+	tf, err := config.LoadTests(fs, "/w/wf.test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := wftest.Run(context.Background(), tf, wftest.Options{}); len(res) != 1 || !res[0].Passed {
+		t.Fatalf("%+v", res)
+	}
+}
