@@ -191,5 +191,9 @@ func isTerminal(w any) bool {
 		return false
 	}
 	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	// A character device is not always a terminal: /dev/null is one.
+	return ttyFd(f.Fd())
 }
