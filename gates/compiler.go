@@ -23,7 +23,10 @@ import (
 // little more than parsing and checking each. Compile and
 // CompileTemplate with a Compiler are the package functions of the same
 // name with its scope; the programs and templates it returns are
-// independent of it and of each other.
+// independent of it and never change, and an expression compiled again
+// with the same source and kind gives the same *Program (workflows
+// repeat their gate expressions and template parts: each is compiled
+// once).
 //
 // Create one with NewCompiler; the zero Compiler is not usable. A
 // Compiler is safe for concurrent use, but compilations through one
@@ -40,6 +43,15 @@ type Compiler struct {
 	cfg *conf.Config
 	// patchers are the visitors the options added to cfg.
 	patchers []ast.Visitor
+	// done holds the programs compiled so far, by source and kind; nil
+	// in a single-use compiler.
+	done map[compiled]*Program
+}
+
+// compiled is the key of a program a Compiler has compiled.
+type compiled struct {
+	src  string
+	kind Kind
 }
 
 // NewCompiler returns a Compiler for the expressions of a workflow
@@ -50,6 +62,7 @@ func NewCompiler(scope Scope) *Compiler {
 	c := newCompiler(scope)
 	c.steps = nameSet(scope.Steps)
 	c.vars = nameSet(scope.Vars)
+	c.done = map[compiled]*Program{}
 	return c
 }
 
@@ -107,7 +120,19 @@ func (c *Compiler) hasVar(name string) bool {
 func (c *Compiler) Compile(src string, kind Kind) (*Program, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if p, ok := c.done[compiled{src, kind}]; ok {
+		return p, nil
+	}
+	p, err := c.compile(src, kind)
+	if err == nil && c.done != nil {
+		c.done[compiled{src, kind}] = p
+	}
+	return p, err
+}
 
+// compile is Compile without the memory of what was compiled; c.mu is
+// held.
+func (c *Compiler) compile(src string, kind Kind) (*Program, error) {
 	// The result kind is the only option that differs between
 	// compilations; expr.AsBool sets these two fields.
 	c.cfg.Expect, c.cfg.ExpectAny = reflect.Invalid, false

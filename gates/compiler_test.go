@@ -172,3 +172,24 @@ func BenchmarkNewCompiler(b *testing.B) {
 		NewCompiler(scope)
 	}
 }
+
+// TestCompilerRemembers: an expression compiled again with the same
+// source and kind is not compiled again; a different kind is.
+func TestCompilerRemembers(t *testing.T) {
+	c := NewCompiler(Scope{Steps: []string{"a"}})
+	p1, err := c.Compile(`exit_code == 0`, Bool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, _ := c.Compile(`exit_code == 0`, Bool)
+	p3, _ := c.Compile(`exit_code == 0`, Any)
+	if p1 != p2 || p1 == p3 {
+		t.Errorf("same source and kind: %p %p; other kind %p", p1, p2, p3)
+	}
+	if _, err := c.Compile(`nope ==`, Bool); err == nil {
+		t.Fatal("a broken expression compiled")
+	}
+	if _, err := c.Compile(`nope ==`, Bool); err == nil {
+		t.Error("a broken expression compiled the second time")
+	}
+}
