@@ -169,6 +169,7 @@ func (a *app) rootCmd() *cobra.Command {
 		a.versionCmd(),
 	)
 	a.addRunnerCmds(root)
+	root.AddCommand(a.exportCmds()...)
 	return root
 }
 

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/ops"
+)
+
+// exportCmds are flow export and flow import, which carry a run's
+// record from one CI job to the next.
+func (a *app) exportCmds() []*cobra.Command {
+	var repo, out string
+	export := &cobra.Command{
+		Use:   "export [RUN_ID] -o FILE",
+		Short: "Write a run's record to a .tar.gz archive, for a later job to import",
+		Long: `export writes the run directory .agents/runs/<run_id>/ (the newest run when RUN_ID
+is left out), without its lock, to FILE as a gzip-compressed tar whose entries are
+named <run_id>/... . The archive carries the run's record only, not the repository:
+the job that imports it checks out the same commit first.`,
+		Example: "  flow export 20250115-143000-f8c1a4 -o run.tar.gz",
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return runner.Usage("export needs -o FILE")
+			}
+			id, err := a.svc.ExportRunFile(repo, argOr(args), out)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdio.Out, "exported run %s to %s\n", id, out)
+			return nil
+		},
+	}
+	export.Flags().StringVarP(&out, "output", "o", "", "archive to write")
+	export.Flags().StringVar(&repo, "repo", "", "repository of the run (default: the current directory)")
+
+	var irepo string
+	var force bool
+	imp := &cobra.Command{
+		Use:   "import ARCHIVE",
+		Short: "Make a run exported by flow export a run of this repository",
+		Long: `import extracts an archive written by flow export into .agents/runs/<run_id>/.
+It refuses (exit 2) an archive with anything but directories and regular files under
+one run id, absolute names, "..", more than 100000 entries or 1 GiB, and a run id
+that already exists unless --force replaces it. The imported run is re-rooted into
+this repository on its next flow resume.`,
+		Example: "  flow import run.tar.gz\n  flow approve 20250115-143000-f8c1a4 review && flow resume 20250115-143000-f8c1a4",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := a.svc.FS.Open(args[0])
+			if err != nil {
+				return runner.Usage("import: %v", err)
+			}
+			defer f.Close()
+			id, err := a.svc.ImportRun(ops.ImportRequest{Repo: irepo, Archive: f, Force: force})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdio.Out, "imported run %s\n", id)
+			return nil
+		},
+	}
+	imp.Flags().StringVar(&irepo, "repo", "", "repository to import into (default: the current directory)")
+	imp.Flags().BoolVar(&force, "force", false, "replace a run with the same id")
+	return []*cobra.Command{export, imp}
+}
