@@ -18,9 +18,10 @@ func ciTruthy(v string) bool {
 
 // inCI reports whether flow runs in CI, where the job's log is what
 // people read: session output is shown live, and status --watch prints
-// a line per change instead of redrawing the screen.
+// a line per change instead of redrawing the screen. Every CI mode
+// (detectCI) but off counts.
 func (a *app) inCI() bool {
-	return ciTruthy(a.svc.Getenv("CI"))
+	return a.ciMode() != ciOff
 }
 
 // userName names the person at the command line, who approves, rejects

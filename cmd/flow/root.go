@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"strconv"
 
 	"github.com/spf13/afero"
 	"github.com/spf13/cobra"
@@ -42,6 +43,9 @@ type Stdio struct {
 type app struct {
 	stdio Stdio
 	svc   *ops.Service
+	// ciFlag is the --ci flag's value: "" detects the CI service from
+	// the environment (detectCI).
+	ciFlag string
 }
 
 // quietError is an error whose message was already shown (or that has
@@ -140,6 +144,13 @@ func (a *app) renderDiagnostics(ds config.Diagnostics) error {
 	if err := ds.Render(a.stdio.Err, sources); err != nil {
 		return fmt.Errorf("print diagnostics: %w", err)
 	}
+	if a.ciMode() == ciGitHub {
+		// An annotation for each, on the file and line of the problem.
+		for _, d := range ds {
+			fmt.Fprint(a.stdio.Err, ghCommand("error", d.Message,
+				"file", d.Pos.File, "line", strconv.Itoa(d.Pos.Line), "col", strconv.Itoa(d.Pos.Col)))
+		}
+	}
 	return nil
 }
 
@@ -158,6 +169,11 @@ func (a *app) rootCmd() *cobra.Command {
 	root.SetIn(a.stdio.In)
 	root.SetOut(a.stdio.Out)
 	root.SetErr(a.stdio.Err)
+	root.PersistentFlags().StringVar(&a.ciFlag, "ci", "", "CI output: github, gitlab, plain or off (default: detected from GITHUB_ACTIONS, GITLAB_CI, CI)")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		_, err := detectCI(a.ciFlag, a.svc.Getenv)
+		return err
+	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return runner.Usage("%w\ntry: %s --help", err, c.CommandPath())
 	})

@@ -184,6 +184,14 @@ func (a *app) execute(cmd *cobra.Command, l *ops.Launch, asJSON bool) error {
 	if asJSON {
 		out = a.stdio.Err
 	}
+	mode := a.ciMode()
+	if mode == ciGitHub {
+		a.ghMasks(out, l.Workflow)
+	}
+	if mode == ciGitHub || mode == ciGitLab {
+		// The runner's live output and the reporter's markup meet here.
+		out = &syncWriter{w: out}
+	}
 	if l.Plan != nil {
 		printPlan(out, l.Plan)
 	}
@@ -209,6 +217,14 @@ func (a *app) execute(cmd *cobra.Command, l *ops.Launch, asJSON bool) error {
 		enc.SetEscapeHTML(false)
 		att.Events = func(e runner.Event) { _ = enc.Encode(e) }
 	}
+	if mode == ciGitHub || mode == ciGitLab {
+		rep := &ciReporter{mode: mode, w: out}
+		if prev := att.Events; prev != nil {
+			att.Events = func(e runner.Event) { prev(e); rep.event(e) }
+		} else {
+			att.Events = rep.event
+		}
+	}
 	if !l.Options.NoWait && isTerminal(a.stdio.In) && isTerminal(out) {
 		k := &asker{in: bufio.NewReader(a.stdio.In), out: out, by: a.svc.Who("")}
 		att.Ask = k.Ask
@@ -216,6 +232,11 @@ func (a *app) execute(cmd *cobra.Command, l *ops.Launch, asJSON bool) error {
 	res, err := a.svc.Start(cmd.Context(), l, att)
 	if err != nil {
 		return err
+	}
+	if mode == ciGitHub {
+		if err := a.ghFinish(l.Options.Repo, res); err != nil {
+			fmt.Fprintf(a.stdio.Err, "flow: %v\n", err)
+		}
 	}
 	if asJSON {
 		b, err := json.Marshal(res)

@@ -6,26 +6,43 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/runner"
 )
 
 func (a *app) validateCmd() *cobra.Command {
 	var asJSON bool
+	var format string
 	cmd := &cobra.Command{
 		Use:   "validate WORKFLOW...",
 		Short: "Check workflow files and report every problem in them",
 		Long: `validate loads each workflow file (YAML or HCL), compiles its expressions and
 templates and checks its steps, references, dependencies and loop-backs.
 It prints "FILE: ok (N steps)" for a valid file; otherwise every problem,
-as file:line:col: message with the source line, on stderr, and exits 2.`,
-		Example: "  flow validate workflows/*.yaml workflows/*.hcl\n  flow validate --json workflow.yaml",
+as file:line:col: message with the source line, on stderr, and exits 2.
+In GitHub Actions each problem is also an ::error annotation on its line.
+--format gitlab prints the problems as a GitLab Code Quality report on stdout.`,
+		Example: "  flow validate workflows/*.yaml workflows/*.hcl\n  flow validate --json workflow.yaml\n  flow validate --format gitlab workflows/*.yaml > gl-code-quality-report.json",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			switch format {
+			case "text":
+			case "json":
+				asJSON = true
+			case "gitlab":
+			default:
+				return runner.Usage("--format %s: want text, json or gitlab", format)
+			}
+			gitlab := format == "gitlab"
 			res, err := a.svc.Validate(args)
 			if err != nil {
 				return err
 			}
 			for _, f := range res.Files {
 				switch {
+				case f.Valid && gitlab && f.Tests > 0:
+					fmt.Fprintf(a.stdio.Err, "%s: ok (%d tests)\n", f.File, f.Tests)
+				case f.Valid && gitlab:
+					fmt.Fprintf(a.stdio.Err, "%s: ok (%d steps)\n", f.File, f.Steps)
 				case f.Valid && !asJSON && f.Tests > 0:
 					fmt.Fprintf(a.stdio.Out, "%s: ok (%d tests)\n", f.File, f.Tests)
 				case f.Valid && !asJSON:
@@ -34,7 +51,17 @@ as file:line:col: message with the source line, on stderr, and exits 2.`,
 					fmt.Fprintf(a.stdio.Err, "flow: %s\n", f.Error)
 				}
 			}
-			if asJSON {
+			if gitlab {
+				b, err := gitlabCodeQuality(res.Diagnostics)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdio.Out, "%s\n", b)
+				// The problems are also shown in the job's log.
+				if err := a.renderDiagnostics(res.Diagnostics); err != nil {
+					return err
+				}
+			} else if asJSON {
 				b, err := res.Diagnostics.JSON()
 				if err != nil {
 					return err
@@ -49,6 +76,7 @@ as file:line:col: message with the source line, on stderr, and exits 2.`,
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&format, "format", "text", "output format: text, json (as --json) or gitlab (a GitLab Code Quality report on stdout)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print the problems to stdout as a JSON array of {"file","line","col","severity","message","suggestion"}`)
 	return cmd
 }

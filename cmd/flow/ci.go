@@ -1,0 +1,363 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/ops"
+)
+
+// ciMode is how flow shows itself to a CI service (DESIGN §13).
+type ciMode string
+
+// The CI modes: off (a terminal or a plain pipe), plain (live session
+// output, one line per change), github (GitHub Actions workflow
+// commands) and gitlab (GitLab collapsible sections).
+const (
+	ciOff    ciMode = "off"
+	ciPlain  ciMode = "plain"
+	ciGitHub ciMode = "github"
+	ciGitLab ciMode = "gitlab"
+)
+
+// detectCI decides the CI mode: the --ci flag's value when set, else
+// GitHub Actions (GITHUB_ACTIONS=true), else GitLab CI (GITLAB_CI=true),
+// else plain when CI is truthy, else off. A flag value that names no
+// mode is a usage error.
+func detectCI(flag string, getenv func(string) string) (ciMode, error) {
+	switch m := ciMode(strings.ToLower(strings.TrimSpace(flag))); m {
+	case ciOff, ciPlain, ciGitHub, ciGitLab:
+		return m, nil
+	case "":
+	default:
+		return ciOff, runner.Usage("--ci=%s: want github, gitlab, plain or off", flag)
+	}
+	switch {
+	case strings.EqualFold(strings.TrimSpace(getenv("GITHUB_ACTIONS")), "true"):
+		return ciGitHub, nil
+	case strings.EqualFold(strings.TrimSpace(getenv("GITLAB_CI")), "true"):
+		return ciGitLab, nil
+	case ciTruthy(getenv("CI")):
+		return ciPlain, nil
+	}
+	return ciOff, nil
+}
+
+// ciMode returns the app's CI mode; a bad --ci value, refused before
+// any command runs, counts as off.
+func (a *app) ciMode() ciMode {
+	m, err := detectCI(a.ciFlag, a.svc.Getenv)
+	if err != nil {
+		return ciOff
+	}
+	return m
+}
+
+// ghData escapes s as the data (message) of a GitHub workflow command.
+func ghData(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+}
+
+// ghProp escapes s as a property value of a GitHub workflow command.
+func ghProp(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+}
+
+// ghCommand formats one GitHub workflow command line: ::name
+// k=v,k=v::message. props holds keys and values in turn.
+func ghCommand(name, message string, props ...string) string {
+	var b strings.Builder
+	b.WriteString("::")
+	b.WriteString(name)
+	for i := 0; i+1 < len(props); i += 2 {
+		if i == 0 {
+			b.WriteByte(' ')
+		} else {
+			b.WriteByte(',')
+		}
+		b.WriteString(props[i])
+		b.WriteByte('=')
+		b.WriteString(ghProp(props[i+1]))
+	}
+	b.WriteString("::")
+	b.WriteString(ghData(message))
+	b.WriteByte('\n')
+	return b.String()
+}
+
+// gitlabName makes s a GitLab section name: letters, digits, '_', '.'
+// and '-' are kept, anything else becomes '_'.
+func gitlabName(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '.', r == '-':
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// syncWriter serializes writes to w: the runner's live output and the
+// CI reporter's lines share one stream from different goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// ciReporter turns a run's events into a CI service's log markup: a
+// group (GitHub) or collapsible section (GitLab) around each session,
+// and annotations for failures (GitHub).
+type ciReporter struct {
+	mode ciMode
+	w    io.Writer
+	// open is the step whose group or section is open ("" for none),
+	// and section its GitLab section name.
+	open    string
+	section string
+}
+
+// event writes the markup one event calls for. Groups do not nest: a
+// session that starts while another's group is open closes it.
+func (r *ciReporter) event(e runner.Event) {
+	switch e.Type {
+	case runner.EvStepStarted:
+		var d runner.StepStarted
+		_ = json.Unmarshal(e.Data, &d)
+		r.close(e)
+		header := fmt.Sprintf("%s (attempt %d, iteration %d)", e.Step, d.Attempt, d.Iteration)
+		switch r.mode {
+		case ciGitHub:
+			io.WriteString(r.w, ghCommand("group", header))
+		case ciGitLab:
+			r.section = gitlabName(fmt.Sprintf("flow_%s_%d_%d", e.Step, d.Iteration, d.Attempt))
+			fmt.Fprintf(r.w, "\x1b[0Ksection_start:%d:%s[collapsed=true]\r\x1b[0K%s\n", e.At.Unix(), r.section, header)
+		}
+		r.open = e.Step
+	case runner.EvStepCompleted, runner.EvAttemptFailed, runner.EvStepInterrupted:
+		if r.open == e.Step {
+			r.close(e)
+		}
+	case runner.EvStepFailed:
+		if r.open == e.Step {
+			r.close(e)
+		}
+		var d runner.Outcome
+		_ = json.Unmarshal(e.Data, &d)
+		if r.mode == ciGitHub {
+			title := "flow: step " + e.Step + " failed"
+			if d.Budget {
+				title = "flow: step " + e.Step + " ran out of iterations"
+			}
+			io.WriteString(r.w, ghCommand("error", orDefault(d.Error, "failed"), "title", title))
+		}
+	case runner.EvGateFailed:
+		if r.open == e.Step {
+			r.close(e)
+		}
+		var d runner.GateFailure
+		_ = json.Unmarshal(e.Data, &d)
+		if r.mode != ciGitHub {
+			return
+		}
+		switch {
+		case d.Budget:
+			io.WriteString(r.w, ghCommand("error", fmt.Sprintf("%s (iteration budget of %d spent)", d.Reason, d.MaxIterations),
+				"title", "flow: step "+e.Step+" ran out of iterations"))
+		case d.Target != "":
+			io.WriteString(r.w, ghCommand("warning", d.Reason, "title", "flow: "+e.Step+" looped back to "+d.Target))
+		}
+	case runner.EvRunFinished, runner.EvRunInterrupted, runner.EvRunPaused, runner.EvRunWaiting:
+		r.close(e)
+	}
+}
+
+// close closes the open group or section, if any.
+func (r *ciReporter) close(e runner.Event) {
+	if r.open == "" {
+		return
+	}
+	switch r.mode {
+	case ciGitHub:
+		io.WriteString(r.w, "::endgroup::\n")
+	case ciGitLab:
+		fmt.Fprintf(r.w, "\x1b[0Ksection_end:%d:%s\r\x1b[0K\n", e.At.Unix(), r.section)
+	}
+	r.open, r.section = "", ""
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// ghMasks registers every secret value of the run with GitHub's log
+// masker, before anything else is printed.
+func (a *app) ghMasks(w io.Writer, wf *config.Workflow) {
+	for _, v := range runner.SecretValues(wf, a.svc.Environ) {
+		// A multi-line value is masked line by line.
+		for _, line := range strings.Split(strings.ReplaceAll(v, "\r\n", "\n"), "\n") {
+			if line != "" {
+				io.WriteString(w, ghCommand("add-mask", line))
+			}
+		}
+	}
+}
+
+// ghFinish appends the run's summary to $GITHUB_STEP_SUMMARY and its
+// result to $GITHUB_OUTPUT, each when set.
+func (a *app) ghFinish(repo string, res ops.RunResult) error {
+	if path := a.svc.Getenv("GITHUB_STEP_SUMMARY"); path != "" {
+		st, err := a.svc.Status(repo, res.RunID)
+		if err != nil {
+			return fmt.Errorf("summarize run %s for GitHub: %w", res.RunID, err)
+		}
+		if err := a.appendFile(path, ghSummary(st, res)); err != nil {
+			return fmt.Errorf("write the GitHub step summary: %w", err)
+		}
+	}
+	if path := a.svc.Getenv("GITHUB_OUTPUT"); path != "" {
+		var b strings.Builder
+		ghOutput(&b, "run_id", res.RunID)
+		ghOutput(&b, "status", string(res.Status))
+		ghOutput(&b, "exit_code", strconv.Itoa(res.ExitCode))
+		ghOutput(&b, "waiting_step", strings.Join(res.Waiting, "\n"))
+		if err := a.appendFile(path, b.String()); err != nil {
+			return fmt.Errorf("write the GitHub outputs: %w", err)
+		}
+	}
+	return nil
+}
+
+// appendFile appends s to the file at path, creating it if need be.
+func (a *app) appendFile(path, s string) error {
+	f, err := a.svc.FS.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.WriteString(f, s); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// ghOutput writes one output as key=value, or for a multi-line value
+// in the delimiter form key<<DELIM, the lines, DELIM, with a delimiter
+// that is none of the value's lines.
+func ghOutput(b *strings.Builder, key, value string) {
+	if !strings.ContainsAny(value, "\r\n") {
+		fmt.Fprintf(b, "%s=%s\n", key, value)
+		return
+	}
+	delim := "FLOW_EOF"
+	for lines := strings.Split(value, "\n"); containsLine(lines, delim); {
+		delim += "_"
+	}
+	fmt.Fprintf(b, "%s<<%s\n%s\n%s\n", key, delim, value, delim)
+}
+
+func containsLine(lines []string, s string) bool {
+	for _, l := range lines {
+		if strings.TrimRight(l, "\r") == s {
+			return true
+		}
+	}
+	return false
+}
+
+// ghSummary renders a run as the Markdown of a GitHub step summary: its
+// status, the step waiting on a human, and a table of its steps.
+func ghSummary(v ops.Status, res ops.RunResult) string {
+	st := v.State
+	var b strings.Builder
+	fmt.Fprintf(&b, "## flow run `%s`\n\n", res.RunID)
+	fmt.Fprintf(&b, "- workflow: %s\n", mdCell(st.WorkflowName))
+	fmt.Fprintf(&b, "- status: **%s** (exit %d)\n", res.Status, res.ExitCode)
+	if res.Reason != "" {
+		fmt.Fprintf(&b, "- reason: %s\n", mdCell(res.Reason))
+	}
+	for _, id := range res.Waiting {
+		fmt.Fprintf(&b, "- waiting on a human: **%s** — `flow approve %s %s`\n", id, res.RunID, id)
+	}
+	b.WriteString("\n| step | status | attempts | iteration | duration | note |\n|---|---|---|---|---|---|\n")
+	for _, id := range st.StepOrder {
+		s := st.Steps[id]
+		if s == nil {
+			continue
+		}
+		dur := ""
+		if s.StartedAt != nil && s.EndedAt != nil {
+			dur = s.EndedAt.Sub(s.StartedAt.Time).Round(time.Millisecond).String()
+		}
+		note := ""
+		switch {
+		case s.Status == runner.WaitingOnHuman:
+			note = "waiting on a human"
+		case s.LastError != nil:
+			note = *s.LastError
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s |\n", id, s.Status, s.Attempts, s.IterationCount, dur, mdCell(note))
+	}
+	return b.String() + "\n"
+}
+
+// mdCell makes s fit one Markdown table cell.
+func mdCell(s string) string {
+	s = strings.ReplaceAll(s, "|", `\|`)
+	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+// codeQuality is one issue of a GitLab Code Quality report.
+type codeQuality struct {
+	Description string `json:"description"`
+	CheckName   string `json:"check_name"`
+	Fingerprint string `json:"fingerprint"`
+	Severity    string `json:"severity"`
+	Location    struct {
+		Path  string `json:"path"`
+		Lines struct {
+			Begin int `json:"begin"`
+		} `json:"lines"`
+	} `json:"location"`
+}
+
+// gitlabCodeQuality renders diagnostics as a GitLab Code Quality report:
+// a JSON array, each issue's fingerprint a hash of its file, line and
+// message, stable from one pipeline to the next.
+func gitlabCodeQuality(ds config.Diagnostics) ([]byte, error) {
+	issues := make([]codeQuality, 0, len(ds))
+	for _, d := range ds {
+		var q codeQuality
+		q.Description = d.Message
+		q.CheckName = "flow-validate"
+		sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%s", d.Pos.File, d.Pos.Line, d.Message)))
+		q.Fingerprint = hex.EncodeToString(sum[:16])
+		q.Severity = "major"
+		q.Location.Path = d.Pos.File
+		q.Location.Lines.Begin = d.Pos.Line
+		issues = append(issues, q)
+	}
+	return json.MarshalIndent(issues, "", "  ")
+}

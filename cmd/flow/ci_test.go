@@ -1,0 +1,92 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestDetectCI(t *testing.T) {
+	tests := []struct {
+		name string
+		flag string
+		env  map[string]string
+		want ciMode
+		bad  bool
+	}{
+		{name: "nothing", want: ciOff},
+		{name: "github", env: map[string]string{"GITHUB_ACTIONS": "true", "CI": "true"}, want: ciGitHub},
+		{name: "gitlab", env: map[string]string{"GITLAB_CI": "true", "CI": "true"}, want: ciGitLab},
+		{name: "github wins over gitlab", env: map[string]string{"GITHUB_ACTIONS": "true", "GITLAB_CI": "true"}, want: ciGitHub},
+		{name: "github false", env: map[string]string{"GITHUB_ACTIONS": "false", "CI": "1"}, want: ciPlain},
+		{name: "plain CI", env: map[string]string{"CI": "yes"}, want: ciPlain},
+		{name: "CI false", env: map[string]string{"CI": "false"}, want: ciOff},
+		{name: "flag off wins", flag: "off", env: map[string]string{"GITHUB_ACTIONS": "true"}, want: ciOff},
+		{name: "flag github", flag: "github", want: ciGitHub},
+		{name: "flag gitlab", flag: "GitLab", env: map[string]string{"GITHUB_ACTIONS": "true"}, want: ciGitLab},
+		{name: "flag plain", flag: "plain", want: ciPlain},
+		{name: "flag bad", flag: "jenkins", want: ciOff, bad: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := detectCI(tt.flag, func(k string) string { return tt.env[k] })
+			if got != tt.want || (err != nil) != tt.bad {
+				t.Errorf("detectCI(%q) = %q, %v; want %q, error %v", tt.flag, got, err, tt.want, tt.bad)
+			}
+		})
+	}
+}
+
+func TestGitHubEscaping(t *testing.T) {
+	tests := []struct{ in, data, prop string }{
+		{"plain", "plain", "plain"},
+		{"50%", "50%25", "50%25"},
+		{"a\nb\r\nc", "a%0Ab%0D%0Ac", "a%0Ab%0D%0Ac"},
+		{"flow: a, b", "flow: a, b", "flow%3A a%2C b"},
+		{"%0A", "%250A", "%250A"},
+		{"::x::", "::x::", "%3A%3Ax%3A%3A"},
+	}
+	for _, tt := range tests {
+		if got := ghData(tt.in); got != tt.data {
+			t.Errorf("ghData(%q) = %q, want %q", tt.in, got, tt.data)
+		}
+		if got := ghProp(tt.in); got != tt.prop {
+			t.Errorf("ghProp(%q) = %q, want %q", tt.in, got, tt.prop)
+		}
+	}
+	got := ghCommand("error", "bad\nline", "file", "a,b.yaml", "line", "3")
+	if want := "::error file=a%2Cb.yaml,line=3::bad%0Aline\n"; got != want {
+		t.Errorf("ghCommand = %q, want %q", got, want)
+	}
+	if got := ghCommand("endgroup", ""); got != "::endgroup::\n" {
+		t.Errorf("ghCommand(endgroup) = %q", got)
+	}
+}
+
+func TestGitHubOutput(t *testing.T) {
+	tests := []struct{ key, value, want string }{
+		{"run_id", "r", "run_id=r\n"},
+		{"waiting_step", "", "waiting_step=\n"},
+		{"waiting_step", "a\nb", "waiting_step<<FLOW_EOF\na\nb\nFLOW_EOF\n"},
+		{"x", "FLOW_EOF\nb", "x<<FLOW_EOF_\nFLOW_EOF\nb\nFLOW_EOF_\n"},
+	}
+	for _, tt := range tests {
+		var b strings.Builder
+		ghOutput(&b, tt.key, tt.value)
+		if b.String() != tt.want {
+			t.Errorf("ghOutput(%q, %q) = %q, want %q", tt.key, tt.value, b.String(), tt.want)
+		}
+	}
+}
+
+func TestGitLabName(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"flow_build_0_1", "flow_build_0_1"},
+		{"flow_items[2]_0_1", "flow_items_2__0_1"},
+		{"a.b-c d:é", "a.b-c_d__"},
+	}
+	for _, tt := range tests {
+		if got := gitlabName(tt.in); got != tt.want {
+			t.Errorf("gitlabName(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
