@@ -43,6 +43,7 @@ type runFlags struct {
 	vars          []string
 	maxAttempts   int
 	maxIterations int
+	junit         string
 }
 
 func (f *runFlags) add(cmd *cobra.Command, isRun bool) {
@@ -54,6 +55,7 @@ func (f *runFlags) add(cmd *cobra.Command, isRun bool) {
 	fl.BoolVar(&f.asJSON, "json", false, "print the result as JSON on stdout, progress on stderr")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "default sessions per iteration before a step fails (steps' own max_attempts win)")
 	fl.IntVar(&f.maxIterations, "max-iterations", 0, "default loop-backs before a gate fails the run (steps' own max_iterations win)")
+	fl.StringVar(&f.junit, "junit", "", "write the run's steps as JUnit XML to this file when the run ends")
 	if isRun {
 		fl.StringArrayVar(&f.vars, "var", nil, "override a workflow var: --var key=value (repeatable)")
 		fl.StringVar(&f.runID, "run-id", "", "id of the new run (default: time and a random suffix)")
@@ -105,7 +107,7 @@ ran out, 130 interrupted.`,
 			if err != nil {
 				return err
 			}
-			return a.execute(cmd, l, f.asJSON)
+			return a.withJUnit(f.junit, l, func() error { return a.execute(cmd, l, f.asJSON) })
 		},
 	}
 	f.add(cmd, true)
@@ -131,7 +133,7 @@ is taken over.`,
 			if err != nil {
 				return err
 			}
-			return a.execute(cmd, l, f.asJSON)
+			return a.withJUnit(f.junit, l, func() error { return a.execute(cmd, l, f.asJSON) })
 		},
 	}
 	f.add(cmd, false)
@@ -159,7 +161,7 @@ steps' and gates' own budgets. A rejected human step waits for a new decision.`,
 			if err != nil {
 				return err
 			}
-			return a.execute(cmd, l, f.asJSON)
+			return a.withJUnit(f.junit, l, func() error { return a.execute(cmd, l, f.asJSON) })
 		},
 	}
 	f.add(cmd, false)

@@ -1,50 +1,12 @@
 package wftest
 
 import (
-	"encoding/xml"
-	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/afero"
 
-	"github.com/flow-run/flow/internal/atomicfile"
-)
-
-// The JUnit XML elements flow test writes, as CI test reporters read
-// them (the common subset of the Ant and Surefire formats).
-type (
-	junitSuites struct {
-		XMLName  xml.Name     `xml:"testsuites"`
-		Tests    int          `xml:"tests,attr"`
-		Failures int          `xml:"failures,attr"`
-		Errors   int          `xml:"errors,attr"`
-		Time     string       `xml:"time,attr"`
-		Suites   []junitSuite `xml:"testsuite"`
-	}
-	junitSuite struct {
-		Name     string      `xml:"name,attr"`
-		Tests    int         `xml:"tests,attr"`
-		Failures int         `xml:"failures,attr"`
-		Errors   int         `xml:"errors,attr"`
-		Time     string      `xml:"time,attr"`
-		Cases    []junitCase `xml:"testcase"`
-	}
-	junitCase struct {
-		Classname string        `xml:"classname,attr"`
-		Name      string        `xml:"name,attr"`
-		Time      string        `xml:"time,attr"`
-		Failure   *junitProblem `xml:"failure,omitempty"`
-		Error     *junitProblem `xml:"error,omitempty"`
-	}
-	junitProblem struct {
-		Message string `xml:"message,attr"`
-		Type    string `xml:"type,attr"`
-		// Text is CDATA, so that its lines read as lines; xmlText makes
-		// it valid XML.
-		Text string `xml:",cdata"`
-	}
+	"github.com/flow-run/flow/internal/junit"
 )
 
 // JUnit encodes the results of test files as JUnit XML for CI test
@@ -55,22 +17,27 @@ type (
 // could not be loaded (Err set) is a suite with one <error> case holding
 // the error.
 func JUnit(files []*FileResult) ([]byte, error) {
-	all := junitSuites{}
+	return junit.Marshal(suites(files))
+}
+
+// suites turns the results of test files into JUnit's suites.
+func suites(files []*FileResult) junit.Suites {
+	all := junit.Suites{}
 	var total time.Duration
 	for _, fr := range files {
-		s := junitSuite{Name: fr.File, Time: seconds(fr.Duration)}
+		s := junit.Suite{Name: fr.File, Time: junit.Seconds(fr.Duration)}
 		total += fr.Duration
 		if fr.Err != nil {
 			s.Tests, s.Errors = 1, 1
-			s.Cases = []junitCase{{Classname: fr.File, Name: "load " + fr.File, Time: seconds(0),
-				Error: &junitProblem{Message: firstLine(fr.Err.Error()), Type: "invalid test file", Text: xmlText(fr.Err.Error())}}}
+			s.Cases = []junit.Case{{Classname: fr.File, Name: "load " + fr.File, Time: junit.Seconds(0),
+				Error: junit.NewProblem("invalid test file", fr.Err.Error())}}
 		}
 		class := fr.File
 		if fr.Tests != nil && fr.Tests.Workflow != nil {
 			class = fr.Tests.Workflow.Name
 		}
 		for _, r := range fr.Results {
-			c := junitCase{Classname: class, Name: r.Name, Time: seconds(r.Duration)}
+			c := junit.Case{Classname: class, Name: r.Name, Time: junit.Seconds(r.Duration)}
 			s.Tests++
 			if !r.Passed {
 				s.Failures++
@@ -78,54 +45,19 @@ func JUnit(files []*FileResult) ([]byte, error) {
 				if len(r.Failures) == 0 {
 					text = "failed"
 				}
-				c.Failure = &junitProblem{Message: firstLine(text), Type: "expectation", Text: xmlText(text)}
+				c.Failure = junit.NewProblem("expectation", text)
 			}
 			s.Cases = append(s.Cases, c)
 		}
-		all.Tests += s.Tests
-		all.Failures += s.Failures
-		all.Errors += s.Errors
 		all.Suites = append(all.Suites, s)
 	}
-	all.Time = seconds(total)
-	b, err := xml.MarshalIndent(all, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("encode junit: %w", err)
-	}
-	return append(append([]byte(xml.Header), b...), '\n'), nil
+	all.Total()
+	all.Time = junit.Seconds(total)
+	return all
 }
 
 // WriteJUnit writes JUnit(files) to path through fs, atomically: a
 // reader sees the old file or the whole new one.
 func WriteJUnit(fs afero.Fs, path string, files []*FileResult) error {
-	b, err := JUnit(files)
-	if err != nil {
-		return err
-	}
-	if err := atomicfile.WriteFile(fs, path, b, 0o644); err != nil {
-		return fmt.Errorf("write junit %s: %w", path, err)
-	}
-	return nil
-}
-
-// seconds formats a duration as JUnit's seconds with milliseconds.
-func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
-
-// xmlText replaces what XML cannot hold (control characters other than
-// tab, newline and carriage return; invalid UTF-8) with U+FFFD.
-func xmlText(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '\t' || r == '\n' || r == '\r':
-			return r
-		case r < 0x20, r == utf8.RuneError, r == 0xFFFE, r == 0xFFFF, r >= 0xD800 && r <= 0xDFFF:
-			return utf8.RuneError
-		}
-		return r
-	}, strings.ToValidUTF8(s, "\uFFFD"))
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
+	return junit.Write(fs, path, suites(files))
 }

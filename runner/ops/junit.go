@@ -1,0 +1,95 @@
+package ops
+
+import (
+	"strconv"
+	"time"
+
+
+	"github.com/flow-run/flow/internal/junit"
+	"github.com/flow-run/flow/runner"
+)
+
+// RunJUnit returns run id of repo ("" for the Service's directory) as
+// JUnit XML suites for CI test reporters: one <testsuite> named after
+// the workflow, one <testcase> per step (name the step id, classname
+// the workflow, time the step's duration), a <failure> for a FAILED
+// step whose message is its last error and whose text adds the gate's
+// evidence, <skipped/> for a SKIPPED one, and the step's iterations and
+// attempts as properties.
+func (s *Service) RunJUnit(repo, id string) (junit.Suites, error) {
+	_, ref, err := s.openRun(repo, id)
+	if err != nil {
+		return junit.Suites{}, err
+	}
+	return runSuites(ref.State), nil
+}
+
+// WriteRunJUnit writes RunJUnit's report to path (relative to the
+// Service's directory) atomically.
+func (s *Service) WriteRunJUnit(repo, id, path string) error {
+	suites, err := s.RunJUnit(repo, id)
+	if err != nil {
+		return err
+	}
+	dst, err := s.abs(path)
+	if err != nil {
+		return runner.Usage("--junit %s: %v", path, err)
+	}
+	return junit.Write(s.FS, dst, suites)
+}
+
+// runSuites turns a run's state into JUnit's suites.
+func runSuites(st *runner.State) junit.Suites {
+	suite := junit.Suite{Name: st.WorkflowName}
+	var total time.Duration
+	for _, id := range st.StepOrder {
+		ss := st.Steps[id]
+		if ss == nil {
+			continue
+		}
+		d := stepDuration(ss)
+		total += d
+		c := junit.Case{Classname: st.WorkflowName, Name: id, Time: junit.Seconds(d), Properties: []junit.Property{
+			{Name: "status", Value: string(ss.Status)},
+			{Name: "iterations", Value: strconv.Itoa(ss.IterationCount)},
+			{Name: "attempts", Value: strconv.Itoa(ss.Attempts)},
+		}}
+		suite.Tests++
+		switch ss.Status {
+		case runner.Failed:
+			suite.Failures++
+			msg := "failed"
+			if ss.LastError != nil && *ss.LastError != "" {
+				msg = *ss.LastError
+			}
+			text := msg
+			if ss.Feedback != nil && ss.Feedback.Output != "" {
+				text += "\n\n" + ss.Feedback.Output
+			}
+			p := junit.NewProblem("step failed", text)
+			p.Message = junit.Text(msg)
+			c.Failure = p
+		case runner.Skipped:
+			suite.Skipped++
+			c.Skipped = &junit.Skipped{}
+		}
+		suite.Cases = append(suite.Cases, c)
+	}
+	suite.Time = junit.Seconds(total)
+	all := junit.Suites{Suites: []junit.Suite{suite}}
+	all.Total()
+	all.Time = suite.Time
+	return all
+}
+
+// stepDuration is how long a step ran: from its start to its end, or 0
+// when it has not both.
+func stepDuration(ss *runner.StepState) time.Duration {
+	if ss.StartedAt == nil || ss.EndedAt == nil {
+		return 0
+	}
+	if d := ss.EndedAt.Time.Sub(ss.StartedAt.Time); d > 0 {
+		return d
+	}
+	return 0
+}

@@ -1,0 +1,89 @@
+package ops
+
+import (
+	"encoding/xml"
+	"strings"
+	"testing"
+
+	"github.com/spf13/afero"
+
+	"github.com/flow-run/flow/internal/junit"
+	"github.com/flow-run/flow/runner"
+)
+
+const failingSteps = `name: wf
+defaults:
+  max_attempts: 2
+steps:
+  - id: build
+    run: echo build
+  - id: docs
+    when: "false"
+    run: echo docs
+  - id: broken
+    needs: [build]
+    run: echo broken
+`
+
+// TestRunJUnit checks the JUnit report of a run with a failed and a
+// skipped step: well-formed XML that reads back into the fields CI test
+// reporters use.
+func TestRunJUnit(t *testing.T) {
+	s, _ := newService(t, failingSteps, map[string]reply{"broken": {Out: "something <broke> \x01\n", Exit: 3}})
+	res := run(t, s, RunRequest{Workflow: wf, RunID: "r1"})
+	if res.ExitCode != int(runner.ExitFailed) {
+		t.Fatalf("run exit %d; want 1", res.ExitCode)
+	}
+	if err := s.WriteRunJUnit("", "r1", "out.xml"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := afero.ReadFile(s.FS, repo+"/out.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got junit.Suites
+	if err := xml.Unmarshal(b, &got); err != nil {
+		t.Fatalf("not well-formed: %v\n%s", err, b)
+	}
+	if got.Tests != 3 || got.Failures != 1 || got.Skipped != 1 || len(got.Suites) != 1 {
+		t.Fatalf("totals %+v\n%s", got, b)
+	}
+	suite := got.Suites[0]
+	if suite.Name != "wf" || suite.Tests != 3 || suite.Failures != 1 || suite.Skipped != 1 || suite.Time == "" {
+		t.Errorf("suite %+v", suite)
+	}
+	cases := map[string]junit.Case{}
+	for _, c := range suite.Cases {
+		if c.Classname != "wf" || c.Time == "" {
+			t.Errorf("case %+v lacks classname or time", c)
+		}
+		cases[c.Name] = c
+	}
+	if c := cases["build"]; c.Failure != nil || c.Skipped != nil {
+		t.Errorf("build %+v; want it passed", c)
+	}
+	if c := cases["docs"]; c.Skipped == nil || c.Failure != nil {
+		t.Errorf("docs %+v; want it skipped", c)
+	}
+	c := cases["broken"]
+	if c.Failure == nil || c.Failure.Message == "" {
+		t.Fatalf("broken %+v; want a failure with a message", c)
+	}
+	props := map[string]string{}
+	for _, p := range c.Properties {
+		props[p.Name] = p.Value
+	}
+	if props["attempts"] != "2" || props["iterations"] == "" || props["status"] != "FAILED" {
+		t.Errorf("broken's properties %v", props)
+	}
+	if !strings.Contains(string(b), "<testsuites") {
+		t.Errorf("no <testsuites> root:\n%s", b)
+	}
+}
+
+// TestRunJUnitUnknownRun is a usage error.
+func TestRunJUnitUnknownRun(t *testing.T) {
+	s, _ := newService(t, failingSteps, nil)
+	_, err := s.RunJUnit("", "nope")
+	wantCode(t, err, runner.ExitUsage)
+}
