@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"time"
 
-
 	"github.com/flow-run/flow/internal/junit"
 	"github.com/flow-run/flow/runner"
 )
