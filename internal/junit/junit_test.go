@@ -24,6 +24,9 @@ func TestWriteRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, err := range Check(b) {
+		t.Errorf("a reporter would not read it: %v", err)
+	}
 	var out Suites
 	if err := xml.Unmarshal(b, &out); err != nil {
 		t.Fatalf("not well-formed: %v\n%s", err, b)

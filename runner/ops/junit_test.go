@@ -41,6 +41,9 @@ func TestRunJUnit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, err := range junit.Check(b) {
+		t.Errorf("a reporter would not read it: %v", err)
+	}
 	var got junit.Suites
 	if err := xml.Unmarshal(b, &got); err != nil {
 		t.Fatalf("not well-formed: %v\n%s", err, b)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
+	"github.com/flow-run/flow/internal/junit"
 	"io"
 	"strings"
 	"testing"
@@ -73,6 +74,9 @@ func TestJUnit(t *testing.T) {
 		} else if err != nil {
 			t.Fatalf("not well-formed: %v\n%s", err, b)
 		}
+	}
+	for _, err := range junit.Check(b) {
+		t.Errorf("a reporter would not read it: %v", err)
 	}
 	var doc junitDoc
 	if err := xml.Unmarshal(b, &doc); err != nil {
