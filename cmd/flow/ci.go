@@ -316,7 +316,44 @@ func ghSummary(v ops.Status, res ops.RunResult) string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s |\n", id, s.Status, s.Attempts, s.IterationCount, dur, mdCell(note))
 	}
+	for _, id := range st.StepOrder {
+		s := st.Steps[id]
+		if s == nil || s.Status != runner.Failed || s.Feedback == nil || s.Feedback.Output == "" {
+			continue
+		}
+		fence := mdFence(s.Feedback.Output)
+		fmt.Fprintf(&b, "\n<details><summary>%s: evidence (last %d lines)</summary>\n\n%s\n%s\n%s\n\n</details>\n",
+			id, summaryTail, fence, lastLines(s.Feedback.Output, summaryTail), fence)
+	}
 	return b.String() + "\n"
+}
+
+// summaryTail is how many lines of a failed step's evidence the job
+// summary shows.
+const summaryTail = 20
+
+// lastLines returns the last n lines of s, without a trailing newline.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// mdFence returns a Markdown code fence longer than any run of backticks
+// in s, so that s cannot end the block it is shown in.
+func mdFence(s string) string {
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return strings.Repeat("`", max(3, longest+1))
 }
 
 // mdCell makes s fit one Markdown table cell.

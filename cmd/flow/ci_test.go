@@ -1,8 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/ops"
 )
 
 func TestDetectCI(t *testing.T) {
@@ -88,5 +92,35 @@ func TestGitLabName(t *testing.T) {
 		if got := gitlabName(tt.in); got != tt.want {
 			t.Errorf("gitlabName(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestGitHubSummaryEvidence shows a failed step's evidence in the job
+// summary, its last lines in a fence its own backticks cannot close.
+func TestGitHubSummaryEvidence(t *testing.T) {
+	var out strings.Builder
+	for i := 1; i <= 25; i++ {
+		fmt.Fprintf(&out, "line %d\n", i)
+	}
+	out.WriteString("```` not the end\n")
+	errText := "gate.pass is false"
+	st := &runner.State{
+		WorkflowName: "wf",
+		StepOrder:    []string{"build", "review"},
+		Steps: map[string]*runner.StepState{
+			"build":  {Status: runner.Completed, Attempts: 1},
+			"review": {Status: runner.Failed, Attempts: 1, LastError: &errText, Feedback: &runner.Feedback{Step: "review", Output: out.String()}},
+		},
+	}
+	got := ghSummary(ops.Status{State: st}, ops.RunResult{RunID: "r1", Status: "failed", ExitCode: 1})
+	want := "<details><summary>review: evidence (last 20 lines)</summary>\n\n`````\nline 7\n"
+	if !strings.Contains(got, want) {
+		t.Fatalf("summary lacks %q:\n%s", want, got)
+	}
+	if !strings.Contains(got, "```` not the end\n`````\n\n</details>\n") {
+		t.Errorf("the evidence's fence does not close after its last line:\n%s", got)
+	}
+	if strings.Contains(got, "line 6\n") || strings.Count(got, "<details>") != 1 {
+		t.Errorf("want the last 20 lines of review only:\n%s", got)
 	}
 }
