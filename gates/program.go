@@ -99,6 +99,29 @@ func (p *Program) EvalBool(env *Env) (bool, error) {
 	return b, nil
 }
 
+// Int converts an expression's value to a whole number: an int, a
+// float with no fraction, or a string holding a number (a var).
+func Int(v any) (int, error) {
+	switch n := v.(type) {
+	case int:
+		return n, nil
+	case int64:
+		return int(n), nil
+	case float64:
+		if n != float64(int(n)) {
+			return 0, fmt.Errorf("%v is not a whole number", n)
+		}
+		return int(n), nil
+	case string:
+		var i int
+		if _, err := fmt.Sscan(n, &i); err != nil {
+			return 0, fmt.Errorf("%q is not a number", n)
+		}
+		return i, nil
+	}
+	return 0, fmt.Errorf("%v (%T) is not a number", v, v)
+}
+
 // typeName names the type of v for messages.
 func typeName(v any) string {
 	if v == nil {

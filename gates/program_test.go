@@ -426,3 +426,26 @@ func TestErrorExcerpt(t *testing.T) {
 		t.Errorf("excerpt(short) = %q", got)
 	}
 }
+
+// TestInt converts the values a limit or budget expression may give.
+func TestInt(t *testing.T) {
+	tests := []struct {
+		in   any
+		want int
+		bad  bool
+	}{
+		{in: 3, want: 3},
+		{in: int64(4), want: 4},
+		{in: 5.0, want: 5},
+		{in: "6", want: 6},
+		{in: 1.5, bad: true},
+		{in: "six", bad: true},
+		{in: true, bad: true},
+	}
+	for _, tt := range tests {
+		got, err := Int(tt.in)
+		if (err != nil) != tt.bad || got != tt.want {
+			t.Errorf("Int(%#v) = %d, %v; want %d, error %v", tt.in, got, err, tt.want, tt.bad)
+		}
+	}
+}

@@ -321,24 +321,3 @@ func (x *run) controlChange(desired ControlState) {
 	}
 	x.queue = append(x.queue, ControlChanged{Desired: desired})
 }
-
-func toInt(v any) (int, error) {
-	switch n := v.(type) {
-	case int:
-		return n, nil
-	case int64:
-		return int(n), nil
-	case float64:
-		if n != float64(int(n)) {
-			return 0, fmt.Errorf("%v is not a whole number", n)
-		}
-		return int(n), nil
-	case string:
-		var i int
-		if _, err := fmt.Sscan(n, &i); err != nil {
-			return 0, fmt.Errorf("%q is not a number", n)
-		}
-		return i, nil
-	}
-	return 0, fmt.Errorf("%v (%T) is not a number", v, v)
-}

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/gates"
 	"github.com/flow-run/flow/internal/atomicfile"
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/internal/confine"
@@ -406,7 +407,7 @@ func (x *run) open() error {
 		if err != nil {
 			return 0, err
 		}
-		return toInt(v)
+		return gates.Int(v)
 	})
 	if err != nil {
 		return fmt.Errorf("resolve budgets: %w", err)
@@ -486,7 +487,7 @@ func (x *run) reload() (changed bool, err error) {
 		if err != nil {
 			return 0, err
 		}
-		return toInt(v)
+		return gates.Int(v)
 	})
 	if err != nil {
 		return false, fmt.Errorf("resolve budgets: %w", err)

@@ -273,7 +273,7 @@ func (x *run) duration(d *config.Duration, env *gates.Env) (time.Duration, error
 	case time.Duration:
 		return v, nil
 	}
-	n, err := toInt(v)
+	n, err := gates.Int(v)
 	if err != nil {
 		return 0, err
 	}

@@ -133,7 +133,7 @@ func (s *Service) DryRun(req RunRequest) (DryRun, error) {
 		if err != nil {
 			return 0, fmt.Errorf("%s: %w", posString(l.Expr.Pos), err)
 		}
-		return toInt(v)
+		return gates.Int(v)
 	})
 	if err != nil {
 		return DryRun{}, fmt.Errorf("resolve budgets: %w", err)
@@ -282,23 +282,3 @@ func environMap(env []string) map[string]string {
 }
 
 // toInt reads a budget expression's value as a whole number.
-func toInt(v any) (int, error) {
-	switch n := v.(type) {
-	case int:
-		return n, nil
-	case int64:
-		return int(n), nil
-	case float64:
-		if n != float64(int(n)) {
-			return 0, fmt.Errorf("%v is not a whole number", n)
-		}
-		return int(n), nil
-	case string:
-		var i int
-		if _, err := fmt.Sscan(n, &i); err != nil {
-			return 0, fmt.Errorf("%q is not a number", n)
-		}
-		return i, nil
-	}
-	return 0, fmt.Errorf("%v (%T) is not a number", v, v)
-}
