@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/configtest"
 )
 
 // goodTestsHCL is goodTests written in HCL.
@@ -47,41 +48,8 @@ test "review fails once" {
 func normalTests(tf *config.TestFile) *config.TestFile {
 	c := *tf
 	c.File, c.Source, c.Workflow, c.WorkflowPath = "", nil, nil, filepath.Base(c.WorkflowPath)
-	v := reflect.ValueOf(&c).Elem()
-	clearPos(v)
+	configtest.ZeroPos(&c)
 	return &c
-}
-
-// clearPos zeroes every Pos reachable from the addressable value v.
-func clearPos(v reflect.Value) {
-	switch v.Kind() {
-	case reflect.Pointer:
-		if !v.IsNil() {
-			clearPos(v.Elem())
-		}
-	case reflect.Struct:
-		if v.Type() == reflect.TypeOf(config.Pos{}) {
-			v.SetZero()
-			return
-		}
-		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() {
-				clearPos(v.Field(i))
-			}
-		}
-	case reflect.Slice:
-		for i := range v.Len() {
-			clearPos(v.Index(i))
-		}
-	case reflect.Map:
-		iter := v.MapRange()
-		for iter.Next() {
-			e := reflect.New(iter.Value().Type()).Elem()
-			e.Set(iter.Value())
-			clearPos(e)
-			v.SetMapIndex(iter.Key(), e)
-		}
-	}
 }
 
 func TestLoadTestsHCLTwin(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/configtest"
 	"github.com/flow-run/flow/runner/wftest"
 )
 
@@ -72,38 +73,6 @@ func TestShippedHCLTestTwins(t *testing.T) {
 func withoutPositions(tf *config.TestFile) *config.TestFile {
 	c := *tf
 	c.File, c.Source, c.Workflow, c.WorkflowPath = "", nil, nil, ""
-	zeroPos(reflect.ValueOf(&c).Elem())
+	configtest.ZeroPos(&c)
 	return &c
-}
-
-// zeroPos zeroes every config.Pos reachable from the addressable v.
-func zeroPos(v reflect.Value) {
-	switch v.Kind() {
-	case reflect.Pointer:
-		if !v.IsNil() {
-			zeroPos(v.Elem())
-		}
-	case reflect.Struct:
-		if v.Type() == reflect.TypeOf(config.Pos{}) {
-			v.SetZero()
-			return
-		}
-		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() {
-				zeroPos(v.Field(i))
-			}
-		}
-	case reflect.Slice:
-		for i := range v.Len() {
-			zeroPos(v.Index(i))
-		}
-	case reflect.Map:
-		iter := v.MapRange()
-		for iter.Next() {
-			e := reflect.New(iter.Value().Type()).Elem()
-			e.Set(iter.Value())
-			zeroPos(e)
-			v.SetMapIndex(iter.Key(), e)
-		}
-	}
 }
