@@ -16,6 +16,7 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/clock"
+	"github.com/flow-run/flow/internal/configtest"
 	"github.com/flow-run/flow/internal/eventlog"
 	"github.com/flow-run/flow/internal/faultfs"
 	"github.com/flow-run/flow/internal/proc"
@@ -695,15 +696,4 @@ func eventTypes(evs []Event) []string {
 }
 
 // loadWorkflow loads a YAML workflow from a string on a MemMapFs.
-func loadWorkflow(t testing.TB, src string) *config.Workflow {
-	t.Helper()
-	fs := afero.NewMemMapFs()
-	if err := afero.WriteFile(fs, "/wf/workflow.yaml", []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	wf, err := config.Load(fs, "/wf/workflow.yaml")
-	if err != nil {
-		t.Fatalf("load workflow: %v", err)
-	}
-	return wf
-}
+func loadWorkflow(t testing.TB, src string) *config.Workflow { return configtest.Load(t, src) }

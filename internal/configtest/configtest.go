@@ -3,6 +3,9 @@ package configtest
 
 import (
 	"reflect"
+	"testing"
+
+	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/config"
 )
@@ -42,4 +45,19 @@ func zeroPos(v reflect.Value) {
 			v.SetMapIndex(iter.Key(), e)
 		}
 	}
+}
+
+// Load loads the YAML workflow src from a file on a MemMapFs, failing
+// tb if it does not load.
+func Load(tb testing.TB, src string) *config.Workflow {
+	tb.Helper()
+	fs := afero.NewMemMapFs()
+	if err := afero.WriteFile(fs, "/wf/workflow.yaml", []byte(src), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	wf, err := config.Load(fs, "/wf/workflow.yaml")
+	if err != nil {
+		tb.Fatalf("load workflow: %v", err)
+	}
+	return wf
 }

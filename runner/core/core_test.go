@@ -7,26 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/afero"
-
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/configtest"
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
 )
 
 // loadWorkflow loads a YAML workflow from a string on a MemMapFs.
-func loadWorkflow(t testing.TB, src string) *config.Workflow {
-	t.Helper()
-	fs := afero.NewMemMapFs()
-	if err := afero.WriteFile(fs, "/wf/workflow.yaml", []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	wf, err := config.Load(fs, "/wf/workflow.yaml")
-	if err != nil {
-		t.Fatalf("load workflow: %v", err)
-	}
-	return wf
-}
+func loadWorkflow(t testing.TB, src string) *config.Workflow { return configtest.Load(t, src) }
 
 // coreHarness drives a Core directly, as a driver would, recording the
 // events and effects.
