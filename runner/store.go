@@ -183,10 +183,10 @@ type RunRef struct {
 	Err error
 }
 
-// ListRuns returns the runs of repo, newest first (by creation time,
-// then id). Runs that cannot be read are listed with Err set.
-func ListRuns(fsys afero.Fs, repo string) ([]RunRef, error) {
-	dir := RunsDir(repo)
+// runIDs lists the run directories in dir, the runs directory: every
+// directory but the hidden ones (an import being extracted). A
+// repository without runs has none.
+func runIDs(fsys afero.Fs, dir string) ([]string, error) {
 	entries, err := afero.ReadDir(fsys, dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -194,14 +194,28 @@ func ListRuns(fsys afero.Fs, repo string) ([]RunRef, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list runs in %s: %w", dir, err)
 	}
-	var runs []RunRef
+	var ids []string
 	for _, e := range entries {
-		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
-			continue
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			ids = append(ids, e.Name())
 		}
-		rd := filepath.Join(dir, e.Name())
+	}
+	return ids, nil
+}
+
+// ListRuns returns the runs of repo, newest first (by creation time,
+// then id). Runs that cannot be read are listed with Err set.
+func ListRuns(fsys afero.Fs, repo string) ([]RunRef, error) {
+	dir := RunsDir(repo)
+	ids, err := runIDs(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	runs := make([]RunRef, 0, len(ids))
+	for _, id := range ids {
+		rd := filepath.Join(dir, id)
 		st, _, err := LoadState(fsys, rd, false, time.Time{})
-		runs = append(runs, RunRef{ID: e.Name(), Dir: rd, State: st, Err: err})
+		runs = append(runs, RunRef{ID: id, Dir: rd, State: st, Err: err})
 	}
 	slices.SortStableFunc(runs, func(a, b RunRef) int {
 		ta, tb := created(a), created(b)
@@ -234,21 +248,15 @@ var (
 // read sorts last.
 func runHeads(fsys afero.Fs, repo string) ([]runHead, error) {
 	dir := RunsDir(repo)
-	entries, err := afero.ReadDir(fsys, dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	ids, err := runIDs(fsys, dir)
 	if err != nil {
-		return nil, fmt.Errorf("list runs in %s: %w", dir, err)
+		return nil, err
 	}
-	var heads []runHead
+	heads := make([]runHead, 0, len(ids))
 	buf := make([]byte, 4<<10)
-	for _, e := range entries {
-		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
-			continue
-		}
-		h := runHead{id: e.Name()}
-		if f, err := fsys.Open(filepath.Join(dir, e.Name(), EventsFile)); err == nil {
+	for _, id := range ids {
+		h := runHead{id: id}
+		if f, err := fsys.Open(filepath.Join(dir, id, EventsFile)); err == nil {
 			n, _ := io.ReadFull(f, buf)
 			_ = f.Close()
 			line, _, _ := bytes.Cut(buf[:n], []byte("\n"))
