@@ -54,6 +54,11 @@ func Schema() []byte {
 	}
 	root = append(root, workflowTable.object(s)...)
 	root = append(root, member{"$defs", s.defs})
+	return indented(root)
+}
+
+// indented encodes a schema as indented JSON with a final newline.
+func indented(root obj) []byte {
 	compact, err := marshal(root)
 	if err != nil {
 		// The schema holds only strings, numbers, booleans and lists and

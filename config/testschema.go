@@ -1,8 +1,6 @@
 package config
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 )
 
@@ -100,16 +98,7 @@ func TestSchema() []byte {
 		"tests":    obj{{"description", "The tests."}, {"type", "array"}, {"minItems", 1}, {"items", defRef("test")}},
 	})...)
 	root = append(root, member{"$defs", defs})
-	compact, err := marshal(root)
-	if err != nil {
-		// The schema holds only strings, numbers, booleans and lists and
-		// objects of them: it always encodes.
-		panic(err)
-	}
-	var b bytes.Buffer
-	_ = json.Indent(&b, compact, "", "  ")
-	b.WriteByte('\n')
-	return b.Bytes()
+	return indented(root)
 }
 
 // defRef refers to a definition of $defs.
