@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/afero"
 
+	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner"
 )
 
@@ -60,6 +61,22 @@ func TestExportImportResume(t *testing.T) {
 	}
 	_, err = s2.ImportRun(ImportRequest{Archive: bytes.NewReader(buf.Bytes())})
 	wantCode(t, err, runner.ExitUsage, "already exists", "--force")
+	// --force never replaces a run a live runner holds.
+	lock := filepath.Join(runner.RunDir(other, "r1"), runner.LockFile)
+	if err := afero.WriteFile(s2.FS, lock, []byte(`{"pid":4242,"host":"h","token":"t"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	alive := s2.Alive
+	s2.Alive = func(runlock.Holder) bool { return true }
+	_, err = s2.ImportRun(ImportRequest{Archive: bytes.NewReader(buf.Bytes()), Force: true})
+	wantCode(t, err, runner.ExitHeld)
+	if ok, _ := afero.Exists(s2.FS, lock); !ok {
+		t.Fatal("the refused import touched the held run")
+	}
+	s2.Alive = alive
+	if err := s2.FS.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s2.ImportRun(ImportRequest{Archive: bytes.NewReader(buf.Bytes()), Force: true}); err != nil {
 		t.Fatalf("ImportRun --force: %v", err)
 	}
