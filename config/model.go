@@ -87,6 +87,8 @@ const (
 	KindCommand StepKind = "command"
 	KindAgent   StepKind = "agent"
 	KindHuman   StepKind = "human"
+	// KindLoop is a for_each step: it runs its body once per item.
+	KindLoop StepKind = "loop"
 )
 
 // Step is one node of the workflow.
@@ -136,6 +138,46 @@ type Step struct {
 	IdleTimeout   *Duration
 	Artifacts     []*Template
 	Env           map[string]*Template
+
+	// ForEach makes the step a loop over items (DESIGN §11): its body
+	// runs once per item. It is set exactly for KindLoop steps.
+	ForEach *ForEach
+	// Loop is, for a step of a loop's body, the id of its loop step;
+	// "" for a step of the workflow's top level.
+	Loop string
+}
+
+// DefaultMaxItems is the most items a loop may have unless
+// defaults.max_items says otherwise (DESIGN §10).
+const DefaultMaxItems = 10000
+
+// ForEach is what a for_each step loops over and what it runs per item.
+type ForEach struct {
+	// Items is the expression that gives the list of items, evaluated
+	// when the loop step becomes ready; nil when the file wrote the
+	// list itself (List).
+	Items *Expr
+	// List is a literal list written in the file, as JSON-compatible
+	// values (string, float64, bool, nil, []any, map[string]any).
+	List []any
+	// As names the item in the body's expressions and templates
+	// (default "item"); IndexAs names its position (default "index").
+	As      string
+	IndexAs string
+	// Key is the expression giving an item's stable key (evaluated
+	// with the item in scope); nil keys items by their index.
+	Key *Expr
+	// MaxParallel is how many items run at once (default 1).
+	MaxParallel int
+	// ContinueOnError runs every item even when one fails; the loop
+	// step still fails at the end, naming the failed items.
+	ContinueOnError bool
+	// Body lists the steps run per item, in file order. Their Loop is
+	// the loop step's id; their Needs name body steps or steps of the
+	// top level before the loop.
+	Body []*Step
+	// Pos is where for_each is written.
+	Pos Pos
 }
 
 // Gate decides, after a step's session succeeded, whether its work passes.

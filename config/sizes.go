@@ -30,6 +30,9 @@ type Limits struct {
 	Command int64
 	Report  int64
 	Log     int64
+	// MaxItems is the most items a loop may have (not a size in bytes;
+	// DefaultMaxItems unless defaults.max_items sets it).
+	MaxItems int
 }
 
 // Limits returns the workflow's effective sizes: those its defaults set,
@@ -43,6 +46,9 @@ func (w *Workflow) Limits() Limits {
 		if *f.v <= 0 {
 			*f.v = f.def
 		}
+	}
+	if l.MaxItems <= 0 {
+		l.MaxItems = DefaultMaxItems
 	}
 	return l
 }

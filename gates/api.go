@@ -28,6 +28,11 @@ type Scope struct {
 	Steps []string
 	// Vars are the names of the workflow's vars.
 	Vars []string
+	// Item and Index, set for the expressions of a loop's body (and its
+	// key:), are the names the item and its position go by there (the
+	// loop's as: and index_as:); "" elsewhere, where neither name
+	// exists.
+	Item, Index string
 }
 
 // Error is a compile error, positioned inside the expression or
@@ -65,6 +70,11 @@ type StepInfo struct {
 	Input     map[string]any    `expr:"input"`
 	Error     string            `expr:"error"`
 	Duration  time.Duration     `expr:"duration"`
+	// Items are a for_each step's items, in item order: each a map of
+	// "key", "index", "item", "status" and, under each body step's id,
+	// that step's facts for the item (the fields of StepInfo by their
+	// expr names; see StepInfo.Map).
+	Items []map[string]any `expr:"items"`
 }
 
 // Feedback is `feedback`: why a loop-back re-entered the current step.
@@ -104,6 +114,10 @@ type Env struct {
 	Error     string
 	Feedback  Feedback
 	Check     CheckInfo
+	// Item and Index are the loop item and its position, for a step of
+	// a loop's body (the names Scope.Item and Scope.Index refer to).
+	Item  any
+	Index int
 
 	FS  afero.Fs
 	Dir string
