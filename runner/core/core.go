@@ -32,7 +32,9 @@ type Core struct {
 	evaluating map[string]bool
 	preparing  map[string]bool
 	waiting    map[string]bool
-	cleaning   bool
+	// expanding holds loop steps whose items the driver evaluates.
+	expanding map[string]bool
+	cleaning  bool
 	// halt is set when the run stops starting sessions: a step failed
 	// (exit 1 or 5) or the runner was interrupted (130).
 	haltCode   int
@@ -51,6 +53,11 @@ type Core struct {
 	candidates []bool
 	ncand      int
 	running    int
+	// instRunning counts the sessions of loops' instances in flight:
+	// they do not count against the workflow's max_parallel.
+	instRunning int
+	// loops caches, per running loop step, its instances' keys.
+	loops map[string]*loopRun
 	// redact hides secret values in the data of every event the core
 	// emits, before the event is applied: the state, built from the
 	// events, never holds them either. It is a pure string replacement.
@@ -70,13 +77,16 @@ const (
 
 // NewCore returns a core for plan.
 func NewCore(plan *Plan) *Core {
-	return &Core{plan: plan, evaluating: map[string]bool{}, preparing: map[string]bool{}, waiting: map[string]bool{}, control: Continuous,
-		candidates: make([]bool, len(plan.Steps))}
+	return &Core{plan: plan, evaluating: map[string]bool{}, preparing: map[string]bool{}, waiting: map[string]bool{}, expanding: map[string]bool{},
+		control: Continuous, candidates: make([]bool, len(plan.Steps)), loops: map[string]*loopRun{}}
 }
 
 // mark makes a step and the steps that need it candidates for the next
-// schedule.
+// schedule; for an instance, its loop step.
 func (c *Core) mark(id string) {
+	if k, ok := SplitKey(id); ok {
+		id = k.Loop
+	}
 	i, ok := c.plan.index[id]
 	if !ok {
 		return
@@ -173,6 +183,17 @@ type HumanDecision struct {
 	TimedOut bool
 }
 
+// ItemsResult answers ExpandItems: the items of a loop step, in order,
+// each with its key as the workflow's key: gave it (not yet sanitised;
+// the index when the loop has no key:), or why there are none.
+type ItemsResult struct {
+	Step  string
+	Items []LoopItem
+	// Err is set when the list could not be evaluated, or is not a
+	// list: the loop step fails with it.
+	Err string
+}
+
 // TimerFired reports that a retry timer started by StartTimer fired.
 type TimerFired struct{ Step string }
 
@@ -191,6 +212,7 @@ type Interrupt struct{}
 
 func (Begin) isInput()          {}
 func (WhenResult) isInput()     {}
+func (ItemsResult) isInput()    {}
 func (SessionDone) isInput()    {}
 func (HumanDecision) isInput()  {}
 func (SessionPID) isInput()     {}
@@ -206,6 +228,10 @@ type Effect interface{ isEffect() }
 // Evaluate asks the driver to evaluate a step's when (and, for a human
 // step, auto_approve) and answer with WhenResult.
 type Evaluate struct{ Step string }
+
+// ExpandItems asks the driver to evaluate a loop step's list of items
+// (for_each) and their keys, and answer with ItemsResult.
+type ExpandItems struct{ Step string }
 
 // StartSession asks the driver to start a session of a step: its
 // attempt and iteration are what the driver names its files after.
@@ -260,6 +286,7 @@ type Finish struct {
 }
 
 func (Evaluate) isEffect()     {}
+func (ExpandItems) isEffect()  {}
 func (StartSession) isEffect() {}
 func (PrepareHuman) isEffect() {}
 func (AwaitHuman) isEffect()   {}
@@ -294,7 +321,7 @@ func (d Decision) Durable() bool {
 	for _, e := range d.Events {
 		switch e.Type {
 		case EvStepCompleted, EvGateFailed, EvStepFailed, EvAttemptFailed, EvStepSkipped,
-			EvStepInterrupted, EvHumanInput, EvRunFinished, EvRunInterrupted:
+			EvStepInterrupted, EvHumanInput, EvRunFinished, EvRunInterrupted, EvLoopItems, EvItemFinished:
 			return true
 		}
 	}
@@ -316,6 +343,16 @@ func (x *decider) emit(typ, step string, data any) {
 	if s := x.st.Steps[step]; s != nil {
 		wasRunning = s.Status == Running
 	}
+	// A loop-back may reset loop steps that were running their items.
+	gf, isGate := data.(GateFailure)
+	resetRunning := 0
+	if isGate {
+		for _, id := range gf.Reset {
+			if s := x.st.Steps[id]; id != step && s != nil && s.Status == Running {
+				resetRunning++
+			}
+		}
+	}
 	if err := Apply(x.st, e); err != nil {
 		panic(fmt.Sprintf("core emitted an event it cannot apply: %v", err)) // a bug in the core
 	}
@@ -324,14 +361,22 @@ func (x *decider) emit(typ, step string, data any) {
 		return
 	}
 	isRunning := x.st.Steps[step] != nil && x.st.Steps[step].Status == Running
+	counter := &x.c.running
+	if IsInstance(step) {
+		counter = &x.c.instRunning
+	}
 	switch {
 	case isRunning && !wasRunning:
-		x.c.running++
+		*counter++
 	case wasRunning && !isRunning:
-		x.c.running--
+		*counter--
+	}
+	x.c.running -= resetRunning
+	if typ == EvLoopItems {
+		delete(x.c.loops, step)
 	}
 	x.c.mark(step)
-	if gf, ok := data.(GateFailure); ok {
+	if isGate {
 		for _, id := range gf.Reset {
 			x.c.mark(id)
 		}
@@ -349,6 +394,8 @@ func (c *Core) Decide(st *State, in Input, at time.Time) Decision {
 		c.begin(x, in)
 	case WhenResult:
 		c.whenResult(x, in)
+	case ItemsResult:
+		c.itemsResult(x, in)
 	case SessionDone:
 		c.sessionDone(x, in)
 	case HumanDecision:
@@ -378,6 +425,7 @@ func (c *Core) Decide(st *State, in Input, at time.Time) Decision {
 		clear(c.waiting)
 		clear(c.evaluating)
 		clear(c.preparing)
+		clear(c.expanding)
 	}
 	c.schedule(x)
 	return x.d
@@ -389,12 +437,18 @@ func (c *Core) begin(x *decider, in Begin) {
 	clear(c.evaluating)
 	clear(c.preparing)
 	clear(c.waiting)
+	clear(c.expanding)
+	clear(c.loops)
 	c.cleaning = false
 	c.control = Continuous
-	c.running = 0
-	for _, s := range x.st.Steps {
+	c.running, c.instRunning = 0, 0
+	for id, s := range x.st.Steps {
 		if s.Status == Running {
-			c.running++
+			if IsInstance(id) {
+				c.instRunning++
+			} else {
+				c.running++
+			}
 		}
 	}
 	c.markAll()
@@ -402,7 +456,10 @@ func (c *Core) begin(x *decider, in Begin) {
 		s := x.st.Steps[id]
 		switch s.Status {
 		case Running:
-			x.emit(EvReconciled, id, nil)
+			// A loop step runs no session: it goes on with its items.
+			if ps := c.step(id); ps == nil || ps.ForEach == nil {
+				x.emit(EvReconciled, id, nil)
+			}
 		case WaitingOnHuman:
 			x.effect(AwaitHuman{Step: id, ManualInputPath: deref(s.ManualInputPath)})
 		}
@@ -430,7 +487,7 @@ func (c *Core) whenResult(x *decider, in WhenResult) {
 	if in.Err != "" {
 		msg := shorten(in.Err)
 		x.emit(EvStepFailed, in.Step, Outcome{Attempt: s.Attempts, Error: msg})
-		c.fail(exitFailed, fmt.Sprintf("step %s failed: %s", in.Step, msg))
+		c.stepFailed(in.Step, exitFailed, fmt.Sprintf("step %s failed: %s", in.Step, msg))
 		return
 	}
 	if !in.Run {
@@ -445,8 +502,8 @@ func (c *Core) whenResult(x *decider, in WhenResult) {
 
 func (c *Core) sessionDone(x *decider, in SessionDone) {
 	s := x.st.Steps[in.Step]
-	ps := c.plan.Step(in.Step)
-	if s == nil || ps == nil || s.Status != Running {
+	ps := c.step(in.Step)
+	if s == nil || ps == nil || s.Status != Running || ps.ForEach != nil {
 		return
 	}
 	if c.control == RunOnce && c.onceStep == in.Step {
@@ -486,7 +543,7 @@ func (c *Core) sessionDone(x *decider, in SessionDone) {
 			o.Error = fmt.Sprintf("%s (attempt %d of %d)", o.Error, s.Attempts, ps.MaxAttempts)
 		}
 		x.emit(EvStepFailed, in.Step, o)
-		c.fail(exitFailed, fmt.Sprintf("step %s failed: %s", in.Step, o.Error))
+		c.stepFailed(in.Step, exitFailed, fmt.Sprintf("step %s failed: %s", in.Step, o.Error))
 	case ps.HasGate:
 		var g GateFacts
 		if in.Gate != nil {
@@ -505,29 +562,52 @@ func (c *Core) sessionDone(x *decider, in SessionDone) {
 // gateFailure records a failed gate of step g and loops back, or fails
 // the step when it has no loop-back or its iteration budget is spent.
 func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
-	ps := c.plan.Step(g)
+	ps := c.step(g)
 	if ps.LoopTarget == "" {
 		o.Error = "gate failed: " + reason
 		x.emit(EvStepFailed, g, o)
-		c.fail(exitFailed, fmt.Sprintf("step %s: gate failed: %s", g, reason))
+		c.stepFailed(g, exitFailed, fmt.Sprintf("step %s: gate failed: %s", g, reason))
 		return
 	}
 	o.Error = "gate failed: " + reason
-	gf := GateFailure{Outcome: o, Reason: reason, Target: ps.LoopTarget, Output: output}
-	target := x.st.Steps[ps.LoopTarget]
+	// A body step loops back inside its item, or to a step of the top
+	// level before its loop: the whole loop runs again.
+	target := ps.LoopTarget
+	gk, inst := SplitKey(g)
+	inBody := inst && c.plan.Step(target) != nil && c.plan.Step(target).Loop == gk.Loop
+	if inBody {
+		target = Instance(gk.Loop, gk.Item, target)
+	}
+	gf := GateFailure{Outcome: o, Reason: reason, Target: target, Output: output}
+	ts := x.st.Steps[target]
 	switch {
-	case target == nil:
-		o.Error = fmt.Sprintf("gate failed: %s; loop_back_to %q is not a step of this run", reason, ps.LoopTarget)
+	case ts == nil:
+		o.Error = fmt.Sprintf("gate failed: %s; loop_back_to %q is not a step of this run", reason, target)
 		x.emit(EvStepFailed, g, o)
-		c.fail(exitFailed, o.Error)
+		c.stepFailed(g, exitFailed, o.Error)
 		return
-	case target.IterationCount+1 >= ps.MaxIterations:
+	case ts.IterationCount+1 >= ps.MaxIterations:
 		gf.Target, gf.Budget, gf.MaxIterations = "", true, ps.MaxIterations
 		x.emit(EvGateFailed, g, gf)
-		c.fail(exitBudget, fmt.Sprintf("step %s: %s", g, deref(x.st.Steps[g].LastError)))
+		c.stepFailed(g, exitBudget, fmt.Sprintf("step %s: %s", g, deref(x.st.Steps[g].LastError)))
 		return
 	}
-	reset := append([]string{ps.LoopTarget}, c.plan.Downstream(ps.LoopTarget)...)
+	var reset []string
+	if inBody {
+		reset = append(reset, target)
+		for _, id := range c.plan.Downstream(ps.LoopTarget) {
+			reset = append(reset, Instance(gk.Loop, gk.Item, id))
+		}
+	} else {
+		reset = append([]string{target}, c.plan.Downstream(target)...)
+		// A loop step reset runs all its items again: its instances
+		// are reset with it.
+		for _, id := range reset {
+			if ls := x.st.Steps[id]; ls != nil && ls.LoopIndex != nil {
+				reset = append(reset, c.instances(x.st, id)...)
+			}
+		}
+	}
 	if !slices.Contains(reset, g) {
 		reset = append(reset, g)
 	}
@@ -535,7 +615,16 @@ func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
 	// state; a loop-back never pulls a session from under its feet.
 	reset = slices.DeleteFunc(reset, func(id string) bool {
 		s := x.st.Steps[id]
-		return s == nil || (id != g && (s.Status == Running || s.Status == WaitingOnHuman))
+		if s == nil {
+			return true
+		}
+		if id == g || s.Status != Running && s.Status != WaitingOnHuman {
+			return false
+		}
+		// A running loop step is reset: its instances in flight
+		// finish first (see ready).
+		ls := c.plan.Step(id)
+		return ls == nil || ls.ForEach == nil
 	})
 	gf.Reset = reset
 	x.emit(EvGateFailed, g, gf)
@@ -543,6 +632,7 @@ func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
 		delete(c.waiting, id)
 		delete(c.evaluating, id)
 		delete(c.preparing, id)
+		delete(c.expanding, id)
 	}
 }
 
@@ -562,7 +652,7 @@ func (c *Core) humanDecision(x *decider, in HumanDecision) {
 	case in.TimedOut:
 		o.Error = "no human decision before human.timeout"
 		x.emit(EvStepFailed, in.Step, o)
-		c.fail(exitFailed, fmt.Sprintf("step %s: %s", in.Step, o.Error))
+		c.stepFailed(in.Step, exitFailed, fmt.Sprintf("step %s: %s", in.Step, o.Error))
 	case in.Input.Approved:
 		x.emit(EvStepCompleted, in.Step, o)
 	default:
@@ -630,8 +720,13 @@ func (c *Core) fail(code int, reason string) {
 // start moves a ready step into its session, or its wait for a human.
 func (c *Core) start(x *decider, id string, autoApprove bool) {
 	s := x.st.Steps[id]
-	ps := c.plan.Step(id)
+	ps := c.step(id)
 	attempt := s.Attempts + 1
+	if ps.ForEach != nil {
+		c.expanding[id] = true
+		x.effect(ExpandItems{Step: id})
+		return
+	}
 	if ps.Kind == KindHuman {
 		if autoApprove {
 			x.emit(EvStepWaiting, id, StepWaiting{Attempt: attempt})
@@ -669,7 +764,7 @@ func (c *Core) humanReady(x *decider, in HumanReady) {
 // and no loop-back blocks it.
 func (c *Core) ready(st *State, ps *PlanStep) bool {
 	s := st.Steps[ps.ID]
-	if s == nil || s.Status != Pending || s.BlockedByLoop != nil || c.evaluating[ps.ID] || c.preparing[ps.ID] || c.waiting[ps.ID] {
+	if s == nil || s.Status != Pending || s.BlockedByLoop != nil || c.evaluating[ps.ID] || c.preparing[ps.ID] || c.waiting[ps.ID] || c.expanding[ps.ID] {
 		return false
 	}
 	for _, n := range ps.Needs {
@@ -677,6 +772,11 @@ func (c *Core) ready(st *State, ps *PlanStep) bool {
 		if ns != nil && !ns.Status.done() {
 			return false
 		}
+	}
+	// A loop runs again only once the instances a loop-back left in
+	// flight have ended.
+	if ps.ForEach != nil && s.LoopIndex != nil && c.loopBusy(st, ps.ID) {
+		return false
 	}
 	return true
 }
@@ -688,8 +788,23 @@ func (c *Core) schedule(x *decider) {
 		return
 	}
 	st := x.st
-	busy := len(c.evaluating) + c.running
-	if c.haltCode == 0 && !c.paused() && c.ncand > 0 {
+	busy := c.running
+	for id := range c.evaluating {
+		if !IsInstance(id) {
+			busy++
+		}
+	}
+	busy += len(c.expanding)
+	canStart := c.haltCode == 0 && !c.paused()
+	if !canStart {
+		// Loops still record their items finishing, and end.
+		for _, i := range c.plan.loops {
+			if id := c.plan.Steps[i].ID; c.candidates[i] && st.Steps[id] != nil && st.Steps[id].Status == Running {
+				c.scheduleLoop(x, &c.plan.Steps[i], false)
+			}
+		}
+	}
+	if canStart && c.ncand > 0 {
 		// Visit the candidates in workflow order; a ready step left
 		// waiting for a free slot stays a candidate.
 		var held []int
@@ -703,6 +818,16 @@ func (c *Core) schedule(x *decider) {
 			c.candidates[i] = false
 			c.ncand--
 			ps := &c.plan.Steps[i]
+			if ps.Loop != "" {
+				continue // started per item by its loop
+			}
+			if ps.ForEach != nil && st.Steps[ps.ID] != nil && st.Steps[ps.ID].Status == Running {
+				c.scheduleLoop(x, ps, true)
+				if st.Steps[ps.ID].Status != Running {
+					busy-- // the loop ended: its slot is free
+				}
+				continue
+			}
 			if !c.ready(st, ps) {
 				continue
 			}
@@ -729,7 +854,16 @@ func (c *Core) schedule(x *decider) {
 			c.markIndex(i)
 		}
 	}
-	if busy > 0 || len(c.waiting) > 0 || len(c.preparing) > 0 || c.cleaning {
+	// A running loop step holds a slot of max_parallel but runs no
+	// session: the run is busy when sessions, evaluations, timers or
+	// waits are in flight.
+	inFlight := c.running + c.instRunning + len(c.evaluating) + len(c.expanding)
+	for _, i := range c.plan.loops {
+		if s := st.Steps[c.plan.Steps[i].ID]; s != nil && s.Status == Running {
+			inFlight--
+		}
+	}
+	if inFlight > 0 || len(c.waiting) > 0 || len(c.preparing) > 0 || c.cleaning {
 		c.idle = false
 		return
 	}
@@ -790,7 +924,7 @@ func (c *Core) blockedReport(st *State) string {
 	var out []string
 	for _, ps := range c.plan.Steps {
 		s := st.Steps[ps.ID]
-		if s == nil || s.Status != Pending {
+		if s == nil || s.Status != Pending || ps.Loop != "" {
 			continue
 		}
 		why := ""

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/flow-run/flow/internal/event"
@@ -41,6 +42,13 @@ const (
 	EvRunWaiting      = "run_waiting"
 	EvControl         = "control"
 	EvWarning         = "warning"
+	// EvLoopItems records a loop's items when the loop starts: resume
+	// never evaluates the list again.
+	EvLoopItems = "loop_items"
+	// EvItemStarted and EvItemFinished record an item of a loop being
+	// admitted and finishing.
+	EvItemStarted  = "item_started"
+	EvItemFinished = "item_finished"
 )
 
 // RunCreated is the data of EvRunCreated.
@@ -193,6 +201,28 @@ type Note struct {
 	Message string `json:"message"`
 }
 
+// LoopItems is the data of a loop_items event: the items of the loop
+// step, in order, and the body each item runs.
+type LoopItems struct {
+	Items []LoopItem `json:"items"`
+	Body  []string   `json:"body"`
+}
+
+// LoopItem is one item of a loop: its key (sanitised) and value.
+type LoopItem struct {
+	Key   string          `json:"key"`
+	Value json.RawMessage `json:"value"`
+}
+
+// ItemEvent is the data of item_started and item_finished: which item
+// (its place and key) and, when it finished, how.
+type ItemEvent struct {
+	Index  int    `json:"index"`
+	Key    string `json:"key"`
+	Status Status `json:"status,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
 // NewEvent builds an event; the log assigns its seq.
 func NewEvent(at time.Time, typ, step string, data any) Event {
 	var raw json.RawMessage
@@ -330,6 +360,7 @@ var appliers = map[string]applier{
 				*st = *newStepState()
 			}
 		}
+		reopenItems(s, d.Reset)
 		if s.Status.Terminal() || s.Status == RunInterrupted {
 			s.Status = RunPending
 		}
@@ -348,6 +379,7 @@ var appliers = map[string]applier{
 			st.GateFailed = false
 			st.EndedAt = nil
 		}
+		reopenItems(s, d.Reset)
 		s.Status, s.ExitCode = RunPending, 0
 		s.Generation++
 	}),
@@ -400,6 +432,9 @@ var appliers = map[string]applier{
 		setOutcome(st, *d)
 		st.GateFailed = false
 		st.LastError = nil
+		if st.LoopCompleted != nil {
+			st.LoopCompleted = boolp(true)
+		}
 		unblock(s, st)
 	}),
 	EvGateFailed: onStep(func(s *State, st *StepState, d *GateFailure, e Event, at *Time) {
@@ -422,6 +457,9 @@ var appliers = map[string]applier{
 			other.IterationCount++
 			other.Status = Pending
 			other.Attempts = 0
+			if other.LoopCompleted != nil {
+				other.LoopCompleted = boolp(false)
+			}
 			if id == d.Target {
 				other.BlockedByLoop = nil
 				other.Feedback = &Feedback{Step: e.Step, Reason: d.Reason, Report: d.Report, Output: d.Output}
@@ -459,8 +497,13 @@ var appliers = map[string]applier{
 		s.ExitCode = int(ExitInterrupted)
 	}),
 	EvCleanupStarted: onRun(func(s *State, d *CleanupFinished, _ *Time) { s.Cleanups = d.N }),
-	EvRunPaused:      onRun(func(s *State, _ *none, _ *Time) { s.Status = RunPaused }),
-	EvRunWaiting:     onRun(func(s *State, _ *none, _ *Time) { s.Status = RunWaitingOnHuman }),
+	EvLoopItems: onStep(func(s *State, st *StepState, d *LoopItems, e Event, at *Time) {
+		applyLoopItems(s, e.Step, st, d, at)
+	}),
+	EvItemStarted:  onItem(func(_ *StepState, it *Item, _ *ItemEvent) { it.Status = Running }),
+	EvItemFinished: onItem(finishItem),
+	EvRunPaused:    onRun(func(s *State, _ *none, _ *Time) { s.Status = RunPaused }),
+	EvRunWaiting:   onRun(func(s *State, _ *none, _ *Time) { s.Status = RunWaitingOnHuman }),
 }
 
 // unblock clears the loop-back block that step's re-entry set: a
@@ -501,4 +544,150 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// onItem is the applier of an event about one item of a loop.
+func onItem(f func(loop *StepState, it *Item, d *ItemEvent)) applier {
+	return func(s *State, e Event) error {
+		st := s.Steps[e.Step]
+		if st == nil {
+			return fmt.Errorf("event %d (%s): unknown step %q", e.Seq, e.Type, e.Step)
+		}
+		d := new(ItemEvent)
+		if err := decodeData(e, d); err != nil {
+			return err
+		}
+		if d.Index < 0 || d.Index >= len(st.Items) || st.Items[d.Index].Key != d.Key {
+			return fmt.Errorf("event %d (%s): %s has no item %q at %d", e.Seq, e.Type, e.Step, d.Key, d.Index)
+		}
+		f(st, &st.Items[d.Index], d)
+		return nil
+	}
+}
+
+// finishItem records that an item finished, and counts it in the
+// loop's loop_index.
+func finishItem(loop *StepState, it *Item, d *ItemEvent) {
+	if !it.Status.finished() && d.Status.finished() && loop.LoopIndex != nil {
+		*loop.LoopIndex++
+	}
+	it.Status, it.Error = d.Status, d.Error
+}
+
+// finished reports whether an item with this status has finished.
+func (s Status) finished() bool { return s == Completed || s == Failed || s == Skipped }
+
+// applyLoopItems starts a loop with its items: the loop step runs, each
+// item is PENDING, and each item has an instance of each body step —
+// new ones PENDING at the loop's iteration, earlier ones (a loop run
+// again) back to PENDING with their iteration counts. Instances of
+// items the list no longer has stay in the record, SKIPPED.
+func applyLoopItems(s *State, loop string, st *StepState, d *LoopItems, at *Time) {
+	st.Status = Running
+	st.Attempts++
+	st.StartedAt, st.EndedAt, st.LastError = at, nil, nil
+	keep := make(map[string]bool, len(d.Items))
+	for _, it := range d.Items {
+		keep[it.Key] = true
+	}
+	for _, it := range st.Items {
+		if !keep[it.Key] && !slices.Contains(st.RemovedItems, it.Key) {
+			st.RemovedItems = append(st.RemovedItems, it.Key)
+		}
+	}
+	st.RemovedItems = slices.DeleteFunc(st.RemovedItems, func(k string) bool { return keep[k] })
+	st.Items = make([]Item, len(d.Items))
+	st.LoopItems = make([]json.RawMessage, len(d.Items))
+	for i, it := range d.Items {
+		st.Items[i] = Item{Key: it.Key, Status: Pending}
+		st.LoopItems[i] = it.Value
+	}
+	st.LoopIndex, st.LoopCompleted = intp(0), boolp(false)
+	s.Status = RunRunning
+
+	ids := make([]string, 0, len(d.Items)*len(d.Body))
+	current := make(map[string]bool, cap(ids))
+	for _, it := range d.Items {
+		for _, b := range d.Body {
+			id := Instance(loop, it.Key, b)
+			ids = append(ids, id)
+			current[id] = true
+			x := s.Steps[id]
+			if x == nil || x.Status != Pending || x.Attempts > 0 {
+				n := newStepState()
+				if x != nil {
+					n.IterationCount = x.IterationCount
+				} else {
+					n.IterationCount = st.IterationCount
+				}
+				s.Steps[id] = n
+			} else {
+				// The loop-back that reset it is over: the loop runs.
+				x.BlockedByLoop = nil
+			}
+		}
+	}
+	// The loop's other instances: of removed items, or of body steps
+	// an edit removed.
+	prefix := loop + "["
+	var rest []string
+	order := make([]string, 0, len(s.StepOrder)+len(ids))
+	at0 := -1
+	for _, id := range s.StepOrder {
+		switch {
+		case strings.HasPrefix(id, prefix):
+			if !current[id] {
+				rest = append(rest, id)
+			}
+			continue
+		case id == loop:
+			at0 = len(order) + 1
+		}
+		order = append(order, id)
+	}
+	for _, id := range rest {
+		x := s.Steps[id]
+		if x == nil || x.Status == Skipped {
+			continue
+		}
+		k, _ := SplitKey(id)
+		why := "item removed"
+		if keep[k.Item] {
+			why = "step removed from the loop's body"
+		}
+		x.Status, x.LastError, x.EndedAt = Skipped, strp(why), at
+	}
+	if at0 < 0 {
+		at0 = len(order)
+	}
+	tail := slices.Clone(order[at0:])
+	s.StepOrder = append(append(append(order[:at0], ids...), rest...), tail...)
+}
+
+// reopenItems puts the items of the instances in ids back to PENDING,
+// and their loops back to RUNNING: flow retry and --start-at-step
+// re-run some items of a loop without evaluating its list again.
+func reopenItems(s *State, ids []string) {
+	for _, id := range ids {
+		k, ok := SplitKey(id)
+		if !ok {
+			continue
+		}
+		ls := s.Steps[k.Loop]
+		if ls == nil || ls.LoopIndex == nil {
+			continue
+		}
+		for i := range ls.Items {
+			it := &ls.Items[i]
+			if it.Key != k.Item {
+				continue
+			}
+			if it.Status.finished() {
+				*ls.LoopIndex--
+			}
+			it.Status, it.Error = Pending, ""
+		}
+		ls.Status, ls.EndedAt, ls.LastError = Running, nil, nil
+		ls.LoopCompleted = boolp(false)
+	}
 }

@@ -72,3 +72,48 @@ func ParseStepKey(s string) (StepKey, error) {
 	}
 	return k, nil
 }
+
+// SplitKey splits a key in its String form without checking it: an
+// instance key "loop[item].step" gives its parts and true, any other
+// string gives itself as the step and false. It is the fast path the
+// core takes for every decision; ParseStepKey checks a key given by a
+// person.
+func SplitKey(s string) (StepKey, bool) {
+	i := strings.IndexByte(s, '[')
+	if i <= 0 {
+		return StepKey{Step: s}, false
+	}
+	j := strings.LastIndex(s, "].")
+	if j < i {
+		return StepKey{Step: s}, false
+	}
+	return StepKey{Loop: s[:i], Item: s[i+1 : j], Step: s[j+2:]}, true
+}
+
+// Instance returns the key of body step step of loop for item.
+func Instance(loop, item, step string) string { return loop + "[" + item + "]." + step }
+
+// IsInstance reports whether a key names a loop's instance.
+func IsInstance(key string) bool { return strings.IndexByte(key, '[') > 0 }
+
+// SanitizeItemKey turns the value of a loop's key: into an item key
+// (DESIGN §6): every run of characters other than letters, digits, '_'
+// and '-' becomes one '_', and the result is cut to MaxItemKey bytes.
+// "Login page!" becomes "Login_page_". It may return "".
+func SanitizeItemKey(raw string) string {
+	b := make([]byte, 0, min(len(raw), MaxItemKey))
+	bad := false
+	for i := 0; i < len(raw) && len(b) < MaxItemKey; i++ {
+		c := raw[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' {
+			b = append(b, c)
+			bad = false
+			continue
+		}
+		if !bad {
+			b = append(b, '_')
+			bad = true
+		}
+	}
+	return string(b)
+}

@@ -13,6 +13,8 @@ const (
 	KindCommand Kind = "command"
 	KindAgent   Kind = "agent"
 	KindHuman   Kind = "human"
+	// KindLoop is a for_each step: it runs its body once per item.
+	KindLoop Kind = "loop"
 )
 
 // Plan is what the decision core needs to know of a workflow: each
@@ -23,6 +25,8 @@ type Plan struct {
 	Steps       []PlanStep
 	MaxParallel int
 	index       map[string]int
+	// loops lists the indices of the loop steps.
+	loops []int
 	// dependents lists, for each step, the steps that need it directly.
 	dependents [][]int
 	// down holds the Downstream sets computed so far.
@@ -53,6 +57,28 @@ type PlanStep struct {
 	MaxIterations int
 	Backoff       time.Duration
 	MaxBackoff    time.Duration
+
+	// Loop is, for a step of a loop's body, the id of its loop step; ""
+	// for a step of the top level. A body step's Needs name steps of the
+	// same body (this item's instances) or of the top level.
+	Loop string
+	// ForEach is set for a loop step (KindLoop): how its items run.
+	ForEach *PlanLoop
+}
+
+// PlanLoop is what the core needs to know of a loop step: its body and
+// how its items run (DESIGN §11).
+type PlanLoop struct {
+	// Body lists the ids of the body's steps, in workflow order.
+	Body []string
+	// MaxParallel is how many items run at once (at least 1).
+	MaxParallel int
+	// ContinueOnError runs every item even when one fails.
+	ContinueOnError bool
+	// MaxItems is the most items the loop may have.
+	MaxItems int
+	// pos maps a body step's id to its place in Body.
+	pos map[string]int
 }
 
 // NewPlan indexes steps (in workflow order, each with its budgets
@@ -67,29 +93,70 @@ func NewPlan(steps []PlanStep, maxParallel int) (*Plan, error) {
 		}
 		p.index[s.ID] = i
 	}
+	for i := range p.Steps {
+		s := &p.Steps[i]
+		if s.ForEach == nil {
+			continue
+		}
+		if s.Loop != "" {
+			return nil, fmt.Errorf("plan: loop %s is inside the body of %s: loops nest one level", s.ID, s.Loop)
+		}
+		p.loops = append(p.loops, i)
+		s.ForEach.MaxParallel = max(s.ForEach.MaxParallel, 1)
+		s.ForEach.pos = make(map[string]int, len(s.ForEach.Body))
+		for j, b := range s.ForEach.Body {
+			bs := p.Step(b)
+			if bs == nil || bs.Loop != s.ID {
+				return nil, fmt.Errorf("plan: loop %s: body step %s is not a step of its body", s.ID, b)
+			}
+			s.ForEach.pos[b] = j
+		}
+	}
+	// dependents links each step to the steps that need it. A body
+	// step's need of another body step links the two; its need of a
+	// step of the top level links that step to the loop, so that the
+	// top level's graph is the loop step's, and a body's its own.
 	p.dependents = make([][]int, len(p.Steps))
 	for i, s := range p.Steps {
+		if s.Loop != "" {
+			if l := p.Step(s.Loop); l == nil || l.ForEach == nil {
+				return nil, fmt.Errorf("plan: step %s is in the body of %s, which is not a loop", s.ID, s.Loop)
+			}
+		}
 		for _, n := range s.Needs {
 			j, ok := p.index[n]
 			if !ok {
 				return nil, fmt.Errorf("plan: step %s needs %s, which is not a step", s.ID, n)
 			}
-			p.dependents[j] = append(p.dependents[j], i)
+			switch need := p.Steps[j]; {
+			case need.Loop == s.Loop:
+				p.dependents[j] = append(p.dependents[j], i)
+			case need.Loop == "":
+				p.dependents[j] = append(p.dependents[j], p.index[s.Loop])
+			default:
+				return nil, fmt.Errorf("plan: step %s needs %s, a step of the body of %s", s.ID, n, need.Loop)
+			}
 		}
 	}
 	for _, s := range p.Steps {
 		if s.LoopTarget == "" {
 			continue
 		}
-		if p.Step(s.LoopTarget) == nil {
+		t := p.Step(s.LoopTarget)
+		if t == nil {
 			return nil, fmt.Errorf("plan: step %s loops back to %s, which is not a step", s.ID, s.LoopTarget)
+		}
+		if t.Loop != "" && t.Loop != s.Loop {
+			return nil, fmt.Errorf("plan: step %s loops back to %s, a step of the body of %s", s.ID, s.LoopTarget, t.Loop)
 		}
 	}
 	return p, nil
 }
 
 // Downstream lists the steps that depend on step id, transitively, in
-// plan order: what a loop-back to id resets. It is computed when a
+// plan order: what a loop-back to id resets. For a step of the top
+// level they are steps of the top level (a loop step stands for its
+// body); for a body step, steps of the same body. It is computed when a
 // loop-back first needs it, and kept, so that a plan whose every step
 // loops back costs nothing until loop-backs happen, and each target's
 // set is built once.
@@ -142,13 +209,26 @@ func (p *Plan) Step(id string) *PlanStep {
 	return &p.Steps[i]
 }
 
-// IDs returns the step ids in workflow order.
+// IDs returns the ids of the top level's steps in workflow order: the
+// steps a run starts with (a loop's instances join the run when its
+// items are known).
 func (p *Plan) IDs() []string {
-	ids := make([]string, len(p.Steps))
-	for i, s := range p.Steps {
-		ids[i] = s.ID
+	ids := make([]string, 0, len(p.Steps))
+	for _, s := range p.Steps {
+		if s.Loop == "" {
+			ids = append(ids, s.ID)
+		}
 	}
 	return ids
+}
+
+// BodyIndex returns the place of body step id in its loop's body, or
+// -1.
+func (l *PlanLoop) BodyIndex(id string) int {
+	if j, ok := l.pos[id]; ok {
+		return j
+	}
+	return -1
 }
 
 // backoff returns the delay before attempt number next (2, 3, …):

@@ -115,6 +115,29 @@ type StepState struct {
 	Feedback *Feedback `json:"feedback,omitempty"`
 	// Human is the input a human gave this step.
 	Human *HumanInput `json:"human,omitempty"`
+
+	// A for_each step (DESIGN §11) carries agent_orchestrator's fields
+	// of a looped step: its items' values (LoopItems), how many items
+	// have finished (LoopIndex) and whether the loop has completed;
+	// Items gives each item's key and status, in the same order, and
+	// RemovedItems the keys of items a new evaluation of the list no
+	// longer had (their instances stay in the record, SKIPPED). All are
+	// absent on other steps.
+	LoopItems     []json.RawMessage `json:"loop_items,omitempty"`
+	LoopIndex     *int              `json:"loop_index,omitempty"`
+	LoopCompleted *bool             `json:"loop_completed,omitempty"`
+	Items         []Item            `json:"items,omitempty"`
+	RemovedItems  []string          `json:"removed_items,omitempty"`
+}
+
+// Item is one item of a loop: its key (sanitised, DESIGN §6) and
+// status: PENDING until it is admitted, RUNNING while its body runs,
+// then COMPLETED or FAILED.
+type Item struct {
+	Key    string `json:"key"`
+	Status Status `json:"status"`
+	// Error says why a failed item failed: its failed instance's error.
+	Error string `json:"error,omitempty"`
 }
 
 // Feedback is what a re-entered step learns about the gate failure that
@@ -159,6 +182,13 @@ func (s *State) Clone() *State {
 		x.Metrics = maps.Clone(st.Metrics)
 		x.Logs = slices.Clone(st.Logs)
 		x.Signals = maps.Clone(st.Signals)
+		if st.LoopIndex != nil {
+			x.LoopItems = slices.Clone(st.LoopItems)
+			x.LoopIndex = intp(*st.LoopIndex)
+			x.LoopCompleted = boolp(*st.LoopCompleted)
+			x.Items = slices.Clone(st.Items)
+			x.RemovedItems = slices.Clone(st.RemovedItems)
+		}
 		c.Steps[id] = &x
 	}
 	return &c
@@ -178,6 +208,8 @@ func (s Status) Done() bool { return s.done() }
 func strp(s string) *string { return &s }
 
 func intp(n int) *int { return &n }
+
+func boolp(b bool) *bool { return &b }
 
 // MarshalJSON writes the state with its steps in workflow order, as
 // the seed's examples show them, rather than sorted by id.
