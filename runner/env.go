@@ -7,6 +7,7 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/gates"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // env builds the expression environment of the run, with cur (the step
@@ -25,13 +26,32 @@ func (x *run) env(cur *stepFacts) *gates.Env {
 	if st.CreatedAt != nil {
 		e.Run.StartedAt = st.CreatedAt.Time
 	}
-	if cur == nil || x.runWide[cur.step] {
+	wide := cur == nil
+	if cur != nil {
+		k, _ := core.SplitKey(cur.step)
+		wide = x.runWide[k.Step]
+	}
+	if wide {
 		x.cacheMu.Lock()
 		for id, s := range st.Steps {
 			e.Run.Iteration = max(e.Run.Iteration, s.IterationCount)
-			e.Steps[id] = x.stepInfo(id, s)
+			if core.IsInstance(id) {
+				continue // steps.<body step> is an item's own, below
+			}
+			info := x.stepInfo(id, s)
+			if s.LoopIndex != nil {
+				if loop := x.wf.Step(id); loop != nil && loop.ForEach != nil {
+					info.Items = x.loopItemsInfo(loop, s)
+				}
+			}
+			e.Steps[id] = info
+		}
+		if cur != nil {
+			x.fillItem(e, cur.step, true)
 		}
 		x.cacheMu.Unlock()
+	} else if cur != nil {
+		x.fillItem(e, cur.step, false)
 	}
 	if cur != nil {
 		cur.fill(e)
@@ -138,7 +158,7 @@ func ReadTail(fsys afero.Fs, path string, n int64) string {
 func sourceRefs(wf *config.Workflow) (outputs, runWide map[string]bool) {
 	outputs, runWide = map[string]bool{}, map[string]bool{}
 	anyOutput := false
-	for _, s := range wf.Steps {
+	for _, s := range allSteps(wf) {
 		for _, r := range stepRefs(wf, s) {
 			for _, id := range r.Outputs {
 				outputs[id] = true
@@ -150,7 +170,7 @@ func sourceRefs(wf *config.Workflow) (outputs, runWide map[string]bool) {
 		}
 	}
 	if anyOutput {
-		for _, s := range wf.Steps {
+		for _, s := range allSteps(wf) {
 			outputs[s.ID] = true
 		}
 	}
@@ -170,6 +190,10 @@ func stepRefs(wf *config.Workflow, s *config.Step) []gates.Refs {
 		if e != nil && e.Program() != nil {
 			out = append(out, e.Program().Refs())
 		}
+	}
+	if fe := s.ForEach; fe != nil {
+		addE(fe.Items)
+		addE(fe.Key)
 	}
 	addT(s.Run)
 	addT(s.Prompt)

@@ -40,7 +40,7 @@ func (x *run) checkHuman(id string) (in *HumanInput, timedOut bool, err error) {
 		x.fillInputs(id, in)
 		return in, false, nil
 	}
-	step := x.wf.Step(id)
+	step := x.stepOf(id)
 	if step != nil && step.Human != nil && step.Human.Timeout != nil && s.StartedAt != nil {
 		var env *gates.Env
 		if step.Human.Timeout.Expr != nil {
@@ -58,7 +58,7 @@ func (x *run) checkHuman(id string) (in *HumanInput, timedOut bool, err error) {
 // declares and it does not give: a decision file written by hand, or by
 // a tool other than flow approve, renders them as flow approve would.
 func (x *run) fillInputs(id string, in *HumanInput) {
-	s := x.wf.Step(id)
+	s := x.stepOf(id)
 	if !in.Approved || s == nil || s.Human == nil || len(s.Human.Inputs) == 0 {
 		return
 	}
@@ -325,7 +325,7 @@ func (x *run) ask(e AwaitHuman, msg string) {
 
 // humanMessage renders the message of a human step.
 func (x *run) humanMessage(id string) string {
-	s := x.wf.Step(id)
+	s := x.stepOf(id)
 	if s == nil || s.Human == nil || s.Human.Message == nil {
 		return ""
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/runlock"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // Liveness states of the seeds' agent liveness model, derived from a
@@ -101,7 +102,8 @@ func Live(fsys afero.Fs, runDir string, st *State, wf *config.Workflow, now time
 		}
 		l.Hook = id
 		if wf != nil && s.LogPath != "" {
-			if step := wf.Step(id); step != nil {
+			if k, _ := core.SplitKey(id); wf.Step(k.Step) != nil {
+				step := wf.Step(k.Step)
 				if d := wf.StepIdleTimeout(step); d != nil && d.Expr == nil && d.D > 0 {
 					// No log yet means no output since the session started.
 					last := time.Time{}

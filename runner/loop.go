@@ -126,6 +126,8 @@ func (x *run) perform(eff Effect) (Result, bool, error) {
 	switch e := eff.(type) {
 	case Evaluate:
 		x.queue = append(x.queue, x.evaluate(e.Step))
+	case ExpandItems:
+		x.queue = append(x.queue, x.expandItems(e.Step))
 	case StartSession:
 		x.startSession(e)
 	case PrepareHuman:
@@ -163,7 +165,7 @@ func (x *run) perform(eff Effect) (Result, bool, error) {
 		x.printf("%s: waiting on a human: %s(flow approve %s %s, or flow reject)\n", e.Step, quoted, x.st.RunID, e.Step)
 		x.ask(e, msg)
 	case StartTimer:
-		if s := x.wf.Step(e.Step); s != nil {
+		if s := x.stepOf(e.Step); s != nil {
 			if r := x.wf.StepRetry(s); r != nil && r.Jitter {
 				// Full jitter over the upper half keeps retries of many
 				// runs from hitting a shared service in step.
@@ -239,6 +241,20 @@ func (x *run) announce(e Event) {
 		x.printf("%s: attempt %d failed: %s\n", e.Step, d.Attempt, d.Error)
 	case EvStepFailed:
 		x.printf("%s: FAILED: %s\n", e.Step, deref(s.LastError))
+	case EvLoopItems:
+		keys := make([]string, len(s.Items))
+		for i, it := range s.Items {
+			keys[i] = it.Key
+		}
+		x.printf("%s: %s%s\n", e.Step, plural(len(keys), "1 item", fmt.Sprintf("%d items", len(keys))), listed(keys))
+	case EvItemFinished:
+		var d ItemEvent
+		_ = jsonUnmarshal(e.Data, &d)
+		if d.Status == Failed {
+			x.printf("%s[%s]: item FAILED: %s\n", e.Step, d.Key, d.Error)
+		} else {
+			x.printf("%s[%s]: item %s (%d/%d)\n", e.Step, d.Key, strings.ToLower(string(d.Status)), derefInt(s.LoopIndex), len(s.Items))
+		}
 	case EvStepInterrupted:
 		x.printf("%s: interrupted\n", e.Step)
 	case EvStepRemoved:
@@ -320,4 +336,22 @@ func (x *run) controlChange(desired ControlState) {
 		}
 	}
 	x.queue = append(x.queue, ControlChanged{Desired: desired})
+}
+
+// listed lists keys for a line of progress: ": a, b, c", the first ten.
+func listed(keys []string) string {
+	switch {
+	case len(keys) == 0:
+		return ""
+	case len(keys) > 10:
+		return ": " + strings.Join(keys[:10], ", ") + fmt.Sprintf(", … (%d more)", len(keys)-10)
+	}
+	return ": " + strings.Join(keys, ", ")
+}
+
+func derefInt(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

@@ -58,8 +58,9 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 	if err != nil {
 		return nil, err
 	}
-	for _, s := range wf.Steps {
-		ps := core.PlanStep{ID: s.ID, Kind: core.Kind(s.Kind), Needs: s.Needs, LoopTarget: s.LoopBack(), HasGate: s.HasGate(),
+	maxItems := wf.Limits().MaxItems
+	for _, s := range allSteps(wf) {
+		ps := core.PlanStep{ID: s.ID, Kind: core.Kind(s.Kind), Needs: s.Needs, LoopTarget: s.LoopBack(), HasGate: s.HasGate(), Loop: s.Loop,
 			SignalsDecide: s.Kind == config.KindCommand && wf.Signals != defaultSignals,
 			Conditional:   s.When != nil || (s.Human != nil && s.Human.AutoApprove != nil)}
 		a, err := limit("step "+s.ID+": max_attempts", s.MaxAttempts)
@@ -84,6 +85,13 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 		if retry := wf.StepRetry(s); retry != nil {
 			ps.Backoff, ps.MaxBackoff = retry.Backoff, retry.MaxBackoff
 		}
+		if fe := s.ForEach; fe != nil {
+			pl := &core.PlanLoop{MaxParallel: fe.MaxParallel, ContinueOnError: fe.ContinueOnError, MaxItems: maxItems}
+			for _, b := range fe.Body {
+				pl.Body = append(pl.Body, b.ID)
+			}
+			ps.ForEach = pl
+		}
 		steps = append(steps, ps)
 	}
 	return core.NewPlan(steps, wf.MaxParallel)
@@ -92,3 +100,16 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 // defaultSignals are the signal words of a workflow that declares none:
 // a command step's verdict decides only when the workflow renames them.
 var defaultSignals = config.Signals{Done: "DONE", Pass: "PASS", Fail: "FAIL"}
+
+// allSteps lists the workflow's steps with each loop's body right after
+// its loop step.
+func allSteps(wf *config.Workflow) []*config.Step {
+	out := make([]*config.Step, 0, len(wf.Steps))
+	for _, s := range wf.Steps {
+		out = append(out, s)
+		if s.ForEach != nil {
+			out = append(out, s.ForEach.Body...)
+		}
+	}
+	return out
+}

@@ -34,6 +34,10 @@ type (
 	Idle            = core.Idle
 	Input           = core.Input
 	Interrupt       = core.Interrupt
+	ItemsResult     = core.ItemsResult
+	ExpandItems     = core.ExpandItems
+	Item            = core.Item
+	ItemEvent       = core.ItemEvent
 	Kind            = core.Kind
 	Note            = core.Note
 	Outcome         = core.Outcome
@@ -94,6 +98,9 @@ const (
 	EvStepSkipped      = core.EvStepSkipped
 	EvStepStarted      = core.EvStepStarted
 	EvStepWaiting      = core.EvStepWaiting
+	EvLoopItems        = core.EvLoopItems
+	EvItemStarted      = core.EvItemStarted
+	EvItemFinished     = core.EvItemFinished
 	EvWarning          = core.EvWarning
 	EvWorkflowChanged  = core.EvWorkflowChanged
 	ExitBudget         = core.ExitBudget

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // RetryPlan says what flow retry will do to a failed run (GitHub
@@ -37,6 +38,14 @@ func PlanRetry(wf *config.Workflow, st *State) RetryPlan {
 			p.Capped = append(p.Capped, id)
 		}
 		rerun[id] = true
+		if k, inst := core.SplitKey(id); inst {
+			// An instance runs again with what follows it in its item,
+			// and its loop with what follows the loop.
+			for _, d := range bodyDownstream(wf, k.Loop, k.Step) {
+				rerun[core.Instance(k.Loop, k.Item, d)] = true
+			}
+			id = k.Loop
+		}
 		if wf.Step(id) != nil {
 			for _, d := range wf.Downstream(id) {
 				rerun[d] = true
@@ -53,4 +62,24 @@ func PlanRetry(wf *config.Workflow, st *State) RetryPlan {
 	}
 	slices.Sort(p.Capped)
 	return p
+}
+
+// bodyDownstream lists the steps of loop's body that need step, directly
+// or not, in body order.
+func bodyDownstream(wf *config.Workflow, loop, step string) []string {
+	l := wf.Step(loop)
+	if l == nil || l.ForEach == nil {
+		return nil
+	}
+	reached := map[string]bool{step: true}
+	var out []string
+	for _, b := range l.ForEach.Body {
+		for _, n := range b.Needs {
+			if reached[n] && !reached[b.ID] {
+				reached[b.ID] = true
+				out = append(out, b.ID)
+			}
+		}
+	}
+	return out
 }

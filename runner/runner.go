@@ -383,7 +383,10 @@ func (x *run) open() error {
 	}
 	x.emit(newEvent(now, EvRunnerStarted, "", rs))
 	if exists && opts.StartAt != "" {
-		reset := append([]string{opts.StartAt}, x.wf.Downstream(opts.StartAt)...)
+		reset, err := StartAtReset(x.wf, x.st, opts.StartAt)
+		if err != nil {
+			return Usage("--start-at-step: %v", err)
+		}
 		x.emit(newEvent(now, EvStartAt, opts.StartAt, StartAt{Step: opts.StartAt, Reset: reset}))
 	}
 	if exists && opts.Retry && x.st.Status == RunFailed {
@@ -503,9 +506,10 @@ func (x *run) reload() (changed bool, err error) {
 // reconcileWorkflow records how the workflow changed since the run
 // last ran: steps added and removed, and the new digest.
 func (x *run) reconcileWorkflow(now time.Time) {
-	ids := stepIDs(x.wf)
+	top := stepIDs(x.wf)
 	// from is read before any event is applied: applying them changes it.
 	from, order := x.st.WorkflowDigest, slices.Clone(x.st.StepOrder)
+	ids := x.instanceOrder(top, order)
 	for _, id := range ids {
 		if x.st.Steps[id] == nil {
 			e := newEvent(now, EvStepAdded, id, nil)
@@ -530,6 +534,52 @@ func (x *run) reconcileWorkflow(now time.Time) {
 		x.printf("workflow changed since the run last ran (%s -> %s)\n", short(from), short(d))
 		_ = x.writeWorkflowJSON()
 	}
+}
+
+// instanceOrder returns the run's order under the edited workflow: its
+// steps of the top level (top), each loop followed by its instances. An
+// edited body applies to the items not yet started (DESIGN §11): they
+// get instances of new body steps, and lose those of removed ones that
+// never ran; started and finished items keep theirs, and a loop that
+// runs again makes its instances afresh.
+func (x *run) instanceOrder(top, order []string) []string {
+	out := make([]string, 0, len(order))
+	for _, id := range top {
+		out = append(out, id)
+		loop := x.wf.Step(id)
+		ls := x.st.Steps[id]
+		if loop == nil || loop.ForEach == nil || ls == nil || ls.LoopIndex == nil {
+			continue
+		}
+		pending := map[string]bool{}
+		for _, it := range ls.Items {
+			if it.Status == Pending {
+				pending[it.Key] = true
+			}
+		}
+		body := map[string]bool{}
+		for _, b := range loop.ForEach.Body {
+			body[b.ID] = true
+		}
+		have := map[string]bool{}
+		for _, key := range instancesOf(x.st, id) {
+			k, _ := core.SplitKey(key)
+			s := x.st.Steps[key]
+			if !body[k.Step] && pending[k.Item] && s.Status == Pending && s.Attempts == 0 {
+				continue // removed from the body before its item started
+			}
+			have[key] = true
+			out = append(out, key)
+		}
+		for _, it := range ls.Items {
+			for _, b := range loop.ForEach.Body {
+				if key := core.Instance(id, it.Key, b.ID); it.Status == Pending && !have[key] {
+					out = append(out, key)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // runVars returns the vars of run st under workflow wf: the file's,

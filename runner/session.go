@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,7 +22,7 @@ import (
 // evaluate decides whether a step runs (its when) and, for a human
 // step, whether it is approved without asking (auto_approve).
 func (x *run) evaluate(id string) Input {
-	s := x.wf.Step(id)
+	s := x.stepOf(id)
 	res := WhenResult{Step: id, Run: true}
 	env := x.env(&stepFacts{step: id, attempt: x.st.Steps[id].Attempts + 1, iteration: x.st.Steps[id].IterationCount})
 	if s.When != nil {
@@ -97,7 +98,7 @@ type sessionRun struct {
 func (x *run) startSession(ss StartSession) {
 	e := sessionRun{Step: ss.Step, Attempt: ss.Attempt, Iteration: ss.Iteration,
 		LogPath: x.names.log(ss.Step, ss.Iteration, ss.Attempt), ReportPath: x.names.report(ss.Step)}
-	s := x.wf.Step(e.Step)
+	s := x.stepOf(e.Step)
 	facts := &stepFacts{step: e.Step, attempt: e.Attempt, iteration: e.Iteration}
 	env := x.env(facts)
 	sp, private, err := x.sessionSpec(s, e, env)
@@ -142,7 +143,7 @@ func (x *run) sessionSpec(s *config.Step, e sessionRun, env *gates.Env) (proc.Sp
 			return proc.Spec{}, "", errors.New(templateError("prompt", s.Prompt, limitHint(err, "prompt_limit")))
 		}
 		prompt = p
-		if ss := x.st.Steps[s.ID]; ss != nil && ss.Feedback != nil && s.Feedback != "none" {
+		if ss := x.st.Steps[e.Step]; ss != nil && ss.Feedback != nil && s.Feedback != "none" {
 			prompt += feedbackText(ss.Feedback)
 		}
 		agent := x.wf.Agents[s.Agent]
@@ -165,6 +166,7 @@ func (x *run) sessionSpec(s *config.Step, e sessionRun, env *gates.Env) (proc.Sp
 		"FLOW_STATE_PATH=" + filepath.Join(x.dir, StateFile),
 		"FLOW_RUN_DIR=" + x.dir,
 	}
+	vars = append(vars, x.itemEnv(e.Step)...)
 	// A report left by an earlier attempt must not speak for this one.
 	_ = fsys.Remove(e.ReportPath)
 	private := ""
@@ -203,7 +205,7 @@ func (x *run) sessionSpec(s *config.Step, e sessionRun, env *gates.Env) (proc.Sp
 		}
 		vars = append(vars, "FLOW_PROMPT_FILE="+pf)
 	}
-	if ss := x.st.Steps[s.ID]; ss != nil && ss.Feedback != nil {
+	if ss := x.st.Steps[e.Step]; ss != nil && ss.Feedback != nil {
 		fb := ss.Feedback
 		ff := x.names.feedback(e.Step, e.Iteration, e.Attempt)
 		b, _ := json.MarshalIndent(fb, "", "  ")
@@ -287,7 +289,7 @@ func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, private string
 		defer fsys.Remove(private)
 	}
 	words := x.signalWords()
-	done := SessionDone{Step: s.ID, Outcome: Outcome{Attempt: e.Attempt}, Facts: core.SessionFacts{ExitCode: -1}}
+	done := SessionDone{Step: e.Step, Outcome: Outcome{Attempt: e.Attempt}, Facts: core.SessionFacts{ExitCode: -1}}
 	fail := func(msg string) SessionDone {
 		done.Facts.Err = msg
 		return done
@@ -301,7 +303,7 @@ func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, private string
 	shown := []io.Writer{capped}
 	var live *prefixWriter
 	if x.r.Live {
-		live = &prefixWriter{mu: &x.live, w: x.r.Stdout, prefix: []byte(fmt.Sprintf("[%s] ", s.ID))}
+		live = &prefixWriter{mu: &x.live, w: x.r.Stdout, prefix: []byte(fmt.Sprintf("[%s] ", e.Step))}
 		shown = append(shown, live)
 	}
 	hidden := x.redact.Writer(io.MultiWriter(shown...))
@@ -313,7 +315,7 @@ func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, private string
 	if err != nil {
 		return fail(fmt.Sprintf("start session: %v", err))
 	}
-	x.send(SessionPID{Step: s.ID, PID: sess.Pid(), Marker: proc.Marker(sess), LogPath: e.LogPath, ReportPath: e.ReportPath})
+	x.send(SessionPID{Step: e.Step, PID: sess.Pid(), Marker: proc.Marker(sess), LogPath: e.LogPath, ReportPath: e.ReportPath})
 	res := sess.Wait()
 	_ = hidden.Close()
 	if err := capped.Close(); err != nil && logf.err == nil {
@@ -331,7 +333,7 @@ func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, private string
 	facts.output = tail.String()
 	facts.signals, facts.verdict = scan.Result()
 	o.Signals, o.Verdict = facts.signals, facts.verdict
-	x.keepOutput(s.ID, facts.output)
+	x.keepOutput(e.Step, facts.output)
 	if res.Interrupted {
 		done.Interrupted = true
 		return done
@@ -365,7 +367,7 @@ func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, private string
 		o.Report = report.JSON
 		facts.metrics = report.Metrics
 		facts.report = report.Raw
-		x.keepReport(s.ID, report.Raw)
+		x.keepReport(e.Step, report.Raw)
 	}
 	declared, aerr := x.artifacts(s, env)
 	if aerr != nil {
@@ -470,7 +472,7 @@ func (x *run) gate(s *config.Step, e sessionRun, env *gates.Env, facts *stepFact
 
 // runCheck runs a gate's verification command.
 func (x *run) runCheck(s *config.Step, e sessionRun, cmd string) (gates.CheckInfo, error) {
-	path := x.names.checkLog(s.ID, e.Iteration, e.Attempt)
+	path := x.names.checkLog(e.Step, e.Iteration, e.Attempt)
 	f, err := createFile(x.r.FS, path)
 	if err != nil {
 		return gates.CheckInfo{}, fmt.Errorf("create check log: %w", err)
@@ -480,7 +482,7 @@ func (x *run) runCheck(s *config.Step, e sessionRun, cmd string) (gates.CheckInf
 	hidden := x.redact.Writer(capped)
 	defer hidden.Close()
 	tail := &tailBuffer{max: outputTail}
-	sp := proc.Spec{Command: cmd, Dir: x.opts.Repo, Env: x.r.Environ, KillGrace: x.r.KillGrace,
+	sp := proc.Spec{Command: cmd, Dir: x.opts.Repo, Env: append(slices.Clone(x.r.Environ), x.itemEnv(e.Step)...), KillGrace: x.r.KillGrace,
 		Output: &lockedWriter{ws: []io.Writer{hidden, tail}}}
 	sp.Timeout, _ = x.duration(x.wf.StepTimeout(s), nil)
 	sess, err := x.r.Starter.Start(x.sessCtx, sp)
@@ -512,7 +514,7 @@ func (x *run) artifacts(s *config.Step, env *gates.Env) ([]string, error) {
 // keepOutput and keepReport remember what later expressions may read.
 // They are called from session goroutines.
 func (x *run) keepOutput(id, out string) {
-	if !x.keepOut[id] {
+	if k, _ := core.SplitKey(id); !x.keepOut[k.Step] {
 		return
 	}
 	x.cacheMu.Lock()

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // StartAtPlan says what flow run --start-at-step will do to a run.
@@ -28,21 +30,28 @@ type MissingArtifact struct {
 	Path string
 }
 
-// PlanStartAt computes the plan of restarting st at step.
+// PlanStartAt computes the plan of restarting st at step: a step of
+// the top level (a loop step runs all its items again, its list
+// evaluated afresh), or one item's instance of a body step
+// ("stories[login].review": that item runs again from there, and what
+// follows the loop runs again after it).
 func PlanStartAt(fsys afero.Fs, wf *config.Workflow, st *State, repo, step string) (StartAtPlan, error) {
-	if wf.Step(step) == nil {
-		return StartAtPlan{}, fmt.Errorf("unknown step %q", step)
+	reset, err := StartAtReset(wf, st, step)
+	if err != nil {
+		return StartAtPlan{}, err
 	}
-	p := StartAtPlan{Step: step, Rerun: append([]string{step}, wf.Downstream(step)...)}
-	for _, s := range wf.Steps {
-		if slices.Contains(p.Rerun, s.ID) {
+	p := StartAtPlan{Step: step, Rerun: reset}
+	for _, id := range st.StepOrder {
+		if slices.Contains(p.Rerun, id) {
 			continue
 		}
-		ss := st.Steps[s.ID]
-		if ss == nil || !ss.Status.Done() {
+		ss := st.Steps[id]
+		k, _ := core.SplitKey(id)
+		s := wf.Step(k.Step)
+		if ss == nil || s == nil || !ss.Status.Done() {
 			continue
 		}
-		p.Kept = append(p.Kept, s.ID)
+		p.Kept = append(p.Kept, id)
 		arts := slices.Clone(ss.Artifacts)
 		for _, a := range s.Artifacts {
 			if v, ok := a.Compiled().Static(); ok && !slices.Contains(arts, v) {
@@ -58,9 +67,63 @@ func PlanStartAt(fsys afero.Fs, wf *config.Workflow, st *State, repo, step strin
 				path = filepath.Join(repo, a)
 			}
 			if ok, _ := afero.Exists(fsys, path); !ok {
-				p.Missing = append(p.Missing, MissingArtifact{Step: s.ID, Path: a})
+				p.Missing = append(p.Missing, MissingArtifact{Step: id, Path: a})
 			}
 		}
 	}
 	return p, nil
+}
+
+// StartAtReset lists the steps and instances a restart at step resets,
+// in the order the run records them: step and what depends on it, with
+// every instance of a loop among them; for an instance, what follows it
+// in its item and what follows its loop.
+func StartAtReset(wf *config.Workflow, st *State, step string) ([]string, error) {
+	k, inst := core.SplitKey(step)
+	var top []string
+	var out []string
+	switch s := wf.Step(k.Step); {
+	case !inst && s != nil && s.Loop != "":
+		return nil, fmt.Errorf("%q is a step of the body of loop %q: start at %s to run all its items again, or at %s[KEY].%s for one item", step, s.Loop, s.Loop, s.Loop, step)
+	case !inst && s != nil:
+		top = append([]string{step}, wf.Downstream(step)...)
+	case inst:
+		if _, err := core.ParseStepKey(step); err != nil {
+			return nil, err
+		}
+		if st == nil || st.Steps[step] == nil {
+			return nil, fmt.Errorf("the run has no instance %s (its loop's items are recorded when the loop starts)", step)
+		}
+		out = append(out, step)
+		for _, d := range bodyDownstream(wf, k.Loop, k.Step) {
+			if id := core.Instance(k.Loop, k.Item, d); st.Steps[id] != nil {
+				out = append(out, id)
+			}
+		}
+		top = wf.Downstream(k.Loop)
+	default:
+		return nil, fmt.Errorf("unknown step %q", step)
+	}
+	out = append(out, top...)
+	if st != nil {
+		for _, id := range top {
+			if s := wf.Step(id); s != nil && s.ForEach != nil {
+				out = append(out, instancesOf(st, id)...)
+			}
+		}
+	}
+	return out, nil
+}
+
+// instancesOf lists the instances of a loop that st records, in its
+// order.
+func instancesOf(st *State, loop string) []string {
+	var out []string
+	prefix := loop + "["
+	for _, id := range st.StepOrder {
+		if strings.HasPrefix(id, prefix) {
+			out = append(out, id)
+		}
+	}
+	return out
 }

@@ -1,0 +1,195 @@
+package runner
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/gates"
+	"github.com/flow-run/flow/runner/core"
+)
+
+// This file is the local driver's side of loops over items (DESIGN
+// §11): it evaluates a loop's list and keys, and gives each instance
+// its item — in its expressions (as:, index_as:, steps.<body step> for
+// this item's instances) and in its session's environment (FLOW_ITEM,
+// FLOW_ITEM_KEY, FLOW_ITEM_INDEX).
+
+// stepOf returns the workflow step of a key: a step, or the body step
+// of an instance.
+func (x *run) stepOf(key string) *config.Step {
+	k, _ := core.SplitKey(key)
+	return x.wf.Step(k.Step)
+}
+
+// itemOf returns the item of an instance: its index in the loop, and
+// its value as recorded; ok is false for a plain step.
+func (x *run) itemOf(key string) (k core.StepKey, index int, raw json.RawMessage, ok bool) {
+	k, inst := core.SplitKey(key)
+	if !inst {
+		return k, 0, nil, false
+	}
+	ls := x.st.Steps[k.Loop]
+	if ls == nil {
+		return k, 0, nil, false
+	}
+	for i, it := range ls.Items {
+		if it.Key == k.Item {
+			if i < len(ls.LoopItems) {
+				raw = ls.LoopItems[i]
+			}
+			return k, i, raw, true
+		}
+	}
+	return k, 0, nil, false
+}
+
+// itemEnv returns the environment variables of an instance's session:
+// the item as JSON, its key and its index; none for a plain step.
+func (x *run) itemEnv(key string) []string {
+	k, i, raw, ok := x.itemOf(key)
+	if !ok {
+		return nil
+	}
+	return []string{"FLOW_ITEM=" + string(raw), "FLOW_ITEM_KEY=" + k.Item, "FLOW_ITEM_INDEX=" + strconv.Itoa(i)}
+}
+
+// fillItem puts an instance's item into its expression environment:
+// the item and its index, and steps.<body step> as this item's
+// instances.
+func (x *run) fillItem(e *gates.Env, key string, runWide bool) {
+	k, i, raw, ok := x.itemOf(key)
+	if !ok {
+		return
+	}
+	e.Index = i
+	if len(raw) > 0 {
+		var v any
+		if err := json.Unmarshal(raw, &v); err == nil {
+			e.Item = v
+		}
+	}
+	if !runWide {
+		return
+	}
+	loop := x.wf.Step(k.Loop)
+	if loop == nil || loop.ForEach == nil {
+		return
+	}
+	for _, b := range loop.ForEach.Body {
+		id := core.Instance(k.Loop, k.Item, b.ID)
+		if s := x.st.Steps[id]; s != nil {
+			e.Steps[b.ID] = x.stepInfo(id, s)
+		}
+	}
+}
+
+// loopItemsInfo returns steps.<loop>.items: each item's key, index,
+// value and status, and its instances' facts under their body step ids.
+func (x *run) loopItemsInfo(loop *config.Step, s *StepState) []map[string]any {
+	out := make([]map[string]any, 0, len(s.Items))
+	for i, it := range s.Items {
+		m := map[string]any{"key": it.Key, "index": i, "status": string(it.Status)}
+		if i < len(s.LoopItems) {
+			var v any
+			if json.Unmarshal(s.LoopItems[i], &v) == nil {
+				m["item"] = v
+			}
+		}
+		for _, b := range loop.ForEach.Body {
+			id := core.Instance(loop.ID, it.Key, b.ID)
+			if is := x.st.Steps[id]; is != nil {
+				m[b.ID] = infoMap(x.stepInfo(id, is))
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// expandItems evaluates a loop step's list of items and the key of
+// each, for the core to record.
+func (x *run) expandItems(id string) Input {
+	s := x.wf.Step(id)
+	if s == nil || s.ForEach == nil {
+		return ItemsResult{Step: id, Err: fmt.Sprintf("step %s is not a for_each loop in the workflow", id)}
+	}
+	fe := s.ForEach
+	var list []any
+	if fe.Items != nil {
+		v, err := fe.Items.Program().Eval(x.env(&stepFacts{step: id, attempt: x.st.Steps[id].Attempts + 1, iteration: x.st.Steps[id].IterationCount}))
+		if err != nil {
+			return ItemsResult{Step: id, Err: exprError("for_each", fe.Items, err)}
+		}
+		l, ok := v.([]any)
+		if !ok {
+			if v == nil {
+				return ItemsResult{Step: id, Err: fmt.Sprintf("%s: for_each: `%s` is null, not a list", posString(fe.Items.Pos), excerptSource(fe.Items.Src))}
+			}
+			if ss, isStrings := v.([]string); isStrings {
+				for _, x := range ss {
+					l = append(l, x)
+				}
+			} else {
+				return ItemsResult{Step: id, Err: fmt.Sprintf("%s: for_each: `%s` is %s, not a list", posString(fe.Items.Pos), excerptSource(fe.Items.Src), typeName(v))}
+			}
+		}
+		list = l
+	} else {
+		list = fe.List
+	}
+	if limit := x.limits.MaxItems; len(list) > limit {
+		return ItemsResult{Step: id, Err: fmt.Sprintf("for_each gave %d items; a loop has at most %d (defaults.max_items raises the limit)", len(list), limit)}
+	}
+	items := make([]core.LoopItem, 0, len(list))
+	for i, v := range list {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return ItemsResult{Step: id, Err: fmt.Sprintf("for_each: item %d cannot be recorded as JSON: %v", i, err)}
+		}
+		key := strconv.Itoa(i)
+		if fe.Key != nil {
+			env := x.env(&stepFacts{step: id})
+			env.Item, env.Index = v, i
+			kv, err := fe.Key.Program().Eval(env)
+			if err != nil {
+				return ItemsResult{Step: id, Err: fmt.Sprintf("item %d: %s", i, exprError("key", fe.Key, err))}
+			}
+			switch kv := kv.(type) {
+			case string:
+				key = kv
+			case int, int64, float64, bool:
+				key = fmt.Sprint(kv)
+			default:
+				return ItemsResult{Step: id, Err: fmt.Sprintf("item %d: %s: key: `%s` is %s; a key is a string or a number", i, posString(fe.Key.Pos), excerptSource(fe.Key.Src), typeName(kv))}
+			}
+		}
+		items = append(items, core.LoopItem{Key: key, Value: raw})
+	}
+	return ItemsResult{Step: id, Items: items}
+}
+
+// typeName names the type of an expression's value for a message.
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a bool"
+	case int, int64, float64:
+		return "a number"
+	case map[string]any:
+		return "a map"
+	}
+	return fmt.Sprintf("a %T", v)
+}
+
+// infoMap is a step's facts as a map, by their names in expressions.
+func infoMap(i gates.StepInfo) map[string]any {
+	return map[string]any{"status": i.Status, "attempts": i.Attempts, "iteration": i.Iteration, "exit_code": i.ExitCode,
+		"output": i.Output, "signals": i.Signals, "verdict": i.Verdict, "metrics": i.Metrics, "artifacts": i.Artifacts,
+		"report": i.Report, "input": i.Input, "error": i.Error, "duration": i.Duration}
+}
