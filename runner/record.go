@@ -146,6 +146,10 @@ func Apply(s *State, e Event) error { return core.Apply(s, e) }
 // CheckRunID checks a run id (core.CheckRunID).
 func CheckRunID(id string) error { return core.CheckRunID(id) }
 
+// IsInstance reports whether a key names a loop's instance
+// (loop[item].step).
+func IsInstance(key string) bool { return core.IsInstance(key) }
+
 // CodeOf returns the exit code an error carries (core.CodeOf).
 func CodeOf(err error) ExitCode { return core.CodeOf(err) }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -16,18 +17,19 @@ import (
 
 func (a *app) statusCmd() *cobra.Command {
 	var repo string
-	var asJSON, watch bool
+	var asJSON, watch, items bool
 	cmd := &cobra.Command{
 		Use:   "status [RUN_ID]",
 		Short: "Show a run's steps and whether its runner is alive",
 		Long: `status shows a run (the newest when RUN_ID is left out): each step with its status,
 attempts, iteration and duration, what the run waits for, and the liveness of its
-runner (spawning, working, stuck, stopped, done, stale or dead). It reads
-run_state.json and applies any newer events, so it is exact while a run goes on.`,
+runner (spawning, working, stuck, stopped, done, stale or dead). A for_each loop is
+one row with its progress; --items adds a row per instance (loop[key].step). It
+reads run_state.json and applies any newer events, so it is exact while a run goes on.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if watch {
-				return a.watchStatus(cmd.Context(), repo, argOr(args), asJSON)
+				return a.watchStatus(cmd.Context(), repo, argOr(args), asJSON, items)
 			}
 			st, err := a.svc.Status(repo, argOr(args))
 			if err != nil {
@@ -37,10 +39,11 @@ run_state.json and applies any newer events, so it is exact while a run goes on.
 			if asJSON {
 				return a.printJSON(st)
 			}
-			printStatus(a.stdio.Out, st)
+			printStatus(a.stdio.Out, st, items)
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&items, "items", false, "show each instance of a for_each loop's body, item by item")
 	cmd.Flags().StringVar(&repo, "repo", "", "repository of the run (default: the current directory)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print run_state.json with the liveness added")
 	cmd.Flags().BoolVar(&watch, "watch", false, "show the status again every second until the run ends")
@@ -69,7 +72,7 @@ func (a *app) printJSON(v any) error {
 // sessions' output; elsewhere (or in CI, see inCI) it prints the status
 // once and then a line for each change; with --json, one JSON object
 // per line, {"type":"status",...}, for each change.
-func (a *app) watchStatus(ctx context.Context, repo, runID string, asJSON bool) error {
+func (a *app) watchStatus(ctx context.Context, repo, runID string, asJSON, items bool) error {
 	out := a.stdio.Out
 	term := !asJSON && isTerminal(out) && !a.inCI()
 	opts := ops.WatchOptions{Every: term}
@@ -81,7 +84,7 @@ func (a *app) watchStatus(ctx context.Context, repo, runID string, asJSON bool) 
 		switch {
 		case term:
 			fmt.Fprint(out, "\x1b[H\x1b[2J")
-			printStatus(out, *u.Status)
+			printStatus(out, *u.Status, items)
 			printTails(out, u.Tails)
 		case asJSON:
 			b, err := json.Marshal(u)
@@ -90,7 +93,7 @@ func (a *app) watchStatus(ctx context.Context, repo, runID string, asJSON bool) 
 			}
 			fmt.Fprintf(out, "%s\n", b)
 		case u.First:
-			printStatus(out, *u.Status)
+			printStatus(out, *u.Status, items)
 		default:
 			for _, c := range u.Changes {
 				fmt.Fprintf(out, "%s %s: %s\n", u.Status.At.UTC().Format(time.TimeOnly), c.Key, c.Value)
@@ -112,7 +115,7 @@ func printTails(w io.Writer, tails []ops.Tail) {
 }
 
 // printStatus prints a run for people.
-func printStatus(w io.Writer, v ops.Status) {
+func printStatus(w io.Writer, v ops.Status, items bool) {
 	st, live := v.State, v.Liveness
 	fmt.Fprintf(w, "run %s  workflow %s  status %s", st.RunID, st.WorkflowName, st.Status)
 	if st.Status.Terminal() || st.Status == runner.RunInterrupted {
@@ -128,8 +131,11 @@ func printStatus(w io.Writer, v ops.Status) {
 	fmt.Fprintln(tw, "STEP\tSTATUS\tATTEMPTS\tITERATION\tDURATION\tNOTE")
 	for _, id := range st.StepOrder {
 		s := st.Steps[id]
-		if s == nil {
+		if s == nil || !items && runner.IsInstance(id) {
 			continue
+		}
+		if items && runner.IsInstance(id) {
+			id = "  " + id
 		}
 		dur := "-"
 		if s.StartedAt != nil {
@@ -139,7 +145,11 @@ func printStatus(w io.Writer, v ops.Status) {
 			}
 			dur = end.Sub(s.StartedAt.Time).Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", id, s.Status, s.Attempts, s.IterationCount, dur, note(s))
+		n := note(s)
+		if p, ok := ops.Progress(s); ok {
+			n = strings.TrimSuffix(p.String()+"; "+n, "; ")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", id, s.Status, s.Attempts, s.IterationCount, dur, n)
 	}
 	tw.Flush()
 }

@@ -1,10 +1,8 @@
 package ops
 
 import (
-	"fmt"
 	"strings"
 
-	"github.com/flow-run/flow/internal/suggest"
 	"github.com/flow-run/flow/runner"
 )
 
@@ -64,11 +62,7 @@ func (s *Service) Decide(req DecideRequest) (Decision, error) {
 		return Decision{}, err
 	}
 	if ref.State.Steps[req.Step] == nil {
-		msg := fmt.Sprintf("run %s has no step %q", ref.ID, req.Step)
-		if c, ok := suggest.Closest(req.Step, ref.State.StepOrder); ok {
-			msg += fmt.Sprintf(" (did you mean %q?)", c)
-		}
-		return Decision{}, runner.Usage("%s; its steps: %s", msg, strings.Join(ref.State.StepOrder, ", "))
+		return Decision{}, unknownStep(ref.ID, ref.State, req.Step)
 	}
 	in := runner.HumanInput{Approved: req.Approve, By: s.Who(req.By), Reason: req.Reason}
 	if req.Approve {

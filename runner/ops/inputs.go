@@ -77,22 +77,36 @@ func ResolveInputs(step string, declared []config.Input, given map[string]any) (
 // directory) or, when that cannot be read, from the run's workflow
 // file. A step of neither declares none.
 func (s *Service) stepInputs(repo string, ref runner.RunRef, step string) []config.Input {
+	// An instance of a loop's body declares its body step's inputs.
+	if i := strings.LastIndex(step, "]."); i >= 0 && runner.IsInstance(step) {
+		step = step[i+2:]
+	}
 	b, err := confine.ReadFile(s.FS, filepath.Join(ref.Dir, runner.LoadedWorkflowFile), maxLoadedWorkflow, ref.Dir)
 	if err == nil {
+		type specStep struct {
+			ID    string `json:"id"`
+			Human *struct {
+				Inputs []config.Input `json:"inputs"`
+			} `json:"human"`
+			ForEach *struct {
+				Steps []specStep `json:"steps"`
+			} `json:"for_each"`
+		}
 		var doc struct {
 			Workflow struct {
-				Steps []struct {
-					ID    string `json:"id"`
-					Human *struct {
-						Inputs []config.Input `json:"inputs"`
-					} `json:"human"`
-				} `json:"steps"`
+				Steps []specStep `json:"steps"`
 			} `json:"workflow"`
 		}
 		if json.Unmarshal(b, &doc) == nil {
 			for _, st := range doc.Workflow.Steps {
-				if st.ID == step && st.Human != nil {
-					return st.Human.Inputs
+				body := []specStep{st}
+				if st.ForEach != nil {
+					body = append(body, st.ForEach.Steps...)
+				}
+				for _, b := range body {
+					if b.ID == step && b.Human != nil {
+						return b.Human.Inputs
+					}
 				}
 			}
 			return nil

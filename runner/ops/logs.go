@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flow-run/flow/internal/suggest"
 	"github.com/flow-run/flow/runner"
 )
 
@@ -40,7 +41,7 @@ func (s *Service) Logs(repo, runID, step string, all bool) (StepLogs, error) {
 		step = runner.CleanupSession
 	}
 	if ref.State.Steps[step] == nil && step != runner.CleanupSession {
-		return StepLogs{}, runner.Usage("run %s has no step %q; its steps: %s", ref.ID, step, strings.Join(ref.State.StepOrder, ", "))
+		return StepLogs{}, unknownStep(ref.ID, ref.State, step)
 	}
 	logs, err := runner.StepLogs(s.FS, ref.Dir, step)
 	if err != nil {
@@ -118,4 +119,29 @@ func (s *Service) Follow(ctx context.Context, logs StepLogs, w io.Writer) error 
 			return nil
 		}
 	}
+}
+
+// unknownStep says that a run has no step (or instance) of that name,
+// and what it has: its steps of the top level, and for a step of a
+// loop's body, how its instances are named.
+func unknownStep(runID string, st *runner.State, step string) error {
+	var top []string
+	example := ""
+	for _, id := range st.StepOrder {
+		if !runner.IsInstance(id) {
+			top = append(top, id)
+			continue
+		}
+		if example == "" && strings.HasSuffix(id, "]."+step) {
+			example = id
+		}
+	}
+	if example != "" {
+		return runner.Usage("step %q of run %s runs once per item of its loop: name an instance, e.g. %s (flow status %s --items lists them)", step, runID, example, runID)
+	}
+	msg := fmt.Sprintf("run %s has no step %q", runID, step)
+	if c, ok := suggest.Closest(step, st.StepOrder); ok {
+		msg += fmt.Sprintf(" (did you mean %q?)", c)
+	}
+	return runner.Usage("%s; its steps: %s", msg, strings.Join(top, ", "))
 }

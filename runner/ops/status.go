@@ -336,3 +336,47 @@ func (s *Service) tails(st *runner.State, n int) []Tail {
 	}
 	return out
 }
+
+// LoopProgress is how far a for_each step has got with its items.
+type LoopProgress struct {
+	Items     int `json:"items"`
+	Completed int `json:"completed"`
+	Failed    int `json:"failed"`
+	Running   int `json:"running"`
+	Removed   int `json:"removed"`
+}
+
+// String says it as flow status does: "3/7 items, 1 failed, 2 running".
+func (p LoopProgress) String() string {
+	s := fmt.Sprintf("%d/%d items", p.Completed+p.Failed, p.Items)
+	if p.Failed > 0 {
+		s += fmt.Sprintf(", %d failed", p.Failed)
+	}
+	if p.Running > 0 {
+		s += fmt.Sprintf(", %d running", p.Running)
+	}
+	if p.Removed > 0 {
+		s += fmt.Sprintf(", %d removed", p.Removed)
+	}
+	return s
+}
+
+// Progress returns the progress of a step's items; ok is false for a
+// step that is not a loop, or a loop whose items are not known yet.
+func Progress(s *runner.StepState) (p LoopProgress, ok bool) {
+	if s == nil || s.LoopIndex == nil {
+		return p, false
+	}
+	p.Items, p.Removed = len(s.Items), len(s.RemovedItems)
+	for _, it := range s.Items {
+		switch it.Status {
+		case runner.Completed:
+			p.Completed++
+		case runner.Failed:
+			p.Failed++
+		case runner.Running:
+			p.Running++
+		}
+	}
+	return p, true
+}
