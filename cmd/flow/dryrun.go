@@ -61,7 +61,7 @@ func printDryRun(w io.Writer, d ops.DryRun) {
 		for _, id := range ids {
 			for _, s := range d.Steps {
 				if s.ID == id {
-					printDryRunStep(w, s)
+					printDryRunStep(w, s, "  ")
 				}
 			}
 		}
@@ -69,8 +69,8 @@ func printDryRun(w io.Writer, d ops.DryRun) {
 }
 
 // printDryRunStep writes one step, its fields one per line.
-func printDryRunStep(w io.Writer, s ops.DryRunStep) {
-	head := "  " + s.ID + " (" + s.Kind
+func printDryRunStep(w io.Writer, s ops.DryRunStep, indent string) {
+	head := indent + s.ID + " (" + s.Kind
 	if s.Agent != "" {
 		head += " " + s.Agent
 	}
@@ -84,13 +84,13 @@ func printDryRunStep(w io.Writer, s ops.DryRunStep) {
 			return
 		}
 		lines := strings.Split(strings.TrimRight(val, "\n"), "\n")
-		fmt.Fprintf(w, "    %-11s%s\n", name+":", lines[0])
+		fmt.Fprintf(w, "%s  %-11s%s\n", indent, name+":", lines[0])
 		for _, l := range lines[1:] {
 			if l == "" {
 				fmt.Fprintln(w)
 				continue
 			}
-			fmt.Fprintf(w, "%15s%s\n", "", l)
+			fmt.Fprintf(w, "%s%13s%s\n", indent, "", l)
 		}
 	}
 	field("when", s.When)
@@ -130,5 +130,25 @@ func printDryRunStep(w io.Writer, s ops.DryRunStep) {
 		field("timeout", h.Timeout)
 		field("auto", h.AutoApprove)
 		field("inputs", strings.Join(h.Inputs, ", "))
+	}
+	if l := s.ForEach; l != nil {
+		over := l.Items
+		if over == "" {
+			b, _ := json.Marshal(l.List)
+			over = string(b)
+		}
+		how := fmt.Sprintf("%s as %s, %s as %s", over, l.As, "its position", l.IndexAs)
+		if l.Key != "" {
+			how += ", keyed by " + l.Key
+		}
+		field("for each", how)
+		par := fmt.Sprintf("%d at a time", l.MaxParallel)
+		if l.ContinueOnError {
+			par += ", every item runs even when one fails"
+		}
+		field("items", par)
+		for _, b := range l.Body {
+			printDryRunStep(w, b, indent+"    ")
+		}
 	}
 }

@@ -79,10 +79,28 @@ type DryRunStep struct {
 	Gate *DryRunGate `json:"gate,omitempty"`
 	// Human is what a human step asks, or nil.
 	Human *DryRunHuman `json:"human,omitempty"`
+	// ForEach is set for a for_each step: its list and its body, whose
+	// steps run once per item.
+	ForEach *DryRunLoop `json:"for_each,omitempty"`
 }
 
 // DryRunGate is a step's gate: the sources of its expressions, its
 // check command rendered, and where a failure loops back to.
+// DryRunLoop is what a for_each step loops over, and its body.
+type DryRunLoop struct {
+	// Items is the for_each expression, or List the list the file
+	// writes.
+	Items           string       `json:"items,omitempty"`
+	List            []any        `json:"list,omitempty"`
+	As              string       `json:"as"`
+	IndexAs         string       `json:"index_as"`
+	Key             string       `json:"key,omitempty"`
+	MaxParallel     int          `json:"max_parallel"`
+	ContinueOnError bool         `json:"continue_on_error,omitempty"`
+	Body            []DryRunStep `json:"body"`
+}
+
+// DryRunGate is a step's gate in a dry run.
 type DryRunGate struct {
 	Pass       string `json:"pass,omitempty"`
 	Fail       string `json:"fail,omitempty"`
@@ -145,8 +163,8 @@ func (s *Service) DryRun(req RunRequest) (DryRun, error) {
 	out := DryRun{Workflow: wf.Name, File: wf.File, Repo: repo, Vars: shown, MaxParallel: plan.MaxParallel,
 		Groups: [][]string{}, Steps: []DryRunStep{}}
 	level := map[string]int{}
-	for i, s := range wf.Steps {
-		ps := plan.Steps[i]
+	for _, s := range wf.Steps {
+		ps := plan.Step(s.ID)
 		g := 0
 		for _, n := range s.Needs {
 			g = max(g, level[n]+1)
@@ -156,7 +174,20 @@ func (s *Service) DryRun(req RunRequest) (DryRun, error) {
 			out.Groups = append(out.Groups, []string{})
 		}
 		out.Groups[g] = append(out.Groups[g], s.ID)
-		out.Steps = append(out.Steps, d.step(s, g, ps.MaxAttempts, ps.MaxIterations))
+		step := d.step(s, g, ps.MaxAttempts, ps.MaxIterations)
+		if fe := s.ForEach; fe != nil {
+			l := &DryRunLoop{List: fe.List, As: fe.As, IndexAs: fe.IndexAs, Key: exprSrc(fe.Key), MaxParallel: fe.MaxParallel,
+				ContinueOnError: fe.ContinueOnError, Body: []DryRunStep{}}
+			if fe.Items != nil {
+				l.Items = fe.Items.Src
+			}
+			for _, b := range fe.Body {
+				bp := plan.Step(b.ID)
+				l.Body = append(l.Body, d.step(b, g, bp.MaxAttempts, bp.MaxIterations))
+			}
+			step.ForEach = l
+		}
+		out.Steps = append(out.Steps, step)
 	}
 	out.Errors = nonNil(d.errs)
 	if len(d.errs) > 0 {

@@ -162,6 +162,9 @@ func (s *Service) PrepareRun(req RunRequest) (*Launch, error) {
 		}
 		l.Options.Resume, l.Options.RunID = true, ref.ID
 	case errors.Is(err, runner.ErrNoRun):
+		if runner.IsInstance(req.StartAt) {
+			return nil, runner.Usage("--start-at-step %s: no run of %s to restart; a new run starts at a step of the top level (its loops' items are known once they start)", req.StartAt, wf.Name)
+		}
 		l.Plan = &StartAtPlan{Workflow: wf.Name, Step: req.StartAt, NewRun: true,
 			Kept: []string{}, Rerun: []string{}, Missing: []MissingArtifact{}}
 	default:

@@ -14,6 +14,7 @@ import (
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/suggest"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // LoadWorkflow loads and validates the workflow file at path. Its
@@ -204,8 +205,25 @@ func ParseInputs(kvs []string) (map[string]any, error) {
 // checkStep rejects a step name the workflow does not have, suggesting
 // the closest one.
 func checkStep(wf *config.Workflow, id string) error {
-	if wf.Step(id) != nil {
+	if runner.IsInstance(id) {
+		// An instance: its loop and body step must exist; the run's
+		// record says whether the item does.
+		k, err := core.ParseStepKey(id)
+		if err != nil {
+			return runner.Usage("--start-at-step: %v", err)
+		}
+		if l := wf.Step(k.Loop); l == nil || l.ForEach == nil {
+			return runner.Usage("%s: --start-at-step %s: %q is not a for_each loop of the workflow", wf.File, id, k.Loop)
+		}
+		if b := wf.Step(k.Step); b == nil || b.Loop != k.Loop {
+			return runner.Usage("%s: --start-at-step %s: %q is not a step of the body of %q", wf.File, id, k.Step, k.Loop)
+		}
 		return nil
+	}
+	if s := wf.Step(id); s != nil && s.Loop == "" {
+		return nil
+	} else if s != nil {
+		return runner.Usage("%s: --start-at-step: %q is a step of the body of loop %q: start at %s to run all its items again, or at %s[KEY].%s for one item", wf.File, id, s.Loop, s.Loop, s.Loop, id)
 	}
 	ids := make([]string, len(wf.Steps))
 	for i, s := range wf.Steps {
