@@ -160,6 +160,7 @@ func (x *run) sessionSpec(s *config.Step, e sessionRun, env *gates.Env) (proc.Sp
 	vars := []string{
 		"FLOW_RUN_ID=" + x.st.RunID,
 		"FLOW_STEP_ID=" + s.ID,
+		"FLOW_STEP_KEY=" + e.Step,
 		"FLOW_ATTEMPT=" + strconv.Itoa(e.Attempt),
 		"FLOW_ITERATION=" + strconv.Itoa(e.Iteration),
 		"FLOW_REPORT_PATH=" + e.ReportPath,

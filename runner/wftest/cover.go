@@ -48,8 +48,10 @@ func Cover(wf *config.Workflow, results []Result) Coverage {
 	retries := map[string]int{}
 	for _, r := range results {
 		for _, e := range r.Events {
+			// An instance covers its body step.
+			e.Step = bodyStep(e.Step)
 			switch e.Type {
-			case runner.EvStepStarted, runner.EvStepWaiting:
+			case runner.EvStepStarted, runner.EvStepWaiting, runner.EvLoopItems:
 				seen["run "+e.Step] = true
 				seen["when "+e.Step+" true"] = true
 			case runner.EvStepCompleted:
@@ -58,7 +60,7 @@ func Cover(wf *config.Workflow, results []Result) Coverage {
 				seen["gate "+e.Step+" fail"] = true
 				var gf runner.GateFailure
 				if json.Unmarshal(e.Data, &gf) == nil && gf.Target != "" && !gf.Budget {
-					seen["loop "+e.Step+" -> "+gf.Target] = true
+					seen["loop "+e.Step+" -> "+bodyStep(gf.Target)] = true
 				}
 			case runner.EvStepSkipped:
 				var sk runner.Skip
@@ -79,7 +81,14 @@ func Cover(wf *config.Workflow, results []Result) Coverage {
 	add := func(name string) {
 		c.Items = append(c.Items, Item{Name: name, Covered: seen[name]})
 	}
+	var steps []*config.Step
 	for _, s := range wf.Steps {
+		steps = append(steps, s)
+		if s.ForEach != nil {
+			steps = append(steps, s.ForEach.Body...)
+		}
+	}
+	for _, s := range steps {
 		add("run " + s.ID)
 		if s.When != nil {
 			add("when " + s.ID + " true")

@@ -96,6 +96,12 @@ func (s *starter) Start(_ context.Context, spec proc.Spec) (proc.Session, error)
 		o = next(s.test.Checks[step], s.counts["check:"+step], config.Outcome{})
 		s.counts["check:"+step]++
 	} else {
+		// An instance of a loop's body follows its own script when the
+		// test has one (sessions: {"stories[a].review": ...}), else its
+		// body step's; each counts its own sessions.
+		if key := env["FLOW_STEP_KEY"]; key != step && len(s.test.Sessions[key]) > 0 {
+			step = key
+		}
 		o = next(s.test.Sessions[step], s.counts[step], s.def)
 		s.counts[step]++
 		if cs := s.test.Control[step]; len(cs) > 0 && s.counts[step] == 1 {
@@ -152,7 +158,7 @@ func (s *starter) checkedStep(command string) string {
 	}
 	pick := ""
 	for _, n := range fresh {
-		step, _, _ := strings.Cut(path.Base(filepath.ToSlash(n)), ".")
+		step := s.logStep(n)
 		if pick == "" {
 			pick = n
 		}
@@ -165,8 +171,17 @@ func (s *starter) checkedStep(command string) string {
 		return ""
 	}
 	s.checked[pick] = true
-	step, _, _ := strings.Cut(path.Base(filepath.ToSlash(pick)), ".")
-	return step
+	return s.logStep(pick)
+}
+
+// logStep returns the step of a log file's name: "<step>.…", or
+// "<loop>.<item>.<step>.…" for an instance of a loop's body.
+func (s *starter) logStep(name string) string {
+	parts := strings.SplitN(path.Base(filepath.ToSlash(name)), ".", 4)
+	if l := s.wf.Step(parts[0]); l != nil && l.ForEach != nil && len(parts) > 2 {
+		return parts[2]
+	}
+	return parts[0]
 }
 
 func writeFile(fs afero.Fs, p, content string) error {

@@ -143,6 +143,9 @@ func decide(mem afero.Fs, rr runner.Result, t *config.WorkflowTest, decided map[
 	for _, id := range rr.State.StepOrder {
 		s := rr.State.Steps[id]
 		list := t.Human[id]
+		if len(list) == 0 {
+			list = t.Human[bodyStep(id)] // every item's instance of a body step
+		}
 		if s == nil || s.Status != runner.WaitingOnHuman || len(list) == 0 {
 			continue
 		}
@@ -343,7 +346,7 @@ func goOn(fs afero.Fs, runDir string, t *config.WorkflowTest, used map[string]in
 func waitOut(wf *config.Workflow, rr runner.Result, fake *clock.Fake) bool {
 	var until time.Time
 	for _, id := range rr.State.StepOrder {
-		s, st := rr.State.Steps[id], wf.Step(id)
+		s, st := rr.State.Steps[id], wf.Step(bodyStep(id))
 		if s == nil || s.Status != runner.WaitingOnHuman || s.StartedAt == nil || st == nil || st.Human == nil {
 			continue
 		}
@@ -358,4 +361,13 @@ func waitOut(wf *config.Workflow, rr runner.Result, fake *clock.Fake) bool {
 	}
 	fake.Advance(until.Sub(fake.Now()) + time.Second)
 	return true
+}
+
+// bodyStep returns the body step of an instance key
+// ("stories[a].review" gives "review"), or the key itself.
+func bodyStep(key string) string {
+	if i := strings.LastIndex(key, "]."); i >= 0 && runner.IsInstance(key) {
+		return key[i+2:]
+	}
+	return key
 }
