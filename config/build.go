@@ -40,10 +40,14 @@ type builder struct {
 	w    *Workflow
 	// rawNeeds holds the needs each step wrote, until they are resolved.
 	rawNeeds map[*Step][]str
+	// loops lists the loop steps in file order, and bodyIDs the ids of
+	// the steps of every body, by the id of their loop step.
+	loops   []*Step
+	bodyIDs map[string]string
 }
 
 func build(raw *rawWorkflow, fs afero.Fs, path string, o Options, d *diags) *Workflow {
-	b := &builder{raw: raw, fs: fs, dir: filepath.Dir(path), repo: o.Repo, d: d, rawNeeds: map[*Step][]str{}}
+	b := &builder{raw: raw, fs: fs, dir: filepath.Dir(path), repo: o.Repo, d: d, rawNeeds: map[*Step][]str{}, bodyIDs: map[string]string{}}
 	w := &Workflow{
 		File:        path,
 		Source:      raw.src.data,
@@ -75,6 +79,7 @@ func build(raw *rawWorkflow, fs afero.Fs, path string, o Options, d *diags) *Wor
 			b.scope.Steps = append(b.scope.Steps, s.id.val)
 		}
 	}
+	b.scope.Elsewhere = b.bodyScopes(ids)
 	b.comp = gates.NewCompiler(b.scope)
 	if raw.maxParallel.ok() {
 		if n, ok := b.count("max_parallel", raw.maxParallel); ok {
@@ -85,9 +90,12 @@ func build(raw *rawWorkflow, fs afero.Fs, path string, o Options, d *diags) *Wor
 	b.defaults()
 	b.secrets()
 	seen := map[string]bool{}
-	for _, rs := range raw.steps {
-		if s := b.step(rs, seen); s != nil {
+	for i, rs := range raw.steps {
+		if s := b.step(rs, seen, nil); s != nil {
 			w.Steps = append(w.Steps, s)
+			if rs.forEachSet {
+				b.loop(s, rs, raw.steps[:i], seen)
+			}
 		}
 	}
 	if len(raw.steps) == 0 && raw.name.ok() {
@@ -99,6 +107,12 @@ func build(raw *rawWorkflow, fs afero.Fs, path string, o Options, d *diags) *Wor
 	for i, s := range w.Steps {
 		if _, dup := w.index[s.ID]; !dup {
 			w.index[s.ID] = i
+		}
+	}
+	w.byID = map[string]*Step{}
+	for _, s := range w.AllSteps() {
+		if _, dup := w.byID[s.ID]; !dup {
+			w.byID[s.ID] = s
 		}
 	}
 	b.needs()
@@ -145,6 +159,9 @@ func (b *builder) defaults() {
 		Report:  b.size("report_limit", rd.reportLimit, maxTextLimit),
 		Log:     b.size("log_limit", rd.logLimit, maxLogLimit),
 	}
+	if rd.maxItems.ok() {
+		def.Limits.MaxItems, _ = b.count("max_items", rd.maxItems)
+	}
 }
 
 // secrets checks the names of the declared secrets.
@@ -163,8 +180,13 @@ func (b *builder) secrets() {
 	}
 }
 
-func (b *builder) step(rs *rawStep, seen map[string]bool) *Step {
+// step builds a step of the top level, or of the body of loop when
+// loop is not nil. The body of a loop step is built by loop.
+func (b *builder) step(rs *rawStep, seen map[string]bool, loop *Step) *Step {
 	s := &Step{ID: rs.id.val, Pos: rs.pos, Description: rs.description.val, Feedback: "append", NeedsSet: rs.needsSet, NeedsPos: rs.needsPos}
+	if loop != nil {
+		s.Loop = loop.ID
+	}
 	if f := rs.feedback; f.ok() {
 		switch f.val {
 		case "append", "none":
@@ -188,6 +210,10 @@ func (b *builder) step(rs *rawStep, seen map[string]bool) *Step {
 	if !rs.needsSet {
 		s.NeedsPos = rs.pos
 	}
+	if rs.forEachSet {
+		return b.loopStep(s, rs, loop)
+	}
+	b.notLoop(s, rs)
 
 	// The kind: exactly one of run, prompt or prompt_file, human.
 	type kindOf struct {

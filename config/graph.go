@@ -21,7 +21,10 @@ func (b *builder) needs() {
 		}
 		s.Needs = []string{}
 		for _, n := range b.rawNeeds[s] {
+			loop, inBody := b.bodyIDs[n.val]
 			switch _, ok := w.index[n.val]; {
+			case !ok && inBody:
+				b.d.errorf(n.pos(), "needs: %q is a step of the body of loop %q; need the loop %q, which is done when every item is", n.val, loop, loop)
 			case !ok:
 				b.d.unknown(n.pos(), "step", n.val, b.scope.Steps)
 				b.d.list[len(b.d.list)-1].Message = "needs: " + b.d.list[len(b.d.list)-1].Message
@@ -34,18 +37,117 @@ func (b *builder) needs() {
 			}
 		}
 	}
+	for _, l := range b.loops {
+		b.bodyNeeds(l)
+	}
+}
+
+// bodyNeeds resolves the needs of the steps of a loop's body: those
+// each wrote, steps of the body or of the top level before the loop, or
+// else the body step before it (none for the first).
+func (b *builder) bodyNeeds(l *Step) {
+	w, body := b.w, l.ForEach.Body
+	li := w.stepIndex(l.ID)
+	allowed := []string{}
+	for _, s := range w.Steps[:li] {
+		allowed = append(allowed, s.ID)
+	}
+	for _, s := range body {
+		allowed = append(allowed, s.ID)
+	}
+	index := bodyIndex(body)
+	for i, s := range body {
+		s.Needs = []string{}
+		if !s.NeedsSet {
+			if i > 0 {
+				s.Needs = append(s.Needs, body[i-1].ID)
+			}
+			continue
+		}
+		for _, n := range b.rawNeeds[s] {
+			j, top := w.index[n.val]
+			_, other := b.bodyIDs[n.val]
+			switch {
+			case n.val == s.ID:
+				b.d.errorf(n.pos(), "needs: step %q cannot need itself", s.ID)
+			case slices.Contains(s.Needs, n.val):
+				b.d.errorf(n.pos(), "needs: %q is listed twice", n.val)
+			case index(n.val) >= 0 || top && j < li:
+				s.Needs = append(s.Needs, n.val)
+			case top || other:
+				b.d.errorf(n.pos(), "needs: %q is neither a step of the body of %q nor a step before it; a step of a loop's body needs steps of its body or steps before the loop", n.val, l.ID)
+			default:
+				b.d.unknown(n.pos(), "step", n.val, allowed)
+				b.d.list[len(b.d.list)-1].Message = "needs: " + b.d.list[len(b.d.list)-1].Message
+			}
+		}
+	}
+}
+
+// bodyIndex returns a function giving the place of a step in body by
+// its id, or -1.
+func bodyIndex(body []*Step) func(string) int {
+	m := make(map[string]int, len(body))
+	for i, s := range body {
+		if _, dup := m[s.ID]; !dup {
+			m[s.ID] = i
+		}
+	}
+	return func(id string) int {
+		if i, ok := m[id]; ok {
+			return i
+		}
+		return -1
+	}
 }
 
 // cycles reports every dependency cycle, once each, and whether there
-// was one.
+// was one: among the steps of the top level, where a loop also waits
+// for the steps of the top level its body needs, and among the steps
+// of each body.
 func (b *builder) cycles() bool {
 	w := b.w
+	found := b.cyclesIn(w.Steps, func(i int) []int {
+		var deps []int
+		add := func(ids []string) {
+			for _, n := range ids {
+				if j, ok := w.index[n]; ok {
+					deps = append(deps, j)
+				}
+			}
+		}
+		add(w.Steps[i].Needs)
+		if fe := w.Steps[i].ForEach; fe != nil {
+			for _, s := range fe.Body {
+				add(s.Needs)
+			}
+		}
+		return deps
+	})
+	for _, l := range b.loops {
+		body, index := l.ForEach.Body, bodyIndex(l.ForEach.Body)
+		found = b.cyclesIn(body, func(i int) []int {
+			var deps []int
+			for _, n := range body[i].Needs {
+				if j := index(n); j >= 0 {
+					deps = append(deps, j)
+				}
+			}
+			return deps
+		}) || found
+	}
+	return found
+}
+
+// cyclesIn reports the cycles among steps, where deps gives the places
+// of the steps that step i waits for.
+func (b *builder) cyclesIn(steps []*Step, deps func(i int) []int) bool {
 	const (
 		unvisited = iota
 		active
 		done
 	)
-	state := make([]int, len(w.Steps))
+	state := make([]int, len(steps))
 	var stack []int
 	found := false
 	reported := map[string]bool{}
@@ -53,23 +155,19 @@ func (b *builder) cycles() bool {
 	visit = func(i int) {
 		state[i] = active
 		stack = append(stack, i)
-		for _, n := range w.Steps[i].Needs {
-			j, ok := w.index[n]
-			if !ok {
-				continue
-			}
+		for _, j := range deps(i) {
 			switch state[j] {
 			case unvisited:
 				visit(j)
 			case active:
 				found = true
-				b.reportCycle(stack[slices.Index(stack, j):], reported)
+				b.reportCycle(steps, stack[slices.Index(stack, j):], reported)
 			}
 		}
 		stack = stack[:len(stack)-1]
 		state[i] = done
 	}
-	for i := range w.Steps {
+	for i := range steps {
 		if state[i] == unvisited {
 			visit(i)
 		}
@@ -80,7 +178,7 @@ func (b *builder) cycles() bool {
 // reportCycle reports the cycle of steps in cyc, where each needs the
 // next and the last needs the first. It is written in run order, from the
 // cycle's first step in the file.
-func (b *builder) reportCycle(cyc []int, reported map[string]bool) {
+func (b *builder) reportCycle(steps []*Step, cyc []int, reported map[string]bool) {
 	first := slices.Index(cyc, slices.Min(cyc))
 	rot := slices.Concat(cyc[first:], cyc[:first])
 	key := fmt.Sprint(rot)
@@ -90,24 +188,58 @@ func (b *builder) reportCycle(cyc []int, reported map[string]bool) {
 	reported[key] = true
 	// rot[k] needs rot[k+1]: in run order the path goes backwards.
 	names := make([]string, 0, len(rot)+1)
-	names = append(names, b.w.Steps[rot[0]].ID)
+	names = append(names, steps[rot[0]].ID)
 	for k := len(rot) - 1; k >= 0; k-- {
-		names = append(names, b.w.Steps[rot[k]].ID)
+		names = append(names, steps[rot[k]].ID)
 	}
-	s := b.w.Steps[rot[0]]
+	s := steps[rot[0]]
 	b.d.errorf(s.NeedsPos, "dependency cycle: %s", strings.Join(names, " -> "))
 }
 
 // loopBacks checks loop-back targets: each is the step itself or one it
-// depends on.
+// depends on. From a step of a loop's body, that is a step of the body;
+// or a step of the top level the loop depends on, which runs the whole
+// loop again.
 func (b *builder) loopBacks() {
-	r := newReach(b.w)
-	for i, s := range b.w.Steps {
+	w := b.w
+	r := newReach(w.Steps, w.stepIndex)
+	each := func(s *Step, f func(field, target string, pos Pos)) {
 		if s.LoopBackTo != "" {
-			b.loopBack(r, "loop_back_to", i, s.LoopBackTo, s.LoopPos)
+			f("loop_back_to", s.LoopBackTo, s.LoopPos)
 		}
 		if s.Gate != nil && s.Gate.LoopBackTo != "" {
-			b.loopBack(r, "gate.loop_back_to", i, s.Gate.LoopBackTo, s.Gate.LoopPos)
+			f("gate.loop_back_to", s.Gate.LoopBackTo, s.Gate.LoopPos)
+		}
+	}
+	for i, s := range w.Steps {
+		each(s, func(field, target string, pos Pos) { b.loopBack(r, field, i, target, pos) })
+	}
+	for _, l := range b.loops {
+		body, index := l.ForEach.Body, bodyIndex(l.ForEach.Body)
+		br := newReach(body, index)
+		li := w.stepIndex(l.ID)
+		for i, s := range body {
+			each(s, func(field, target string, pos Pos) {
+				j := index(target)
+				switch {
+				case j >= 0 && (i == j || br.needs(i, j)):
+				case j >= 0 && br.needs(j, i):
+					b.d.errorf(pos, "%s %q is downstream of %q; a loop-back must go to this step or one it depends on", field, target, s.ID)
+				case j >= 0:
+					b.d.errorf(pos, "%s %q is not upstream of %q; a loop-back must go to this step or one it depends on", field, target, s.ID)
+				case w.stepIndex(target) >= 0 && r.needs(li, w.stepIndex(target)):
+					// A step the loop needs: the whole loop runs again.
+				case w.stepIndex(target) >= 0 || b.bodyIDs[target] != "":
+					b.d.errorf(pos, "%s %q: a step of the body of %q loops back to a step of its body it depends on, or to a step loop %q depends on (which runs all items again)", field, target, l.ID, l.ID)
+				default:
+					candidates := slices.Clone(b.scope.Steps)
+					for _, o := range body {
+						candidates = append(candidates, o.ID)
+					}
+					b.d.unknown(pos, "step", target, candidates)
+					b.d.list[len(b.d.list)-1].Message = field + ": " + b.d.list[len(b.d.list)-1].Message
+				}
+			})
 		}
 	}
 }
@@ -115,7 +247,10 @@ func (b *builder) loopBacks() {
 func (b *builder) loopBack(r *reach, field string, i int, target string, pos Pos) {
 	s := b.w.Steps[i]
 	j := b.w.stepIndex(target)
+	loop, inBody := b.bodyIDs[target]
 	switch {
+	case j < 0 && inBody:
+		b.d.errorf(pos, "%s %q is a step of the body of loop %q; loop back to %q instead, which runs all items again", field, target, loop, loop)
 	case j < 0:
 		b.d.unknown(pos, "step", target, b.scope.Steps)
 		b.d.list[len(b.d.list)-1].Message = field + ": " + b.d.list[len(b.d.list)-1].Message
@@ -137,11 +272,13 @@ type reach struct {
 	stack []int
 }
 
-func newReach(w *Workflow) *reach {
-	r := &reach{deps: make([][]int, len(w.Steps)), mark: make([]int, len(w.Steps))}
-	for i, s := range w.Steps {
+// newReach indexes the needs among steps, where index gives the place
+// of a step by its id, or -1.
+func newReach(steps []*Step, index func(string) int) *reach {
+	r := &reach{deps: make([][]int, len(steps)), mark: make([]int, len(steps))}
+	for i, s := range steps {
 		for _, n := range s.Needs {
-			if j := w.stepIndex(n); j >= 0 {
+			if j := index(n); j >= 0 {
 				r.deps[i] = append(r.deps[i], j)
 			}
 		}
@@ -169,15 +306,13 @@ func (r *reach) needs(i, j int) bool {
 	return false
 }
 
-// Step returns the step with the id, or nil.
+// Step returns the step with the id, of the top level or of a loop's
+// body, or nil.
 func (w *Workflow) Step(id string) *Step {
-	if w.index != nil {
-		if i, ok := w.index[id]; ok {
-			return w.Steps[i]
-		}
-		return nil
+	if w.byID != nil {
+		return w.byID[id]
 	}
-	for _, s := range w.Steps {
+	for _, s := range w.AllSteps() {
 		if s.ID == id {
 			return s
 		}

@@ -123,6 +123,85 @@ func (v *hclValue) entry(t *keySet, dst any) bool {
 	return true
 }
 
+func (v *hclValue) isList() bool {
+	if v.attr == nil {
+		return false
+	}
+	_, ok := v.attr.Expr.(*hclsyntax.TupleConsExpr)
+	return ok
+}
+
+func (v *hclValue) literalList(what string) []any {
+	e := v.attr.Expr
+	if vars := e.Variables(); len(vars) > 0 {
+		v.h.d.errorf(v.h.pos(vars[0].SourceRange()), "%s: must be a literal value, not a reference (an expression is a string)", what)
+		return nil
+	}
+	val, diags := e.Value(nil)
+	if diags.HasErrors() {
+		v.h.hclDiags(diags)
+		return nil
+	}
+	budget := maxLiteralValues
+	out, ok := v.h.literal(what, e.Range(), val, 0, &budget)
+	if !ok {
+		return nil
+	}
+	return out.([]any)
+}
+
+// literal converts an HCL value into a JSON-compatible one; budget
+// counts down the values it may still convert.
+func (h *hclDecoder) literal(what string, r hcl.Range, val cty.Value, depth int, budget *int) (any, bool) {
+	if *budget--; *budget < 0 {
+		h.d.errorf(h.pos(r), "%s: too many values: a list written in the file holds at most %d", what, maxLiteralValues)
+		return nil, false
+	}
+	if depth > maxLiteralDepth {
+		h.d.errorf(h.pos(r), "%s: nested too deeply (at most %d levels)", what, maxLiteralDepth)
+		return nil, false
+	}
+	t := val.Type()
+	switch {
+	case val.IsNull():
+		return nil, true
+	case !val.IsKnown():
+		h.d.errorf(h.pos(r), "%s: want a literal value", what)
+		return nil, false
+	case t == cty.String:
+		return val.AsString(), true
+	case t == cty.Number:
+		f, _ := val.AsBigFloat().Float64()
+		return f, true
+	case t == cty.Bool:
+		return val.True(), true
+	case t.IsTupleType() || t.IsListType() || t.IsSetType():
+		out := make([]any, 0, val.LengthInt())
+		for it := val.ElementIterator(); it.Next(); {
+			_, ev := it.Element()
+			x, ok := h.literal(what, r, ev, depth+1, budget)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, x)
+		}
+		return out, true
+	case t.IsObjectType() || t.IsMapType():
+		out := make(map[string]any, val.LengthInt())
+		for it := val.ElementIterator(); it.Next(); {
+			k, ev := it.Element()
+			x, ok := h.literal(what, r, ev, depth+1, budget)
+			if !ok {
+				return nil, false
+			}
+			out[k.AsString()] = x
+		}
+		return out, true
+	}
+	h.d.errorf(h.pos(r), "%s: want a literal value, got %s", what, ctyKind(t))
+	return nil, false
+}
+
 // label is the first label of a block.
 func (h *hclDecoder) label(b *hclsyntax.Block) str {
 	return str{val: b.Labels[0], set: true, sp: span{src: h.src, off: b.LabelRanges[0].Start.Byte, style: styleOpaque}}

@@ -26,6 +26,7 @@ const (
 	kindEnv                   // a mapping of environment variable names to templates
 	kindList                  // a list of elem
 	kindOneOrList             // an elem, or a list of them
+	kindForEach               // an expression, or a list of values of any shape
 	kindBlock                 // a nested block of the keys of sub
 	kindEntries               // named blocks of sub: a YAML mapping, HCL labelled blocks
 	kindItems                 // a list of blocks of sub: a YAML list, HCL labelled blocks
@@ -63,6 +64,14 @@ type value interface {
 	// entry reads an item from items as a block of the keys of t into
 	// dst; it reports whether the item is a block at all.
 	entry(t *keySet, dst any) bool
+	// isList reports whether the value is written as a list (a YAML
+	// sequence, an HCL tuple).
+	isList() bool
+	// literalList reads a list of values of any shape as
+	// JSON-compatible values: string, float64, bool, nil, []any and
+	// map[string]any. It returns nil, having reported why, when a value
+	// cannot be read.
+	literalList(what string) []any
 }
 
 // field declares one key of a block whose raw form is T.
@@ -116,32 +125,42 @@ type table[T any] struct {
 
 // newTable indexes the fields of a block.
 func newTable[T any](what, doc, def string, fields ...field[T]) *table[T] {
-	t := &table[T]{doc: doc, def: def, fields: fields}
+	t := &table[T]{doc: doc, def: def}
 	ks := &t.keySet
 	ks.what, ks.label = what, -1
 	ks.set = func(dst any, i int, v value) { t.fields[i].set(dst.(*T), v) }
 	ks.yIndex, ks.hIndex = make(map[string]int, len(fields)), make(map[string]int, len(fields))
-	for i, f := range fields {
-		h := f.hcl
-		if h == "" {
-			h = f.name
-		}
-		ks.kinds = append(ks.kinds, f.kind)
-		ks.yIndex[f.name] = i
-		ks.yamlKeys = append(ks.yamlKeys, f.name)
-		switch {
-		case h == "-":
-			ks.label = i
-			continue
-		case f.kind.isBlock():
-			ks.hclBlocks = append(ks.hclBlocks, h)
-		default:
-			ks.hclAttrs = append(ks.hclAttrs, h)
-		}
-		ks.hIndex[h] = i
+	for _, f := range fields {
+		t.add(f)
 	}
-	ks.hclKnown = append(append([]string{}, ks.hclAttrs...), ks.hclBlocks...)
 	return t
+}
+
+// add declares one more key of the block: a key whose value is a block
+// of the table itself (the body of a loop) is added once the table
+// exists.
+func (t *table[T]) add(f field[T]) {
+	ks := &t.keySet
+	i := len(t.fields)
+	t.fields = append(t.fields, f)
+	h := f.hcl
+	if h == "" {
+		h = f.name
+	}
+	ks.kinds = append(ks.kinds, f.kind)
+	ks.yIndex[f.name] = i
+	ks.yamlKeys = append(ks.yamlKeys, f.name)
+	switch {
+	case h == "-":
+		ks.label = i
+		return
+	case f.kind.isBlock():
+		ks.hclBlocks = append(ks.hclBlocks, h)
+	default:
+		ks.hclAttrs = append(ks.hclAttrs, h)
+	}
+	ks.hIndex[h] = i
+	ks.hclKnown = append(append([]string{}, ks.hclAttrs...), ks.hclBlocks...)
 }
 
 // decode reads a block of the table's keys into t; it reports whether the
@@ -203,6 +222,8 @@ var defaultsTable = newTable("defaults", "", "",
 		func(d *rawDefaults) *str { return &d.reportLimit }),
 	scalar("log_limit", kindSize, "The largest session log; above it the head and tail are kept (default 64 MiB, at most 64 GiB).",
 		func(d *rawDefaults) *str { return &d.logLimit }),
+	scalar("max_items", kindCount, "The most items a for_each loop may have (default 10000).",
+		func(d *rawDefaults) *str { return &d.maxItems }),
 )
 
 var agentTable = newTable("agent", "", "",
@@ -259,7 +280,7 @@ var gateTable = newTable("gate", "", "",
 		func(g *rawGate) *str { return &g.maxIterations }),
 )
 
-var stepTable = newTable("step", "A step: exactly one of run, prompt or prompt_file, human.", "step",
+var stepTable = loopKeys(newTable("step", "A step: exactly one of run, prompt or prompt_file, human, or a for_each loop over items with a body of steps.", "step",
 	field[rawStep]{name: "id", hcl: "-", kind: kindStepID, required: true, doc: "The step's id, unique in the workflow.",
 		set: func(s *rawStep, v value) {
 			if s.id = v.str("id"); s.id.set {
@@ -311,10 +332,54 @@ var stepTable = newTable("step", "A step: exactly one of run, prompt or prompt_f
 	scalar("idle_timeout", kindDuration, "A session with no output for this long is stuck and is killed.",
 		func(s *rawStep) *str { return &s.idleTimeout }),
 	field[rawStep]{name: "artifacts", kind: kindList, elem: kindTemplate, doc: "Files the step produces, relative to the repo; templates.",
-		set: func(s *rawStep, v value) { s.artifacts = v.list("artifacts", false) }},
+		set: func(s *rawStep, v value) { s.artifactsPos, s.artifacts = v.keyPos(), v.list("artifacts", false) }},
 	field[rawStep]{name: "env", kind: kindEnv,
-		set: func(s *rawStep, v value) { s.env = v.strMap("env") }},
-)
+		set: func(s *rawStep, v value) { s.envPos, s.env = v.keyPos(), v.strMap("env") }},
+	field[rawStep]{name: "for_each", kind: kindForEach,
+		doc: "Makes the step a loop: its body (steps) runs once per item of this list, written here or given by an expression.",
+		set: func(s *rawStep, v value) {
+			s.forEachSet, s.forEachPos = true, v.pos()
+			if v.isList() {
+				s.forEachList, s.forEachIsList = v.literalList("for_each"), true
+				return
+			}
+			s.forEach = v.str("for_each")
+		}},
+	field[rawStep]{name: "as", kind: kindString, pattern: inputName.String(),
+		doc: "The name of the item in the body's expressions and templates (default item).",
+		set: func(s *rawStep, v value) { s.as = v.str("as") }},
+	field[rawStep]{name: "index_as", kind: kindString, pattern: inputName.String(),
+		doc: "The name of the item's position, from 0, in the body's expressions and templates (default index).",
+		set: func(s *rawStep, v value) { s.indexAs = v.str("index_as") }},
+	scalar("key", kindExpr, "An item's stable key, an expression with the item in scope (default: its index).",
+		func(s *rawStep) *str { return &s.key }),
+	scalar("max_parallel", kindCount, "How many items of the loop run at once (default 1).",
+		func(s *rawStep) *str { return &s.maxParallel }),
+	scalar("continue_on_error", kindBool, "Run every item even when one fails; the loop still fails at the end.",
+		func(s *rawStep) *str { return &s.continueOnError }),
+))
+
+// loopKeys adds to the step table the body of a loop: steps, a list of
+// steps (HCL step blocks inside the step), each read with the table
+// itself.
+func loopKeys(t *table[rawStep]) *table[rawStep] {
+	t.add(field[rawStep]{name: "steps", hcl: "step", kind: kindItems, sub: t,
+		doc: "The body of a for_each loop: the steps run once per item, in order as at the top level.",
+		set: func(s *rawStep, v value) {
+			if !s.bodySet {
+				s.bodySet, s.bodyPos = true, v.keyPos()
+			}
+			v.items("steps", func(item value) {
+				if !s.wf.countStep(item) {
+					return
+				}
+				if b := (&rawStep{pos: item.pos(), wf: s.wf}); t.decodeEntry(item, b) {
+					s.body = append(s.body, b)
+				}
+			})
+		}})
+	return t
+}
 
 var cleanupTable = newTable("cleanup", "", "",
 	scalar("run", kindTemplate, "A command to run.",
@@ -357,16 +422,11 @@ var workflowTable = newTable("workflow", "A flow workflow: steps of agent and co
 	field[rawWorkflow]{name: "steps", hcl: "step", kind: kindItems, sub: stepTable, required: true,
 		doc: "The steps, in order: a step without needs depends on the one before it.",
 		set: func(w *rawWorkflow, v value) {
-			// Past MaxSteps, the rest of the steps are left undecoded.
 			v.items("steps", func(item value) {
-				if w.stepCount++; w.stepCount > MaxSteps {
-					if w.stepCount == MaxSteps+1 {
-						item.errorf("too many steps: a workflow has at most %d", MaxSteps)
-						w.tooManySteps = true
-					}
+				if !w.countStep(item) {
 					return
 				}
-				if s := (&rawStep{pos: item.pos()}); stepTable.decodeEntry(item, s) {
+				if s := (&rawStep{pos: item.pos(), wf: w}); stepTable.decodeEntry(item, s) {
 					w.steps = append(w.steps, s)
 				}
 			})

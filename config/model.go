@@ -48,8 +48,10 @@ type Workflow struct {
 	Pos Pos
 
 	// index maps a step id to its place in Steps; Load builds it, and
-	// the graph methods fall back to a search without it.
+	// the graph methods fall back to a search without it. byID maps the
+	// id of every step, of the top level or of a loop's body, to it.
 	index map[string]int
+	byID  map[string]*Step
 }
 
 // Defaults are the values a step takes when it does not set its own.

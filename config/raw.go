@@ -46,6 +46,20 @@ type rawWorkflow struct {
 	tooManySteps bool
 }
 
+// countStep counts a step met, of the top level or of a loop's body,
+// and reports whether it is to be decoded: past MaxSteps, the rest of
+// the steps are left undecoded.
+func (w *rawWorkflow) countStep(item value) bool {
+	if w.stepCount++; w.stepCount > MaxSteps {
+		if w.stepCount == MaxSteps+1 {
+			item.errorf("too many steps: a workflow has at most %d", MaxSteps)
+			w.tooManySteps = true
+		}
+		return false
+	}
+	return true
+}
+
 type rawDefaults struct {
 	maxAttempts   str
 	maxIterations str
@@ -57,6 +71,7 @@ type rawDefaults struct {
 	commandLimit  str
 	reportLimit   str
 	logLimit      str
+	maxItems      str
 }
 
 type rawAgent struct {
@@ -88,7 +103,30 @@ type rawStep struct {
 	timeout       str
 	idleTimeout   str
 	artifacts     []str
+	artifactsPos  Pos
 	env           []kv
+	envPos        Pos
+
+	// wf is the workflow the step is in, which counts its steps.
+	wf *rawWorkflow
+	// The keys of a for_each loop. forEach is the expression, or
+	// forEachList the list written in the file when forEachIsList;
+	// forEachPos is where either is written.
+	forEachSet      bool
+	forEach         str
+	forEachList     []any
+	forEachIsList   bool
+	forEachPos      Pos
+	as              str
+	indexAs         str
+	key             str
+	maxParallel     str
+	continueOnError str
+	// body holds the steps of the loop's body, bodySet whether steps
+	// was written at all, and bodyPos where.
+	body    []*rawStep
+	bodySet bool
+	bodyPos Pos
 }
 
 type rawGate struct {

@@ -166,6 +166,8 @@ func kindSchema(k kind, pattern string) obj {
 		return obj{{"$ref", "#/$defs/stepId"}}
 	case kindEnv:
 		return obj{{"$ref", "#/$defs/env"}}
+	case kindForEach:
+		return obj{{"oneOf", []any{obj{{"$ref", "#/$defs/expression"}}, obj{{"type", "array"}}}}}
 	case kindCount:
 		return positiveInteger()
 	case kindBool:

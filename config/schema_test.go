@@ -161,14 +161,15 @@ func keysOf[V any](m map[string]V) []string {
 }
 
 // TestHCLKeys checks that the HCL decoder knows the keys the YAML one
-// does: step ids are block labels, agents and steps are labelled blocks.
+// does: step ids are block labels, agents and steps (also a loop's body)
+// are labelled blocks.
 func TestHCLKeys(t *testing.T) {
 	sorted := func(parts ...[]string) []string {
 		out := slices.Concat(parts...)
 		sort.Strings(out)
 		return out
 	}
-	if got, want := sorted(hclStepAttrs, hclStepBlocks, []string{"id"}), sorted(stepKeys); !slices.Equal(got, want) {
+	if got, want := sorted(hclStepAttrs, hclStepBlocks, []string{"id", "steps"}), sorted(stepKeys, []string{"step"}); !slices.Equal(got, want) {
 		t.Errorf("step: HCL %v, YAML %v", got, want)
 	}
 	if got, want := sorted(hclWorkflowAttrs, hclWorkflowBlock, []string{"agents", "steps"}), sorted(workflowKeys, []string{"agent", "step"}); !slices.Equal(got, want) {

@@ -55,20 +55,20 @@ func TestParseSize(t *testing.T) {
 // are the defaults; set, YAML and HCL give the same model and digest.
 func TestLimits(t *testing.T) {
 	bare := parse(t, "yaml", "name: x\nsteps:\n  - {id: a, run: a}\n")
-	want := config.Limits{Prompt: config.DefaultPromptLimit, Command: config.DefaultCommandLimit, Report: config.DefaultReportLimit, Log: config.DefaultLogLimit}
+	want := config.Limits{Prompt: config.DefaultPromptLimit, Command: config.DefaultCommandLimit, Report: config.DefaultReportLimit, Log: config.DefaultLogLimit, MaxItems: config.DefaultMaxItems}
 	if got := bare.Limits(); got != want || bare.Defaults.Limits != (config.Limits{}) {
 		t.Errorf("Limits() = %+v, Defaults.Limits = %+v; want %+v and zero", got, bare.Defaults.Limits, want)
 	}
-	if want != (config.Limits{Prompt: 1 << 20, Command: 100 << 10, Report: 1 << 20, Log: 64 << 20}) {
+	if want != (config.Limits{Prompt: 1 << 20, Command: 100 << 10, Report: 1 << 20, Log: 64 << 20, MaxItems: 10000}) {
 		t.Errorf("default limits %+v are not DESIGN §10's", want)
 	}
-	y := parse(t, "yaml", "name: x\ndefaults:\n  prompt_limit: 2MiB\n  command_limit: 65536\n  log_limit: 1 GB\nsteps:\n  - {id: a, run: a}\n")
-	h := parse(t, "hcl", "name = \"x\"\ndefaults {\n  prompt_limit = \"2MiB\"\n  command_limit = 65536\n  log_limit = \"1 GB\"\n}\nstep \"a\" { run = \"a\" }\n")
-	set := config.Limits{Prompt: 2 << 20, Command: 65536, Log: 1_000_000_000}
+	y := parse(t, "yaml", "name: x\ndefaults:\n  prompt_limit: 2MiB\n  command_limit: 65536\n  log_limit: 1 GB\n  max_items: 50\nsteps:\n  - {id: a, run: a}\n")
+	h := parse(t, "hcl", "name = \"x\"\ndefaults {\n  prompt_limit = \"2MiB\"\n  command_limit = 65536\n  log_limit = \"1 GB\"\n  max_items = 50\n}\nstep \"a\" { run = \"a\" }\n")
+	set := config.Limits{Prompt: 2 << 20, Command: 65536, Log: 1_000_000_000, MaxItems: 50}
 	if y.Defaults.Limits != set {
 		t.Errorf("YAML Defaults.Limits = %+v, want %+v", y.Defaults.Limits, set)
 	}
-	if got := y.Limits(); got != (config.Limits{Prompt: 2 << 20, Command: 65536, Report: config.DefaultReportLimit, Log: 1_000_000_000}) {
+	if got := y.Limits(); got != (config.Limits{Prompt: 2 << 20, Command: 65536, Report: config.DefaultReportLimit, Log: 1_000_000_000, MaxItems: 50}) {
 		t.Errorf("YAML Limits() = %+v", got)
 	}
 	if diff := cmp.Diff(y, h, ignorePositions); diff != "" {

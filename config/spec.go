@@ -38,6 +38,7 @@ type specDefaults struct {
 	CommandLimit int64 `json:"command_limit,omitempty"`
 	ReportLimit  int64 `json:"report_limit,omitempty"`
 	LogLimit     int64 `json:"log_limit,omitempty"`
+	MaxItems     int   `json:"max_items,omitempty"`
 }
 
 type specAgent struct {
@@ -67,6 +68,20 @@ type specStep struct {
 	IdleTimeout   string            `json:"idle_timeout,omitempty"`
 	Artifacts     []string          `json:"artifacts,omitempty"`
 	Env           map[string]string `json:"env,omitempty"`
+	ForEach       *specForEach      `json:"for_each,omitempty"`
+}
+
+// specForEach is a loop: its list (the expression's source, or the
+// list written in the file), its names, its key and its body.
+type specForEach struct {
+	Items           string      `json:"items,omitempty"`
+	List            []any       `json:"list,omitempty"`
+	As              string      `json:"as"`
+	IndexAs         string      `json:"index_as"`
+	Key             string      `json:"key,omitempty"`
+	MaxParallel     int         `json:"max_parallel"`
+	ContinueOnError bool        `json:"continue_on_error,omitempty"`
+	Steps           []*specStep `json:"steps"`
 }
 
 type specGate struct {
@@ -153,6 +168,7 @@ func (w *Workflow) spec() *specWorkflow {
 			CommandLimit:  w.Defaults.Limits.Command,
 			ReportLimit:   w.Defaults.Limits.Report,
 			LogLimit:      w.Defaults.Limits.Log,
+			MaxItems:      w.Defaults.Limits.MaxItems,
 		},
 		Agents:      map[string]*specAgent{},
 		Steps:       []*specStep{},
@@ -167,44 +183,57 @@ func (w *Workflow) spec() *specWorkflow {
 		sw.Agents[name] = &specAgent{Run: tsrc(a.Run), Env: specEnv(a.Env)}
 	}
 	for _, s := range w.Steps {
-		ss := &specStep{
-			ID:            s.ID,
-			Description:   s.Description,
-			Feedback:      specFeedback(s.Feedback),
-			Kind:          s.Kind,
-			Run:           tsrc(s.Run),
-			Prompt:        tsrc(s.Prompt),
-			PromptFile:    s.PromptFile,
-			Agent:         s.Agent,
-			Needs:         s.Needs,
-			When:          esrc(s.When),
-			LoopBackTo:    s.LoopBackTo,
-			MaxAttempts:   specLimit(s.MaxAttempts),
-			MaxIterations: specLimit(s.MaxIterations),
-			Retry:         specRetryOf(s.Retry),
-			RetryIf:       esrc(s.RetryIf),
-			Timeout:       specDuration(s.Timeout),
-			IdleTimeout:   specDuration(s.IdleTimeout),
-			Env:           specEnv(s.Env),
-		}
-		if ss.Needs == nil {
-			ss.Needs = []string{}
-		}
-		if h := s.Human; h != nil {
-			ss.Human = &specHuman{Message: tsrc(h.Message), Timeout: specDuration(h.Timeout), AutoApprove: esrc(h.AutoApprove), Inputs: h.Inputs}
-		}
-		if g := s.Gate; g != nil {
-			ss.Gate = &specGate{Pass: esrc(g.Pass), Fail: esrc(g.Fail), Check: tsrc(g.Check), LoopBackTo: g.LoopBackTo, MaxIterations: specLimit(g.MaxIterations)}
-		}
-		for _, a := range s.Artifacts {
-			ss.Artifacts = append(ss.Artifacts, tsrc(a))
-		}
-		sw.Steps = append(sw.Steps, ss)
+		sw.Steps = append(sw.Steps, specStepOf(s))
 	}
 	if c := w.Cleanup; c != nil {
 		sw.Cleanup = &specCleanup{Run: tsrc(c.Run), Prompt: tsrc(c.Prompt), Agent: c.Agent}
 	}
 	return sw
+}
+
+// specStepOf is the spec of a step, with its body when it is a loop.
+func specStepOf(s *Step) *specStep {
+	ss := &specStep{
+		ID:            s.ID,
+		Description:   s.Description,
+		Feedback:      specFeedback(s.Feedback),
+		Kind:          s.Kind,
+		Run:           tsrc(s.Run),
+		Prompt:        tsrc(s.Prompt),
+		PromptFile:    s.PromptFile,
+		Agent:         s.Agent,
+		Needs:         s.Needs,
+		When:          esrc(s.When),
+		LoopBackTo:    s.LoopBackTo,
+		MaxAttempts:   specLimit(s.MaxAttempts),
+		MaxIterations: specLimit(s.MaxIterations),
+		Retry:         specRetryOf(s.Retry),
+		RetryIf:       esrc(s.RetryIf),
+		Timeout:       specDuration(s.Timeout),
+		IdleTimeout:   specDuration(s.IdleTimeout),
+		Env:           specEnv(s.Env),
+	}
+	if ss.Needs == nil {
+		ss.Needs = []string{}
+	}
+	if h := s.Human; h != nil {
+		ss.Human = &specHuman{Message: tsrc(h.Message), Timeout: specDuration(h.Timeout), AutoApprove: esrc(h.AutoApprove), Inputs: h.Inputs}
+	}
+	if g := s.Gate; g != nil {
+		ss.Gate = &specGate{Pass: esrc(g.Pass), Fail: esrc(g.Fail), Check: tsrc(g.Check), LoopBackTo: g.LoopBackTo, MaxIterations: specLimit(g.MaxIterations)}
+	}
+	for _, a := range s.Artifacts {
+		ss.Artifacts = append(ss.Artifacts, tsrc(a))
+	}
+	if fe := s.ForEach; fe != nil {
+		sf := &specForEach{Items: esrc(fe.Items), List: fe.List, As: fe.As, IndexAs: fe.IndexAs, Key: esrc(fe.Key),
+			MaxParallel: fe.MaxParallel, ContinueOnError: fe.ContinueOnError, Steps: []*specStep{}}
+		for _, b := range fe.Body {
+			sf.Steps = append(sf.Steps, specStepOf(b))
+		}
+		ss.ForEach = sf
+	}
+	return ss
 }
 
 func tsrc(t *Template) string {

@@ -139,6 +139,94 @@ func (v *yamlValue) entry(t *keySet, dst any) bool {
 	return v.section(t, dst)
 }
 
+func (v *yamlValue) isList() bool { return resolve(v.n).Kind == yaml.SequenceNode }
+
+func (v *yamlValue) literalList(what string) []any {
+	budget := maxLiteralValues
+	out, ok := v.y.literal(what, resolve(v.n), 0, &budget)
+	if !ok {
+		return nil
+	}
+	return out.([]any)
+}
+
+// maxLiteralValues bounds the values of a list written in a workflow
+// file, aliases expanded: YAML aliases can make a small file name a
+// huge value.
+const maxLiteralValues = 1 << 20
+
+// maxLiteralDepth bounds the nesting of a list written in a workflow
+// file.
+const maxLiteralDepth = 64
+
+// literal reads the node n as a JSON-compatible value; budget counts
+// down the values it may still read.
+func (y *yamlDecoder) literal(what string, n *yaml.Node, depth int, budget *int) (any, bool) {
+	n = resolve(n)
+	if *budget--; *budget < 0 {
+		y.d.errorf(y.pos(n), "%s: too many values: a list written in the file holds at most %d", what, maxLiteralValues)
+		return nil, false
+	}
+	if depth > maxLiteralDepth {
+		y.d.errorf(y.pos(n), "%s: nested too deeply (at most %d levels)", what, maxLiteralDepth)
+		return nil, false
+	}
+	switch n.Kind {
+	case yaml.SequenceNode:
+		out := make([]any, 0, len(n.Content))
+		for _, item := range n.Content {
+			v, ok := y.literal(what, item, depth+1, budget)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, v)
+		}
+		return out, true
+	case yaml.MappingNode:
+		out := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := resolve(n.Content[i])
+			if k.Kind != yaml.ScalarNode || isNull(k) {
+				y.d.errorf(y.pos(k), "%s: a key must be a string, got %s", what, kindName(k))
+				return nil, false
+			}
+			if _, dup := out[k.Value]; dup {
+				y.d.errorf(y.pos(k), "duplicate key %q", k.Value)
+				return nil, false
+			}
+			v, ok := y.literal(what, n.Content[i+1], depth+1, budget)
+			if !ok {
+				return nil, false
+			}
+			out[k.Value] = v
+		}
+		return out, true
+	case yaml.ScalarNode:
+		switch n.Tag {
+		case "!!null":
+			return nil, true
+		case "!!bool", "!!int", "!!float":
+			var v any
+			if err := n.Decode(&v); err != nil {
+				y.d.errorf(y.pos(n), "%s: %v", what, err)
+				return nil, false
+			}
+			switch x := v.(type) {
+			case int:
+				return float64(x), true
+			case int64:
+				return float64(x), true
+			case uint64:
+				return float64(x), true
+			}
+			return v, true
+		}
+		return n.Value, true
+	}
+	y.d.errorf(y.pos(n), "%s: want a value, got %s", what, kindName(n))
+	return nil, false
+}
+
 // mapping calls f for each key of the mapping n, in file order. Keys not
 // in keys (when keys is not nil) and repeated keys are reported.
 func (y *yamlDecoder) mapping(n *yaml.Node, what string, keys []string, f func(key string, k, v *yaml.Node)) {

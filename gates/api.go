@@ -33,6 +33,11 @@ type Scope struct {
 	// loop's as: and index_as:); "" elsewhere, where neither name
 	// exists.
 	Item, Index string
+	// Elsewhere maps the ids of steps the workflow has but that are not
+	// in Steps (the steps of a loop's body, seen from outside it) to why
+	// they cannot be read here; a reference to one is an error with
+	// that reason as its message.
+	Elsewhere map[string]string
 }
 
 // Error is a compile error, positioned inside the expression or

@@ -37,6 +37,14 @@ func checkRefs(src string, comp *Compiler, node *ast.Node) *refChecker {
 func (c *refChecker) Visit(node *ast.Node) {
 	switch n := (*node).(type) {
 	case *ast.IdentifierNode:
+		if n.Value == itemName || n.Value == indexName {
+			c.fail(n, fmt.Sprintf("unknown name %q", n.Value))
+			return
+		}
+		if c.isItem(n.Value) {
+			c.refs.Item = true
+			return
+		}
 		c.use |= funcBit(n.Value)
 		if n.Value == "steps" || n.Value == "run" {
 			c.refs.RunWide = true
@@ -49,8 +57,13 @@ func (c *refChecker) Visit(node *ast.Node) {
 			c.use |= useBudget
 		}
 	case *ast.VariableDeclaratorNode:
-		if slices.Contains(Names(), n.Name) {
+		switch {
+		case slices.Contains(Names(), n.Name):
 			c.fail(n, fmt.Sprintf("let %s: %q is already an environment name", n.Name, n.Name))
+		case n.Name == c.comp.scope.Item && n.Name != "":
+			c.fail(n, fmt.Sprintf("let %s: %q is already the name of the loop's item", n.Name, n.Name))
+		case n.Name == c.comp.scope.Index && n.Name != "":
+			c.fail(n, fmt.Sprintf("let %s: %q is already the name of the item's index", n.Name, n.Name))
 		}
 	case *ast.MemberNode:
 		c.member(n)
@@ -71,7 +84,11 @@ func (c *refChecker) member(n *ast.MemberNode) {
 		switch id.Value {
 		case "steps":
 			if !c.comp.hasStep(prop.Value) {
-				c.fail(prop, "unknown step "+quoteSuggest(prop.Value, c.comp.scope.Steps))
+				if why, ok := c.comp.scope.Elsewhere[prop.Value]; ok {
+					c.fail(prop, why)
+				} else {
+					c.fail(prop, "unknown step "+quoteSuggest(prop.Value, c.comp.scope.Steps))
+				}
 			}
 			return
 		case "vars":
@@ -95,10 +112,27 @@ func (c *refChecker) member(n *ast.MemberNode) {
 	}
 }
 
+// isItem reports whether name is the loop's item or index in the scope.
+func (c *refChecker) isItem(name string) bool {
+	return name != "" && (name == c.comp.scope.Item || name == c.comp.scope.Index)
+}
+
 // outputRef records a read of the output of the step node denotes:
 // steps.X names it; anything else (steps[expr], a variable holding a
-// step) may be any step.
+// step) may be any step, except a part of the loop's item, which is a
+// recorded value.
 func (c *refChecker) outputRef(node ast.Node) {
+	root := node
+	for {
+		m, ok := root.(*ast.MemberNode)
+		if !ok {
+			break
+		}
+		root = m.Node
+	}
+	if id, ok := root.(*ast.IdentifierNode); ok && c.isItem(id.Value) {
+		return
+	}
 	if m, ok := node.(*ast.MemberNode); ok {
 		if id, ok := m.Node.(*ast.IdentifierNode); ok && id.Value == "steps" {
 			if s, ok := m.Property.(*ast.StringNode); ok {
@@ -161,10 +195,17 @@ func quoteSuggest(name string, candidates []string) string {
 }
 
 // explain rewrites the type checker's messages that name things the
-// user wrote, adding quotes and a did-you-mean hint.
-func explain(e *Error) *Error {
+// user wrote, adding quotes and a did-you-mean hint (from the
+// environment, the builtins and the scope's item and index names).
+func (c *Compiler) explain(e *Error) *Error {
 	if name, ok := strings.CutPrefix(e.Msg, "unknown name "); ok && !strings.ContainsAny(name, " \t\n") {
-		e.Msg = "unknown name " + quoteSuggest(name, knownNames())
+		names := knownNames()
+		for _, n := range []string{c.scope.Item, c.scope.Index} {
+			if n != "" {
+				names = append(names, n)
+			}
+		}
+		e.Msg = "unknown name " + quoteSuggest(name, names)
 	}
 	return e
 }

@@ -2,6 +2,7 @@ package gates
 
 import (
 	"errors"
+	"maps"
 	"reflect"
 	"slices"
 	"sync"
@@ -58,7 +59,8 @@ type compiled struct {
 // whose step ids and var names scope lists. It keeps a copy of scope,
 // so the caller may change the slices afterwards.
 func NewCompiler(scope Scope) *Compiler {
-	scope = Scope{Steps: slices.Clone(scope.Steps), Vars: slices.Clone(scope.Vars)}
+	scope = Scope{Steps: slices.Clone(scope.Steps), Vars: slices.Clone(scope.Vars),
+		Item: scope.Item, Index: scope.Index, Elsewhere: maps.Clone(scope.Elsewhere)}
 	c := newCompiler(scope)
 	c.steps = nameSet(scope.Steps)
 	c.vars = nameSet(scope.Vars)
@@ -153,6 +155,9 @@ func (c *Compiler) compile(src string, kind Kind) (*Program, error) {
 	if refs.err != nil {
 		return nil, refs.err
 	}
+	if c.scope.Item != "" || c.scope.Index != "" {
+		ast.Walk(&tree.Node, itemNames{item: c.scope.Item, index: c.scope.Index})
+	}
 	// Calls of guarded builtins get the budget as first argument, and
 	// the patchers only rewrite +; the reference check records both as
 	// useBudget. Running the patchers with nothing to rewrite would
@@ -163,7 +168,7 @@ func (c *Compiler) compile(src string, kind Kind) (*Program, error) {
 		c.cfg.Visitors = c.patchers
 	}
 	if _, err := new(checker.Checker).PatchAndCheck(tree, c.cfg); err != nil {
-		return nil, explain(fromExpr(src, err))
+		return nil, c.explain(fromExpr(src, err))
 	}
 	if c.cfg.Optimize {
 		if err := optimizer.Optimize(&tree.Node, c.cfg); err != nil {
@@ -171,12 +176,12 @@ func (c *Compiler) compile(src string, kind Kind) (*Program, error) {
 			if errors.As(err, &fe) {
 				err = fe.Bind(tree.Source)
 			}
-			return nil, explain(fromExpr(src, err))
+			return nil, c.explain(fromExpr(src, err))
 		}
 	}
 	prog, err := compiler.Compile(tree, c.cfg)
 	if err != nil {
-		return nil, explain(fromExpr(src, err))
+		return nil, c.explain(fromExpr(src, err))
 	}
 	slices.Sort(refs.refs.Outputs)
 	return &Program{src: src, kind: kind, prog: prog, use: refs.use, refs: refs.refs}, nil

@@ -34,6 +34,12 @@ type exprEnv struct {
 
 	// Budget bounds the sizes built by this evaluation; see guard.go.
 	Budget *budget `expr:"__budget"`
+
+	// Item and Index are the loop item and its position. Users never
+	// write these names: the compiler renames the identifiers that are
+	// the scope's Item and Index to them (see itemNames).
+	Item  any `expr:"__item"`
+	Index int `expr:"__index"`
 }
 
 // funcSet records which environment functions a program calls, so that
@@ -121,6 +127,8 @@ func newExprEnv(env *Env, use funcSet) *exprEnv {
 		Error:     env.Error,
 		Feedback:  env.Feedback,
 		Check:     env.Check,
+		Item:      env.Item,
+		Index:     env.Index,
 	}
 	if use == 0 {
 		return e

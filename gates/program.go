@@ -42,6 +42,11 @@ type Refs struct {
 	// AnyOutput is true when it reads an output whose step is known
 	// only at run time (steps[x].output, or through a variable).
 	AnyOutput bool
+	// Item is true when it reads a loop's item or its index (the
+	// scope's Item or Index name). The item is a value recorded when
+	// the loop's list was evaluated: reading it, even item.output,
+	// reads nothing else of the run.
+	Item bool
 }
 
 // Refs returns what the expression reads of the run.
@@ -51,6 +56,7 @@ func (p *Program) Refs() Refs { return p.refs }
 func (r *Refs) union(o Refs) {
 	r.RunWide = r.RunWide || o.RunWide
 	r.AnyOutput = r.AnyOutput || o.AnyOutput
+	r.Item = r.Item || o.Item
 	for _, s := range o.Outputs {
 		if !slices.Contains(r.Outputs, s) {
 			r.Outputs = append(r.Outputs, s)

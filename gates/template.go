@@ -288,7 +288,7 @@ func readsRunTime(p *Program) bool {
 		}
 		switch id.Value {
 		case "steps", "run", "exit_code", "output", "signals", "verdict", "metrics", "report",
-			"attempt", "iteration", "error", "feedback", "check":
+			"attempt", "iteration", "error", "feedback", "check", itemName, indexName:
 			return true
 		}
 		return false
