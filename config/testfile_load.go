@@ -205,8 +205,9 @@ func (t *testDecoder) loadWorkflow(fs afero.Fs, p str) {
 		return
 	}
 	t.tf.Workflow = wf
-	ids := make([]string, len(wf.Steps))
-	for i, s := range wf.Steps {
+	all := wf.AllSteps()
+	ids := make([]string, len(all))
+	for i, s := range all {
 		ids[i] = s.ID
 	}
 	for _, r := range t.refs {
@@ -214,6 +215,8 @@ func (t *testDecoder) loadWorkflow(fs afero.Fs, p str) {
 		switch {
 		case s == nil:
 			y.d.unknown(r.pos, "step", r.name, ids)
+		case s.Kind == KindLoop:
+			y.d.errorf(r.pos, "step %q is a for_each loop: script the steps of its body", r.name)
 		case r.want == "session" && s.Kind == KindHuman:
 			y.d.errorf(r.pos, "sessions: step %q is a human step: script its decisions under human", r.name)
 		case r.want == "human" && s.Kind != KindHuman:
