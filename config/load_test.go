@@ -487,3 +487,36 @@ func parse(t *testing.T, format, src string) *config.Workflow {
 	}
 	return w
 }
+
+// TestLoopGraphs: a loop is drawn as a subgraph (Mermaid) or a cluster
+// (Graphviz) holding its body; its body's needs and loop-backs are
+// edges between the body's nodes, and the YAML and HCL twins draw the
+// same graph.
+func TestLoopGraphs(t *testing.T) {
+	var yml, hcl bytes.Buffer
+	w := load(t, afero.NewOsFs(), "testdata/loops/stories.yaml")
+	if err := w.Mermaid(&yml); err != nil {
+		t.Fatal(err)
+	}
+	if err := load(t, afero.NewOsFs(), "testdata/loops/stories.hcl").Mermaid(&hcl); err != nil {
+		t.Fatal(err)
+	}
+	if yml.String() != hcl.String() {
+		t.Errorf("the twins draw different graphs:\n%s\n%s", yml.String(), hcl.String())
+	}
+	m := yml.String()
+	for _, want := range []string{"  subgraph s1 [\"stories<br/>for each story in ", "    s1_0", "  end\n", "s1_0 --> s1_1", "s0 --> s1", "s1_1 -. \"FAIL, max 3 iterations\" .-> s1_0"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("mermaid lacks %q:\n%s", want, m)
+		}
+	}
+	var d bytes.Buffer
+	if err := w.Dot(&d); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`subgraph "cluster_stories" {`, `"stories" -> "implement" [style=dotted];`, `shape=folder`} {
+		if !strings.Contains(d.String(), want) {
+			t.Errorf("dot lacks %q:\n%s", want, d.String())
+		}
+	}
+}
