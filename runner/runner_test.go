@@ -25,7 +25,10 @@ import (
 
 // call is one session started through the scripted starter.
 type call struct {
-	Step      string
+	Step string
+	// Key is the step's key: its id, or loop[item].step for an
+	// instance.
+	Key       string
 	Attempt   int
 	Iteration int
 	Command   string
@@ -54,7 +57,7 @@ type scripted struct {
 
 func (s *scripted) Start(ctx context.Context, spec proc.Spec) (proc.Session, error) {
 	env := environMap(spec.Env)
-	c := call{Step: env["FLOW_STEP_ID"], Command: spec.Command, Env: env}
+	c := call{Step: env["FLOW_STEP_ID"], Key: env["FLOW_STEP_KEY"], Command: spec.Command, Env: env}
 	fmt.Sscan(env["FLOW_ATTEMPT"], &c.Attempt)
 	fmt.Sscan(env["FLOW_ITERATION"], &c.Iteration)
 	if c.Step == "" {
