@@ -212,11 +212,25 @@ func (t *testDecoder) loadWorkflow(fs afero.Fs, p str) {
 	}
 	for _, r := range t.refs {
 		s := wf.Step(r.name)
+		if loop, item, step, ok := instanceKey(r.name); ok {
+			// An instance of a body step for one item: loop[item].step.
+			s = wf.Step(step)
+			if l := wf.Step(loop); l == nil || l.ForEach == nil || s == nil || s.Loop != loop {
+				y.d.errorf(r.pos, "%q is not an instance of a step of a for_each loop's body (loop[item].step)", r.name)
+				continue
+			}
+			if item == "" {
+				y.d.errorf(r.pos, "%q names no item", r.name)
+				continue
+			}
+		}
 		switch {
 		case s == nil:
 			y.d.unknown(r.pos, "step", r.name, ids)
-		case s.Kind == KindLoop:
+		case s.Kind == KindLoop && r.want != "":
 			y.d.errorf(r.pos, "step %q is a for_each loop: script the steps of its body", r.name)
+		case s.Loop != "" && r.want == "" && !strings.Contains(r.name, "["):
+			y.d.errorf(r.pos, "step %q runs once per item of loop %q: name an instance, %s[KEY].%s", r.name, s.Loop, s.Loop, r.name)
 		case r.want == "session" && s.Kind == KindHuman:
 			y.d.errorf(r.pos, "sessions: step %q is a human step: script its decisions under human", r.name)
 		case r.want == "human" && s.Kind != KindHuman:
@@ -541,4 +555,15 @@ func (t *testDecoder) object(what string, n *yaml.Node) []byte {
 		return nil
 	}
 	return b
+}
+
+// instanceKey splits "loop[item].step", the key of an instance of a
+// body step; ok is false for any other name.
+func instanceKey(name string) (loop, item, step string, ok bool) {
+	i := strings.IndexByte(name, '[')
+	j := strings.LastIndex(name, "].")
+	if i <= 0 || j < i {
+		return "", "", "", false
+	}
+	return name[:i], name[i+1 : j], name[j+2:], true
 }

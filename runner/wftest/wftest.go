@@ -162,11 +162,11 @@ func decide(mem afero.Fs, rr runner.Result, t *config.WorkflowTest, decided map[
 }
 
 // pathOf lists the steps in the order they started: step_started and
-// step_waiting events.
+// step_waiting events, and loop_items (a loop starting its items).
 func pathOf(events []runner.Event) []string {
 	path := []string{}
 	for _, e := range events {
-		if e.Type == runner.EvStepStarted || e.Type == runner.EvStepWaiting {
+		if e.Type == runner.EvStepStarted || e.Type == runner.EvStepWaiting || e.Type == runner.EvLoopItems {
 			path = append(path, e.Step)
 		}
 	}

@@ -210,3 +210,65 @@ func TestHumanTimeout(t *testing.T) {
 		t.Fatalf("%+v", res)
 	}
 }
+
+const loopWorkflow = `name: loops
+steps:
+  - id: stories
+    for_each: [{id: a, title: A}, {id: b, title: B}]
+    as: story
+    key: story.id
+    max_parallel: 1
+    steps:
+      - id: implement
+        run: implement {{ story.title }}
+      - id: review
+        run: review
+        gate: {pass: verdict == "PASS", loop_back_to: implement}
+      - id: signoff
+        human: {message: "sign off {{ story.title }}"}
+  - id: integrate
+    run: integrate
+`
+
+// TestRunLoop: a test scripts a loop's instances by body step (every
+// item) or by instance key (one item), decides each item's human step,
+// and expects the path and an instance's state.
+func TestRunLoop(t *testing.T) {
+	fs := afero.NewMemMapFs()
+	_ = afero.WriteFile(fs, "/w/wf.yaml", []byte(loopWorkflow), 0o644)
+	_ = afero.WriteFile(fs, "/w/wf.test.yaml", []byte(`workflow: wf.yaml
+tests:
+  - name: b loops back once
+    sessions:
+      review: {output: PASS}
+      "stories[b].review": [{output: FAIL}, {output: PASS}]
+    human: {signoff: {approved: true}}
+    expect:
+      exit_code: 0
+      path: [stories, "stories[a].implement", "stories[a].review", "stories[a].signoff", "stories[b].implement", "stories[b].review",
+        "stories[b].implement", "stories[b].review", "stories[b].signoff", integrate]
+      steps:
+        "stories[b].implement": {iteration: 1, status: COMPLETED}
+        stories: {status: COMPLETED}
+`), 0o644)
+	tf, err := config.LoadTests(fs, "/w/wf.test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range wftest.Run(context.Background(), tf, wftest.Options{}) {
+		if !r.Passed {
+			t.Errorf("%s: %v (path %v)", r.Name, r.Failures, r.Path)
+		}
+	}
+	cov := wftest.Cover(tf.Workflow, wftest.Run(context.Background(), tf, wftest.Options{}))
+	for _, it := range cov.Items {
+		if (it.Name == "loop review -> implement" || it.Name == "run signoff") && !it.Covered {
+			t.Errorf("coverage: %s not covered", it.Name)
+		}
+	}
+	// A body step in expectations is ambiguous: name an instance.
+	_ = afero.WriteFile(fs, "/w/bad.test.yaml", []byte("workflow: wf.yaml\ntests:\n  - name: t\n    expect: {steps: {review: {status: COMPLETED}}}\n"), 0o644)
+	if _, err := config.LoadTests(fs, "/w/bad.test.yaml"); err == nil || !strings.Contains(err.Error(), `name an instance, stories[KEY].review`) {
+		t.Errorf("a body step in expect.steps: %v", err)
+	}
+}
