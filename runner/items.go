@@ -3,6 +3,7 @@ package runner
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
 
 	"github.com/flow-run/flow/config"
@@ -122,18 +123,9 @@ func (x *run) expandItems(id string) Input {
 		if err != nil {
 			return ItemsResult{Step: id, Err: exprError("for_each", fe.Items, err)}
 		}
-		l, ok := v.([]any)
+		l, ok := asList(v)
 		if !ok {
-			if v == nil {
-				return ItemsResult{Step: id, Err: fmt.Sprintf("%s: for_each: `%s` is null, not a list", posString(fe.Items.Pos), excerptSource(fe.Items.Src))}
-			}
-			if ss, isStrings := v.([]string); isStrings {
-				for _, x := range ss {
-					l = append(l, x)
-				}
-			} else {
-				return ItemsResult{Step: id, Err: fmt.Sprintf("%s: for_each: `%s` is %s, not a list", posString(fe.Items.Pos), excerptSource(fe.Items.Src), typeName(v))}
-			}
+			return ItemsResult{Step: id, Err: fmt.Sprintf("%s: for_each: `%s` is %s, not a list", posString(fe.Items.Pos), excerptSource(fe.Items.Src), typeName(v))}
 		}
 		list = l
 	} else {
@@ -192,4 +184,21 @@ func infoMap(i gates.StepInfo) map[string]any {
 	return map[string]any{"status": i.Status, "attempts": i.Attempts, "iteration": i.Iteration, "exit_code": i.ExitCode,
 		"output": i.Output, "signals": i.Signals, "verdict": i.Verdict, "metrics": i.Metrics, "artifacts": i.Artifacts,
 		"report": i.Report, "input": i.Input, "error": i.Error, "duration": i.Duration}
+}
+
+// asList returns an expression's value as a list: a []any as it is,
+// any other slice or array (1..10 is an []int) element by element.
+func asList(v any) ([]any, bool) {
+	if l, ok := v.([]any); ok {
+		return l, true
+	}
+	rv := reflect.ValueOf(v)
+	if !rv.IsValid() || rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array {
+		return nil, false
+	}
+	l := make([]any, rv.Len())
+	for i := range l {
+		l[i] = rv.Index(i).Interface()
+	}
+	return l, true
 }

@@ -312,3 +312,26 @@ func TestLoopStartAtInstance(t *testing.T) {
 		t.Error("the restarted instance's log is not named in generation 1")
 	}
 }
+
+// TestLoopItemsOfAnyList: for_each takes any list an expression gives
+// (1..3 is a list of ints); a value that is not a list fails the loop
+// step with its type and the expression's position.
+func TestLoopItemsOfAnyList(t *testing.T) {
+	e := newEnv(t, "name: r\nsteps:\n  - id: l\n    for_each: 1..3\n    steps:\n      - {id: a, run: 'n {{ item * 10 }}'}\n")
+	s := &scripted{fn: func(call) reply { return reply{} }}
+	if res := e.run(s, Options{}); res.ExitCode != 0 {
+		t.Fatalf("exit %d %s", res.ExitCode, res.Reason)
+	}
+	var cmds []string
+	for _, c := range s.calls {
+		cmds = append(cmds, c.Command)
+	}
+	if !slices.Equal(cmds, []string{"n 10", "n 20", "n 30"}) {
+		t.Errorf("ran %v", cmds)
+	}
+	e = newEnv(t, "name: r\nsteps:\n  - id: l\n    for_each: '{\"a\": 1}'\n    steps:\n      - {id: a, run: x}\n")
+	res := e.run(&scripted{fn: func(call) reply { return reply{} }}, Options{})
+	if ls := e.state(e.fs).Steps["l"]; res.ExitCode != 1 || ls.Status != Failed || !strings.Contains(deref(ls.LastError), "workflow.yaml:4:15: for_each: `{\"a\": 1}` is a map, not a list") {
+		t.Errorf("exit %d, loop %s: %s", res.ExitCode, ls.Status, deref(ls.LastError))
+	}
+}
