@@ -329,7 +329,7 @@ func (x *run) humanMessage(id string) string {
 	if s == nil || s.Human == nil || s.Human.Message == nil {
 		return ""
 	}
-	m, err := s.Human.Message.Compiled().RenderLimit(x.env(nil), int(x.limits.Prompt))
+	m, err := s.Human.Message.Compiled().RenderLimit(x.env(&stepFacts{step: id}), int(x.limits.Prompt))
 	if err != nil {
 		return ""
 	}

@@ -52,3 +52,17 @@ func TestCleanupSessionNames(t *testing.T) {
 		}
 	}
 }
+
+func TestShellArg(t *testing.T) {
+	for in, want := range map[string]string{
+		"review":                "review",
+		"stories[login].review": "'stories[login].review'",
+		"a b":                   "'a b'",
+		"it's":                  `'it'\''s'`,
+		"":                      "''",
+	} {
+		if got := ShellArg(in); got != want {
+			t.Errorf("ShellArg(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

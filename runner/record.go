@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"strings"
 	"time"
 
 	"github.com/flow-run/flow/internal/runlock"
@@ -145,6 +146,18 @@ func Apply(s *State, e Event) error { return core.Apply(s, e) }
 
 // CheckRunID checks a run id (core.CheckRunID).
 func CheckRunID(id string) error { return core.CheckRunID(id) }
+
+// ShellArg returns s as one argument of a command line a person copies
+// into a shell: as it is when it holds nothing a shell would expand or
+// split, else in single quotes ('stories[login].review': [...] is a glob).
+func ShellArg(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:@%+,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
 
 // IsInstance reports whether a key names a loop's instance
 // (loop[item].step).

@@ -295,7 +295,7 @@ func ghSummary(v ops.Status, res ops.RunResult) string {
 		fmt.Fprintf(&b, "- reason: %s\n", mdCell(res.Reason))
 	}
 	for _, id := range res.Waiting {
-		fmt.Fprintf(&b, "- waiting on a human: **%s** — `flow approve %s %s`\n", id, res.RunID, id)
+		fmt.Fprintf(&b, "- waiting on a human: **%s** — `flow approve %s %s`\n", id, res.RunID, runner.ShellArg(id))
 	}
 	b.WriteString("\n| step | status | attempts | iteration | duration | note |\n|---|---|---|---|---|---|\n")
 	for _, id := range st.StepOrder {

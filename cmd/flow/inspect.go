@@ -146,7 +146,7 @@ func printStatus(w io.Writer, v ops.Status, items bool) {
 			dur = end.Sub(s.StartedAt.Time).Round(time.Millisecond).String()
 		}
 		n := note(s)
-		if p, ok := ops.Progress(s); ok {
+		if p, ok := ops.Progress(st, id); ok {
 			n = strings.TrimSuffix(p.String()+"; "+n, "; ")
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", id, s.Status, s.Attempts, s.IterationCount, dur, n)

@@ -250,8 +250,9 @@ func (a *app) execute(cmd *cobra.Command, l *ops.Launch, asJSON bool) error {
 	switch res.ExitCode {
 	case ExitHuman:
 		for _, id := range res.Waiting {
+			arg := runner.ShellArg(id)
 			fmt.Fprintf(out, "run %s is waiting on a human: flow approve %s %s (or flow reject %s %s --reason ...), then: flow resume %s\n",
-				res.RunID, res.RunID, id, res.RunID, id, res.RunID)
+				res.RunID, res.RunID, arg, res.RunID, arg, res.RunID)
 		}
 	case ExitPaused:
 		fmt.Fprintf(out, "run %s is paused; go on with: flow continue %s, then: flow resume %s\n", res.RunID, res.RunID, res.RunID)

@@ -55,7 +55,7 @@ type Decision struct {
 // (ResolveInputs); a rejection needs none.
 func (s *Service) Decide(req DecideRequest) (Decision, error) {
 	if !req.Approve && strings.TrimSpace(req.Reason) == "" {
-		return Decision{}, runner.Usage("reject needs --reason\ntry: flow reject %s %s --reason 'why'", req.RunID, req.Step)
+		return Decision{}, runner.Usage("reject needs --reason\ntry: flow reject %s %s --reason 'why'", req.RunID, runner.ShellArg(req.Step))
 	}
 	repo, ref, err := s.openRun(req.Repo, req.RunID)
 	if err != nil {

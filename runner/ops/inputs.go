@@ -67,7 +67,7 @@ func ResolveInputs(step string, declared []config.Input, given map[string]any) (
 		if len(missing) > 1 {
 			what = "inputs " + strings.Join(missing, ", ")
 		}
-		return nil, runner.Usage("step %s needs the %s to be approved\ntry: flow approve RUN_ID %s%s", step, what, step, try.String())
+		return nil, runner.Usage("step %s needs the %s to be approved\ntry: flow approve RUN_ID %s%s", step, what, runner.ShellArg(step), try.String())
 	}
 	return out, nil
 }

@@ -289,7 +289,7 @@ func checkedAsk(ask func(Question) (runner.HumanInput, bool), out io.Writer) fun
 		}
 		resolved, err := ResolveInputs(q.Step, q.Inputs, in.Input)
 		if err != nil {
-			fmt.Fprintf(out, "%s: %v\nnot recorded; flow approve %s %s --input ... decides it\n", q.Step, err, q.RunID, q.Step)
+			fmt.Fprintf(out, "%s: %v\nnot recorded; flow approve %s %s --input ... decides it\n", q.Step, err, q.RunID, runner.ShellArg(q.Step))
 			return runner.HumanInput{}, false
 		}
 		in.Input = resolved

@@ -344,6 +344,8 @@ type LoopProgress struct {
 	Failed    int `json:"failed"`
 	Running   int `json:"running"`
 	Removed   int `json:"removed"`
+	// Waiting counts the instances waiting on a human.
+	Waiting int `json:"waiting"`
 }
 
 // String says it as flow status does: "3/7 items, 1 failed, 2 running".
@@ -355,17 +357,28 @@ func (p LoopProgress) String() string {
 	if p.Running > 0 {
 		s += fmt.Sprintf(", %d running", p.Running)
 	}
+	if p.Waiting > 0 {
+		s += fmt.Sprintf(", %d waiting on a human", p.Waiting)
+	}
 	if p.Removed > 0 {
 		s += fmt.Sprintf(", %d removed", p.Removed)
 	}
 	return s
 }
 
-// Progress returns the progress of a step's items; ok is false for a
-// step that is not a loop, or a loop whose items are not known yet.
-func Progress(s *runner.StepState) (p LoopProgress, ok bool) {
+// Progress returns the progress of loop step id's items in st; ok is
+// false for a step that is not a loop, or a loop whose items are not
+// known yet.
+func Progress(st *runner.State, id string) (p LoopProgress, ok bool) {
+	s := st.Steps[id]
 	if s == nil || s.LoopIndex == nil {
 		return p, false
+	}
+	prefix := id + "["
+	for _, key := range st.StepOrder {
+		if is := st.Steps[key]; is != nil && is.Status == runner.WaitingOnHuman && strings.HasPrefix(key, prefix) {
+			p.Waiting++
+		}
 	}
 	p.Items, p.Removed = len(s.Items), len(s.RemovedItems)
 	for _, it := range s.Items {
