@@ -335,3 +335,48 @@ func TestLoopItemsOfAnyList(t *testing.T) {
 		t.Errorf("exit %d, loop %s: %s", res.ExitCode, ls.Status, deref(ls.LastError))
 	}
 }
+
+// TestLoopEditedBody: a body edited between runs applies to the items
+// not yet started; a started item keeps the body it started with.
+func TestLoopEditedBody(t *testing.T) {
+	src := `
+name: edit
+steps:
+  - id: l
+    for_each: [x, y]
+    key: item
+    steps:
+      - {id: build, run: build}
+      - {id: signoff, human: {message: ok}}
+`
+	e := newEnv(t, src)
+	s := &scripted{fn: func(call) reply { return reply{} }}
+	if res := e.run(s, Options{NoWait: true}); res.Status != RunWaitingOnHuman {
+		t.Fatalf("status %s", res.Status)
+	}
+	e.setWorkflow(src + "      - {id: extra, run: extra}\n")
+	if _, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "l[x].signoff", HumanInput{Approved: true, By: "t"}, e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	res := e.run(s, Options{Resume: true, NoWait: true})
+	if res.Status != RunWaitingOnHuman {
+		t.Fatalf("status %s: %s", res.Status, res.Reason)
+	}
+	st := e.state(e.fs)
+	if st.Steps["l[x].extra"] != nil || st.Steps["l[y].extra"] == nil {
+		t.Errorf("extra: x %v, y %v", st.Steps["l[x].extra"], st.Steps["l[y].extra"])
+	}
+	want := []string{"l", "l[x].build", "l[x].signoff", "l[y].build", "l[y].signoff", "l[y].extra"}
+	if !slices.Equal(st.StepOrder, want) {
+		t.Errorf("order %v", st.StepOrder)
+	}
+	if _, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "l[y].signoff", HumanInput{Approved: true, By: "t"}, e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if res := e.run(s, Options{Resume: true}); res.ExitCode != 0 {
+		t.Fatalf("exit %d: %s", res.ExitCode, res.Reason)
+	}
+	if n := s.count("extra"); n != 1 {
+		t.Errorf("extra ran %d times, want once (item y)", n)
+	}
+}

@@ -551,31 +551,32 @@ func (x *run) instanceOrder(top, order []string) []string {
 		if loop == nil || loop.ForEach == nil || ls == nil || ls.LoopIndex == nil {
 			continue
 		}
-		pending := map[string]bool{}
-		for _, it := range ls.Items {
-			if it.Status == Pending {
-				pending[it.Key] = true
-			}
-		}
-		body := map[string]bool{}
-		for _, b := range loop.ForEach.Body {
-			body[b.ID] = true
-		}
-		have := map[string]bool{}
+		// Started and finished items keep their instances; items not yet
+		// started take the body as it is now.
+		byItem := map[string][]string{}
+		var items []string
 		for _, key := range instancesOf(x.st, id) {
 			k, _ := core.SplitKey(key)
-			s := x.st.Steps[key]
-			if !body[k.Step] && pending[k.Item] && s.Status == Pending && s.Attempts == 0 {
-				continue // removed from the body before its item started
+			if _, seen := byItem[k.Item]; !seen {
+				items = append(items, k.Item)
 			}
-			have[key] = true
-			out = append(out, key)
+			byItem[k.Item] = append(byItem[k.Item], key)
 		}
+		listed := map[string]bool{}
 		for _, it := range ls.Items {
+			listed[it.Key] = true
+			if it.Status != Pending {
+				out = append(out, byItem[it.Key]...)
+				continue
+			}
 			for _, b := range loop.ForEach.Body {
-				if key := core.Instance(id, it.Key, b.ID); it.Status == Pending && !have[key] {
-					out = append(out, key)
-				}
+				out = append(out, core.Instance(id, it.Key, b.ID))
+			}
+		}
+		// Items a new evaluation of the list removed stay in the record.
+		for _, item := range items {
+			if !listed[item] {
+				out = append(out, byItem[item]...)
 			}
 		}
 	}
