@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -9,8 +8,6 @@ import (
 	"testing"
 
 	"github.com/spf13/afero"
-
-	"github.com/flow-run/flow/internal/faultfs"
 )
 
 const storiesWorkflow = `
@@ -180,60 +177,8 @@ func TestLoopFaultInjection(t *testing.T) {
 			return reply{}
 		}}
 	}
-	base := newEnv(t, faultLoopWorkflow)
-	counter := faultfs.New(base.fs, faultfs.Plan{})
-	if res, err := base.tryRun(counter, script(), Options{RunID: "r1"}); err != nil || res.ExitCode != 0 {
-		t.Fatalf("undisturbed run: %+v %v\n%s", res, err, base.out.String())
-	}
-	want := finalSummary(base.state(base.fs))
-	for _, op := range []faultfs.Op{faultfs.OpWrite, faultfs.OpSync, faultfs.OpRename} {
-		n := counter.Count(op)
-		for k := 1; k <= n; k++ {
-			t.Run(fmt.Sprintf("%v-%d", op, k), func(t *testing.T) {
-				e := newEnv(t, faultLoopWorkflow)
-				ffs := faultfs.New(e.fs, faultfs.Plan{Op: op, N: k, Sticky: true, Partial: op == faultfs.OpWrite})
-				if res, err := e.tryRun(ffs, script(), Options{RunID: "r1"}); err == nil && res.ExitCode == 0 {
-					return // the fault hit nothing that mattered
-				}
-				var done []string
-				if st, _, err := LoadState(e.fs, RunDir(repo, "r1"), false, e.clock.Now()); err == nil {
-					for id, s := range st.Steps {
-						if s.Status == Completed {
-							done = append(done, id)
-						}
-					}
-				}
-				opts := Options{RunID: "r1", Resume: true}
-				if ok, _ := afero.Exists(e.fs, filepath.Join(RunDir(repo, "r1"), EventsFile)); !ok {
-					opts.Resume = false
-				} else if _, _, err := LoadState(e.fs, RunDir(repo, "r1"), false, e.clock.Now()); err != nil {
-					opts = Options{RunID: "r2"}
-				}
-				second := script()
-				res, err := e.tryRun(e.fs, second, opts)
-				if CodeOf(err) == ExitRefused && e.state(e.fs).Status == RunCompleted {
-					err = nil
-				}
-				if err != nil || res.ExitCode != 0 {
-					t.Fatalf("resume after fault: %+v %v\n%s", res, err, e.out.String())
-				}
-				if opts.RunID == "r2" {
-					return
-				}
-				for _, id := range done {
-					for _, c := range second.calls {
-						// q's b and review run again by its own loop-back.
-						if c.Key == id && !strings.HasPrefix(id, "l[q].") {
-							t.Errorf("%s was recorded COMPLETED before the crash, yet ran again", id)
-						}
-					}
-				}
-				if got := finalSummary(e.state(e.fs)); got != want {
-					t.Errorf("final state differs from an undisturbed run:\n got %s\nwant %s", got, want)
-				}
-			})
-		}
-	}
+	// q's b and review run again by its own loop-back.
+	faultInjection(t, faultLoopWorkflow, script, []bool{true}, func(key string) bool { return strings.HasPrefix(key, "l[q].") })
 }
 
 // TestLoopRetryRerunsFailedItems: flow retry re-runs the failed item's
