@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strings"
 )
 
 // TestSchema returns a JSON Schema (draft 2020-12) of the YAML workflow
@@ -23,7 +24,7 @@ func TestSchema() []byte {
 		return obj{
 			{"description", desc},
 			{"type", "object"},
-			{"propertyNames", obj{{"pattern", namePattern.String()}}},
+			{"propertyNames", obj{{"pattern", stepKeyPattern}}},
 			{"additionalProperties", val},
 		}
 	}
@@ -34,7 +35,7 @@ func TestSchema() []byte {
 	with := func(o obj, desc string) obj { return append(obj{{"description", desc}}, o...) }
 
 	defs := obj{
-		{"stepId", obj{{"type", "string"}, {"pattern", namePattern.String()}}},
+		{"stepId", obj{{"description", "A step, or one item's instance of a step of a for_each loop's body: loop[item].step."}, {"type", "string"}, {"pattern", stepKeyPattern}}},
 		{"integer", integer},
 		{"controlState", obj{{"description", "A control state: what flow pause, continue, run-once and cleanup set."}, {"enum", controlStates}}},
 		{"files", obj{
@@ -126,3 +127,10 @@ func keyedObject(desc string, keys, required []string, props map[string]any) obj
 	}
 	return o
 }
+
+// stepKeyPattern matches what a test names a step by: a step id, or the
+// key of a loop's instance, loop[item].step (DESIGN §6).
+var stepKeyPattern = func() string {
+	id := strings.TrimSuffix(strings.TrimPrefix(namePattern.String(), "^"), "$")
+	return "^" + id + `(\[[A-Za-z0-9_-]{1,48}\]\.` + id + ")?$"
+}()
