@@ -151,7 +151,7 @@ func (x *run) expandItems(id string) Input {
 			switch kv := kv.(type) {
 			case string:
 				key = kv
-			case int, int64, float64, bool:
+			case int, int64, float64:
 				key = fmt.Sprint(kv)
 			default:
 				return ItemsResult{Step: id, Err: fmt.Sprintf("item %d: %s: key: `%s` is %s; a key is a string or a number", i, posString(fe.Key.Pos), excerptSource(fe.Key.Src), typeName(kv))}
@@ -159,7 +159,11 @@ func (x *run) expandItems(id string) Input {
 		}
 		items = append(items, core.LoopItem{Key: key, Value: raw})
 	}
-	return ItemsResult{Step: id, Items: items}
+	where := posString(fe.Pos) + ": for_each"
+	if fe.Key != nil {
+		where = posString(fe.Key.Pos) + ": key"
+	}
+	return ItemsResult{Step: id, Items: items, Where: where}
 }
 
 // typeName names the type of an expression's value for a message.
@@ -174,6 +178,12 @@ func typeName(v any) string {
 	case int, int64, float64:
 		return "a number"
 	case map[string]any:
+		return "a map"
+	}
+	switch reflect.ValueOf(v).Kind() {
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map:
 		return "a map"
 	}
 	return fmt.Sprintf("a %T", v)

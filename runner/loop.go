@@ -70,17 +70,9 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 		}
 		select {
 		case in := <-x.inputs:
-			// Between sessions the runner reads control.json, so a pause
-			// asked for during a session holds the next one.
-			switch in.(type) {
-			case SessionDone, CleanupDone, TimerFired:
-				desired, err := x.readControl()
-				if err != nil {
-					return Result{}, err
-				}
-				x.controlChange(desired)
+			if err := x.enqueue(in); err != nil {
+				return Result{}, err
 			}
-			x.queue = append(x.queue, in)
 		case <-done:
 			done = nil
 			if x.core.Running() > 0 {
@@ -115,10 +107,33 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 // send delivers an input from a goroutine to the loop, unless the loop
 // has ended.
 func (x *run) send(in Input) {
+	if x.r.Serial && x.serialSession {
+		// A serial session runs on the loop's goroutine.
+		if err := x.enqueue(in); err != nil && x.serialErr == nil {
+			x.serialErr = err
+		}
+		return
+	}
 	select {
 	case x.inputs <- in:
 	case <-x.stopped:
 	}
+}
+
+// enqueue queues an input for the core. Between sessions the runner
+// reads control.json, so a pause asked for during a session holds the
+// next one.
+func (x *run) enqueue(in Input) error {
+	switch in.(type) {
+	case SessionDone, CleanupDone, TimerFired:
+		desired, err := x.readControl()
+		if err != nil {
+			return err
+		}
+		x.controlChange(desired)
+	}
+	x.queue = append(x.queue, in)
+	return nil
 }
 
 // perform carries out one effect. stop is true when the run ends here.
@@ -130,6 +145,9 @@ func (x *run) perform(eff Effect) (Result, bool, error) {
 		x.queue = append(x.queue, x.expandItems(e.Step))
 	case StartSession:
 		x.startSession(e)
+		if err := x.serialErr; err != nil {
+			return Result{}, false, err
+		}
 	case PrepareHuman:
 		// The decision goes to the seed's manual_inputs/<run>__<step>.json;
 		// its directory is there for whoever writes it by hand.

@@ -196,7 +196,7 @@ func TestLoopRetryRerunsFailedItems(t *testing.T) {
 		return reply{}
 	}}
 	res := e.run(first, Options{RunID: "r1"})
-	if res.ExitCode != 1 || !strings.Contains(res.Reason, "1 of 3 items failed: q; the items after them did not run") {
+	if res.ExitCode != 1 || !strings.Contains(res.Reason, "1 of 3 items failed: q; the items after it did not run") {
 		t.Fatalf("first run: %d %s", res.ExitCode, res.Reason)
 	}
 	second := &scripted{fn: func(c call) reply {

@@ -13,12 +13,16 @@ import (
 // every step that depends on one, goes back to PENDING with fresh
 // attempts and its iterations kept; everything else is kept.
 type RetryPlan struct {
-	// Failed are the steps that failed; Rerun every step put back, in
-	// workflow order; Kept the finished steps kept as they are (steps
-	// that never ran run as they would have).
+	// Failed are the steps that failed; Rerun every step that runs
+	// again (put back to PENDING) or runs for the first time (never
+	// started), in workflow order; Kept the finished steps kept as they
+	// are.
 	Failed []string `json:"failed"`
 	Rerun  []string `json:"rerun"`
-	Kept   []string `json:"kept"`
+	// Reset are the steps of Rerun that go back to PENDING: Rerun
+	// without those that never started.
+	Reset []string `json:"-"`
+	Kept  []string `json:"kept"`
 	// Capped are the failed steps that failed at an iteration budget:
 	// they run again only with a higher one (flow retry --max-iterations).
 	Capped []string `json:"capped,omitempty"`
@@ -55,6 +59,11 @@ func PlanRetry(wf *config.Workflow, st *State) RetryPlan {
 	for _, id := range st.StepOrder {
 		switch {
 		case rerun[id]:
+			p.Rerun = append(p.Rerun, id)
+			p.Reset = append(p.Reset, id)
+		case st.Steps[id] != nil && st.Steps[id].Status == Pending:
+			// Never started (after a failed step, or a failed item): it
+			// runs as it would have.
 			p.Rerun = append(p.Rerun, id)
 		case st.Steps[id] != nil && st.Steps[id].Status.Done():
 			p.Kept = append(p.Kept, id)

@@ -29,7 +29,7 @@ func TestRetry(t *testing.T) {
 		t.Fatalf("resume of a failed run: %v (exit %d)", err, CodeOf(err))
 	}
 	p := PlanRetry(e.wf, e.state(e.fs))
-	if !slices.Equal(p.Failed, []string{"b"}) || !slices.Equal(p.Rerun, []string{"b", "c"}) || !slices.Equal(p.Kept, []string{"a"}) {
+	if !slices.Equal(p.Failed, []string{"b"}) || !slices.Equal(p.Rerun, []string{"b", "c", "side"}) || !slices.Equal(p.Reset, []string{"b", "c"}) || !slices.Equal(p.Kept, []string{"a"}) {
 		t.Fatalf("plan %+v", p)
 	}
 	second := &scripted{fn: func(c call) reply { return reply{Out: "fixed\n"} }}

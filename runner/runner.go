@@ -73,6 +73,13 @@ type Runner struct {
 	// the run's log (with its seq; secrets hidden), in order, from the
 	// runner's loop: flow run --json streams them.
 	OnEvent func(Event)
+	// Serial runs each session to its end when the core starts it,
+	// before the next effect, instead of beside the others: for
+	// simulated sessions that end at once (flow test), so that which
+	// of several parallel sessions ends first never depends on how
+	// goroutines are scheduled. The core still schedules as it would:
+	// parallel sessions start in the same decision.
+	Serial bool
 	// TempDir is where a prompt holding a secret is handed to its
 	// session, in a private file removed when the session ends; ""
 	// means os.TempDir().
@@ -198,6 +205,10 @@ type run struct {
 	redact *redact.Redactor
 	// names maps the run's logical names to its files.
 	names names
+	// serialSession is true while a Serial session runs on the loop's
+	// goroutine: its inputs go straight to the queue.
+	serialSession bool
+	serialErr     error
 	// root is the run directory, resolved once for confined reads.
 	root *confine.Root
 }
@@ -391,7 +402,7 @@ func (x *run) open() error {
 	}
 	if exists && opts.Retry && x.st.Status == RunFailed {
 		p := PlanRetry(x.wf, x.st)
-		r := Retry{Failed: p.Failed, Reset: p.Rerun}
+		r := Retry{Failed: p.Failed, Reset: p.Reset}
 		if opts.Budgets.ForceMaxIterations {
 			r.MaxIterations = opts.Budgets.MaxIterations
 		}

@@ -107,11 +107,22 @@ func (x *run) startSession(ss StartSession) {
 		if private != "" {
 			_ = x.r.FS.Remove(private)
 		}
+		in := SessionDone{Step: e.Step, Outcome: Outcome{Attempt: e.Attempt}, Invalid: err.Error()}
+		if x.r.Serial {
+			x.queue = append(x.queue, in)
+			return
+		}
 		x.sessions.Add(1)
 		go func() {
 			defer x.sessions.Done()
-			done(SessionDone{Step: e.Step, Outcome: Outcome{Attempt: e.Attempt}, Invalid: err.Error()})
+			done(in)
 		}()
+		return
+	}
+	if x.r.Serial {
+		x.serialSession = true
+		done(x.session(s, e, sp, private, env, facts))
+		x.serialSession = false
 		return
 	}
 	x.sessions.Add(1)

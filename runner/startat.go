@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/suggest"
 	"github.com/flow-run/flow/runner/core"
 )
 
@@ -41,6 +43,10 @@ func PlanStartAt(fsys afero.Fs, wf *config.Workflow, st *State, repo, step strin
 		return StartAtPlan{}, err
 	}
 	p := StartAtPlan{Step: step, Rerun: reset}
+	if k, inst := core.SplitKey(step); inst {
+		// The instance's loop runs again for its item.
+		p.Rerun = append([]string{k.Loop}, p.Rerun...)
+	}
 	for _, id := range st.StepOrder {
 		if slices.Contains(p.Rerun, id) {
 			continue
@@ -92,7 +98,13 @@ func StartAtReset(wf *config.Workflow, st *State, step string) ([]string, error)
 			return nil, err
 		}
 		if st == nil || st.Steps[step] == nil {
-			return nil, fmt.Errorf("the run has no instance %s (its loop's items are recorded when the loop starts)", step)
+			msg := fmt.Sprintf("the run has no instance %s (its loop's items are recorded when the loop starts)", step)
+			if st != nil {
+				if c, ok := suggest.Closest(step, st.StepOrder); ok {
+					msg += fmt.Sprintf("; did you mean %s?", ShellArg(c))
+				}
+			}
+			return nil, errors.New(msg)
 		}
 		out = append(out, step)
 		for _, d := range bodyDownstream(wf, k.Loop, k.Step) {

@@ -95,6 +95,10 @@ func printDryRunStep(w io.Writer, s ops.DryRunStep, indent string) {
 	}
 	field("when", s.When)
 	budgets := fmt.Sprintf("max_attempts %d, max_iterations %d", s.MaxAttempts, s.MaxIterations)
+	if s.ForEach != nil {
+		// A loop runs no session: only loop-backs into it count.
+		budgets = fmt.Sprintf("max_iterations %d", s.MaxIterations)
+	}
 	if s.Timeout != "" {
 		budgets += ", timeout " + s.Timeout
 	}

@@ -192,6 +192,9 @@ type ItemsResult struct {
 	// Err is set when the list could not be evaluated, or is not a
 	// list: the loop step fails with it.
 	Err string
+	// Where is where the keys come from in the workflow ("wf.yaml:9:10:
+	// key"), to say where a problem with them is.
+	Where string
 }
 
 // TimerFired reports that a retry timer started by StartTimer fired.

@@ -125,16 +125,20 @@ func (c *Core) itemsResult(x *decider, in ItemsResult) {
 		fail(fmt.Sprintf("for_each gave %d items; a loop has at most %d (defaults.max_items raises the limit)", len(in.Items), limit))
 		return
 	}
+	where := ""
+	if in.Where != "" {
+		where = in.Where + ": "
+	}
 	items := make([]LoopItem, len(in.Items))
 	byKey := make(map[string]int, len(in.Items))
 	for i, it := range in.Items {
 		k := SanitizeItemKey(it.Key)
 		if k == "" {
-			fail(fmt.Sprintf("item %d: its key %q has no letter, digit, '_' or '-' to keep", i, it.Key))
+			fail(fmt.Sprintf("%sitem %d: its key %q has no letter, digit, '_' or '-' to keep", where, i, it.Key))
 			return
 		}
 		if j, dup := byKey[k]; dup {
-			fail(fmt.Sprintf("items %d (key %q) and %d (key %q) have the same key %s: keys must be unique", j, in.Items[j].Key, i, it.Key, k))
+			fail(fmt.Sprintf("%sitems %d (key %q) and %d (key %q) have the same key %s: keys must be unique", where, j, in.Items[j].Key, i, it.Key, k))
 			return
 		}
 		byKey[k] = i
@@ -212,7 +216,7 @@ func (c *Core) scheduleLoop(x *decider, ps *PlanStep, start bool) {
 	}
 	why := fmt.Sprintf("%d of %d items failed: %s", len(names), len(ls.Items), listKeys(names))
 	if pending {
-		why += "; the items after them did not run"
+		why += "; the items after " + plural(len(names), "it", "them") + " did not run"
 	}
 	x.emit(EvStepFailed, ps.ID, Outcome{Attempt: ls.Attempts, Error: shorten(why)})
 	c.fail(code, fmt.Sprintf("step %s failed: %s", ps.ID, why))
@@ -304,4 +308,11 @@ func listKeys(keys []string) string {
 		return strings.Join(keys, ", ")
 	}
 	return strings.Join(keys[:10], ", ") + " and " + strconv.Itoa(len(keys)-10) + " more"
+}
+
+func plural(n int, one, more string) string {
+	if n == 1 {
+		return one
+	}
+	return more
 }

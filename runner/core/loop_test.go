@@ -197,7 +197,7 @@ func TestLoopFailureStopsAdmitting(t *testing.T) {
 		t.Errorf("items: %s", got)
 	}
 	f := h.finish()
-	if f == nil || f.ExitCode != 1 || !strings.Contains(f.Reason, "the items after them did not run") {
+	if f == nil || f.ExitCode != 1 || !strings.Contains(f.Reason, "the items after it did not run") {
 		t.Fatalf("finish %+v", f)
 	}
 	h.replayed()

@@ -209,7 +209,7 @@ type dryRun struct {
 func (d *dryRun) step(s *config.Step, g, attempts, iterations int) DryRunStep {
 	out := DryRunStep{ID: s.ID, Kind: string(s.Kind), Needs: nonNil(s.Needs), Group: g,
 		MaxAttempts: attempts, MaxIterations: iterations}
-	if s.Kind != config.KindHuman {
+	if s.Kind != config.KindHuman && s.Kind != config.KindLoop {
 		out.Timeout, out.IdleTimeout = durationText(d.wf.StepTimeout(s)), durationText(d.wf.StepIdleTimeout(s))
 	}
 	if s.When != nil {

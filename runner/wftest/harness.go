@@ -113,7 +113,10 @@ func (s *starter) Start(_ context.Context, spec proc.Spec) (proc.Session, error)
 		}
 		if p := env["FLOW_PROMPT_FILE"]; p != "" {
 			if b, err := afero.ReadFile(s.fs, p); err == nil {
-				s.prompts[step] = append(s.prompts[step], string(b))
+				// An instance's prompts count for it and for its body step.
+				for _, k := range uniq(env["FLOW_STEP_ID"], env["FLOW_STEP_KEY"]) {
+					s.prompts[k] = append(s.prompts[k], string(b))
+				}
 			}
 		}
 	}
@@ -210,4 +213,12 @@ func controlState(s string) runner.ControlState {
 		return runner.RunCleanup
 	}
 	return runner.Continuous
+}
+
+// uniq returns a and b, or a alone when they are equal or b is empty.
+func uniq(a, b string) []string {
+	if b == "" || a == b {
+		return []string{a}
+	}
+	return []string{a, b}
 }

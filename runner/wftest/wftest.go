@@ -92,7 +92,9 @@ func runOne(ctx context.Context, tf *config.TestFile, t *config.WorkflowTest) Re
 	runDir := runner.RunDir(repo, runID)
 	st := newStarter(mem, fake, repo, runDir, tf.Workflow, t)
 	st.def = tf.Default
-	r := &runner.Runner{FS: mem, Clock: virtualClock{fake}, Starter: st, Stdout: discard{}, Host: "flow-test", PID: 1,
+	// Serial: sessions end in the order the core started them, so that a
+	// test of parallel steps or items takes one path every time.
+	r := &runner.Runner{FS: mem, Clock: virtualClock{fake}, Starter: st, Stdout: discard{}, Host: "flow-test", PID: 1, Serial: true,
 		Alive: func(runlock.Holder) bool { return false }, HeartbeatEvery: never, PollEvery: never, TempDir: "/tmp"}
 	ro := runner.Options{Workflow: tf.Workflow, Repo: repo, RunID: runID, Vars: t.Vars, NoWait: true}
 	decided := map[string]int{}
