@@ -272,3 +272,31 @@ tests:
 		t.Errorf("a body step in expect.steps: %v", err)
 	}
 }
+
+// TestParallelPathIsFixed: with items (or steps) in parallel, a test
+// takes the same path every time: sessions end in the order they
+// started.
+func TestParallelPathIsFixed(t *testing.T) {
+	fs := afero.NewMemMapFs()
+	_ = afero.WriteFile(fs, "/w/wf.yaml", []byte(strings.Replace(loopWorkflow, "max_parallel: 1", "max_parallel: 2", 1)), 0o644)
+	_ = afero.WriteFile(fs, "/w/wf.test.yaml", []byte(`workflow: wf.yaml
+tests:
+  - name: t
+    sessions: {review: [{output: FAIL}, {output: PASS}]}
+    human: {signoff: {approved: true}}
+    expect:
+      path: [stories, "stories[a].implement", "stories[b].implement", "stories[a].review", "stories[b].review", "stories[a].implement",
+        "stories[a].review", "stories[b].signoff", "stories[a].signoff", integrate]
+`), 0o644)
+	tf, err := config.LoadTests(fs, "/w/wf.test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		for _, r := range wftest.Run(context.Background(), tf, wftest.Options{}) {
+			if !r.Passed {
+				t.Fatalf("run %d: %v", i, r.Failures)
+			}
+		}
+	}
+}
