@@ -58,6 +58,33 @@ type RunInfo struct {
 	Workflow  string    `expr:"workflow"`
 	StartedAt time.Time `expr:"started_at"`
 	Iteration int       `expr:"iteration"`
+	// Usage is what every session of the run has consumed so far.
+	Usage Usage `expr:"usage"`
+}
+
+// Usage is `usage` of steps.<id> and of run: what sessions consumed, as
+// their agents report it (zero for a session that reports nothing, such
+// as a command).
+type Usage struct {
+	TokensIn     int64   `expr:"tokens_in"`
+	TokensOut    int64   `expr:"tokens_out"`
+	TokensCached int64   `expr:"tokens_cached"`
+	CostUSD      float64 `expr:"cost_usd"`
+	Turns        int     `expr:"turns"`
+	Sessions     int     `expr:"sessions"`
+}
+
+// Map returns the usage under its expression names ("tokens_in",
+// "cost_usd", ...).
+func (u Usage) Map() map[string]any {
+	return map[string]any{
+		"tokens_in":     u.TokensIn,
+		"tokens_out":    u.TokensOut,
+		"tokens_cached": u.TokensCached,
+		"cost_usd":      u.CostUSD,
+		"turns":         u.Turns,
+		"sessions":      u.Sessions,
+	}
 }
 
 // StepInfo is `steps.<id>` in the expression environment.
@@ -75,6 +102,9 @@ type StepInfo struct {
 	Input     map[string]any    `expr:"input"`
 	Error     string            `expr:"error"`
 	Duration  time.Duration     `expr:"duration"`
+	// Usage is what the step's sessions consumed, all its attempts and
+	// iterations together.
+	Usage Usage `expr:"usage"`
 	// Items are a for_each step's items, in item order: each a map of
 	// "key", "index", "item", "status" and, under each body step's id,
 	// that step's facts for the item (the fields of StepInfo by their

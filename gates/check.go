@@ -148,7 +148,8 @@ func (c *refChecker) outputRef(node ast.Node) {
 
 // structOf returns a description and the type of the struct value node
 // denotes when that is known from the syntax alone: run, feedback,
-// check, or a step (steps.X or steps[expr]).
+// check, a step (steps.X or steps[expr]), or the usage of run or of a
+// step.
 func structOf(node ast.Node) (string, reflect.Type) {
 	switch n := node.(type) {
 	case *ast.IdentifierNode:
@@ -161,6 +162,14 @@ func structOf(node ast.Node) (string, reflect.Type) {
 			return "check", reflect.TypeFor[CheckInfo]()
 		}
 	case *ast.MemberNode:
+		if p, ok := n.Property.(*ast.StringNode); ok && p.Value == "usage" {
+			if owner, t := structOf(n.Node); t == reflect.TypeFor[RunInfo]() || t == reflect.TypeFor[StepInfo]() {
+				if owner == "run" {
+					return "run.usage", reflect.TypeFor[Usage]()
+				}
+				return "the usage of " + owner, reflect.TypeFor[Usage]()
+			}
+		}
 		if id, ok := n.Node.(*ast.IdentifierNode); ok && id.Value == "steps" {
 			if s, ok := n.Property.(*ast.StringNode); ok {
 				return fmt.Sprintf("step %q", s.Value), reflect.TypeFor[StepInfo]()

@@ -18,7 +18,11 @@
 // check (Names lists them), and the functions file_exists, read_file,
 // read_json, glob and now. The environment is typed: steps is a map of
 // StepInfo whose fields (StepFields) are known, so a misspelt field is
-// a compile error. Step ids and var names come from the workflow and
+// a compile error. The usage of run and of a step (run.usage,
+// steps.X.usage: tokens, cost in USD, turns and sessions, UsageFields)
+// is typed the same way, so that a budget condition such as
+// run.usage.cost_usd < 10 compares numbers and run.usage.cost is an
+// error. Step ids and var names come from the workflow and
 // are passed in a Scope: steps.X and vars.X with an X the workflow does
 // not declare are compile errors too, with a did-you-mean hint, and so
 // is an unknown name such as signal.PASS. Only names written literally

@@ -85,6 +85,12 @@ func StepFields() []string {
 	return tagNames(reflect.TypeFor[StepInfo]())
 }
 
+// UsageFields returns the field names of run.usage and
+// steps.<id>.usage, in declaration order.
+func UsageFields() []string {
+	return tagNames(reflect.TypeFor[Usage]())
+}
+
 // tagNames returns the expr tag names of the fields of struct type t.
 func tagNames(t reflect.Type) []string {
 	names := make([]string, 0, t.NumField())
@@ -98,11 +104,13 @@ func tagNames(t reflect.Type) []string {
 
 // structFields returns the expr tag names of the fields of the struct
 // values an expression may select from by a fixed name: run, feedback,
-// check and steps.<id>. It returns nil for any other type.
+// check, steps.<id> and the usage of run and of a step. It returns nil
+// for any other type.
 func structFields(t reflect.Type) []string {
 	switch t {
 	case reflect.TypeFor[RunInfo](), reflect.TypeFor[Feedback](),
-		reflect.TypeFor[CheckInfo](), reflect.TypeFor[StepInfo]():
+		reflect.TypeFor[CheckInfo](), reflect.TypeFor[StepInfo](),
+		reflect.TypeFor[Usage]():
 		return tagNames(t)
 	}
 	return nil

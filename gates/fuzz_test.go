@@ -31,6 +31,8 @@ func FuzzCompileExpr(f *testing.F) {
 		"signals.PASS &&\n steps.tset.status",
 		`read_json("r.json").count > 2`,
 		`now().Sub(run.started_at) > duration("1h")`,
+		`run.usage.cost_usd < 10`,
+		`steps.tests.usage.tokens_out < 100000 && run.usage.sessions <= 3`,
 	} {
 		f.Add(s)
 	}

@@ -85,6 +85,7 @@ func (s StepInfo) Map() map[string]any {
 		"input":     s.Input,
 		"error":     s.Error,
 		"duration":  s.Duration,
+		"usage":     s.Usage.Map(),
 	}
 	if s.Items != nil {
 		m["items"] = s.Items

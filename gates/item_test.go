@@ -157,8 +157,20 @@ func TestReserved(t *testing.T) {
 }
 
 func TestStepInfoMap(t *testing.T) {
-	s := StepInfo{Status: "COMPLETED", Verdict: "PASS", ExitCode: 1}
+	s := StepInfo{Status: "COMPLETED", Verdict: "PASS", ExitCode: 1, Usage: Usage{TokensOut: 42, CostUSD: 0.5, Sessions: 1}}
 	m := s.Map()
+	u, ok := m["usage"].(map[string]any)
+	if !ok {
+		t.Fatalf("Map()[usage] = %#v, want a map", m["usage"])
+	}
+	for _, f := range UsageFields() {
+		if _, ok := u[f]; !ok {
+			t.Errorf("Map()[usage] has no %q", f)
+		}
+	}
+	if len(u) != len(UsageFields()) || u["tokens_out"] != int64(42) || u["cost_usd"] != 0.5 || u["sessions"] != 1 {
+		t.Errorf("Map()[usage] = %v", u)
+	}
 	for _, f := range StepFields() {
 		if _, ok := m[f]; !ok && f != "items" {
 			t.Errorf("Map() has no %q", f)
@@ -179,9 +191,37 @@ func TestStepInfoMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ok, err := p.EvalBool(&Env{Steps: map[string]StepInfo{"stories": loop}})
+	ok, err = p.EvalBool(&Env{Steps: map[string]StepInfo{"stories": loop}})
 	if !ok || err != nil {
 		t.Errorf("EvalBool = %v, %v", ok, err)
+	}
+	// So does an item's usage.
+	p, err = Compile(`steps.stories.items[0].implement.usage.cost_usd == 0.5`, Scope{Steps: []string{"stories"}}, Bool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, err = p.EvalBool(&Env{Steps: map[string]StepInfo{"stories": loop}})
+	if !ok || err != nil {
+		t.Errorf("EvalBool(usage) = %v, %v", ok, err)
+	}
+}
+
+// TestUsageAllocs: reading usage costs no more than reading another
+// field of run.
+func TestUsageAllocs(t *testing.T) {
+	env := &Env{Run: RunInfo{Iteration: 1, Usage: Usage{CostUSD: 1}}}
+	p, err := Compile(`run.usage.cost_usd < 10`, Scope{}, Bool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := Compile(`run.iteration < 10`, Scope{}, Bool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(100, func() { _, _ = p.EvalBool(env) })
+	base := testing.AllocsPerRun(100, func() { _, _ = q.EvalBool(env) })
+	if allocs > base {
+		t.Errorf("%v allocations per evaluation reading run.usage, %v reading run.iteration", allocs, base)
 	}
 }
 

@@ -33,6 +33,12 @@ func TestCompileErrors(t *testing.T) {
 		{"unknown run field", `run.idd == ""`, Bool, Error{1, 5, 4, `unknown field "idd" of run (did you mean "id"?)`}},
 		{"unknown feedback field", `feedback.reasn != ""`, Bool, Error{1, 10, 9, `unknown field "reasn" of feedback (did you mean "reason"?)`}},
 		{"unknown check field", `check.exit == 0`, Bool, Error{1, 7, 6, `unknown field "exit" of check`}},
+		{"unknown run usage field", `run.usage.cost_uds < 10`, Bool, Error{1, 11, 10, `unknown field "cost_uds" of run.usage (did you mean "cost_usd"?)`}},
+		{"unknown run usage field no hint", `run.usage.typo > 0`, Bool, Error{1, 11, 10, `unknown field "typo" of run.usage`}},
+		{"unknown step usage field", `steps.a.usage.token_out < 100`, Bool, Error{1, 15, 14, `unknown field "token_out" of the usage of step "a" (did you mean "tokens_out"?)`}},
+		{"unknown indexed step usage field", `steps[output].usage.turn > 1`, Bool, Error{1, 21, 20, `unknown field "turn" of the usage of a step (did you mean "turns"?)`}},
+		{"misspelt usage", `run.usag.cost_usd < 1`, Bool, Error{1, 5, 4, `unknown field "usag" of run (did you mean "usage"?)`}},
+		{"usage cost is a number", `run.usage.cost_usd == "1"`, Bool, Error{1, 20, 19, `invalid operation: == (mismatched types float64 and string)`}},
 		{"unknown name", `signal.PASS`, Bool, Error{1, 1, 0, `unknown name "signal" (did you mean "signals"?)`}},
 		{"unknown function", `lenn(output) > 0`, Bool, Error{1, 1, 0, `unknown name "lenn" (did you mean "len"?)`}},
 		{"first error wins", `steps.x.status == "" && steps.y.status == ""`, Bool, Error{1, 7, 6, `unknown step "x"`}},
@@ -102,12 +108,14 @@ func testEnv() *Env {
 	return &Env{
 		Vars: map[string]string{"feature": "dark mode"},
 		Env:  map[string]string{"HOME": "/home/u"},
-		Run:  RunInfo{ID: "r1", Workflow: "sdlc", StartedAt: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), Iteration: 2},
+		Run: RunInfo{ID: "r1", Workflow: "sdlc", StartedAt: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), Iteration: 2,
+			Usage: Usage{TokensIn: 5000, TokensOut: 900, TokensCached: 4000, CostUSD: 1.5, Turns: 7, Sessions: 4}},
 		Steps: map[string]StepInfo{
 			"tests": {Status: "succeeded", Attempts: 1, Iteration: 1, ExitCode: 0, Output: "ok\n",
 				Signals: map[string]bool{"PASS": true}, Verdict: "PASS", Metrics: map[string]string{"coverage": "81"},
 				Artifacts: []string{"cover.out"}, Report: map[string]any{"n": 1}, Input: map[string]any{"ok": true},
-				Error: "", Duration: 90 * time.Second},
+				Error: "", Duration: 90 * time.Second,
+				Usage: Usage{TokensIn: 1200, TokensOut: 340, TokensCached: 800, CostUSD: 0.25, Turns: 3, Sessions: 2}},
 		},
 		ExitCode:  3,
 		Output:    "PASS\n",
@@ -151,6 +159,20 @@ func TestEval(t *testing.T) {
 		{`steps.tests.error`, ""},
 		{`steps.tests.duration.Seconds()`, 90.0},
 		{`steps["tests"].exit_code`, 0},
+		{`steps.tests.usage.tokens_in`, int64(1200)},
+		{`steps.tests.usage.tokens_out < 100000`, true},
+		{`steps.tests.usage.tokens_cached`, int64(800)},
+		{`steps.tests.usage.cost_usd`, 0.25},
+		{`steps.tests.usage.turns`, 3},
+		{`steps.tests.usage.sessions`, 2},
+		{`steps["tests"].usage.sessions`, 2},
+		{`steps.a.usage.cost_usd`, 0.0},
+		{`run.usage.cost_usd < 10`, true},
+		{`run.usage.cost_usd`, 1.5},
+		{`run.usage.tokens_in + run.usage.tokens_out`, 5900},
+		{`run.usage.tokens_out > 1000`, false},
+		{`run.usage.sessions`, 4},
+		{`run.usage.turns >= 7 && run.usage.tokens_cached == 4000`, true},
 		{`steps.a.status`, ""}, // in scope, not run yet: zero StepInfo
 		{`exit_code`, 3},
 		{`output`, "PASS\n"},
@@ -219,6 +241,7 @@ func TestEvalZeroEnv(t *testing.T) {
 	for _, src := range []string{
 		`signals.PASS && !signals.FAIL && steps.tests.exit_code == 0`,
 		`vars.feature == "" && env.X == "" && run.id == "" && metrics.x == ""`,
+		`run.usage.cost_usd == 0 && steps.tests.usage.tokens_out == 0 && run.usage.sessions < 1`,
 		`!file_exists("x") && len(glob("*")) == 0 && now().IsZero()`,
 	} {
 		p, err := Compile(src, testScope, Bool)
@@ -345,9 +368,13 @@ func TestNames(t *testing.T) {
 		t.Errorf("Names mismatch (-want +got):\n%s", diff)
 	}
 	fields := []string{"status", "attempts", "iteration", "exit_code", "output", "signals", "verdict",
-		"metrics", "artifacts", "report", "input", "error", "duration", "items"}
+		"metrics", "artifacts", "report", "input", "error", "duration", "usage", "items"}
 	if diff := cmp.Diff(fields, StepFields()); diff != "" {
 		t.Errorf("StepFields mismatch (-want +got):\n%s", diff)
+	}
+	usage := []string{"tokens_in", "tokens_out", "tokens_cached", "cost_usd", "turns", "sessions"}
+	if diff := cmp.Diff(usage, UsageFields()); diff != "" {
+		t.Errorf("UsageFields mismatch (-want +got):\n%s", diff)
 	}
 }
 
