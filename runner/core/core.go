@@ -305,9 +305,10 @@ const AlreadyEnded = "the run had already ended"
 
 // Exit codes the core finishes with, as ints for the record.
 const (
-	exitFailed      = int(ExitFailed)
-	exitBudget      = int(ExitBudget)
-	exitInterrupted = int(ExitInterrupted)
+	exitFailed         = int(ExitFailed)
+	exitBudget         = int(ExitBudget)
+	exitBudgetExceeded = int(ExitBudgetExceeded)
+	exitInterrupted    = int(ExitInterrupted)
 )
 
 // Decision is what Decide returns: the events it applied to the state
@@ -420,7 +421,7 @@ func (c *Core) Decide(st *State, in Input, at time.Time) Decision {
 		c.control = Pause
 		x.effect(SetControl{Desired: Pause, Current: Pause, Note: "cleanup session finished"})
 	case Interrupt:
-		if c.haltCode == 0 || c.haltCode == exitFailed || c.haltCode == exitBudget {
+		if c.haltCode == 0 || c.haltCode == exitFailed || c.haltCode == exitBudget || c.haltCode == exitBudgetExceeded {
 			c.haltCode, c.haltReason = exitInterrupted, "interrupted"
 		}
 		// Retry timers and evaluations are dropped; a resumed run
@@ -475,6 +476,14 @@ func (c *Core) begin(x *decider, in Begin) {
 	if in.Control != "" && in.Control != Continuous {
 		c.controlChanged(x, in.Control)
 	}
+	// A budget spent before this runner took the run (and not raised
+	// since) stops it before any session.
+	c.checkBudgets(x, "")
+	for _, ps := range c.plan.Steps {
+		if ps.Budget.set() {
+			c.checkBudgets(x, ps.ID)
+		}
+	}
 }
 
 func (c *Core) whenResult(x *decider, in WhenResult) {
@@ -504,6 +513,11 @@ func (c *Core) whenResult(x *decider, in WhenResult) {
 }
 
 func (c *Core) sessionDone(x *decider, in SessionDone) {
+	c.sessionEnd(x, in)
+	c.checkBudgets(x, in.Step)
+}
+
+func (c *Core) sessionEnd(x *decider, in SessionDone) {
 	s := x.st.Steps[in.Step]
 	ps := c.step(in.Step)
 	if s == nil || ps == nil || s.Status != Running || ps.ForEach != nil {
@@ -889,6 +903,10 @@ func (c *Core) schedule(x *decider) {
 		c.finished = true
 		x.emit(EvRunInterrupted, "", Note{Message: c.haltReason})
 		x.effect(Finish{Status: RunInterrupted, ExitCode: exitInterrupted, Reason: c.haltReason})
+	case c.haltCode == exitBudgetExceeded:
+		c.finished = true
+		x.emit(EvRunFinished, "", RunFinished{Status: RunBudgetExceeded, ExitCode: exitBudgetExceeded, Reason: c.haltReason})
+		x.effect(Finish{Status: RunBudgetExceeded, ExitCode: exitBudgetExceeded, Reason: c.haltReason})
 	case c.haltCode != 0 || anyFailed:
 		code, reason := c.haltCode, c.haltReason
 		if code == 0 {

@@ -42,6 +42,9 @@ const (
 	EvRunWaiting      = "run_waiting"
 	EvControl         = "control"
 	EvWarning         = "warning"
+	// EvBudgetExceeded records that a cost, token or session budget ran
+	// out: the run stops before its next session (exit 6).
+	EvBudgetExceeded = "budget_exceeded"
 	// EvLoopItems records a loop's items when the loop starts: resume
 	// never evaluates the list again.
 	EvLoopItems = "loop_items"
@@ -159,6 +162,12 @@ type Outcome struct {
 	Verdict    string            `json:"verdict,omitempty"`
 	Report     json.RawMessage   `json:"report,omitempty"`
 	Duration   string            `json:"duration,omitempty"`
+	// Usage is what the session consumed, when its agent reports it
+	// (a preset, DESIGN §14).
+	Usage *AgentUsage `json:"usage,omitempty"`
+	// AgentSession is the agent tool's own session (conversation) id,
+	// which a re-entered step continues.
+	AgentSession string `json:"agent_session,omitempty"`
 	// Budget is true when the step failed because its iteration budget
 	// ran out.
 	Budget bool `json:"budget,omitempty"`
@@ -199,6 +208,16 @@ type RunFinished struct {
 // that carry a message.
 type Note struct {
 	Message string `json:"message"`
+}
+
+// BudgetExceeded is the data of a budget_exceeded event: which budget
+// (the run's, or a step's), of what, its limit and what was used.
+type BudgetExceeded struct {
+	// Step is the step whose budget ran out, or "" for the run's.
+	Step  string  `json:"step,omitempty"`
+	What  string  `json:"what"`
+	Limit float64 `json:"limit"`
+	Used  float64 `json:"used"`
 }
 
 // LoopItems is the data of a loop_items event: the items of the loop
@@ -429,7 +448,7 @@ var appliers = map[string]applier{
 	EvStepCompleted: onStep(func(s *State, st *StepState, d *Outcome, _ Event, at *Time) {
 		st.Status = Completed
 		st.EndedAt = at
-		setOutcome(st, *d)
+		setOutcome(s, st, *d)
 		st.GateFailed = false
 		st.LastError = nil
 		if st.LoopCompleted != nil {
@@ -440,7 +459,7 @@ var appliers = map[string]applier{
 	EvGateFailed: onStep(func(s *State, st *StepState, d *GateFailure, e Event, at *Time) {
 		st.Status = Completed
 		st.EndedAt = at
-		setOutcome(st, d.Outcome)
+		setOutcome(s, st, d.Outcome)
 		st.GateFailed = true
 		st.LastError = strp("gate failed: " + d.Reason)
 		unblock(s, st)
@@ -468,16 +487,16 @@ var appliers = map[string]applier{
 			}
 		}
 	}),
-	EvAttemptFailed: onStep(func(_ *State, st *StepState, d *Outcome, _ Event, at *Time) {
+	EvAttemptFailed: onStep(func(s *State, st *StepState, d *Outcome, _ Event, at *Time) {
 		st.Status = Pending
 		st.EndedAt = at
-		setOutcome(st, *d)
+		setOutcome(s, st, *d)
 		st.LastError = strp(d.Error)
 	}),
-	EvStepFailed: onStep(func(_ *State, st *StepState, d *Outcome, _ Event, at *Time) {
+	EvStepFailed: onStep(func(s *State, st *StepState, d *Outcome, _ Event, at *Time) {
 		st.Status = Failed
 		st.EndedAt = at
-		setOutcome(st, *d)
+		setOutcome(s, st, *d)
 		st.LastError = strp(d.Error)
 	}),
 	EvStepInterrupted: onStep(func(_ *State, st *StepState, _ *none, _ Event, at *Time) {
@@ -500,10 +519,11 @@ var appliers = map[string]applier{
 	EvLoopItems: onStep(func(s *State, st *StepState, d *LoopItems, e Event, at *Time) {
 		applyLoopItems(s, e.Step, st, d, at)
 	}),
-	EvItemStarted:  onItem(func(_ *StepState, it *Item, _ *ItemEvent) { it.Status = Running }),
-	EvItemFinished: onItem(finishItem),
-	EvRunPaused:    onRun(func(s *State, _ *none, _ *Time) { s.Status = RunPaused }),
-	EvRunWaiting:   onRun(func(s *State, _ *none, _ *Time) { s.Status = RunWaitingOnHuman }),
+	EvItemStarted:    onItem(func(_ *StepState, it *Item, _ *ItemEvent) { it.Status = Running }),
+	EvItemFinished:   onItem(finishItem),
+	EvRunPaused:      onRun(func(s *State, _ *none, _ *Time) { s.Status = RunPaused }),
+	EvBudgetExceeded: onRun(func(s *State, _ *BudgetExceeded, _ *Time) {}),
+	EvRunWaiting:     onRun(func(s *State, _ *none, _ *Time) { s.Status = RunWaitingOnHuman }),
 }
 
 // unblock clears the loop-back block that step's re-entry set: a
@@ -522,8 +542,16 @@ func unblock(s *State, step *StepState) {
 	step.Feedback = nil
 }
 
-// setOutcome copies a session's results into the step.
-func setOutcome(st *StepState, d Outcome) {
+// setOutcome copies a session's results into the step, and adds what
+// it consumed to the step's and the run's usage.
+func setOutcome(s *State, st *StepState, d Outcome) {
+	if u := d.Usage; u != nil {
+		st.Usage = st.Usage.plus(*u)
+		s.Usage = s.Usage.plus(*u)
+	}
+	if d.AgentSession != "" {
+		st.AgentSession = d.AgentSession
+	}
 	st.Attempts = max(st.Attempts, d.Attempt)
 	st.ExitCode = d.ExitCode
 	if d.ReportPath != "" {

@@ -24,6 +24,8 @@ const (
 type Plan struct {
 	Steps       []PlanStep
 	MaxParallel int
+	// Budget is the run's cost, token and session budget.
+	Budget Budget
 	index       map[string]int
 	// loops lists the indices of the loop steps.
 	loops []int
@@ -64,7 +66,38 @@ type PlanStep struct {
 	Loop string
 	// ForEach is set for a loop step (KindLoop): how its items run.
 	ForEach *PlanLoop
+	// Budget is the step's own budget: for a body step, all its
+	// instances' together.
+	Budget Budget
 }
+
+// Budget is a cost, token or session budget (DESIGN §14): the run
+// stops before its next session once what was used reaches a limit. A
+// zero field has no limit.
+type Budget struct {
+	CostUSD  float64
+	Tokens   int64
+	Sessions int
+}
+
+// spent says which limit of b what u used has reached, if any.
+func (b Budget) spent(u *AgentUsage) (what string, limit, used float64, ok bool) {
+	if u == nil {
+		u = &AgentUsage{}
+	}
+	switch {
+	case b.CostUSD > 0 && u.CostUSD >= b.CostUSD:
+		return "cost_usd", b.CostUSD, u.CostUSD, true
+	case b.Tokens > 0 && u.Tokens() >= b.Tokens:
+		return "tokens", float64(b.Tokens), float64(u.Tokens()), true
+	case b.Sessions > 0 && int(u.Sessions) >= b.Sessions:
+		return "sessions", float64(b.Sessions), float64(u.Sessions), true
+	}
+	return "", 0, 0, false
+}
+
+// set reports whether b has any limit.
+func (b Budget) set() bool { return b.CostUSD > 0 || b.Tokens > 0 || b.Sessions > 0 }
 
 // PlanLoop is what the core needs to know of a loop step: its body and
 // how its items run (DESIGN §11).

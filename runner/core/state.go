@@ -38,6 +38,9 @@ const (
 	RunCompleted      RunStatus = "completed"
 	RunFailed         RunStatus = "failed"
 	RunInterrupted    RunStatus = "interrupted"
+	// RunBudgetExceeded: a cost, token or session budget ran out; the
+	// run goes on when resumed with a higher one.
+	RunBudgetExceeded RunStatus = "budget_exceeded"
 )
 
 // Time is a timestamp written as UTC with microseconds.
@@ -73,6 +76,8 @@ type State struct {
 	Cleanups int `json:"cleanups,omitempty"`
 	// StepOrder lists the step ids in workflow order.
 	StepOrder []string `json:"step_order"`
+	// Usage sums what the run's agent sessions consumed (DESIGN §14).
+	Usage *AgentUsage `json:"usage,omitempty"`
 
 	Steps map[string]*StepState `json:"steps"`
 }
@@ -115,6 +120,11 @@ type StepState struct {
 	Feedback *Feedback `json:"feedback,omitempty"`
 	// Human is the input a human gave this step.
 	Human *HumanInput `json:"human,omitempty"`
+	// Usage sums what the step's agent sessions consumed; AgentSession
+	// is the agent tool's session id of its last session, which a
+	// re-entered step continues.
+	Usage        *AgentUsage `json:"usage,omitempty"`
+	AgentSession string `json:"agent_session,omitempty"`
 
 	// A for_each step (DESIGN §11) carries agent_orchestrator's fields
 	// of a looped step: its items' values (LoopItems), how many items
@@ -160,6 +170,44 @@ type HumanInput struct {
 	Reason   string         `json:"reason,omitempty"`
 }
 
+// AgentUsage is what agent sessions consumed: tokens, cost, turns and
+// sessions (DESIGN §14). Numbers, so that expressions compare them.
+type AgentUsage struct {
+	TokensIn     int64   `json:"tokens_in"`
+	TokensOut    int64   `json:"tokens_out"`
+	TokensCached int64   `json:"tokens_cached"`
+	CostUSD      float64 `json:"cost_usd"`
+	// CostEstimated is true when some of the cost was computed from the
+	// workflow's price rather than reported by the tool.
+	CostEstimated bool `json:"cost_estimated,omitempty"`
+	Turns         int  `json:"turns"`
+	Sessions      int  `json:"sessions"`
+}
+
+// plus returns a copy of u (nil counts as zero) with o added.
+func (u *AgentUsage) plus(o AgentUsage) *AgentUsage {
+	var n AgentUsage
+	if u != nil {
+		n = *u
+	}
+	n.TokensIn += o.TokensIn
+	n.TokensOut += o.TokensOut
+	n.TokensCached += o.TokensCached
+	n.CostUSD += o.CostUSD
+	n.CostEstimated = n.CostEstimated || o.CostEstimated
+	n.Turns += o.Turns
+	n.Sessions += o.Sessions
+	return &n
+}
+
+// Tokens is every token counted: in and out.
+func (u *AgentUsage) Tokens() int64 {
+	if u == nil {
+		return 0
+	}
+	return u.TokensIn + u.TokensOut
+}
+
 // newStepState returns a PENDING step with the seed's empty values.
 func newStepState() *StepState {
 	return &StepState{Status: Pending, Artifacts: []string{}, Metrics: map[string]string{}, Logs: []string{}}
@@ -171,6 +219,10 @@ func (s *State) Clone() *State {
 	c.Vars = maps.Clone(s.Vars)
 	c.VarOverrides = maps.Clone(s.VarOverrides)
 	c.StepOrder = slices.Clone(s.StepOrder)
+	if s.Usage != nil {
+		u := *s.Usage
+		c.Usage = &u
+	}
 	if s.Runner != nil {
 		r := *s.Runner
 		c.Runner = &r
@@ -182,6 +234,10 @@ func (s *State) Clone() *State {
 		x.Metrics = maps.Clone(st.Metrics)
 		x.Logs = slices.Clone(st.Logs)
 		x.Signals = maps.Clone(st.Signals)
+		if st.Usage != nil {
+			u := *st.Usage
+			x.Usage = &u
+		}
 		if st.LoopIndex != nil {
 			x.LoopItems = slices.Clone(st.LoopItems)
 			x.LoopIndex = intp(*st.LoopIndex)

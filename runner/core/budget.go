@@ -1,0 +1,73 @@
+package core
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// checkBudgets stops the run when what its sessions used has reached a
+// budget (DESIGN §14): the run's, and, after a session of step (a step
+// or an instance), that step's — for a body step, all its instances'
+// together. Sessions in flight finish; none starts after. The run ends
+// budget_exceeded (exit 6) and goes on when resumed with a higher
+// budget.
+func (c *Core) checkBudgets(x *decider, step string) {
+	if c.haltCode != 0 && c.haltCode != exitFailed && c.haltCode != exitBudget {
+		return
+	}
+	if step == "" {
+		if what, limit, used, ok := c.plan.Budget.spent(x.st.Usage); ok {
+			c.budgetSpent(x, "", what, limit, used)
+		}
+		return
+	}
+	ps := c.step(step)
+	if ps == nil || !ps.Budget.set() {
+		if step != "" {
+			c.checkBudgets(x, "")
+		}
+		return
+	}
+	if what, limit, used, ok := ps.Budget.spent(c.stepUsage(x.st, ps)); ok {
+		c.budgetSpent(x, ps.ID, what, limit, used)
+		return
+	}
+	c.checkBudgets(x, "")
+}
+
+// budgetSpent records a budget that ran out and stops the run.
+func (c *Core) budgetSpent(x *decider, step, what string, limit, used float64) {
+	if c.haltCode == exitBudgetExceeded {
+		return
+	}
+	x.emit(EvBudgetExceeded, "", BudgetExceeded{Step: step, What: what, Limit: limit, Used: used})
+	whose := "the run's"
+	if step != "" {
+		whose = "step " + step + "'s"
+	}
+	c.haltCode = exitBudgetExceeded
+	flag := map[string]string{"cost_usd": "--budget-cost", "tokens": "--budget-tokens", "sessions": "--budget-sessions"}[what]
+	c.haltReason = fmt.Sprintf("%s %s budget is spent (%s of %s); resume with a higher one: flow resume %s %s N",
+		whose, what, number(used), number(limit), x.st.RunID, flag)
+}
+
+// stepUsage sums what a step's sessions used: for a body step, every
+// instance's.
+func (c *Core) stepUsage(st *State, ps *PlanStep) *AgentUsage {
+	if ps.Loop == "" {
+		return st.Steps[ps.ID].Usage
+	}
+	sum := &AgentUsage{}
+	prefix, suffix := ps.Loop+"[", "]."+ps.ID
+	// In the record's order: a sum of costs is the same on every replay.
+	for _, id := range st.StepOrder {
+		if s := st.Steps[id]; s != nil && s.Usage != nil && strings.HasPrefix(id, prefix) && strings.HasSuffix(id, suffix) {
+			sum = sum.plus(*s.Usage)
+		}
+	}
+	return sum
+}
+
+// number writes a budget's number without a needless fraction.
+func number(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
