@@ -26,7 +26,7 @@ type Plan struct {
 	MaxParallel int
 	// Budget is the run's cost, token and session budget.
 	Budget Budget
-	index       map[string]int
+	index  map[string]int
 	// loops lists the indices of the loop steps.
 	loops []int
 	// dependents lists, for each step, the steps that need it directly.

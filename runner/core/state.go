@@ -124,7 +124,7 @@ type StepState struct {
 	// is the agent tool's session id of its last session, which a
 	// re-entered step continues.
 	Usage        *AgentUsage `json:"usage,omitempty"`
-	AgentSession string `json:"agent_session,omitempty"`
+	AgentSession string      `json:"agent_session,omitempty"`
 
 	// A for_each step (DESIGN §11) carries agent_orchestrator's fields
 	// of a looped step: its items' values (LoopItems), how many items
