@@ -62,6 +62,8 @@ func Live(fsys afero.Fs, runDir string, st *State, wf *config.Workflow, now time
 		return pausedLiveness(fsys, runDir, st, now, alive)
 	case RunInterrupted:
 		return Liveness{State: LiveStopped, Reason: "interrupted; flow resume continues it"}
+	case RunBudgetExceeded:
+		return Liveness{State: LiveStopped, Reason: "a budget ran out; flow resume with a higher one (--budget-cost, --budget-tokens, --budget-sessions) continues it"}
 	}
 	var waiting []string
 	for _, id := range st.StepOrder {

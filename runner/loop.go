@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -291,6 +292,14 @@ func (x *run) announce(e Event) {
 		}
 	case EvRunInterrupted:
 		x.printf("run %s interrupted; resume with: flow resume %s\n", x.st.RunID, x.st.RunID)
+	case EvBudgetExceeded:
+		var d BudgetExceeded
+		_ = jsonUnmarshal(e.Data, &d)
+		whose := "the run's"
+		if d.Step != "" {
+			whose = "step " + d.Step + "'s"
+		}
+		x.printf("budget: %s %s budget is spent (%s of %s); no session starts until it is raised\n", whose, d.What, fmtNum(d.Used), fmtNum(d.Limit))
 	case EvRunPaused:
 		if !x.opts.NoWait { // with --no-wait the run ends here, and says how to go on
 			x.printf("run %s is paused; it waits: flow continue %s to go on\n", x.st.RunID, x.st.RunID)
@@ -373,3 +382,6 @@ func derefInt(p *int) int {
 	}
 	return *p
 }
+
+// fmtNum writes a number without a needless fraction.
+func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }

@@ -36,6 +36,9 @@ type (
 	Input           = core.Input
 	Interrupt       = core.Interrupt
 	ItemsResult     = core.ItemsResult
+	AgentUsage      = core.AgentUsage
+	BudgetExceeded  = core.BudgetExceeded
+	Budget          = core.Budget
 	ExpandItems     = core.ExpandItems
 	Item            = core.Item
 	ItemEvent       = core.ItemEvent
@@ -100,6 +103,7 @@ const (
 	EvStepStarted      = core.EvStepStarted
 	EvStepWaiting      = core.EvStepWaiting
 	EvLoopItems        = core.EvLoopItems
+	EvBudgetExceeded   = core.EvBudgetExceeded
 	EvItemStarted      = core.EvItemStarted
 	EvItemFinished     = core.EvItemFinished
 	EvWarning          = core.EvWarning
@@ -126,6 +130,7 @@ const (
 	RunCompleted       = core.RunCompleted
 	RunFailed          = core.RunFailed
 	RunInterrupted     = core.RunInterrupted
+	RunBudgetExceeded  = core.RunBudgetExceeded
 	RunOnce            = core.RunOnce
 	RunPaused          = core.RunPaused
 	RunPending         = core.RunPending

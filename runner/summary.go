@@ -11,7 +11,7 @@ func Summary(st *State) string {
 	fmt.Fprintf(&b, "# Run %s\n\n", st.RunID)
 	fmt.Fprintf(&b, "- workflow: %s (`%s`)\n", st.WorkflowName, st.WorkflowFile)
 	fmt.Fprintf(&b, "- status: **%s**", st.Status)
-	if st.Status.Terminal() || st.Status == RunInterrupted {
+	if st.Status.Terminal() || st.Status == RunInterrupted || st.Status == RunBudgetExceeded {
 		fmt.Fprintf(&b, " (exit %d)", st.ExitCode)
 	}
 	b.WriteString("\n")

@@ -118,7 +118,7 @@ func printTails(w io.Writer, tails []ops.Tail) {
 func printStatus(w io.Writer, v ops.Status, items bool) {
 	st, live := v.State, v.Liveness
 	fmt.Fprintf(w, "run %s  workflow %s  status %s", st.RunID, st.WorkflowName, st.Status)
-	if st.Status.Terminal() || st.Status == runner.RunInterrupted {
+	if st.Status.Terminal() || st.Status == runner.RunInterrupted || st.Status == runner.RunBudgetExceeded {
 		fmt.Fprintf(w, " (exit %d)", st.ExitCode)
 	}
 	fmt.Fprintln(w)

@@ -45,6 +45,8 @@ const (
 	// EvBudgetExceeded records that a cost, token or session budget ran
 	// out: the run stops before its next session (exit 6).
 	EvBudgetExceeded = "budget_exceeded"
+	// EvBudgetRaised records budgets raised on the command line.
+	EvBudgetRaised = "budget_raised"
 	// EvLoopItems records a loop's items when the loop starts: resume
 	// never evaluates the list again.
 	EvLoopItems = "loop_items"
@@ -523,7 +525,15 @@ var appliers = map[string]applier{
 	EvItemFinished:   onItem(finishItem),
 	EvRunPaused:      onRun(func(s *State, _ *none, _ *Time) { s.Status = RunPaused }),
 	EvBudgetExceeded: onRun(func(s *State, _ *BudgetExceeded, _ *Time) {}),
-	EvRunWaiting:     onRun(func(s *State, _ *none, _ *Time) { s.Status = RunWaitingOnHuman }),
+	EvBudgetRaised: onRun(func(s *State, d *Budget, _ *Time) {
+		var b Budget
+		if s.BudgetRaised != nil {
+			b = *s.BudgetRaised
+		}
+		b = b.Over(*d)
+		s.BudgetRaised = &b
+	}),
+	EvRunWaiting: onRun(func(s *State, _ *none, _ *Time) { s.Status = RunWaitingOnHuman }),
 }
 
 // unblock clears the loop-back block that step's re-entry set: a

@@ -75,9 +75,38 @@ type PlanStep struct {
 // stops before its next session once what was used reaches a limit. A
 // zero field has no limit.
 type Budget struct {
-	CostUSD  float64
-	Tokens   int64
-	Sessions int
+	CostUSD  float64 `json:"cost_usd,omitempty"`
+	Tokens   int64   `json:"tokens,omitempty"`
+	Sessions int     `json:"sessions,omitempty"`
+}
+
+// Over returns b with o's limits where o sets them.
+func (b Budget) Over(o Budget) Budget {
+	if o.CostUSD > 0 {
+		b.CostUSD = o.CostUSD
+	}
+	if o.Tokens > 0 {
+		b.Tokens = o.Tokens
+	}
+	if o.Sessions > 0 {
+		b.Sessions = o.Sessions
+	}
+	return b
+}
+
+// Lifted returns b with each limit that o sets raised to at least o's:
+// a budget raised for the run is raised for its steps too.
+func (b Budget) Lifted(o Budget) Budget {
+	if b.CostUSD > 0 && o.CostUSD > b.CostUSD {
+		b.CostUSD = o.CostUSD
+	}
+	if b.Tokens > 0 && o.Tokens > b.Tokens {
+		b.Tokens = o.Tokens
+	}
+	if b.Sessions > 0 && o.Sessions > b.Sessions {
+		b.Sessions = o.Sessions
+	}
+	return b
 }
 
 // spent says which limit of b what u used has reached, if any.
@@ -95,6 +124,9 @@ func (b Budget) spent(u *AgentUsage) (what string, limit, used float64, ok bool)
 	}
 	return "", 0, 0, false
 }
+
+// Set reports whether b has any limit.
+func (b Budget) Set() bool { return b.set() }
 
 // set reports whether b has any limit.
 func (b Budget) set() bool { return b.CostUSD > 0 || b.Tokens > 0 || b.Sessions > 0 }

@@ -78,6 +78,10 @@ type State struct {
 	StepOrder []string `json:"step_order"`
 	// Usage sums what the run's agent sessions consumed (DESIGN §14).
 	Usage *AgentUsage `json:"usage,omitempty"`
+	// BudgetRaised holds the budgets raised on the command line (flow
+	// resume --budget-cost ...), which win over the workflow's from then
+	// on.
+	BudgetRaised *Budget `json:"budget_raised,omitempty"`
 
 	Steps map[string]*StepState `json:"steps"`
 }
@@ -222,6 +226,10 @@ func (s *State) Clone() *State {
 	if s.Usage != nil {
 		u := *s.Usage
 		c.Usage = &u
+	}
+	if s.BudgetRaised != nil {
+		b := *s.BudgetRaised
+		c.BudgetRaised = &b
 	}
 	if s.Runner != nil {
 		r := *s.Runner
