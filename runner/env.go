@@ -22,7 +22,7 @@ func (x *run) env(cur *stepFacts) *gates.Env {
 		Dir:   x.opts.Repo,
 		Now:   x.r.Clock.Now(),
 	}
-	e.Run = gates.RunInfo{ID: st.RunID, Workflow: st.WorkflowName}
+	e.Run = gates.RunInfo{ID: st.RunID, Workflow: st.WorkflowName, Usage: usageInfo(st.Usage)}
 	if st.CreatedAt != nil {
 		e.Run.StartedAt = st.CreatedAt.Time
 	}
@@ -101,6 +101,7 @@ func (x *run) stepInfo(id string, s *StepState) gates.StepInfo {
 	if s.ExitCode != nil {
 		info.ExitCode = *s.ExitCode
 	}
+	info.Usage = usageInfo(s.Usage)
 	if s.Human != nil {
 		info.Input = s.Human.Input
 	}
@@ -243,3 +244,11 @@ func rawMap(b json.RawMessage) map[string]any {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// usageInfo is a record's usage as expressions read it.
+func usageInfo(u *AgentUsage) gates.Usage {
+	if u == nil {
+		return gates.Usage{}
+	}
+	return gates.Usage{TokensIn: u.TokensIn, TokensOut: u.TokensOut, TokensCached: u.TokensCached, CostUSD: u.CostUSD, Turns: u.Turns, Sessions: u.Sessions}
+}

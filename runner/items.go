@@ -101,7 +101,7 @@ func (x *run) loopItemsInfo(loop *config.Step, s *StepState) []map[string]any {
 		for _, b := range loop.ForEach.Body {
 			id := core.Instance(loop.ID, it.Key, b.ID)
 			if is := x.st.Steps[id]; is != nil {
-				m[b.ID] = infoMap(x.stepInfo(id, is))
+				m[b.ID] = x.stepInfo(id, is).Map()
 			}
 		}
 		out = append(out, m)
@@ -187,13 +187,6 @@ func typeName(v any) string {
 		return "a map"
 	}
 	return fmt.Sprintf("a %T", v)
-}
-
-// infoMap is a step's facts as a map, by their names in expressions.
-func infoMap(i gates.StepInfo) map[string]any {
-	return map[string]any{"status": i.Status, "attempts": i.Attempts, "iteration": i.Iteration, "exit_code": i.ExitCode,
-		"output": i.Output, "signals": i.Signals, "verdict": i.Verdict, "metrics": i.Metrics, "artifacts": i.Artifacts,
-		"report": i.Report, "input": i.Input, "error": i.Error, "duration": i.Duration}
 }
 
 // asList returns an expression's value as a list: a []any as it is,
