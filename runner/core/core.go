@@ -156,6 +156,10 @@ type SessionDone struct {
 	// Gate holds the facts of the step's gate for a session that
 	// succeeded, when the step has a gate.
 	Gate *GateFacts
+	// Notes are what the driver has to say of the session (an agent
+	// that refused to resume its conversation): each is recorded as a
+	// warning event before the session's outcome.
+	Notes []string
 }
 
 // SessionPID reports the process of a step's session once it started,
@@ -513,6 +517,11 @@ func (c *Core) whenResult(x *decider, in WhenResult) {
 }
 
 func (c *Core) sessionDone(x *decider, in SessionDone) {
+	if s := x.st.Steps[in.Step]; s != nil && s.Status == Running {
+		for _, n := range in.Notes {
+			x.emit(EvWarning, in.Step, Note{Message: shorten(n)})
+		}
+	}
 	c.sessionEnd(x, in)
 	c.checkBudgets(x, in.Step)
 }
