@@ -15,6 +15,10 @@ type Budgets struct {
 	// ForceMaxIterations makes MaxIterations win over the steps' and
 	// gates' own budgets too (flow retry --max-iterations).
 	ForceMaxIterations bool
+	// Raise raises the run's cost, token and session budgets (flow
+	// resume --budget-cost ...): its limits win over the workflow's for
+	// the run, and lift any step's that are lower.
+	Raise core.Budget
 }
 
 // LimitFunc resolves a budget expression to a number.

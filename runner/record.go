@@ -104,6 +104,7 @@ const (
 	EvStepWaiting      = core.EvStepWaiting
 	EvLoopItems        = core.EvLoopItems
 	EvBudgetExceeded   = core.EvBudgetExceeded
+	EvBudgetRaised     = core.EvBudgetRaised
 	EvItemStarted      = core.EvItemStarted
 	EvItemFinished     = core.EvItemFinished
 	EvWarning          = core.EvWarning

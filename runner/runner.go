@@ -408,6 +408,9 @@ func (x *run) open() error {
 		}
 		x.emit(newEvent(now, EvRetry, "", r))
 	}
+	if r := opts.Budgets.Raise; r.Set() {
+		x.emit(newEvent(now, EvBudgetRaised, "", r))
+	}
 	// Sessions of this runner are named in the run's generation.
 	x.names.gen = x.st.Generation
 	// Nothing has run yet: the record needs no sync, and no snapshot
@@ -416,7 +419,7 @@ func (x *run) open() error {
 	if err := x.persist(false); err != nil {
 		return err
 	}
-	plan, err := NewPlan(x.wf, opts.Budgets, func(l *config.Limit) (int, error) {
+	plan, err := NewPlan(x.wf, x.budgets(), func(l *config.Limit) (int, error) {
 		v, err := l.Expr.Program().Eval(x.env(nil))
 		if err != nil {
 			return 0, err
@@ -431,6 +434,16 @@ func (x *run) open() error {
 	x.core.HideSecrets(x.redact)
 	x.loadCaches()
 	return nil
+}
+
+// budgets returns the run's budget overrides: the command line's, with
+// the cost, token and session budgets raised so far in the run.
+func (x *run) budgets() Budgets {
+	b := x.opts.Budgets
+	if r := x.st.BudgetRaised; r != nil {
+		b.Raise = *r
+	}
+	return b
 }
 
 // checkRecordedRunner refuses to take over a run whose record names
@@ -496,7 +509,7 @@ func (x *run) reload() (changed bool, err error) {
 	if _, digest := wf.SpecDigest(); digest == x.digest {
 		return false, nil
 	}
-	plan, err := NewPlan(wf, x.opts.Budgets, func(l *config.Limit) (int, error) {
+	plan, err := NewPlan(wf, x.budgets(), func(l *config.Limit) (int, error) {
 		v, err := l.Expr.Program().Eval(x.env(nil))
 		if err != nil {
 			return 0, err

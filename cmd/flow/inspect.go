@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -126,9 +128,19 @@ func printStatus(w io.Writer, v ops.Status, items bool) {
 	if live.Hook != "" {
 		fmt.Fprintf(w, " [%s]", live.Hook)
 	}
-	fmt.Fprintf(w, ": %s\n\n", live.Reason)
+	fmt.Fprintf(w, ": %s\n", live.Reason)
+	// Usage columns appear when the run's agents reported any.
+	withUsage := st.Usage != nil
+	if withUsage {
+		fmt.Fprintf(w, "usage %s\n", usageText(st.Usage))
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STEP\tSTATUS\tATTEMPTS\tITERATION\tDURATION\tNOTE")
+	if withUsage {
+		fmt.Fprintln(tw, "STEP\tSTATUS\tATTEMPTS\tITERATION\tDURATION\tTOKENS\tCOST\tNOTE")
+	} else {
+		fmt.Fprintln(tw, "STEP\tSTATUS\tATTEMPTS\tITERATION\tDURATION\tNOTE")
+	}
 	for _, id := range st.StepOrder {
 		s := st.Steps[id]
 		if s == nil || !items && runner.IsInstance(id) {
@@ -149,9 +161,37 @@ func printStatus(w io.Writer, v ops.Status, items bool) {
 		if p, ok := ops.Progress(st, id); ok {
 			n = strings.TrimSuffix(p.String()+"; "+n, "; ")
 		}
+		if withUsage {
+			tokens, cost := "-", "-"
+			if u := s.Usage; u != nil {
+				tokens, cost = strconv.FormatInt(u.Tokens(), 10), costText(u)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", id, s.Status, s.Attempts, s.IterationCount, dur, tokens, cost, n)
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", id, s.Status, s.Attempts, s.IterationCount, dur, n)
 	}
 	tw.Flush()
+}
+
+// usageText says what a run's agents consumed: "3 sessions, 12 turns,
+// 5200 tokens in (3100 cached), 900 out, $0.42".
+func usageText(u *runner.AgentUsage) string {
+	return fmt.Sprintf("%d %s, %d turns, %d tokens in (%d cached), %d out, %s", u.Sessions, plural(u.Sessions, "session", "sessions"),
+		u.Turns, u.TokensIn, u.TokensCached, u.TokensOut, costText(u))
+}
+
+// costText writes a cost in USD, "~" marking one estimated from the
+// workflow's prices.
+func costText(u *runner.AgentUsage) string {
+	c := fmt.Sprintf("$%.2f", u.CostUSD)
+	if u.CostUSD > 0 && u.CostUSD < 0.01 {
+		c = fmt.Sprintf("$%.4f", u.CostUSD)
+	}
+	if u.CostEstimated {
+		c = "~" + c
+	}
+	return c
 }
 
 // note says why a step is where it is.
@@ -191,13 +231,27 @@ func (a *app) runsCmd() *cobra.Command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(a.stdio.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "RUN\tWORKFLOW\tSTATUS\tCREATED\tUPDATED")
+			// A cost column when some run's agents reported usage.
+			withCost := slices.ContainsFunc(list.Runs, func(r ops.RunSummary) bool { return r.Usage != nil })
+			head := "RUN\tWORKFLOW\tSTATUS\tCREATED\tUPDATED"
+			if withCost {
+				head += "\tCOST"
+			}
+			fmt.Fprintln(tw, head)
 			for _, r := range list.Runs {
 				if r.Error != "" {
 					fmt.Fprintf(tw, "%s\t?\tunreadable: %s\t\t\n", r.RunID, r.Error)
 					continue
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.RunID, r.Workflow, r.Status, r.CreatedAt, r.UpdatedAt)
+				line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s", r.RunID, r.Workflow, r.Status, r.CreatedAt, r.UpdatedAt)
+				if withCost {
+					cost := "-"
+					if r.Usage != nil {
+						cost = costText(r.Usage)
+					}
+					line += "\t" + cost
+				}
+				fmt.Fprintln(tw, line)
 			}
 			return tw.Flush()
 		},
@@ -332,4 +386,11 @@ sessions and never interrupts one.`,
 	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
 	cmd.Flags().StringVar(&note, "note", "", "a note kept in control.json")
 	return cmd
+}
+
+func plural(n int, one, more string) string {
+	if n == 1 {
+		return one
+	}
+	return more
 }

@@ -44,6 +44,9 @@ type runFlags struct {
 	maxAttempts   int
 	maxIterations int
 	junit         string
+	budgetCost    float64
+	budgetTokens  int64
+	budgetSess    int
 }
 
 func (f *runFlags) add(cmd *cobra.Command, isRun bool) {
@@ -56,6 +59,9 @@ func (f *runFlags) add(cmd *cobra.Command, isRun bool) {
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "default sessions per iteration before a step fails (steps' own max_attempts win)")
 	fl.IntVar(&f.maxIterations, "max-iterations", 0, "default loop-backs before a gate fails the run (steps' own max_iterations win)")
 	fl.StringVar(&f.junit, "junit", "", "write the run's steps as JUnit XML to this file when the run ends")
+	fl.Float64Var(&f.budgetCost, "budget-cost", 0, "raise the run's cost budget to this many USD (and any step's below it); recorded for later resumes")
+	fl.Int64Var(&f.budgetTokens, "budget-tokens", 0, "raise the run's token budget (and any step's below it)")
+	fl.IntVar(&f.budgetSess, "budget-sessions", 0, "raise the run's session budget (and any step's below it)")
 	if isRun {
 		fl.StringArrayVar(&f.vars, "var", nil, "override a workflow var: --var key=value (repeatable)")
 		fl.StringVar(&f.runID, "run-id", "", "id of the new run (default: time and a random suffix)")
@@ -64,7 +70,8 @@ func (f *runFlags) add(cmd *cobra.Command, isRun bool) {
 }
 
 func (f *runFlags) budgets() runner.Budgets {
-	return runner.Budgets{MaxAttempts: f.maxAttempts, MaxIterations: f.maxIterations}
+	return runner.Budgets{MaxAttempts: f.maxAttempts, MaxIterations: f.maxIterations,
+		Raise: runner.Budget{CostUSD: f.budgetCost, Tokens: f.budgetTokens, Sessions: f.budgetSess}}
 }
 
 func (a *app) runCmd() *cobra.Command {

@@ -130,6 +130,8 @@ type RunSummary struct {
 	// Error is why the run cannot be read; the other fields but RunID
 	// and Dir are then empty.
 	Error string `json:"error,omitempty"`
+	// Usage is what the run's agents consumed, when they reported it.
+	Usage *runner.AgentUsage `json:"usage,omitempty"`
 }
 
 // RunList is the result of ListRuns.
@@ -159,6 +161,7 @@ func (s *Service) ListRuns(repo string) (RunList, error) {
 			x.Error = r.Err.Error()
 		} else {
 			x.Workflow, x.Status, x.ExitCode = r.State.WorkflowName, string(r.State.Status), r.State.ExitCode
+			x.Usage = r.State.Usage
 			if r.State.CreatedAt != nil {
 				x.CreatedAt = r.State.CreatedAt.String()
 			}
