@@ -270,8 +270,13 @@ func (p *Parser) appendText(s string) {
 // fail records a failure, keeping the first message.
 func (p *Parser) fail(msg string) {
 	p.res.Failed = true
+	if p.res.Error != "" {
+		return
+	}
+	p.res.Error = strings.TrimSpace(msg)
 	if p.res.Error == "" {
-		p.res.Error = strings.TrimSpace(msg)
+		// A blank message (seen by fuzzing) still says there was an error.
+		p.res.Error = "the agent reported an error without a message"
 	}
 }
 
