@@ -89,6 +89,7 @@ func build(raw *rawWorkflow, fs afero.Fs, path string, o Options, d *diags) *Wor
 	b.agents()
 	b.defaults()
 	b.secrets()
+	w.Budget = b.budget(raw.budget)
 	seen := map[string]bool{}
 	for i, rs := range raw.steps {
 		if s := b.step(rs, seen, nil); s != nil {
@@ -120,26 +121,6 @@ func build(raw *rawWorkflow, fs afero.Fs, path string, o Options, d *diags) *Wor
 		b.loopBacks()
 	}
 	return w
-}
-
-func (b *builder) agents() {
-	for _, ra := range b.raw.agents {
-		name := ra.name.val
-		if !namePattern.MatchString(name) {
-			b.d.errorf(ra.name.pos(), "agent name %q: want lowercase letters, digits, _ and -, starting with a letter or digit", name)
-		}
-		if _, dup := b.w.Agents[name]; dup {
-			b.d.errorf(ra.name.pos(), "duplicate agent %q", name)
-			continue
-		}
-		a := &Agent{Name: name, Pos: ra.name.pos(), Env: b.env(ra.env)}
-		if ra.run.set {
-			a.Run = b.template("run", ra.run)
-		} else {
-			b.d.errorf(ra.name.pos(), "agent %q: run is required", name)
-		}
-		b.w.Agents[name] = a
-	}
 }
 
 func (b *builder) defaults() {
@@ -322,6 +303,13 @@ func (b *builder) step(rs *rawStep, seen map[string]bool, loop *Step) *Step {
 		}
 	}
 	s.Env = b.env(rs.env)
+	if rs.budget != nil {
+		if s.Kind == KindHuman {
+			b.d.errorf(rs.budget.pos, "step %q is a human step: budget belongs on a step that runs sessions", s.ID)
+		} else {
+			s.Budget = b.budget(rs.budget)
+		}
+	}
 	b.rawNeeds[s] = rs.needs
 	return s
 }

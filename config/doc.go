@@ -19,6 +19,15 @@
 // nil in the model; the Step* methods of Workflow resolve them through
 // the workflow's defaults to the seed defaults.
 //
+// An agent is a command (run:) or a preset (preset: claude, codex or
+// gemini, with model, args, resume and price), exactly one; the keys of a
+// preset are errors on a command. A budget (cost_usd, tokens, sessions:
+// positive, at least one) bounds the whole run (Workflow.Budget) or one
+// step's sessions (Step.Budget), never a human or a for_each loop step.
+// The model only records them: the runner starts presets and keeps to
+// budgets. Expressions read what sessions consumed as run.usage and
+// steps.<id>.usage (gates.Usage).
+//
 // Everything the loader reads is bounded (DESIGN §10). The workflow
 // file is opened without blocking and must be a regular file of at most
 // MaxWorkflowSize bytes, in UTF-8, holding one YAML document; at most

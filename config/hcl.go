@@ -131,6 +131,10 @@ func (v *hclValue) isList() bool {
 	return ok
 }
 
+func (v *hclValue) isEmpty() bool {
+	return v.block != nil && len(v.block.Body.Attributes) == 0 && len(v.block.Body.Blocks) == 0
+}
+
 func (v *hclValue) literalList(what string) []any {
 	e := v.attr.Expr
 	if vars := e.Variables(); len(vars) > 0 {

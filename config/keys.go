@@ -21,6 +21,8 @@ const (
 	kindSize                  // a size in bytes, with or without a unit
 	kindCount                 // a positive integer
 	kindBool                  // true or false
+	kindNumber                // a number of at least 0, such as 0.3
+	kindPositive              // a number greater than 0, such as 2.5
 	kindStepID                // a step's id
 	kindVars                  // a mapping of names to scalars
 	kindEnv                   // a mapping of environment variable names to templates
@@ -67,6 +69,10 @@ type value interface {
 	// isList reports whether the value is written as a list (a YAML
 	// sequence, an HCL tuple).
 	isList() bool
+	// isEmpty reports whether the value is a block written without a
+	// single key (a YAML {} or nothing, an HCL block with an empty
+	// body); a value that is no block at all is not empty.
+	isEmpty() bool
 	// literalList reads a list of values of any shape as
 	// JSON-compatible values: string, float64, bool, nil, []any and
 	// map[string]any. It returns nil, having reported why, when a value
@@ -88,7 +94,9 @@ type field[T any] struct {
 	sub schemaTable
 	// pattern constrains a kindString, the items of a list or the names
 	// of entries, in the schema.
-	pattern  string
+	pattern string
+	// enum lists the values a kindString may have, in the schema.
+	enum     []string
 	unique   bool // a list's items are distinct
 	required bool
 	doc      string
@@ -121,6 +129,11 @@ type table[T any] struct {
 	doc    string
 	def    string
 	fields []field[T]
+	// oneOf lists keys of which a block gives exactly one, and nonEmpty
+	// says that a block gives at least one key, in the schema; build
+	// checks both with messages of its own.
+	oneOf    []string
+	nonEmpty bool
 }
 
 // newTable indexes the fields of a block.
@@ -161,6 +174,18 @@ func (t *table[T]) add(f field[T]) {
 	}
 	ks.hIndex[h] = i
 	ks.hclKnown = append(append([]string{}, ks.hclAttrs...), ks.hclBlocks...)
+}
+
+// exactlyOne declares that a block gives exactly one of keys.
+func (t *table[T]) exactlyOne(keys ...string) *table[T] {
+	t.oneOf = keys
+	return t
+}
+
+// atLeastOne declares that a block gives at least one of its keys.
+func (t *table[T]) atLeastOne() *table[T] {
+	t.nonEmpty = true
+	return t
 }
 
 // decode reads a block of the table's keys into t; it reports whether the
@@ -226,12 +251,60 @@ var defaultsTable = newTable("defaults", "", "",
 		func(d *rawDefaults) *str { return &d.maxItems }),
 )
 
+var priceTable = newTable("price", "", "",
+	scalar("input_per_mtok", kindNumber, "USD per million input tokens.",
+		func(p *rawPrice) *str { return &p.input }),
+	scalar("output_per_mtok", kindNumber, "USD per million output tokens.",
+		func(p *rawPrice) *str { return &p.output }),
+	scalar("cached_per_mtok", kindNumber, "USD per million cached input tokens.",
+		func(p *rawPrice) *str { return &p.cached }),
+).atLeastOne()
+
 var agentTable = newTable("agent", "", "",
-	field[rawAgent]{name: "run", kind: kindTemplate, required: true, doc: "Shell command of a session; it reads the prompt from $FLOW_PROMPT or $FLOW_PROMPT_FILE.",
+	field[rawAgent]{name: "run", kind: kindTemplate, doc: "Shell command of a session; it reads the prompt from $FLOW_PROMPT or $FLOW_PROMPT_FILE. Give run or preset.",
 		set: func(a *rawAgent, v value) { a.run = v.str("run") }},
+	field[rawAgent]{name: "preset", kind: kindString, enum: presets,
+		doc: "A tool flow starts itself, reading its final text, session id, tokens and cost: claude, codex or gemini. Give run or preset.",
+		set: func(a *rawAgent, v value) { a.preset = v.str("preset") }},
+	scalar("model", kindString, "The model a preset agent asks for (default: the tool's own).",
+		func(a *rawAgent) *str { return &a.model }),
+	field[rawAgent]{name: "args", kind: kindList, elem: kindString, doc: "More arguments for a preset agent's tool, passed as they are.",
+		set: func(a *rawAgent, v value) { a.argsPos, a.args = v.keyPos(), v.list("args", false) }},
+	scalar("resume", kindBool, "A preset agent continues its conversation when a step is re-entered (default true).",
+		func(a *rawAgent) *str { return &a.resume }),
+	field[rawAgent]{name: "price", kind: kindBlock, sub: priceTable, doc: "What a preset agent's tokens cost, for its sessions' cost_usd when the tool does not report it.",
+		set: func(a *rawAgent, v value) {
+			if p := (&rawPrice{pos: v.keyPos(), empty: v.isEmpty()}); priceTable.decode(v, p) {
+				a.price = p
+			}
+		}},
 	field[rawAgent]{name: "env", kind: kindEnv,
 		set: func(a *rawAgent, v value) { a.env = v.strMap("env") }},
-)
+).exactlyOne("run", "preset")
+
+// presets are the tools an agent may name with preset:. runner/agents
+// starts them; their names are written here again, rather than imported,
+// because the runner depends on config and not the other way round.
+var presets = []string{"claude", "codex", "gemini"}
+
+var budgetTable = newTable("budget", "Stops the run before the next session once its sessions have used this much (each key optional, at least one).", "budget",
+	scalar("cost_usd", kindPositive, "The most the sessions may cost, in USD.",
+		func(b *rawBudget) *str { return &b.costUSD }),
+	scalar("tokens", kindCount, "The most tokens the sessions may use, input and output together.",
+		func(b *rawBudget) *str { return &b.tokens }),
+	scalar("sessions", kindCount, "The most sessions that may start.",
+		func(b *rawBudget) *str { return &b.sessions }),
+).atLeastOne()
+
+// budgetField declares the budget block of the workflow or of a step.
+func budgetField[T any](doc string, dst func(*T) **rawBudget) field[T] {
+	return field[T]{name: "budget", kind: kindBlock, sub: budgetTable, doc: doc, set: func(t *T, v value) {
+		b := &rawBudget{pos: v.keyPos(), empty: v.isEmpty()}
+		if budgetTable.decode(v, b) {
+			*dst(t) = b
+		}
+	}}
+}
 
 var inputTable = newTable("input", "An input the human gives when approving; later steps read it as steps.<id>.input.<name>.", "input",
 	field[rawInput]{name: "name", hcl: "-", kind: kindString, pattern: inputName.String(), required: true,
@@ -357,6 +430,8 @@ var stepTable = loopKeys(newTable("step", "A step: exactly one of run, prompt or
 		func(s *rawStep) *str { return &s.maxParallel }),
 	scalar("continue_on_error", kindBool, "Run every item even when one fails; the loop still fails at the end.",
 		func(s *rawStep) *str { return &s.continueOnError }),
+	budgetField("The step's budget: its sessions, all attempts and iterations together (for a step of a loop's body, all its items together). Not on a human step or a for_each loop.",
+		func(s *rawStep) **rawBudget { return &s.budget }),
 ))
 
 // loopKeys adds to the step table the body of a loop: steps, a list of
@@ -444,4 +519,6 @@ var workflowTable = newTable("workflow", "A flow workflow: steps of agent and co
 	field[rawWorkflow]{name: "secrets", kind: kindList, elem: kindString, pattern: envName.String(), unique: true,
 		doc: "Environment variables whose values flow never writes or prints (replaced by ***). Names ending in _TOKEN, _KEY or _SECRET, or containing PASSWORD, are secret without being listed.",
 		set: func(w *rawWorkflow, v value) { w.secrets = v.list("secrets", false) }},
+	budgetField("The run's budget: every session of the run together.",
+		func(w *rawWorkflow) **rawBudget { return &w.budget }),
 )

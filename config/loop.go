@@ -73,6 +73,7 @@ func (b *builder) loopStep(s *Step, rs *rawStep, loop *Step) *Step {
 		{"idle_timeout", rs.idleTimeout.set, rs.idleTimeout.pos},
 		{"artifacts", rs.artifactsPos != Pos{}, at(rs.artifactsPos)},
 		{"env", rs.envPos != Pos{}, at(rs.envPos)},
+		{"budget", rs.budget != nil, func() Pos { return rs.budget.pos }},
 	} {
 		if k.set {
 			b.d.errorf(k.pos(), "step %q is a for_each loop: %s belongs on a step of its body", s.ID, k.name)

@@ -43,6 +43,9 @@ type Workflow struct {
 	// secret, in file order; see IsSecretName for the names that are
 	// secret without being declared.
 	Secrets []string
+	// Budget bounds what all the run's sessions consume together, or is
+	// nil.
+	Budget *Budget
 
 	// Pos is where the workflow's name is declared.
 	Pos Pos
@@ -72,12 +75,46 @@ type Defaults struct {
 }
 
 // Agent says how a session of an agent is started: Run is a shell
-// command that reads the prompt from $FLOW_PROMPT or $FLOW_PROMPT_FILE.
+// command that reads the prompt from $FLOW_PROMPT or $FLOW_PROMPT_FILE,
+// or Preset names a tool that flow starts itself (DESIGN §14). Exactly
+// one of the two is set in a loaded agent.
 type Agent struct {
 	Name string
-	Run  *Template
-	Env  map[string]*Template
-	Pos  Pos
+	// Run is the command of a run: agent; nil for a preset agent.
+	Run *Template
+	// Preset is "claude", "codex" or "gemini", or "" for a run: agent.
+	// Model, Args, Resume and Price are a preset agent's only.
+	Preset string
+	// Model is the model the tool is asked for; "" leaves it the tool's
+	// own default.
+	Model string
+	// Args are more arguments for the tool, passed as written.
+	Args []string
+	// Resume continues the conversation when a step is re-entered; true
+	// by default for a preset agent, always false for a run: agent.
+	Resume bool
+	// Price, when set, prices the tokens of sessions whose tool reports
+	// no cost.
+	Price *Price
+	Env   map[string]*Template
+	Pos   Pos
+}
+
+// Price is what an agent's tokens cost, in USD per million tokens.
+type Price struct {
+	InputPerMTok, OutputPerMTok, CachedPerMTok float64
+}
+
+// Budget bounds what sessions may consume, for a whole run
+// (Workflow.Budget) or for a step (Step.Budget). The runner stops
+// before starting a session once a limit is reached. A zero field is
+// no limit; a loaded Budget has at least one field set.
+type Budget struct {
+	CostUSD  float64 // 0: no limit
+	Tokens   int64   // input and output tokens together; 0: no limit
+	Sessions int     // 0: no limit
+	// Pos is where budget is written.
+	Pos Pos
 }
 
 // StepKind is what a step does: run a command, prompt an agent or wait
@@ -140,6 +177,10 @@ type Step struct {
 	IdleTimeout   *Duration
 	Artifacts     []*Template
 	Env           map[string]*Template
+	// Budget bounds what the step's sessions consume, all attempts and
+	// iterations together (for a step of a loop's body, all its items
+	// together), or is nil. Never set on a human or a loop step.
+	Budget *Budget
 
 	// ForEach makes the step a loop over items (DESIGN §11): its body
 	// runs once per item. It is set exactly for KindLoop steps.

@@ -39,6 +39,7 @@ type rawWorkflow struct {
 	cleanup     *rawCleanup
 	signals     rawSignals
 	secrets     []str
+	budget      *rawBudget
 	// stepCount counts the steps met, decoded or not; tooManySteps is
 	// set when it went past MaxSteps: the workflow is refused, and not
 	// built, whatever else is in it.
@@ -75,9 +76,33 @@ type rawDefaults struct {
 }
 
 type rawAgent struct {
-	name str
-	run  str
-	env  []kv
+	name    str
+	run     str
+	preset  str
+	model   str
+	args    []str
+	argsPos Pos
+	resume  str
+	price   *rawPrice
+	env     []kv
+}
+
+// rawPrice and rawBudget are blocks that must not be empty: empty is
+// set when one is written without a key.
+type rawPrice struct {
+	pos    Pos
+	empty  bool
+	input  str
+	output str
+	cached str
+}
+
+type rawBudget struct {
+	pos      Pos
+	empty    bool
+	costUSD  str
+	tokens   str
+	sessions str
 }
 
 type rawStep struct {
@@ -106,6 +131,7 @@ type rawStep struct {
 	artifactsPos  Pos
 	env           []kv
 	envPos        Pos
+	budget        *rawBudget
 
 	// wf is the workflow the step is in, which counts its steps.
 	wf *rawWorkflow

@@ -118,6 +118,16 @@ func (tb *table[T]) object(s *schemaBuilder) obj {
 	if required != nil {
 		o = append(o, member{"required", required})
 	}
+	if tb.nonEmpty {
+		o = append(o, member{"minProperties", 1})
+	}
+	if tb.oneOf != nil {
+		var alts []any
+		for _, k := range tb.oneOf {
+			alts = append(alts, obj{{"required", []string{k}}})
+		}
+		o = append(o, member{"oneOf", alts})
+	}
 	return append(o, member{"properties", props})
 }
 
@@ -140,6 +150,11 @@ func (f *field[T]) schema(s *schemaBuilder) obj {
 	case kindOneOrList:
 		item := kindSchema(f.elem, f.pattern)
 		o = obj{{"oneOf", []any{item, obj{{"type", "array"}, {"items", item}}}}}
+	case kindString:
+		o = kindSchema(f.kind, f.pattern)
+		if f.enum != nil {
+			o = append(o, member{"enum", f.enum})
+		}
 	default:
 		o = kindSchema(f.kind, f.pattern)
 	}
@@ -172,6 +187,10 @@ func kindSchema(k kind, pattern string) obj {
 		return positiveInteger()
 	case kindBool:
 		return obj{{"type", "boolean"}}
+	case kindNumber:
+		return obj{{"type", "number"}, {"minimum", 0}}
+	case kindPositive:
+		return obj{{"type", "number"}, {"exclusiveMinimum", 0}}
 	case kindVars:
 		return obj{{"type", "object"}, {"additionalProperties", scalarValue()}}
 	}

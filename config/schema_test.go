@@ -86,11 +86,32 @@ func TestSchemaRejects(t *testing.T) {
 		"size in bits":        "name: x\ndefaults: {prompt_limit: 8Mb}\nsteps: []\n",
 		"bad secret name":     "name: x\nsecrets: [DEPLOY-KEY]\nsteps: []\n",
 		"secret not a list":   "name: x\nsecrets: DEPLOY_KEY\nsteps: []\n",
+		"run and preset":      "name: x\nagents:\n  a: {run: a, preset: claude}\nsteps: []\n",
+		"unknown preset":      "name: x\nagents:\n  a: {preset: claud}\nsteps: []\n",
+		"args not a list":     "name: x\nagents:\n  a: {preset: claude, args: -v}\nsteps: []\n",
+		"resume not a bool":   "name: x\nagents:\n  a: {preset: claude, resume: yes}\nsteps: []\n",
+		"negative price":      "name: x\nagents:\n  a: {preset: claude, price: {input_per_mtok: -1}}\nsteps: []\n",
+		"empty price":         "name: x\nagents:\n  a: {preset: claude, price: {}}\nsteps: []\n",
+		"empty budget":        "name: x\nbudget: {}\nsteps: []\n",
+		"zero cost budget":    "name: x\nbudget: {cost_usd: 0}\nsteps: []\n",
+		"fractional tokens":   "name: x\nbudget: {tokens: 1.5}\nsteps: []\n",
+		"unknown budget key":  "name: x\nsteps:\n  - {id: a, run: a, budget: {cost: 1}}\n",
 	}
 	for name, src := range tests {
 		if err := s.Validate(yamlInstance(t, []byte(src))); err == nil {
 			t.Errorf("%s: schema accepts\n%s", name, src)
 		}
+	}
+}
+
+func TestSchemaAcceptsPresetsAndBudgets(t *testing.T) {
+	s := compileSchema(t)
+	data, err := afero.ReadFile(afero.NewOsFs(), "testdata/agents/presets.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(yamlInstance(t, data)); err != nil {
+		t.Errorf("schema rejects testdata/agents/presets.yaml: %v", err)
 	}
 }
 
@@ -120,7 +141,9 @@ func TestSchemaKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	var agent struct {
-		Properties map[string]any `json:"properties"`
+		Properties map[string]struct {
+			Properties map[string]any `json:"properties"`
+		} `json:"properties"`
 	}
 	_ = json.Unmarshal(doc.Properties["agents"].AdditionalProperties, &agent)
 	step := doc.Defs["step"].Properties
@@ -138,6 +161,8 @@ func TestSchemaKeys(t *testing.T) {
 		{"retry", keysOf(doc.Defs["retry"].Properties), retryKeys},
 		{"cleanup", keysOf(doc.Properties["cleanup"].Properties), cleanupKeys},
 		{"signals", keysOf(doc.Properties["signals"].Properties), signalsKeys},
+		{"price", keysOf(agent.Properties["price"].Properties), priceTable.yamlKeys},
+		{"budget", keysOf(doc.Defs["budget"].Properties), budgetTable.yamlKeys},
 	}
 	for _, tt := range tests {
 		keys := slices.Clone(tt.keys)

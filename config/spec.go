@@ -23,6 +23,7 @@ type specWorkflow struct {
 	Cleanup     *specCleanup          `json:"cleanup,omitempty"`
 	Signals     specSignals           `json:"signals"`
 	Secrets     []string              `json:"secrets,omitempty"`
+	Budget      *specBudget           `json:"budget,omitempty"`
 }
 
 type specDefaults struct {
@@ -41,9 +42,30 @@ type specDefaults struct {
 	MaxItems     int   `json:"max_items,omitempty"`
 }
 
+// specAgent is an agent. The keys of a preset are left out when not
+// set, so that the digest of a workflow of run: agents is what it
+// always was.
 type specAgent struct {
-	Run string            `json:"run"`
-	Env map[string]string `json:"env,omitempty"`
+	Run    string            `json:"run"`
+	Preset string            `json:"preset,omitempty"`
+	Model  string            `json:"model,omitempty"`
+	Args   []string          `json:"args,omitempty"`
+	Resume bool              `json:"resume,omitempty"`
+	Price  *specPrice        `json:"price,omitempty"`
+	Env    map[string]string `json:"env,omitempty"`
+}
+
+type specPrice struct {
+	InputPerMTok  float64 `json:"input_per_mtok"`
+	OutputPerMTok float64 `json:"output_per_mtok"`
+	CachedPerMTok float64 `json:"cached_per_mtok"`
+}
+
+// specBudget is a budget; its unset limits are left out.
+type specBudget struct {
+	CostUSD  float64 `json:"cost_usd,omitempty"`
+	Tokens   int64   `json:"tokens,omitempty"`
+	Sessions int     `json:"sessions,omitempty"`
 }
 
 type specStep struct {
@@ -69,6 +91,7 @@ type specStep struct {
 	Artifacts     []string          `json:"artifacts,omitempty"`
 	Env           map[string]string `json:"env,omitempty"`
 	ForEach       *specForEach      `json:"for_each,omitempty"`
+	Budget        *specBudget       `json:"budget,omitempty"`
 }
 
 // specForEach is a loop: its list (the expression's source, or the
@@ -180,8 +203,13 @@ func (w *Workflow) spec() *specWorkflow {
 		sw.Vars = map[string]string{}
 	}
 	for name, a := range w.Agents {
-		sw.Agents[name] = &specAgent{Run: tsrc(a.Run), Env: specEnv(a.Env)}
+		sa := &specAgent{Run: tsrc(a.Run), Preset: a.Preset, Model: a.Model, Args: a.Args, Resume: a.Resume, Env: specEnv(a.Env)}
+		if p := a.Price; p != nil {
+			sa.Price = &specPrice{p.InputPerMTok, p.OutputPerMTok, p.CachedPerMTok}
+		}
+		sw.Agents[name] = sa
 	}
+	sw.Budget = specBudgetOf(w.Budget)
 	for _, s := range w.Steps {
 		sw.Steps = append(sw.Steps, specStepOf(s))
 	}
@@ -212,6 +240,7 @@ func specStepOf(s *Step) *specStep {
 		Timeout:       specDuration(s.Timeout),
 		IdleTimeout:   specDuration(s.IdleTimeout),
 		Env:           specEnv(s.Env),
+		Budget:        specBudgetOf(s.Budget),
 	}
 	if ss.Needs == nil {
 		ss.Needs = []string{}
@@ -284,6 +313,13 @@ func specRetryOf(r *Retry) *specRetry {
 		sr.MaxBackoff = r.MaxBackoff.String()
 	}
 	return sr
+}
+
+func specBudgetOf(b *Budget) *specBudget {
+	if b == nil {
+		return nil
+	}
+	return &specBudget{CostUSD: b.CostUSD, Tokens: b.Tokens, Sessions: b.Sessions}
 }
 
 func specEnv(env map[string]*Template) map[string]string {

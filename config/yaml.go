@@ -141,6 +141,11 @@ func (v *yamlValue) entry(t *keySet, dst any) bool {
 
 func (v *yamlValue) isList() bool { return resolve(v.n).Kind == yaml.SequenceNode }
 
+func (v *yamlValue) isEmpty() bool {
+	n := resolve(v.n)
+	return isNull(n) || n.Kind == yaml.MappingNode && len(n.Content) == 0
+}
+
 func (v *yamlValue) literalList(what string) []any {
 	budget := maxLiteralValues
 	out, ok := v.y.literal(what, resolve(v.n), 0, &budget)

@@ -23,7 +23,7 @@ cleanup {
 # want 1:8 "name \"References!\": want lowercase letters"
 # want 3:11 "defaults.agent: unknown agent \"codr\" (did you mean \"coder\"?)"
 # want 8:7 "agent name \"Bad Name\": want lowercase letters"
-# want 8:7 "agent \"Bad Name\": run is required"
+# want 8:7 "agent \"Bad Name\": give run (a command) or preset"
 # want 9:11 "env: \"1X\" is not a valid variable name"
 # want 13:12 "agent: unknown agent \"reviewer\""
 # want 16:26 "needs: unknown step \"pln\" (did you mean \"plan\"?)"
