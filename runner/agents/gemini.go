@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 )
@@ -11,7 +12,7 @@ import (
 type geminiTool struct {
 	sawResult bool
 	lastError string // a stream error event's message, should no result come
-	pending   string // streamed assistant text not yet displayed
+	pending   []byte // streamed assistant text not yet displayed
 }
 
 type geminiEvent struct {
@@ -100,8 +101,10 @@ func (t *geminiTool) object(p *Parser, raw []byte) bool {
 	case "message":
 		if ev.Role == "assistant" {
 			p.appendText(string(ev.Content))
-			t.pending += string(ev.Content)
-			t.flush(p, false)
+			t.pending = append(t.pending, ev.Content...)
+			if strings.IndexByte(string(ev.Content), '\n') >= 0 || len(t.pending) >= maxPending {
+				t.flush(p, false)
+			}
 		}
 	case "error":
 		msg := string(ev.Message)
@@ -148,13 +151,13 @@ const maxPending = 64 << 10
 func (t *geminiTool) flush(p *Parser, all bool) {
 	i := len(t.pending)
 	if !all && i < maxPending {
-		i = strings.LastIndexByte(t.pending, '\n') + 1
+		i = bytes.LastIndexByte(t.pending, '\n') + 1
 	}
 	if i == 0 {
 		return
 	}
-	p.show(strings.TrimSuffix(t.pending[:i], "\n"))
-	t.pending = t.pending[i:]
+	p.show(strings.TrimSuffix(string(t.pending[:i]), "\n"))
+	t.pending = append(t.pending[:0], t.pending[i:]...)
 }
 
 func (t *geminiTool) text(p *Parser, line string) {

@@ -33,8 +33,9 @@ type Parser struct {
 
 	value   []byte // a multi-line JSON value being gathered
 	scan    scanner
-	shown   bool  // display has been called
-	dropped int64 // final text cut at MaxText (the current text's)
+	shown   bool   // display has been called
+	text    []byte // the final text so far, at most MaxText bytes
+	dropped int64  // bytes of the current final text beyond MaxText
 
 	res Result
 }
@@ -110,6 +111,8 @@ func (p *Parser) Close() Result {
 	p.value = nil
 	p.tool.end(p)
 	p.closed = true
+	p.res.Text = string(p.text)
+	p.text = nil
 	p.res.Skipped += p.dropped
 	if p.res.Structured {
 		p.res.Usage.Sessions = 1
@@ -247,23 +250,25 @@ func (p *Parser) show(s string) {
 
 // setText makes s the final text, cut at MaxText.
 func (p *Parser) setText(s string) {
-	p.res.Text = ""
+	p.text = p.text[:0]
 	p.dropped = 0
 	p.appendText(s)
 }
 
-// appendText adds s to the final text, cut at MaxText.
+// appendText adds s to the final text, cut at MaxText on a rune
+// boundary. (Streamed text arrives in many small pieces: the buffer
+// grows amortised rather than being copied on each.)
 func (p *Parser) appendText(s string) {
-	room := MaxText - len(p.res.Text)
+	room := MaxText - len(p.text)
 	if len(s) <= room {
-		p.res.Text += s
+		p.text = append(p.text, s...)
 		return
 	}
 	cut := room
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	p.res.Text += s[:cut]
+	p.text = append(p.text, s[:cut]...)
 	p.dropped += int64(len(s) - cut)
 }
 

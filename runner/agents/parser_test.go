@@ -330,6 +330,20 @@ func TestLongLines(t *testing.T) {
 			t.Errorf("Skipped = %d, want %d", got.Skipped, want)
 		}
 	})
+	t.Run("many small deltas take linear time", func(t *testing.T) {
+		// 100k deltas make 1.6 MB of text: copying the text, or
+		// scanning what is held back from display, on each delta would
+		// move tens of GB.
+		line := []byte(`{"type":"message","role":"assistant","content":"abcdefghijklmno ","delta":true}` + "\n")
+		out := bytes.Repeat(line, 100_000)
+		got, shown := parse(Gemini, out)
+		if len(got.Text) != MaxText || got.Skipped != int64(16*100_000-MaxText) {
+			t.Errorf("Text %d bytes, Skipped %d", len(got.Text), got.Skipped)
+		}
+		if n := len(strings.Join(shown, "")); n != 16*100_000 {
+			t.Errorf("displayed %d bytes, want all %d", n, 16*100_000)
+		}
+	})
 	t.Run("unterminated value at close", func(t *testing.T) {
 		got, _ := parse(Gemini, []byte("{\n  \"response\": \"half"))
 		if got.Structured || got.Text != "" {
