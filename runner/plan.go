@@ -89,6 +89,9 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 		if retry := wf.StepRetry(s); retry != nil {
 			ps.Backoff, ps.MaxBackoff = retry.Backoff, retry.MaxBackoff
 		}
+		if b := s.Budget; b != nil {
+			ps.Budget = core.Budget{CostUSD: b.CostUSD, Tokens: b.Tokens, Sessions: b.Sessions}.Lifted(over.Raise)
+		}
 		if fe := s.ForEach; fe != nil {
 			pl := &core.PlanLoop{MaxParallel: fe.MaxParallel, ContinueOnError: fe.ContinueOnError, MaxItems: maxItems}
 			for _, b := range fe.Body {
@@ -98,7 +101,15 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 		}
 		steps = append(steps, ps)
 	}
-	return core.NewPlan(steps, wf.MaxParallel)
+	plan, err := core.NewPlan(steps, wf.MaxParallel)
+	if err != nil {
+		return nil, err
+	}
+	if b := wf.Budget; b != nil {
+		plan.Budget = core.Budget{CostUSD: b.CostUSD, Tokens: b.Tokens, Sessions: b.Sessions}
+	}
+	plan.Budget = plan.Budget.Over(over.Raise)
+	return plan, nil
 }
 
 // defaultSignals are the signal words of a workflow that declares none:

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/afero"
-
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/gates"
 	"github.com/flow-run/flow/internal/proc"
@@ -101,7 +99,7 @@ func (x *run) startSession(ss StartSession) {
 	s := x.stepOf(e.Step)
 	facts := &stepFacts{step: e.Step, attempt: e.Attempt, iteration: e.Iteration}
 	env := x.env(facts)
-	sp, private, err := x.sessionSpec(s, e, env)
+	sp, pp, private, err := x.sessionSpec(s, e, env)
 	done := func(in SessionDone) { x.send(in) }
 	if err != nil {
 		if private != "" {
@@ -121,14 +119,14 @@ func (x *run) startSession(ss StartSession) {
 	}
 	if x.r.Serial {
 		x.serialSession = true
-		done(x.session(s, e, sp, private, env, facts))
+		done(x.session(s, e, sp, pp, private, env, facts))
 		x.serialSession = false
 		return
 	}
 	x.sessions.Add(1)
 	go func() {
 		defer x.sessions.Done()
-		done(x.session(s, e, sp, private, env, facts))
+		done(x.session(s, e, sp, pp, private, env, facts))
 	}()
 }
 
@@ -137,21 +135,30 @@ func (x *run) startSession(ss StartSession) {
 // prompts/ with the secret hidden, and handed to the session in a
 // private file outside the run directory, whose path it returns for
 // removal when the session ends.
-func (x *run) sessionSpec(s *config.Step, e sessionRun, env *gates.Env) (proc.Spec, string, error) {
+func (x *run) sessionSpec(s *config.Step, e sessionRun, env *gates.Env) (proc.Spec, *presetPlan, string, error) {
+	sp, pp, private, err := x.sessionSpecOf(s, e, env)
+	if err != nil && pp != nil && pp.freshPrivate != "" {
+		_ = x.r.FS.Remove(pp.freshPrivate)
+	}
+	return sp, pp, private, err
+}
+
+func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.Spec, *presetPlan, string, error) {
 	fsys := x.r.FS
-	var command, prompt string
+	var command, prompt, sent string
+	var pp *presetPlan
 	agentEnv := map[string]*config.Template{}
 	switch s.Kind {
 	case config.KindCommand:
 		c, err := s.Run.Compiled().RenderLimit(env, int(x.limits.Command))
 		if err != nil {
-			return proc.Spec{}, "", errors.New(templateError("run", s.Run, limitHint(err, "command_limit")))
+			return proc.Spec{}, nil, "", errors.New(templateError("run", s.Run, limitHint(err, "command_limit")))
 		}
 		command = c
 	case config.KindAgent:
 		p, err := s.Prompt.Compiled().RenderLimit(env, int(x.limits.Prompt))
 		if err != nil {
-			return proc.Spec{}, "", errors.New(templateError("prompt", s.Prompt, limitHint(err, "prompt_limit")))
+			return proc.Spec{}, nil, "", errors.New(templateError("prompt", s.Prompt, limitHint(err, "prompt_limit")))
 		}
 		prompt = p
 		if ss := x.st.Steps[e.Step]; ss != nil && ss.Feedback != nil && s.Feedback != "none" {
@@ -159,13 +166,25 @@ func (x *run) sessionSpec(s *config.Step, e sessionRun, env *gates.Env) (proc.Sp
 		}
 		agent := x.wf.Agents[s.Agent]
 		if agent == nil {
-			return proc.Spec{}, "", fmt.Errorf("agent %q is not declared", s.Agent)
+			return proc.Spec{}, nil, "", fmt.Errorf("agent %q is not declared", s.Agent)
 		}
-		c, err := agent.Run.Compiled().RenderLimit(env, int(x.limits.Command))
-		if err != nil {
-			return proc.Spec{}, "", errors.New(templateError("agents."+s.Agent+".run", agent.Run, limitHint(err, "command_limit")))
+		sent = prompt
+		if agent.Preset != "" {
+			c, resumeID, resumePrompt, err := x.presetCommand(agent, e.Step, e.Attempt)
+			if err != nil {
+				return proc.Spec{}, nil, "", fmt.Errorf("agent %s: %w", s.Agent, err)
+			}
+			command, pp = c, &presetPlan{agent: agent, resumeID: resumeID}
+			if resumeID != "" {
+				sent = resumePrompt
+			}
+		} else {
+			c, err := agent.Run.Compiled().RenderLimit(env, int(x.limits.Command))
+			if err != nil {
+				return proc.Spec{}, nil, "", errors.New(templateError("agents."+s.Agent+".run", agent.Run, limitHint(err, "command_limit")))
+			}
+			command = c
 		}
-		command = c
 		agentEnv = agent.Env
 	}
 	vars := []string{
@@ -183,37 +202,16 @@ func (x *run) sessionSpec(s *config.Step, e sessionRun, env *gates.Env) (proc.Sp
 	_ = fsys.Remove(e.ReportPath)
 	private := ""
 	if s.Kind == config.KindAgent {
-		pf := x.names.prompt(e.Step, e.Iteration, e.Attempt)
-		if err := fsys.MkdirAll(filepath.Dir(pf), 0o755); err != nil {
-			return proc.Spec{}, "", fmt.Errorf("write prompt file: %w", err)
+		use, priv, err := x.writePrompt(x.names.prompt(e.Step, e.Iteration, e.Attempt), sent)
+		if err != nil {
+			return proc.Spec{}, pp, "", err
 		}
-		recorded := x.redact.String(prompt)
-		if err := writeFile(fsys, pf, []byte(recorded)); err != nil {
-			return proc.Spec{}, "", fmt.Errorf("write prompt file: %w", err)
-		}
-		if recorded != prompt {
-			f, err := afero.TempFile(fsys, x.r.TempDir, "flow-prompt-*.md")
-			if err != nil {
-				return proc.Spec{}, "", fmt.Errorf("write private prompt file: %w", err)
-			}
-			private = f.Name()
-			_, err = f.Write([]byte(prompt))
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err == nil {
-				err = fsys.Chmod(private, 0o600)
-			}
-			if err != nil {
-				_ = fsys.Remove(private)
-				return proc.Spec{}, "", fmt.Errorf("write private prompt file: %w", err)
-			}
-			pf = private
-		}
+		private = priv
+		pf := use
 		// Linux caps one environment string at 128 KiB; a longer prompt
 		// is read from the file.
-		if len(prompt) <= MaxEnvPrompt {
-			vars = append(vars, "FLOW_PROMPT="+prompt)
+		if len(sent) <= MaxEnvPrompt {
+			vars = append(vars, "FLOW_PROMPT="+sent)
 		}
 		vars = append(vars, "FLOW_PROMPT_FILE="+pf)
 	}
@@ -229,7 +227,7 @@ func (x *run) sessionSpec(s *config.Step, e sessionRun, env *gates.Env) (proc.Sp
 		for k, t := range m {
 			v, err := t.Compiled().RenderLimit(env, int(x.limits.Command))
 			if err != nil {
-				return proc.Spec{}, "", errors.New(templateError("env."+k, t, limitHint(err, "command_limit")))
+				return proc.Spec{}, nil, "", errors.New(templateError("env."+k, t, limitHint(err, "command_limit")))
 			}
 			vars = append(vars, k+"="+v)
 		}
@@ -242,12 +240,17 @@ func (x *run) sessionSpec(s *config.Step, e sessionRun, env *gates.Env) (proc.Sp
 	}
 	var err error
 	if sp.Timeout, err = x.duration(x.wf.StepTimeout(s), env); err != nil {
-		return proc.Spec{}, private, fmt.Errorf("timeout: %w", err)
+		return proc.Spec{}, pp, private, fmt.Errorf("timeout: %w", err)
 	}
 	if sp.IdleTimeout, err = x.duration(x.wf.StepIdleTimeout(s), env); err != nil {
-		return proc.Spec{}, private, fmt.Errorf("idle_timeout: %w", err)
+		return proc.Spec{}, pp, private, fmt.Errorf("idle_timeout: %w", err)
 	}
-	return sp, private, nil
+	if pp != nil && pp.resumeID != "" {
+		if err := x.presetFresh(pp, sp, e, prompt); err != nil {
+			return proc.Spec{}, pp, private, err
+		}
+	}
+	return sp, pp, private, nil
 }
 
 // feedbackText renders, for the end of a re-entered agent step's
@@ -295,10 +298,13 @@ func (x *run) duration(d *config.Duration, env *gates.Env) (time.Duration, error
 }
 
 // session runs one session and decides its outcome and its gate.
-func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, private string, env *gates.Env, facts *stepFacts) SessionDone {
+func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, pp *presetPlan, private string, env *gates.Env, facts *stepFacts) SessionDone {
 	fsys := x.r.FS
 	if private != "" {
 		defer fsys.Remove(private)
+	}
+	if pp != nil && pp.freshPrivate != "" {
+		defer fsys.Remove(pp.freshPrivate)
 	}
 	words := x.signalWords()
 	done := SessionDone{Step: e.Step, Outcome: Outcome{Attempt: e.Attempt}, Facts: core.SessionFacts{ExitCode: -1}}
@@ -318,18 +324,51 @@ func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, private string
 		live = &prefixWriter{mu: &x.live, w: x.r.Stdout, prefix: []byte(fmt.Sprintf("[%s] ", e.Step))}
 		shown = append(shown, live)
 	}
-	hidden := x.redact.Writer(io.MultiWriter(shown...))
 	tail := &tailBuffer{max: outputTail}
 	scan := gates.NewSignalScanner(words)
-	sp.Output = &lockedWriter{ws: []io.Writer{hidden, tail, scan}}
 	started := x.r.Clock.Now()
-	sess, err := x.r.Starter.Start(x.sessCtx, sp)
-	if err != nil {
-		return fail(fmt.Sprintf("start session: %v", err))
+	pid := func(sess proc.Session) {
+		x.send(SessionPID{Step: e.Step, PID: sess.Pid(), Marker: proc.Marker(sess), LogPath: e.LogPath, ReportPath: e.ReportPath})
 	}
-	x.send(SessionPID{Step: e.Step, PID: sess.Pid(), Marker: proc.Marker(sess), LogPath: e.LogPath, ReportPath: e.ReportPath})
-	res := sess.Wait()
-	_ = hidden.Close()
+	var res proc.Result
+	presetWhy := ""
+	if pp != nil {
+		// A preset's log keeps the tool's raw output; the live view, the
+		// tail and the signals read the text it parses out of it.
+		logW := x.redact.Writer(capped)
+		var liveW io.WriteCloser
+		if live != nil {
+			liveW = x.redact.Writer(live)
+		}
+		var po presetOutcome
+		var err error
+		res, po, err = x.runPreset(pp, sp, e, logW, liveW, pid)
+		_ = logW.Close()
+		if liveW != nil {
+			_ = liveW.Close()
+		}
+		if err != nil {
+			return fail(fmt.Sprintf("start session: %v", err))
+		}
+		if po.res.Text != "" {
+			_, _ = io.WriteString(tail, po.res.Text+"\n")
+			_, _ = io.WriteString(scan, po.res.Text+"\n")
+		}
+		done.Notes = po.notes
+		done.Outcome.Usage = agentUsage(po.usage)
+		done.Outcome.AgentSession = po.res.SessionID
+		presetWhy = presetFailure(pp.agent.Preset, po.res, res.ExitCode)
+	} else {
+		hidden := x.redact.Writer(io.MultiWriter(shown...))
+		sp.Output = &lockedWriter{ws: []io.Writer{hidden, tail, scan}}
+		sess, err := x.r.Starter.Start(x.sessCtx, sp)
+		if err != nil {
+			return fail(fmt.Sprintf("start session: %v", err))
+		}
+		pid(sess)
+		res = sess.Wait()
+		_ = hidden.Close()
+	}
 	if err := capped.Close(); err != nil && logf.err == nil {
 		logf.err = err
 	}
@@ -355,6 +394,9 @@ func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, private string
 	f.Output = x.redact.String(facts.output)
 	if res.Err != nil {
 		f.Err = res.Err.Error()
+	}
+	if presetWhy != "" && f.Err == "" {
+		f.Err = presetWhy
 	}
 	if res.TimedOut {
 		f.Timeout = sp.Timeout
@@ -560,7 +602,7 @@ func (x *run) startCleanup() {
 	}
 	e := sessionRun{Step: CleanupSession, Attempt: x.cleanupN, LogPath: x.names.cleanupLog(x.cleanupN), ReportPath: x.names.report(CleanupSession)}
 	env := x.env(nil)
-	sp, private, err := x.sessionSpec(step, e, env)
+	sp, pp, private, err := x.sessionSpec(step, e, env)
 	if err != nil {
 		if private != "" {
 			_ = x.r.FS.Remove(private)
@@ -573,7 +615,7 @@ func (x *run) startCleanup() {
 	x.sessions.Add(1)
 	go func() {
 		defer x.sessions.Done()
-		d := x.session(step, e, sp, private, env, &stepFacts{step: "cleanup"})
+		d := x.session(step, e, sp, pp, private, env, &stepFacts{step: "cleanup"})
 		failed := d.Invalid != "" || (!d.Interrupted && core.Failure(&core.PlanStep{Kind: core.Kind(step.Kind)}, d.Facts) != "")
 		x.printf("cleanup: finished (failed: %v)\n", failed)
 		x.send(CleanupDone{Failed: failed})

@@ -10,6 +10,7 @@ import (
 	"github.com/flow-run/flow/gates"
 	"github.com/flow-run/flow/internal/redact"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/agents"
 )
 
 // DryRun is the plan of a run that has not started (flow run --dry-run):
@@ -223,7 +224,15 @@ func (d *dryRun) step(s *config.Step, g, attempts, iterations int) DryRunStep {
 	case config.KindAgent:
 		out.Agent, out.PromptFile = s.Agent, s.PromptFile
 		out.Prompt = d.render("prompt", s.Prompt, promptLimit)
-		if a := d.wf.Agents[s.Agent]; a != nil {
+		if a := d.wf.Agents[s.Agent]; a != nil && a.Preset != "" {
+			// The command of a fresh session; a re-entered step's resumes.
+			c, err := agents.Command(agents.Invocation{Preset: a.Preset, Model: a.Model, Args: a.Args})
+			if err != nil {
+				d.errs = append(d.errs, fmt.Sprintf("agents.%s: %v", s.Agent, err))
+			}
+			out.Command = c
+			env = append(env, a.Env)
+		} else if a != nil {
 			out.Command = d.render("agents."+s.Agent+".run", a.Run, cmdLimit)
 			env = append(env, a.Env)
 		}
