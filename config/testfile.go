@@ -71,7 +71,17 @@ type Outcome struct {
 	Writes []TestFileEntry
 	// Duration is how far the session moves the fake clock.
 	Duration time.Duration
-	Pos      Pos
+	// Usage is what a session of a preset agent reports it used; nil
+	// reports nothing.
+	Usage *OutcomeUsage
+	Pos   Pos
+}
+
+// OutcomeUsage is the usage a simulated preset session reports.
+type OutcomeUsage struct {
+	TokensIn, TokensOut, TokensCached int64
+	CostUSD                           float64
+	Turns                             int
 }
 
 // Decision is a scripted human decision, as in a manual input file.

@@ -23,11 +23,12 @@ import (
 var (
 	testFileKeys  = []string{"workflow", "defaults", "tests"}
 	testKeys      = []string{"name", "vars", "files", "sessions", "checks", "human", "control", "expect"}
-	outcomeKeys   = []string{"exit_code", "output", "report", "writes", "duration"}
+	outcomeKeys   = []string{"exit_code", "output", "report", "writes", "duration", "usage"}
+	usageKeys     = []string{"tokens_in", "tokens_out", "tokens_cached", "cost_usd", "turns"}
 	decisionKeys  = []string{"approved", "input", "reason"}
 	expectKeys    = []string{"exit_code", "status", "path", "path_contains", "steps", "files", "prompt_contains"}
 	stepWantKeys  = []string{"status", "attempts", "iteration", "verdict", "exit_code", "last_error"}
-	runStatusKeys = []string{"pending", "running", "paused", "waiting_on_human", "completed", "failed", "interrupted"}
+	runStatusKeys = []string{"pending", "running", "paused", "waiting_on_human", "completed", "failed", "interrupted", "budget_exceeded"}
 )
 
 // IsTestFile reports whether path names a workflow test file
@@ -361,6 +362,8 @@ func (t *testDecoder) outcome(what string, n *yaml.Node) (Outcome, bool) {
 			o.Report = t.object(what+".report", v)
 		case "writes":
 			o.Writes = t.files(what+".writes", v)
+		case "usage":
+			o.Usage = t.usage(what+".usage", v)
 		case "duration":
 			s := y.str(what+".duration", v)
 			if !s.ok() {
@@ -374,6 +377,40 @@ func (t *testDecoder) outcome(what string, n *yaml.Node) (Outcome, bool) {
 		}
 	})
 	return o, true
+}
+
+// usage reads what a simulated preset session reports it used.
+func (t *testDecoder) usage(what string, n *yaml.Node) *OutcomeUsage {
+	u := &OutcomeUsage{}
+	t.y.mapping(n, what, usageKeys, func(key string, _, v *yaml.Node) {
+		if key == "cost_usd" {
+			s := t.y.str(what+".cost_usd", v)
+			if !s.ok() {
+				return
+			}
+			f, err := strconv.ParseFloat(s.val, 64)
+			if err != nil || f < 0 {
+				t.y.d.errorf(s.pos(), "%s.cost_usd: want a number of at least 0, got %q", what, s.val)
+			}
+			u.CostUSD = f
+			return
+		}
+		n := t.int(what+"."+key, v)
+		if n < 0 {
+			t.y.d.errorf(t.y.pos(v), "%s.%s: want at least 0, got %d", what, key, n)
+		}
+		switch key {
+		case "tokens_in":
+			u.TokensIn = int64(n)
+		case "tokens_out":
+			u.TokensOut = int64(n)
+		case "tokens_cached":
+			u.TokensCached = int64(n)
+		case "turns":
+			u.Turns = n
+		}
+	})
+	return u
 }
 
 // controlStates are the states a test may script, as the commands

@@ -64,6 +64,13 @@ func TestSchema() []byte {
 			"report":    obj{{"description", "The JSON object it writes to $FLOW_REPORT_PATH."}, {"type", "object"}},
 			"writes":    with(defRef("files"), "Files it writes into the repository."),
 			"duration":  obj{{"description", "How far it moves the fake clock, such as 90s or 5m."}, {"type", "string"}},
+			"usage": keyedObject("What a session of a preset agent reports it used (its JSON output is simulated with it).", usageKeys, nil, map[string]any{
+				"tokens_in":     with(defRef("integer"), "Input tokens, cached ones included."),
+				"tokens_out":    with(defRef("integer"), "Output tokens."),
+				"tokens_cached": with(defRef("integer"), "Cached input tokens."),
+				"cost_usd":      obj{{"description", "The cost in USD the tool reports."}, {"type", []string{"number", "string"}}},
+				"turns":         with(defRef("integer"), "Turns."),
+			}),
 		})},
 		{"decision", keyedObject("A scripted human decision, as in a manual input file.", decisionKeys, []string{"approved"}, map[string]any{
 			"approved": obj{{"description", "Whether the step is approved."}, {"type", []string{"boolean", "string"}}, {"pattern", "^(1|t|T|TRUE|true|True|0|f|F|FALSE|false|False)$"}},

@@ -100,3 +100,22 @@ func TestCommandShellWords(t *testing.T) {
 		t.Errorf("arguments\n got %q\nwant %q", out, want)
 	}
 }
+
+// TestSimulate: what Simulate prints parses back to its text, session
+// and usage, for every preset.
+func TestSimulate(t *testing.T) {
+	u := Usage{TokensIn: 1200, TokensOut: 80, TokensCached: 200, Turns: 2}
+	for _, preset := range Names() {
+		want := u
+		if preset == Claude {
+			want.CostUSD = 0.5
+		}
+		p := NewParser(preset, nil)
+		_, _ = p.Write([]byte(Simulate(preset, "did it\nPASS", "sess-1", want)))
+		r := p.Close()
+		want.Sessions = 1
+		if r.Text != "did it\nPASS" || r.SessionID != "sess-1" || r.Failed || r.Usage != want {
+			t.Errorf("%s: %+v, want usage %+v", preset, r, want)
+		}
+	}
+}

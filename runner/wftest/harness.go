@@ -16,6 +16,7 @@ import (
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/agents"
 )
 
 // never is longer than any test runs in fake time: the runner's
@@ -139,8 +140,24 @@ func (s *starter) Start(_ context.Context, spec proc.Spec) (proc.Session, error)
 			return nil, fmt.Errorf("write report: %w", err)
 		}
 	}
-	if spec.Output != nil && o.Output != "" {
-		if _, err := io.WriteString(spec.Output, o.Output); err != nil {
+	out := o.Output
+	if preset := s.preset(env["FLOW_STEP_ID"]); preset != "" {
+		// A preset agent's session prints its tool's JSON, which the
+		// runner parses as it parses a real one's: the scripted output
+		// is its final text. A session continues its step's
+		// conversation, or starts conversation "flow-test-<step>-<n>".
+		session := fmt.Sprintf("flow-test-%s-%d", env["FLOW_STEP_KEY"], s.counts[step])
+		if id := resumeID(spec.Command); id != "" {
+			session = id
+		}
+		var u agents.Usage
+		if ou := o.Usage; ou != nil {
+			u = agents.Usage{TokensIn: ou.TokensIn, TokensOut: ou.TokensOut, TokensCached: ou.TokensCached, CostUSD: ou.CostUSD, Turns: ou.Turns}
+		}
+		out = agents.Simulate(preset, strings.TrimRight(o.Output, "\n"), session, u)
+	}
+	if spec.Output != nil && out != "" {
+		if _, err := io.WriteString(spec.Output, out); err != nil {
 			return nil, fmt.Errorf("write output: %w", err)
 		}
 	}
@@ -221,4 +238,34 @@ func uniq(a, b string) []string {
 		return []string{a}
 	}
 	return []string{a, b}
+}
+
+// preset returns the preset of step's agent, or "" when the step does
+// not run a preset agent.
+func (s *starter) preset(step string) string {
+	st := s.wf.Step(step)
+	if st == nil || st.Kind != config.KindAgent {
+		if step == "cleanup" && s.wf.Cleanup != nil {
+			if a := s.wf.Agents[s.wf.Cleanup.Agent]; a != nil {
+				return a.Preset
+			}
+		}
+		return ""
+	}
+	if a := s.wf.Agents[st.Agent]; a != nil {
+		return a.Preset
+	}
+	return ""
+}
+
+// resumeID finds the conversation a preset's command continues: the
+// argument after --resume, or after codex's resume.
+func resumeID(command string) string {
+	for _, flag := range []string{"--resume '", " resume '"} {
+		if _, rest, ok := strings.Cut(command, flag); ok {
+			id, _, _ := strings.Cut(rest, "'")
+			return id
+		}
+	}
+	return ""
 }

@@ -300,3 +300,52 @@ tests:
 		}
 	}
 }
+
+// TestRunPresets: a test of preset agents simulates their tools' JSON:
+// the scripted output is the final text (a FAIL verdict loops back),
+// the re-entered coder continues its conversation with the feedback,
+// and the scripted usage spends a budget (exit 6).
+func TestRunPresets(t *testing.T) {
+	fs := afero.NewMemMapFs()
+	_ = afero.WriteFile(fs, "/w/wf.yaml", []byte(`name: presets
+agents:
+  coder: {preset: claude}
+  reviewer: {preset: codex}
+budget: {cost_usd: 5}
+steps:
+  - {id: code, agent: coder, prompt: write it}
+  - id: review
+    agent: reviewer
+    prompt: review it
+    gate: {pass: verdict == "PASS", loop_back_to: code}
+`), 0o644)
+	_ = afero.WriteFile(fs, "/w/wf.test.yaml", []byte(`workflow: wf.yaml
+tests:
+  - name: a review loop
+    sessions:
+      code: {output: DONE, usage: {cost_usd: 1, tokens_in: 100, tokens_out: 10}}
+      review: [{output: "FAIL"}, {output: "PASS"}]
+    expect:
+      exit_code: 0
+      path: [code, review, code, review]
+      steps: {code: {iteration: 1}}
+      prompt_contains: {code: "Your previous work was sent back by review"}
+  - name: the budget runs out
+    sessions:
+      code: {output: DONE, usage: {cost_usd: 3}}
+      review: {output: FAIL}
+    expect:
+      exit_code: 6
+      status: budget_exceeded
+      path: [code, review, code]
+`), 0o644)
+	tf, err := config.LoadTests(fs, "/w/wf.test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range wftest.Run(context.Background(), tf, wftest.Options{}) {
+		if !r.Passed {
+			t.Errorf("%s: %v (path %v)", r.Name, r.Failures, r.Path)
+		}
+	}
+}
