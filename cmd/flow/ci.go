@@ -294,6 +294,9 @@ func ghSummary(v ops.Status, res ops.RunResult) string {
 	if res.Reason != "" {
 		fmt.Fprintf(&b, "- reason: %s\n", mdCell(res.Reason))
 	}
+	if st.Usage != nil {
+		fmt.Fprintf(&b, "- usage: %s\n", usageText(st.Usage))
+	}
 	for _, id := range res.Waiting {
 		fmt.Fprintf(&b, "- waiting on a human: **%s** — `flow approve %s %s`\n", id, res.RunID, runner.ShellArg(id))
 	}
