@@ -123,4 +123,12 @@ func TestGitHubSummaryEvidence(t *testing.T) {
 	if strings.Contains(got, "line 6\n") || strings.Count(got, "<details>") != 1 {
 		t.Errorf("want the last 20 lines of review only:\n%s", got)
 	}
+	if strings.Contains(got, "- usage:") {
+		t.Errorf("a run without usage has a usage line:\n%s", got)
+	}
+	st.Usage = &runner.AgentUsage{Sessions: 2, Turns: 5, TokensIn: 1000, TokensCached: 400, TokensOut: 90, CostUSD: 0.031, CostEstimated: true}
+	got = ghSummary(ops.Status{State: st}, ops.RunResult{RunID: "r1", Status: "failed", ExitCode: 1})
+	if !strings.Contains(got, "- usage: 2 sessions, 5 turns, 1000 tokens in (400 cached), 90 out, ~$0.03\n") {
+		t.Errorf("no usage line:\n%s", got)
+	}
 }
