@@ -16,12 +16,23 @@ defaults {
 }
 
 agent "coder" {
-  run = "claude -p \"$FLOW_PROMPT\" --output-format text"
-  env = { CLAUDE_CODE_MAX_OUTPUT_TOKENS = "32000" }
+  preset = "claude"
+  model  = "sonnet"
+  args   = ["--permission-mode", "acceptEdits"]
+  env    = { CLAUDE_CODE_MAX_OUTPUT_TOKENS = "32000" }
 }
 
 agent "reviewer" {
-  run = "codex exec \"$(cat \"$FLOW_PROMPT_FILE\")\""
+  preset = "codex"
+  price {
+    input_per_mtok  = 1.25
+    output_per_mtok = 10
+    cached_per_mtok = 0.125
+  }
+}
+
+budget {
+  cost_usd = 20
 }
 
 step "planning" {
