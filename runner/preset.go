@@ -129,9 +129,12 @@ func (x *run) runPreset(pp *presetPlan, sp proc.Spec, e sessionRun, log io.Write
 	} else if parsed.UsageCumulative && pp.resumeID != "" {
 		// codex reports the thread's running total: what this session
 		// used is the total less what the step's sessions used before.
-		if ss := x.st.Steps[e.Step]; ss != nil && ss.Usage != nil {
-			u := ss.Usage
-			parsed.Usage = parsed.Usage.Sub(agents.Usage{TokensIn: u.TokensIn, TokensOut: u.TokensOut, TokensCached: u.TokensCached, Turns: u.Turns})
+		// Turns are counted per session; only tokens are running totals.
+		if ss := x.st.Steps[e.Step]; ss != nil && ss.ConversationUsage != nil && ss.AgentSession == pp.resumeID {
+			u := ss.ConversationUsage
+			turns := parsed.Usage.Turns
+			parsed.Usage = parsed.Usage.Sub(agents.Usage{TokensIn: u.TokensIn, TokensOut: u.TokensOut, TokensCached: u.TokensCached})
+			parsed.Usage.Turns = turns
 		}
 	}
 	u := parsed.Usage

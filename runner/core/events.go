@@ -560,6 +560,14 @@ func setOutcome(s *State, st *StepState, d Outcome) {
 		s.Usage = s.Usage.plus(*u)
 	}
 	if d.AgentSession != "" {
+		// What the step's current conversation has used: a tool that
+		// reports a conversation's running total is counted once.
+		if d.AgentSession != st.AgentSession {
+			st.ConversationUsage = nil
+		}
+		if d.Usage != nil {
+			st.ConversationUsage = st.ConversationUsage.plus(*d.Usage)
+		}
 		st.AgentSession = d.AgentSession
 	}
 	st.Attempts = max(st.Attempts, d.Attempt)

@@ -129,6 +129,8 @@ type StepState struct {
 	// re-entered step continues.
 	Usage        *AgentUsage `json:"usage,omitempty"`
 	AgentSession string      `json:"agent_session,omitempty"`
+	// ConversationUsage is what the sessions of AgentSession used.
+	ConversationUsage *AgentUsage `json:"conversation_usage,omitempty"`
 
 	// A for_each step (DESIGN §11) carries agent_orchestrator's fields
 	// of a looped step: its items' values (LoopItems), how many items
@@ -245,6 +247,10 @@ func (s *State) Clone() *State {
 		if st.Usage != nil {
 			u := *st.Usage
 			x.Usage = &u
+		}
+		if st.ConversationUsage != nil {
+			u := *st.ConversationUsage
+			x.ConversationUsage = &u
 		}
 		if st.LoopIndex != nil {
 			x.LoopItems = slices.Clone(st.LoopItems)
