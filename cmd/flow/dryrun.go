@@ -41,6 +41,19 @@ func (a *app) dryRun(req ops.RunRequest, asJSON bool) error {
 func printDryRun(w io.Writer, d ops.DryRun) {
 	fmt.Fprintf(w, "dry run of %s (%s): %d steps, at most %d at a time; nothing is started\n",
 		d.Workflow, d.File, len(d.Steps), d.MaxParallel)
+	if b := d.Budget; b != nil {
+		var parts []string
+		if b.CostUSD > 0 {
+			parts = append(parts, fmt.Sprintf("$%g", b.CostUSD))
+		}
+		if b.Tokens > 0 {
+			parts = append(parts, fmt.Sprintf("%d tokens", b.Tokens))
+		}
+		if b.Sessions > 0 {
+			parts = append(parts, fmt.Sprintf("%d sessions", b.Sessions))
+		}
+		fmt.Fprintf(w, "budget: %s (the run stops before its next session once one is reached)\n", strings.Join(parts, ", "))
+	}
 	if len(d.Vars) > 0 {
 		keys := make([]string, 0, len(d.Vars))
 		for k := range d.Vars {

@@ -28,6 +28,9 @@ type DryRun struct {
 	Vars map[string]string `json:"vars"`
 	// MaxParallel caps the steps in flight at once.
 	MaxParallel int `json:"max_parallel"`
+	// Budget is the run's cost, token and session budget, when it has
+	// one (with --budget-* raises applied).
+	Budget *runner.Budget `json:"budget,omitempty"`
 	// Groups are the steps level by level of the dependency graph: the
 	// steps of a group need only steps of earlier groups, so they may
 	// run at the same time (up to MaxParallel) once those are done. It is
@@ -163,6 +166,10 @@ func (s *Service) DryRun(req RunRequest) (DryRun, error) {
 	}
 	out := DryRun{Workflow: wf.Name, File: wf.File, Repo: repo, Vars: shown, MaxParallel: plan.MaxParallel,
 		Groups: [][]string{}, Steps: []DryRunStep{}}
+	if plan.Budget.Set() {
+		b := plan.Budget
+		out.Budget = &b
+	}
 	level := map[string]int{}
 	for _, s := range wf.Steps {
 		ps := plan.Step(s.ID)
