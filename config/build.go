@@ -558,18 +558,14 @@ func (b *builder) limit(field string, s str) *Limit {
 	return &Limit{N: n, Pos: s.pos()}
 }
 
-// count reads a positive integer.
+// count reads a positive integer that fits an int.
 func (b *builder) count(field string, s str) (int, bool) {
-	n, err := strconv.Atoi(strings.TrimSpace(s.val))
-	switch {
-	case err != nil:
-		b.d.errorf(s.pos(), "%s: want a positive integer, got %q", field, s.val)
-		return 0, false
-	case n < 1:
-		b.d.errorf(s.pos(), "%s: must be at least 1, got %d", field, n)
+	n, ok := b.count64(field, s)
+	if ok && int64(int(n)) != n {
+		b.d.errorf(s.pos(), "%s: %d is too large", field, n)
 		return 0, false
 	}
-	return n, true
+	return int(n), ok
 }
 
 // duration reads a duration: a positive constant, or an expression.
