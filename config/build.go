@@ -89,6 +89,7 @@ func build(raw *rawWorkflow, fs afero.Fs, path string, o Options, d *diags) *Wor
 	b.agents()
 	b.defaults()
 	b.secrets()
+	b.notify()
 	w.Budget = b.budget(raw.budget)
 	seen := map[string]bool{}
 	for i, rs := range raw.steps {

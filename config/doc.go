@@ -28,6 +28,13 @@
 // budgets. Expressions read what sessions consumed as run.usage and
 // steps.<id>.usage (gates.Usage).
 //
+// notify: (of the workflow, or of its defaults, the workflow's keys
+// winning) gives a command, a webhook or both, the events told of (on:,
+// checked with a did-you-mean) and a timeout; Workflow.Notify holds the
+// merged block. A webhook written as a URL must be http or https; one
+// that reads $NAME or ${NAME} is checked when sent, and the variables it
+// reads join Workflow.Secrets. internal/notify sends.
+//
 // Everything the loader reads is bounded (DESIGN §10). The workflow
 // file is opened without blocking and must be a regular file of at most
 // MaxWorkflowSize bytes, in UTF-8, holding one YAML document; at most

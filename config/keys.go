@@ -227,6 +227,29 @@ func retryField[T any](dst func(*T) **rawRetry) field[T] {
 	}}
 }
 
+var notifyTable = newTable("notify", "Tells people when a run needs a human or ends, without watching it: runs a command, POSTs to a webhook, or both. Also under defaults, where the workflow's keys win.", "notify",
+	field[rawNotify]{name: "on", kind: kindOneOrList, elem: kindString, enum: NotifyEvents, unique: true,
+		doc: "The events to tell of: waiting_on_human, failed, budget_exceeded, completed, dead (default: waiting_on_human, failed, budget_exceeded).",
+		set: func(n *rawNotify, v value) { n.onSet, n.onPos, n.on = true, v.keyPos(), v.list("on", true) }},
+	scalar("command", kindString, "A shell command (sh -c) run in the repo directory, the notification as JSON on its stdin and in FLOW_* variables.",
+		func(n *rawNotify) *str { return &n.command }),
+	scalar("webhook", kindString, "A URL the notification is POSTed to as JSON that Slack-compatible incoming webhooks accept; $NAME or ${NAME} in it is read from the environment when sent, and hidden like a secret.",
+		func(n *rawNotify) *str { return &n.webhook }),
+	scalar("timeout", kindDuration, "How long each notifier may take (default 10s, at most 5m); a notifier that fails or takes longer is a warning, never the run's failure.",
+		func(n *rawNotify) *str { return &n.timeout }),
+).atLeastOne()
+
+// notifyField declares the notify block of the workflow or of the
+// defaults.
+func notifyField[T any](doc string, dst func(*T) **rawNotify) field[T] {
+	return field[T]{name: "notify", kind: kindBlock, sub: notifyTable, doc: doc, set: func(t *T, v value) {
+		n := &rawNotify{pos: v.keyPos(), empty: v.isEmpty()}
+		if notifyTable.decode(v, n) {
+			*dst(t) = n
+		}
+	}}
+}
+
 var defaultsTable = newTable("defaults", "", "",
 	scalar("max_attempts", kindLimit, "Sessions per iteration before a step fails (default 2).",
 		func(d *rawDefaults) *str { return &d.maxAttempts }),
@@ -249,6 +272,8 @@ var defaultsTable = newTable("defaults", "", "",
 		func(d *rawDefaults) *str { return &d.logLimit }),
 	scalar("max_items", kindCount, "The most items a for_each loop may have (default 10000).",
 		func(d *rawDefaults) *str { return &d.maxItems }),
+	notifyField("Notifications of every run of the workflow; the workflow's notify overrides them key by key.",
+		func(d *rawDefaults) **rawNotify { return &d.notify }),
 )
 
 var priceTable = newTable("price", "", "",
@@ -521,4 +546,6 @@ var workflowTable = newTable("workflow", "A flow workflow: steps of agent and co
 		set: func(w *rawWorkflow, v value) { w.secrets = v.list("secrets", false) }},
 	budgetField("The run's budget: every session of the run together.",
 		func(w *rawWorkflow) **rawBudget { return &w.budget }),
+	notifyField("Whom to tell when a run waits on a human, fails, spends its budget or completes: a command, a webhook or both.",
+		func(w *rawWorkflow) **rawNotify { return &w.notify }),
 )

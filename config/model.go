@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"time"
 
 	"github.com/flow-run/flow/gates"
@@ -46,6 +47,9 @@ type Workflow struct {
 	// Budget bounds what all the run's sessions consume together, or is
 	// nil.
 	Budget *Budget
+	// Notify says whom to tell when the run needs a human or ends, or
+	// is nil: the workflow's notify over the defaults', key by key.
+	Notify *Notify
 
 	// Pos is where the workflow's name is declared.
 	Pos Pos
@@ -116,6 +120,58 @@ type Budget struct {
 	// Pos is where budget is written.
 	Pos Pos
 }
+
+// Notify tells people of a run's events without their watching it: a
+// command run with the notification on its stdin, a webhook POSTed to,
+// or both (at least one is set in a loaded Notify). Package
+// internal/notify sends; the runner decides when.
+type Notify struct {
+	// On lists the events to tell of, in the order of NotifyEvents;
+	// DefaultNotifyOn when the workflow gives none.
+	On []string
+	// Command is a shell command (sh -c), or "".
+	Command string
+	// Webhook is a URL, or "", as written: $NAME and ${NAME} in it are
+	// read from the environment when a notification is sent (their
+	// names are among Workflow.Secrets).
+	Webhook string
+	// Timeout bounds each notifier (DefaultNotifyTimeout when not set).
+	Timeout time.Duration
+	// Pos is where notify is written (the workflow's, else the
+	// defaults').
+	Pos Pos
+}
+
+// Notifies reports whether n tells of event (nil tells of none).
+func (n *Notify) Notifies(event string) bool {
+	return n != nil && slices.Contains(n.On, event)
+}
+
+// The events a notify block may tell of. The runner tells of the first
+// four as a run reaches them; dead is seen by whoever reads a run whose
+// runner is gone.
+const (
+	NotifyWaitingOnHuman = "waiting_on_human"
+	NotifyFailed         = "failed"
+	NotifyBudgetExceeded = "budget_exceeded"
+	NotifyCompleted      = "completed"
+	NotifyDead           = "dead"
+)
+
+// NotifyEvents lists the events a notify block may tell of, in order.
+var NotifyEvents = []string{NotifyWaitingOnHuman, NotifyFailed, NotifyBudgetExceeded, NotifyCompleted, NotifyDead}
+
+// DefaultNotifyOn are the events told of when notify gives no on: those
+// that want a person.
+var DefaultNotifyOn = []string{NotifyWaitingOnHuman, NotifyFailed, NotifyBudgetExceeded}
+
+// DefaultNotifyTimeout bounds a notifier when notify gives no timeout;
+// MaxNotifyTimeout is the longest a workflow may give, since a run that
+// ends waits for its notifications.
+const (
+	DefaultNotifyTimeout = 10 * time.Second
+	MaxNotifyTimeout     = 5 * time.Minute
+)
 
 // StepKind is what a step does: run a command, prompt an agent or wait
 // for a human.

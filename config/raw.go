@@ -40,6 +40,7 @@ type rawWorkflow struct {
 	signals     rawSignals
 	secrets     []str
 	budget      *rawBudget
+	notify      *rawNotify
 	// stepCount counts the steps met, decoded or not; tooManySteps is
 	// set when it went past MaxSteps: the workflow is refused, and not
 	// built, whatever else is in it.
@@ -73,6 +74,7 @@ type rawDefaults struct {
 	reportLimit   str
 	logLimit      str
 	maxItems      str
+	notify        *rawNotify
 }
 
 type rawAgent struct {
@@ -103,6 +105,19 @@ type rawBudget struct {
 	costUSD  str
 	tokens   str
 	sessions str
+}
+
+// rawNotify is a notify block, of the workflow or of its defaults; empty
+// is set when one is written without a key.
+type rawNotify struct {
+	pos     Pos
+	empty   bool
+	on      []str
+	onSet   bool
+	onPos   Pos
+	command str
+	webhook str
+	timeout str
 }
 
 type rawStep struct {

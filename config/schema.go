@@ -146,10 +146,14 @@ func (f *field[T]) schema(s *schemaBuilder) obj {
 		if f.unique {
 			o = append(o, member{"uniqueItems", true})
 		}
-		o = append(o, member{"items", kindSchema(f.elem, f.pattern)})
+		o = append(o, member{"items", f.itemSchema()})
 	case kindOneOrList:
-		item := kindSchema(f.elem, f.pattern)
-		o = obj{{"oneOf", []any{item, obj{{"type", "array"}, {"items", item}}}}}
+		item := f.itemSchema()
+		list := obj{{"type", "array"}}
+		if f.unique {
+			list = append(list, member{"uniqueItems", true})
+		}
+		o = obj{{"oneOf", []any{item, append(list, member{"items", item})}}}
 	case kindString:
 		o = kindSchema(f.kind, f.pattern)
 		if f.enum != nil {
@@ -160,6 +164,15 @@ func (f *field[T]) schema(s *schemaBuilder) obj {
 	}
 	if f.doc != "" {
 		o = append(obj{{"description", f.doc}}, o...)
+	}
+	return o
+}
+
+// itemSchema is the schema of an item of a list key.
+func (f *field[T]) itemSchema() obj {
+	o := kindSchema(f.elem, f.pattern)
+	if f.enum != nil {
+		o = append(o, member{"enum", f.enum})
 	}
 	return o
 }

@@ -73,29 +73,33 @@ func TestSchemaValidatesShippedWorkflows(t *testing.T) {
 func TestSchemaRejects(t *testing.T) {
 	s := compileSchema(t)
 	tests := map[string]string{
-		"unknown step key":    "name: x\nsteps:\n  - id: a\n    run: a\n    loop_bak_to: a\n",
-		"unknown top key":     "name: x\ncolour: red\nsteps: []\n",
-		"unknown gate key":    "name: x\nsteps:\n  - id: a\n    run: a\n    gate: {pas: x}\n",
-		"bad name":            "name: X Y\nsteps: []\n",
-		"no name":             "steps: []\n",
-		"zero max_attempts":   "name: x\nsteps:\n  - id: a\n    run: a\n    max_attempts: 0\n",
-		"agent without run":   "name: x\nagents:\n  a: {env: {}}\nsteps: []\n",
-		"unknown default key": "name: x\ndefaults: {max_attempt: 2}\nsteps: []\n",
-		"zero log_limit":      "name: x\ndefaults: {log_limit: 0}\nsteps: []\n",
-		"size without number": "name: x\ndefaults: {prompt_limit: MiB}\nsteps: []\n",
-		"size in bits":        "name: x\ndefaults: {prompt_limit: 8Mb}\nsteps: []\n",
-		"bad secret name":     "name: x\nsecrets: [DEPLOY-KEY]\nsteps: []\n",
-		"secret not a list":   "name: x\nsecrets: DEPLOY_KEY\nsteps: []\n",
-		"run and preset":      "name: x\nagents:\n  a: {run: a, preset: claude}\nsteps: []\n",
-		"unknown preset":      "name: x\nagents:\n  a: {preset: claud}\nsteps: []\n",
-		"args not a list":     "name: x\nagents:\n  a: {preset: claude, args: -v}\nsteps: []\n",
-		"resume not a bool":   "name: x\nagents:\n  a: {preset: claude, resume: yes}\nsteps: []\n",
-		"negative price":      "name: x\nagents:\n  a: {preset: claude, price: {input_per_mtok: -1}}\nsteps: []\n",
-		"empty price":         "name: x\nagents:\n  a: {preset: claude, price: {}}\nsteps: []\n",
-		"empty budget":        "name: x\nbudget: {}\nsteps: []\n",
-		"zero cost budget":    "name: x\nbudget: {cost_usd: 0}\nsteps: []\n",
-		"fractional tokens":   "name: x\nbudget: {tokens: 1.5}\nsteps: []\n",
-		"unknown budget key":  "name: x\nsteps:\n  - {id: a, run: a, budget: {cost: 1}}\n",
+		"unknown step key":     "name: x\nsteps:\n  - id: a\n    run: a\n    loop_bak_to: a\n",
+		"unknown top key":      "name: x\ncolour: red\nsteps: []\n",
+		"unknown gate key":     "name: x\nsteps:\n  - id: a\n    run: a\n    gate: {pas: x}\n",
+		"bad name":             "name: X Y\nsteps: []\n",
+		"no name":              "steps: []\n",
+		"zero max_attempts":    "name: x\nsteps:\n  - id: a\n    run: a\n    max_attempts: 0\n",
+		"agent without run":    "name: x\nagents:\n  a: {env: {}}\nsteps: []\n",
+		"unknown default key":  "name: x\ndefaults: {max_attempt: 2}\nsteps: []\n",
+		"zero log_limit":       "name: x\ndefaults: {log_limit: 0}\nsteps: []\n",
+		"size without number":  "name: x\ndefaults: {prompt_limit: MiB}\nsteps: []\n",
+		"size in bits":         "name: x\ndefaults: {prompt_limit: 8Mb}\nsteps: []\n",
+		"bad secret name":      "name: x\nsecrets: [DEPLOY-KEY]\nsteps: []\n",
+		"secret not a list":    "name: x\nsecrets: DEPLOY_KEY\nsteps: []\n",
+		"run and preset":       "name: x\nagents:\n  a: {run: a, preset: claude}\nsteps: []\n",
+		"unknown preset":       "name: x\nagents:\n  a: {preset: claud}\nsteps: []\n",
+		"args not a list":      "name: x\nagents:\n  a: {preset: claude, args: -v}\nsteps: []\n",
+		"resume not a bool":    "name: x\nagents:\n  a: {preset: claude, resume: yes}\nsteps: []\n",
+		"negative price":       "name: x\nagents:\n  a: {preset: claude, price: {input_per_mtok: -1}}\nsteps: []\n",
+		"empty price":          "name: x\nagents:\n  a: {preset: claude, price: {}}\nsteps: []\n",
+		"empty budget":         "name: x\nbudget: {}\nsteps: []\n",
+		"zero cost budget":     "name: x\nbudget: {cost_usd: 0}\nsteps: []\n",
+		"fractional tokens":    "name: x\nbudget: {tokens: 1.5}\nsteps: []\n",
+		"unknown budget key":   "name: x\nsteps:\n  - {id: a, run: a, budget: {cost: 1}}\n",
+		"unknown notify event": "name: x\nnotify: {on: [faild], command: n}\nsteps: []\n",
+		"notify event twice":   "name: x\nnotify: {on: [failed, failed], command: n}\nsteps: []\n",
+		"empty notify":         "name: x\nnotify: {}\nsteps: []\n",
+		"unknown notify key":   "name: x\ndefaults: {notify: {comand: n}}\nsteps: []\n",
 	}
 	for name, src := range tests {
 		if err := s.Validate(yamlInstance(t, []byte(src))); err == nil {
@@ -112,6 +116,20 @@ func TestSchemaAcceptsPresetsAndBudgets(t *testing.T) {
 	}
 	if err := s.Validate(yamlInstance(t, data)); err != nil {
 		t.Errorf("schema rejects testdata/agents/presets.yaml: %v", err)
+	}
+}
+
+func TestSchemaAcceptsNotify(t *testing.T) {
+	s := compileSchema(t)
+	data, err := afero.ReadFile(afero.NewOsFs(), "testdata/notify/notify.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(yamlInstance(t, data)); err != nil {
+		t.Errorf("schema rejects testdata/notify/notify.yaml: %v", err)
+	}
+	if err := s.Validate(yamlInstance(t, []byte("name: x\nnotify: {on: failed, webhook: https://h.example/x}\nsteps: []\n"))); err != nil {
+		t.Errorf("schema rejects on: as one event: %v", err)
 	}
 }
 
@@ -163,6 +181,7 @@ func TestSchemaKeys(t *testing.T) {
 		{"signals", keysOf(doc.Properties["signals"].Properties), signalsKeys},
 		{"price", keysOf(agent.Properties["price"].Properties), priceTable.yamlKeys},
 		{"budget", keysOf(doc.Defs["budget"].Properties), budgetTable.yamlKeys},
+		{"notify", keysOf(doc.Defs["notify"].Properties), notifyTable.yamlKeys},
 	}
 	for _, tt := range tests {
 		keys := slices.Clone(tt.keys)
@@ -200,7 +219,7 @@ func TestHCLKeys(t *testing.T) {
 	if got, want := sorted(hclWorkflowAttrs, hclWorkflowBlock, []string{"agents", "steps"}), sorted(workflowKeys, []string{"agent", "step"}); !slices.Equal(got, want) {
 		t.Errorf("workflow: HCL %v, YAML %v", got, want)
 	}
-	if got, want := sorted(hclDefaultsAttrs, []string{"retry"}), sorted(defaultsKeys); !slices.Equal(got, want) {
+	if got, want := sorted(hclDefaultsAttrs, []string{"retry", "notify"}), sorted(defaultsKeys); !slices.Equal(got, want) {
 		t.Errorf("defaults: HCL %v, YAML %v", got, want)
 	}
 }

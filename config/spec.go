@@ -24,6 +24,15 @@ type specWorkflow struct {
 	Signals     specSignals           `json:"signals"`
 	Secrets     []string              `json:"secrets,omitempty"`
 	Budget      *specBudget           `json:"budget,omitempty"`
+	Notify      *specNotify           `json:"notify,omitempty"`
+}
+
+// specNotify is the notify block after the defaults' are merged in.
+type specNotify struct {
+	On      []string `json:"on"`
+	Command string   `json:"command,omitempty"`
+	Webhook string   `json:"webhook,omitempty"`
+	Timeout string   `json:"timeout"`
 }
 
 type specDefaults struct {
@@ -210,6 +219,9 @@ func (w *Workflow) spec() *specWorkflow {
 		sw.Agents[name] = sa
 	}
 	sw.Budget = specBudgetOf(w.Budget)
+	if n := w.Notify; n != nil {
+		sw.Notify = &specNotify{On: n.On, Command: n.Command, Webhook: n.Webhook, Timeout: n.Timeout.String()}
+	}
 	for _, s := range w.Steps {
 		sw.Steps = append(sw.Steps, specStepOf(s))
 	}
