@@ -183,6 +183,7 @@ func (a *app) rootCmd() *cobra.Command {
 		a.graphCmd(),
 		a.schemaCmd(),
 		a.versionCmd(),
+		a.serveCmd(),
 	)
 	a.addRunnerCmds(root)
 	root.AddCommand(a.exportCmds()...)

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/serve"
+)
+
+func (a *app) serveCmd() *cobra.Command {
+	var (
+		addr     string
+		repos    []string
+		tokens   []string
+		readOnly bool
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve Mission Control: runs, steps, graphs, live logs and actions in a browser",
+		Long: `serve shows the runs of one or more repositories in a browser: each run's steps,
+graph, events and live logs, and forms to approve or reject human steps, pause,
+continue, run once, clean up, resume and retry.
+
+It listens on the loopback address by default. On any other address it needs a
+token: --token NAME=SECRET (repeatable; NAME is recorded as who acted); without
+one it makes one and prints a login link once. --read-only refuses every change.`,
+		Example: "  flow serve\n  flow serve --repo ~/src/app --repo ~/src/site\n  flow serve --addr 0.0.0.0:8080 --token alice=$FLOW_TOKEN --read-only",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var toks []serve.Token
+			for _, s := range tokens {
+				t, err := serve.ParseToken(s)
+				if err != nil {
+					return err
+				}
+				toks = append(toks, t)
+			}
+			loopback := serve.IsLoopback(addr)
+			login := ""
+			if len(toks) == 0 && !loopback {
+				secret, err := serve.NewSecret()
+				if err != nil {
+					return err
+				}
+				toks = append(toks, serve.Token{Name: "admin", Secret: secret})
+				login = secret
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("find the flow executable: %w", err)
+			}
+			srv, err := serve.New(serve.Config{Service: a.svc, Repos: repos, Tokens: toks, Loopback: loopback,
+				ReadOnly: readOnly, Launcher: serve.ExecLauncher{Path: exe, Dir: a.svc.Dir}})
+			if err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return runner.Usage("--addr %s: %v", addr, err)
+			}
+			url := "http://" + ln.Addr().String() + "/"
+			fmt.Fprintf(a.stdio.Out, "flow serve: %s\n", url)
+			if login != "" {
+				fmt.Fprintf(a.stdio.Out, "log in once with: %slogin?token=%s\n", url, login)
+			}
+			return serveUntil(cmd.Context(), ln, srv)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (host:port)")
+	fl.StringArrayVar(&repos, "repo", nil, "repository whose runs are shown (repeatable; default: the current directory)")
+	fl.StringArrayVar(&tokens, "token", nil, "accept this token: NAME=SECRET (repeatable); required off loopback")
+	fl.BoolVar(&readOnly, "read-only", false, "show runs, refuse every change")
+	return cmd
+}
+
+// serveUntil serves h on ln until ctx ends, then shuts down, giving open
+// requests a few seconds.
+func serveUntil(ctx context.Context, ln net.Listener, h http.Handler) error {
+	// Requests' contexts end with ctx, so that live streams end too.
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}

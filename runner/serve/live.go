@@ -1,0 +1,229 @@
+package serve
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/flow-run/flow/runner"
+)
+
+// keepAlive is how often an idle stream sends a comment, so that
+// proxies do not close it.
+const keepAlive = 15 * time.Second
+
+// maxTailChunk bounds the log bytes one look of a log stream sends.
+const maxTailChunk = 64 << 10
+
+// sse writes Server-Sent Events.
+type sse struct {
+	w http.ResponseWriter
+	f http.Flusher
+}
+
+// startSSE answers a request with an event stream, or with 500 when the
+// connection cannot stream.
+func startSSE(w http.ResponseWriter) (*sse, bool) {
+	f, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming is not supported", http.StatusInternalServerError)
+		return nil, false
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	f.Flush()
+	return &sse{w: w, f: f}, true
+}
+
+// send writes one event with a JSON value as its data, and an id when
+// id is not "".
+func (s *sse) send(event, id string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if id != "" {
+		if _, err := fmt.Fprintf(s.w, "id: %s\n", id); err != nil {
+			return err
+		}
+	}
+	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", event, b); err != nil {
+		return err
+	}
+	s.f.Flush()
+	return nil
+}
+
+// ping writes a comment.
+func (s *sse) ping() error {
+	if _, err := io.WriteString(s.w, ": ping\n\n"); err != nil {
+		return err
+	}
+	s.f.Flush()
+	return nil
+}
+
+// liveStatus is the data of a run stream's "status" event: the run's
+// status and liveness and its step table.
+type liveStatus struct {
+	Status string    `json:"status"`
+	Live   string    `json:"live"`
+	Hook   string    `json:"hook"`
+	Steps  []stepRow `json:"steps"`
+}
+
+// runEvents streams a run: each event appended after ?after= (or the
+// Last-Event-ID a reconnecting browser sends) as an "event" event, and
+// a "status" event with the step table whenever it changes. It looks
+// every Poll until the client goes away.
+func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
+	t, ok := s.target(w, r)
+	if !ok {
+		return
+	}
+	after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
+	if id, err := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64); err == nil && id > after {
+		after = id
+	}
+	st, err := s.svc.Status(t.repoDir, t.runID)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	stream, ok := startSSE(w)
+	if !ok {
+		return
+	}
+	base := runURL(t.repo, t.runID)
+	wf := s.workflow(t.repoDir, st.State)
+	tick := time.NewTicker(s.poll)
+	defer tick.Stop()
+	var last []byte
+	quiet := time.Now()
+	for {
+		events, _ := runner.ReadEvents(s.svc.FS, st.RunDir, after)
+		for _, e := range events {
+			if err := stream.send("event", strconv.FormatInt(e.Seq, 10), eventRowOf(e)); err != nil {
+				return
+			}
+			after = e.Seq
+		}
+		if st, err = s.svc.Status(t.repoDir, t.runID); err == nil {
+			ls := liveStatus{Status: string(st.State.Status), Live: st.Liveness.State, Hook: st.Liveness.Hook, Steps: stepRows(base, st, wf)}
+			b, _ := json.Marshal(ls)
+			if string(b) != string(last) {
+				if err := stream.send("status", "", ls); err != nil {
+					return
+				}
+				last, quiet = b, time.Now()
+			}
+		}
+		if len(events) > 0 {
+			quiet = time.Now()
+		} else if time.Since(quiet) > keepAlive {
+			if stream.ping() != nil {
+				return
+			}
+			quiet = time.Now()
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// logTail streams the latest session log of a step from ?offset= (or
+// a reconnecting browser's Last-Event-ID) on:
+// its new bytes as "log" events (JSON strings), until its session ends
+// ("end") or the client goes away. A step that has printed nothing yet
+// is looked at again until its first log appears.
+func (s *Server) logTail(w http.ResponseWriter, r *http.Request) {
+	t, ok := s.target(w, r)
+	if !ok {
+		return
+	}
+	off, _ := strconv.ParseInt(r.URL.Query().Get("offset"), 10, 64)
+	if id, err := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64); err == nil && id > off {
+		off = id
+	}
+	off = max(off, 0)
+	logs, err := s.svc.Logs(t.repoDir, t.runID, t.step, false)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	stream, ok := startSSE(w)
+	if !ok {
+		return
+	}
+	tick := time.NewTicker(s.poll)
+	defer tick.Stop()
+	path := ""
+	read := func() error {
+		if path == "" {
+			return nil
+		}
+		for {
+			chunk, err := s.readAt(path, off)
+			if err != nil || len(chunk) == 0 {
+				return nil
+			}
+			off += int64(len(chunk))
+			if err := stream.send("log", strconv.FormatInt(off, 10), string(chunk)); err != nil {
+				return err
+			}
+		}
+	}
+	for {
+		if path == "" && len(logs.Logs) > 0 {
+			path = logs.Logs[len(logs.Logs)-1].Path
+		}
+		if read() != nil {
+			return
+		}
+		state, _, err := runner.LoadState(s.svc.FS, logs.RunDir, false, time.Now())
+		if err != nil {
+			return
+		}
+		ss := state.Steps[logs.Step]
+		if ss == nil || ss.Status != runner.Running || (path != "" && ss.LogPath != path) {
+			if read() == nil {
+				_ = stream.send("end", "", "the session has ended")
+			}
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-tick.C:
+		}
+		if path == "" {
+			logs, _ = s.svc.Logs(t.repoDir, t.runID, t.step, false)
+		}
+	}
+}
+
+// readAt reads at most maxTailChunk bytes of a log from off on.
+func (s *Server) readAt(path string, off int64) ([]byte, error) {
+	f, err := s.svc.FS.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, maxTailChunk)
+	n, err := io.ReadFull(f, buf)
+	if err == io.ErrUnexpectedEOF || err == io.EOF {
+		err = nil
+	}
+	return buf[:n], err
+}

@@ -1,0 +1,415 @@
+package serve
+
+import (
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/ops"
+)
+
+// maxListed bounds the runs listed per repository.
+const maxListed = 200
+
+// maxEvents bounds the events shown on a run's page: the newest.
+const maxEvents = 500
+
+// runRow is one run in the list of runs.
+type runRow struct {
+	URL        string
+	RepoDir    string
+	ID         string
+	Workflow   string
+	Status     string
+	Live       string
+	Hook       string
+	Started    string
+	Duration   string
+	Iterations int
+	Cost       string
+	Error      string
+}
+
+// runsData is the data of the list of runs.
+type runsData struct {
+	page
+	Filter   string
+	Statuses []string
+	Runs     []runRow
+	Errors   []string
+}
+
+// runStatuses are the statuses a list can be filtered by.
+var runStatuses = []string{"running", "waiting_on_human", "paused", "pending", "failed", "budget_exceeded", "interrupted", "completed"}
+
+// listRuns shows the runs of every repository, newest first; ?status=
+// keeps the runs with that status.
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+	d := &runsData{page: s.page(r, "Runs"), Filter: r.URL.Query().Get("status"), Statuses: runStatuses}
+	var rows []runRow
+	var created []time.Time
+	for i, repo := range s.repos {
+		list, err := s.svc.ListRuns(repo)
+		if err != nil {
+			d.Errors = append(d.Errors, err.Error())
+			continue
+		}
+		for n, sum := range list.Runs {
+			if n == maxListed {
+				break
+			}
+			if d.Filter != "" && sum.Status != d.Filter {
+				continue
+			}
+			row := runRow{URL: runURL(i, sum.RunID), RepoDir: repo, ID: sum.RunID, Workflow: sum.Workflow, Status: sum.Status, Error: sum.Error}
+			var at time.Time
+			if sum.Error == "" {
+				if st, err := s.svc.Status(repo, sum.RunID); err == nil {
+					row = s.runRowOf(row, st)
+					if st.State.CreatedAt != nil {
+						at = st.State.CreatedAt.Time
+					}
+				} else {
+					row.Error = err.Error()
+				}
+			}
+			rows = append(rows, row)
+			created = append(created, at)
+		}
+	}
+	// Newest first across repositories: an insertion sort keeps each
+	// repository's own order for equal times.
+	for i := 1; i < len(rows); i++ {
+		for j := i; j > 0 && created[j].After(created[j-1]); j-- {
+			rows[j], rows[j-1] = rows[j-1], rows[j]
+			created[j], created[j-1] = created[j-1], created[j]
+		}
+	}
+	d.Runs = rows
+	s.render(w, r, http.StatusOK, "runs", d)
+}
+
+// runRowOf fills a row of the list from a run's status.
+func (s *Server) runRowOf(row runRow, st ops.Status) runRow {
+	state := st.State
+	row.Live, row.Hook = st.Liveness.State, st.Liveness.Hook
+	row.Started = timeText(state.CreatedAt)
+	end := st.At
+	if state.Status.Terminal() && state.UpdatedAt != nil {
+		end = state.UpdatedAt.Time
+	}
+	if state.CreatedAt != nil {
+		row.Duration = duration(end.Sub(state.CreatedAt.Time))
+	}
+	for _, ss := range state.Steps {
+		row.Iterations = max(row.Iterations, ss.IterationCount)
+	}
+	row.Cost = cost(state.Usage)
+	return row
+}
+
+// stepRow is one row of a run's step table; the live stream sends the
+// same rows as JSON.
+type stepRow struct {
+	Key       string `json:"key"`
+	Status    string `json:"status"`
+	Attempts  int    `json:"attempts"`
+	Iteration int    `json:"iteration"`
+	Duration  string `json:"duration"`
+	Error     string `json:"error"`
+	Verdict   string `json:"verdict"`
+	Progress  string `json:"progress"`
+	Instance  bool   `json:"instance"`
+	Log       string `json:"log"`
+	// Waiting is set on a step that waits on a human, with the inputs
+	// its approval takes.
+	Waiting *humanForm `json:"-"`
+}
+
+// humanForm is what an approval form asks for.
+type humanForm struct {
+	// Inputs are the step's declared inputs; with none, Free lets the
+	// approver give any as key=value lines.
+	Inputs []config.Input
+	Free   bool
+}
+
+// stepRows returns a run's step table: its steps in workflow order, each
+// loop followed by its instances. wf may be nil.
+func stepRows(base string, st ops.Status, wf *config.Workflow) []stepRow {
+	state := st.State
+	instances := map[string][]string{}
+	var top []string
+	for _, key := range state.StepOrder {
+		if k, ok := core.SplitKey(key); ok {
+			instances[k.Loop] = append(instances[k.Loop], key)
+			continue
+		}
+		top = append(top, key)
+	}
+	var rows []stepRow
+	add := func(key string) {
+		ss := state.Steps[key]
+		if ss == nil {
+			return
+		}
+		row := stepRow{Key: key, Status: string(ss.Status), Attempts: ss.Attempts, Iteration: ss.IterationCount,
+			Verdict: ss.Verdict, Instance: runner.IsInstance(key)}
+		if ss.StartedAt != nil {
+			end := st.At
+			if ss.EndedAt != nil {
+				end = ss.EndedAt.Time
+			}
+			row.Duration = duration(end.Sub(ss.StartedAt.Time))
+			row.Log = base + "/logs/" + url.PathEscape(key)
+		}
+		if ss.LastError != nil {
+			row.Error = *ss.LastError
+		}
+		if p, ok := ops.Progress(state, key); ok {
+			row.Progress = p.String()
+		}
+		if ss.Status == runner.WaitingOnHuman {
+			row.Waiting = &humanForm{Free: true}
+			if in := declaredInputs(wf, key); in != nil {
+				row.Waiting = &humanForm{Inputs: in}
+			}
+		}
+		rows = append(rows, row)
+	}
+	for _, key := range top {
+		add(key)
+		for _, inst := range instances[key] {
+			add(inst)
+		}
+	}
+	return rows
+}
+
+// declaredInputs returns the inputs the human step of a key declares
+// (a loop instance's body step's), or nil.
+func declaredInputs(wf *config.Workflow, key string) []config.Input {
+	if wf == nil {
+		return nil
+	}
+	k, err := core.ParseStepKey(key)
+	if err != nil {
+		return nil
+	}
+	if step := wf.Step(k.Step); step != nil && step.Human != nil && len(step.Human.Inputs) > 0 {
+		return step.Human.Inputs
+	}
+	return nil
+}
+
+// eventRow is one event of a run's timeline.
+type eventRow struct {
+	Seq  int64  `json:"seq"`
+	At   string `json:"at"`
+	Type string `json:"type"`
+	Step string `json:"step"`
+	Data string `json:"data"`
+}
+
+// eventRowOf shortens an event for the timeline.
+func eventRowOf(e runner.Event) eventRow {
+	return eventRow{Seq: e.Seq, At: e.At.String(), Type: e.Type, Step: e.Step, Data: clip(string(e.Data), 300)}
+}
+
+// runData is the data of a run's page.
+type runData struct {
+	page
+	Base       string
+	RepoDir    string
+	RunID      string
+	Workflow   string
+	Status     string
+	Live       string
+	Hook       string
+	Reason     string
+	Fault      string
+	Started    string
+	Duration   string
+	Cost       string
+	Done       string
+	Steps      []stepRow
+	Graph      template.HTML
+	Events     []eventRow
+	EventsURL  string
+	CanControl bool
+	CanResume  bool
+	CanRetry   bool
+}
+
+// doneTexts are the messages a run's page shows after an action
+// redirected to it (?done=).
+var doneTexts = map[string]string{
+	"approve":  "Approved.",
+	"reject":   "Rejected.",
+	"already":  "That decision had already been made; nothing changed.",
+	"pause":    "Asked the run to pause after its current session.",
+	"continue": "Asked the run to go on.",
+	"run-once": "Asked the run to start one more session, then pause.",
+	"cleanup":  "Asked the run to run its cleanup session, then pause.",
+	"idle":     "Recorded; no live runner holds this run, so it takes effect when the run is resumed.",
+	"resume":   "Started flow resume; this page shows what it does.",
+	"retry":    "Started flow retry; this page shows what it does.",
+}
+
+// runPage shows a run: its step table, graph, events and actions.
+func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
+	t, ok := s.target(w, r)
+	if !ok {
+		return
+	}
+	st, err := s.svc.Status(t.repoDir, t.runID)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	state := st.State
+	base := runURL(t.repo, t.runID)
+	wf := s.workflow(t.repoDir, state)
+	row := s.runRowOf(runRow{}, st)
+	d := &runData{page: s.page(r, "Run "+t.runID), Base: base, RepoDir: t.repoDir, RunID: t.runID,
+		Workflow: state.WorkflowName, Status: string(state.Status), Live: st.Liveness.State, Hook: st.Liveness.Hook,
+		Reason: st.Liveness.Reason, Fault: st.Fault, Started: row.Started, Duration: row.Duration, Cost: row.Cost,
+		Done: doneTexts[r.URL.Query().Get("done")], Steps: stepRows(base, st, wf), Graph: graphSVG(wf, state)}
+	events, _ := runner.ReadEvents(s.svc.FS, st.RunDir, 0)
+	if len(events) > maxEvents {
+		events = events[len(events)-maxEvents:]
+	}
+	after := state.Seq
+	for _, e := range events {
+		d.Events = append(d.Events, eventRowOf(e))
+		after = max(after, e.Seq)
+	}
+	d.EventsURL = fmt.Sprintf("%s/events?after=%d", base, after)
+	terminal := state.Status.Terminal()
+	d.CanControl = !terminal
+	d.CanResume = !terminal && s.launcher != nil && !s.heldByLiveRunner(st)
+	d.CanRetry = state.Status == runner.RunFailed && s.launcher != nil
+	s.render(w, r, http.StatusOK, "run", d)
+}
+
+// workflow loads a run's workflow, or returns nil when it cannot.
+func (s *Server) workflow(repoDir string, state *runner.State) *config.Workflow {
+	wf, err := s.svc.LoadWorkflow(ops.LocateWorkflow(s.svc.FS, state, repoDir), repoDir)
+	if err != nil {
+		return nil
+	}
+	return wf
+}
+
+// maxLogShown is how much of the end of a log its page shows.
+const maxLogShown = 256 << 10
+
+// logData is the data of a log's page.
+type logData struct {
+	page
+	Base    string
+	RunID   string
+	Step    string
+	Name    string
+	Text    string
+	Clipped bool
+	TailURL string
+}
+
+// logPage shows the end of the latest session log of a step, and
+// follows it live when the step runs.
+func (s *Server) logPage(w http.ResponseWriter, r *http.Request) {
+	t, ok := s.target(w, r)
+	if !ok {
+		return
+	}
+	logs, err := s.svc.Logs(t.repoDir, t.runID, t.step, false)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	base := runURL(t.repo, t.runID)
+	d := &logData{page: s.page(r, t.step+" — "+t.runID), Base: base, RunID: t.runID, Step: t.step}
+	var off int64
+	if len(logs.Logs) > 0 {
+		l := logs.Logs[len(logs.Logs)-1]
+		tail := &tailWriter{max: maxLogShown}
+		if err := s.svc.CopyLog(tail, l); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		d.Name, d.Text, d.Clipped, off = l.Name, strings.ToValidUTF8(string(tail.buf), "\uFFFD"), tail.n > int64(len(tail.buf)), tail.n
+	}
+	d.TailURL = fmt.Sprintf("%s/logs/%s/tail?offset=%d", base, url.PathEscape(t.step), off)
+	s.render(w, r, http.StatusOK, "log", d)
+}
+
+// tailWriter keeps the last max bytes written to it, and counts them
+// all.
+type tailWriter struct {
+	buf []byte
+	max int
+	n   int64
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.n += int64(len(p))
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+// timeText writes a time for people, or "" for none.
+func timeText(t *runner.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+// duration writes a duration rounded to the second.
+func duration(d time.Duration) string {
+	if d < 0 {
+		return ""
+	}
+	return d.Round(time.Second).String()
+}
+
+// cost writes what a run's agents cost, or "" when they reported
+// nothing; "~" marks a cost partly computed from prices.
+func cost(u *runner.AgentUsage) string {
+	if u == nil {
+		return ""
+	}
+	c := fmt.Sprintf("$%.2f", u.CostUSD)
+	if u.CostEstimated {
+		c = "~" + c
+	}
+	return c
+}
+
+// clip shortens s to at most n bytes, at a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// statusClass is the CSS class of a status: "s-" and the status in
+// lower case.
+func statusClass(status string) string {
+	return "s-" + strings.ToLower(status)
+}
