@@ -43,6 +43,7 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 			for _, e := range d.Events {
 				x.announce(e)
 			}
+			x.notifyOf(d.Events)
 			for _, e := range d.Events {
 				if e.Type == EvHumanInput {
 					x.archiveManualInput(e.Step)
@@ -55,6 +56,7 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 					return Result{}, err
 				}
 				if stop {
+					x.awaitNotices()
 					if err := x.snapshot(); err != nil {
 						return Result{}, err
 					}
@@ -81,6 +83,11 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 			}
 			cancelSessions()
 			x.queue = append(x.queue, Interrupt{})
+		case d := <-x.noticeResults():
+			x.noticed(d)
+			if err := x.persist(false); err != nil {
+				return Result{}, err
+			}
 		case <-heartbeat:
 			heartbeat = x.r.Clock.After(x.r.HeartbeatEvery)
 			now := x.r.Clock.Now()

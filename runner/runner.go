@@ -78,8 +78,15 @@ type Runner struct {
 	// simulated sessions that end at once (flow test), so that which
 	// of several parallel sessions ends first never depends on how
 	// goroutines are scheduled. The core still schedules as it would:
-	// parallel sessions start in the same decision.
+	// parallel sessions start in the same decision. A Serial run
+	// sends no notifications.
 	Serial bool
+	// Notifier sends the workflow's notifications (notify.go); nil
+	// means a notify.Sender over the network and the operating system,
+	// in Environ. RunURL, when set, gives the link to a run's page
+	// (flow serve --public-url) that notifications carry.
+	Notifier Notifier
+	RunURL   func(runID, runDir string) string
 	// TempDir is where a prompt holding a secret is handed to its
 	// session, in a private file removed when the session ends; ""
 	// means os.TempDir().
@@ -211,6 +218,8 @@ type run struct {
 	serialErr     error
 	// root is the run directory, resolved once for confined reads.
 	root *confine.Root
+	// notices are the run's notifications (notify.go).
+	notices *notices
 }
 
 // Run runs (or resumes) a run until it ends, waits on a human with
