@@ -1,0 +1,581 @@
+package serve
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spf13/afero"
+
+	"github.com/flow-run/flow/internal/clock"
+	"github.com/flow-run/flow/internal/proc"
+	"github.com/flow-run/flow/internal/runlock"
+	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/ops"
+)
+
+const repo = "/repo"
+
+// workflow has a plain step, a loop, a human step with declared inputs
+// and a step after it.
+const workflow = `name: wf
+steps:
+  - id: build
+    run: echo build
+  - id: items
+    for_each: ["a", "b"]
+    steps:
+      - id: work
+        run: echo work
+  - id: ship_it
+    human:
+      message: Ship it?
+      inputs:
+        - name: ticket
+          required: true
+        - name: env
+          default: prod
+  - id: deploy
+    run: echo deploy
+`
+
+// failing fails at its step boom.
+const failing = `name: failing
+steps:
+  - id: boom
+    run: exit 1
+`
+
+// scripted is a proc.Starter whose sessions print "out of STEP" and
+// exit 0, or 1 for step boom.
+type scripted struct{}
+
+func (scripted) Start(_ context.Context, spec proc.Spec) (proc.Session, error) {
+	step := ""
+	for _, kv := range spec.Env {
+		if v, ok := strings.CutPrefix(kv, "FLOW_STEP_ID="); ok {
+			step = v
+		}
+	}
+	if spec.Output != nil {
+		io.WriteString(spec.Output, "out of "+step+"\n")
+	}
+	code := 0
+	if step == "boom" {
+		code = 1
+	}
+	return session{proc.Result{ExitCode: code}}, nil
+}
+
+type session struct{ res proc.Result }
+
+func (f session) Pid() int              { return 1 }
+func (f session) Wait() proc.Result     { return f.res }
+func (f session) LastOutput() time.Time { return time.Time{} }
+
+// fakeLauncher records what it was asked to start.
+type fakeLauncher struct {
+	mu    sync.Mutex
+	calls [][]string
+}
+
+func (l *fakeLauncher) Launch(args []string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls = append(l.calls, args)
+	return nil
+}
+
+func (l *fakeLauncher) got() [][]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.calls)
+}
+
+// newService returns a Service over an in-memory repository holding
+// the test workflows, with run r1 waiting on ship_it and run r2 failed.
+func newService(t *testing.T) *ops.Service {
+	t.Helper()
+	fsys := afero.NewMemMapFs()
+	afero.WriteFile(fsys, repo+"/wf.yaml", []byte(workflow), 0o644)
+	afero.WriteFile(fsys, repo+"/failing.yaml", []byte(failing), 0o644)
+	svc := &ops.Service{FS: fsys, Clock: clock.NewFake(time.Date(2025, 1, 15, 14, 30, 0, 0, time.UTC)),
+		Starter: scripted{}, Dir: repo, Host: "test", PID: 4242, User: "tester",
+		Alive: func(runlock.Holder) bool { return false }}
+	start(t, svc, ops.RunRequest{Workflow: repo + "/wf.yaml", RunID: "r1", NoWait: true})
+	start(t, svc, ops.RunRequest{Workflow: repo + "/failing.yaml", RunID: "r2", NoWait: true})
+	return svc
+}
+
+func start(t *testing.T, svc *ops.Service, req ops.RunRequest) ops.RunResult {
+	t.Helper()
+	l, err := svc.PrepareRun(req)
+	if err != nil {
+		t.Fatalf("PrepareRun: %v", err)
+	}
+	res, err := svc.Start(context.Background(), l, ops.Attach{})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	return res
+}
+
+// newServer returns a loopback server without tokens over a fresh
+// Service, and its launcher.
+func newServer(t *testing.T, edit ...func(*Config)) (*Server, *fakeLauncher) {
+	t.Helper()
+	l := &fakeLauncher{}
+	cfg := Config{Service: newService(t), Repos: []string{repo}, Loopback: true, Launcher: l, Poll: 20 * time.Millisecond}
+	for _, e := range edit {
+		e(&cfg)
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, l
+}
+
+const host = "127.0.0.1:8080"
+
+// get serves a GET of path, with headers given as name, value pairs.
+func get(s *Server, path string, headers ...string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(http.MethodGet, path, nil)
+	r.Host = host
+	for i := 0; i+1 < len(headers); i += 2 {
+		r.Header.Set(headers[i], headers[i+1])
+	}
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, r)
+	return w
+}
+
+// csrfCookieValue is the CSRF cookie the tests' browser holds.
+const csrfCookieValue = "0123456789abcdef0123456789abcdef0123"
+
+// post serves a POST of form to path from this server's origin, with
+// the browser's CSRF cookie and the form's token, and headers given as
+// name, value pairs (an empty value removes a header).
+func post(s *Server, path string, form url.Values, headers ...string) *httptest.ResponseRecorder {
+	if form == nil {
+		form = url.Values{}
+	}
+	if _, ok := form["csrf"]; !ok {
+		form.Set("csrf", s.csrfToken(csrfCookieValue))
+	}
+	r := httptest.NewRequest(http.MethodPost, path, strings.NewReader(form.Encode()))
+	r.Host = host
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	r.Header.Set("Origin", "http://"+host)
+	r.AddCookie(&http.Cookie{Name: csrfCookie, Value: csrfCookieValue})
+	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i+1] == "" {
+			r.Header.Del(headers[i])
+		} else {
+			r.Header.Set(headers[i], headers[i+1])
+		}
+	}
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, r)
+	return w
+}
+
+func wantStatus(t *testing.T, w *httptest.ResponseRecorder, code int, says ...string) {
+	t.Helper()
+	if w.Code != code {
+		t.Fatalf("status %d, want %d; body:\n%s", w.Code, code, w.Body.String())
+	}
+	for _, s := range says {
+		if !strings.Contains(w.Body.String(), s) {
+			t.Errorf("body does not say %q:\n%s", s, w.Body.String())
+		}
+	}
+}
+
+func TestListRunsAndFilter(t *testing.T) {
+	s, _ := newServer(t)
+	w := get(s, "/")
+	wantStatus(t, w, http.StatusOK, `href="/runs/0/r1"`, `href="/runs/0/r2"`, "waiting_on_human", "failed", "ship_it")
+	w = get(s, "/?status=failed")
+	wantStatus(t, w, http.StatusOK, `href="/runs/0/r2"`)
+	if strings.Contains(w.Body.String(), `href="/runs/0/r1"`) {
+		t.Error("?status=failed lists the waiting run r1")
+	}
+}
+
+func TestRunPage(t *testing.T) {
+	s, _ := newServer(t)
+	w := get(s, "/runs/0/r1")
+	wantStatus(t, w, http.StatusOK, "<svg", "for_each items", `name="in.ticket"`, `value="prod"`,
+		"2/2 items", "items[0].work", "step_waiting", `data-events="/runs/0/r1/events?after=`)
+	svg := w.Body.String()[strings.Index(w.Body.String(), "<svg"):]
+	svg = svg[:strings.Index(svg, "</svg>")]
+	for _, id := range []string{"build", "items", "work", "ship_it", "deploy"} {
+		if !strings.Contains(svg, `data-key="`+id+`"`) || !strings.Contains(svg, ">"+id+"<") && !strings.Contains(svg, "for_each "+id) {
+			t.Errorf("the graph does not name step %s", id)
+		}
+	}
+	if !strings.Contains(svg, `class="node s-waiting_on_human" data-key="ship_it"`) {
+		t.Error("the graph does not colour ship_it as waiting")
+	}
+	for k, v := range map[string]string{
+		"Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
+		"X-Content-Type-Options":  "nosniff",
+		"X-Frame-Options":         "DENY",
+		"Referrer-Policy":         "same-origin",
+	} {
+		if got := w.Header().Get(k); got != v {
+			t.Errorf("%s = %q, want %q", k, got, v)
+		}
+	}
+	for _, path := range []string{"/static/flow.css", "/static/flow.js"} {
+		wantStatus(t, get(s, path), http.StatusOK)
+	}
+}
+
+func TestLogs(t *testing.T) {
+	s, _ := newServer(t)
+	wantStatus(t, get(s, "/runs/0/r1/logs/build"), http.StatusOK, "out of build", "build.0.1.log")
+	wantStatus(t, get(s, "/runs/0/r1/logs/items%5B1%5D.work"), http.StatusOK, "out of work", "items.1.work.0.1.log")
+	wantStatus(t, get(s, "/runs/0/r1/logs/deploy"), http.StatusConflict, "has not run yet")
+	// The session has ended: the stream sends what follows the offset,
+	// then its end.
+	w := get(s, "/runs/0/r1/logs/build/tail?offset=4")
+	wantStatus(t, w, http.StatusOK, "id: 13\nevent: log\n", `data: "of build\n"`, "event: end")
+	if w.Header().Get("Content-Type") != "text/event-stream" {
+		t.Errorf("Content-Type %q", w.Header().Get("Content-Type"))
+	}
+}
+
+func TestBadTargets(t *testing.T) {
+	s, _ := newServer(t)
+	for path, code := range map[string]int{
+		"/runs/7/r1":                          http.StatusNotFound,
+		"/runs/x/r1":                          http.StatusNotFound,
+		"/runs/0/nope":                        http.StatusNotFound,
+		"/runs/0/-r1":                         http.StatusBadRequest,
+		"/runs/0/r%241":                       http.StatusBadRequest,
+		"/runs/0/r1/logs/a%5Bb":               http.StatusBadRequest,
+		"/runs/0/r1/logs/items%5B%2F%5D.work": http.StatusBadRequest,
+		"/runs/0/r1/logs/nope":                http.StatusBadRequest,
+	} {
+		if w := get(s, path); w.Code != code && !(w.Code == http.StatusMovedPermanently && code == http.StatusNotFound) {
+			t.Errorf("GET %s: %d, want %d", path, w.Code, code)
+		}
+	}
+	wantStatus(t, post(s, "/runs/0/r1/approve/a%5Bb", nil), http.StatusBadRequest)
+	wantStatus(t, post(s, "/runs/0/r1/control/explode", nil), http.StatusNotFound)
+}
+
+// events reads a stream's "event:" lines into a channel.
+func events(t *testing.T, body io.Reader) <-chan string {
+	ch := make(chan string, 100)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(body)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+				ch <- v
+			}
+		}
+	}()
+	return ch
+}
+
+func TestRunEventsStream(t *testing.T) {
+	s, _ := newServer(t)
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	st, err := s.svc.Status(repo, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/runs/0/r1/events?after="+strconv.FormatInt(st.State.Seq, 10), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("status %d, Content-Type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	ch := events(t, resp.Body)
+	if ev := next(t, ch, time.Second); ev != "status" {
+		t.Fatalf("first event %q, want status", ev)
+	}
+	// Approving and resuming the run appends events.
+	if _, err := s.svc.Decide(ops.DecideRequest{RunID: "r1", Step: "ship_it", Approve: true, Input: map[string]any{"ticket": "T-1"}}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.svc.PrepareResume(ops.ResumeRequest{RunID: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.svc.Start(context.Background(), l, ops.Attach{}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		ev := next(t, ch, time.Second)
+		if ev == "event" {
+			return
+		}
+	}
+}
+
+func next(t *testing.T, ch <-chan string, d time.Duration) string {
+	t.Helper()
+	select {
+	case ev, ok := <-ch:
+		if !ok {
+			t.Fatal("the stream ended")
+		}
+		return ev
+	case <-time.After(d):
+		t.Fatalf("no event within %v", d)
+	}
+	return ""
+}
+
+// decision reads the decision recorded for ship_it in r1.
+func decision(t *testing.T, s *Server) *runner.HumanInput {
+	t.Helper()
+	st, err := s.svc.Status(repo, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := runner.ReadManualInput(s.svc.FS, *st.State.Steps["ship_it"].ManualInputPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+func TestApproveWithInputs(t *testing.T) {
+	s, _ := newServer(t)
+	wantStatus(t, post(s, "/runs/0/r1/approve/ship_it", url.Values{"in.env": {"staging"}}), http.StatusBadRequest, "ticket")
+	w := post(s, "/runs/0/r1/approve/ship_it", url.Values{"in.ticket": {"OPS-12"}, "in.env": {""}})
+	wantStatus(t, w, http.StatusSeeOther)
+	if loc := w.Header().Get("Location"); loc != "/runs/0/r1?done=approve" {
+		t.Errorf("Location %q", loc)
+	}
+	in := decision(t, s)
+	if !in.Approved || in.By != "local" || in.Input["ticket"] != "OPS-12" || in.Input["env"] != "prod" {
+		t.Errorf("decision %+v", in)
+	}
+	wantStatus(t, get(s, "/runs/0/r1?done=approve"), http.StatusOK, "Approved.")
+}
+
+func TestReject(t *testing.T) {
+	s, _ := newServer(t)
+	wantStatus(t, post(s, "/runs/0/r1/reject/ship_it", nil), http.StatusBadRequest, "reason")
+	wantStatus(t, post(s, "/runs/0/r1/reject/ship_it", url.Values{"reason": {"not today"}}), http.StatusSeeOther)
+	if in := decision(t, s); in.Approved || in.Reason != "not today" {
+		t.Errorf("decision %+v", in)
+	}
+	wantStatus(t, post(s, "/runs/0/r1/approve/build", nil), http.StatusConflict)
+}
+
+func TestConcurrentDecisions(t *testing.T) {
+	s, _ := newServer(t)
+	forms := []url.Values{{"in.ticket": {"OPS-1"}}, {"reason": {"no"}}}
+	paths := []string{"/runs/0/r1/approve/ship_it", "/runs/0/r1/reject/ship_it"}
+	got := make([]*httptest.ResponseRecorder, 2)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i] = post(s, paths[i], forms[i])
+		}()
+	}
+	wg.Wait()
+	won, lost := 0, 0
+	for _, w := range got {
+		switch w.Code {
+		case http.StatusSeeOther:
+			won++
+		case http.StatusConflict:
+			lost++
+			if !strings.Contains(w.Body.String(), "already") || !strings.Contains(w.Body.String(), "by local") {
+				t.Errorf("the loser is not told what was decided:\n%s", w.Body.String())
+			}
+		}
+	}
+	if won != 1 || lost != 1 {
+		t.Errorf("%d won, %d lost; want exactly one each", won, lost)
+	}
+}
+
+func TestControl(t *testing.T) {
+	s, _ := newServer(t)
+	for verb, state := range controlStates {
+		w := post(s, "/runs/0/r1/control/"+verb, url.Values{"note": {"from the web"}})
+		wantStatus(t, w, http.StatusSeeOther)
+		c, err := runner.ReadControl(s.svc.FS, runner.RunDir(repo, "r1"))
+		if err != nil || c.DesiredState != state || c.SetBy != "local" || c.Note != "from the web" {
+			t.Errorf("%s: control %+v, %v", verb, c, err)
+		}
+	}
+	wantStatus(t, post(s, "/runs/0/r2/control/pause", nil), http.StatusConflict, "has already failed")
+}
+
+func TestResumeAndRetry(t *testing.T) {
+	s, l := newServer(t)
+	wantStatus(t, post(s, "/runs/0/r1/retry", nil), http.StatusConflict, "not failed")
+	wantStatus(t, post(s, "/runs/0/r2/resume", nil), http.StatusConflict, "retry")
+	wantStatus(t, post(s, "/runs/0/r1/resume", nil), http.StatusSeeOther)
+	wantStatus(t, post(s, "/runs/0/r2/retry", nil), http.StatusSeeOther)
+	want := [][]string{{"resume", "r1", "--repo", repo}, {"retry", "r2", "--repo", repo}}
+	if got := l.got(); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("launched %q, want %q", got, want)
+	}
+	// A run a live runner holds is not resumed.
+	s.svc.Alive = func(runlock.Holder) bool { return true }
+	afero.WriteFile(s.svc.FS, filepath.Join(runner.RunDir(repo, "r1"), runner.LockFile), []byte(`{"pid":99,"host":"test","token":"t"}`), 0o644)
+	wantStatus(t, post(s, "/runs/0/r1/resume", nil), http.StatusConflict, "live runner")
+	if len(l.got()) != 2 {
+		t.Errorf("launched %q", l.got())
+	}
+}
+
+func TestAuth(t *testing.T) {
+	if _, err := New(Config{Service: newService(t)}); err == nil {
+		t.Error("a server off loopback without tokens was made")
+	}
+	const secret = "alice-secret-0123456789"
+	s, _ := newServer(t, func(c *Config) {
+		c.Loopback = false
+		c.Tokens = []Token{{Name: "alice", Secret: secret}, {Name: "bob", Secret: "bob-secret-0123456789"}}
+	})
+	for _, h := range [][]string{nil, {"Authorization", "Bearer wrong-secret-0123456789"}, {"Authorization", "Basic " + secret}} {
+		w := get(s, "/", h...)
+		wantStatus(t, w, http.StatusUnauthorized)
+		if strings.Contains(w.Body.String(), "r1") {
+			t.Error("a 401 shows runs")
+		}
+	}
+	wantStatus(t, get(s, "/runs/0/r1"), http.StatusUnauthorized)
+	wantStatus(t, get(s, "/static/flow.css"), http.StatusUnauthorized)
+	wantStatus(t, get(s, "/", "Authorization", "Bearer "+secret), http.StatusOK, "signed in as alice", "r1")
+	wantStatus(t, get(s, "/login?token=wrong"), http.StatusUnauthorized)
+	w := get(s, "/login?token="+secret)
+	wantStatus(t, w, http.StatusSeeOther)
+	var c *http.Cookie
+	for _, k := range w.Result().Cookies() {
+		if k.Name == tokenCookie {
+			c = k
+		}
+	}
+	if c == nil || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Value != secret {
+		t.Fatalf("login cookie %+v", c)
+	}
+	wantStatus(t, get(s, "/", "Cookie", tokenCookie+"="+secret), http.StatusOK, "signed in as alice")
+	// Changes are recorded as the token's name.
+	wantStatus(t, post(s, "/runs/0/r1/control/pause", nil, "Authorization", "Bearer bob-secret-0123456789"), http.StatusSeeOther)
+	if ctl, _ := runner.ReadControl(s.svc.FS, runner.RunDir(repo, "r1")); ctl == nil || ctl.SetBy != "bob" {
+		t.Errorf("control %+v, want set by bob", ctl)
+	}
+	wantStatus(t, post(s, "/runs/0/r1/control/pause", nil), http.StatusUnauthorized)
+}
+
+func TestLoopbackServerRefusesOtherHosts(t *testing.T) {
+	s, _ := newServer(t)
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.Host = "attacker.example:8080"
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, r)
+	wantStatus(t, w, http.StatusForbidden)
+	for _, h := range []string{"localhost:8080", "[::1]:8080", "127.0.0.1"} {
+		r.Host = h
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		wantStatus(t, w, http.StatusOK)
+	}
+}
+
+func TestCSRF(t *testing.T) {
+	s, _ := newServer(t)
+	path := "/runs/0/r1/control/pause"
+	wantStatus(t, post(s, path, url.Values{"csrf": {""}}), http.StatusForbidden, "CSRF")
+	wantStatus(t, post(s, path, url.Values{"csrf": {s.csrfToken("another cookie's value, 32 bytes+")}}), http.StatusForbidden, "CSRF")
+	wantStatus(t, post(s, path, nil, "Origin", "http://evil.example"), http.StatusForbidden, "does not come from this server")
+	wantStatus(t, post(s, path, nil, "Origin", ""), http.StatusForbidden)
+	wantStatus(t, post(s, path, nil, "Origin", "", "Referer", "http://"+host+"/runs/0/r1"), http.StatusSeeOther)
+	wantStatus(t, post(s, path, nil), http.StatusSeeOther)
+	// A page gives a browser without one a CSRF cookie, and its forms
+	// the token of that cookie.
+	w := get(s, "/runs/0/r1")
+	var c *http.Cookie
+	for _, k := range w.Result().Cookies() {
+		if k.Name == csrfCookie {
+			c = k
+		}
+	}
+	if c == nil || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode {
+		t.Fatalf("CSRF cookie %+v", c)
+	}
+	if !strings.Contains(w.Body.String(), `name="csrf" value="`+s.csrfToken(c.Value)+`"`) {
+		t.Error("the forms do not carry the cookie's CSRF token")
+	}
+}
+
+func TestReadOnly(t *testing.T) {
+	s, l := newServer(t, func(c *Config) { c.ReadOnly = true })
+	w := get(s, "/runs/0/r1")
+	wantStatus(t, w, http.StatusOK, "read-only")
+	if strings.Contains(w.Body.String(), `method="post"`) {
+		t.Error("a read-only server shows forms")
+	}
+	for _, path := range []string{"/runs/0/r1/approve/ship_it", "/runs/0/r1/reject/ship_it", "/runs/0/r1/control/pause",
+		"/runs/0/r1/control/continue", "/runs/0/r1/control/run-once", "/runs/0/r1/control/cleanup", "/runs/0/r1/resume", "/runs/0/r2/retry"} {
+		wantStatus(t, post(s, path, url.Values{"in.ticket": {"x"}, "reason": {"x"}}), http.StatusForbidden)
+	}
+	if len(l.got()) != 0 {
+		t.Errorf("a read-only server launched %q", l.got())
+	}
+	if c, _ := runner.ReadControl(s.svc.FS, runner.RunDir(repo, "r1")); c != nil {
+		t.Errorf("a read-only server wrote control %+v", c)
+	}
+}
+
+func TestParseTokenAndLoopback(t *testing.T) {
+	for _, bad := range []string{"alice", "=secret-0123456789abc", "alice=short", "al ice=secret-0123456789abc"} {
+		if _, err := ParseToken(bad); err == nil || strings.Contains(err.Error(), "short") || strings.Contains(err.Error(), "0123") {
+			t.Errorf("ParseToken(%q) = %v; want an error that hides the secret", bad, err)
+		}
+	}
+	if tok, err := ParseToken("alice=secret=0123456789abc"); err != nil || tok.Name != "alice" || tok.Secret != "secret=0123456789abc" {
+		t.Errorf("ParseToken = %+v, %v", tok, err)
+	}
+	for addr, want := range map[string]bool{"127.0.0.1:8080": true, "localhost:80": true, "[::1]:8080": true,
+		":8080": false, "0.0.0.0:8080": false, "192.168.1.2:8080": false} {
+		if IsLoopback(addr) != want {
+			t.Errorf("IsLoopback(%q) = %v", addr, !want)
+		}
+	}
+}
+
+func TestExecLauncher(t *testing.T) {
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		t.Skip("no /bin/sh")
+	}
+	if err := (ExecLauncher{Path: "/bin/sh"}).Launch([]string{"-c", "exit 0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := (ExecLauncher{Path: "/nonexistent/flow"}).Launch([]string{"resume"}); err == nil {
+		t.Error("launching a missing executable succeeded")
+	}
+}
