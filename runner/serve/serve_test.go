@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/afero"
 
+	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
@@ -577,5 +578,26 @@ func TestExecLauncher(t *testing.T) {
 	}
 	if err := (ExecLauncher{Path: "/nonexistent/flow"}).Launch([]string{"resume"}); err == nil {
 		t.Error("launching a missing executable succeeded")
+	}
+}
+
+func TestGraphLoopBack(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	src := "name: lb\nsteps:\n  - id: code\n    run: echo code\n  - id: review\n    run: echo review\n    gate:\n      pass: 'true'\n      loop_back_to: code\n"
+	afero.WriteFile(fsys, "/lb.yaml", []byte(src), 0o644)
+	wf, err := config.Load(fsys, "/lb.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &runner.State{StepOrder: []string{"code", "review"}, Steps: map[string]*runner.StepState{"code": {Status: runner.Completed}, "review": {Status: runner.Failed}}}
+	svg := string(graphSVG(wf, st))
+	for _, want := range []string{`<line class="edge"`, `class="edge loopback" stroke-dasharray="6 4"`, "review loops back to code",
+		`class="node s-completed" data-key="code"`, `class="node s-failed" data-key="review"`, ">FAILED<"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("the graph has no %q:\n%s", want, svg)
+		}
+	}
+	if svg != string(graphSVG(wf, st)) {
+		t.Error("the graph is not the same twice")
 	}
 }
