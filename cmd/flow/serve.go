@@ -66,7 +66,7 @@ one it makes one and prints a login link once. --read-only refuses every change.
 			if err != nil {
 				return runner.Usage("--addr %s: %v", addr, err)
 			}
-			url := "http://" + ln.Addr().String() + "/"
+			url := "http://" + displayAddr(ln.Addr().String(), a.svc.Host) + "/"
 			fmt.Fprintf(a.stdio.Out, "flow serve: %s\n", url)
 			if login != "" {
 				fmt.Fprintf(a.stdio.Out, "log in once with: %slogin?token=%s\n", url, login)
@@ -80,6 +80,20 @@ one it makes one and prints a login link once. --read-only refuses every change.
 	fl.StringArrayVar(&tokens, "token", nil, "accept this token: NAME=SECRET (repeatable); required off loopback")
 	fl.BoolVar(&readOnly, "read-only", false, "show runs, refuse every change")
 	return cmd
+}
+
+// displayAddr is a listening address as a browser elsewhere reaches it:
+// an unspecified host (all interfaces) is replaced by this machine's
+// name.
+func displayAddr(addr, hostname string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || hostname == "" {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		return net.JoinHostPort(hostname, port)
+	}
+	return addr
 }
 
 // serveUntil serves h on ln until ctx ends, then shuts down, giving open
