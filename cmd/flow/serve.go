@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -53,7 +55,7 @@ one it makes one and prints a login link once. --read-only refuses every change.
 				toks = append(toks, serve.Token{Name: "admin", Secret: secret})
 				login = secret
 			}
-			exe, err := os.Executable()
+			exe, err := selfPath()
 			if err != nil {
 				return fmt.Errorf("find the flow executable: %w", err)
 			}
@@ -115,4 +117,16 @@ func serveUntil(ctx context.Context, ln net.Listener, h http.Handler) error {
 		return err
 	}
 	return nil
+}
+
+// selfPath is the flow executable that resume and retry start: the
+// command as it was called (found on PATH when it has no slash), else
+// the running executable.
+func selfPath() (string, error) {
+	if p, err := exec.LookPath(os.Args[0]); err == nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			return abs, nil
+		}
+	}
+	return os.Executable()
 }

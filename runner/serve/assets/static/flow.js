@@ -58,6 +58,12 @@
           }
         });
       });
+      // A decision form goes once its step no longer waits.
+      document.querySelectorAll('section.decide[data-waits]').forEach(function (sec) {
+        (s.steps || []).forEach(function (row) {
+          if (row.key === sec.dataset.waits && row.status !== 'WAITING_ON_HUMAN') { sec.hidden = true; }
+        });
+      });
     });
   }
 
