@@ -23,6 +23,7 @@ func (a *app) serveCmd() *cobra.Command {
 		repos    []string
 		tokens   []string
 		readOnly bool
+		public   string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -60,7 +61,7 @@ one it makes one and prints a login link once. --read-only refuses every change.
 				return fmt.Errorf("find the flow executable: %w", err)
 			}
 			srv, err := serve.New(serve.Config{Service: a.svc, Repos: repos, Tokens: toks, Loopback: loopback,
-				ReadOnly: readOnly, Launcher: serve.ExecLauncher{Path: exe, Dir: a.svc.Dir}})
+				ReadOnly: readOnly, Launcher: serve.ExecLauncher{Path: exe, Dir: a.svc.Dir, Env: publicEnv(public)}})
 			if err != nil {
 				return err
 			}
@@ -81,6 +82,7 @@ one it makes one and prints a login link once. --read-only refuses every change.
 	fl.StringArrayVar(&repos, "repo", nil, "repository whose runs are shown (repeatable; default: the current directory)")
 	fl.StringArrayVar(&tokens, "token", nil, "accept this token: NAME=SECRET (repeatable); required off loopback")
 	fl.BoolVar(&readOnly, "read-only", false, "show runs, refuse every change")
+	fl.StringVar(&public, "public-url", "", "the address people reach this server at; runners it starts link their notifications to it (FLOW_PUBLIC_URL)")
 	return cmd
 }
 
@@ -129,4 +131,13 @@ func selfPath() (string, error) {
 		}
 	}
 	return os.Executable()
+}
+
+// publicEnv is the environment that tells a runner where this server's
+// pages are, for the links of its notifications.
+func publicEnv(public string) []string {
+	if public == "" {
+		return nil
+	}
+	return []string{"FLOW_PUBLIC_URL=" + public}
 }

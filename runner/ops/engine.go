@@ -3,6 +3,8 @@ package ops
 import (
 	"context"
 	"io"
+	"net/url"
+	"strings"
 
 	"github.com/spf13/afero"
 
@@ -88,6 +90,11 @@ func (l *Local) Run(ctx context.Context, opts runner.Options, att Attach) (runne
 		KillMarked:  l.KillMarked,
 		OnEvent:     att.Events,
 	}
+	// Notifications link to the run's page on the flow serve whose
+	// public address FLOW_PUBLIC_URL gives.
+	if base := publicURL(l.Environ); base != "" {
+		r.RunURL = func(runID, _ string) string { return base + "r/" + url.PathEscape(runID) }
+	}
 	if att.Ask != nil {
 		wf := opts.Workflow
 		r.Ask = func(runID, step, message string) (runner.HumanInput, bool) {
@@ -105,4 +112,14 @@ func (s *Service) engine() Engine {
 	}
 	return &Local{FS: s.FS, Clock: s.clock(), Starter: s.Starter, Environ: s.Environ, Host: s.Host, PID: s.PID,
 		Alive: s.alive(), KillOrphans: s.KillOrphans, KillMarked: s.KillMarked}
+}
+
+// publicURL returns FLOW_PUBLIC_URL from env, ending in a slash, or "".
+func publicURL(env []string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], "FLOW_PUBLIC_URL="); ok && v != "" {
+			return strings.TrimRight(v, "/") + "/"
+		}
+	}
+	return ""
 }

@@ -633,3 +633,12 @@ func TestGetenvAndWho(t *testing.T) {
 		t.Errorf("Who without a user: %q", s.Who(""))
 	}
 }
+
+func TestPublicURL(t *testing.T) {
+	for env, want := range map[string]string{"": "", "FLOW_PUBLIC_URL=https://flow.example.com": "https://flow.example.com/",
+		"FLOW_PUBLIC_URL=http://h:8080/": "http://h:8080/"} {
+		if got := publicURL([]string{"A=b", env}); got != want {
+			t.Errorf("publicURL(%q) = %q, want %q", env, got, want)
+		}
+	}
+}

@@ -16,6 +16,9 @@ type ExecLauncher struct {
 	Path string
 	// Dir is the process's working directory; "" is the server's.
 	Dir string
+	// Env is added to the server's environment (FLOW_PUBLIC_URL, so
+	// that the runner's notifications link to this server).
+	Env []string
 }
 
 // Launch starts Path with args and returns once it has started.
@@ -27,6 +30,9 @@ func (l ExecLauncher) Launch(args []string) error {
 	defer null.Close()
 	cmd := exec.Command(l.Path, args...)
 	cmd.Dir = l.Dir
+	if len(l.Env) > 0 {
+		cmd.Env = append(os.Environ(), l.Env...)
+	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = null, null, null
 	cmd.SysProcAttr = detached()
 	if err := cmd.Start(); err != nil {

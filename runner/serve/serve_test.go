@@ -601,3 +601,15 @@ func TestGraphLoopBack(t *testing.T) {
 		t.Error("the graph is not the same twice")
 	}
 }
+
+// TestFindRun: /r/RUN, the link a notification carries, leads to the
+// run's page in the repository that has it.
+func TestFindRun(t *testing.T) {
+	s, _ := newServer(t)
+	w := get(s, "/r/r1")
+	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/runs/0/r1" {
+		t.Errorf("GET /r/r1: %d to %q", w.Code, w.Header().Get("Location"))
+	}
+	wantStatus(t, get(s, "/r/nope"), http.StatusNotFound)
+	wantStatus(t, get(s, "/r/-bad"), http.StatusBadRequest)
+}

@@ -128,6 +128,7 @@ func (s *Server) routes() {
 	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	m.HandleFunc("GET /login", s.login)
 	m.HandleFunc("GET /{$}", s.listRuns)
+	m.HandleFunc("GET /r/{run}", s.findRun)
 	m.HandleFunc("GET /runs/{repo}/{run}", s.runPage)
 	m.HandleFunc("GET /runs/{repo}/{run}/events", s.runEvents)
 	m.HandleFunc("GET /runs/{repo}/{run}/logs/{step}", s.logPage)
@@ -193,6 +194,24 @@ func (s *Server) target(w http.ResponseWriter, r *http.Request) (target, bool) {
 }
 
 // runURL is the path of a run's page.
+// findRun redirects /r/RUN — the link a notification carries, which
+// knows the run but not which repository this server lists it under — to
+// the run's page in the first repository that has it.
+func (s *Server) findRun(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("run")
+	if err := runner.CheckRunID(id); err != nil {
+		s.message(w, r, http.StatusBadRequest, "Bad run id", err.Error())
+		return
+	}
+	for i, dir := range s.repos {
+		if ok, _ := afero.DirExists(s.svc.FS, runner.RunDir(dir, id)); ok {
+			http.Redirect(w, r, runURL(i, id), http.StatusSeeOther)
+			return
+		}
+	}
+	s.message(w, r, http.StatusNotFound, "No such run", "No repository of this server has run "+id+".")
+}
+
 func runURL(repo int, runID string) string {
 	return fmt.Sprintf("/runs/%d/%s", repo, runID)
 }
