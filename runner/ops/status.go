@@ -87,16 +87,32 @@ func (s *Service) Status(repo, runID string) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	return s.statusOf(dir, ref), nil
+	return s.statusOf(dir, ref, nil), nil
 }
 
-func (s *Service) statusOf(repo string, ref runner.RunRef) Status {
+// StatusWith is Status with the run's workflow given, for a caller that
+// follows a run and loads its workflow once (a nil wf is loaded).
+func (s *Service) StatusWith(repo, runID string, wf *config.Workflow) (Status, error) {
+	dir, err := s.Repo(repo)
+	if err != nil {
+		return Status{}, err
+	}
+	ref, err := s.findRun(dir, runID)
+	if err != nil {
+		return Status{}, err
+	}
+	return s.statusOf(dir, ref, wf), nil
+}
+
+func (s *Service) statusOf(repo string, ref runner.RunRef, wf *config.Workflow) Status {
 	now := s.clock().Now()
 	st := Status{State: ref.State, RunDir: ref.Dir, At: now}
 	if ref.Err != nil {
 		st.Fault = ref.Err.Error()
 	}
-	wf, _ := config.Load(s.FS, LocateWorkflow(s.FS, ref.State, repo))
+	if wf == nil {
+		wf, _ = config.Load(s.FS, LocateWorkflow(s.FS, ref.State, repo))
+	}
 	st.Liveness = runner.Live(s.FS, ref.Dir, ref.State, wf, now, s.alive())
 	return st
 }
@@ -279,7 +295,7 @@ func (s *Service) Watch(ctx context.Context, repo, runID string, opts WatchOptio
 				after = events[i].Seq
 			}
 		}
-		st := s.statusOf(dir, ref)
+		st := s.statusOf(dir, ref, nil)
 		cur := statusKeys(st)
 		changed := prev == nil || !maps.Equal(prev, cur)
 		if changed || opts.Every {

@@ -234,7 +234,13 @@ func sameOrigin(r *http.Request) bool {
 		return false
 	}
 	u, err := url.Parse(src)
-	return err == nil && u.Scheme == scheme && strings.EqualFold(u.Host, r.Host)
+	if err != nil || !strings.EqualFold(u.Host, r.Host) {
+		return false
+	}
+	// Behind a TLS-terminating proxy the request arrives over plain
+	// HTTP while the page is https: the host decides, and the scheme
+	// only has to be one of the two.
+	return u.Scheme == scheme || u.Scheme == "https"
 }
 
 // csrfToken is the form token of a browser's CSRF cookie: an HMAC of it

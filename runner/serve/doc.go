@@ -16,6 +16,7 @@
 //	GET  /                                   runs of every repository (?status=failed filters)
 //	GET  /login?token=SECRET                 sets the login cookie, then redirects to /
 //	GET  /static/{file}                      the embedded CSS and JS
+//	GET  /r/{run}                            the run's page in the first repository that has it (notifications link here)
 //	GET  /runs/{repo}/{run}                  a run: steps, graph, events, actions
 //	GET  /runs/{repo}/{run}/events           Server-Sent Events: new events and the step table
 //	GET  /runs/{repo}/{run}/logs/{step}      the latest session log of a step (its last 256 KiB)

@@ -59,6 +59,28 @@ func (s *sse) send(event, id string, v any) error {
 	return nil
 }
 
+// raw writes a message whose data is encoded already, and flushes it.
+func (s *sse) raw(m message) error {
+	if err := s.write(m); err != nil {
+		return err
+	}
+	s.f.Flush()
+	return nil
+}
+
+// write writes a message without flushing it.
+func (s *sse) write(m message) error {
+	if m.id != "" {
+		if _, err := fmt.Fprintf(s.w, "id: %s\n", m.id); err != nil {
+			return err
+		}
+	}
+	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", m.event, m.data); err != nil {
+		return err
+	}
+	return nil
+}
+
 // ping writes a comment.
 func (s *sse) ping() error {
 	if _, err := io.WriteString(s.w, ": ping\n\n"); err != nil {
@@ -74,6 +96,7 @@ type liveStatus struct {
 	Status string    `json:"status"`
 	Live   string    `json:"live"`
 	Hook   string    `json:"hook"`
+	Reason string    `json:"reason"`
 	Steps  []stepRow `json:"steps"`
 }
 
@@ -99,42 +122,62 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	base := runURL(t.repo, t.runID)
-	wf := s.workflow(t.repoDir, st.State)
-	tick := time.NewTicker(s.poll)
-	defer tick.Stop()
-	var last []byte
-	quiet := time.Now()
-	for {
+	// Join the run's watcher first, then catch up from the log: an event
+	// both bring is sent once, by its seq.
+	sub, last, cancel := s.subscribe(t)
+	defer cancel()
+	catchUp := func() bool {
 		events, _ := runner.ReadEvents(s.svc.FS, st.RunDir, after)
 		for _, e := range events {
-			if err := stream.send("event", strconv.FormatInt(e.Seq, 10), eventRowOf(e)); err != nil {
-				return
+			if stream.send("event", strconv.FormatInt(e.Seq, 10), eventRowOf(e)) != nil {
+				return false
 			}
 			after = e.Seq
 		}
-		if st, err = s.svc.Status(t.repoDir, t.runID); err == nil {
-			ls := liveStatus{Status: string(st.State.Status), Live: st.Liveness.State, Hook: st.Liveness.Hook, Steps: stepRows(base, st, wf)}
-			b, _ := json.Marshal(ls)
-			if string(b) != string(last) {
-				if err := stream.send("status", "", ls); err != nil {
-					return
-				}
-				last, quiet = b, time.Now()
-			}
+		return true
+	}
+	if !catchUp() {
+		return
+	}
+	if last != nil {
+		if stream.raw(*last) != nil {
+			return
 		}
-		if len(events) > 0 {
-			quiet = time.Now()
-		} else if time.Since(quiet) > keepAlive {
-			if stream.ping() != nil {
-				return
-			}
-			quiet = time.Now()
-		}
+	}
+	ping := time.NewTicker(keepAlive)
+	defer ping.Stop()
+	for {
 		select {
 		case <-r.Context().Done():
 			return
-		case <-tick.C:
+		case m := <-sub.ch:
+			// Write what has come, then flush once: a burst of events
+			// costs one write to the connection, not one each.
+			for more := true; more; {
+				if m.event != "event" || m.seq > after {
+					if m.event == "event" {
+						after = m.seq
+					}
+					if stream.write(m) != nil {
+						return
+					}
+				}
+				select {
+				case m = <-sub.ch:
+				default:
+					more = false
+				}
+			}
+			stream.f.Flush()
+		case <-sub.wake:
+			// Behind: what it missed is in the log.
+			if sub.lagged.Swap(false) && !catchUp() {
+				return
+			}
+		case <-ping.C:
+			if stream.ping() != nil {
+				return
+			}
 		}
 	}
 }

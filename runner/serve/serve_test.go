@@ -613,3 +613,20 @@ func TestFindRun(t *testing.T) {
 	wantStatus(t, get(s, "/r/nope"), http.StatusNotFound)
 	wantStatus(t, get(s, "/r/-bad"), http.StatusBadRequest)
 }
+
+// TestSameOriginBehindProxy: a page served over https by a proxy that
+// speaks http to flow serve is the same origin; another host is not.
+func TestSameOriginBehindProxy(t *testing.T) {
+	for origin, want := range map[string]bool{
+		"https://flow.example.com": true, "http://flow.example.com": true,
+		"https://evil.example.com": false, "ftp://flow.example.com": false, "": false, "null": false,
+	} {
+		r := httptest.NewRequest("POST", "http://flow.example.com/runs/0/r1/control/pause", nil)
+		if origin != "" {
+			r.Header.Set("Origin", origin)
+		}
+		if got := sameOrigin(r); got != want {
+			t.Errorf("Origin %q: same origin %v, want %v", origin, got, want)
+		}
+	}
+}

@@ -60,9 +60,11 @@ type Server struct {
 	readOnly bool
 	launcher Launcher
 	poll     time.Duration
-	csrfKey  []byte
-	pages    map[string]*template.Template
-	mux      *http.ServeMux
+	// watch holds the watchers of the runs that streams follow.
+	watch   watchers
+	csrfKey []byte
+	pages   map[string]*template.Template
+	mux     *http.ServeMux
 }
 
 // New checks cfg and returns its Server. A configuration without

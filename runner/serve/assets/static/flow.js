@@ -41,6 +41,8 @@
       if (live) { live.textContent = s.live; }
       var hook = document.getElementById('run-hook');
       if (hook) { hook.textContent = s.hook || ''; }
+      var reason = document.getElementById('run-reason');
+      if (reason) { reason.textContent = s.reason || ''; }
       (s.steps || []).forEach(function (row) {
         byKey(row.key).forEach(function (el) {
           if (el.tagName.toLowerCase() === 'tr') {
