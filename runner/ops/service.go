@@ -27,6 +27,9 @@ import (
 type Service struct {
 	// FS is where workflows and runs are read and written.
 	FS afero.Fs
+	// DeadNotifier tells a dead run's notifiers (tests fake it); nil is
+	// internal/notify's sender.
+	DeadNotifier DeadNotifier
 	// Clock tells the time and paces polling (status --watch, logs
 	// --follow).
 	Clock clock.Clock

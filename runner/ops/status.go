@@ -114,6 +114,7 @@ func (s *Service) statusOf(repo string, ref runner.RunRef, wf *config.Workflow) 
 		wf, _ = config.Load(s.FS, LocateWorkflow(s.FS, ref.State, repo))
 	}
 	st.Liveness = runner.Live(s.FS, ref.Dir, ref.State, wf, now, s.alive())
+	s.tellDead(repo, st, wf)
 	return st
 }
 
