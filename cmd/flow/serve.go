@@ -54,14 +54,17 @@ one it makes one and prints a login link once. --read-only refuses every change.
 					return err
 				}
 				toks = append(toks, serve.Token{Name: "admin", Secret: secret})
-				login = secret
+				// The link carries a one-time code, not the token.
+				if login, err = serve.NewSecret(); err != nil {
+					return err
+				}
 			}
 			exe, err := selfPath()
 			if err != nil {
 				return fmt.Errorf("find the flow executable: %w", err)
 			}
 			srv, err := serve.New(serve.Config{Service: a.svc, Repos: repos, Tokens: toks, Loopback: loopback,
-				ReadOnly: readOnly, Launcher: serve.ExecLauncher{Path: exe, Dir: a.svc.Dir, Env: publicEnv(public)}})
+				ReadOnly: readOnly, LoginCode: login, Launcher: serve.ExecLauncher{Path: exe, Dir: a.svc.Dir, Env: publicEnv(public)}})
 			if err != nil {
 				return err
 			}
@@ -72,7 +75,7 @@ one it makes one and prints a login link once. --read-only refuses every change.
 			url := "http://" + displayAddr(ln.Addr().String(), a.svc.Host) + "/"
 			fmt.Fprintf(a.stdio.Out, "flow serve: %s\n", url)
 			if login != "" {
-				fmt.Fprintf(a.stdio.Out, "log in once with: %slogin?token=%s\n", url, login)
+				fmt.Fprintf(a.stdio.Out, "log in once with (the link works once): %slogin?code=%s\n", url, login)
 			}
 			return serveUntil(cmd.Context(), ln, srv)
 		},

@@ -210,6 +210,9 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	secret := r.URL.Query().Get("token")
+	if code := r.URL.Query().Get("code"); code != "" {
+		secret = s.useLoginCode(code)
+	}
 	if _, ok := s.match(secret); !ok || secret == "" {
 		http.Error(w, "401 unauthorized", http.StatusUnauthorized)
 		return
@@ -258,4 +261,16 @@ func (s *Server) csrfField(r *http.Request) string {
 		return ""
 	}
 	return s.csrfToken(c)
+}
+
+// useLoginCode returns the first token's secret for the one-time login
+// code, once; "" for a wrong or used code.
+func (s *Server) useLoginCode(code string) string {
+	s.loginMu.Lock()
+	defer s.loginMu.Unlock()
+	if s.loginCode == "" || len(s.tokens) == 0 || subtle.ConstantTimeCompare([]byte(code), []byte(s.loginCode)) != 1 {
+		return ""
+	}
+	s.loginCode = ""
+	return s.tokens[0].Secret
 }

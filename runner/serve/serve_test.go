@@ -630,3 +630,28 @@ func TestSameOriginBehindProxy(t *testing.T) {
 		}
 	}
 }
+
+// TestOneTimeLogin: the login code flow serve prints when it makes its
+// token signs one browser in, once; the token itself is never in it.
+func TestOneTimeLogin(t *testing.T) {
+	s, _ := newServer(t, func(c *Config) {
+		c.Loopback = false
+		c.Tokens = []Token{{Name: "admin", Secret: "0123456789abcdef0123"}}
+		c.LoginCode = "once-only-code-0123456789"
+	})
+	w := get(s, "/login?code=once-only-code-0123456789")
+	if w.Code != http.StatusSeeOther {
+		t.Fatalf("first use: %d", w.Code)
+	}
+	var cookie *http.Cookie
+	for _, c := range w.Result().Cookies() {
+		if c.Name == tokenCookie {
+			cookie = c
+		}
+	}
+	if cookie == nil || cookie.Value != "0123456789abcdef0123" || !cookie.HttpOnly {
+		t.Fatalf("cookie %+v", cookie)
+	}
+	wantStatus(t, get(s, "/login?code=once-only-code-0123456789"), http.StatusUnauthorized)
+	wantStatus(t, get(s, "/login?code=wrong"), http.StatusUnauthorized)
+}

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/spf13/afero"
@@ -49,6 +50,11 @@ type Config struct {
 	Launcher Launcher
 	// Poll is how often live streams look for news; 0 means 250 ms.
 	Poll time.Duration
+	// LoginCode, when set, is a one-time code: /login?code=CODE signs its
+	// first user in with the first token, and then stops working. flow
+	// serve prints it when it makes the token itself, so that the token
+	// never appears in a link, a browser's history or a terminal.
+	LoginCode string
 }
 
 // Server serves Mission Control. It is an http.Handler.
@@ -60,6 +66,9 @@ type Server struct {
 	readOnly bool
 	launcher Launcher
 	poll     time.Duration
+	// loginCode is the one-time code, "" once used (mu guards it).
+	loginMu   sync.Mutex
+	loginCode string
 	// watch holds the watchers of the runs that streams follow.
 	watch   watchers
 	csrfKey []byte
@@ -78,7 +87,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, runner.Usage("a server on a non-loopback address needs a token (--token NAME=SECRET)")
 	}
 	s := &Server{svc: cfg.Service, tokens: cfg.Tokens, loopback: cfg.Loopback, readOnly: cfg.ReadOnly,
-		launcher: cfg.Launcher, poll: cfg.Poll}
+		launcher: cfg.Launcher, poll: cfg.Poll, loginCode: cfg.LoginCode}
 	if s.poll <= 0 {
 		s.poll = 250 * time.Millisecond
 	}
