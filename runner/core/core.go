@@ -58,6 +58,8 @@ type Core struct {
 	instRunning int
 	// loops caches, per running loop step, its instances' keys.
 	loops map[string]*loopRun
+	// rescan is set when a consensus was decided in a scheduling pass.
+	rescan bool
 	// redact hides secret values in the data of every event the core
 	// emits, before the event is applied: the state, built from the
 	// events, never holds them either. It is a pure string replacement.
@@ -748,6 +750,10 @@ func (c *Core) start(x *decider, id string, autoApprove bool) {
 	s := x.st.Steps[id]
 	ps := c.step(id)
 	attempt := s.Attempts + 1
+	if ps.Kind == KindConsensus {
+		c.decideConsensus(x, id, ps)
+		return
+	}
 	if ps.ForEach != nil {
 		c.expanding[id] = true
 		x.effect(ExpandItems{Step: id})
@@ -830,57 +836,12 @@ func (c *Core) schedule(x *decider) {
 			}
 		}
 	}
-	if canStart && c.ncand > 0 {
-		// Visit the candidates in workflow order; a ready step left
-		// waiting for a free slot stays a candidate.
-		var held []int
-		for i := range c.plan.Steps {
-			if c.ncand == 0 {
-				break
-			}
-			if !c.candidates[i] {
-				continue
-			}
-			c.candidates[i] = false
-			c.ncand--
-			ps := &c.plan.Steps[i]
-			if ps.Loop != "" {
-				continue // started per item by its loop
-			}
-			if ps.ForEach != nil && st.Steps[ps.ID] != nil && st.Steps[ps.ID].Status == Running {
-				c.scheduleLoop(x, ps, true)
-				if st.Steps[ps.ID].Status != Running {
-					busy-- // the loop ended: its slot is free
-				}
-				continue
-			}
-			if !c.ready(st, ps) {
-				continue
-			}
-			if ps.Kind != KindHuman && busy >= c.plan.MaxParallel {
-				held = append(held, i)
-				continue
-			}
-			if c.control == RunOnce && c.onceUsed && ps.Kind != KindHuman {
-				held = append(held, i)
-				continue
-			}
-			if ps.Conditional {
-				c.evaluating[ps.ID] = true
-				busy++
-				x.effect(Evaluate{Step: ps.ID})
-				continue
-			}
-			c.start(x, ps.ID, false)
-			if ps.Kind != KindHuman {
-				busy++
-			}
-		}
-		for _, i := range held {
-			c.markIndex(i)
-		}
-	}
-	// A running loop step holds a slot of max_parallel but runs no
+	// A consensus decided in a pass may loop back to a step before it:
+	// that step is visited in another pass.
+	for pass := 0; pass == 0 || c.rescan && pass < 3; pass++ {
+		c.rescan = false
+		busy = c.schedulePass(x, busy, canStart)
+	} // A running loop step holds a slot of max_parallel but runs no
 	// session: the run is busy when sessions, evaluations, timers or
 	// waits are in flight.
 	inFlight := c.running + c.instRunning + len(c.evaluating) + len(c.expanding)
@@ -1033,4 +994,68 @@ func evidence(out string) string {
 		}
 	}
 	return out
+}
+
+// schedulePass visits the candidates once, in workflow order, starting
+// what may start; a ready step left waiting for a free slot stays a
+// candidate. It returns the slots now busy.
+func (c *Core) schedulePass(x *decider, busy int, canStart bool) int {
+	st := x.st
+	if !canStart || c.ncand == 0 {
+		return busy
+	}
+	// Visit the candidates in workflow order; a ready step left
+	// waiting for a free slot stays a candidate.
+	var held []int
+	for i := range c.plan.Steps {
+		if c.ncand == 0 {
+			break
+		}
+		if !c.candidates[i] {
+			continue
+		}
+		c.candidates[i] = false
+		c.ncand--
+		ps := &c.plan.Steps[i]
+		if ps.Loop != "" {
+			continue // started per item by its loop
+		}
+		if ps.ForEach != nil && st.Steps[ps.ID] != nil && st.Steps[ps.ID].Status == Running {
+			c.scheduleLoop(x, ps, true)
+			if st.Steps[ps.ID].Status != Running {
+				busy-- // the loop ended: its slot is free
+			}
+			continue
+		}
+		if !c.ready(st, ps) {
+			continue
+		}
+		// Human waits, consensus decisions and a pair's reviewers
+		// take no slot of max_parallel.
+		free := ps.Kind == KindHuman || ps.Kind == KindConsensus || ps.Reviewer
+		if !free && busy >= c.plan.MaxParallel {
+			held = append(held, i)
+			continue
+		}
+		if c.control == RunOnce && c.onceUsed && ps.Kind != KindHuman {
+			held = append(held, i)
+			continue
+		}
+		if ps.Conditional {
+			c.evaluating[ps.ID] = true
+			if !free {
+				busy++
+			}
+			x.effect(Evaluate{Step: ps.ID})
+			continue
+		}
+		c.start(x, ps.ID, false)
+		if !free {
+			busy++
+		}
+	}
+	for _, i := range held {
+		c.markIndex(i)
+	}
+	return busy
 }

@@ -15,6 +15,9 @@ const (
 	KindHuman   Kind = "human"
 	// KindLoop is a for_each step: it runs its body once per item.
 	KindLoop Kind = "loop"
+	// KindConsensus is a pair-review gate: it runs no session and
+	// decides from its reviewers' verdicts.
+	KindConsensus Kind = "consensus"
 )
 
 // Plan is what the decision core needs to know of a workflow: each
@@ -69,6 +72,15 @@ type PlanStep struct {
 	// Budget is the step's own budget: for a body step, all its
 	// instances' together.
 	Budget Budget
+	// Reviewers and Consensus are a consensus step's reviewer steps and
+	// rule (all, any or majority).
+	Reviewers []string
+	Consensus string
+	// Reviewer is true for a step a consensus step reviews with: its
+	// verdict is the consensus step's to weigh, so FAIL does not fail
+	// its session, and it runs beside the other reviewers whatever
+	// max_parallel says.
+	Reviewer bool
 }
 
 // Budget is a cost, token or session budget (DESIGN §14): the run

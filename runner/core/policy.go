@@ -103,7 +103,7 @@ func Failure(ps *PlanStep, f SessionFacts) string {
 			why += ": " + rep.Error
 		}
 		return why
-	case failed(f.Verdict) && !ps.HasGate && (ps.Kind == KindAgent || ps.SignalsDecide):
+	case failed(f.Verdict) && !ps.HasGate && !ps.Reviewer && (ps.Kind == KindAgent || ps.SignalsDecide):
 		return "the session's verdict is " + verdictText(f)
 	}
 	return ""
