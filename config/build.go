@@ -38,8 +38,11 @@ type builder struct {
 	// against scope, which is complete before the first compile.
 	comp *gates.Compiler
 	w    *Workflow
-	// rawNeeds holds the needs each step wrote, until they are resolved.
-	rawNeeds map[*Step][]str
+	// rawNeeds holds the needs each step wrote, and rawReviewers the
+	// reviewers each consensus step's gate wrote, until they are
+	// resolved.
+	rawNeeds     map[*Step][]str
+	rawReviewers map[*Step][]str
 	// loops lists the loop steps in file order, and bodyIDs the ids of
 	// the steps of every body, by the id of their loop step.
 	loops   []*Step
@@ -47,7 +50,7 @@ type builder struct {
 }
 
 func build(raw *rawWorkflow, fs afero.Fs, path string, o Options, d *diags) *Workflow {
-	b := &builder{raw: raw, fs: fs, dir: filepath.Dir(path), repo: o.Repo, d: d, rawNeeds: map[*Step][]str{}, bodyIDs: map[string]string{}}
+	b := &builder{raw: raw, fs: fs, dir: filepath.Dir(path), repo: o.Repo, d: d, rawNeeds: map[*Step][]str{}, rawReviewers: map[*Step][]str{}, bodyIDs: map[string]string{}}
 	w := &Workflow{
 		File:        path,
 		Source:      raw.src.data,
@@ -117,6 +120,7 @@ func build(raw *rawWorkflow, fs afero.Fs, path string, o Options, d *diags) *Wor
 			w.byID[s.ID] = s
 		}
 	}
+	b.reviewers()
 	b.needs()
 	if !b.cycles() {
 		b.loopBacks()
@@ -196,8 +200,65 @@ func (b *builder) step(rs *rawStep, seen map[string]bool, loop *Step) *Step {
 		return b.loopStep(s, rs, loop)
 	}
 	b.notLoop(s, rs)
+	consensus := rs.gate != nil && rs.gate.reviewersSet
+	if consensus {
+		b.consensusStep(s, rs)
+	} else {
+		b.session(s, rs)
+	}
+	if rs.when.set {
+		s.When = b.expr("when", rs.when, gates.Bool)
+	}
+	if rg := rs.gate; rg != nil {
+		g := &Gate{Pos: rg.pos, LoopBackTo: rg.loopBackTo.val, LoopPos: rg.loopBackTo.pos()}
+		if rg.pass.set {
+			g.Pass = b.expr("gate.pass", rg.pass, gates.Bool)
+		}
+		if rg.fail.set {
+			g.Fail = b.expr("gate.fail", rg.fail, gates.Bool)
+		}
+		if rg.check.set {
+			g.Check = b.template("gate.check", rg.check)
+		}
+		g.MaxIterations = b.limit("gate.max_iterations", rg.maxIterations)
+		b.consensus(s, g, rg)
+		s.Gate = g
+		if rg.loopBackTo.set && rs.loopBackTo.set {
+			b.d.errorf(rs.loopBackTo.pos(), "loop_back_to is given both on step %q and on its gate; keep one", s.ID)
+		}
+	}
+	if rs.loopBackTo.set {
+		s.LoopBackTo, s.LoopPos = rs.loopBackTo.val, rs.loopBackTo.pos()
+	}
+	s.MaxAttempts = b.limit("max_attempts", rs.maxAttempts)
+	s.MaxIterations = b.limit("max_iterations", rs.maxIterations)
+	s.Retry = b.retry(rs.retry)
+	if rs.retryIf.set {
+		s.RetryIf = b.expr("retry_if", rs.retryIf, gates.Bool)
+	}
+	s.Timeout = b.duration("timeout", rs.timeout)
+	s.IdleTimeout = b.duration("idle_timeout", rs.idleTimeout)
+	for _, a := range rs.artifacts {
+		if t := b.template("artifacts", a); t != nil {
+			s.Artifacts = append(s.Artifacts, t)
+		}
+	}
+	s.Env = b.env(rs.env)
+	if rs.budget != nil && !consensus {
+		if s.Kind == KindHuman {
+			b.d.errorf(rs.budget.pos, "step %q is a human step: budget belongs on a step that runs sessions", s.ID)
+		} else {
+			s.Budget = b.budget(rs.budget)
+		}
+	}
+	b.rawNeeds[s] = rs.needs
+	return s
+}
 
-	// The kind: exactly one of run, prompt or prompt_file, human.
+// session builds what a step that runs a session, or waits for a
+// human, has of its own: its kind, exactly one of run, prompt or
+// prompt_file, human; its command, prompt and agent; its human block.
+func (b *builder) session(s *Step, rs *rawStep) {
 	type kindOf struct {
 		kind StepKind
 		key  string
@@ -267,52 +328,6 @@ func (b *builder) step(rs *rawStep, seen map[string]bool, loop *Step) *Step {
 		h.Inputs = b.inputs(rh.inputs)
 		s.Human = h
 	}
-	if rs.when.set {
-		s.When = b.expr("when", rs.when, gates.Bool)
-	}
-	if rg := rs.gate; rg != nil {
-		g := &Gate{Pos: rg.pos, LoopBackTo: rg.loopBackTo.val, LoopPos: rg.loopBackTo.pos()}
-		if rg.pass.set {
-			g.Pass = b.expr("gate.pass", rg.pass, gates.Bool)
-		}
-		if rg.fail.set {
-			g.Fail = b.expr("gate.fail", rg.fail, gates.Bool)
-		}
-		if rg.check.set {
-			g.Check = b.template("gate.check", rg.check)
-		}
-		g.MaxIterations = b.limit("gate.max_iterations", rg.maxIterations)
-		s.Gate = g
-		if rg.loopBackTo.set && rs.loopBackTo.set {
-			b.d.errorf(rs.loopBackTo.pos(), "loop_back_to is given both on step %q and on its gate; keep one", s.ID)
-		}
-	}
-	if rs.loopBackTo.set {
-		s.LoopBackTo, s.LoopPos = rs.loopBackTo.val, rs.loopBackTo.pos()
-	}
-	s.MaxAttempts = b.limit("max_attempts", rs.maxAttempts)
-	s.MaxIterations = b.limit("max_iterations", rs.maxIterations)
-	s.Retry = b.retry(rs.retry)
-	if rs.retryIf.set {
-		s.RetryIf = b.expr("retry_if", rs.retryIf, gates.Bool)
-	}
-	s.Timeout = b.duration("timeout", rs.timeout)
-	s.IdleTimeout = b.duration("idle_timeout", rs.idleTimeout)
-	for _, a := range rs.artifacts {
-		if t := b.template("artifacts", a); t != nil {
-			s.Artifacts = append(s.Artifacts, t)
-		}
-	}
-	s.Env = b.env(rs.env)
-	if rs.budget != nil {
-		if s.Kind == KindHuman {
-			b.d.errorf(rs.budget.pos, "step %q is a human step: budget belongs on a step that runs sessions", s.ID)
-		} else {
-			s.Budget = b.budget(rs.budget)
-		}
-	}
-	b.rawNeeds[s] = rs.needs
-	return s
 }
 
 // inputs checks the inputs of a human step: each has a name of

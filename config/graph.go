@@ -8,13 +8,17 @@ import (
 )
 
 // needs resolves each step's dependencies: those it wrote, or else the
-// step before it in the file.
+// step before it in the file; a pair review that writes no needs needs
+// its reviewers.
 func (b *builder) needs() {
 	w := b.w
 	for i, s := range w.Steps {
 		if !s.NeedsSet {
 			s.Needs = []string{}
-			if i > 0 {
+			switch {
+			case s.Kind == KindConsensus && s.Gate != nil:
+				s.Needs = append(s.Needs, s.Gate.Reviewers...)
+			case i > 0:
 				s.Needs = append(s.Needs, w.Steps[i-1].ID)
 			}
 			continue
@@ -36,6 +40,7 @@ func (b *builder) needs() {
 				s.Needs = append(s.Needs, n.val)
 			}
 		}
+		b.needsReviewers(s)
 	}
 	for _, l := range b.loops {
 		b.bodyNeeds(l)
@@ -59,7 +64,10 @@ func (b *builder) bodyNeeds(l *Step) {
 	for i, s := range body {
 		s.Needs = []string{}
 		if !s.NeedsSet {
-			if i > 0 {
+			switch {
+			case s.Kind == KindConsensus && s.Gate != nil:
+				s.Needs = append(s.Needs, s.Gate.Reviewers...)
+			case i > 0:
 				s.Needs = append(s.Needs, body[i-1].ID)
 			}
 			continue
@@ -81,6 +89,7 @@ func (b *builder) bodyNeeds(l *Step) {
 				b.d.list[len(b.d.list)-1].Message = "needs: " + b.d.list[len(b.d.list)-1].Message
 			}
 		}
+		b.needsReviewers(s)
 	}
 }
 

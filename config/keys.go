@@ -376,9 +376,18 @@ var gateTable = newTable("gate", "", "",
 		func(g *rawGate) *str { return &g.loopBackTo }),
 	scalar("max_iterations", kindLimit, "Loop-backs before the step fails.",
 		func(g *rawGate) *str { return &g.maxIterations }),
+	field[rawGate]{name: "reviewers", kind: kindList, elem: kindStepID, unique: true,
+		doc: "A pair review: at least two steps of the same scope whose verdicts this step decides from; the step then runs no session of its own, and needs its reviewers unless it says otherwise.",
+		set: func(g *rawGate, v value) {
+			g.reviewersSet, g.reviewersPos = true, v.keyPos()
+			g.reviewers = v.list("reviewers", false)
+		}},
+	field[rawGate]{name: "consensus", kind: kindString, enum: Consensuses,
+		doc: "How the reviewers' verdicts decide: all (the default) pass when every reviewer passes, any when one passes and none fails, majority when more pass than fail. MIXED counts as FAIL.",
+		set: func(g *rawGate, v value) { g.consensus = v.str("consensus") }},
 )
 
-var stepTable = loopKeys(newTable("step", "A step: exactly one of run, prompt or prompt_file, human, or a for_each loop over items with a body of steps.", "step",
+var stepTable = loopKeys(newTable("step", "A step: exactly one of run, prompt or prompt_file, human, a for_each loop over items with a body of steps, or a pair review (gate.reviewers) that decides from its reviewers' verdicts.", "step",
 	field[rawStep]{name: "id", hcl: "-", kind: kindStepID, required: true, doc: "The step's id, unique in the workflow.",
 		set: func(s *rawStep, v value) {
 			if s.id = v.str("id"); s.id.set {

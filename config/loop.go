@@ -64,7 +64,7 @@ func (b *builder) loopStep(s *Step, rs *rawStep, loop *Step) *Step {
 		{"prompt_file", rs.promptFile.set, rs.promptFile.pos},
 		{"agent", rs.agent.set, rs.agent.pos},
 		{"human", rs.human != nil, func() Pos { return rs.human.pos }},
-		{"gate", rs.gate != nil, func() Pos { return rs.gate.pos }},
+		{"gate", rs.gate != nil && !rs.gate.reviewersSet, func() Pos { return rs.gate.pos }},
 		{"loop_back_to", rs.loopBackTo.set, rs.loopBackTo.pos},
 		{"max_attempts", rs.maxAttempts.set, rs.maxAttempts.pos},
 		{"retry", rs.retry != nil, func() Pos { return rs.retry.pos }},
@@ -78,6 +78,9 @@ func (b *builder) loopStep(s *Step, rs *rawStep, loop *Step) *Step {
 		if k.set {
 			b.d.errorf(k.pos(), "step %q is a for_each loop: %s belongs on a step of its body", s.ID, k.name)
 		}
+	}
+	if rs.gate != nil && rs.gate.reviewersSet {
+		b.d.errorf(rs.forEachPos, "step %q decides from its reviewers: for_each belongs on a reviewer", s.ID)
 	}
 	s.Feedback = ""
 	if rs.when.set {

@@ -59,6 +59,9 @@ type Workflow struct {
 	// id of every step, of the top level or of a loop's body, to it.
 	index map[string]int
 	byID  map[string]*Step
+	// reviewerOf maps the id of each reviewer to its consensus step;
+	// Load builds it, and ReviewerOf falls back to a search without it.
+	reviewerOf map[string]*Step
 }
 
 // Defaults are the values a step takes when it does not set its own.
@@ -184,6 +187,9 @@ const (
 	KindHuman   StepKind = "human"
 	// KindLoop is a for_each step: it runs its body once per item.
 	KindLoop StepKind = "loop"
+	// KindConsensus is a step whose gate has reviewers: it runs no
+	// session, and decides from its reviewers' verdicts (DESIGN §17).
+	KindConsensus StepKind = "consensus"
 )
 
 // Step is one node of the workflow.
@@ -290,7 +296,34 @@ type Gate struct {
 	LoopPos       Pos
 	MaxIterations *Limit
 	Pos           Pos
+
+	// Reviewers are the steps of a pair review, in file order: set
+	// exactly on a KindConsensus step, at least two steps of its scope,
+	// none the reviewer of another gate. Pass, Fail and Check, when
+	// given, are evaluated once the consensus passes.
+	Reviewers    []string
+	ReviewersPos Pos
+	// Consensus is how the reviewers' verdicts decide, one of
+	// Consensuses; "" when there are no reviewers, ConsensusAll when
+	// the file gives none.
+	Consensus string
 }
+
+// The consensus rules of a pair review (DESIGN §17). A MIXED verdict
+// counts as FAIL.
+const (
+	// ConsensusAll passes when every reviewer passes; a missing verdict
+	// fails the gate.
+	ConsensusAll = "all"
+	// ConsensusAny passes on one PASS and no FAIL.
+	ConsensusAny = "any"
+	// ConsensusMajority passes when more reviewers pass than fail; a
+	// tie fails.
+	ConsensusMajority = "majority"
+)
+
+// Consensuses lists the consensus rules, the default first.
+var Consensuses = []string{ConsensusAll, ConsensusAny, ConsensusMajority}
 
 // Human is the definition of a human step.
 type Human struct {

@@ -177,6 +177,13 @@ type rawGate struct {
 	check         str
 	loopBackTo    str
 	maxIterations str
+	// reviewers are the steps of a pair review, reviewersSet whether
+	// reviewers was written at all (an empty list makes a consensus
+	// step too), and reviewersPos where.
+	reviewers    []str
+	reviewersSet bool
+	reviewersPos Pos
+	consensus    str
 }
 
 type rawHuman struct {

@@ -29,6 +29,8 @@ func (w *Workflow) Mermaid(out io.Writer) error {
 			fmt.Fprintf(bw, "%s%s{{\"%s\"}}\n", indent, ids[s.ID], label(s))
 		case KindAgent:
 			fmt.Fprintf(bw, "%s%s([\"%s\"])\n", indent, ids[s.ID], label(s))
+		case KindConsensus:
+			fmt.Fprintf(bw, "%s%s{\"%s\"}\n", indent, ids[s.ID], label(s))
 		default:
 			fmt.Fprintf(bw, "%s%s[\"%s\"]\n", indent, ids[s.ID], label(s))
 		}
@@ -93,6 +95,8 @@ func (w *Workflow) Dot(out io.Writer) error {
 			attrs += ", style=rounded"
 		case KindLoop:
 			attrs += ", shape=folder"
+		case KindConsensus:
+			attrs += ", shape=diamond"
 		}
 		if s.Gate != nil {
 			attrs += ", peripheries=2"
@@ -141,6 +145,8 @@ func (w *Workflow) nodeLines(s *Step) []string {
 		lines = append(lines, "agent: "+s.Agent)
 	case KindHuman:
 		lines = append(lines, "human")
+	case KindConsensus:
+		lines = append(lines, "consensus: "+s.Gate.Consensus+" of "+strings.Join(s.Gate.Reviewers, ", "))
 	case KindLoop:
 		fe := s.ForEach
 		over := "the list in the file"
@@ -166,7 +172,7 @@ func (w *Workflow) nodeLines(s *Step) []string {
 		if g.Fail != nil {
 			lines = append(lines, "fail: "+g.Fail.Src)
 		}
-		if g.Pass == nil && g.Fail == nil && g.Check == nil {
+		if g.Pass == nil && g.Fail == nil && g.Check == nil && s.Kind != KindConsensus {
 			lines = append(lines, "gate: verdict")
 		}
 	}

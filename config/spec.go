@@ -122,6 +122,10 @@ type specGate struct {
 	Check         string `json:"check,omitempty"`
 	LoopBackTo    string `json:"loop_back_to,omitempty"`
 	MaxIterations any    `json:"max_iterations,omitempty"`
+	// Reviewers and Consensus are left out without a pair review, so
+	// that the digests of other gates are what they always were.
+	Reviewers []string `json:"reviewers,omitempty"`
+	Consensus string   `json:"consensus,omitempty"`
 }
 
 type specHuman struct {
@@ -261,7 +265,8 @@ func specStepOf(s *Step) *specStep {
 		ss.Human = &specHuman{Message: tsrc(h.Message), Timeout: specDuration(h.Timeout), AutoApprove: esrc(h.AutoApprove), Inputs: h.Inputs}
 	}
 	if g := s.Gate; g != nil {
-		ss.Gate = &specGate{Pass: esrc(g.Pass), Fail: esrc(g.Fail), Check: tsrc(g.Check), LoopBackTo: g.LoopBackTo, MaxIterations: specLimit(g.MaxIterations)}
+		ss.Gate = &specGate{Pass: esrc(g.Pass), Fail: esrc(g.Fail), Check: tsrc(g.Check), LoopBackTo: g.LoopBackTo, MaxIterations: specLimit(g.MaxIterations),
+			Reviewers: g.Reviewers, Consensus: g.Consensus}
 	}
 	for _, a := range s.Artifacts {
 		ss.Artifacts = append(ss.Artifacts, tsrc(a))
