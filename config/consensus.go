@@ -52,6 +52,16 @@ func (b *builder) consensus(s *Step, g *Gate, rg *rawGate) {
 		return
 	}
 	g.Consensus, g.ReviewersPos = ConsensusAll, rg.reviewersPos
+	// The consensus is the whole decision: an expression or a check
+	// belongs on a reviewer's own gate.
+	for _, k := range []struct {
+		name string
+		v    str
+	}{{"pass", rg.pass}, {"fail", rg.fail}, {"check", rg.check}} {
+		if k.v.set {
+			b.d.errorf(k.v.pos(), "gate.%s: step %q decides by its reviewers' consensus; put gate.%s on a reviewer", k.name, s.ID, k.name)
+		}
+	}
 	b.rawReviewers[s] = rg.reviewers
 	if !c.ok() {
 		return

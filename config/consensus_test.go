@@ -42,7 +42,7 @@ func TestPairReviewExample(t *testing.T) {
 			t.Errorf("%s: ship needs %v", w.Format, got)
 		}
 		p := w.Step("ported")
-		if p.Kind != config.KindConsensus || p.Loop != "langs" || p.Gate.Consensus != config.ConsensusMajority || p.Gate.Check == nil ||
+		if p.Kind != config.KindConsensus || p.Loop != "langs" || p.Gate.Consensus != config.ConsensusMajority || p.Gate.Check != nil ||
 			!slices.Equal(p.Gate.Reviewers, []string{"lint_review", "test_review"}) || !slices.Equal(p.Needs, []string{"lint_review", "test_review"}) {
 			t.Errorf("%s: ported %+v gate %+v", w.Format, p, p.Gate)
 		}
@@ -105,15 +105,21 @@ func TestPairReviewRules(t *testing.T) {
 		src  string // the steps, after head (line 5 on)
 		want []loopDiag
 	}{
-		{"good with gate expressions and explicit needs", `  - {id: code, run: c}
+		{"good with when, timeout and explicit needs", `  - {id: code, run: c}
   - {id: r1, prompt: Review.}
   - {id: r2, prompt: Review., needs: [code]}
   - id: r
     needs: [r2, code, r1]
     when: steps.code.exit_code == 0
     timeout: 1m
-    gate: {reviewers: [r1, r2], consensus: any, pass: steps.r1.verdict == "PASS", fail: "false", check: make test, loop_back_to: code}
+    gate: {reviewers: [r1, r2], consensus: any, loop_back_to: code}
 `, nil},
+		{"expressions belong on a reviewer", `  - {id: code, run: c}
+  - {id: r1, prompt: Review.}
+  - {id: r2, prompt: Review., needs: [code]}
+  - id: r
+    gate: {reviewers: [r1, r2], pass: steps.r1.verdict == "PASS", check: make test}
+`, []loopDiag{{9, 39, `gate.pass: step "r" decides by its reviewers' consensus; put gate.pass on a reviewer`}, {9, 74, `gate.check: step "r" decides by its reviewers' consensus; put gate.check on a reviewer`}}},
 		{"one reviewer", `  - {id: r1, run: a}
   - id: r
     gate: {reviewers: [r1]}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/flow-run/flow/config"
 )
 
 // loop feeds the core until the run finishes, idles with NoWait, or is
@@ -245,6 +247,9 @@ func (x *run) announce(e Event) {
 	s := x.st.Steps[e.Step]
 	switch e.Type {
 	case EvStepStarted:
+		if st := x.stepOf(e.Step); st != nil && st.Kind == config.KindConsensus {
+			break // it runs no session: its decision is the next line
+		}
 		x.printf("%s: started (attempt %d, iteration %d)\n", e.Step, s.Attempts, s.IterationCount)
 	case EvStepCompleted:
 		x.printf("%s: completed\n", e.Step)

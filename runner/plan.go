@@ -89,6 +89,10 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 		if retry := wf.StepRetry(s); retry != nil {
 			ps.Backoff, ps.MaxBackoff = retry.Backoff, retry.MaxBackoff
 		}
+		if g := s.Gate; g != nil && len(g.Reviewers) > 0 {
+			ps.Reviewers, ps.Consensus = g.Reviewers, g.Consensus
+		}
+		ps.Reviewer = wf.ReviewerOf(s.ID) != nil
 		if b := s.Budget; b != nil {
 			ps.Budget = core.Budget{CostUSD: b.CostUSD, Tokens: b.Tokens, Sessions: b.Sessions}.Lifted(over.Raise)
 		}

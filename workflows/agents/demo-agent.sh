@@ -1,7 +1,7 @@
 #!/bin/sh
 # demo-agent.sh stands in for a coding agent in workflows/demo.yaml, so that
 # the demo runs on a machine with no agent CLI installed. It plays a coder
-# or a reviewer (its first argument), reads the prompt flow gives it, writes
+# a reviewer or an approver (its first argument; an approver always passes), reads the prompt flow gives it, writes
 # a report to $FLOW_REPORT_PATH and prints the lines a real agent would.
 # The reviewer fails the first review and passes the second, which makes
 # the review gate loop back to coding exactly once.
@@ -29,6 +29,11 @@ reviewer)
 		printf '{"status": "completed", "metrics": {"severity": "none"}}\n' >"$FLOW_REPORT_PATH"
 		echo PASS
 	fi
+	;;
+approver)
+	echo "[approver] the change does what it says"
+	printf '{"status": "completed", "metrics": {"severity": "none"}}\n' >"$FLOW_REPORT_PATH"
+	echo PASS
 	;;
 *)
 	echo "demo-agent.sh: unknown role $role" >&2

@@ -51,7 +51,6 @@ step "langs" {
     gate {
       reviewers    = ["lint_review", "test_review"]
       consensus    = "majority"
-      check        = "./smoke {{ item }}"
       loop_back_to = "port"
     }
   }
