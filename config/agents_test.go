@@ -148,17 +148,7 @@ func TestBudgetRules(t *testing.T) {
 // in both formats: the models and digests are equal, and hold what the
 // file says.
 func TestPresetTwins(t *testing.T) {
-	osfs := afero.NewOsFs()
-	y := load(t, osfs, "testdata/agents/presets.yaml")
-	h := load(t, osfs, "testdata/agents/presets.hcl")
-	if diff := cmp.Diff(y, h, ignorePositions); diff != "" {
-		t.Errorf("YAML and HCL models differ (-yaml +hcl):\n%s", diff)
-	}
-	if y.Digest() != h.Digest() {
-		sy, _ := y.Spec()
-		sh, _ := h.Spec()
-		t.Errorf("digests differ:\n%s\n%s", sy, sh)
-	}
+	y, h := loadTwins(t, "testdata/agents/presets")
 	for _, w := range []*config.Workflow{y, h} {
 		coder := w.Agents["coder"]
 		want := &config.Agent{Name: "coder", Preset: "claude", Model: "sonnet", Args: []string{"--permission-mode", "acceptEdits"}, Resume: true,

@@ -6,25 +6,13 @@ import (
 	"testing"
 
 	"github.com/flow-run/flow/config"
-	"github.com/google/go-cmp/cmp"
-	"github.com/spf13/afero"
 )
 
 // TestPairReviewExample loads the example pair reviews in both formats:
 // equal models and digests, the consensus steps' kind, reviewers, rule
 // and needs, and ReviewerOf.
 func TestPairReviewExample(t *testing.T) {
-	osfs := afero.NewOsFs()
-	y := load(t, osfs, "testdata/pairs/review.yaml")
-	h := load(t, osfs, "testdata/pairs/review.hcl")
-	if diff := cmp.Diff(y, h, ignorePositions); diff != "" {
-		t.Errorf("YAML and HCL models differ (-yaml +hcl):\n%s", diff)
-	}
-	if y.Digest() != h.Digest() {
-		sy, _ := y.Spec()
-		sh, _ := h.Spec()
-		t.Errorf("digests differ:\n%s\n%s", sy, sh)
-	}
+	y, h := loadTwins(t, "testdata/pairs/review")
 	for _, w := range []*config.Workflow{y, h} {
 		r := w.Step("review")
 		if r.Kind != config.KindConsensus || !r.HasGate() || r.LoopBack() != "code" || r.Gate.MaxIterations.N != 3 ||

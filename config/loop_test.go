@@ -17,17 +17,7 @@ import (
 // models and digests, the loop's fields, the body's ids, needs and
 // scope, and the graph methods.
 func TestLoopExample(t *testing.T) {
-	osfs := afero.NewOsFs()
-	y := load(t, osfs, "testdata/loops/stories.yaml")
-	h := load(t, osfs, "testdata/loops/stories.hcl")
-	if diff := cmp.Diff(y, h, ignorePositions); diff != "" {
-		t.Errorf("YAML and HCL models differ (-yaml +hcl):\n%s", diff)
-	}
-	if y.Digest() != h.Digest() {
-		sy, _ := y.Spec()
-		sh, _ := h.Spec()
-		t.Errorf("digests differ:\n%s\n%s", sy, sh)
-	}
+	y, h := loadTwins(t, "testdata/loops/stories")
 	for _, w := range []*config.Workflow{y, h} {
 		var ids []string
 		for _, s := range w.Steps {
@@ -456,4 +446,22 @@ step "o" {
 		{29, 21, `for_each: step "a" is a step of the body of loop "l": outside the body read it per item, as steps.l.items[i].a`},
 		{30, 14, `step "o" is a for_each loop: run belongs on a step of its body`},
 	})
+}
+
+// loadTwins loads base.yaml and base.hcl, and checks that they give
+// equal models (positions aside) and equal digests.
+func loadTwins(t *testing.T, base string) (y, h *config.Workflow) {
+	t.Helper()
+	osfs := afero.NewOsFs()
+	y = load(t, osfs, base+".yaml")
+	h = load(t, osfs, base+".hcl")
+	if diff := cmp.Diff(y, h, ignorePositions); diff != "" {
+		t.Errorf("YAML and HCL models differ (-yaml +hcl):\n%s", diff)
+	}
+	if y.Digest() != h.Digest() {
+		sy, _ := y.Spec()
+		sh, _ := h.Spec()
+		t.Errorf("digests differ:\n%s\n%s", sy, sh)
+	}
+	return y, h
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/google/go-cmp/cmp"
-	"github.com/spf13/afero"
 )
 
 const notifyEvents = "; want waiting_on_human, failed, budget_exceeded, completed, dead"
@@ -61,17 +60,7 @@ func TestNotifyRules(t *testing.T) {
 // written in both formats: the models and digests are equal, and the
 // workflow's keys win over the defaults'.
 func TestNotifyTwins(t *testing.T) {
-	osfs := afero.NewOsFs()
-	y := load(t, osfs, "testdata/notify/notify.yaml")
-	h := load(t, osfs, "testdata/notify/notify.hcl")
-	if diff := cmp.Diff(y, h, ignorePositions); diff != "" {
-		t.Errorf("YAML and HCL models differ (-yaml +hcl):\n%s", diff)
-	}
-	if y.Digest() != h.Digest() {
-		sy, _ := y.Spec()
-		sh, _ := h.Spec()
-		t.Errorf("digests differ:\n%s\n%s", sy, sh)
-	}
+	y, h := loadTwins(t, "testdata/notify/notify")
 	wantLine := map[string]int{"yaml": 7, "hcl": 11}
 	for _, w := range []*config.Workflow{y, h} {
 		n := w.Notify
