@@ -415,3 +415,15 @@ type Duration struct {
 	Expr *Expr
 	Pos  Pos
 }
+
+// Text writes the duration in Go's notation, or its expression's
+// source; "" for nil.
+func (d *Duration) Text() string {
+	switch {
+	case d == nil:
+		return ""
+	case d.Expr != nil:
+		return d.Expr.Src
+	}
+	return d.D.String()
+}

@@ -308,15 +308,7 @@ func specLimit(l *Limit) any {
 }
 
 // specDuration is a duration in Go's notation, or its expression's source.
-func specDuration(d *Duration) string {
-	switch {
-	case d == nil:
-		return ""
-	case d.Expr != nil:
-		return d.Expr.Src
-	}
-	return d.D.String()
-}
+func specDuration(d *Duration) string { return d.Text() }
 
 func specRetryOf(r *Retry) *specRetry {
 	if r == nil {

@@ -230,7 +230,7 @@ func (r *Runner) Run(ctx context.Context, opts Options) (res Result, err error) 
 	r.defaults()
 	x := &run{r: r, opts: opts, wf: opts.Workflow, inputs: make(chan Input, 16),
 		outputs: map[string]string{}, reports: map[string]map[string]any{}, awaiting: map[string]bool{}, warned: map[string]string{},
-		environ: environMap(r.Environ)}
+		environ: EnvironMap(r.Environ)}
 	x.setWorkflow(x.wf)
 	if err := x.open(); err != nil {
 		_ = x.close()
@@ -813,7 +813,9 @@ func absPath(p string) string {
 	return p
 }
 
-func environMap(env []string) map[string]string {
+// EnvironMap turns KEY=value pairs (os.Environ()) into a map; a later
+// pair wins.
+func EnvironMap(env []string) map[string]string {
 	m := make(map[string]string, len(env))
 	for _, kv := range env {
 		if k, v, ok := strings.Cut(kv, "="); ok {

@@ -56,7 +56,7 @@ type scripted struct {
 }
 
 func (s *scripted) Start(ctx context.Context, spec proc.Spec) (proc.Session, error) {
-	env := environMap(spec.Env)
+	env := EnvironMap(spec.Env)
 	c := call{Step: env["FLOW_STEP_ID"], Key: env["FLOW_STEP_KEY"], Command: spec.Command, Env: env}
 	fmt.Sscan(env["FLOW_ATTEMPT"], &c.Attempt)
 	fmt.Sscan(env["FLOW_ITERATION"], &c.Iteration)

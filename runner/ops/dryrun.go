@@ -149,7 +149,7 @@ func (s *Service) DryRun(req RunRequest) (DryRun, error) {
 	}
 	maps.Copy(vars, over)
 	d := &dryRun{wf: wf, limits: wf.Limits(), secrets: runner.Secrets(wf, s.Environ),
-		env: &gates.Env{Vars: vars, Env: environMap(s.Environ), FS: s.FS, Dir: repo, Now: s.clock().Now()}}
+		env: &gates.Env{Vars: vars, Env: runner.EnvironMap(s.Environ), FS: s.FS, Dir: repo, Now: s.clock().Now()}}
 	plan, err := runner.NewPlan(wf, req.Budgets, func(l *config.Limit) (int, error) {
 		v, err := l.Expr.Program().Eval(d.env)
 		if err != nil {
@@ -218,7 +218,7 @@ func (d *dryRun) step(s *config.Step, g, attempts, iterations int) DryRunStep {
 	out := DryRunStep{ID: s.ID, Kind: string(s.Kind), Needs: nonNil(s.Needs), Group: g,
 		MaxAttempts: attempts, MaxIterations: iterations}
 	if s.Kind != config.KindHuman && s.Kind != config.KindLoop {
-		out.Timeout, out.IdleTimeout = durationText(d.wf.StepTimeout(s)), durationText(d.wf.StepIdleTimeout(s))
+		out.Timeout, out.IdleTimeout = d.wf.StepTimeout(s).Text(), d.wf.StepIdleTimeout(s).Text()
 	}
 	if s.When != nil {
 		out.When = s.When.Src
@@ -265,7 +265,7 @@ func (d *dryRun) step(s *config.Step, g, attempts, iterations int) DryRunStep {
 		out.Gate = gt
 	}
 	if h := s.Human; h != nil {
-		hu := &DryRunHuman{Message: d.render("human.message", h.Message, promptLimit), Timeout: durationText(h.Timeout),
+		hu := &DryRunHuman{Message: d.render("human.message", h.Message, promptLimit), Timeout: h.Timeout.Text(),
 			AutoApprove: exprSrc(h.AutoApprove)}
 		for _, in := range h.Inputs {
 			hu.Inputs = append(hu.Inputs, in.Name)
@@ -298,34 +298,12 @@ func exprSrc(e *config.Expr) string {
 	return e.Src
 }
 
-// durationText writes a duration, or an expression's source, or "".
-func durationText(d *config.Duration) string {
-	switch {
-	case d == nil:
-		return ""
-	case d.Expr != nil:
-		return d.Expr.Src
-	}
-	return d.D.String()
-}
-
 // posString writes a position as file:line:col.
 func posString(p config.Pos) string {
 	if p.Line == 0 {
 		return p.File
 	}
 	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
-}
-
-// environMap turns KEY=value pairs into a map; a later pair wins.
-func environMap(env []string) map[string]string {
-	m := make(map[string]string, len(env))
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			m[k] = v
-		}
-	}
-	return m
 }
 
 // toInt reads a budget expression's value as a whole number.

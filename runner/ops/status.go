@@ -79,15 +79,7 @@ func (v Status) marshal(typ string) ([]byte, error) {
 // stuck. A run whose event log has a fault is shown as recorded before
 // it, with Fault set. An unknown run or bad id is an ExitUsage error.
 func (s *Service) Status(repo, runID string) (Status, error) {
-	dir, err := s.Repo(repo)
-	if err != nil {
-		return Status{}, err
-	}
-	ref, err := s.findRun(dir, runID)
-	if err != nil {
-		return Status{}, err
-	}
-	return s.statusOf(dir, ref, nil), nil
+	return s.StatusWith(repo, runID, nil)
 }
 
 // StatusWith is Status with the run's workflow given, for a caller that
