@@ -100,19 +100,26 @@ type liveStatus struct {
 	Steps  []stepRow `json:"steps"`
 }
 
+// resumeFrom is where a stream starts: the query parameter param, or
+// the later Last-Event-ID a reconnecting browser sends.
+func resumeFrom(r *http.Request, param string) int64 {
+	n, _ := strconv.ParseInt(r.URL.Query().Get(param), 10, 64)
+	if id, err := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64); err == nil && id > n {
+		n = id
+	}
+	return n
+}
+
 // runEvents streams a run: each event appended after ?after= (or the
 // Last-Event-ID a reconnecting browser sends) as an "event" event, and
-// a "status" event with the step table whenever it changes. It looks
-// every Poll until the client goes away.
+// a "status" event with the step table whenever it changes, from the
+// run's shared watcher (watch.go), until the client goes away.
 func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 	t, ok := s.target(w, r)
 	if !ok {
 		return
 	}
-	after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
-	if id, err := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64); err == nil && id > after {
-		after = id
-	}
+	after := resumeFrom(r, "after")
 	st, err := s.svc.Status(t.repoDir, t.runID)
 	if err != nil {
 		s.fail(w, r, err)
@@ -192,11 +199,7 @@ func (s *Server) logTail(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	off, _ := strconv.ParseInt(r.URL.Query().Get("offset"), 10, 64)
-	if id, err := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64); err == nil && id > off {
-		off = id
-	}
-	off = max(off, 0)
+	off := max(resumeFrom(r, "offset"), 0)
 	logs, err := s.svc.Logs(t.repoDir, t.runID, t.step, false)
 	if err != nil {
 		s.fail(w, r, err)
