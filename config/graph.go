@@ -205,10 +205,12 @@ func (b *builder) reportCycle(steps []*Step, cyc []int, reported map[string]bool
 	b.d.errorf(s.NeedsPos, "dependency cycle: %s", strings.Join(names, " -> "))
 }
 
-// loopBacks checks loop-back targets: each is the step itself or one it
-// depends on. From a step of a loop's body, that is a step of the body;
-// or a step of the top level the loop depends on, which runs the whole
-// loop again.
+// loopBacks checks loop-back targets: each is the step itself, one it
+// depends on, or one independent of it (neither upstream nor downstream:
+// a fix step off to the side, which the gate step then waits for, DESIGN
+// §17); never one that depends on it. From a step of a loop's body, that
+// is a step of the body; or a step of the top level the loop depends on,
+// which runs the whole loop again.
 func (b *builder) loopBacks() {
 	w := b.w
 	r := newReach(w.Steps, w.stepIndex)
@@ -231,15 +233,15 @@ func (b *builder) loopBacks() {
 			each(s, func(field, target string, pos Pos) {
 				j := index(target)
 				switch {
-				case j >= 0 && (i == j || br.needs(i, j)):
-				case j >= 0 && br.needs(j, i):
+				case j >= 0 && i != j && br.needs(j, i):
 					b.d.errorf(pos, "%s %q is downstream of %q; a loop-back must go to this step or one it depends on", field, target, s.ID)
 				case j >= 0:
-					b.d.errorf(pos, "%s %q is not upstream of %q; a loop-back must go to this step or one it depends on", field, target, s.ID)
+					// This step, one it depends on, or one to the side
+					// of it in the body, which it then waits for.
 				case w.stepIndex(target) >= 0 && r.needs(li, w.stepIndex(target)):
 					// A step the loop needs: the whole loop runs again.
 				case w.stepIndex(target) >= 0 || b.bodyIDs[target] != "":
-					b.d.errorf(pos, "%s %q: a step of the body of %q loops back to a step of its body it depends on, or to a step loop %q depends on (which runs all items again)", field, target, l.ID, l.ID)
+					b.d.errorf(pos, "%s %q: a step of the body of %q loops back to a step of its body that does not depend on it, or to a step loop %q depends on (which runs all items again)", field, target, l.ID, l.ID)
 				default:
 					candidates := slices.Clone(b.scope.Steps)
 					for _, o := range body {
@@ -263,11 +265,14 @@ func (b *builder) loopBack(r *reach, field string, i int, target string, pos Pos
 	case j < 0:
 		b.d.unknown(pos, "step", target, b.scope.Steps)
 		b.d.list[len(b.d.list)-1].Message = field + ": " + b.d.list[len(b.d.list)-1].Message
-	case i == j || r.needs(i, j):
-	case r.needs(j, i):
+	case i != j && r.needs(j, i):
+		// The target would wait for the step that sends work back to
+		// it: a cycle in meaning.
 		b.d.errorf(pos, "%s %q is downstream of %q; a loop-back must go to this step or one it depends on", field, target, s.ID)
 	default:
-		b.d.errorf(pos, "%s %q is not upstream of %q; a loop-back must go to this step or one it depends on", field, target, s.ID)
+		// This step, one it depends on, or one independent of it: the
+		// step then waits for the target (waiting_for) before it runs
+		// again.
 	}
 }
 

@@ -341,9 +341,9 @@ func TestLoopRules(t *testing.T) {
     loop_back_to: a
 `, []loopDiag{
 			{13, 39, `loop_back_to "c" is downstream of "b"; a loop-back must go to this step or one it depends on`},
-			{14, 60, `gate.loop_back_to "q": a step of the body of "l" loops back to a step of its body it depends on, or to a step loop "l" depends on (which runs all items again)`},
-			{15, 39, `loop_back_to "l": a step of the body of "l" loops back to a step of its body it depends on, or to a step loop "l" depends on (which runs all items again)`},
-			{16, 39, `loop_back_to "x": a step of the body of "l" loops back to a step of its body it depends on, or to a step loop "l" depends on (which runs all items again)`},
+			{14, 60, `gate.loop_back_to "q": a step of the body of "l" loops back to a step of its body that does not depend on it, or to a step loop "l" depends on (which runs all items again)`},
+			{15, 39, `loop_back_to "l": a step of the body of "l" loops back to a step of its body that does not depend on it, or to a step loop "l" depends on (which runs all items again)`},
+			{16, 39, `loop_back_to "x": a step of the body of "l" loops back to a step of its body that does not depend on it, or to a step loop "l" depends on (which runs all items again)`},
 			{18, 39, `loop_back_to: unknown step "nope"`},
 			{25, 19, `loop_back_to "a" is a step of the body of loop "l"; loop back to "l" instead, which runs all items again`},
 		}},

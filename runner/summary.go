@@ -39,6 +39,8 @@ func stepNote(s *StepState) string {
 	switch {
 	case s.Status == WaitingOnHuman:
 		return "waiting on a human: " + deref(s.ManualInputPath)
+	case s.WaitingFor != nil && s.Status == Pending:
+		return "waiting for " + *s.WaitingFor
 	case s.BlockedByLoop != nil:
 		return "blocked by the loop-back of " + *s.BlockedByLoop
 	case s.LastError != nil:

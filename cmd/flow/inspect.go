@@ -199,6 +199,8 @@ func note(s *runner.StepState) string {
 	switch {
 	case s.Status == runner.WaitingOnHuman && s.ManualInputPath != nil:
 		return "waiting on a human: " + *s.ManualInputPath
+	case s.WaitingFor != nil && s.Status == runner.Pending:
+		return "waiting for " + *s.WaitingFor
 	case s.BlockedByLoop != nil:
 		return "blocked by the loop-back of " + *s.BlockedByLoop
 	case s.LastError != nil:

@@ -60,6 +60,11 @@ type Core struct {
 	loops map[string]*loopRun
 	// rescan is set when a consensus was decided in a scheduling pass.
 	rescan bool
+	// waiters maps a loop-back target off to the side of its gate step
+	// to the gate steps waiting for it (their waiting_for), so that the
+	// target's end makes them candidates. Rebuilt from the state by
+	// Begin.
+	waiters map[string][]string
 	// redact hides secret values in the data of every event the core
 	// emits, before the event is applied: the state, built from the
 	// events, never holds them either. It is a pure string replacement.
@@ -80,7 +85,7 @@ const (
 // NewCore returns a core for plan.
 func NewCore(plan *Plan) *Core {
 	return &Core{plan: plan, evaluating: map[string]bool{}, preparing: map[string]bool{}, waiting: map[string]bool{}, expanding: map[string]bool{},
-		control: Continuous, candidates: make([]bool, len(plan.Steps)), loops: map[string]*loopRun{}}
+		control: Continuous, candidates: make([]bool, len(plan.Steps)), loops: map[string]*loopRun{}, waiters: map[string][]string{}}
 }
 
 // mark makes a step and the steps that need it candidates for the next
@@ -390,6 +395,15 @@ func (x *decider) emit(typ, step string, data any) {
 		for _, id := range gf.Reset {
 			x.c.mark(id)
 		}
+		if gf.WaitingFor != "" {
+			x.c.waiters[gf.WaitingFor] = append(x.c.waiters[gf.WaitingFor], step)
+		}
+	}
+	if ws, ok := x.c.waiters[step]; ok && x.st.Steps[step] != nil && x.st.Steps[step].Status.done() {
+		delete(x.c.waiters, step)
+		for _, id := range ws {
+			x.c.mark(id)
+		}
 	}
 }
 
@@ -462,8 +476,12 @@ func (c *Core) begin(x *decider, in Begin) {
 		}
 	}
 	c.markAll()
+	clear(c.waiters)
 	for _, id := range x.st.StepOrder {
 		s := x.st.Steps[id]
+		if s.WaitingFor != nil {
+			c.waiters[*s.WaitingFor] = append(c.waiters[*s.WaitingFor], id)
+		}
 		switch s.Status {
 		case Running:
 			// A loop step runs no session: it goes on with its items.
@@ -620,14 +638,40 @@ func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
 		c.stepFailed(g, exitBudget, fmt.Sprintf("step %s: %s", g, deref(x.st.Steps[g].LastError)))
 		return
 	}
-	var reset []string
-	if inBody {
-		reset = append(reset, target)
-		for _, id := range c.plan.Downstream(ps.LoopTarget) {
-			reset = append(reset, Instance(gk.Loop, gk.Item, id))
+	// A target upstream of the gate step resets it with the rest of
+	// its downstream. A target off to its side (DESIGN §17) does not:
+	// the gate step and what depends on it are reset too, and the gate
+	// step waits for the target (waiting_for) before it runs again.
+	downstream := func(id string) []string {
+		if !inBody {
+			return c.plan.Downstream(id)
 		}
-	} else {
-		reset = append([]string{target}, c.plan.Downstream(target)...)
+		var out []string
+		for _, d := range c.plan.Downstream(id) {
+			out = append(out, Instance(gk.Loop, gk.Item, d))
+		}
+		return out
+	}
+	reset := append([]string{target}, downstream(ps.LoopTarget)...)
+	// An instance looping back to a step its loop needs resets its loop.
+	scope := g
+	if inst && !inBody {
+		scope = gk.Loop
+	}
+	switch {
+	case slices.Contains(reset, g):
+	case slices.Contains(reset, scope):
+		reset = append(reset, g)
+	default:
+		gf.WaitingFor = target
+		reset = append(reset, g)
+		for _, id := range downstream(gk.Step) {
+			if !slices.Contains(reset, id) {
+				reset = append(reset, id)
+			}
+		}
+	}
+	if !inBody {
 		// A loop step reset runs all its items again: its instances
 		// are reset with it.
 		for _, id := range reset {
@@ -635,9 +679,6 @@ func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
 				reset = append(reset, c.instances(x.st, id)...)
 			}
 		}
-	}
-	if !slices.Contains(reset, g) {
-		reset = append(reset, g)
 	}
 	// Steps of the loop that are still running or waiting keep their
 	// state; a loop-back never pulls a session from under its feet.
@@ -799,6 +840,9 @@ func (c *Core) ready(st *State, ps *PlanStep) bool {
 	if s == nil || s.Status != Pending || s.BlockedByLoop != nil || c.evaluating[ps.ID] || c.preparing[ps.ID] || c.waiting[ps.ID] || c.expanding[ps.ID] {
 		return false
 	}
+	if waitingFor(st, s) {
+		return false
+	}
 	for _, n := range ps.Needs {
 		ns := st.Steps[n]
 		if ns != nil && !ns.Status.done() {
@@ -922,6 +966,9 @@ func (c *Core) blockedReport(st *State) string {
 		if s.BlockedByLoop != nil {
 			why = "blocked by loop of " + *s.BlockedByLoop
 		}
+		if waitingFor(st, s) {
+			why = "waiting for " + *s.WaitingFor
+		}
 		for _, n := range ps.Needs {
 			if ns := st.Steps[n]; ns != nil && !ns.Status.done() {
 				why = fmt.Sprintf("needs %s (%s)", n, ns.Status)
@@ -930,6 +977,16 @@ func (c *Core) blockedReport(st *State) string {
 		out = append(out, ps.ID+": "+why)
 	}
 	return fmt.Sprint(out)
+}
+
+// waitingFor reports whether step s waits for the loop-back target
+// named by its waiting_for, which is not done yet.
+func waitingFor(st *State, s *StepState) bool {
+	if s.WaitingFor == nil {
+		return false
+	}
+	t := st.Steps[*s.WaitingFor]
+	return t != nil && !t.Status.done()
 }
 
 func deref(s *string) string {

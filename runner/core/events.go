@@ -192,6 +192,10 @@ type GateFailure struct {
 	// Output is the evidence of the failure: the tail of gate.check's
 	// output, or of the failing session's.
 	Output string `json:"output,omitempty"`
+	// WaitingFor is set when Target is not upstream of the step: the
+	// step, reset with the others, waits for Target (its waiting_for)
+	// before it runs again.
+	WaitingFor string `json:"waiting_for,omitempty"`
 }
 
 // Skip is the data of EvStepSkipped.
@@ -410,6 +414,7 @@ var appliers = map[string]applier{
 	}),
 	EvStepStarted: onStep(func(s *State, st *StepState, d *StepStarted, _ Event, at *Time) {
 		st.Status = Running
+		st.WaitingFor = nil
 		st.Attempts = d.Attempt
 		st.PID, st.SessionMarker = 0, ""
 		st.StartedAt = at
@@ -431,6 +436,7 @@ var appliers = map[string]applier{
 	}),
 	EvStepWaiting: onStep(func(_ *State, st *StepState, d *StepWaiting, _ Event, at *Time) {
 		st.Status = WaitingOnHuman
+		st.WaitingFor = nil
 		st.Attempts = d.Attempt
 		st.StartedAt = at
 		st.EndedAt = nil
@@ -441,6 +447,7 @@ var appliers = map[string]applier{
 	}),
 	EvStepSkipped: onStep(func(s *State, st *StepState, d *Skip, _ Event, at *Time) {
 		st.Status = Skipped
+		st.WaitingFor = nil
 		st.EndedAt = at
 		unblock(s, st)
 		if d.Reason != "" {
@@ -449,6 +456,7 @@ var appliers = map[string]applier{
 	}),
 	EvStepCompleted: onStep(func(s *State, st *StepState, d *Outcome, _ Event, at *Time) {
 		st.Status = Completed
+		st.WaitingFor = nil
 		st.EndedAt = at
 		setOutcome(s, st, *d)
 		st.GateFailed = false
@@ -481,10 +489,15 @@ var appliers = map[string]applier{
 			if other.LoopCompleted != nil {
 				other.LoopCompleted = boolp(false)
 			}
-			if id == d.Target {
+			switch {
+			case id == d.Target:
 				other.BlockedByLoop = nil
 				other.Feedback = &Feedback{Step: e.Step, Reason: d.Reason, Report: d.Report, Output: d.Output}
-			} else {
+			case id == e.Step && d.WaitingFor != "":
+				// The gate step waits for the target, off to its side.
+				other.BlockedByLoop = nil
+				other.WaitingFor = strp(d.WaitingFor)
+			default:
 				other.BlockedByLoop = strp(e.Step)
 			}
 		}
@@ -497,6 +510,7 @@ var appliers = map[string]applier{
 	}),
 	EvStepFailed: onStep(func(s *State, st *StepState, d *Outcome, _ Event, at *Time) {
 		st.Status = Failed
+		st.WaitingFor = nil
 		st.EndedAt = at
 		setOutcome(s, st, *d)
 		st.LastError = strp(d.Error)

@@ -246,7 +246,7 @@ func (c *Core) startItem(x *decider, loop *PlanStep, keys []string) {
 // steps, and steps of the top level — are done.
 func (c *Core) readyInstance(st *State, ps *PlanStep, key string, item []string, fe *PlanLoop) bool {
 	s := st.Steps[key]
-	if s == nil || s.Status != Pending || s.BlockedByLoop != nil || c.active(key) {
+	if s == nil || s.Status != Pending || s.BlockedByLoop != nil || c.active(key) || waitingFor(st, s) {
 		return false
 	}
 	for _, n := range ps.Needs {

@@ -109,6 +109,10 @@ type StepState struct {
 	Logs            []string          `json:"logs"`
 	ManualInputPath *string           `json:"manual_input_path"`
 	BlockedByLoop   *string           `json:"blocked_by_loop"`
+	// WaitingFor is, on a gate step whose loop-back went to a step that
+	// is not upstream of it (DESIGN §17), that target: the step runs
+	// again once the target is done. It is cleared when the step runs.
+	WaitingFor *string `json:"waiting_for,omitempty"`
 
 	ExitCode *int            `json:"exit_code,omitempty"`
 	Verdict  string          `json:"verdict,omitempty"`
