@@ -6,6 +6,7 @@ import (
 	"math"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +21,9 @@ var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 
 // inputName is what the names of a human step's inputs look like: they
 // are read as steps.<id>.input.<name> in expressions.
+// gateName is what the name of a gate of the gate-state file looks like.
+var gateName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
 var inputName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 
 // envName is what the names of environment variables look like.
@@ -125,6 +129,9 @@ func build(raw *rawWorkflow, fs afero.Fs, path string, o Options, d *diags) *Wor
 	if !b.cycles() {
 		b.loopBacks()
 	}
+	if raw.orchestrator != nil {
+		b.finishOrchestrator()
+	}
 	return w
 }
 
@@ -196,6 +203,8 @@ func (b *builder) step(rs *rawStep, seen map[string]bool, loop *Step) *Step {
 	if !rs.needsSet {
 		s.NeedsPos = rs.pos
 	}
+	s.Metadata = rs.metadata
+	s.Gates = b.gates(rs)
 	if rs.forEachSet {
 		return b.loopStep(s, rs, loop)
 	}
@@ -274,6 +283,9 @@ func (b *builder) session(s *Step, rs *rawStep) {
 	if rs.promptFile.set {
 		kinds = append(kinds, kindOf{KindAgent, "prompt_file", rs.promptFile.pos()})
 	}
+	if rs.promptPath.set {
+		kinds = append(kinds, kindOf{KindAgent, b.promptPathKey(), rs.promptPath.pos()})
+	}
 	if rs.human != nil {
 		kinds = append(kinds, kindOf{KindHuman, "human", rs.human.pos})
 	}
@@ -301,7 +313,20 @@ func (b *builder) session(s *Step, rs *rawStep) {
 			s.Prompt = b.promptFile(rs.promptFile)
 		}
 	}
-	hasPrompt := rs.prompt.set || rs.promptFile.set
+	if rs.promptPath.ok() {
+		s.PromptPath = rs.promptPath.val
+		if s.PromptPath == "" {
+			b.d.errorf(rs.promptPath.pos(), "%s: want the path of a prompt file", b.promptPathKey())
+		}
+	}
+	hasPrompt := rs.prompt.set || rs.promptFile.set || rs.promptPath.set
+	if rs.model.ok() {
+		if hasPrompt {
+			s.Model = rs.model.val
+		} else {
+			b.d.errorf(rs.model.pos(), "model: only a prompt step runs an agent")
+		}
+	}
 	if rs.agent.set {
 		if hasPrompt {
 			s.Agent = rs.agent.val
@@ -328,6 +353,35 @@ func (b *builder) session(s *Step, rs *rawStep) {
 		h.Inputs = b.inputs(rh.inputs)
 		s.Human = h
 	}
+}
+
+// promptPathKey is what the file calls a prompt given as a path.
+func (b *builder) promptPathKey() string {
+	if b.raw.orchestrator != nil {
+		return "prompt"
+	}
+	return "prompt_path"
+}
+
+// gates checks the names of the gates of the gate-state file a step
+// waits on.
+func (b *builder) gates(rs *rawStep) []string {
+	var out []string
+	for _, g := range rs.gates {
+		if !g.ok() {
+			continue
+		}
+		if !gateName.MatchString(g.val) {
+			b.d.errorf(g.pos(), "gate %q: want letters, digits, _, - and ., starting with a letter or digit", g.val)
+			continue
+		}
+		if slices.Contains(out, g.val) {
+			b.d.errorf(g.pos(), "gate %q is listed twice", g.val)
+			continue
+		}
+		out = append(out, g.val)
+	}
+	return out
 }
 
 // inputs checks the inputs of a human step: each has a name of
@@ -490,6 +544,10 @@ func (b *builder) signals() {
 // agentRef checks that a named agent is declared.
 func (b *builder) agentRef(field string, name str) {
 	if _, ok := b.w.Agents[name.val]; ok || name.bad {
+		return
+	}
+	if b.raw.orchestrator != nil && len(b.raw.agents) == 0 {
+		// Its agents are names for a wrapper not yet given.
 		return
 	}
 	names := make([]string, 0, len(b.raw.agents))

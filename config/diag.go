@@ -15,10 +15,12 @@ import (
 // Severity is how serious a diagnostic is.
 type Severity string
 
-// SeverityError is the severity of every diagnostic Load reports: each
-// stops the workflow from loading. (flow has no warnings yet; a check
-// that should not stop a run would add its severity here.)
-const SeverityError Severity = "error"
+// The severities. An error stops the workflow from loading; a warning,
+// kept in Workflow.Warnings, says what was read and ignored.
+const (
+	SeverityError   Severity = "error"
+	SeverityWarning Severity = "warning"
+)
 
 // Diagnostic is one problem found in a workflow, at a position.
 type Diagnostic struct {
@@ -32,6 +34,9 @@ type Diagnostic struct {
 
 // String formats the diagnostic as file:line:col: message.
 func (d Diagnostic) String() string {
+	if d.Severity == SeverityWarning {
+		return fmt.Sprintf("%s:%d:%d: warning: %s", d.Pos.File, d.Pos.Line, d.Pos.Col, d.Message)
+	}
 	return fmt.Sprintf("%s:%d:%d: %s", d.Pos.File, d.Pos.Line, d.Pos.Col, d.Message)
 }
 
@@ -151,6 +156,12 @@ func (ds Diagnostics) JSON() ([]byte, error) {
 // diags collects diagnostics while a workflow is loaded.
 type diags struct {
 	list Diagnostics
+	// warnings are kept apart: they do not stop a workflow from loading.
+	warnings Diagnostics
+}
+
+func (d *diags) warnf(pos Pos, format string, args ...any) {
+	d.warnings = append(d.warnings, Diagnostic{Pos: pos, Severity: SeverityWarning, Message: fmt.Sprintf(format, args...)})
 }
 
 func (d *diags) errorf(pos Pos, format string, args ...any) {

@@ -136,22 +136,26 @@ func (v *hclValue) isEmpty() bool {
 }
 
 func (v *hclValue) literalList(what string) []any {
-	e := v.attr.Expr
-	if vars := e.Variables(); len(vars) > 0 {
-		v.h.d.errorf(v.h.pos(vars[0].SourceRange()), "%s: must be a literal value, not a reference (an expression is a string)", what)
-		return nil
-	}
-	val, diags := e.Value(nil)
-	if diags.HasErrors() {
-		v.h.hclDiags(diags)
-		return nil
-	}
-	budget := maxLiteralValues
-	out, ok := v.h.literal(what, e.Range(), val, 0, &budget)
+	out, ok := v.literal(what)
 	if !ok {
 		return nil
 	}
 	return out.([]any)
+}
+
+func (v *hclValue) literal(what string) (any, bool) {
+	e := v.attr.Expr
+	if vars := e.Variables(); len(vars) > 0 {
+		v.h.d.errorf(v.h.pos(vars[0].SourceRange()), "%s: must be a literal value, not a reference (an expression is a string)", what)
+		return nil, false
+	}
+	val, diags := e.Value(nil)
+	if diags.HasErrors() {
+		v.h.hclDiags(diags)
+		return nil, false
+	}
+	budget := maxLiteralValues
+	return v.h.literal(what, e.Range(), val, 0, &budget)
 }
 
 // literal converts an HCL value into a JSON-compatible one; budget

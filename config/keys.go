@@ -29,6 +29,7 @@ const (
 	kindList                  // a list of elem
 	kindOneOrList             // an elem, or a list of them
 	kindForEach               // an expression, or a list of values of any shape
+	kindMapping               // a mapping of names to values of any shape
 	kindBlock                 // a nested block of the keys of sub
 	kindEntries               // named blocks of sub: a YAML mapping, HCL labelled blocks
 	kindItems                 // a list of blocks of sub: a YAML list, HCL labelled blocks
@@ -78,6 +79,9 @@ type value interface {
 	// map[string]any. It returns nil, having reported why, when a value
 	// cannot be read.
 	literalList(what string) []any
+	// literal reads a value of any shape as a JSON-compatible value;
+	// ok is false, having reported why, when it cannot be read.
+	literal(what string) (v any, ok bool)
 }
 
 // field declares one key of a block whose raw form is T.
@@ -404,8 +408,26 @@ var stepTable = loopKeys(newTable("step", "A step: exactly one of run, prompt or
 		func(s *rawStep) *str { return &s.prompt }),
 	scalar("prompt_file", kindString, "An agent session with the prompt in this file, relative to the workflow file.",
 		func(s *rawStep) *str { return &s.promptFile }),
+	scalar("prompt_path", kindString, "An agent session with the prompt in this file, found when the step starts (so an earlier step may write it): an absolute path, else <repo>/.agents/prompts/<its base name>, the workflow's directory, the repo.",
+		func(s *rawStep) *str { return &s.promptPath }),
 	scalar("agent", kindString, "The agent of a prompt step (default: defaults.agent).",
 		func(s *rawStep) *str { return &s.agent }),
+	scalar("model", kindString, "The model asked of the agent for this step: $STEP_MODEL in its session, and a preset agent's --model.",
+		func(s *rawStep) *str { return &s.model }),
+	field[rawStep]{name: "metadata", kind: kindMapping, doc: "Data about the step, for people and tools; expressions read it as steps.<id>.metadata.",
+		set: func(s *rawStep, v value) {
+			s.metadataPos = v.keyPos()
+			if m, ok := v.literal("metadata"); ok {
+				if mm, isMap := m.(map[string]any); isMap {
+					s.metadata = mm
+				} else {
+					v.errorf("metadata: want a mapping")
+				}
+			}
+		}},
+	field[rawStep]{name: "external_gates", kind: kindList, elem: kindString, unique: true,
+		doc: "Gates of the gate-state file (flow run --gate-state-file) that must be open before the step starts.",
+		set: func(s *rawStep, v value) { s.gatesPos, s.gates = v.keyPos(), v.list("external_gates", false) }},
 	field[rawStep]{name: "human", kind: kindBlock, sub: humanTable, doc: "A human step: waits for flow approve or flow reject.",
 		set: func(s *rawStep, v value) {
 			if h := (&rawHuman{pos: v.keyPos()}); humanTable.decode(v, h) {
@@ -462,6 +484,8 @@ var stepTable = loopKeys(newTable("step", "A step: exactly one of run, prompt or
 		func(s *rawStep) *str { return &s.key }),
 	scalar("max_parallel", kindCount, "How many items of the loop run at once (default 1).",
 		func(s *rawStep) *str { return &s.maxParallel }),
+	scalar("max_items", kindCount, "The most items this loop may have (default: defaults.max_items).",
+		func(s *rawStep) *str { return &s.maxItems }),
 	scalar("continue_on_error", kindBool, "Run every item even when one fails; the loop still fails at the end.",
 		func(s *rawStep) *str { return &s.continueOnError }),
 	budgetField("The step's budget: its sessions, all attempts and iterations together (for a step of a loop's body, all its items together). Not on a human step or a for_each loop.",

@@ -32,6 +32,11 @@ type Options struct {
 	// inside it as well as inside the workflow file's directory tree;
 	// when it is "", only the workflow's directory tree is allowed.
 	Repo string
+	// Format is FormatFlow or FormatOrchestrator to read a YAML file in
+	// that format; "" detects it (DetectFormat).
+	Format string
+	// Orchestrator says how a file in agent_orchestrator's format runs.
+	Orchestrator OrchestratorOptions
 }
 
 // Load reads the workflow file at path through fs with no repository
@@ -113,17 +118,38 @@ func load(fs afero.Fs, path, format string, data []byte, o Options) (*Workflow, 
 	}
 	src := newSource(path, data)
 	d := &diags{}
+	dialect, why := o.Format, ""
+	switch dialect {
+	case "":
+		dialect, why = DetectFormat(path, data)
+	case FormatFlow:
+	case FormatOrchestrator:
+		if format != "yaml" {
+			return nil, fmt.Errorf("load workflow %s: agent_orchestrator's format is YAML, not %s", path, format)
+		}
+	default:
+		return nil, fmt.Errorf("load workflow %s: unknown format %q (want flow or orchestrator)", path, dialect)
+	}
 	if !invalidUTF8(src, d) {
 		var raw *rawWorkflow
-		if format == "yaml" {
+		switch {
+		case dialect == FormatOrchestrator:
+			raw = decodeOrchestrator(src, o, d)
+		case format == "yaml":
 			raw = decodeYAML(src, d)
-		} else {
+		default:
 			raw = decodeHCL(src, d)
 		}
 		if raw != nil && !raw.tooManySteps {
 			w := build(raw, fs, path, o, d)
 			if len(d.list) == 0 {
 				w.Format = format
+				if w.Dialect == "" {
+					w.Dialect = DialectFlow
+				}
+				w.DialectReason = why
+				w.Warnings = d.warnings
+				w.Warnings.sort()
 				return w, nil
 			}
 		}

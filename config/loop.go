@@ -96,7 +96,7 @@ func (b *builder) notLoop(s *Step, rs *rawStep) {
 	for _, k := range []struct {
 		name string
 		v    str
-	}{{"as", rs.as}, {"index_as", rs.indexAs}, {"key", rs.key}, {"max_parallel", rs.maxParallel}, {"continue_on_error", rs.continueOnError}} {
+	}{{"as", rs.as}, {"index_as", rs.indexAs}, {"key", rs.key}, {"max_parallel", rs.maxParallel}, {"max_items", rs.maxItems}, {"continue_on_error", rs.continueOnError}} {
 		if k.v.set {
 			b.d.errorf(k.v.pos(), "%s: step %q has no for_each; only a for_each loop has %s", k.name, s.ID, k.name)
 		}
@@ -114,11 +114,17 @@ func (b *builder) loop(s *Step, rs *rawStep, before []*rawStep, seen map[string]
 	fe := &ForEach{As: "item", IndexAs: "index", MaxParallel: 1, Pos: rs.forEachPos}
 	s.ForEach = fe
 	b.loops = append(b.loops, s)
+	limit, limitBy := b.w.Limits().MaxItems, "defaults.max_items"
+	if rs.maxItems.ok() {
+		if n, ok := b.count("max_items", rs.maxItems); ok {
+			fe.MaxItems, limit, limitBy = n, n, "max_items"
+		}
+	}
 	if rs.forEachIsList {
 		if rs.forEachList != nil {
 			fe.List = rs.forEachList
-			if limit := b.w.Limits().MaxItems; len(fe.List) > limit {
-				b.d.errorf(rs.forEachPos, "for_each: %d items; a loop has at most %d (defaults.max_items)", len(fe.List), limit)
+			if len(fe.List) > limit {
+				b.d.errorf(rs.forEachPos, "for_each: %d items; a loop has at most %d (%s)", len(fe.List), limit, limitBy)
 			}
 		}
 	} else {

@@ -7,6 +7,12 @@ import (
 	"github.com/flow-run/flow/gates"
 )
 
+// The dialects a workflow file is read in.
+const (
+	DialectFlow         = "flow"
+	DialectOrchestrator = "orchestrator"
+)
+
 // Seed defaults for the attempt and iteration budgets.
 const (
 	DefaultMaxAttempts   = 2
@@ -22,6 +28,19 @@ type Workflow struct {
 	File string
 	// Format is "yaml" or "hcl".
 	Format string
+	// Dialect is DialectFlow, or DialectOrchestrator for a file read in
+	// agent_orchestrator's format (DESIGN §17).
+	Dialect string
+	// DialectReason says why a file was read in agent_orchestrator's
+	// format, for a notice; "" when it was told to.
+	DialectReason string `cmp:"-"`
+	// Warnings are problems that do not stop the workflow from loading:
+	// keys read and ignored, as their format does. Each is a Diagnostic
+	// of SeverityWarning.
+	Warnings Diagnostics `cmp:"-"`
+	// Notes say, step by step, how a file in another format was mapped
+	// onto this model, for `flow convert`; "" is the workflow's own.
+	Notes map[string][]string `cmp:"-"`
 	// Source is the file's bytes, kept for diagnostics and the digest.
 	Source []byte `cmp:"-"`
 
@@ -210,9 +229,23 @@ type Step struct {
 	// relative to the workflow file.
 	Prompt     *Template
 	PromptFile string
+	// PromptPath is the prompt of an agent step given as the path of a
+	// file found when the step starts, not when the workflow loads (an
+	// earlier step may write it): see the runner's prompt lookup. Set
+	// only in place of Prompt and PromptFile.
+	PromptPath string
 	// Agent is the agent of an agent step, after defaults.agent: the
 	// one to start, never "" in a loaded agent step.
 	Agent string
+	// Model is the model asked of the agent for this step, given to the
+	// session as $STEP_MODEL; "" for none.
+	Model string
+	// Metadata is data about the step for people and tools, as written;
+	// expressions read it as steps.<id>.metadata.
+	Metadata map[string]any
+	// Gates names the gates of the gate-state file that must be open
+	// before the step starts (DESIGN §17).
+	Gates []string
 	Human *Human
 
 	// Needs lists the dependencies after applying the file-order rule:
@@ -274,6 +307,9 @@ type ForEach struct {
 	Key *Expr
 	// MaxParallel is how many items run at once (default 1).
 	MaxParallel int
+	// MaxItems is the most items this loop may have; 0 leaves it to
+	// defaults.max_items.
+	MaxItems int
 	// ContinueOnError runs every item even when one fails; the loop
 	// step still fails at the end, naming the failed items.
 	ContinueOnError bool
@@ -333,6 +369,11 @@ type Human struct {
 	// Inputs are the inputs an approval gives later steps, in file
 	// order; none means an approval may give any.
 	Inputs []Input
+	// AnyFile makes a manual-input file that exists a decision even when
+	// written by hand (agent_orchestrator's human_in_the_loop): a JSON
+	// object with a boolean approved is honoured, any other content
+	// approves, kept as the input.
+	AnyFile bool
 }
 
 // Input is an input a human gives when approving a step; later steps

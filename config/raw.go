@@ -46,6 +46,9 @@ type rawWorkflow struct {
 	// built, whatever else is in it.
 	stepCount    int
 	tooManySteps bool
+	// orchestrator is set for a file read in agent_orchestrator's
+	// format: what build does differently for it.
+	orchestrator *rawOrchestrator
 }
 
 // countStep counts a step met, of the top level or of a loop's body,
@@ -147,6 +150,16 @@ type rawStep struct {
 	env           []kv
 	envPos        Pos
 	budget        *rawBudget
+	promptPath    str
+	model         str
+	metadata      map[string]any
+	metadataPos   Pos
+	gates         []str
+	gatesPos      Pos
+	maxItems      str
+	// orch holds the keys of agent_orchestrator's format flow's has
+	// not, for a step read in it; nil otherwise.
+	orch *rawOrchStep
 
 	// wf is the workflow the step is in, which counts its steps.
 	wf *rawWorkflow

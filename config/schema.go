@@ -206,6 +206,8 @@ func kindSchema(k kind, pattern string) obj {
 		return obj{{"type", "number"}, {"exclusiveMinimum", 0}}
 	case kindVars:
 		return obj{{"type", "object"}, {"additionalProperties", scalarValue()}}
+	case kindMapping:
+		return obj{{"type", "object"}}
 	}
 	o := obj{{"type", "string"}}
 	if pattern != "" {

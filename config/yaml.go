@@ -146,6 +146,11 @@ func (v *yamlValue) isEmpty() bool {
 	return isNull(n) || n.Kind == yaml.MappingNode && len(n.Content) == 0
 }
 
+func (v *yamlValue) literal(what string) (any, bool) {
+	budget := maxLiteralValues
+	return v.y.literal(what, resolve(v.n), 0, &budget)
+}
+
 func (v *yamlValue) literalList(what string) []any {
 	budget := maxLiteralValues
 	out, ok := v.y.literal(what, resolve(v.n), 0, &budget)

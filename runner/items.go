@@ -131,8 +131,12 @@ func (x *run) expandItems(id string) Input {
 	} else {
 		list = fe.List
 	}
-	if limit := x.limits.MaxItems; len(list) > limit {
-		return ItemsResult{Step: id, Err: fmt.Sprintf("for_each gave %d items; a loop has at most %d (defaults.max_items raises the limit)", len(list), limit)}
+	limit, limitBy := x.limits.MaxItems, "defaults.max_items raises the limit"
+	if fe.MaxItems > 0 {
+		limit, limitBy = fe.MaxItems, "the loop's max_items"
+	}
+	if len(list) > limit {
+		return ItemsResult{Step: id, Err: fmt.Sprintf("for_each gave %d items; a loop has at most %d (%s)", len(list), limit, limitBy)}
 	}
 	items := make([]core.LoopItem, 0, len(list))
 	for i, v := range list {

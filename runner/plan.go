@@ -98,6 +98,9 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 		}
 		if fe := s.ForEach; fe != nil {
 			pl := &core.PlanLoop{MaxParallel: fe.MaxParallel, ContinueOnError: fe.ContinueOnError, MaxItems: maxItems}
+			if fe.MaxItems > 0 {
+				pl.MaxItems = fe.MaxItems
+			}
 			for _, b := range fe.Body {
 				pl.Body = append(pl.Body, b.ID)
 			}

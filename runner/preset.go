@@ -35,7 +35,9 @@ type presetPlan struct {
 // presetCommand returns the command of a preset agent's session and,
 // when the session continues the step's earlier conversation, the
 // prompt to send instead of the whole one: why the step is re-entered.
-func (x *run) presetCommand(agent *config.Agent, step string, attempt int) (command, resumeID, resumePrompt string, err error) {
+// model, when not "", is the step's own model, which wins over the
+// agent's.
+func (x *run) presetCommand(agent *config.Agent, model, step string, attempt int) (command, resumeID, resumePrompt string, err error) {
 	ss := x.st.Steps[step]
 	if agent.Resume && ss != nil && ss.AgentSession != "" {
 		switch {
@@ -51,7 +53,10 @@ func (x *run) presetCommand(agent *config.Agent, step string, attempt int) (comm
 			}
 		}
 	}
-	command, err = agents.Command(agents.Invocation{Preset: agent.Preset, Model: agent.Model, Args: agent.Args, ResumeID: resumeID})
+	if model == "" {
+		model = agent.Model
+	}
+	command, err = agents.Command(agents.Invocation{Preset: agent.Preset, Model: model, Args: agent.Args, ResumeID: resumeID})
 	return command, resumeID, resumePrompt, err
 }
 

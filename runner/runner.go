@@ -113,6 +113,12 @@ type Options struct {
 	// NoWait ends the run with exit 3 at a human step, or exit 4 when
 	// paused, instead of waiting.
 	NoWait bool
+	// Invocation is how the run is asked to run beyond its workflow
+	// file: kept in the run directory when the run is created, or
+	// replaced when a resume gives flags. Its Env are more variables for
+	// every session, as NAME=value, after the runner's own environment
+	// and before flow's variables.
+	Invocation Invocation
 	// Retry puts a failed run's failed steps, and what depends on them,
 	// back to PENDING before the run goes on (flow retry; see
 	// PlanRetry). Budgets.MaxIterations with ForceMaxIterations raises
@@ -379,6 +385,7 @@ func (x *run) open() error {
 		if err := x.writeWorkflowJSON(); err != nil {
 			return err
 		}
+
 	}
 	// Sessions of a dead runner on this host may have left processes
 	// behind; they must not race the session that runs again.
@@ -396,6 +403,9 @@ func (x *run) open() error {
 				x.printf("%s: killed processes left by the dead runner's session (group %d)\n", id, s.PID)
 			}
 		}
+	}
+	if err := x.writeInvocation(); err != nil {
+		return err
 	}
 	rs := RunnerStarted{PID: r.PID, Host: r.Host}
 	if x.st.RepoDir != opts.Repo {
@@ -511,7 +521,7 @@ func (x *run) setWorkflow(wf *config.Workflow) {
 // over the new plan replaces the old one. An edit that does not load is
 // an error, and changes nothing.
 func (x *run) reload() (changed bool, err error) {
-	wf, err := config.LoadWith(x.r.FS, x.wf.File, config.Options{Repo: x.opts.Repo})
+	wf, err := config.LoadWith(x.r.FS, x.wf.File, x.opts.Invocation.LoadOptions(x.opts.Repo))
 	if err != nil {
 		return false, err
 	}

@@ -145,7 +145,7 @@ func (x *run) sessionSpec(s *config.Step, e sessionRun, env *gates.Env) (proc.Sp
 
 func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.Spec, *presetPlan, string, error) {
 	fsys := x.r.FS
-	var command, prompt, sent string
+	var command, prompt, sent, promptPath string
 	var pp *presetPlan
 	agentEnv := map[string]*config.Template{}
 	switch s.Kind {
@@ -156,21 +156,32 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 		}
 		command = c
 	case config.KindAgent:
-		p, err := s.Prompt.Compiled().RenderLimit(env, int(x.limits.Prompt))
-		if err != nil {
-			return proc.Spec{}, nil, "", errors.New(templateError("prompt", s.Prompt, limitHint(err, "prompt_limit")))
+		if s.PromptPath != "" {
+			found, text, err := x.findPrompt(s.PromptPath, x.limits.Prompt)
+			if err != nil {
+				return proc.Spec{}, nil, "", err
+			}
+			prompt, promptPath = string(text), found
+		} else {
+			p, err := s.Prompt.Compiled().RenderLimit(env, int(x.limits.Prompt))
+			if err != nil {
+				return proc.Spec{}, nil, "", errors.New(templateError("prompt", s.Prompt, limitHint(err, "prompt_limit")))
+			}
+			prompt = p
 		}
-		prompt = p
 		if ss := x.st.Steps[e.Step]; ss != nil && ss.Feedback != nil && s.Feedback != "none" {
 			prompt += feedbackText(ss.Feedback)
 		}
 		agent := x.wf.Agents[s.Agent]
 		if agent == nil {
+			if x.orchestrated() {
+				return proc.Spec{}, nil, "", fmt.Errorf("agent %q: in agent_orchestrator's format an agent is run by a wrapper; give flow run --wrapper or --command-template", s.Agent)
+			}
 			return proc.Spec{}, nil, "", fmt.Errorf("agent %q is not declared", s.Agent)
 		}
 		sent = prompt
 		if agent.Preset != "" {
-			c, resumeID, resumePrompt, err := x.presetCommand(agent, e.Step, e.Attempt)
+			c, resumeID, resumePrompt, err := x.presetCommand(agent, s.Model, e.Step, e.Attempt)
 			if err != nil {
 				return proc.Spec{}, nil, "", fmt.Errorf("agent %s: %w", s.Agent, err)
 			}
@@ -214,6 +225,15 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 			vars = append(vars, "FLOW_PROMPT="+sent)
 		}
 		vars = append(vars, "FLOW_PROMPT_FILE="+pf)
+		if promptPath == "" {
+			promptPath = pf
+		}
+	}
+	switch {
+	case x.orchestrated():
+		vars = append(vars, x.orchestratorEnv(s, e, promptPath)...)
+	case s.Model != "":
+		vars = append(vars, "STEP_MODEL="+s.Model)
 	}
 	if ss := x.st.Steps[e.Step]; ss != nil && ss.Feedback != nil {
 		fb := ss.Feedback
@@ -235,7 +255,7 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 	sp := proc.Spec{
 		Command:   command,
 		Dir:       x.opts.Repo,
-		Env:       append(append([]string{}, x.r.Environ...), vars...),
+		Env:       append(append(append([]string{}, x.r.Environ...), x.opts.Invocation.Env...), vars...),
 		KillGrace: x.r.KillGrace,
 	}
 	var err error
@@ -330,6 +350,10 @@ func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, pp *presetPlan
 	pid := func(sess proc.Session) {
 		x.send(SessionPID{Step: e.Step, PID: sess.Pid(), Marker: proc.Marker(sess), LogPath: e.LogPath, ReportPath: e.ReportPath})
 	}
+	var markers *reportMarkers
+	if x.orchestrated() {
+		markers = &reportMarkers{max: int(x.limits.Report)}
+	}
 	var res proc.Result
 	presetWhy := ""
 	if pp != nil {
@@ -361,6 +385,9 @@ func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, pp *presetPlan
 	} else {
 		hidden := x.redact.Writer(io.MultiWriter(shown...))
 		sp.Output = &lockedWriter{ws: []io.Writer{hidden, tail, scan}}
+		if markers != nil {
+			sp.Output.(*lockedWriter).ws = append(sp.Output.(*lockedWriter).ws, markers)
+		}
 		sess, err := x.r.Starter.Start(x.sessCtx, sp)
 		if err != nil {
 			return fail(fmt.Sprintf("start session: %v", err))
@@ -405,8 +432,27 @@ func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, pp *presetPlan
 		f.IdleTimeout = sp.IdleTimeout
 	}
 	report, rerr := readReportIn(x.root, e.ReportPath, x.limits.Report)
+	if report == nil && rerr == nil && markers != nil && markers.report() != nil {
+		// No report file, but one printed between the markers: it is
+		// the report, kept where the file would be.
+		if err := writeFile(fsys, e.ReportPath, markers.report()); err != nil {
+			rerr = fmt.Errorf("keep the run report printed on stdout: %w", err)
+		} else {
+			report, rerr = readReportIn(x.root, e.ReportPath, x.limits.Report)
+		}
+	}
 	if rerr != nil {
 		f.ReportErr = rerr.Error()
+	}
+	if x.orchestrated() && rerr == nil {
+		switch {
+		case report == nil && f.Err == "" && !res.TimedOut && !res.Idle:
+			f.Err = fmt.Sprintf("exited with code %d without writing a run report", res.ExitCode)
+		case report != nil:
+			if miss := missingReportFields(report.Raw); len(miss) > 0 {
+				f.ReportErr = fmt.Sprintf("lacks %s (agent_orchestrator's format requires %s)", strings.Join(miss, ", "), strings.Join(requiredReportFields, ", "))
+			}
+		}
 	}
 	if report != nil {
 		// Every session's report is kept: the next session of the step

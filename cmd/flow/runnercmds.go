@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/ops"
 )
@@ -47,6 +48,7 @@ type runFlags struct {
 	budgetCost    float64
 	budgetTokens  int64
 	budgetSess    int
+	inv           runner.Invocation
 }
 
 func (f *runFlags) add(cmd *cobra.Command, isRun bool) {
@@ -62,10 +64,46 @@ func (f *runFlags) add(cmd *cobra.Command, isRun bool) {
 	fl.Float64Var(&f.budgetCost, "budget-cost", 0, "raise the run's cost budget to this many USD (and any step's below it); recorded for later resumes")
 	fl.Int64Var(&f.budgetTokens, "budget-tokens", 0, "raise the run's token budget (and any step's below it)")
 	fl.IntVar(&f.budgetSess, "budget-sessions", 0, "raise the run's session budget (and any step's below it)")
+	fl.StringVar(&f.inv.Format, "format", "", "read the workflow in this format: flow or orchestrator (agent_orchestrator's); default: detected")
+	fl.StringVar(&f.inv.Wrapper, "wrapper", "", "agent_orchestrator's format: run every agent's session as WRAPPER --run-id … --step-id … --agent … --prompt … --repo … --report … (python3 for a .py)")
+	fl.StringArrayVar(&f.inv.WrapperArgs, "wrapper-arg", nil, "one more argument for the wrapper (repeatable)")
+	fl.StringVar(&f.inv.CommandTemplate, "command-template", "", "agent_orchestrator's format: run every agent's session as this shell command, with {run_id} {step_id} {agent} {prompt} {repo} {report} {attempt} {manual_input}")
+	fl.BoolVar(&f.inv.PauseForHumanInput, "pause-for-human-input", false, "agent_orchestrator's format: a human_in_the_loop step waits, once its agent is done, for its manual-input file")
+	fl.StringVar(&f.inv.GateStateFile, "gate-state-file", "", "a JSON file of gate names and whether each is open; steps with gates (external_gates) wait until theirs are")
+	fl.StringArrayVar(&f.inv.Env, "env", nil, "one more environment variable for every session: --env NAME=value (repeatable)")
 	if isRun {
 		fl.StringArrayVar(&f.vars, "var", nil, "override a workflow var: --var key=value (repeatable)")
 		fl.StringVar(&f.runID, "run-id", "", "id of the new run (default: time and a random suffix)")
 		fl.BoolVar(&f.dryRun, "dry-run", false, "print the plan — order, parallel groups, budgets, rendered commands and prompts — without running anything")
+	}
+}
+
+// checkInvocation checks the flags of the invocation: a known format,
+// and --env as NAME=value.
+func (f *runFlags) checkInvocation() error {
+	switch f.inv.Format {
+	case "", config.FormatFlow, config.FormatOrchestrator:
+	default:
+		return runner.Usage("--format %q: want flow or orchestrator", f.inv.Format)
+	}
+	for _, kv := range f.inv.Env {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || name == "" || strings.ContainsAny(name, " \t\n") {
+			return runner.Usage("--env %q: want NAME=value", kv)
+		}
+	}
+	return nil
+}
+
+// notices prints on stderr, before a run starts, how its workflow was
+// read: in agent_orchestrator's format, and the keys read and ignored.
+func (a *app) notices(cmd *cobra.Command, wf *config.Workflow) {
+	w := cmd.ErrOrStderr()
+	if n := ops.InvocationNotice(wf); n != "" {
+		fmt.Fprintln(w, n)
+	}
+	for _, d := range wf.Warnings {
+		fmt.Fprintln(w, d.String())
 	}
 }
 
@@ -102,8 +140,11 @@ ran out, 130 interrupted.`,
 			return []string{"yaml", "yml", "hcl"}, cobra.ShellCompDirectiveFilterFileExt
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.checkInvocation(); err != nil {
+				return err
+			}
 			req := ops.RunRequest{Workflow: args[0], Repo: f.repo, RunID: f.runID, Vars: f.vars,
-				StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets()}
+				StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv}
 			if f.dryRun {
 				if f.startAt != "" {
 					return runner.Usage("--dry-run plans a new run; it does not go with --start-at-step")
@@ -114,6 +155,7 @@ ran out, 130 interrupted.`,
 			if err != nil {
 				return err
 			}
+			a.notices(cmd, l.Workflow)
 			return a.withJUnit(f.junit, l, func() error { return a.execute(cmd, l, f.asJSON) })
 		},
 	}
@@ -135,8 +177,11 @@ is taken over.`,
 		Example: "  flow resume\n  flow resume 20250115-143000-f8c1a4 --start-at-step coding",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.checkInvocation(); err != nil {
+				return err
+			}
 			l, err := a.svc.PrepareResume(ops.ResumeRequest{Repo: f.repo, RunID: argOr(args), Workflow: workflowPath,
-				StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets()})
+				StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv})
 			if err != nil {
 				return err
 			}

@@ -35,6 +35,10 @@ type RunRequest struct {
 	NoWait bool
 	// Budgets override the workflow's default budgets.
 	Budgets runner.Budgets
+	// Invocation says how to read the workflow file and start its
+	// sessions beyond it: its format, agent_orchestrator's flags, more
+	// environment (see runner.Invocation).
+	Invocation runner.Invocation
 }
 
 // ResumeRequest asks for a run that stopped to go on.
@@ -51,6 +55,9 @@ type ResumeRequest struct {
 	Force   bool
 	NoWait  bool
 	Budgets runner.Budgets
+	// Invocation, when it gives flags, replaces the run's recorded one;
+	// its Env is put over the recorded environment.
+	Invocation runner.Invocation
 	// Retry re-runs a failed run's failed steps and what depends on
 	// them (flow retry): the launch carries a RetryPlan. A
 	// Budgets.MaxIterations then overrides the steps' and gates' own
@@ -137,7 +144,8 @@ func (s *Service) PrepareRun(req RunRequest) (*Launch, error) {
 	if err != nil {
 		return nil, err
 	}
-	wf, err := s.LoadWorkflow(req.Workflow, repo)
+	inv := s.absInvocation(req.Invocation)
+	wf, err := s.loadInvoked(req.Workflow, repo, inv)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +154,7 @@ func (s *Service) PrepareRun(req RunRequest) (*Launch, error) {
 		return nil, err
 	}
 	l := &Launch{Workflow: wf, Options: runner.Options{Workflow: wf, Repo: repo, RunID: req.RunID, Vars: vars,
-		NoWait: req.NoWait, Budgets: req.Budgets}}
+		NoWait: req.NoWait, Budgets: orchestratorBudgets(wf, req.Budgets), Invocation: inv}}
 	if req.StartAt == "" {
 		return l, nil
 	}
@@ -186,12 +194,17 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 	if path == "" {
 		path = LocateWorkflow(s.FS, ref.State, repo)
 	}
-	wf, err := s.LoadWorkflow(path, repo)
+	recorded, err := runner.ReadInvocation(s.FS, ref.Dir)
+	if err != nil {
+		return nil, runner.Usage("run %s: %v", ref.ID, err)
+	}
+	inv := recorded.Merge(s.absInvocation(req.Invocation))
+	wf, err := s.loadInvoked(path, repo, inv)
 	if err != nil {
 		return nil, err
 	}
 	l := &Launch{Workflow: wf, Options: runner.Options{Workflow: wf, Repo: repo, RunID: ref.ID, Resume: true,
-		NoWait: req.NoWait, Budgets: req.Budgets}}
+		NoWait: req.NoWait, Budgets: orchestratorBudgets(wf, req.Budgets), Invocation: inv}}
 	if req.Retry {
 		if ref.State.Status != runner.RunFailed {
 			return nil, runner.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", ref.ID, ref.State.Status)

@@ -1,0 +1,574 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// agent_orchestrator's format (DESIGN §17). A file in it is a name, a
+// description and steps, each an agent named for a wrapper script with
+// the path of a prompt file, and keys of its own: next_on_success,
+// human_in_the_loop, gates, model, metadata, loop. It is decoded with
+// tables of its own into the same raw model as flow's format, mapped
+// key by key onto flow's (loop onto a for_each over the one step, the
+// agents onto commands that run the wrapper), and built by the same
+// rules into the same Workflow. Notes say what was mapped, for `flow
+// convert`.
+
+// OrchestratorOptions are the flags of agent_orchestrator's CLI that
+// decide how a workflow in its format runs: how an agent's session is
+// started, and whether a human_in_the_loop step waits.
+type OrchestratorOptions struct {
+	// Wrapper is the script every agent's session runs: WRAPPER
+	// --run-id … --step-id … --agent … --prompt … --repo … --report …,
+	// then WrapperArgs; a .py script runs with python3.
+	Wrapper     string
+	WrapperArgs []string
+	// CommandTemplate, instead of Wrapper, is a shell command with
+	// {run_id} {step_id} {agent} {prompt} {repo} {report} {attempt}
+	// {manual_input} placeholders.
+	CommandTemplate string
+	// PauseForHumanInput makes a human_in_the_loop step wait, once its
+	// agent is done, for its manual-input file.
+	PauseForHumanInput bool
+}
+
+// The formats Options.Format forces; "" detects it.
+const (
+	FormatFlow         = "flow"
+	FormatOrchestrator = "orchestrator"
+)
+
+// rawOrchestrator is what build needs to know of a file read in
+// agent_orchestrator's format.
+type rawOrchestrator struct {
+	opts OrchestratorOptions
+	// agents lists the agents the steps name, in order of first use.
+	agents []str
+	// notes are the notes of each step, by id ("" is the workflow's).
+	notes map[string][]string
+	// humans are the human_in_the_loop steps made to wait.
+	humans map[string]bool
+	// next are the next_on_success lists, checked once the steps are
+	// known.
+	next []str
+}
+
+// rawOrchStep holds the keys of a step of agent_orchestrator's format
+// that flow's has not.
+type rawOrchStep struct {
+	next         []str
+	humanInLoop  str
+	timeout      str
+	loop         *rawOrchLoop
+	loopPos      Pos
+	promptGiven  bool
+	agentDefined bool
+}
+
+// rawOrchLoop is a step's loop: block.
+type rawOrchLoop struct {
+	pos               Pos
+	items             []any
+	itemsSet          bool
+	itemsPos          Pos
+	itemsFromStep     str
+	itemsFromArtifact str
+	itemVar           str
+	indexVar          str
+	maxIterations     str
+}
+
+// orchLoopTable, orchStepTable and orchWorkflowTable are the keys of
+// agent_orchestrator's format.
+var orchLoopTable = newTable("loop", "", "",
+	field[rawOrchLoop]{name: "items", kind: kindForEach,
+		set: func(l *rawOrchLoop, v value) {
+			l.itemsSet, l.itemsPos = true, v.pos()
+			if !v.isList() {
+				v.errorf("loop.items: want a list")
+				return
+			}
+			l.items = v.literalList("loop.items")
+		}},
+	scalar("items_from_step", kindStepID, "", func(l *rawOrchLoop) *str { return &l.itemsFromStep }),
+	scalar("items_from_artifact", kindString, "", func(l *rawOrchLoop) *str { return &l.itemsFromArtifact }),
+	scalar("item_var", kindString, "", func(l *rawOrchLoop) *str { return &l.itemVar }),
+	scalar("index_var", kindString, "", func(l *rawOrchLoop) *str { return &l.indexVar }),
+	scalar("max_iterations", kindCount, "", func(l *rawOrchLoop) *str { return &l.maxIterations }),
+)
+
+var orchStepTable = newTable("step", "", "",
+	field[rawStep]{name: "id", kind: kindStepID, required: true,
+		set: func(s *rawStep, v value) {
+			if s.id = v.str("id"); s.id.set {
+				s.pos = s.id.pos()
+			}
+		}},
+	scalar("description", kindString, "", func(s *rawStep) *str { return &s.description }),
+	scalar("agent", kindString, "", func(s *rawStep) *str { return &s.agent }),
+	field[rawStep]{name: "prompt", kind: kindString,
+		set: func(s *rawStep, v value) { s.promptPath, s.orch.promptGiven = v.str("prompt"), true }},
+	field[rawStep]{name: "needs", kind: kindOneOrList, elem: kindStepID,
+		set: func(s *rawStep, v value) {
+			s.needsSet, s.needsPos = true, v.keyPos()
+			s.needs = v.list("needs", true)
+		}},
+	field[rawStep]{name: "next_on_success", kind: kindOneOrList, elem: kindStepID,
+		set: func(s *rawStep, v value) { s.orch.next = v.list("next_on_success", true) }},
+	scalar("loop_back_to", kindString, "", func(s *rawStep) *str { return &s.loopBackTo }),
+	field[rawStep]{name: "gates", kind: kindOneOrList, elem: kindString,
+		set: func(s *rawStep, v value) { s.gatesPos, s.gates = v.keyPos(), v.list("gates", true) }},
+	scalar("human_in_the_loop", kindBool, "", func(s *rawStep) *str { return &s.orch.humanInLoop }),
+	scalar("model", kindString, "", func(s *rawStep) *str { return &s.model }),
+	field[rawStep]{name: "metadata", kind: kindMapping,
+		set: func(s *rawStep, v value) {
+			s.metadataPos = v.keyPos()
+			if m, ok := v.literal("metadata"); ok {
+				if mm, isMap := m.(map[string]any); isMap {
+					s.metadata = mm
+				} else if m != nil {
+					v.errorf("metadata: want a mapping")
+				}
+			}
+		}},
+	field[rawStep]{name: "loop", kind: kindBlock, sub: orchLoopTable,
+		set: func(s *rawStep, v value) {
+			l := &rawOrchLoop{pos: v.keyPos()}
+			if orchLoopTable.decode(v, l) {
+				s.orch.loop, s.orch.loopPos = l, v.keyPos()
+			}
+		}},
+	scalar("timeout", kindString, "", func(s *rawStep) *str { return &s.orch.timeout }),
+)
+
+var orchWorkflowTable = newTable("workflow", "", "",
+	scalar("name", kindString, "", func(w *rawWorkflow) *str { return &w.name }),
+	scalar("description", kindString, "", func(w *rawWorkflow) *str { return &w.description }),
+	field[rawWorkflow]{name: "steps", kind: kindItems, sub: orchStepTable, required: true,
+		set: func(w *rawWorkflow, v value) {
+			v.items("steps", func(item value) {
+				if !w.countStep(item) {
+					return
+				}
+				s := &rawStep{pos: item.pos(), wf: w, orch: &rawOrchStep{}}
+				if orchStepTable.decodeEntry(item, s) {
+					w.steps = append(w.steps, s)
+				}
+			})
+		}},
+)
+
+// orchestratorOnly are the step keys that only agent_orchestrator's
+// format has: one of them marks a file as written in it.
+var orchestratorOnly = []string{"next_on_success", "human_in_the_loop", "loop"}
+
+// DetectFormat says which format a workflow file is written in,
+// conservatively (DESIGN §17): a YAML file with no key of flow's own
+// format and at least one step key of agent_orchestrator's own
+// (next_on_success, human_in_the_loop, loop), or whose steps have an
+// agent and a .md prompt while it declares no agents, is in
+// agent_orchestrator's format; every other file is in flow's. why says
+// what decided it, for a notice. A file that cannot be parsed is
+// flow's, whose decoder says what is wrong with it.
+func DetectFormat(path string, data []byte) (format, why string) {
+	if f, err := formatOf(path); err != nil || f != "yaml" {
+		return FormatFlow, ""
+	}
+	var doc yaml.Node
+	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil || len(doc.Content) == 0 {
+		return FormatFlow, ""
+	}
+	root := resolve(doc.Content[0])
+	if root.Kind != yaml.MappingNode {
+		return FormatFlow, ""
+	}
+	var steps *yaml.Node
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		switch k := root.Content[i].Value; k {
+		case "name", "description":
+		case "steps":
+			steps = resolve(root.Content[i+1])
+		default:
+			return FormatFlow, ""
+		}
+	}
+	if steps == nil || steps.Kind != yaml.SequenceNode {
+		return FormatFlow, ""
+	}
+	var marker, mdPrompt string
+	for _, s := range steps.Content {
+		s = resolve(s)
+		if s.Kind != yaml.MappingNode {
+			return FormatFlow, ""
+		}
+		var agent, prompt string
+		for i := 0; i+1 < len(s.Content); i += 2 {
+			k := s.Content[i].Value
+			if _, known := orchStepTable.yIndex[k]; !known {
+				return FormatFlow, ""
+			}
+			if marker == "" && slices.Contains(orchestratorOnly, k) {
+				marker = k
+			}
+			v := resolve(s.Content[i+1])
+			switch k {
+			case "agent":
+				agent = v.Value
+			case "prompt":
+				prompt = v.Value
+			}
+		}
+		if mdPrompt == "" && agent != "" && strings.HasSuffix(strings.ToLower(prompt), ".md") && !strings.ContainsAny(prompt, "\n") {
+			mdPrompt = prompt
+		}
+	}
+	switch {
+	case marker != "":
+		return FormatOrchestrator, "it has " + marker + ", and no key of flow's own"
+	case mdPrompt != "":
+		return FormatOrchestrator, fmt.Sprintf("its steps name agents with prompt files (%s) and it declares no agents", mdPrompt)
+	}
+	return FormatFlow, ""
+}
+
+// decodeOrchestrator decodes a YAML file in agent_orchestrator's format
+// and maps it onto flow's raw model.
+func decodeOrchestrator(src *source, o Options, d *diags) *rawWorkflow {
+	y := &yamlDecoder{src: src, d: d}
+	var doc yaml.Node
+	if err := yaml.NewDecoder(bytes.NewReader(src.data)).Decode(&doc); err != nil {
+		y.syntaxError(err)
+		return nil
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		d.errorf(Pos{File: src.name, Line: 1, Col: 1}, "empty workflow file")
+		return nil
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		d.errorf(y.pos(root), "a workflow must be a mapping of keys, got %s", kindName(root))
+		return nil
+	}
+	w := &rawWorkflow{src: src}
+	orchWorkflowTable.decode(&yamlValue{y: y, n: root}, w)
+	if w.tooManySteps {
+		return w
+	}
+	ro := &rawOrchestrator{opts: o.Orchestrator, notes: map[string][]string{}, humans: map[string]bool{}}
+	w.orchestrator = ro
+	if !w.name.set {
+		// agent_orchestrator names a run's workflow after its file.
+		w.name = str{val: nameFromFile(src.name), set: true, sp: y.span(root)}
+		ro.note("", fmt.Sprintf("name %q, from the file's name (the file gives none)", w.name.val))
+	}
+	ro.note("", "read in agent_orchestrator's format")
+	var steps []*rawStep
+	for _, s := range w.steps {
+		steps = append(steps, ro.mapStep(s, d)...)
+	}
+	w.steps = steps
+	ro.defineAgents(w)
+	return w
+}
+
+// note adds a note to step id's notes.
+func (ro *rawOrchestrator) note(id, text string) {
+	ro.notes[id] = append(ro.notes[id], text)
+}
+
+// mapStep maps a step of agent_orchestrator's format onto flow's: it
+// returns the step, or a for_each step over it for a loop.
+func (ro *rawOrchestrator) mapStep(s *rawStep, d *diags) []*rawStep {
+	id := s.id.val
+	o := s.orch
+	if !s.agent.set {
+		d.errorf(s.pos, "step %q: agent is required (the name the wrapper is given)", id)
+	} else if s.agent.ok() && !slices.ContainsFunc(ro.agents, func(a str) bool { return a.val == s.agent.val }) {
+		ro.agents = append(ro.agents, s.agent)
+	}
+	if !o.promptGiven {
+		d.errorf(s.pos, "step %q: prompt is required (the path of its prompt file)", id)
+	} else {
+		ro.note(id, fmt.Sprintf("prompt: %s → prompt_path, found when the step starts", s.promptPath.val))
+	}
+	if !s.needsSet {
+		// In this format a step without needs is an entry step.
+		s.needsSet, s.needsPos = true, s.pos
+	}
+	if len(o.next) > 0 {
+		ro.next = append(ro.next, o.next...)
+		names := make([]string, len(o.next))
+		for i, n := range o.next {
+			names[i] = n.val
+		}
+		ro.note(id, fmt.Sprintf("next_on_success: [%s] is checked and otherwise ignored, as agent_orchestrator does: needs decides the order", strings.Join(names, ", ")))
+	}
+	if s.model.ok() {
+		ro.note(id, fmt.Sprintf("model: %s → $STEP_MODEL", s.model.val))
+	}
+	if len(s.gates) > 0 {
+		ro.note(id, "gates → external_gates: the step waits until they are open in --gate-state-file")
+		s.gatesPos = s.pos
+	}
+	if o.timeout.set {
+		d.warnf(o.timeout.pos(), "timeout is ignored: agent_orchestrator's format does not enforce it (flow's timeout does; see flow convert)")
+		ro.note(id, "timeout: "+o.timeout.val+" was ignored, as agent_orchestrator ignores it")
+	}
+	if h := o.humanInLoop; h.ok() {
+		on, err := strconv.ParseBool(h.val)
+		switch {
+		case err != nil:
+			d.errorf(h.pos(), "human_in_the_loop: want true or false, got %q", h.val)
+		case on && ro.opts.PauseForHumanInput:
+			s.human = &rawHuman{pos: h.pos()}
+			ro.humans[id] = true
+			ro.note(id, "human_in_the_loop with --pause-for-human-input → human: the step waits, once its agent is done, for its manual-input file")
+		case on:
+			ro.note(id, "human_in_the_loop is ignored without --pause-for-human-input, as agent_orchestrator does")
+		}
+	}
+	if o.loop == nil {
+		return []*rawStep{s}
+	}
+	return []*rawStep{ro.mapLoop(s, d)}
+}
+
+// bodySuffix names the one step of the body of a loop mapped from a
+// step with loop: <id>_item.
+const bodySuffix = "_item"
+
+// mapLoop maps a step with loop: onto a for_each step of the same id
+// whose body is the step itself, renamed <id>_item: steps that need it
+// need the whole loop, and a loop-back to it runs all its items again.
+func (ro *rawOrchestrator) mapLoop(s *rawStep, d *diags) *rawStep {
+	l := s.orch.loop
+	id := s.id.val
+	body := *s
+	body.id.val = id + bodySuffix
+	body.needs, body.needsSet, body.needsPos = nil, true, s.pos
+	loop := &rawStep{id: s.id, pos: s.pos, wf: s.wf, needs: s.needs, needsSet: s.needsSet, needsPos: s.needsPos,
+		description: s.description, metadata: s.metadata, metadataPos: s.metadataPos,
+		forEachSet: true, forEachPos: l.pos, bodySet: true, bodyPos: l.pos, body: []*rawStep{&body}}
+	body.metadata = nil
+	if body.loopBackTo.val == id {
+		// A looped step that loops back to itself does its item again.
+		body.loopBackTo.val = body.id.val
+	}
+	var from []string
+	if l.itemsSet {
+		from = append(from, "items")
+		loop.forEachList, loop.forEachIsList = l.items, true
+		if l.items == nil {
+			loop.forEachList = []any{}
+		}
+	}
+	if f := l.itemsFromStep; f.ok() {
+		from = append(from, "items_from_step")
+		loop.forEach = str{val: "steps." + f.val + ".report.items", set: true, sp: f.sp}
+		if !slices.ContainsFunc(s.needs, func(n str) bool { return n.val == f.val }) {
+			loop.needs = append(slices.Clone(loop.needs), f)
+		}
+	}
+	if f := l.itemsFromArtifact; f.ok() {
+		from = append(from, "items_from_artifact")
+		loop.forEach = str{val: "read_json(" + strconv.Quote(f.val) + ")", set: true, sp: f.sp}
+	}
+	switch len(from) {
+	case 0:
+		d.errorf(l.pos, "step %q: loop needs one of items, items_from_step or items_from_artifact", id)
+		loop.forEachList, loop.forEachIsList = []any{}, true
+	case 1:
+	default:
+		d.errorf(l.pos, "step %q: loop has both %s and %s; give one", id, from[0], from[1])
+	}
+	loop.as, loop.indexAs, loop.maxItems = l.itemVar, l.indexVar, l.maxIterations
+	how := "loop → for_each"
+	switch {
+	case l.itemsSet:
+		how += " over the items written here"
+	case l.itemsFromStep.ok():
+		how += fmt.Sprintf(" over steps.%s.report.items (the items list of %s's report)", l.itemsFromStep.val, l.itemsFromStep.val)
+	case l.itemsFromArtifact.ok():
+		how += fmt.Sprintf(" over read_json(%q)", l.itemsFromArtifact.val)
+	}
+	ro.note(id, how+fmt.Sprintf("; the step runs per item as %s%s", body.id.val, mapNames(l)))
+	ro.notes[body.id.val] = ro.notes[id]
+	delete(ro.notes, id)
+	return loop
+}
+
+// mapNames says how a loop's names and limit were mapped.
+func mapNames(l *rawOrchLoop) string {
+	var parts []string
+	if l.itemVar.ok() {
+		parts = append(parts, "item_var → as")
+	}
+	if l.indexVar.ok() {
+		parts = append(parts, "index_var → index_as")
+	}
+	if l.maxIterations.ok() {
+		parts = append(parts, "max_iterations → max_items")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// defineAgents declares the agents the steps name as commands that run
+// the wrapper or the command template. Without either the agents are
+// left undeclared: the workflow loads, and a run refuses to start.
+func (ro *rawOrchestrator) defineAgents(w *rawWorkflow) {
+	o := ro.opts
+	if o.Wrapper == "" && o.CommandTemplate == "" {
+		return
+	}
+	for _, a := range ro.agents {
+		cmd := OrchestratorCommand(o, a.val)
+		w.agents = append(w.agents, &rawAgent{name: a, run: str{val: cmd, set: true, sp: a.sp}})
+	}
+	if o.Wrapper != "" {
+		ro.note("", "agents → commands that run the wrapper "+o.Wrapper)
+	} else {
+		ro.note("", "agents → commands of the command template")
+	}
+}
+
+// OrchestratorCommand is the shell command that starts a session of
+// agent in agent_orchestrator's way: the wrapper with its flags, or the
+// command template with its placeholders replaced by references to the
+// session's environment ($RUN_ID, $STEP_ID, …), quoted for where each
+// stands, so that no value is ever parsed by the shell.
+func OrchestratorCommand(o OrchestratorOptions, agent string) string {
+	if o.Wrapper == "" {
+		return expandPlaceholders(o.CommandTemplate, agent)
+	}
+	var b strings.Builder
+	if strings.HasSuffix(o.Wrapper, ".py") {
+		b.WriteString("python3 ")
+	}
+	b.WriteString(ShellQuote(o.Wrapper))
+	b.WriteString(` --run-id "$RUN_ID" --step-id "$STEP_ID" --agent ` + ShellQuote(agent) +
+		` --prompt "$PROMPT_PATH" --repo "$REPO_DIR" --report "$REPORT_PATH"`)
+	for _, a := range o.WrapperArgs {
+		b.WriteString(" " + ShellQuote(a))
+	}
+	return b.String()
+}
+
+// placeholders maps the command template's placeholders to the
+// environment variables of the session that hold their values.
+var placeholders = map[string]string{
+	"run_id": "RUN_ID", "step_id": "STEP_ID", "agent": "AGENT_ID", "prompt": "PROMPT_PATH",
+	"repo": "REPO_DIR", "report": "REPORT_PATH", "attempt": "STEP_ATTEMPT", "manual_input": "MANUAL_RESULT_PATH",
+}
+
+// expandPlaceholders replaces each {name} of a command template by a
+// reference to its variable: "${NAME}" outside quotes, ${NAME} inside
+// double quotes, and '"${NAME}"' inside single quotes. {agent} is the
+// agent's name itself, quoted the same way. Other braces stay as
+// written.
+func expandPlaceholders(tmpl, agent string) string {
+	var b strings.Builder
+	var quote byte
+	for i := 0; i < len(tmpl); i++ {
+		c := tmpl[i]
+		if c == '{' {
+			if j := strings.IndexByte(tmpl[i:], '}'); j > 0 {
+				if v, ok := placeholders[tmpl[i+1:i+j]]; ok {
+					ref := "${" + v + "}"
+					switch quote {
+					case '"':
+						b.WriteString(ref)
+					case '\'':
+						b.WriteString(`'"` + ref + `"'`)
+					default:
+						b.WriteString(`"` + ref + `"`)
+					}
+					i += j
+					continue
+				}
+			}
+		}
+		switch {
+		case quote == 0 && (c == '"' || c == '\''):
+			quote = c
+		case quote == c:
+			quote = 0
+		case c == '\\' && quote != '\'' && i+1 < len(tmpl):
+			b.WriteByte(c)
+			i++
+			c = tmpl[i]
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// ShellQuote quotes s for sh: as it is when it holds only safe
+// characters, else in single quotes.
+func ShellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("@%_-+=:,./", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// nameFromFile makes a workflow name of a file's base name: lowercase,
+// without its extension, with runs of other characters made -.
+func nameFromFile(path string) string {
+	base := strings.ToLower(strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
+	var b strings.Builder
+	for _, r := range base {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
+			b.WriteRune(r)
+		} else if b.Len() > 0 && !strings.HasSuffix(b.String(), "-") {
+			b.WriteByte('-')
+		}
+	}
+	name := strings.Trim(b.String(), "-_")
+	if name == "" {
+		return "workflow"
+	}
+	return name
+}
+
+// finishOrchestrator does what build does last for a file in
+// agent_orchestrator's format: it checks next_on_success, marks the
+// waiting human_in_the_loop steps as taking any manual-input file,
+// reads --max-iterations' default as agent_orchestrator does, and keeps
+// the notes.
+func (b *builder) finishOrchestrator() {
+	ro := b.raw.orchestrator
+	w := b.w
+	w.Dialect = DialectOrchestrator
+	for _, n := range ro.next {
+		if n.ok() && w.Step(n.val) == nil {
+			b.d.unknown(n.pos(), "step", n.val, b.scope.Steps)
+			b.d.list[len(b.d.list)-1].Message = "next_on_success: " + b.d.list[len(b.d.list)-1].Message
+		}
+	}
+	for _, s := range w.AllSteps() {
+		if ro.humans[s.ID] || ro.humans[strings.TrimSuffix(s.ID, bodySuffix)] && s.Loop != "" {
+			if s.Human != nil {
+				s.Human.AnyFile = true
+			}
+		}
+	}
+	if w.Defaults.MaxIterations == nil {
+		// agent_orchestrator allows N loop-backs where flow stops when
+		// the count reaches N: its default of 4 is flow's 5.
+		w.Defaults.MaxIterations = &Limit{N: DefaultMaxIterations + 1, Pos: w.Pos}
+		ro.note("", fmt.Sprintf("max_iterations %d: agent_orchestrator's default of %d loop-backs", DefaultMaxIterations+1, DefaultMaxIterations))
+	}
+	w.Notes = ro.notes
+}

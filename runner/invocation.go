@@ -1,0 +1,124 @@
+package runner
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spf13/afero"
+
+	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/atomicfile"
+)
+
+// InvocationFile is the file in a run directory that keeps how the run
+// was asked to run beyond its workflow file and vars.
+const InvocationFile = "invocation.json"
+
+// Invocation is how a run was asked to run beyond its workflow file and
+// vars: the format its file was read in, agent_orchestrator's flags
+// (DESIGN §17) and more environment for its sessions. It is kept in the
+// run directory, so that a resume reads the workflow and starts
+// sessions the same way without the flags given again. Values of
+// variables with secret names (config.IsSecretName) are not kept: a
+// resume needs them given again.
+type Invocation struct {
+	Format             string   `json:"format,omitempty"`
+	Wrapper            string   `json:"wrapper,omitempty"`
+	WrapperArgs        []string `json:"wrapper_args,omitempty"`
+	CommandTemplate    string   `json:"command_template,omitempty"`
+	PauseForHumanInput bool     `json:"pause_for_human_input,omitempty"`
+	GateStateFile      string   `json:"gate_state_file,omitempty"`
+	// Env are NAME=value pairs for every session.
+	Env []string `json:"env,omitempty"`
+}
+
+// IsZero reports whether the invocation asks for nothing.
+func (v Invocation) IsZero() bool {
+	return v.Format == "" && v.Wrapper == "" && len(v.WrapperArgs) == 0 && v.CommandTemplate == "" &&
+		!v.PauseForHumanInput && v.GateStateFile == "" && len(v.Env) == 0
+}
+
+// LoadOptions are the config options that load the workflow as the
+// invocation says, for a run in repo.
+func (v Invocation) LoadOptions(repo string) config.Options {
+	return config.Options{Repo: repo, Format: v.Format, Orchestrator: config.OrchestratorOptions{
+		Wrapper: v.Wrapper, WrapperArgs: v.WrapperArgs, CommandTemplate: v.CommandTemplate,
+		PauseForHumanInput: v.PauseForHumanInput,
+	}}
+}
+
+// Merge returns the invocation with what later gives: its flags when
+// it gives any, and its environment over v's, name by name.
+func (v Invocation) Merge(later Invocation) Invocation {
+	env := later.Env
+	later.Env = nil
+	out := v
+	if !later.IsZero() {
+		out = later
+		if out.Format == "" {
+			out.Format = v.Format
+		}
+	}
+	out.Env = mergeEnv(v.Env, env)
+	return out
+}
+
+// mergeEnv puts the NAME=value pairs of over on base's, name by name.
+func mergeEnv(base, over []string) []string {
+	out := slices.Clone(base)
+	for _, kv := range over {
+		name, _, _ := strings.Cut(kv, "=")
+		out = slices.DeleteFunc(out, func(o string) bool { n, _, _ := strings.Cut(o, "="); return n == name })
+		out = append(out, kv)
+	}
+	return out
+}
+
+// ReadInvocation reads the invocation kept in a run directory; a run
+// without one (from before it existed, or asked for nothing) has the
+// zero Invocation.
+func ReadInvocation(fsys afero.Fs, runDir string) (Invocation, error) {
+	var v Invocation
+	b, err := afero.ReadFile(fsys, filepath.Join(runDir, InvocationFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return v, nil
+	}
+	if err != nil {
+		return v, fmt.Errorf("read %s: %w", InvocationFile, err)
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return v, fmt.Errorf("read %s: %w", InvocationFile, err)
+	}
+	return v, nil
+}
+
+// writeInvocation keeps the run's invocation in its directory, without
+// the values of secret variables; an invocation that asks for nothing
+// removes the file.
+func (x *run) writeInvocation() error {
+	v := x.opts.Invocation
+	path := filepath.Join(x.dir, InvocationFile)
+	if v.IsZero() {
+		if err := x.r.FS.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove %s: %w", InvocationFile, err)
+		}
+		return nil
+	}
+	v.Env = slices.DeleteFunc(slices.Clone(v.Env), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return config.IsSecretName(name, x.wf.Secrets)
+	})
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", InvocationFile, err)
+	}
+	if err := atomicfile.Replace(x.r.FS, path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", InvocationFile, err)
+	}
+	return nil
+}

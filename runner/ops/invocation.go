@@ -1,0 +1,94 @@
+package ops
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/runner"
+)
+
+// absInvocation makes the paths an invocation gives (the wrapper, the
+// gate-state file) absolute against the Service's directory, since
+// sessions run in the repository.
+func (s *Service) absInvocation(v runner.Invocation) runner.Invocation {
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(s.cwd(), p)
+	}
+	if strings.ContainsRune(v.Wrapper, filepath.Separator) || s.exists(abs(v.Wrapper)) {
+		v.Wrapper = abs(v.Wrapper)
+	}
+	v.GateStateFile = abs(v.GateStateFile)
+	return v
+}
+
+// exists reports whether path names a file.
+func (s *Service) exists(path string) bool {
+	if path == "" {
+		return false
+	}
+	_, err := s.FS.Stat(path)
+	return err == nil
+}
+
+// loadInvoked loads the workflow at path as the invocation says, and
+// refuses a workflow in agent_orchestrator's format whose agents have
+// nothing to run them, before anything is created.
+func (s *Service) loadInvoked(path, repo string, v runner.Invocation) (*config.Workflow, error) {
+	if v.Wrapper != "" && v.CommandTemplate != "" {
+		return nil, runner.Usage("--wrapper and --command-template both say how an agent runs; give one")
+	}
+	if repo == "" {
+		repo = s.cwd()
+	}
+	wf, err := config.LoadWith(s.FS, path, v.LoadOptions(repo))
+	if err != nil {
+		return nil, &runner.ExitError{Code: runner.ExitUsage, Err: err}
+	}
+	if v.GateStateFile == "" {
+		for _, st := range wf.AllSteps() {
+			if len(st.Gates) > 0 {
+				return nil, runner.Usage("step %s waits on gates (%s) but no --gate-state-file says whether they are open", st.ID, strings.Join(st.Gates, ", "))
+			}
+		}
+	}
+	if wf.Dialect != config.DialectOrchestrator {
+		return wf, nil
+	}
+	var missing []string
+	for _, st := range wf.AllSteps() {
+		if st.Kind == config.KindAgent && wf.Agents[st.Agent] == nil && !slices.Contains(missing, st.Agent) {
+			missing = append(missing, st.Agent)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, runner.Usage("%s is in agent_orchestrator's format, whose agents (%s) are run by a wrapper: give --wrapper PATH or --command-template CMD", path, strings.Join(missing, ", "))
+	}
+	return wf, nil
+}
+
+// orchestratorBudgets reads --max-iterations as agent_orchestrator does
+// for a workflow in its format: N loop-backs, which flow counts as N+1.
+func orchestratorBudgets(wf *config.Workflow, b runner.Budgets) runner.Budgets {
+	if wf.Dialect == config.DialectOrchestrator && b.MaxIterations > 0 {
+		b.MaxIterations++
+	}
+	return b
+}
+
+// InvocationNotice is the line that says a workflow was read in
+// agent_orchestrator's format, and why, or "".
+func InvocationNotice(wf *config.Workflow) string {
+	if wf.Dialect != config.DialectOrchestrator {
+		return ""
+	}
+	if wf.DialectReason == "" {
+		return fmt.Sprintf("%s: read in agent_orchestrator's format", wf.File)
+	}
+	return fmt.Sprintf("%s: read in agent_orchestrator's format (%s); --format flow reads it as flow's", wf.File, wf.DialectReason)
+}
