@@ -34,12 +34,18 @@ import (
 // the signal words, notify.on) that the loader gives anyway. A
 // prompt_file is written as its path, relative to the workflow file as
 // it was loaded, and not as the prompt read from it.
+//
+// Human.AnyFile, set by the loader of agent_orchestrator's format, has
+// no key in flow's: Emit writes a note above the step instead, and the
+// file loads with it false.
 
 // EmitOptions are what Emit writes besides the workflow.
 type EmitOptions struct {
 	// Header lines are written as comments at the top of the file.
 	Header []string
 	// StepNotes maps a step id to comment lines written just above that step.
+	// The notes of "" are the workflow's own, written after Header, as
+	// Workflow.Notes holds them.
 	StepNotes map[string][]string
 }
 
@@ -52,15 +58,16 @@ func Emit(w *Workflow, format string, o EmitOptions) ([]byte, error) {
 	}
 	e := &emitter{w: w, notes: o.StepNotes}
 	doc := e.workflow()
+	header := slices.Concat(o.Header, o.StepNotes[""])
 	for _, id := range slices.Sorted(maps.Keys(o.StepNotes)) {
-		if w.Step(id) == nil {
+		if id != "" && w.Step(id) == nil {
 			return nil, fmt.Errorf("emit workflow %s: a note names step %q, which the workflow does not have", w.Name, id)
 		}
 	}
 	if format == "yaml" {
-		return emitYAML(doc, o.Header)
+		return emitYAML(doc, header)
 	}
-	return emitHCL(doc, o.Header)
+	return emitHCL(doc, header)
 }
 
 // The document is a block of entries, each a key of the block's table
@@ -298,6 +305,10 @@ func (e *emitter) step(s *Step, before *Step) *block {
 	e.extra(b, s)
 	if h := s.Human; h != nil {
 		b.add("human", humanBlock(h))
+		if h.AnyFile {
+			// No key of flow's says it: the step is written without it.
+			b.notes = append(slices.Clone(b.notes), "human: a manual-input file written by hand does not decide this step in flow's format (agent_orchestrator's human_in_the_loop did)")
+		}
 	}
 	if s.NeedsSet || !slices.Equal(s.Needs, impliedNeeds(s, before)) {
 		b.add("needs", append([]string{}, s.Needs...))

@@ -415,3 +415,85 @@ func TestEmitErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestEmitOrchestrator converts a workflow in agent_orchestrator's
+// format, its notes above its steps, as flow convert does: the file
+// loads as flow's to the same model but for the dialect and the notes.
+func TestEmitOrchestrator(t *testing.T) {
+	src := `name: orch
+description: from agent_orchestrator
+steps:
+  - id: plan
+    agent: planner
+    prompt: prompts/plan.md
+    model: opus
+    metadata: {team: core}
+    gates: [design]
+  - id: build
+    agent: coder
+    prompt: prompts/build.md
+    needs: [plan]
+    loop:
+      items: [a, b]
+      item_var: thing
+      max_iterations: 5
+    loop_back_to: build
+  - id: review
+    agent: reviewer
+    prompt: prompts/review.md
+    needs: [build]
+    next_on_success: [plan]
+`
+	fsys := afero.NewMemMapFs()
+	if err := afero.WriteFile(fsys, "/o/orch.yaml", []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := config.LoadWith(fsys, "/o/orch.yaml", config.Options{Orchestrator: config.OrchestratorOptions{Wrapper: "wrap.py"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Dialect != config.DialectOrchestrator {
+		t.Fatalf("dialect %q", w.Dialect)
+	}
+	dialect := cmp.FilterPath(func(p cmp.Path) bool {
+		switch p.Last().String() {
+		case ".Dialect", ".DialectReason", ".Warnings", ".Notes":
+			return true
+		}
+		return false
+	}, cmp.Ignore())
+	for _, format := range []string{"yaml", "hcl"} {
+		out, err := config.Emit(w, format, config.EmitOptions{StepNotes: w.Notes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := config.Parse(fsys, "/o/converted."+format, format, out)
+		if err != nil {
+			t.Fatalf("the %s does not load: %v\n%s", format, err, out)
+		}
+		if diff := cmp.Diff(w, back, ignorePositions, dialect); diff != "" || back.Dialect != config.DialectFlow {
+			t.Errorf("the %s loads as %s differently (-orchestrator +flow):\n%s\n%s", format, back.Dialect, diff, out)
+		}
+		for _, note := range []string{"# read in agent_orchestrator's format\n", "# model: opus → $STEP_MODEL\n"} {
+			if !strings.Contains(string(out), note) {
+				t.Errorf("the %s lacks the note %q:\n%s", format, note, out)
+			}
+		}
+	}
+}
+
+// TestEmitAnyFile checks that a human step whose manual-input file any
+// content decides, which no key of flow's says, is written with a note.
+func TestEmitAnyFile(t *testing.T) {
+	w := load(t, afero.NewOsFs(), "../workflows/examples/release.yaml")
+	w.Step("approval").Human.AnyFile = true
+	for _, format := range []string{"yaml", "hcl"} {
+		out, err := config.Emit(w, format, config.EmitOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(out), "# human: a manual-input file written by hand") {
+			t.Errorf("the %s has no note of AnyFile:\n%s", format, out)
+		}
+	}
+}
