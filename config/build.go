@@ -266,7 +266,9 @@ func (b *builder) step(rs *rawStep, seen map[string]bool, loop *Step) *Step {
 
 // session builds what a step that runs a session, or waits for a
 // human, has of its own: its kind, exactly one of run, prompt or
-// prompt_file, human; its command, prompt and agent; its human block.
+// prompt_file, or else human; its command, prompt and agent; its human
+// block (on a session step, the approval asked once the session and
+// its gate passed).
 func (b *builder) session(s *Step, rs *rawStep) {
 	type kindOf struct {
 		kind StepKind
@@ -286,7 +288,9 @@ func (b *builder) session(s *Step, rs *rawStep) {
 	if rs.promptPath.set {
 		kinds = append(kinds, kindOf{KindAgent, b.promptPathKey(), rs.promptPath.pos()})
 	}
-	if rs.human != nil {
+	// human: beside a session is an approval after it (the step keeps
+	// the session's kind); alone it makes a human step.
+	if rs.human != nil && len(kinds) == 0 {
 		kinds = append(kinds, kindOf{KindHuman, "human", rs.human.pos})
 	}
 	switch len(kinds) {

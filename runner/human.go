@@ -25,7 +25,9 @@ func (x *run) checkHuman(id string) (in *HumanInput, timedOut bool, err error) {
 	if s == nil || s.ManualInputPath == nil {
 		return nil, false, nil
 	}
-	in, err = ReadManualInput(x.r.FS, *s.ManualInputPath)
+	step := x.stepOf(id)
+	anyFile := step != nil && step.Human != nil && step.Human.AnyFile
+	in, err = readDecision(x.r.FS, *s.ManualInputPath, anyFile)
 	if err != nil {
 		if x.warned[id] == err.Error() {
 			return nil, false, nil
@@ -40,7 +42,6 @@ func (x *run) checkHuman(id string) (in *HumanInput, timedOut bool, err error) {
 		x.fillInputs(id, in)
 		return in, false, nil
 	}
-	step := x.stepOf(id)
 	if step != nil && step.Human != nil && step.Human.Timeout != nil && s.StartedAt != nil {
 		var env *gates.Env
 		if step.Human.Timeout.Expr != nil {
@@ -104,6 +105,48 @@ func ReadManualInput(fsys afero.Fs, path string) (*HumanInput, error) {
 		return nil, fmt.Errorf("manual input %s: %w", path, err)
 	}
 	return &in, nil
+}
+
+// readDecision reads the manual input file of a waiting step: as
+// ReadManualInput does, or, for a step whose human takes any file
+// (config.Human.AnyFile, agent_orchestrator's human_in_the_loop), taking
+// whatever a person wrote there as a decision: a JSON object with a
+// boolean "approved" is read as flow approve writes it; any other JSON
+// object approves, kept as the input; any other content approves, kept
+// as the input's "content". An empty file, or JSON cut short, is one
+// still being written.
+func readDecision(fsys afero.Fs, path string, anyFile bool) (*HumanInput, error) {
+	if !anyFile {
+		return ReadManualInput(fsys, path)
+	}
+	b, err := confine.ReadFile(fsys, path, maxManualInput, filepath.Dir(path))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read manual input %s: %w", path, err)
+	}
+	text := bytes.TrimSpace(b)
+	if len(text) == 0 {
+		return nil, nil
+	}
+	var obj map[string]any
+	err = json.Unmarshal(text, &obj)
+	var syn *json.SyntaxError
+	switch {
+	case err == nil && obj != nil:
+		if _, ok := obj["approved"].(bool); ok {
+			var in HumanInput
+			if err := json.Unmarshal(text, &in); err != nil {
+				return nil, fmt.Errorf("manual input %s: %w", path, err)
+			}
+			return &in, nil
+		}
+		return &HumanInput{Approved: true, Input: obj, By: "manual input file"}, nil
+	case errors.As(err, &syn) && text[0] == '{' && syn.Offset >= int64(len(text)):
+		return nil, nil // cut short: still being written
+	}
+	return &HumanInput{Approved: true, Input: map[string]any{"content": string(text)}, By: "manual input file"}, nil
 }
 
 // maxManualInput caps a manual input file: a decision and its inputs,

@@ -65,6 +65,12 @@ type Core struct {
 	// target's end makes them candidates. Rebuilt from the state by
 	// Begin.
 	waiters map[string][]string
+	// approvals holds, for a session step with human: whose session
+	// succeeded, that session's outcome until the driver has prepared
+	// the wait (HumanReady); autoApproved marks such steps whose
+	// auto_approve was true when they started.
+	approvals    map[string]Outcome
+	autoApproved map[string]bool
 	// redact hides secret values in the data of every event the core
 	// emits, before the event is applied: the state, built from the
 	// events, never holds them either. It is a pure string replacement.
@@ -85,7 +91,8 @@ const (
 // NewCore returns a core for plan.
 func NewCore(plan *Plan) *Core {
 	return &Core{plan: plan, evaluating: map[string]bool{}, preparing: map[string]bool{}, waiting: map[string]bool{}, expanding: map[string]bool{},
-		control: Continuous, candidates: make([]bool, len(plan.Steps)), loops: map[string]*loopRun{}, waiters: map[string][]string{}}
+		control: Continuous, candidates: make([]bool, len(plan.Steps)), loops: map[string]*loopRun{}, waiters: map[string][]string{},
+		approvals: map[string]Outcome{}, autoApproved: map[string]bool{}}
 }
 
 // mark makes a step and the steps that need it candidates for the next
@@ -338,6 +345,13 @@ func (d Decision) Durable() bool {
 		case EvStepCompleted, EvGateFailed, EvStepFailed, EvAttemptFailed, EvStepSkipped,
 			EvStepInterrupted, EvHumanInput, EvRunFinished, EvRunInterrupted, EvLoopItems, EvItemFinished:
 			return true
+		case EvStepWaiting:
+			// The wait of a session step with human: records its
+			// session's end.
+			var w StepWaiting
+			if json.Unmarshal(e.Data, &w) == nil && w.Session != nil {
+				return true
+			}
 		}
 	}
 	return false
@@ -463,6 +477,8 @@ func (c *Core) begin(x *decider, in Begin) {
 	clear(c.waiting)
 	clear(c.expanding)
 	clear(c.loops)
+	clear(c.approvals)
+	clear(c.autoApproved)
 	c.cleaning = false
 	c.control = Continuous
 	c.running, c.instRunning = 0, 0
@@ -599,10 +615,42 @@ func (c *Core) sessionEnd(x *decider, in SessionDone) {
 			c.gateFailure(x, in.Step, shorten(reason), evidence(ev), o)
 			return
 		}
-		x.emit(EvStepCompleted, in.Step, o)
+		c.succeeded(x, in.Step, ps, o)
 	default:
-		x.emit(EvStepCompleted, in.Step, o)
+		c.succeeded(x, in.Step, ps, o)
 	}
+}
+
+// succeeded completes a step whose session succeeded and whose gate
+// passed; a step with human: waits on a human first, as a human step
+// does (its wait prepared by the driver, or approved at once when its
+// auto_approve was true).
+func (c *Core) succeeded(x *decider, id string, ps *PlanStep, o Outcome) {
+	if !ps.HumanAfter {
+		x.emit(EvStepCompleted, id, o)
+		return
+	}
+	if c.autoApproved[id] {
+		delete(c.autoApproved, id)
+		x.emit(EvStepWaiting, id, StepWaiting{Attempt: o.Attempt, Session: &o})
+		c.humanDecision(x, HumanDecision{Step: id, Input: HumanInput{Approved: true, By: "auto_approve"}})
+		return
+	}
+	c.approvals[id] = o
+	c.preparing[id] = true
+	x.effect(PrepareHuman{Step: id, Attempt: o.Attempt})
+}
+
+// sessionOutcome is what a waiting session step's record holds of its
+// session, to be kept when the human's decision ends the step. Its
+// usage is not repeated: the session's record already counted it.
+func sessionOutcome(s *StepState) Outcome {
+	o := Outcome{Attempt: s.Attempts, ExitCode: s.ExitCode, Artifacts: s.Artifacts, Metrics: s.Metrics, Logs: s.Logs,
+		Signals: s.Signals, Verdict: s.Verdict}
+	if s.ReportPath != nil {
+		o.ReportPath = *s.ReportPath
+	}
+	return o
 }
 
 // gateFailure records a failed gate of step g and loops back, or fails
@@ -713,6 +761,9 @@ func (c *Core) humanDecision(x *decider, in HumanDecision) {
 	c.idle = false
 	x.emit(EvHumanInput, in.Step, in.Input)
 	o := Outcome{Attempt: s.Attempts}
+	if ps := c.step(in.Step); ps != nil && ps.HumanAfter {
+		o = sessionOutcome(s)
+	}
 	who := in.Input.By
 	if who == "" {
 		who = "a human"
@@ -810,6 +861,13 @@ func (c *Core) start(x *decider, id string, autoApprove bool) {
 		x.effect(PrepareHuman{Step: id, Attempt: attempt})
 		return
 	}
+	if ps.HumanAfter {
+		if autoApprove {
+			c.autoApproved[id] = true
+		} else {
+			delete(c.autoApproved, id)
+		}
+	}
 	if c.control == RunOnce && !c.onceUsed {
 		c.onceUsed, c.onceStep = true, id
 	}
@@ -820,6 +878,19 @@ func (c *Core) start(x *decider, id string, autoApprove bool) {
 // humanReady puts a human step whose wait the driver prepared into
 // WAITING_ON_HUMAN, and asks the driver to wait for the decision.
 func (c *Core) humanReady(x *decider, in HumanReady) {
+	if o, ok := c.approvals[in.Step]; ok {
+		// A session step's approval: its session's end is recorded
+		// with the wait, even when the run is stopping.
+		delete(c.approvals, in.Step)
+		delete(c.preparing, in.Step)
+		c.mark(in.Step)
+		if s := x.st.Steps[in.Step]; s == nil || s.Status != Running {
+			return
+		}
+		x.emit(EvStepWaiting, in.Step, StepWaiting{Attempt: o.Attempt, ManualInputPath: in.ManualInputPath, Session: &o})
+		x.effect(AwaitHuman{Step: in.Step, ManualInputPath: in.ManualInputPath})
+		return
+	}
 	if !c.preparing[in.Step] {
 		return
 	}

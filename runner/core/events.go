@@ -147,6 +147,10 @@ type SessionStarted struct {
 type StepWaiting struct {
 	Attempt         int    `json:"attempt"`
 	ManualInputPath string `json:"manual_input_path"`
+	// Session is, for a session step with human: (an approval after
+	// its session), what the session that succeeded produced: recorded
+	// with the wait, so that no crash keeps one without the other.
+	Session *Outcome `json:"session,omitempty"`
 }
 
 // Outcome is what a finished session (or human decision) produced: the
@@ -434,9 +438,14 @@ var appliers = map[string]applier{
 			st.ReportPath = strp(d.ReportPath)
 		}
 	}),
-	EvStepWaiting: onStep(func(_ *State, st *StepState, d *StepWaiting, _ Event, at *Time) {
+	EvStepWaiting: onStep(func(s *State, st *StepState, d *StepWaiting, _ Event, at *Time) {
 		st.Status = WaitingOnHuman
 		st.WaitingFor = nil
+		if d.Session != nil {
+			setOutcome(s, st, *d.Session)
+			st.GateFailed = false
+			st.LastError = nil
+		}
 		st.Attempts = d.Attempt
 		st.StartedAt = at
 		st.EndedAt = nil

@@ -57,7 +57,11 @@ type PlanStep struct {
 	SignalsDecide bool
 	// Conditional is true when the step has a when, or an auto_approve,
 	// that the driver evaluates before the step starts.
-	Conditional   bool
+	Conditional bool
+	// HumanAfter is true for a session step that also has human: once
+	// its session succeeded and its gate passed, it waits on a human
+	// (WAITING_ON_HUMAN) as a human step does, instead of completing.
+	HumanAfter    bool
 	MaxAttempts   int
 	MaxIterations int
 	Backoff       time.Duration

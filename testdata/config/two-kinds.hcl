@@ -11,7 +11,7 @@ step "idle" { # want :6 "step \"idle\" does nothing"
 }
 step "ask" { # want :6 "step \"ask\" has a prompt but no agent"
   prompt = "Who?"
-  human { # want :3 "step \"ask\" has both prompt and human"
+  human { # an approval after the session
     message = "Really?"
   }
 }
