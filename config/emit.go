@@ -33,7 +33,10 @@ import (
 // defaults.agent, and no default (feedback: append, max_parallel: 1,
 // the signal words, notify.on) that the loader gives anyway. A
 // prompt_file is written as its path, relative to the workflow file as
-// it was loaded, and not as the prompt read from it.
+// it was loaded, and not as the prompt read from it. The model keeps
+// defaults.notify merged into the workflow's notify, so both are
+// written as the workflow's; agents and env are maps, written in the
+// order the agents were declared and by name.
 //
 // Human.AnyFile, set by the loader of agent_orchestrator's format, has
 // no key in flow's: Emit writes a note above the step instead, and the
