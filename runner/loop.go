@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
 	"strconv"
@@ -28,7 +29,7 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	x.queue = append(x.queue, Begin{Control: control})
+	x.queue = append(x.queue, Begin{Control: control, Gates: x.startGates()})
 	heartbeat := x.r.Clock.After(x.r.HeartbeatEvery)
 	var poll <-chan time.Time
 	done := ctx.Done()
@@ -66,7 +67,7 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 				}
 			}
 		}
-		if len(x.awaiting) > 0 || x.core.Paused() {
+		if len(x.awaiting) > 0 || x.core.Paused() || x.usesGates() {
 			if poll == nil {
 				poll = x.r.Clock.After(x.r.PollEvery)
 			}
@@ -226,6 +227,9 @@ func (x *run) perform(eff Effect) (Result, bool, error) {
 		if e.Paused && len(e.Waiting) == 0 {
 			return x.result(RunPaused, exitPaused, "paused"), true, nil
 		}
+		if len(e.Waiting) == 0 && len(e.Gated) > 0 {
+			return x.result(RunWaitingOnHuman, exitHuman, "waiting on gates: "+strings.Join(e.Gated, ", ")), true, nil
+		}
 		return x.result(RunWaitingOnHuman, exitHuman, "waiting on a human: "+strings.Join(e.Waiting, ", ")), true, nil
 	case Finish:
 		if e.Reason == AlreadyEnded {
@@ -288,6 +292,8 @@ func (x *run) announce(e Event) {
 		}
 	case EvStepInterrupted:
 		x.printf("%s: interrupted\n", e.Step)
+	case EvGatesWaiting:
+		x.printf("%s: waiting for gates to open: %s (%s)\n", e.Step, strings.Join(s.WaitingGates, ", "), x.opts.Invocation.GateStateFile)
 	case EvStepRemoved:
 		x.printf("%s: removed from the workflow; dropped from the run\n", e.Step)
 	case EvStepAdded:
@@ -341,6 +347,9 @@ func (x *run) pollWaiting() error {
 			x.queue = append(x.queue, d)
 		}
 	}
+	if x.usesGates() {
+		x.pollGates()
+	}
 	desired, err := x.readControl()
 	if err != nil {
 		return err
@@ -370,7 +379,7 @@ func (x *run) controlChange(desired ControlState) {
 		delete(x.warned, "reload")
 		if changed {
 			// A new core over the new plan takes the run from its state.
-			x.queue = append(x.queue, Begin{Control: desired})
+			x.queue = append(x.queue, Begin{Control: desired, Gates: maps.Clone(x.gates)})
 			return
 		}
 	}

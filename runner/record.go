@@ -33,6 +33,7 @@ type (
 	HumanInput      = core.HumanInput
 	HumanReady      = core.HumanReady
 	Idle            = core.Idle
+	GatesChanged    = core.GatesChanged
 	Input           = core.Input
 	Interrupt       = core.Interrupt
 	ItemsResult     = core.ItemsResult
@@ -107,6 +108,7 @@ const (
 	EvBudgetRaised     = core.EvBudgetRaised
 	EvItemStarted      = core.EvItemStarted
 	EvItemFinished     = core.EvItemFinished
+	EvGatesWaiting     = core.EvGatesWaiting
 	EvWarning          = core.EvWarning
 	EvWorkflowChanged  = core.EvWorkflowChanged
 	ExitBudget         = core.ExitBudget

@@ -171,6 +171,8 @@ func (r *Runner) defaults() {
 
 // run is one execution of a run by this runner.
 type run struct {
+	// gates are the gates of the gate-state file as last read.
+	gates  map[string]bool
 	r      *Runner
 	opts   Options
 	wf     *config.Workflow

@@ -25,6 +25,11 @@ import (
 // the state by Begin.
 type Core struct {
 	plan *Plan
+	// gates are the gates of the gate-state file and whether each is
+	// open; gated maps each ready step kept back by closed gates to
+	// them (gates.go).
+	gates map[string]bool
+	gated map[string][]string
 	// evaluating holds steps whose when/auto_approve is being evaluated;
 	// cleaning is true while the cleanup session runs;
 	// preparing holds human steps whose wait the driver prepares;
@@ -131,6 +136,9 @@ type Input interface{ isInput() }
 type Begin struct {
 	// Control is the desired state of control.json when the run starts.
 	Control ControlState
+	// Gates are the gates of the gate-state file and whether each is
+	// open, as the run starts.
+	Gates map[string]bool
 }
 
 // WhenResult answers an Evaluate effect.
@@ -242,6 +250,7 @@ func (TimerFired) isInput()     {}
 func (ControlChanged) isInput() {}
 func (CleanupDone) isInput()    {}
 func (Interrupt) isInput()      {}
+func (GatesChanged) isInput()   {}
 
 // Effect is something the driver must do.
 type Effect interface{ isEffect() }
@@ -297,6 +306,8 @@ type StartCleanup struct{ N int }
 type Idle struct {
 	Waiting []string
 	Paused  bool
+	// Gated are the steps that wait for gates of the gate-state file.
+	Gated []string
 }
 
 // Finish says the run has ended (for now) with Status and ExitCode.
@@ -447,6 +458,8 @@ func (c *Core) Decide(st *State, in Input, at time.Time) Decision {
 	case TimerFired:
 		delete(c.waiting, in.Step)
 		c.mark(in.Step)
+	case GatesChanged:
+		c.gatesChanged(in)
 	case ControlChanged:
 		c.controlChanged(x, in.Desired)
 	case CleanupDone:
@@ -482,6 +495,7 @@ func (c *Core) begin(x *decider, in Begin) {
 	c.cleaning = false
 	c.control = Continuous
 	c.running, c.instRunning = 0, 0
+	c.gates, c.gated = in.Gates, nil
 	for id, s := range x.st.Steps {
 		if s.Status == Running {
 			if IsInstance(id) {
@@ -1004,16 +1018,19 @@ func (c *Core) schedule(x *decider) {
 		c.finished = true
 		x.emit(EvRunFinished, "", RunFinished{Status: RunCompleted})
 		x.effect(Finish{Status: RunCompleted})
-	case len(waiting) > 0 || c.paused():
+	case len(waiting) > 0 || c.paused() || len(c.gated) > 0:
 		if !c.idle {
 			c.idle = true
+			gated := c.gatedSteps()
 			if c.paused() && len(waiting) == 0 {
 				x.emit(EvRunPaused, "", Note{Message: "paused by control.json"})
 				x.effect(SetControl{Desired: Pause, Current: Pause})
 			} else if len(waiting) > 0 {
 				x.emit(EvRunWaiting, "", Note{Message: "waiting on a human: " + fmt.Sprint(waiting)})
+			} else {
+				x.emit(EvRunWaiting, "", Note{Message: "waiting on gates: " + c.gatesReport(st)})
 			}
-			x.effect(Idle{Waiting: waiting, Paused: c.paused()})
+			x.effect(Idle{Waiting: waiting, Paused: c.paused(), Gated: gated})
 		}
 	default:
 		// Nothing runs and nothing can start: a bug or an impossible
@@ -1155,7 +1172,7 @@ func (c *Core) schedulePass(x *decider, busy int, canStart bool) int {
 			}
 			continue
 		}
-		if !c.ready(st, ps) {
+		if !c.ready(st, ps) || c.gateClosed(x, ps) {
 			continue
 		}
 		// Human waits, consensus decisions and a pair's reviewers

@@ -54,6 +54,9 @@ const (
 	// admitted and finishing.
 	EvItemStarted  = "item_started"
 	EvItemFinished = "item_finished"
+	// EvGatesWaiting says a step that could start waits for gates of
+	// the gate-state file to open.
+	EvGatesWaiting = "gates_waiting"
 )
 
 // RunCreated is the data of EvRunCreated.
@@ -416,9 +419,13 @@ var appliers = map[string]applier{
 		st.Status = Pending
 		st.LastError = strp("runner died during the session; it runs again")
 	}),
+	EvGatesWaiting: onStep(func(_ *State, st *StepState, d *GatesWaiting, _ Event, _ *Time) {
+		st.WaitingGates = slices.Clone(d.Gates)
+	}),
 	EvStepStarted: onStep(func(s *State, st *StepState, d *StepStarted, _ Event, at *Time) {
 		st.Status = Running
 		st.WaitingFor = nil
+		st.WaitingGates = nil
 		st.Attempts = d.Attempt
 		st.PID, st.SessionMarker = 0, ""
 		st.StartedAt = at

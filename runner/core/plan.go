@@ -43,6 +43,9 @@ type PlanStep struct {
 	ID    string
 	Kind  Kind
 	Needs []string
+	// Gates are the gates of the gate-state file that must be open
+	// before the step starts.
+	Gates []string
 	// LoopTarget is the step a failed gate (or a rejected human step)
 	// loops back to, or "".
 	LoopTarget string

@@ -113,6 +113,9 @@ type StepState struct {
 	// is not upstream of it (DESIGN §17), that target: the step runs
 	// again once the target is done. It is cleared when the step runs.
 	WaitingFor *string `json:"waiting_for,omitempty"`
+	// WaitingGates are the gates of the gate-state file that keep a
+	// ready step from starting, while they are closed.
+	WaitingGates []string `json:"waiting_gates,omitempty"`
 
 	ExitCode *int            `json:"exit_code,omitempty"`
 	Verdict  string          `json:"verdict,omitempty"`
