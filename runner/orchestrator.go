@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -119,11 +120,26 @@ func (x *run) orchestratorEnv(s *config.Step, e sessionRun, promptPath string) [
 		"ARTIFACTS_DIR=" + artifacts,
 		"STEP_MODEL=" + s.Model,
 	}
+	// A looped step's needs are its loop's (agent_orchestrator's step
+	// needs them), after any of its own inside the loop.
+	type need struct{ dep, key string }
+	var needs []need
 	for _, dep := range s.Needs {
 		key := dep
 		if l := x.wf.LoopOf(dep); s.Loop != "" && l != nil && l.ID == s.Loop {
 			key = siblingKey(e.Step, dep)
 		}
+		needs = append(needs, need{dep, key})
+	}
+	if loop := x.wf.LoopOf(s.ID); loop != nil {
+		for _, dep := range loop.Needs {
+			if !slices.Contains(s.Needs, dep) {
+				needs = append(needs, need{dep, dep})
+			}
+		}
+	}
+	for _, n := range needs {
+		dep, key := n.dep, n.key
 		ds := x.st.Steps[key]
 		if ds == nil {
 			continue
