@@ -105,6 +105,8 @@ type StepInfo struct {
 	// Usage is what the step's sessions consumed, all its attempts and
 	// iterations together.
 	Usage Usage `expr:"usage"`
+	// Metadata is the step's metadata as written in the workflow.
+	Metadata map[string]any `expr:"metadata"`
 	// Items are a for_each step's items, in item order: each a map of
 	// "key", "index", "item", "status" and, under each body step's id,
 	// that step's facts for the item (the fields of StepInfo by their

@@ -86,6 +86,7 @@ func (s StepInfo) Map() map[string]any {
 		"error":     s.Error,
 		"duration":  s.Duration,
 		"usage":     s.Usage.Map(),
+		"metadata":  s.Metadata,
 	}
 	if s.Items != nil {
 		m["items"] = s.Items

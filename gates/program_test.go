@@ -368,7 +368,7 @@ func TestNames(t *testing.T) {
 		t.Errorf("Names mismatch (-want +got):\n%s", diff)
 	}
 	fields := []string{"status", "attempts", "iteration", "exit_code", "output", "signals", "verdict",
-		"metrics", "artifacts", "report", "input", "error", "duration", "usage", "items"}
+		"metrics", "artifacts", "report", "input", "error", "duration", "usage", "metadata", "items"}
 	if diff := cmp.Diff(fields, StepFields()); diff != "" {
 		t.Errorf("StepFields mismatch (-want +got):\n%s", diff)
 	}

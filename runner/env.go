@@ -102,6 +102,9 @@ func (x *run) stepInfo(id string, s *StepState) gates.StepInfo {
 		info.ExitCode = *s.ExitCode
 	}
 	info.Usage = usageInfo(s.Usage)
+	if st := x.stepOf(id); st != nil {
+		info.Metadata = st.Metadata
+	}
 	if s.Human != nil {
 		info.Input = s.Human.Input
 	}
