@@ -418,7 +418,8 @@ func TestEmitErrors(t *testing.T) {
 
 // TestEmitOrchestrator converts a workflow in agent_orchestrator's
 // format, its notes above its steps, as flow convert does: the file
-// loads as flow's to the same model but for the dialect and the notes.
+// loads as flow's to the same model but for the dialect, the notes and
+// Human.AnyFile, which no key of flow's says.
 func TestEmitOrchestrator(t *testing.T) {
 	src := `name: orch
 description: from agent_orchestrator
@@ -438,6 +439,7 @@ steps:
       item_var: thing
       max_iterations: 5
     loop_back_to: build
+    human_in_the_loop: true
   - id: review
     agent: reviewer
     prompt: prompts/review.md
@@ -448,7 +450,7 @@ steps:
 	if err := afero.WriteFile(fsys, "/o/orch.yaml", []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	w, err := config.LoadWith(fsys, "/o/orch.yaml", config.Options{Orchestrator: config.OrchestratorOptions{Wrapper: "wrap.py"}})
+	w, err := config.LoadWith(fsys, "/o/orch.yaml", config.Options{Orchestrator: config.OrchestratorOptions{Wrapper: "wrap.py", PauseForHumanInput: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,7 +459,7 @@ steps:
 	}
 	dialect := cmp.FilterPath(func(p cmp.Path) bool {
 		switch p.Last().String() {
-		case ".Dialect", ".DialectReason", ".Warnings", ".Notes":
+		case ".Dialect", ".DialectReason", ".Warnings", ".Notes", ".AnyFile":
 			return true
 		}
 		return false
@@ -474,7 +476,10 @@ steps:
 		if diff := cmp.Diff(w, back, ignorePositions, dialect); diff != "" || back.Dialect != config.DialectFlow {
 			t.Errorf("the %s loads as %s differently (-orchestrator +flow):\n%s\n%s", format, back.Dialect, diff, out)
 		}
-		for _, note := range []string{"# read in agent_orchestrator's format\n", "# model: opus → $STEP_MODEL\n"} {
+		if h := back.Step("build_item").Human; h == nil || h.AnyFile {
+			t.Errorf("the %s loads build_item's human as %+v, want one without AnyFile", format, h)
+		}
+		for _, note := range []string{"# read in agent_orchestrator's format\n", "# model: opus → $STEP_MODEL\n", "# human: a manual-input file written by hand"} {
 			if !strings.Contains(string(out), note) {
 				t.Errorf("the %s lacks the note %q:\n%s", format, note, out)
 			}

@@ -188,6 +188,9 @@ step "approve" {
 
 step "ship" {
   run = "echo shipping"
+  human {
+    message = "Shipped. Announce it?"
+  }
 }
 
 step "announce" {
