@@ -66,6 +66,10 @@ func (x *run) findPrompt(path string, limit int64) (found string, text []byte, e
 	}
 	var tried []string
 	for _, p := range places {
+		if slices.Contains(tried, p.path) {
+			// The workflow's directory is the repository.
+			continue
+		}
 		tried = append(tried, p.path)
 		if !inside(p.root, p.path) {
 			return "", nil, fmt.Errorf("prompt %s is outside the repository and the workflow's directory", path)
