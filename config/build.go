@@ -351,6 +351,15 @@ func (b *builder) session(s *Step, rs *rawStep) {
 			h.Message = b.template("human.message", rh.message)
 		}
 		h.Timeout = b.duration("human.timeout", rh.timeout)
+		if a := rh.anyFile; a.ok() {
+			switch a.val {
+			case "true":
+				h.AnyFile = true
+			case "false":
+			default:
+				b.d.errorf(a.pos(), "human.any_file: want true or false, got %q", a.val)
+			}
+		}
 		if rh.autoApprove.set {
 			h.AutoApprove = b.expr("human.auto_approve", rh.autoApprove, gates.Bool)
 		}

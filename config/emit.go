@@ -37,10 +37,6 @@ import (
 // defaults.notify merged into the workflow's notify, so both are
 // written as the workflow's; agents and env are maps, written in the
 // order the agents were declared and by name.
-//
-// Human.AnyFile, set by the loader of agent_orchestrator's format, has
-// no key in flow's: Emit writes a note above the step instead, and the
-// file loads with it false.
 
 // EmitOptions are what Emit writes besides the workflow.
 type EmitOptions struct {
@@ -308,10 +304,6 @@ func (e *emitter) step(s *Step, before *Step) *block {
 	e.extra(b, s)
 	if h := s.Human; h != nil {
 		b.add("human", humanBlock(h))
-		if h.AnyFile {
-			// No key of flow's says it: the step is written without it.
-			b.notes = append(slices.Clone(b.notes), "human: a manual-input file written by hand does not decide this step in flow's format (agent_orchestrator's human_in_the_loop did)")
-		}
 	}
 	if s.NeedsSet || !slices.Equal(s.Needs, impliedNeeds(s, before)) {
 		b.add("needs", append([]string{}, s.Needs...))
@@ -414,6 +406,9 @@ func humanBlock(h *Human) *block {
 	}
 	b.duration("timeout", h.Timeout)
 	b.expr("auto_approve", h.AutoApprove)
+	if h.AnyFile {
+		b.add("any_file", true)
+	}
 	return b.sorted()
 }
 

@@ -367,6 +367,8 @@ var humanTable = newTable("human", "", "",
 		func(h *rawHuman) *str { return &h.timeout }),
 	scalar("auto_approve", kindExpr, "Approve without asking when this is true.",
 		func(h *rawHuman) *str { return &h.autoApprove }),
+	scalar("any_file", kindBool, "Take a manual-input file written by hand as the decision: a JSON object with a boolean approved is honoured, any other content approves and is kept as the input (agent_orchestrator's human_in_the_loop).",
+		func(h *rawHuman) *str { return &h.anyFile }),
 )
 
 var gateTable = newTable("gate", "", "",

@@ -53,8 +53,6 @@ type rawOrchestrator struct {
 	agents []str
 	// notes are the notes of each step, by id ("" is the workflow's).
 	notes map[string][]string
-	// humans are the human_in_the_loop steps made to wait.
-	humans map[string]bool
 	// next are the next_on_success lists, checked once the steps are
 	// known.
 	next []str
@@ -261,7 +259,7 @@ func decodeOrchestrator(src *source, o Options, d *diags) *rawWorkflow {
 	if w.tooManySteps {
 		return w
 	}
-	ro := &rawOrchestrator{opts: o.Orchestrator, notes: map[string][]string{}, humans: map[string]bool{}}
+	ro := &rawOrchestrator{opts: o.Orchestrator, notes: map[string][]string{}}
 	w.orchestrator = ro
 	if !w.name.set {
 		// agent_orchestrator names a run's workflow after its file.
@@ -327,8 +325,7 @@ func (ro *rawOrchestrator) mapStep(s *rawStep, d *diags) []*rawStep {
 		case err != nil:
 			d.errorf(h.pos(), "human_in_the_loop: want true or false, got %q", h.val)
 		case on && ro.opts.PauseForHumanInput:
-			s.human = &rawHuman{pos: h.pos()}
-			ro.humans[id] = true
+			s.human = &rawHuman{pos: h.pos(), anyFile: str{val: "true", set: true, sp: h.sp}}
 			ro.note(id, "human_in_the_loop with --pause-for-human-input → human: the step waits, once its agent is done, for its manual-input file")
 		case on:
 			ro.note(id, "human_in_the_loop is ignored without --pause-for-human-input, as agent_orchestrator does")
@@ -555,13 +552,6 @@ func (b *builder) finishOrchestrator() {
 		if n.ok() && w.Step(n.val) == nil {
 			b.d.unknown(n.pos(), "step", n.val, b.scope.Steps)
 			b.d.list[len(b.d.list)-1].Message = "next_on_success: " + b.d.list[len(b.d.list)-1].Message
-		}
-	}
-	for _, s := range w.AllSteps() {
-		if ro.humans[s.ID] || ro.humans[strings.TrimSuffix(s.ID, bodySuffix)] && s.Loop != "" {
-			if s.Human != nil {
-				s.Human.AnyFile = true
-			}
 		}
 	}
 	if w.Defaults.MaxIterations == nil {

@@ -204,6 +204,7 @@ type rawHuman struct {
 	message     str
 	timeout     str
 	autoApprove str
+	anyFile     str
 	inputs      []*rawInput
 }
 

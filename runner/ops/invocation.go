@@ -72,6 +72,25 @@ func (s *Service) loadInvoked(path, repo string, v runner.Invocation) (*config.W
 	return wf, nil
 }
 
+// restartInvocation is the invocation of a restart at a step: the one
+// kept by the run it restarts (named, or the newest of the workflow),
+// with v's flags over it. Without such a run it is v.
+func (s *Service) restartInvocation(path, repo, runID string, v runner.Invocation) runner.Invocation {
+	wf, err := config.LoadWith(s.FS, path, v.LoadOptions(repo))
+	if err != nil {
+		return v
+	}
+	ref, err := runner.FindRun(s.FS, repo, runID, wf.Name)
+	if err != nil {
+		return v
+	}
+	kept, err := runner.ReadInvocation(s.FS, ref.Dir)
+	if err != nil {
+		return v
+	}
+	return kept.Merge(v)
+}
+
 // orchestratorBudgets reads --max-iterations as agent_orchestrator does
 // for a workflow in its format: N loop-backs, which flow counts as N+1.
 func orchestratorBudgets(wf *config.Workflow, b runner.Budgets) runner.Budgets {

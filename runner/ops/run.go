@@ -145,6 +145,11 @@ func (s *Service) PrepareRun(req RunRequest) (*Launch, error) {
 		return nil, err
 	}
 	inv := s.absInvocation(req.Invocation)
+	if req.StartAt != "" {
+		// The run restarted keeps how it was invoked: its flags need not
+		// be given again.
+		inv = s.restartInvocation(req.Workflow, repo, req.RunID, inv)
+	}
 	wf, err := s.loadInvoked(req.Workflow, repo, inv)
 	if err != nil {
 		return nil, err

@@ -176,6 +176,7 @@ step "approve" {
     message      = "Ship {{ vars.feature }}?"
     timeout      = "24h"
     auto_approve = "vars.empty == \"yes\""
+    any_file     = true
     input "ticket" {
       description = "The change ticket"
       required    = true
