@@ -93,6 +93,13 @@ func build(raw *rawWorkflow, fs afero.Fs, path string, o Options, d *diags) *Wor
 			w.MaxParallel = n
 		}
 	}
+	if c := raw.compat; c.ok() {
+		if c.val == CompatOrchestrator {
+			w.Compat = c.val
+		} else {
+			d.errorf(c.pos(), "compat: want %s, got %q", CompatOrchestrator, c.val)
+		}
+	}
 	b.agents()
 	b.defaults()
 	b.secrets()

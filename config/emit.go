@@ -165,6 +165,7 @@ func (e *emitter) workflow() *block {
 	b := &block{ks: &workflowTable.keySet, label: w.Name}
 	b.text("name", w.Name)
 	b.text("description", w.Description)
+	b.text("compat", w.Compat)
 	if len(w.VarOrder) > 0 {
 		vars := make([]pair, 0, len(w.VarOrder))
 		for _, k := range w.VarOrder {

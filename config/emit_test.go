@@ -479,7 +479,7 @@ steps:
 		if h := back.Step("build_item").Human; h == nil || !h.AnyFile {
 			t.Errorf("the %s loads build_item's human as %+v, want one with any_file", format, h)
 		}
-		for _, note := range []string{"# read in agent_orchestrator's format\n", "# model: opus → $STEP_MODEL\n"} {
+		for _, note := range []string{"# read in agent_orchestrator's format: compat keeps", "# model: opus → $STEP_MODEL\n"} {
 			if !strings.Contains(string(out), note) {
 				t.Errorf("the %s lacks the note %q:\n%s", format, note, out)
 			}

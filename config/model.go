@@ -13,6 +13,10 @@ const (
 	DialectOrchestrator = "orchestrator"
 )
 
+// CompatOrchestrator is the value of compat: for agent_orchestrator's
+// session contract.
+const CompatOrchestrator = "agent_orchestrator"
+
 // Seed defaults for the attempt and iteration budgets.
 const (
 	DefaultMaxAttempts   = 2
@@ -34,6 +38,10 @@ type Workflow struct {
 	// DialectReason says why a file was read in agent_orchestrator's
 	// format, for a notice; "" when it was told to.
 	DialectReason string `cmp:"-"`
+	// Compat is CompatOrchestrator when sessions follow
+	// agent_orchestrator's contract (its environment and report rules),
+	// as those of a file in its format do; "" for flow's own.
+	Compat string
 	// Warnings are problems that do not stop the workflow from loading:
 	// keys read and ignored, as their format does. Each is a Diagnostic
 	// of SeverityWarning.

@@ -256,6 +256,8 @@ func decodeOrchestrator(src *source, o Options, d *diags) *rawWorkflow {
 	}
 	w := &rawWorkflow{src: src}
 	orchWorkflowTable.decode(&yamlValue{y: y, n: root}, w)
+	// Its sessions follow its contract: environment and report rules.
+	w.compat = str{val: CompatOrchestrator, set: true, sp: y.span(root)}
 	if w.tooManySteps {
 		return w
 	}
@@ -266,7 +268,7 @@ func decodeOrchestrator(src *source, o Options, d *diags) *rawWorkflow {
 		w.name = str{val: nameFromFile(src.name), set: true, sp: y.span(root)}
 		ro.note("", fmt.Sprintf("name %q, from the file's name (the file gives none)", w.name.val))
 	}
-	ro.note("", "read in agent_orchestrator's format")
+	ro.note("", "read in agent_orchestrator's format: compat keeps its session environment and report rules")
 	var steps []*rawStep
 	for _, s := range w.steps {
 		steps = append(steps, ro.mapStep(s, d)...)

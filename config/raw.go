@@ -36,6 +36,7 @@ type rawWorkflow struct {
 	agents      []*rawAgent
 	steps       []*rawStep
 	maxParallel str
+	compat      str
 	cleanup     *rawCleanup
 	signals     rawSignals
 	secrets     []str

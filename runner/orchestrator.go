@@ -35,9 +35,10 @@ const (
 // requires of a run report.
 var requiredReportFields = []string{"schema", "run_id", "step_id", "agent", "status", "started_at", "ended_at"}
 
-// orchestrated reports whether the run's workflow was read in
-// agent_orchestrator's format.
-func (x *run) orchestrated() bool { return x.wf.Dialect == config.DialectOrchestrator }
+// orchestrated reports whether the run's sessions follow
+// agent_orchestrator's contract: a workflow read in its format, or one
+// with compat: agent_orchestrator.
+func (x *run) orchestrated() bool { return x.wf.Compat == config.CompatOrchestrator }
 
 // findPrompt finds the prompt file of a step given by path, when its
 // session starts: an absolute path as it is; else, in turn,

@@ -179,6 +179,7 @@ func (a *app) rootCmd() *cobra.Command {
 	})
 	root.AddCommand(
 		a.validateCmd(),
+		a.convertCmd(),
 		a.testCmd(),
 		a.graphCmd(),
 		a.schemaCmd(),

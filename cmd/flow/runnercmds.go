@@ -64,6 +64,18 @@ func (f *runFlags) add(cmd *cobra.Command, isRun bool) {
 	fl.Float64Var(&f.budgetCost, "budget-cost", 0, "raise the run's cost budget to this many USD (and any step's below it); recorded for later resumes")
 	fl.Int64Var(&f.budgetTokens, "budget-tokens", 0, "raise the run's token budget (and any step's below it)")
 	fl.IntVar(&f.budgetSess, "budget-sessions", 0, "raise the run's session budget (and any step's below it)")
+	f.addInvocation(cmd)
+	if isRun {
+		fl.StringArrayVar(&f.vars, "var", nil, "override a workflow var: --var key=value (repeatable)")
+		fl.StringVar(&f.runID, "run-id", "", "id of the new run (default: time and a random suffix)")
+		fl.BoolVar(&f.dryRun, "dry-run", false, "print the plan — order, parallel groups, budgets, rendered commands and prompts — without running anything")
+	}
+}
+
+// addInvocation adds the flags that say how a workflow file is read and
+// its sessions started beyond it (runner.Invocation).
+func (f *runFlags) addInvocation(cmd *cobra.Command) {
+	fl := cmd.Flags()
 	fl.StringVar(&f.inv.Format, "format", "", "read the workflow in this format: flow or orchestrator (agent_orchestrator's); default: detected")
 	fl.StringVar(&f.inv.Wrapper, "wrapper", "", "agent_orchestrator's format: run every agent's session as WRAPPER --run-id … --step-id … --agent … --prompt … --repo … --report … (python3 for a .py)")
 	fl.StringArrayVar(&f.inv.WrapperArgs, "wrapper-arg", nil, "one more argument for the wrapper (repeatable)")
@@ -71,11 +83,6 @@ func (f *runFlags) add(cmd *cobra.Command, isRun bool) {
 	fl.BoolVar(&f.inv.PauseForHumanInput, "pause-for-human-input", false, "agent_orchestrator's format: a human_in_the_loop step waits, once its agent is done, for its manual-input file")
 	fl.StringVar(&f.inv.GateStateFile, "gate-state-file", "", "a JSON file of gate names and whether each is open; steps with gates (external_gates) wait until theirs are")
 	fl.StringArrayVar(&f.inv.Env, "env", nil, "one more environment variable for every session: --env NAME=value (repeatable)")
-	if isRun {
-		fl.StringArrayVar(&f.vars, "var", nil, "override a workflow var: --var key=value (repeatable)")
-		fl.StringVar(&f.runID, "run-id", "", "id of the new run (default: time and a random suffix)")
-		fl.BoolVar(&f.dryRun, "dry-run", false, "print the plan — order, parallel groups, budgets, rendered commands and prompts — without running anything")
-	}
 }
 
 // checkInvocation checks the flags of the invocation: a known format,

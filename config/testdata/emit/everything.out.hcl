@@ -12,6 +12,7 @@ vars = {
 }
 
 max_parallel = 3
+compat       = "agent_orchestrator"
 secrets      = ["API_KEY_X", "DEPLOY_PW"]
 
 defaults {
