@@ -540,6 +540,9 @@ var workflowTable = newTable("workflow", "A flow workflow: steps of agent and co
 		set: func(w *rawWorkflow, v value) { w.name = v.str("name") }},
 	scalar("description", kindString, "What the workflow does, for people.",
 		func(w *rawWorkflow) *str { return &w.description }),
+	field[rawWorkflow]{name: "compat", kind: kindString, enum: []string{CompatOrchestrator},
+		doc: "agent_orchestrator: sessions get its environment (RUN_ID, PROMPT_PATH, …) and its report rules (required fields, a report printed between markers, none is a failure), as a workflow in its format does.",
+		set: func(w *rawWorkflow, v value) { w.compat = v.str("compat") }},
 	field[rawWorkflow]{name: "vars", kind: kindVars,
 		doc: "Variables, as strings; override with `flow run --var name=value`. Read them as vars.<name> in expressions and templates.",
 		set: func(w *rawWorkflow, v value) { w.vars = v.strMap("vars") }},
@@ -568,9 +571,6 @@ var workflowTable = newTable("workflow", "A flow workflow: steps of agent and co
 		}},
 	scalar("max_parallel", kindCount, "How many independent ready steps run at once (default 1).",
 		func(w *rawWorkflow) *str { return &w.maxParallel }),
-	field[rawWorkflow]{name: "compat", kind: kindString, enum: []string{CompatOrchestrator},
-		doc: "agent_orchestrator: sessions get its environment (RUN_ID, PROMPT_PATH, …) and its report rules (required fields, a report printed between markers, none is a failure), as a workflow in its format does.",
-		set: func(w *rawWorkflow, v value) { w.compat = v.str("compat") }},
 	field[rawWorkflow]{name: "cleanup", kind: kindBlock, sub: cleanupTable, doc: "The session that the run_cleanup control state starts.",
 		set: func(w *rawWorkflow, v value) {
 			if c := (&rawCleanup{pos: v.pos()}); cleanupTable.decode(v, c) {

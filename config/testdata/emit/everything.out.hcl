@@ -4,6 +4,7 @@
 
 name        = "everything"
 description = "Every key: plan, code, review in pairs, loop over files, ask a human"
+compat      = "agent_orchestrator"
 
 vars = {
   feature = "dark mode"
@@ -12,7 +13,6 @@ vars = {
 }
 
 max_parallel = 3
-compat       = "agent_orchestrator"
 secrets      = ["API_KEY_X", "DEPLOY_PW"]
 
 defaults {
