@@ -38,6 +38,14 @@ In GitHub Actions each problem is also an ::error annotation on its line.
 				return err
 			}
 			for _, f := range res.Files {
+				if !asJSON && !gitlab {
+					if f.Notice != "" {
+						fmt.Fprintln(a.stdio.Err, f.Notice)
+					}
+					for _, w := range f.Warnings {
+						fmt.Fprintln(a.stdio.Err, w)
+					}
+				}
 				switch {
 				case f.Valid && gitlab && f.Tests > 0:
 					fmt.Fprintf(a.stdio.Err, "%s: ok (%d tests)\n", f.File, f.Tests)

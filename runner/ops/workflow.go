@@ -60,6 +60,14 @@ type FileResult struct {
 	// Error is why the file could not be checked at all (it cannot be
 	// read); its problems otherwise are in the Diagnostics.
 	Error string `json:"error,omitempty"`
+	// Format is "orchestrator" for a file read in agent_orchestrator's
+	// format, "" for flow's.
+	Format string `json:"format,omitempty"`
+	// Notice says why a file was read in agent_orchestrator's format.
+	Notice string `json:"-"`
+	// Warnings are what was read and ignored, as file:line:col: warning:
+	// message.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // MarshalJSON writes the result with its diagnostics under
@@ -107,6 +115,12 @@ func (s *Service) Validate(paths []string) (ValidateResult, error) {
 			var w *config.Workflow
 			if w, err = config.LoadWith(s.FS, path, config.Options{Repo: s.cwd()}); err == nil {
 				f.Steps = len(w.Steps)
+				if w.Dialect == config.DialectOrchestrator {
+					f.Format, f.Notice = config.FormatOrchestrator, InvocationNotice(w)
+				}
+				for _, d := range w.Warnings {
+					f.Warnings = append(f.Warnings, d.String())
+				}
 			}
 		}
 		var ds config.Diagnostics
