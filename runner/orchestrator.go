@@ -199,8 +199,11 @@ func envWord(s string) string {
 // printed between a reportBegin and a reportEnd line, up to max bytes
 // (a longer one is dropped, as if never printed).
 type reportMarkers struct {
-	max   int
-	line  []byte
+	max  int
+	line []byte
+	// cut is true when more than space was dropped from line: it is
+	// then no marker, whatever it starts with.
+	cut   bool
 	in    bool
 	over  bool
 	cur   []byte
@@ -221,8 +224,10 @@ func (m *reportMarkers) Write(p []byte) (int, error) {
 		if m.in {
 			room = m.max + len(reportEnd) + 8
 		}
-		if n := room - len(m.line); n > 0 {
-			m.line = append(m.line, chunk[:min(n, len(chunk))]...)
+		k := min(max(room-len(m.line), 0), len(chunk))
+		m.line = append(m.line, chunk[:k]...)
+		if len(bytes.TrimSpace(chunk[k:])) > 0 {
+			m.cut = true
 		}
 		if len(m.line) >= room && m.in {
 			m.over = true
@@ -239,6 +244,9 @@ func (m *reportMarkers) Write(p []byte) (int, error) {
 // endLine takes a whole line of output.
 func (m *reportMarkers) endLine() {
 	word := string(bytes.TrimSpace(m.line))
+	if m.cut {
+		word = ""
+	}
 	switch {
 	case !m.in && word == reportBegin:
 		m.in, m.over, m.cur = true, false, m.cur[:0]
@@ -254,11 +262,15 @@ func (m *reportMarkers) endLine() {
 			m.cur = append(append(m.cur, m.line...), '\n')
 		}
 	}
-	m.line = m.line[:0]
+	m.line, m.cut = m.line[:0], false
 }
 
-// report returns the last report printed whole, or nil.
+// report returns the last report printed whole, or nil, once the
+// output has ended: a last line without a newline counts.
 func (m *reportMarkers) report() []byte {
+	if len(m.line) > 0 {
+		m.endLine()
+	}
 	if len(bytes.TrimSpace(m.found)) == 0 {
 		return nil
 	}
