@@ -239,19 +239,8 @@ func DetectFormat(path string, data []byte) (format, why string) {
 // decodeOrchestrator decodes a YAML file in agent_orchestrator's format
 // and maps it onto flow's raw model.
 func decodeOrchestrator(src *source, o Options, d *diags) *rawWorkflow {
-	y := &yamlDecoder{src: src, d: d}
-	var doc yaml.Node
-	if err := yaml.NewDecoder(bytes.NewReader(src.data)).Decode(&doc); err != nil {
-		y.syntaxError(err)
-		return nil
-	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
-		d.errorf(Pos{File: src.name, Line: 1, Col: 1}, "empty workflow file")
-		return nil
-	}
-	root := doc.Content[0]
-	if root.Kind != yaml.MappingNode {
-		d.errorf(y.pos(root), "a workflow must be a mapping of keys, got %s", kindName(root))
+	y, root := yamlRoot(src, d)
+	if root == nil {
 		return nil
 	}
 	w := &rawWorkflow{src: src}

@@ -25,30 +25,8 @@ var yamlErrLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // decodeYAML decodes a YAML workflow; it returns nil when the file is
 // not a YAML mapping at all.
 func decodeYAML(src *source, d *diags) *rawWorkflow {
-	y := &yamlDecoder{src: src, d: d}
-	dec := yaml.NewDecoder(bytes.NewReader(src.data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-		y.syntaxError(err)
-		return nil
-	}
-	var next yaml.Node
-	switch err := dec.Decode(&next); {
-	case errors.Is(err, io.EOF):
-	case err != nil:
-		y.syntaxError(err)
-		return nil
-	default:
-		d.errorf(y.pos(&next), "a second YAML document: a workflow file holds one document (remove this ---)")
-		return nil
-	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
-		d.errorf(Pos{File: src.name, Line: 1, Col: 1}, "empty workflow file")
-		return nil
-	}
-	root := doc.Content[0]
-	if root.Kind != yaml.MappingNode {
-		d.errorf(y.pos(root), "a workflow must be a mapping of keys, got %s", kindName(root))
+	y, root := yamlRoot(src, d)
+	if root == nil {
 		return nil
 	}
 	w := &rawWorkflow{src: src}
@@ -57,6 +35,38 @@ func decodeYAML(src *source, d *diags) *rawWorkflow {
 		w.name.sp = y.span(root)
 	}
 	return w
+}
+
+// yamlRoot parses a YAML workflow file: one document, a mapping. It
+// returns its root node, or nil having said why there is none.
+func yamlRoot(src *source, d *diags) (*yamlDecoder, *yaml.Node) {
+	y := &yamlDecoder{src: src, d: d}
+	dec := yaml.NewDecoder(bytes.NewReader(src.data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		y.syntaxError(err)
+		return y, nil
+	}
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		y.syntaxError(err)
+		return y, nil
+	default:
+		d.errorf(y.pos(&next), "a second YAML document: a workflow file holds one document (remove this ---)")
+		return y, nil
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		d.errorf(Pos{File: src.name, Line: 1, Col: 1}, "empty workflow file")
+		return y, nil
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		d.errorf(y.pos(root), "a workflow must be a mapping of keys, got %s", kindName(root))
+		return y, nil
+	}
+	return y, root
 }
 
 // yamlValue is a value in a YAML file: the node n, under the key k (nil
