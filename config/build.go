@@ -346,7 +346,7 @@ func (b *builder) session(s *Step, rs *rawStep) {
 			b.d.errorf(rs.agent.pos(), "agent: only a prompt step runs an agent")
 		}
 	}
-	if hasPrompt && s.Agent == "" {
+	if hasPrompt && s.Agent == "" && !rs.agent.bad {
 		s.Agent = b.w.Defaults.Agent
 		if s.Agent == "" {
 			b.d.errorf(rs.pos, "step %q has a prompt but no agent: set agent here or defaults.agent", s.ID)

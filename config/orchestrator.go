@@ -279,11 +279,14 @@ func (ro *rawOrchestrator) mapStep(s *rawStep, d *diags) []*rawStep {
 	o := s.orch
 	if !s.agent.set {
 		d.errorf(s.pos, "step %q: agent is required (the name the wrapper is given)", id)
+		// Said once: build is not to say it again in its own terms.
+		s.agent = str{set: true, bad: true, sp: s.id.sp}
 	} else if s.agent.ok() && !slices.ContainsFunc(ro.agents, func(a str) bool { return a.val == s.agent.val }) {
 		ro.agents = append(ro.agents, s.agent)
 	}
 	if !o.promptGiven {
 		d.errorf(s.pos, "step %q: prompt is required (the path of its prompt file)", id)
+		s.promptPath = str{set: true, bad: true, sp: s.id.sp}
 	} else {
 		ro.note(id, fmt.Sprintf("prompt: %s → prompt_path, found when the step starts", s.promptPath.val))
 	}

@@ -187,11 +187,11 @@ func (x *run) perform(eff Effect) (Result, bool, error) {
 			return Result{}, false, fmt.Errorf("create manual inputs directory: %w", err)
 		}
 		msg := x.humanMessage(e.Step)
-		quoted := ""
+		quoted := " "
 		if msg != "" {
-			quoted = fmt.Sprintf("%q ", msg)
+			quoted = fmt.Sprintf(": %q ", msg)
 		}
-		x.printf("%s: waiting on a human: %s(flow approve %s %s, or flow reject)\n", e.Step, quoted, x.st.RunID, ShellArg(e.Step))
+		x.printf("%s: waiting on a human%s(flow approve %s %s, or flow reject)\n", e.Step, quoted, x.st.RunID, ShellArg(e.Step))
 		x.ask(e, msg)
 	case StartTimer:
 		if s := x.stepOf(e.Step); s != nil {

@@ -738,7 +738,13 @@ func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
 		// are reset with it.
 		for _, id := range reset {
 			if ls := x.st.Steps[id]; ls != nil && ls.LoopIndex != nil {
-				reset = append(reset, c.instances(x.st, id)...)
+				for _, inst := range c.instances(x.st, id) {
+					// The gate instance may be there already: it is
+					// reset, and counted, once.
+					if !slices.Contains(reset, inst) {
+						reset = append(reset, inst)
+					}
+				}
 			}
 		}
 	}
