@@ -120,9 +120,12 @@ func printDryRunStep(w io.Writer, s ops.DryRunStep, indent string) {
 	}
 	field("budgets", budgets)
 	field("command", s.Command)
-	if s.PromptFile != "" {
+	switch {
+	case s.PromptPath != "":
+		field("prompt", s.PromptPath+" (a file found when the step starts)")
+	case s.PromptFile != "":
 		field("prompt", "("+s.PromptFile+")\n"+s.Prompt)
-	} else {
+	default:
 		field("prompt", s.Prompt)
 	}
 	keys := make([]string, 0, len(s.Env))

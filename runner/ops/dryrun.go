@@ -74,6 +74,9 @@ type DryRunStep struct {
 	// read from, if any.
 	Prompt     string `json:"prompt,omitempty"`
 	PromptFile string `json:"prompt_file,omitempty"`
+	// PromptPath is the prompt_path of an agent step, found when the
+	// step starts.
+	PromptPath string `json:"prompt_path,omitempty"`
 	// Env is the environment its session gets from the agent and the
 	// step, rendered.
 	Env map[string]string `json:"env,omitempty"`
@@ -135,7 +138,7 @@ func (s *Service) DryRun(req RunRequest) (DryRun, error) {
 	if err != nil {
 		return DryRun{}, err
 	}
-	wf, err := s.LoadWorkflow(req.Workflow, repo)
+	wf, err := s.loadInvoked(req.Workflow, repo, s.absInvocation(req.Invocation))
 	if err != nil {
 		return DryRun{}, err
 	}
@@ -150,7 +153,7 @@ func (s *Service) DryRun(req RunRequest) (DryRun, error) {
 	maps.Copy(vars, over)
 	d := &dryRun{wf: wf, limits: wf.Limits(), secrets: runner.Secrets(wf, s.Environ),
 		env: &gates.Env{Vars: vars, Env: runner.EnvironMap(s.Environ), FS: s.FS, Dir: repo, Now: s.clock().Now()}}
-	plan, err := runner.NewPlan(wf, req.Budgets, func(l *config.Limit) (int, error) {
+	plan, err := runner.NewPlan(wf, orchestratorBudgets(wf, req.Budgets), func(l *config.Limit) (int, error) {
 		v, err := l.Expr.Program().Eval(d.env)
 		if err != nil {
 			return 0, fmt.Errorf("%s: %w", posString(l.Expr.Pos), err)
@@ -230,7 +233,12 @@ func (d *dryRun) step(s *config.Step, g, attempts, iterations int) DryRunStep {
 		out.Command = d.render("run", s.Run, cmdLimit)
 	case config.KindAgent:
 		out.Agent, out.PromptFile = s.Agent, s.PromptFile
-		out.Prompt = d.render("prompt", s.Prompt, promptLimit)
+		if s.PromptPath != "" {
+			// Found, and read, only when the step starts.
+			out.PromptPath = s.PromptPath
+		} else {
+			out.Prompt = d.render("prompt", s.Prompt, promptLimit)
+		}
 		if a := d.wf.Agents[s.Agent]; a != nil && a.Preset != "" {
 			// The command of a fresh session; a re-entered step's resumes.
 			c, err := agents.Command(agents.Invocation{Preset: a.Preset, Model: a.Model, Args: a.Args})
