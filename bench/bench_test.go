@@ -86,7 +86,7 @@ func runOnce(tb testing.TB, fsys afero.Fs, wf *config.Workflow, repo string) {
 	}
 }
 
-var sizes = []int{10, 100, 1000}
+var sizes = []int{10, 100, 1000, 5000, 20000}
 
 // BenchmarkRunnerMem runs N-step workflows on an in-memory Fs with
 // instant sessions: the runner's own CPU cost per step, with no process

@@ -93,17 +93,12 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 			}
 		case <-heartbeat:
 			heartbeat = x.r.Clock.After(x.r.HeartbeatEvery)
-			now := x.r.Clock.Now()
-			if x.st.Runner != nil {
-				t := Time{Time: now.UTC()}
-				x.st.Runner.HeartbeatAt = &t
-			}
 			// A lock file deleted by hand is put back, so that flow
 			// status names the live runner again.
 			if x.lock != nil {
 				_ = x.lock.Restore()
 			}
-			if err := x.snapshot(); err != nil {
+			if err := x.beat(x.r.Clock.Now()); err != nil {
 				return Result{}, err
 			}
 		case <-poll:

@@ -47,7 +47,9 @@ type Runner struct {
 	// Alive reports whether the holder of a run's lock still runs.
 	Alive func(runlock.Holder) bool
 	// SnapshotEvery is how often run_state.json is rewritten while
-	// events are appended; 0 means one second.
+	// events are appended; 0 means one second. A run whose snapshots
+	// are slow to write (thousands of steps) writes them less often, at
+	// most one heartbeat apart (snapshotShare).
 	SnapshotEvery time.Duration
 	// HeartbeatEvery is how often runner.heartbeat_at is refreshed; 0
 	// means five seconds.
@@ -185,9 +187,10 @@ type run struct {
 	inputs chan Input
 	queue  []Input
 	live   sync.Mutex
-	// lastSnap is when run_state.json was last written; dirty is true
-	// when events were applied since.
+	// lastSnap is when run_state.json was last written and snapCost
+	// how long that took; dirty is true when events were applied since.
 	lastSnap time.Time
+	snapCost time.Duration
 	dirty    bool
 	// outputs and reports cache what expressions may read of finished
 	// steps.
@@ -720,8 +723,7 @@ func (x *run) close() error {
 }
 
 // persist appends the pending events, syncing them when sync is set,
-// and rewrites the snapshot when it is due (or when sync is set and the
-// run stops).
+// and rewrites the snapshot when it is due (see snapshotEvery).
 func (x *run) persist(sync bool) error {
 	if err := x.flush(); err != nil {
 		return err
@@ -732,7 +734,42 @@ func (x *run) persist(sync bool) error {
 		}
 	}
 	now := x.r.Clock.Now()
-	if x.dirty && (x.lastSnap.IsZero() || now.Sub(x.lastSnap) >= x.r.SnapshotEvery) {
+	if x.dirty && (x.lastSnap.IsZero() || now.Sub(x.lastSnap) >= x.snapshotEvery()) {
+		return x.snapshot()
+	}
+	return nil
+}
+
+// snapshotShare bounds the share of a run's time spent writing
+// snapshots: after a snapshot that took d, the next one waits at least
+// snapshotShare times d. A snapshot is O(steps), so a run of thousands
+// of short steps would otherwise spend ever more of its time rewriting
+// them; events.jsonl is the truth, and readers apply the events a
+// snapshot lacks.
+const snapshotShare = 25
+
+// snapshotEvery is how long the snapshot waits after the last one:
+// SnapshotEvery, or longer when snapshots are slow (snapshotShare), but
+// never longer than a heartbeat, which readers judge the runner by.
+func (x *run) snapshotEvery() time.Duration {
+	every := x.r.SnapshotEvery
+	if d := snapshotShare * x.snapCost; d > every {
+		every = min(d, max(x.r.HeartbeatEvery, x.r.SnapshotEvery))
+	}
+	return every
+}
+
+// beat records a heartbeat. The snapshot that carries it is written at
+// once when the last one is half a heartbeat old, else when it is next
+// due: on disk, a live runner's heartbeat is never much more than one
+// heartbeat old.
+func (x *run) beat(now time.Time) error {
+	if x.st.Runner != nil {
+		t := Time{Time: now.UTC()}
+		x.st.Runner.HeartbeatAt = &t
+	}
+	x.dirty = true
+	if now.Sub(x.lastSnap) >= x.r.HeartbeatEvery/2 {
 		return x.snapshot()
 	}
 	return nil
@@ -755,18 +792,33 @@ func (x *run) flush() error {
 }
 
 // snapshot writes run_state.json and run-summary.md now. Pending events
-// are appended first: the snapshot never runs ahead of the log.
+// are appended first: the snapshot never runs ahead of the log. Both
+// are written as they are encoded, a step at a time, not built whole in
+// memory first.
 func (x *run) snapshot() error {
 	if err := x.flush(); err != nil {
 		return err
 	}
-	if err := writeSnapshot(x.r.FS, x.dir, x.st); err != nil {
+	start := x.r.Clock.Now()
+	err := atomicfile.WriteWith(x.r.FS, filepath.Join(x.dir, StateFile), 0o644, func(w io.Writer) error {
+		if err := x.st.WriteIndented(w); err != nil {
+			return err
+		}
+		_, err := w.Write([]byte{'\n'})
 		return err
+	})
+	if err != nil {
+		return fmt.Errorf("write run state: %w", err)
 	}
-	if err := atomicfile.Replace(x.r.FS, filepath.Join(x.dir, SummaryFile), []byte(Summary(x.st)), 0o644); err != nil {
+	err = atomicfile.ReplaceWith(x.r.FS, filepath.Join(x.dir, SummaryFile), 0o644, func(w io.Writer) error {
+		writeSummary(w, x.st)
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("write run summary: %w", err)
 	}
 	x.lastSnap = x.r.Clock.Now()
+	x.snapCost = x.lastSnap.Sub(start)
 	x.dirty = false
 	return nil
 }

@@ -2,36 +2,42 @@ package runner
 
 import (
 	"fmt"
+	"io"
 	"strings"
 )
 
 // Summary renders run-summary.md: the run at a glance, for people.
 func Summary(st *State) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Run %s\n\n", st.RunID)
-	fmt.Fprintf(&b, "- workflow: %s (`%s`)\n", st.WorkflowName, st.WorkflowFile)
-	fmt.Fprintf(&b, "- status: **%s**", st.Status)
+	writeSummary(&b, st)
+	return b.String()
+}
+
+// writeSummary writes what Summary returns to b.
+func writeSummary(b io.Writer, st *State) {
+	fmt.Fprintf(b, "# Run %s\n\n", st.RunID)
+	fmt.Fprintf(b, "- workflow: %s (`%s`)\n", st.WorkflowName, st.WorkflowFile)
+	fmt.Fprintf(b, "- status: **%s**", st.Status)
 	if st.Status.Terminal() || st.Status == RunInterrupted || st.Status == RunBudgetExceeded {
-		fmt.Fprintf(&b, " (exit %d)", st.ExitCode)
+		fmt.Fprintf(b, " (exit %d)", st.ExitCode)
 	}
-	b.WriteString("\n")
+	io.WriteString(b, "\n")
 	if st.CreatedAt != nil {
-		fmt.Fprintf(&b, "- created: %s\n", st.CreatedAt)
+		fmt.Fprintf(b, "- created: %s\n", st.CreatedAt)
 	}
 	if st.UpdatedAt != nil {
-		fmt.Fprintf(&b, "- updated: %s\n", st.UpdatedAt)
+		fmt.Fprintf(b, "- updated: %s\n", st.UpdatedAt)
 	}
-	fmt.Fprintf(&b, "- repo: `%s`\n\n", st.RepoDir)
-	b.WriteString("| step | status | attempts | iteration | note |\n|---|---|---|---|---|\n")
+	fmt.Fprintf(b, "- repo: `%s`\n\n", st.RepoDir)
+	io.WriteString(b, "| step | status | attempts | iteration | note |\n|---|---|---|---|---|\n")
 	for _, id := range st.StepOrder {
 		s := st.Steps[id]
 		if s == nil {
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s |\n", id, s.Status, s.Attempts, s.IterationCount, mdEscape(stepNote(s)))
+		fmt.Fprintf(b, "| %s | %s | %d | %d | %s |\n", id, s.Status, s.Attempts, s.IterationCount, mdEscape(stepNote(s)))
 	}
-	b.WriteString("\nDetails: `run_state.json` (snapshot), `events.jsonl` (every change), `logs/` (session output).\n")
-	return b.String()
+	io.WriteString(b, "\nDetails: `run_state.json` (snapshot), `events.jsonl` (every change), `logs/` (session output).\n")
 }
 
 // stepNote is the one-line explanation of a step's status.

@@ -1,10 +1,12 @@
 package atomicfile
 
 import (
+	"bufio"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,7 +35,38 @@ func Replace(fs afero.Fs, name string, data []byte, perm os.FileMode) error {
 	return write(fs, name, data, perm, false)
 }
 
-func write(fs afero.Fs, name string, data []byte, perm os.FileMode, durable bool) (err error) {
+// WriteWith is WriteFile with the content written by write, through a
+// buffer, instead of held in memory whole: for large files written
+// often. An error from write fails the replacement like any other.
+func WriteWith(fs afero.Fs, name string, perm os.FileMode, write func(io.Writer) error) error {
+	return writeWith(fs, name, perm, true, buffered(write))
+}
+
+// ReplaceWith is Replace with the content written by write (see
+// WriteWith).
+func ReplaceWith(fs afero.Fs, name string, perm os.FileMode, write func(io.Writer) error) error {
+	return writeWith(fs, name, perm, false, buffered(write))
+}
+
+// buffered returns write writing through a buffer.
+func buffered(write func(io.Writer) error) func(io.Writer) error {
+	return func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 64<<10)
+		if err := write(bw); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}
+}
+
+func write(fs afero.Fs, name string, data []byte, perm os.FileMode, durable bool) error {
+	return writeWith(fs, name, perm, durable, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+func writeWith(fs afero.Fs, name string, perm os.FileMode, durable bool, write func(io.Writer) error) (err error) {
 	tmp, f, err := createTemp(fs, name, perm)
 	if err != nil {
 		return fmt.Errorf("create temporary file for %s: %w", name, err)
@@ -46,7 +79,7 @@ func write(fs afero.Fs, name string, data []byte, perm os.FileMode, durable bool
 			_ = fs.Remove(tmp)
 		}
 	}()
-	if _, err = f.Write(data); err != nil {
+	if err = write(f); err != nil {
 		return fmt.Errorf("write %s: %w", tmp, err)
 	}
 	if durable {

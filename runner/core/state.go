@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 
@@ -290,15 +291,31 @@ func boolp(b bool) *bool { return &b }
 
 // MarshalJSON writes the state with its steps in workflow order, as
 // the seed's examples show them, rather than sorted by id.
-func (s *State) MarshalJSON() ([]byte, error) { return s.encode("") }
+func (s *State) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	if err := s.encode(&b, ""); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
 
 // Indented returns the state as run_state.json holds it: indented by
-// two spaces, steps in workflow order. It encodes each step on its own,
-// so that a snapshot of a large run costs about twice its size in
-// memory, not the several copies json.MarshalIndent makes.
-func (s *State) Indented() ([]byte, error) { return s.encode("  ") }
+// two spaces, steps in workflow order (see WriteIndented).
+func (s *State) Indented() ([]byte, error) {
+	b := bytes.NewBuffer(make([]byte, 0, 1024+len(s.Steps)*800))
+	if err := s.WriteIndented(b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
 
-func (s *State) encode(indent string) ([]byte, error) {
+// WriteIndented writes the state to w as Indented returns it. It
+// encodes one step at a time into a buffer it reuses, so that writing
+// the snapshot of a large run takes memory in proportion to one step,
+// not to the run.
+func (s *State) WriteIndented(w io.Writer) error { return s.encode(w, "  ") }
+
+func (s *State) encode(w io.Writer, indent string) error {
 	type head State // without State's methods
 	h := (*head)(s)
 	saved := h.Steps
@@ -312,41 +329,49 @@ func (s *State) encode(indent string) ([]byte, error) {
 	}
 	h.Steps = saved
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// b ends with "steps": null and the closing brace; replace the null
 	// with the steps.
 	i := bytes.LastIndex(b, []byte("null"))
 	if i < 0 {
-		return nil, fmt.Errorf("encode run state: no steps field")
+		return fmt.Errorf("encode run state: no steps field")
 	}
-	out := bytes.NewBuffer(make([]byte, 0, len(b)+len(s.Steps)*600))
-	out.Write(b[:i])
-	out.WriteByte('{')
+	// One encoder and its buffer serve every step: Encode writes what
+	// json.MarshalIndent(v, indent+indent, indent) returns (json.Marshal
+	// without indent), then a newline, which is dropped.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	if indent != "" {
+		enc.SetIndent(indent+indent, indent)
+	}
+	buf.Write(b[:i])
+	buf.WriteByte('{')
 	n := 0
 	write := func(id string, st *StepState) error {
 		if n > 0 {
-			out.WriteByte(',')
+			buf.WriteByte(',')
 		}
 		n++
-		k, _ := json.Marshal(id)
-		var v []byte
-		var err error
-		if indent == "" {
-			v, err = json.Marshal(st)
-		} else {
-			out.WriteString("\n" + indent + indent)
-			v, err = json.MarshalIndent(st, indent+indent, indent)
+		if indent != "" {
+			buf.WriteString("\n" + indent + indent)
 		}
-		if err != nil {
+		if err := enc.Encode(id); err != nil {
 			return err
 		}
-		out.Write(k)
-		out.WriteByte(':')
+		buf.Truncate(buf.Len() - 1)
+		buf.WriteByte(':')
 		if indent != "" {
-			out.WriteByte(' ')
+			buf.WriteByte(' ')
 		}
-		out.Write(v)
+		if err := enc.Encode(st); err != nil {
+			return err
+		}
+		buf.Truncate(buf.Len() - 1)
+		if _, err := w.Write(buf.Bytes()); err != nil {
+			return err
+		}
+		buf.Reset()
 		return nil
 	}
 	seen := make(map[string]bool, len(s.Steps))
@@ -354,21 +379,24 @@ func (s *State) encode(indent string) ([]byte, error) {
 		if st := s.Steps[id]; st != nil && !seen[id] {
 			seen[id] = true
 			if err := write(id, st); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	for _, id := range slices.Sorted(maps.Keys(s.Steps)) {
-		if !seen[id] {
-			if err := write(id, s.Steps[id]); err != nil {
-				return nil, err
+	if len(seen) < len(s.Steps) {
+		for _, id := range slices.Sorted(maps.Keys(s.Steps)) {
+			if !seen[id] {
+				if err := write(id, s.Steps[id]); err != nil {
+					return err
+				}
 			}
 		}
 	}
 	if indent != "" && n > 0 {
-		out.WriteString("\n" + indent)
+		buf.WriteString("\n" + indent)
 	}
-	out.WriteByte('}')
-	out.Write(b[i+len("null"):])
-	return out.Bytes(), nil
+	buf.WriteByte('}')
+	buf.Write(b[i+len("null"):])
+	_, err = w.Write(buf.Bytes())
+	return err
 }
