@@ -52,19 +52,27 @@ func (v Invocation) LoadOptions(repo string) config.Options {
 	}}
 }
 
-// Merge returns the invocation with what later gives: its flags when
-// it gives any, and its environment over v's, name by name.
+// Merge returns the invocation with what later gives over v, flag by
+// flag: a format, a wrapper or a command template (either replaces
+// both), wrapper arguments, a gate-state file, and
+// --pause-for-human-input when set; its environment goes over v's,
+// name by name.
 func (v Invocation) Merge(later Invocation) Invocation {
-	env := later.Env
-	later.Env = nil
 	out := v
-	if !later.IsZero() {
-		out = later
-		if out.Format == "" {
-			out.Format = v.Format
-		}
+	if later.Format != "" {
+		out.Format = later.Format
 	}
-	out.Env = mergeEnv(v.Env, env)
+	if later.Wrapper != "" || later.CommandTemplate != "" {
+		out.Wrapper, out.CommandTemplate = later.Wrapper, later.CommandTemplate
+	}
+	if len(later.WrapperArgs) > 0 {
+		out.WrapperArgs = later.WrapperArgs
+	}
+	if later.GateStateFile != "" {
+		out.GateStateFile = later.GateStateFile
+	}
+	out.PauseForHumanInput = v.PauseForHumanInput || later.PauseForHumanInput
+	out.Env = mergeEnv(v.Env, later.Env)
 	return out
 }
 

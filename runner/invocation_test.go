@@ -1,0 +1,29 @@
+package runner
+
+import (
+	"fmt"
+	"testing"
+)
+
+func TestInvocationMerge(t *testing.T) {
+	kept := Invocation{Format: "orchestrator", Wrapper: "/w.sh", WrapperArgs: []string{"--fast"}, GateStateFile: "/g.json", Env: []string{"A=1", "B=2"}}
+	for _, tc := range []struct {
+		name  string
+		later Invocation
+		want  Invocation
+	}{
+		{"nothing", Invocation{}, kept},
+		{"format only keeps the wrapper", Invocation{Format: "orchestrator"}, kept},
+		{"a command template replaces the wrapper", Invocation{CommandTemplate: "run {prompt}"},
+			Invocation{Format: "orchestrator", CommandTemplate: "run {prompt}", WrapperArgs: []string{"--fast"}, GateStateFile: "/g.json", Env: []string{"A=1", "B=2"}}},
+		{"env by name", Invocation{Env: []string{"B=3", "C=4"}},
+			Invocation{Format: "orchestrator", Wrapper: "/w.sh", WrapperArgs: []string{"--fast"}, GateStateFile: "/g.json", Env: []string{"A=1", "B=3", "C=4"}}},
+		{"pause added", Invocation{PauseForHumanInput: true},
+			Invocation{Format: "orchestrator", Wrapper: "/w.sh", WrapperArgs: []string{"--fast"}, GateStateFile: "/g.json", PauseForHumanInput: true, Env: []string{"A=1", "B=2"}}},
+	} {
+		got := kept.Merge(tc.later)
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: Merge = %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
