@@ -61,6 +61,8 @@ type SignalScanner struct {
 	words SignalWords
 	// The tagged forms of the words.
 	promiseDone, reviewPass, reviewFail string
+	// bare holds the words as bytes, to search output for.
+	bare [3][]byte
 
 	mu   sync.Mutex
 	line []byte // the incomplete last line
@@ -107,30 +109,105 @@ func NewSignalScanner(words SignalWords) *SignalScanner {
 		promiseDone: "<promise>" + w.Done + "</promise>",
 		reviewPass:  "<review>" + w.Pass + "</review>",
 		reviewFail:  "<review>" + w.Fail + "</review>",
+		bare:        [3][]byte{[]byte(w.Done), []byte(w.Pass), []byte(w.Fail)},
 	}
 }
 
 // Write scans p; it never fails.
+//
+// Its cost is in proportion to len(p), however long the lines: the
+// first line of p completes the line held from earlier writes, the
+// whole lines after it are looked at without being copied, and of the
+// unfinished last line at most MaxSignalLine bytes are kept.
 func (s *SignalScanner) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := len(p)
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			s.appendLine(p)
-			break
-		}
-		s.appendLine(p[:i])
-		if s.skip {
-			s.v = s.v.text() // a line too long to be a signal is text
-		} else {
-			s.v = s.scanLine(s.line, s.v)
-		}
-		s.line, s.skip = s.line[:0], false
-		p = p[i+1:]
+	i := bytes.IndexByte(p, '\n')
+	if i < 0 {
+		s.appendLine(p)
+		return n, nil
 	}
+	s.appendLine(p[:i])
+	if s.skip {
+		s.v = s.v.text() // a line too long to be a signal is text
+	} else {
+		s.v = s.scanLine(s.line, s.v)
+	}
+	s.line, s.skip = s.line[:0], false
+	p = p[i+1:]
+	if j := bytes.LastIndexByte(p, '\n'); j >= 0 {
+		s.lines(p[:j+1])
+		p = p[j+1:]
+	}
+	s.appendLine(p)
 	return n, nil
+}
+
+// lines scans whole lines, each ending in a newline.
+//
+// Only a line that holds one of the bare words can be a signal (the
+// tagged forms hold them too); every other line is blank or text, and
+// text after text changes nothing. So the lines are searched for the
+// words, each line that holds one is scanned on its own, and each run
+// of lines between them counts as one text line when any of its lines
+// is text. Output without signals, however many lines it has, costs a
+// few searches per write rather than work per line.
+func (s *SignalScanner) lines(b []byte) {
+	// next[k] is where s.bare[k] next occurs in b at or after off; -1
+	// when it does not, -2 before the first search.
+	next := [3]int{-2, -2, -2}
+	off := 0
+	for off < len(b) {
+		at := -1
+		for k, w := range s.bare {
+			if next[k] == -2 || (next[k] >= 0 && next[k] < off) {
+				next[k] = bytes.Index(b[off:], w)
+				if next[k] >= 0 {
+					next[k] += off
+				}
+			}
+			if next[k] >= 0 && (at < 0 || next[k] < at) {
+				at = next[k]
+			}
+		}
+		if at < 0 {
+			s.v = s.plainLines(b[off:], s.v)
+			return
+		}
+		start := off + bytes.LastIndexByte(b[off:at], '\n') + 1
+		s.v = s.plainLines(b[off:start], s.v)
+		end := at + bytes.IndexByte(b[at:], '\n')
+		s.v = s.scanWhole(b[start:end], s.v)
+		off = end + 1
+	}
+}
+
+// plainLines returns v updated by whole lines none of which holds a
+// word: by one text line when any of them is text. A printable ASCII
+// byte other than a quote survives trimming, so the line holding it is
+// text; without one (blank lines, quotes, other scripts' characters
+// and spaces) the lines are scanned one by one.
+func (s *SignalScanner) plainLines(b []byte, v verdictState) verdictState {
+	for _, c := range b {
+		if c > ' ' && c < 0x7f && c != '"' && c != '\'' && c != '`' {
+			return v.text()
+		}
+	}
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		v = s.scanWhole(b[:i], v)
+		b = b[i+1:]
+	}
+	return v
+}
+
+// scanWhole returns v updated by one whole line.
+func (s *SignalScanner) scanWhole(line []byte, v verdictState) verdictState {
+	if len(line) > MaxSignalLine {
+		return v.text()
+	}
+	return s.scanLine(line, v)
 }
 
 // appendLine adds p to the current line unless it grows too long.
@@ -213,13 +290,15 @@ func (s *SignalScanner) scanLine(line []byte, v verdictState) verdictState {
 		return v
 	}
 	w := s.words
-	switch string(text) {
-	case w.Done, s.promiseDone:
+	// Comparisons of string(text) allocate nothing, unlike a switch on
+	// it.
+	switch t := text; {
+	case string(t) == w.Done || string(t) == s.promiseDone:
 		v.seen[sigDone] = true
-	case w.Pass, s.reviewPass:
+	case string(t) == w.Pass || string(t) == s.reviewPass:
 		v.seen[sigPass] = true
 		v.last = VerdictPass
-	case w.Fail, s.reviewFail:
+	case string(t) == w.Fail || string(t) == s.reviewFail:
 		v.seen[sigFail] = true
 		v.last = VerdictFail
 	default:

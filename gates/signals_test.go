@@ -1,6 +1,7 @@
 package gates
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -117,4 +118,103 @@ func TestVerdictWhy(t *testing.T) {
 			t.Errorf("Why(%q) = %q; want %q", out, got, want)
 		}
 	}
+}
+
+// referenceScan is the rule of ParseSignals applied line by line, the
+// plain way: the scanner, which skips lines that hold no word, must
+// agree with it.
+func referenceScan(output string, words SignalWords) (map[string]bool, string, string) {
+	s := NewSignalScanner(words)
+	v := verdictState{}
+	lines := strings.Split(output, "\n")
+	for i, line := range lines {
+		if i == len(lines)-1 && line == "" {
+			break
+		}
+		if len(line) > MaxSignalLine {
+			v = v.text()
+			continue
+		}
+		v = s.scanLine([]byte(line), v)
+	}
+	s.v = v
+	signals, verdict := s.Result()
+	return signals, verdict, s.Why()
+}
+
+// randomOutput returns output built from pieces that matter to the
+// scanner: words, tagged words, spaces, quotes, a non-ASCII space,
+// control bytes and lines longer than MaxSignalLine.
+func randomOutput(r *rand.Rand) string {
+	pieces := []string{
+		"PASS", "FAIL", "DONE", "LGTM", "<review>PASS</review>", "<review>FAIL</review>",
+		"<promise>DONE</promise>", "PASSWORD", "\n", "\n", "\n", "\r\n", " ", "\t", "\"", "'", "`",
+		"\u00a0", "\x01", "text", "é", strings.Repeat(" ", MaxSignalLine-2), strings.Repeat("x", MaxSignalLine),
+	}
+	var b strings.Builder
+	for n := r.IntN(40); n > 0; n-- {
+		b.WriteString(pieces[r.IntN(len(pieces))])
+	}
+	return b.String()
+}
+
+// TestSignalScannerAgreesLineByLine writes random output in random
+// pieces and compares the outcome with referenceScan.
+func TestSignalScannerAgreesLineByLine(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, words := range []SignalWords{{}, {Pass: "LGTM"}} {
+		for range 3000 {
+			out := randomOutput(r)
+			wantSignals, wantVerdict, wantWhy := referenceScan(out, words)
+			s := NewSignalScanner(words)
+			for rest := out; rest != ""; {
+				k := min(1+r.IntN(len(rest)), len(rest))
+				s.Write([]byte(rest[:k]))
+				rest = rest[k:]
+			}
+			signals, verdict := s.Result()
+			if !cmp.Equal(signals, wantSignals) || verdict != wantVerdict || s.Why() != wantWhy {
+				t.Fatalf("%+v on %q: %v %q %q; line by line %v %q %q", words, out, signals, verdict, s.Why(), wantSignals, wantVerdict, wantWhy)
+			}
+		}
+	}
+}
+
+// TestSignalScannerHugeLine: a line far longer than MaxSignalLine is
+// text, and the scanner keeps no more than MaxSignalLine bytes of it.
+func TestSignalScannerHugeLine(t *testing.T) {
+	s := NewSignalScanner(SignalWords{})
+	s.Write([]byte("PASS\n"))
+	chunk := []byte(strings.Repeat("PASS", 8<<10))
+	for range 256 { // 8 MiB
+		s.Write(chunk)
+		if cap(s.line) > MaxSignalLine {
+			t.Fatalf("the scanner holds %d bytes of an unfinished line", cap(s.line))
+		}
+	}
+	if _, v := s.Result(); v != "" || s.Why() != WhyTextAfter {
+		t.Fatalf("verdict %q (%s) after a huge line of text", v, s.Why())
+	}
+	s.Write([]byte("\nFAIL\n"))
+	if _, v := s.Result(); v != VerdictMixed {
+		t.Fatalf("verdict %q after FAIL", v)
+	}
+}
+
+// FuzzSignalScanner: any output, written in two pieces, gives what
+// referenceScan gives.
+func FuzzSignalScanner(f *testing.F) {
+	f.Add("work\nPASS\n", 3)
+	f.Add("\"  \"\n' FAIL '\n\u00a0DONE\u00a0", 7)
+	f.Fuzz(func(t *testing.T, out string, cut int) {
+		cut = max(0, min(cut, len(out)))
+		wantSignals, wantVerdict, wantWhy := referenceScan(out, SignalWords{})
+		s := NewSignalScanner(SignalWords{})
+		s.Write([]byte(out[:cut]))
+		s.Write([]byte(out[cut:]))
+		signals, verdict := s.Result()
+		if !cmp.Equal(signals, wantSignals) || verdict != wantVerdict || s.Why() != wantWhy {
+			t.Fatalf("%q cut at %d: %v %q %q; line by line %v %q %q", out, cut, signals, verdict, s.Why(), wantSignals, wantVerdict, wantWhy)
+		}
+	})
 }
