@@ -93,16 +93,20 @@ func (r *Redactor) contains(b []byte) bool {
 }
 
 // match returns the earliest secret in b at or after from: its start
-// and length, or -1.
-func (r *Redactor) match(b []byte, from int) (int, int) {
+// and length, or -1. next[k] caches where r.values[k] occurs next, at
+// or after an earlier from (-1: nowhere, -2: not yet looked for), so
+// that looking for the secret after each one found does not search the
+// rest of b again for every value: a write costs in proportion to its
+// length, however many secrets it holds.
+func (r *Redactor) match(b []byte, from int, next []int) (int, int) {
 	best, blen := -1, 0
-	for _, v := range r.values {
-		i := bytes.Index(b[from:], v)
-		if i < 0 {
-			continue
+	for k, v := range r.values {
+		if next[k] == -2 || (next[k] >= 0 && next[k] < from) {
+			if next[k] = bytes.Index(b[from:], v); next[k] >= 0 {
+				next[k] += from
+			}
 		}
-		i += from
-		if best < 0 || i < best || (i == best && len(v) > blen) {
+		if i := next[k]; i >= 0 && (best < 0 || i < best || (i == best && len(v) > blen)) {
 			best, blen = i, len(v)
 		}
 	}
@@ -135,33 +139,53 @@ type writer struct {
 	// held is output not yet passed on: it may be the start of a
 	// secret. It is shorter than the longest secret.
 	held []byte
-	out  []byte
+	// buf joins held and a write; out gathers what is passed on; next
+	// is match's cache. All are kept for the next write.
+	buf, out []byte
+	next     []int
 }
 
 // Write hides secrets in p and passes on everything that cannot be the
 // start of one. It reports len(p) written unless w fails.
 func (x *writer) Write(p []byte) (int, error) {
-	buf := append(x.held, p...)
+	buf := p
+	if len(x.held) > 0 {
+		x.buf = append(append(x.buf[:0], x.held...), p...)
+		buf = x.buf
+	}
 	// A secret that starts before cut ends within buf: it can be
 	// decided now. Bytes from cut on may begin one that the next write
 	// completes.
 	cut := len(buf) - (x.r.max - 1)
-	x.out = x.out[:0]
+	if x.next == nil {
+		x.next = make([]int, len(x.r.values))
+	}
+	for k := range x.next {
+		x.next[k] = -2
+	}
+	out := x.out[:0]
 	i := 0
 	for i < cut {
-		j, n := x.r.match(buf, i)
+		j, n := x.r.match(buf, i, x.next)
 		if j < 0 || j >= cut {
-			x.out = append(x.out, buf[i:cut]...)
+			if i == 0 {
+				out = buf[:cut] // no secret: pass it on uncopied
+			} else {
+				out = append(out, buf[i:cut]...)
+			}
 			i = cut
 			break
 		}
-		x.out = append(x.out, buf[i:j]...)
-		x.out = append(x.out, Mask...)
+		out = append(out, buf[i:j]...)
+		out = append(out, Mask...)
 		i = j + n
 	}
-	x.held = append(x.held[:0:0], buf[i:]...)
-	if len(x.out) > 0 {
-		if _, err := x.w.Write(x.out); err != nil {
+	x.held = append(x.held[:0], buf[i:]...)
+	if len(out) > 0 && &out[0] != &buf[0] {
+		x.out = out[:0]
+	}
+	if len(out) > 0 {
+		if _, err := x.w.Write(out); err != nil {
 			return 0, err
 		}
 	}

@@ -3,6 +3,7 @@ package redact
 import (
 	"bytes"
 	"encoding/json"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -114,3 +115,45 @@ func BenchmarkWriter(b *testing.B) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestWriterAgreesWithString writes random text holding secrets, some
+// overlapping and some inside others, in random pieces: what comes out
+// is what String makes of the whole text.
+func TestWriterAgreesWithString(t *testing.T) {
+	r := New("abab", "ababab", "secret-1", "cret", "x\"y\\z")
+	pieces := []string{"a", "b", "ab", "abab", "secret-1", "secr", "et-1", "cret", "x\"y\\z", "x\\\"y\\\\z", " ", "\n"}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 5000 {
+		var sb strings.Builder
+		for n := rng.IntN(30); n > 0; n-- {
+			sb.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		text := sb.String()
+		var buf bytes.Buffer
+		w := r.Writer(&buf)
+		for rest := text; rest != ""; {
+			k := 1 + rng.IntN(len(rest))
+			w.Write([]byte(rest[:k]))
+			rest = rest[k:]
+		}
+		w.Close()
+		if want := r.String(text); buf.String() != want {
+			t.Fatalf("%q: wrote %q; String gives %q", text, buf.String(), want)
+		}
+	}
+}
+
+// TestWriterManySecrets: a write holding a secret many times
+// among values that never occur is hidden whole (the writer searches
+// each value once per write, not once per secret found).
+func TestWriterManySecrets(t *testing.T) {
+	r := New("never-1", "never-2", "never-3", "here")
+	text := strings.Repeat("here.", 20000)
+	var buf bytes.Buffer
+	w := r.Writer(&buf)
+	w.Write([]byte(text))
+	w.Close()
+	if want := strings.Repeat("***.", 20000); buf.String() != want {
+		t.Fatalf("got %d bytes, %q…; want %d bytes", buf.Len(), buf.String()[:20], len(want))
+	}
+}
