@@ -200,6 +200,8 @@ type run struct {
 	// runWide holds the steps whose expressions read steps.* or run.*.
 	runWide map[string]bool
 	// spec and digest are the workflow's canonical form and its digest.
+	// spec is dropped once workflow.json is written or found up to date
+	// (it is the size of the workflow) and computed again if needed.
 	spec     []byte
 	digest   string
 	sessions sync.WaitGroup
@@ -457,6 +459,7 @@ func (x *run) open() error {
 	x.core = core.NewCore(plan)
 	x.core.HideSecrets(x.redact)
 	x.loadCaches()
+	x.spec = nil
 	return nil
 }
 
@@ -824,7 +827,12 @@ func (x *run) snapshot() error {
 }
 
 func (x *run) writeWorkflowJSON() error {
-	b := fmt.Appendf(nil, "{\n  \"file\": %q,\n  \"digest\": %q,\n  \"workflow\": %s\n}\n", absPath(x.wf.File), x.digest, x.spec)
+	spec := x.spec
+	if spec == nil {
+		spec, _ = x.wf.SpecDigest()
+	}
+	x.spec = nil
+	b := fmt.Appendf(nil, "{\n  \"file\": %q,\n  \"digest\": %q,\n  \"workflow\": %s\n}\n", absPath(x.wf.File), x.digest, spec)
 	if err := atomicfile.Replace(x.r.FS, filepath.Join(x.dir, LoadedWorkflowFile), b, 0o644); err != nil {
 		return fmt.Errorf("write workflow.json: %w", err)
 	}

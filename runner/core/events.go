@@ -611,9 +611,48 @@ func setOutcome(s *State, st *StepState, d Outcome) {
 		st.Metrics = map[string]string{}
 	}
 	st.Logs = nonNil(d.Logs)
-	st.Signals = d.Signals
+	st.Signals = internSignals(d.Signals)
 	st.Verdict = d.Verdict
 }
+
+// internSignals returns m, or an equal map shared by every step whose
+// session reported the same of the default signal words (DONE, FAIL,
+// PASS): in a run of thousands of steps most record one of these few
+// maps, which otherwise cost a map a step. A state's maps are never
+// changed in place (Clone copies them), so sharing is safe.
+func internSignals(m map[string]bool) map[string]bool {
+	if len(m) != 3 {
+		return m
+	}
+	i := 0
+	for bit, word := range defaultSignalWords {
+		v, ok := m[word]
+		if !ok {
+			return m
+		}
+		if v {
+			i |= 1 << bit
+		}
+	}
+	return sharedSignals[i]
+}
+
+// defaultSignalWords are the signal words of a workflow that declares
+// none.
+var defaultSignalWords = [3]string{"DONE", "FAIL", "PASS"}
+
+// sharedSignals holds, for each combination of the default signal
+// words, the one map internSignals gives out. It is built once and
+// never changed.
+var sharedSignals = func() (t [8]map[string]bool) {
+	for i := range t {
+		t[i] = map[string]bool{}
+		for bit, word := range defaultSignalWords {
+			t[i][word] = i&(1<<bit) != 0
+		}
+	}
+	return t
+}()
 
 func nonNil(s []string) []string {
 	if s == nil {

@@ -3,6 +3,7 @@ package core
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -68,5 +69,26 @@ func TestStateEncoding(t *testing.T) {
 	empty := &State{Steps: map[string]*StepState{}}
 	if got, _ := empty.Indented(); !bytes.HasSuffix(got, []byte(`"steps": {}`+"\n}")) {
 		t.Errorf("empty: %s", got)
+	}
+}
+
+// TestInternSignals: a step's signals of the default words are one of
+// eight shared maps with the same content; other signals are kept as
+// they are.
+func TestInternSignals(t *testing.T) {
+	a := internSignals(map[string]bool{"DONE": true, "FAIL": false, "PASS": true})
+	b := internSignals(map[string]bool{"PASS": true, "DONE": true, "FAIL": false})
+	if len(a) != 3 || !a["DONE"] || a["FAIL"] || !a["PASS"] {
+		t.Errorf("content: %v", a)
+	}
+	if reflect.ValueOf(a).UnsafePointer() != reflect.ValueOf(b).UnsafePointer() {
+		t.Errorf("equal signals are not shared")
+	}
+	other := map[string]bool{"DONE": true, "FAIL": false, "OK": true}
+	if got := internSignals(other); len(got) != 3 || !got["OK"] {
+		t.Errorf("other words: %v", got)
+	}
+	if got := internSignals(nil); got != nil {
+		t.Errorf("nil: %v", got)
 	}
 }
