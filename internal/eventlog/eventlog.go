@@ -113,7 +113,7 @@ func (l *Log) load() error {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("seek to start of event log %s: %w", path, err)
 	}
-	end, total, err := scan(path, f, 0, func(e Event) { l.lastSeq = e.Seq })
+	end, total, err := scan(path, f, bufferSize(f), 0, func(e Event) { l.lastSeq = e.Seq })
 	l.size = end
 	if err == nil && total > end {
 		if err = f.Truncate(end); err != nil {
@@ -311,7 +311,7 @@ func Read(fs afero.Fs, path string, after int64) ([]Event, error) {
 	}
 	defer f.Close()
 	var events []Event
-	_, _, err = scan(path, f, after, func(e Event) {
+	_, _, err = scan(path, f, bufferSize(f), after, func(e Event) {
 		if e.Seq > after {
 			events = append(events, e)
 		}
@@ -340,20 +340,47 @@ func leadingSeq(line []byte) (seq int64, ok bool) {
 	return seq, true
 }
 
-// scan reads r line by line and calls fn with each valid event. It
+// maxBuffer is the size of the buffer a log is read through.
+const maxBuffer = 64 << 10
+
+// bufferSize returns the size of the buffer to read f through: the
+// file's size and a little more (a live log grows), up to maxBuffer, so
+// that a reader of hundreds of short logs does not allocate 64 KB for
+// each.
+func bufferSize(f afero.File) int {
+	fi, err := f.Stat()
+	if err != nil || fi.Size() >= maxBuffer {
+		return maxBuffer
+	}
+	return int(fi.Size()) + 4<<10
+}
+
+// scan reads r line by line, through a buffer of size bytes, and calls
+// fn with each valid event. It
 // returns the offset just past the last valid line (events or blank
 // lines) and the number of bytes read. A final line that is invalid or
 // lacks its newline is skipped; any other invalid line, and an event
 // whose Seq is not after the one before, is a *CorruptError.
-func scan(path string, r io.Reader, after int64, fn func(Event)) (end, total int64, err error) {
-	br := bufio.NewReaderSize(r, 64<<10)
+func scan(path string, r io.Reader, size int, after int64, fn func(Event)) (end, total int64, err error) {
+	br := bufio.NewReaderSize(r, size)
 	var (
 		lineNo  int
 		lastSeq int64
-		pending error // the error of an invalid line, reported only if it is not the last
+		pending error  // the error of an invalid line, reported only if it is not the last
+		long    []byte // a line longer than br's buffer
 	)
 	for {
-		line, rerr := br.ReadBytes('\n')
+		// A line is read in place in br's buffer (no copy per line);
+		// only one longer than the buffer is gathered into long.
+		line, rerr := br.ReadSlice('\n')
+		if rerr == bufio.ErrBufferFull {
+			long = append(long[:0], line...)
+			for rerr == bufio.ErrBufferFull {
+				line, rerr = br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
 		if len(line) > 0 {
 			if pending != nil {
 				return end, total, pending

@@ -493,3 +493,45 @@ func TestReadSkipsWhatTheCallerHas(t *testing.T) {
 		t.Errorf("a repeated seq among skipped lines: %v", err)
 	}
 }
+
+// TestScanLongLines: lines longer than the read buffer — an event with
+// a large report, a log that grew after its size was taken — are read
+// whole, and torn or faulty ones found as in short lines.
+func TestScanLongLines(t *testing.T) {
+	big := strings.Repeat("x", 200)
+	var b strings.Builder
+	for i := 1; i <= 5; i++ {
+		fmt.Fprintf(&b, `{"seq":%d,"at":"2025-01-15T14:30:00Z","type":"t%d","data":{"report":"%s"}}`+"\n", i, i, strings.Repeat(big, i))
+	}
+	whole := b.String()
+	for _, size := range []int{16, 100, 1000, 64 << 10} {
+		for _, c := range []struct {
+			name, log string
+			after     int64
+			want      string
+			fault     int
+		}{
+			{"whole", whole, 0, "t1 t2 t3 t4 t5", 0},
+			{"after 3", whole, 3, "t4 t5", 0},
+			{"torn", whole + `{"seq":6,"at":"2025-01-15T14:30:00Z","type":"t6","data":{"report":"` + big, 0, "t1 t2 t3 t4 t5", 0},
+			{"repeated", whole + strings.SplitAfter(whole, "\n")[1], 2, "t3 t4 t5", 6},
+		} {
+			var got []string
+			end, total, err := scan("/l", strings.NewReader(c.log), size, c.after, func(e Event) {
+				got = append(got, e.Type)
+				if want := fmt.Sprintf(`{"report":"%s"}`, strings.Repeat(big, int(e.Seq))); string(e.Data) != want {
+					t.Errorf("size %d, %s: data of %d is %d bytes", size, c.name, e.Seq, len(e.Data))
+				}
+			})
+			var ce *CorruptError
+			switch {
+			case c.fault == 0 && err != nil, c.fault > 0 && (!errors.As(err, &ce) || ce.Line != c.fault):
+				t.Errorf("size %d, %s: %v", size, c.name, err)
+			case strings.Join(got, " ") != c.want:
+				t.Errorf("size %d, %s: events %v, want %s", size, c.name, got, c.want)
+			case c.fault == 0 && (end != int64(len(whole)) || total != int64(len(c.log))):
+				t.Errorf("size %d, %s: end %d of %d, total %d", size, c.name, end, len(whole), total)
+			}
+		}
+	}
+}
