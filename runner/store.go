@@ -2,7 +2,6 @@ package runner
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -128,11 +127,11 @@ func readSnapshot(fsys afero.Fs, path string) (st *State, damaged bool, err erro
 	if err != nil {
 		return nil, false, fmt.Errorf("read run state %s: %w", path, err)
 	}
-	var s State
-	if jerr := json.Unmarshal(b, &s); jerr != nil || s.RunID == "" || s.Steps == nil {
+	s := decodeState(b)
+	if s == nil || s.RunID == "" || s.Steps == nil {
 		return nil, true, nil
 	}
-	return &s, false, nil
+	return s, false, nil
 }
 
 // comparable encodes a state for comparison with a snapshot, without
@@ -181,6 +180,21 @@ type RunRef struct {
 	// run was read only up to a fault in its events.jsonl, which Err
 	// describes.
 	Err error
+}
+
+// RunIDs lists the ids of the runs of repo, newest first, from the
+// head of each run's events.jsonl (see runHeads) rather than from the
+// whole record: a run whose head cannot be read comes last.
+func RunIDs(fsys afero.Fs, repo string) ([]string, error) {
+	heads, err := runHeads(fsys, repo)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(heads))
+	for i, h := range heads {
+		ids[i] = h.id
+	}
+	return ids, nil
 }
 
 // runIDs lists the run directories in dir, the runs directory: every
