@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -116,8 +117,12 @@ func printTails(w io.Writer, tails []ops.Tail) {
 	}
 }
 
-// printStatus prints a run for people.
-func printStatus(w io.Writer, v ops.Status, items bool) {
+// printStatus prints a run for people. The table of a run of
+// thousands of steps is written through one buffer, not a write per
+// cell.
+func printStatus(out io.Writer, v ops.Status, items bool) {
+	w := bufio.NewWriterSize(out, 64<<10)
+	defer w.Flush()
 	st, live := v.State, v.Liveness
 	fmt.Fprintf(w, "run %s  workflow %s  status %s", st.RunID, st.WorkflowName, st.Status)
 	if st.Status.Terminal() || st.Status == runner.RunInterrupted || st.Status == runner.RunBudgetExceeded {
@@ -234,7 +239,8 @@ func (a *app) runsCmd() *cobra.Command {
 				fmt.Fprintf(a.stdio.Out, "no runs in %s\n", list.RunsDir)
 				return nil
 			}
-			tw := tabwriter.NewWriter(a.stdio.Out, 0, 4, 2, ' ', 0)
+			out := bufio.NewWriterSize(a.stdio.Out, 64<<10)
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			// A cost column when some run's agents reported usage.
 			withCost := slices.ContainsFunc(list.Runs, func(r ops.RunSummary) bool { return r.Usage != nil })
 			head := "RUN\tWORKFLOW\tSTATUS\tCREATED\tUPDATED"
@@ -257,7 +263,10 @@ func (a *app) runsCmd() *cobra.Command {
 				}
 				fmt.Fprintln(tw, line)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			return out.Flush()
 		},
 	}
 	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")

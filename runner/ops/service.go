@@ -163,11 +163,7 @@ func (s *Service) findRun(repo, id string) (runner.RunRef, error) {
 	case err == nil:
 		return ref, nil
 	case errors.Is(err, runner.ErrNoRun) && id != "":
-		var ids []string
-		runs, _ := runner.ListRuns(s.FS, repo)
-		for _, r := range runs {
-			ids = append(ids, r.ID)
-		}
+		ids, _ := runner.RunIDs(s.FS, repo)
 		msg := err.Error()
 		if c, ok := suggest.Closest(id, ids); ok {
 			msg += fmt.Sprintf(" (did you mean %q?)", c)

@@ -102,12 +102,35 @@ func (s *Service) statusOf(repo string, ref runner.RunRef, wf *config.Workflow) 
 	if ref.Err != nil {
 		st.Fault = ref.Err.Error()
 	}
-	if wf == nil {
-		wf, _ = config.Load(s.FS, LocateWorkflow(s.FS, ref.State, repo))
-	}
 	st.Liveness = runner.Live(s.FS, ref.Dir, ref.State, wf, now, s.alive())
+	if wf == nil && needsWorkflow(ref.State, st.Liveness) {
+		// Loading a large workflow costs more than reading its run, so
+		// it is loaded only when it can change what is shown: a
+		// working session may be stuck past its idle_timeout, and a
+		// dead run's notifiers are told.
+		wf, _ = config.Load(s.FS, LocateWorkflow(s.FS, ref.State, repo))
+		if wf != nil && st.Liveness.State == runner.LiveWorking {
+			st.Liveness = runner.Live(s.FS, ref.Dir, ref.State, wf, now, s.alive())
+		}
+	}
 	s.tellDead(repo, st, wf)
 	return st
+}
+
+// needsWorkflow reports whether the liveness l, derived without the
+// run's workflow, could be different with it, or the workflow is
+// needed to act on it: runner.Live reads the workflow only for the
+// idle_timeout of the session it finds working, and tellDead only for a
+// dead run.
+func needsWorkflow(st *runner.State, l runner.Liveness) bool {
+	switch l.State {
+	case runner.LiveDead:
+		return true
+	case runner.LiveWorking:
+		s := st.Steps[l.Hook]
+		return s != nil && s.LogPath != ""
+	}
+	return false
 }
 
 // Over reports whether the run's runner will not change it any more by
@@ -159,7 +182,7 @@ func (s *Service) ListRuns(repo string) (RunList, error) {
 	if err != nil {
 		return RunList{}, err
 	}
-	runs, err := runner.ListRuns(s.FS, dir)
+	runs, err := runner.ListRunHeads(s.FS, dir)
 	if err != nil {
 		return RunList{}, err
 	}
