@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # bench/output.sh: time flow's live output (CI=true, stdout to a file)
-# against the same output redirected to a file by the shell, for one
-# line of SIZE bytes without a newline and for `yes` output (SIZE bytes
-# of two-byte lines); also flow without live output, and, with BEFORE
-# set, another flow binary side by side.
+# against the same output redirected to a file by the shell, for SIZE
+# bytes of output in three shapes: one line without a newline (line),
+# `yes` (two-byte lines) and lines of 80 bytes (text); also flow without
+# live output, and, with BEFORE set, another flow binary side by side.
 #
 # Usage: bench/output.sh   (from anywhere)
 #
@@ -47,8 +47,10 @@ fi
 
 line_cmd="head -c $SIZE /dev/zero | tr '\\\\0' a"
 yes_cmd="yes | head -c $SIZE"
+text_cmd="yes 'flow output bench: just one ordinary line of log output, 80 bytes, with newline' | head -c $SIZE"
 printf 'name: line\nsteps:\n  - id: big\n    run: "%s"\n' "$line_cmd" >"$out/line.yaml"
 printf 'name: yes\nsteps:\n  - id: big\n    run: "%s"\n' "$yes_cmd" >"$out/yes.yaml"
+printf 'name: text\nsteps:\n  - id: big\n    run: "%s"\n' "$text_cmd" >"$out/text.yaml"
 line_sh="head -c $SIZE /dev/zero | tr '\\0' a"
 
 # commands: name <TAB> shape <TAB> command (run by sh -c, stdout to a file)
@@ -56,8 +58,9 @@ cmds=$out/commands.tsv
 {
 	printf 'redirect\tline\t%s\n' "$line_sh"
 	printf 'redirect\tyes\t%s\n' "$yes_cmd"
+	printf 'redirect\ttext\t%s\n' "$text_cmd"
 	printf 'prefixed\tyes\t%s\n' "yes '[big] y' | head -c $((SIZE * 4))"
-	for shape in line yes; do
+	for shape in line yes text; do
 		printf 'live\t%s\tCI=true %s run %s --repo %s\n' "$shape" "$out/flow" "$out/$shape.yaml" "$out/repo"
 		printf 'quiet\t%s\tenv -u CI %s run %s --repo %s\n' "$shape" "$out/flow" "$out/$shape.yaml" "$out/repo"
 		if [ -n "$BEFORE" ]; then
@@ -93,7 +96,7 @@ report=$out/results.md
 	echo
 	echo "| shape | command | time | peak RSS | vs redirect |"
 	echo "|---|---|---:|---:|---:|"
-	for shape in line yes; do
+	for shape in line yes text; do
 		base=$(median redirect "$shape" 3)
 		for name in redirect prefixed live quiet before-live; do
 			t=$(median "$name" "$shape" 3)
