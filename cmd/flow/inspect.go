@@ -146,6 +146,7 @@ func printStatus(out io.Writer, v ops.Status, items bool) {
 	} else {
 		fmt.Fprintln(tw, "STEP\tSTATUS\tATTEMPTS\tITERATION\tDURATION\tNOTE")
 	}
+	var row []byte
 	for _, id := range st.StepOrder {
 		s := st.Steps[id]
 		if s == nil || !items && runner.IsInstance(id) {
@@ -166,15 +167,21 @@ func printStatus(out io.Writer, v ops.Status, items bool) {
 		if p, ok := ops.Progress(st, id); ok {
 			n = strings.TrimSuffix(p.String()+"; "+n, "; ")
 		}
+		// The row is built in one reused buffer: thousands of rows
+		// through fmt cost more than reading the run.
+		row = append(append(append(row[:0], id...), '\t'), s.Status...)
+		row = strconv.AppendInt(append(row, '\t'), int64(s.Attempts), 10)
+		row = strconv.AppendInt(append(row, '\t'), int64(s.IterationCount), 10)
+		row = append(append(row, '\t'), dur...)
 		if withUsage {
 			tokens, cost := "-", "-"
 			if u := s.Usage; u != nil {
 				tokens, cost = strconv.FormatInt(u.Tokens(), 10), costText(u)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", id, s.Status, s.Attempts, s.IterationCount, dur, tokens, cost, n)
-			continue
+			row = append(append(append(append(row, '\t'), tokens...), '\t'), cost...)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", id, s.Status, s.Attempts, s.IterationCount, dur, n)
+		row = append(append(append(row, '\t'), n...), '\n')
+		_, _ = tw.Write(row)
 	}
 	tw.Flush()
 }

@@ -1,0 +1,28 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/ops"
+)
+
+// BenchmarkPrintStatus prints the table of a finished run of 5,000
+// steps, as flow status does.
+func BenchmarkPrintStatus(b *testing.B) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	st := &runner.State{RunID: "r1", WorkflowName: "seq", Status: runner.RunCompleted, Steps: map[string]*runner.StepState{}}
+	for i := range 5000 {
+		id := fmt.Sprintf("s%d", i+1)
+		start, end := runner.Time{Time: t0.Add(time.Duration(i) * time.Millisecond)}, runner.Time{Time: t0.Add(time.Duration(i+1) * time.Millisecond)}
+		st.StepOrder = append(st.StepOrder, id)
+		st.Steps[id] = &runner.StepState{Status: runner.Completed, Attempts: 1, StartedAt: &start, EndedAt: &end}
+	}
+	v := ops.Status{State: st, Liveness: runner.Liveness{State: runner.LiveDone, Reason: "the run completed"}, At: t0}
+	for b.Loop() {
+		printStatus(io.Discard, v, false)
+	}
+}
