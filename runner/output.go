@@ -77,6 +77,12 @@ const maxLiveLine = 64 << 10
 // holds 64 KiB, and the session log keeps it as it was. Flush ends an
 // output without a final newline.
 //
+// A failure to write to w ends the live view of the session, and is not
+// returned: the session's log, tail and signal scanner are written in
+// the same writes, and the output copier stops all of them at an error
+// (stdout redirected to a full disk would cost the log all but its
+// start).
+//
 // A prefixWriter is not safe for concurrent use: a session's output
 // reaches it through one lockedWriter.
 type prefixWriter struct {
@@ -89,6 +95,8 @@ type prefixWriter struct {
 	line []byte
 	// out gathers what one write shows, to write it to w at once.
 	out []byte
+	// failed is set when writing to w failed.
+	failed bool
 }
 
 // maxLiveBurst is the capacity of the output buffer kept between
@@ -97,8 +105,8 @@ const maxLiveBurst = 1 << 20
 
 func (p *prefixWriter) Write(b []byte) (int, error) {
 	n := len(b)
-	if n == 0 {
-		return 0, nil
+	if n == 0 || p.failed {
+		return n, nil
 	}
 	out := p.out[:0]
 	if k := len(p.line); k > 0 && p.line[k-1] == '\r' && b[0] != '\n' {
@@ -145,18 +153,25 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 		out = p.endLine(out, b[off:end+1])
 		off = end + 1
 	}
-	var err error
 	if len(out) > 0 {
-		p.mu.Lock()
-		_, err = p.w.Write(out)
-		p.mu.Unlock()
+		p.show(out)
 	}
 	if cap(out) <= maxLiveBurst {
 		p.out = out[:0]
 	} else {
 		p.out = nil
 	}
-	return n, err
+	return n, nil
+}
+
+// show writes out to w under the shared lock.
+func (p *prefixWriter) show(out []byte) {
+	p.mu.Lock()
+	_, err := p.w.Write(out)
+	p.mu.Unlock()
+	if err != nil {
+		p.failed = true
+	}
 }
 
 var newline = []byte{'\n'}
@@ -240,13 +255,11 @@ func utf8Cut(b []byte) int {
 
 // Flush writes the held line, ending it with a newline.
 func (p *prefixWriter) Flush() {
-	if len(p.line) == 0 {
+	if len(p.line) == 0 || p.failed {
 		return
 	}
 	out := p.endLine(p.out[:0], []byte{'\n'})
-	p.mu.Lock()
-	_, _ = p.w.Write(out)
-	p.mu.Unlock()
+	p.show(out)
 	p.out = out[:0]
 }
 

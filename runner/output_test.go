@@ -2,6 +2,8 @@ package runner
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -230,5 +232,35 @@ func TestSessionLongLineLive(t *testing.T) {
 	}
 	if want := "start\n" + hidden + "\nPASS"; string(log) != want {
 		t.Errorf("the log holds %d bytes; want the output as it was, %d bytes, secret hidden", len(log), len(want))
+	}
+}
+
+// failingWriter fails every write, counting them.
+type failingWriter struct{ writes int }
+
+func (f *failingWriter) Write([]byte) (int, error) {
+	f.writes++
+	return 0, errors.New("broken pipe")
+}
+
+// TestPrefixWriterFailure: a terminal that fails ends the live view
+// only; the writer reports success, so that the session's log, written
+// in the same writes, goes on.
+func TestPrefixWriterFailure(t *testing.T) {
+	bad := &failingWriter{}
+	p := &prefixWriter{mu: &sync.Mutex{}, w: bad, prefix: []byte("[s] ")}
+	var log bytes.Buffer
+	w := &lockedWriter{ws: []io.Writer{io.MultiWriter(p, &log)}}
+	for _, line := range []string{"one\n", "two\n", "three"} {
+		if n, err := w.Write([]byte(line)); n != len(line) || err != nil {
+			t.Fatalf("Write(%q) = %d, %v", line, n, err)
+		}
+	}
+	p.Flush()
+	if log.String() != "one\ntwo\nthree" {
+		t.Errorf("log %q", log.String())
+	}
+	if bad.writes != 1 {
+		t.Errorf("%d writes to a failed terminal; want 1", bad.writes)
 	}
 }
