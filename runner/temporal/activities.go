@@ -1,0 +1,300 @@
+package temporal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/spf13/afero"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/atomicfile"
+	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
+)
+
+// The activities of a run, by name.
+const (
+	ActivityOpen         = "flow.Open"
+	ActivityMirror       = "flow.Mirror"
+	ActivitySession      = "flow.Session"
+	ActivityEvaluate     = "flow.Evaluate"
+	ActivityExpand       = "flow.Expand"
+	ActivityPrepareHuman = "flow.PrepareHuman"
+	ActivityCleanup      = "flow.Cleanup"
+)
+
+// LaunchFile keeps, in a run directory on a worker, what the run was
+// started with: its workflow's source and how to read it, so that every
+// activity parses the same workflow as the run's workflow code.
+const LaunchFile = "temporal.json"
+
+// OpenRequest opens a run on a worker.
+type OpenRequest struct {
+	WorkflowID string            `json:"workflow_id"`
+	RunID      string            `json:"run_id"`
+	Source     Source            `json:"source"`
+	Invocation runner.Invocation `json:"invocation"`
+	Vars       map[string]string `json:"vars,omitempty"`
+	Budgets    runner.Budgets    `json:"budgets"`
+}
+
+// MirrorRequest hands a worker events to mirror.
+type MirrorRequest struct {
+	RunID  string         `json:"run_id"`
+	Events []runner.Event `json:"events"`
+	Final  bool           `json:"final"`
+}
+
+// SessionRequest runs a step's session.
+type SessionRequest struct {
+	RunID string            `json:"run_id"`
+	Start core.StartSession `json:"start"`
+}
+
+// SessionReply is how a session went.
+type SessionReply struct {
+	PID  *core.SessionPID `json:"pid,omitempty"`
+	Done core.SessionDone `json:"done"`
+}
+
+// StepRequest names a step of a run.
+type StepRequest struct {
+	RunID string `json:"run_id"`
+	Step  string `json:"step"`
+}
+
+// WhenResultReply answers ActivityEvaluate.
+type WhenResultReply struct {
+	Result core.WhenResult `json:"result"`
+}
+
+// ItemsReply answers ActivityExpand.
+type ItemsReply struct {
+	Result core.ItemsResult `json:"result"`
+}
+
+// PrepareRequest prepares a human step's wait.
+type PrepareRequest struct {
+	RunID   string            `json:"run_id"`
+	Prepare core.PrepareHuman `json:"prepare"`
+}
+
+// CleanupRequest runs the workflow's cleanup session.
+type CleanupRequest struct {
+	RunID   string            `json:"run_id"`
+	Cleanup core.StartCleanup `json:"cleanup"`
+}
+
+// Activities are a worker's activities: they perform the effects of
+// runs in its repository with the runner's own code (runner.Remote),
+// and mirror their records.
+type Activities struct {
+	// Runner performs the effects: its FS, clock, process starter,
+	// environment and kill grace are the worker's.
+	Runner *runner.Runner
+	// Repo is the worker's repository (absolute).
+	Repo string
+	// Host names the worker; Queue is the task queue that reaches it:
+	// its own, or the shared one when the workers share the repository.
+	Host  string
+	Queue string
+	// HeartbeatEvery is how often a session's activity beats with the
+	// tail of its log; 0 means 10 s.
+	HeartbeatEvery time.Duration
+
+	mirrors runner.Mirrors
+	mu      sync.Mutex
+	loaded  map[string]*config.Workflow
+	opened  map[string]launch
+}
+
+// launch is what LaunchFile holds.
+type launch struct {
+	WorkflowID string            `json:"workflow_id"`
+	Source     Source            `json:"source"`
+	Invocation runner.Invocation `json:"invocation"`
+	Vars       map[string]string `json:"vars,omitempty"`
+	Budgets    runner.Budgets    `json:"budgets"`
+}
+
+// Register names the activities for a worker.
+func (a *Activities) Register(reg interface {
+	RegisterActivityWithOptions(any, activity.RegisterOptions)
+}) {
+	reg.RegisterActivityWithOptions(a.Open, activity.RegisterOptions{Name: ActivityOpen})
+	reg.RegisterActivityWithOptions(a.Mirror, activity.RegisterOptions{Name: ActivityMirror})
+	reg.RegisterActivityWithOptions(a.Session, activity.RegisterOptions{Name: ActivitySession})
+	reg.RegisterActivityWithOptions(a.Evaluate, activity.RegisterOptions{Name: ActivityEvaluate})
+	reg.RegisterActivityWithOptions(a.Expand, activity.RegisterOptions{Name: ActivityExpand})
+	reg.RegisterActivityWithOptions(a.PrepareHuman, activity.RegisterOptions{Name: ActivityPrepareHuman})
+	reg.RegisterActivityWithOptions(a.Cleanup, activity.RegisterOptions{Name: ActivityCleanup})
+}
+
+func (a *Activities) fs() afero.Fs { return a.Runner.FS }
+
+// Open makes the run's directory on this worker and keeps what the run
+// was started with there. A run id already used by another run is
+// refused.
+func (a *Activities) Open(ctx context.Context, req OpenRequest) (Host, error) {
+	if err := runner.CheckRunID(req.RunID); err != nil {
+		return Host{}, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
+	}
+	dir := runner.RunDir(a.Repo, req.RunID)
+	if prev, err := readLaunch(a.fs(), dir); err == nil {
+		if prev.WorkflowID != req.WorkflowID {
+			return Host{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s already exists in %s", req.RunID, dir), "refused", nil)
+		}
+	} else if _, err := a.fs().Stat(filepath.Join(dir, runner.EventsFile)); err == nil {
+		return Host{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s already exists in %s", req.RunID, dir), "refused", nil)
+	}
+	wf, err := ParseSource(a.Repo, req.Source, req.Invocation)
+	if err != nil {
+		return Host{}, temporal.NewNonRetryableApplicationError("the run's workflow does not load: "+err.Error(), "refused", nil)
+	}
+	b, err := json.Marshal(launch{WorkflowID: req.WorkflowID, Source: req.Source, Invocation: req.Invocation, Vars: req.Vars, Budgets: req.Budgets})
+	if err != nil {
+		return Host{}, err
+	}
+	if err := a.fs().MkdirAll(filepath.Join(dir, runner.ReportsDir), 0o755); err != nil {
+		return Host{}, fmt.Errorf("create run directory: %w", err)
+	}
+	if err := atomicfile.Replace(a.fs(), filepath.Join(dir, LaunchFile), b, 0o644); err != nil {
+		return Host{}, fmt.Errorf("write %s: %w", LaunchFile, err)
+	}
+	if err := runner.WriteLoadedWorkflow(a.fs(), dir, wf); err != nil {
+		return Host{}, err
+	}
+	return Host{Name: a.Host, Repo: a.Repo, Queue: a.Queue}, nil
+}
+
+func readLaunch(fsys afero.Fs, dir string) (launch, error) {
+	var l launch
+	b, err := afero.ReadFile(fsys, filepath.Join(dir, LaunchFile))
+	if err != nil {
+		return l, err
+	}
+	if err := json.Unmarshal(b, &l); err != nil {
+		return l, fmt.Errorf("read %s: %w", LaunchFile, err)
+	}
+	return l, nil
+}
+
+// Mirror appends the events to the run's record on this worker.
+func (a *Activities) Mirror(ctx context.Context, req MirrorRequest) error {
+	if err := runner.CheckRunID(req.RunID); err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
+	}
+	a.mirrors.FS = a.fs()
+	return a.mirrors.Append(runner.RunDir(a.Repo, req.RunID), req.Events, req.Final)
+}
+
+// remote opens the run on this worker.
+func (a *Activities) remote(runID string) (*runner.Remote, error) {
+	if err := runner.CheckRunID(runID); err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
+	}
+	dir := runner.RunDir(a.Repo, runID)
+	a.mu.Lock()
+	if a.loaded == nil {
+		a.loaded, a.opened = map[string]*config.Workflow{}, map[string]launch{}
+	}
+	wf, l := a.loaded[dir], a.opened[dir]
+	a.mu.Unlock()
+	if wf == nil {
+		var err error
+		if l, err = readLaunch(a.fs(), dir); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("run %s was not opened on %s (no %s): is the worker's repository shared? (flow worker --shared-repo)", runID, a.Host, LaunchFile)
+			}
+			return nil, err
+		}
+		if wf, err = ParseSource(a.Repo, l.Source, l.Invocation); err != nil {
+			return nil, temporal.NewNonRetryableApplicationError("the run's workflow does not load: "+err.Error(), "refused", nil)
+		}
+		a.mu.Lock()
+		a.loaded[dir], a.opened[dir] = wf, l
+		a.mu.Unlock()
+	}
+	return a.Runner.OpenRemote(runner.Options{Workflow: wf, Repo: a.Repo, RunID: runID, Resume: true, Invocation: l.Invocation, Budgets: l.Budgets})
+}
+
+// Session runs a step's session, beating with the tail of its log.
+func (a *Activities) Session(ctx context.Context, req SessionRequest) (SessionReply, error) {
+	m, err := a.remote(req.RunID)
+	if err != nil {
+		return SessionReply{}, err
+	}
+	every := a.HeartbeatEvery
+	if every <= 0 {
+		every = 10 * time.Second
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	log := m.LogPath(req.Start)
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx, runner.ReadTail(a.fs(), log, 4<<10))
+			}
+		}
+	}()
+	pid, done := m.Session(ctx, req.Start)
+	return SessionReply{PID: pid, Done: done}, nil
+}
+
+// Evaluate evaluates a step's when and auto_approve.
+func (a *Activities) Evaluate(ctx context.Context, req StepRequest) (WhenResultReply, error) {
+	m, err := a.remote(req.RunID)
+	if err != nil {
+		return WhenResultReply{}, err
+	}
+	return WhenResultReply{Result: m.Evaluate(req.Step)}, nil
+}
+
+// Expand evaluates a loop step's items.
+func (a *Activities) Expand(ctx context.Context, req StepRequest) (ItemsReply, error) {
+	m, err := a.remote(req.RunID)
+	if err != nil {
+		return ItemsReply{}, err
+	}
+	return ItemsReply{Result: m.ExpandItems(req.Step)}, nil
+}
+
+// PrepareHuman names the place a human step's decision goes.
+func (a *Activities) PrepareHuman(ctx context.Context, req PrepareRequest) (core.HumanReady, error) {
+	m, err := a.remote(req.RunID)
+	if err != nil {
+		return core.HumanReady{}, err
+	}
+	return m.PrepareHuman(req.Prepare)
+}
+
+// Cleanup runs the workflow's cleanup session.
+func (a *Activities) Cleanup(ctx context.Context, req CleanupRequest) (core.CleanupDone, error) {
+	m, err := a.remote(req.RunID)
+	if err != nil {
+		return core.CleanupDone{}, err
+	}
+	return m.Cleanup(ctx, req.Cleanup), nil
+}
+
+// Close closes the records the worker still mirrors.
+func (a *Activities) Close() error { return a.mirrors.Close() }
+
+// randFraction draws the fraction of a retry's jitter; the workflow
+// draws it once, in a SideEffect.
+func randFraction() float64 { return rand.Float64() }

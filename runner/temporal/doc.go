@@ -1,0 +1,37 @@
+// Package temporal is flow's Temporal driver (DESIGN §16): a run as a
+// Temporal workflow that drives the same decision core as the local
+// driver, with sessions, evaluations and the run's record as
+// activities on workers (flow worker), approvals and control as
+// Updates, and status and progress as queries.
+//
+// The workflow (workflow.go) holds no decision logic and touches
+// nothing outside Temporal's deterministic API: it parses the
+// workflow's source from its input on an in-memory file system, builds
+// the core's plan, feeds core.Decide the results of activities, timers
+// and Updates, and turns each effect into an activity, a timer or a
+// wait. Replaying its history gives the same decisions; an import test
+// keeps I/O and the clock out of its files.
+//
+// The worker (activities.go) performs one effect at a time with the
+// runner's own session code (runner.Remote): the session's process
+// group, timeouts, log, report and gate are the local driver's. It
+// mirrors the run's events.jsonl and run_state.json under its
+// repository (runner.Mirrors); Temporal's history stays the source of
+// truth.
+//
+// What can go wrong, and what happens:
+//
+//   - A payload over Temporal's limit (about 2 MB): a run whose input
+//     is larger is refused at start with that reason; a state that
+//     grows past it at continue-as-new fails the run, saying so.
+//   - A long run: past HistoryLimit events (or when the server
+//     suggests it) the workflow stops starting effects, waits for those
+//     in flight, and continues as new carrying the core's state, its
+//     bookkeeping (core.Carry) and the inputs not yet decided.
+//   - A worker lost mid-session: the session activity stops
+//     heartbeating and is retried by Temporal; its step keeps its
+//     attempt.
+//   - Cancelling the workflow interrupts the run as SIGINT does
+//     locally: sessions are cancelled (their process groups killed) and
+//     the run ends interrupted.
+package temporal

@@ -1,0 +1,203 @@
+package temporal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/afero"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/clock"
+	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/ops"
+)
+
+// runLocal runs src on the local engine with the same scripted sessions
+// and returns its run's event lines and state.
+func runLocal(t *testing.T, src string, fn func(call) reply) ([]string, *runner.State) {
+	t.Helper()
+	fsys := afero.NewMemMapFs()
+	if err := afero.WriteFile(fsys, repo+"/workflow.yaml", []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wf, err := config.Load(fsys, repo+"/workflow.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &runner.Runner{FS: fsys, Clock: clock.NewFake(start), Starter: &scripted{fs: fsys, fn: fn}, Host: "local", PID: 1, Serial: true}
+	res, err := r.Run(context.Background(), runner.Options{Workflow: wf, Repo: repo, RunID: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 {
+		t.Fatalf("local run: %+v", res)
+	}
+	st, _, err := runner.LoadState(fsys, runner.RunDir(repo, "r1"), false, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eventLines(t, fsys, runner.RunDir(repo, "r1")), st
+}
+
+// demoSessions plays the shipped demo's agents: the first review
+// fails, the second passes.
+func demoSessions() func(call) reply {
+	reviews := 0
+	return func(c call) reply {
+		switch c.Step {
+		case "review":
+			reviews++
+			if reviews == 1 {
+				return reply{Out: "the greeting is rude\nFAIL\n", Report: `{"status": "Success", "metrics": {"severity": "high"}}`}
+			}
+			return reply{Out: "PASS\n", Report: `{"status": "Success", "metrics": {"severity": "none"}}`}
+		}
+		return reply{Out: "DONE\n"}
+	}
+}
+
+// TestEnginesDecideAlike runs shipped workflows on both engines with
+// the same scripted sessions: the events are the same, in the same
+// order, and flow status --json has the same shape.
+func TestEnginesDecideAlike(t *testing.T) {
+	for _, name := range []string{"demo.yaml", "review-loop.yaml"} {
+		t.Run(name, func(t *testing.T) {
+			b, err := os.ReadFile("../../workflows/" + name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := string(b)
+			sessions := demoSessions
+			if name == "review-loop.yaml" {
+				sessions = func() func(call) reply {
+					f := demoSessions()
+					return func(c call) reply {
+						if c.Step == "code" {
+							c.Step = "coding"
+						}
+						return f(c)
+					}
+				}
+			}
+			local, localSt := runLocal(t, src, sessions())
+			h := newHarness(t, src, sessions())
+			if res := h.run(); res.ExitCode != 0 {
+				t.Fatalf("temporal run: %+v", res)
+			}
+			remote := h.events()
+			if !slices.Equal(local, remote) {
+				t.Errorf("the engines' events differ\nlocal:\n%s\ntemporal:\n%s", strings.Join(local, "\n"), strings.Join(remote, "\n"))
+			}
+			v, err := h.env.QueryWorkflow(QueryStatus)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var reply StatusReply
+			if err := v.Get(&reply); err != nil {
+				t.Fatal(err)
+			}
+			lk := jsonKeys(t, ops.Status{State: localSt, Liveness: runner.Liveness{State: runner.LiveDone}})
+			rk := jsonKeys(t, ops.Status{State: reply.State, Liveness: reply.Liveness})
+			if !slices.Equal(lk, rk) {
+				t.Errorf("status keys differ\nlocal:    %v\ntemporal: %v", lk, rk)
+			}
+		})
+	}
+}
+
+// jsonKeys lists the keys of a JSON object and of its steps.
+func jsonKeys(t *testing.T, v any) []string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	var steps map[string]map[string]json.RawMessage
+	_ = json.Unmarshal(m["steps"], &steps)
+	for id, s := range steps {
+		for k := range s {
+			keys = append(keys, id+"."+k)
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// TestWorkflowContinuesAsNew: a run whose history passes its limit in
+// the middle of a loop, during a retry's backoff, continues as new once
+// the session in flight has ended, carrying its state, the core's
+// bookkeeping and that session's end; the continued run finishes with
+// the same sessions and the same record as a run that never continued.
+func TestWorkflowContinuesAsNew(t *testing.T) {
+	src := strings.Replace(reviewLoop, "  - id: coding\n    run: code\n", "  - id: coding\n    run: code\n    max_attempts: 2\n    retry: {backoff: 1m}\n", 1)
+	sessions := func() func(call) reply {
+		review := reviewer(2)
+		return func(c call) reply {
+			if c.Step == "coding" && c.Iteration == 1 && c.Attempt == 1 {
+				return reply{Exit: 1}
+			}
+			return review(c)
+		}
+	}
+	whole := newHarness(t, src, sessions())
+	if res := whole.run(); res.ExitCode != 0 {
+		t.Fatalf("%+v", res)
+	}
+	h := newHarness(t, src, sessions())
+	h.env.RegisterDelayedCallback(func() { h.env.SetCurrentHistoryLength(DefaultHistoryLimit) }, 30*time.Second)
+	in := h.in
+	segments := 0
+	for {
+		segments++
+		if segments > 5 {
+			t.Fatal("the run never ended")
+		}
+		h.env.ExecuteWorkflow(WorkflowName, in)
+		err := h.env.GetWorkflowError()
+		var can *workflow.ContinueAsNewError
+		if !errors.As(err, &can) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		in = Input{}
+		if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
+			t.Fatal(err)
+		}
+		if in.Carried == nil || len(in.Carried.Inputs) == 0 {
+			t.Fatalf("continued without carrying the run and its session's end: %+v", in.Carried)
+		}
+		h.newEnv()
+	}
+	if segments != 2 {
+		t.Fatalf("%d segments, want 2", segments)
+	}
+	var res Result
+	if err := h.env.GetWorkflowResult(&res); err != nil || res.ExitCode != 0 {
+		t.Fatalf("result %+v %v", res, err)
+	}
+	if got, want := h.starter.steps(), whole.starter.steps(); !slices.Equal(got, want) {
+		t.Errorf("sessions over %d segments %v, want %v", segments, got, want)
+	}
+	if got, want := h.events(), whole.events(); !slices.Equal(got, want) {
+		t.Errorf("events over %d segments differ:\n%s\nwant:\n%s", segments, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

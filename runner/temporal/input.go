@@ -1,0 +1,252 @@
+package temporal
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+
+	"github.com/spf13/afero"
+
+	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
+)
+
+// WorkflowName is the Temporal workflow type of a flow run; its
+// workflow id is the run id.
+const WorkflowName = "flow.run"
+
+// The Updates and queries of a run.
+const (
+	// UpdateDecide decides a human step (DecideRequest → Decided).
+	UpdateDecide = "decide"
+	// UpdateControl changes the desired control state (ControlRequest).
+	UpdateControl = "control"
+	// QueryStatus returns the run's status (StatusReply).
+	QueryStatus = "status"
+	// QueryEvents returns the run's events after a seq (EventsPage).
+	QueryEvents = "events"
+)
+
+// MaxPayload is the most a run's input, or the state it carries into
+// a continued run, may weigh: Temporal refuses payloads above 2 MiB,
+// and flow keeps room for the envelope.
+const MaxPayload = 2<<20 - 128<<10
+
+// DefaultHistoryLimit is the history length past which a run continues
+// as new (about 7 events a step; the server warns at 10,240).
+const DefaultHistoryLimit = 8000
+
+// Source is a workflow file as the run reads it: its bytes and those of
+// its prompt files, by paths relative to the repository (slash
+// separated), so that a worker finds them under its own checkout.
+type Source struct {
+	Path    string            `json:"path"`
+	Data    []byte            `json:"data"`
+	Prompts map[string][]byte `json:"prompts,omitempty"`
+}
+
+// Input is a run's workflow input.
+type Input struct {
+	RunID      string            `json:"run_id"`
+	Source     Source            `json:"source"`
+	Invocation runner.Invocation `json:"invocation"`
+	Vars       map[string]string `json:"vars,omitempty"`
+	Budgets    runner.Budgets    `json:"budgets"`
+	// TaskQueue is where the run's first activity goes; later ones go
+	// to the queue its worker names (Host.Queue).
+	TaskQueue string `json:"task_queue"`
+	// HistoryLimit is the history length past which the run continues
+	// as new; 0 means DefaultHistoryLimit.
+	HistoryLimit int `json:"history_limit,omitempty"`
+	// Carried is what a continued run takes over; nil for a new run.
+	Carried *Carried `json:"carried,omitempty"`
+}
+
+// Host is the worker a run's sessions run on: its name, its
+// repository, and the task queue that reaches it (its own queue, or the
+// shared one when the workers share the repository).
+type Host struct {
+	Name  string `json:"name"`
+	Repo  string `json:"repo"`
+	Queue string `json:"queue"`
+}
+
+// Carried is what a run carries into its continuation.
+type Carried struct {
+	Host    Host            `json:"host"`
+	State   json.RawMessage `json:"state"`
+	Core    core.Carry      `json:"core"`
+	Inputs  []TaggedInput   `json:"inputs,omitempty"`
+	Segment int             `json:"segment"`
+}
+
+// Result is how a run ended: the workflow's result.
+type Result struct {
+	RunID    string           `json:"run_id"`
+	Status   runner.RunStatus `json:"status"`
+	ExitCode int              `json:"exit_code"`
+	Reason   string           `json:"reason"`
+	RunDir   string           `json:"run_dir"`
+}
+
+// DecideRequest decides a human step (flow approve, flow reject).
+type DecideRequest struct {
+	Step  string            `json:"step"`
+	Input runner.HumanInput `json:"input"`
+}
+
+// Decided is the answer to a decision that won.
+type Decided struct {
+	RunID    string `json:"run_id"`
+	Step     string `json:"step"`
+	Approved bool   `json:"approved"`
+	By       string `json:"by,omitempty"`
+}
+
+// ControlRequest asks for a desired control state: pause, continuous
+// (flow continue), run_once or run_cleanup.
+type ControlRequest struct {
+	Desired runner.ControlState `json:"desired"`
+}
+
+// StatusReply is the answer to QueryStatus: the run's state and the
+// liveness of its driver, which ops.Status writes as flow status --json
+// does.
+type StatusReply struct {
+	State    *runner.State   `json:"state"`
+	Liveness runner.Liveness `json:"liveness"`
+	RunDir   string          `json:"run_dir"`
+	Host     Host            `json:"host"`
+}
+
+// EventsPage is the answer to QueryEvents: events after the seq asked
+// for, at most maxPage of them, and whether the run has ended.
+type EventsPage struct {
+	Events []runner.Event `json:"events"`
+	Done   bool           `json:"done"`
+}
+
+// TaggedInput is a core input in a continued run's input.
+type TaggedInput struct {
+	Kind string          `json:"kind"`
+	Data json.RawMessage `json:"data"`
+}
+
+// tag encodes a core input.
+func tag(in runner.Input) (TaggedInput, error) {
+	var kind string
+	switch in.(type) {
+	case core.Begin:
+		kind = "begin"
+	case core.WhenResult:
+		kind = "when"
+	case core.ItemsResult:
+		kind = "items"
+	case core.SessionDone:
+		kind = "session_done"
+	case core.SessionPID:
+		kind = "session_pid"
+	case core.HumanReady:
+		kind = "human_ready"
+	case core.HumanDecision:
+		kind = "human_decision"
+	case core.TimerFired:
+		kind = "timer_fired"
+	case core.ControlChanged:
+		kind = "control"
+	case core.CleanupDone:
+		kind = "cleanup_done"
+	case core.Interrupt:
+		kind = "interrupt"
+	default:
+		return TaggedInput{}, fmt.Errorf("cannot carry input %T", in)
+	}
+	b, err := json.Marshal(in)
+	if err != nil {
+		return TaggedInput{}, err
+	}
+	return TaggedInput{Kind: kind, Data: b}, nil
+}
+
+// untag decodes a carried input.
+func untag(t TaggedInput) (runner.Input, error) {
+	dec := func(v any) error { return json.Unmarshal(t.Data, v) }
+	var err error
+	switch t.Kind {
+	case "begin":
+		var v core.Begin
+		err = dec(&v)
+		return v, err
+	case "when":
+		var v core.WhenResult
+		err = dec(&v)
+		return v, err
+	case "items":
+		var v core.ItemsResult
+		err = dec(&v)
+		return v, err
+	case "session_done":
+		var v core.SessionDone
+		err = dec(&v)
+		return v, err
+	case "session_pid":
+		var v core.SessionPID
+		err = dec(&v)
+		return v, err
+	case "human_ready":
+		var v core.HumanReady
+		err = dec(&v)
+		return v, err
+	case "human_decision":
+		var v core.HumanDecision
+		err = dec(&v)
+		return v, err
+	case "timer_fired":
+		var v core.TimerFired
+		err = dec(&v)
+		return v, err
+	case "control":
+		var v core.ControlChanged
+		err = dec(&v)
+		return v, err
+	case "cleanup_done":
+		var v core.CleanupDone
+		err = dec(&v)
+		return v, err
+	case "interrupt":
+		return core.Interrupt{}, nil
+	}
+	return nil, fmt.Errorf("unknown carried input %q", t.Kind)
+}
+
+// ParseSource parses a run's workflow as a worker with repository repo
+// sees it: the source and its prompt files on an in-memory file system
+// at their places under repo, read as the invocation says. It reads
+// nothing else, so that the workflow code and every worker get the same
+// model from the same input.
+func ParseSource(repo string, src Source, inv runner.Invocation) (*config.Workflow, error) {
+	fsys := afero.NewMemMapFs()
+	file := path.Join(repo, src.Path)
+	if err := afero.WriteFile(fsys, file, src.Data, 0o644); err != nil {
+		return nil, err
+	}
+	for p, b := range src.Prompts {
+		if err := afero.WriteFile(fsys, path.Join(repo, p), b, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return config.LoadWith(fsys, file, inv.LoadOptions(repo))
+}
+
+// checkSize refuses a payload over MaxPayload, saying what it is.
+func checkSize(what string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", what, err)
+	}
+	if len(b) > MaxPayload {
+		return fmt.Errorf("%s is %d bytes, more than %d, the most a Temporal payload may carry (about 2 MB): run it with the local engine", what, len(b), MaxPayload)
+	}
+	return nil
+}

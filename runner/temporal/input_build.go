@@ -1,0 +1,60 @@
+package temporal
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/afero"
+
+	"github.com/flow-run/flow/runner"
+)
+
+// NewInput makes the workflow input of a new run from what the local
+// engine would be given: the workflow's file and its prompt files are
+// read through fsys and carried by their paths relative to the
+// repository. An input over MaxPayload is refused, saying so.
+func NewInput(fsys afero.Fs, opts runner.Options, queue string) (Input, error) {
+	wf := opts.Workflow
+	rel := func(p string) (string, error) {
+		r, err := filepath.Rel(opts.Repo, p)
+		if err != nil {
+			return "", fmt.Errorf("%s is not under the repository %s: %w", p, opts.Repo, err)
+		}
+		return filepath.ToSlash(r), nil
+	}
+	file, err := filepath.Abs(wf.File)
+	if err != nil {
+		return Input{}, err
+	}
+	data, err := afero.ReadFile(fsys, file)
+	if err != nil {
+		return Input{}, fmt.Errorf("read workflow: %w", err)
+	}
+	src := Source{Data: data, Prompts: map[string][]byte{}}
+	if src.Path, err = rel(file); err != nil {
+		return Input{}, err
+	}
+	for _, s := range wf.AllSteps() {
+		if s.PromptPath == "" {
+			continue
+		}
+		p := s.PromptPath
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(filepath.Dir(file), p)
+		}
+		b, err := afero.ReadFile(fsys, p)
+		if err != nil {
+			return Input{}, fmt.Errorf("read prompt file: %w", err)
+		}
+		r, err := rel(p)
+		if err != nil {
+			return Input{}, err
+		}
+		src.Prompts[r] = b
+	}
+	in := Input{RunID: opts.RunID, Source: src, Invocation: opts.Invocation, Vars: opts.Vars, Budgets: opts.Budgets, TaskQueue: queue}
+	if err := checkSize("the run's input (its workflow and prompt files)", in); err != nil {
+		return Input{}, runner.Usage("%v", err)
+	}
+	return in, nil
+}

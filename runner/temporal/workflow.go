@@ -1,0 +1,425 @@
+package temporal
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
+)
+
+// The workflow code: everything here runs inside Temporal's
+// deterministic sandbox. It reads no file, no clock but workflow.Now,
+// draws no random number but through workflow.SideEffect, and starts no
+// goroutine but through workflow.Go (purity_test.go checks the files).
+
+// maxPage bounds the events one QueryEvents answer carries.
+const maxPage = 500
+
+// driver is one segment of a run: from its start or continuation to
+// its end or next continuation.
+type driver struct {
+	ctx  workflow.Context
+	in   Input
+	host Host
+	wf   *config.Workflow
+	plan *core.Plan
+	core *core.Core
+	st   *runner.State
+	// events are the events of this segment, for QueryEvents.
+	events []runner.Event
+	// inbox holds the inputs the core has not yet decided, in the order
+	// they came.
+	inbox []runner.Input
+	// inflight counts the activities and retry timers whose inputs
+	// have not come back.
+	inflight int
+	// awaiting holds the human steps waiting for a decision (an Update).
+	awaiting map[string]bool
+	// draining is set when the run is to continue as new: no input is
+	// decided until nothing is in flight.
+	draining bool
+	// cancelled is set once the workflow is cancelled: the run is
+	// interrupted.
+	cancelled bool
+	done      bool
+	result    Result
+	// seq is the seq of the last event recorded; mirrorSeq that of the
+	// last event the worker mirrored.
+	seq, mirrorSeq int64
+}
+
+// Run is the workflow of a flow run.
+func Run(ctx workflow.Context, in Input) (Result, error) {
+	if err := checkSize("the run's input", in); err != nil {
+		return Result{}, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
+	}
+	d := &driver{ctx: ctx, in: in, awaiting: map[string]bool{}}
+	if err := d.handlers(); err != nil {
+		return Result{}, err
+	}
+	if err := d.start(); err != nil {
+		return Result{}, err
+	}
+	return d.loop()
+}
+
+// start opens the run on a worker (or takes over a continued one),
+// parses its workflow and makes its core.
+func (d *driver) start() error {
+	ctx, in := d.ctx, d.in
+	if in.Carried != nil {
+		d.host = in.Carried.Host
+	} else {
+		actx := workflow.WithActivityOptions(ctx, shortOptions(in.TaskQueue))
+		req := OpenRequest{WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, RunID: in.RunID, Source: in.Source,
+			Invocation: in.Invocation, Vars: in.Vars, Budgets: in.Budgets}
+		if err := workflow.ExecuteActivity(actx, ActivityOpen, req).Get(ctx, &d.host); err != nil {
+			return err
+		}
+	}
+	wf, err := ParseSource(d.host.Repo, in.Source, in.Invocation)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError("the run's workflow does not load: "+err.Error(), "refused", nil)
+	}
+	d.wf = wf
+	now := workflow.Now(ctx)
+	if c := in.Carried; c != nil {
+		d.st = &runner.State{}
+		if err := json.Unmarshal(c.State, d.st); err != nil {
+			return fmt.Errorf("read the carried state: %w", err)
+		}
+		if d.plan, err = runner.NewPlanOf(wf, in.Budgets, d.st.Vars, now); err != nil {
+			return temporal.NewNonRetryableApplicationError("resolve budgets: "+err.Error(), "refused", nil)
+		}
+		d.core = core.Restore(d.plan, d.st, c.Core)
+		d.seq, d.mirrorSeq = d.st.Seq, d.st.Seq
+		for _, t := range c.Inputs {
+			i, err := untag(t)
+			if err != nil {
+				return err
+			}
+			d.inbox = append(d.inbox, i)
+		}
+		// The waits of human steps are the driver's: they go on.
+		for _, id := range d.st.StepOrder {
+			if s := d.st.Steps[id]; s != nil && s.Status == runner.WaitingOnHuman && !d.decidedInInbox(id) {
+				d.await(id)
+			}
+		}
+	} else {
+		created := runner.CreatedEvent(wf, d.host.Repo, in.RunID, in.Vars, now)
+		vars := map[string]string{}
+		for k, v := range wf.Vars {
+			vars[k] = v
+		}
+		for k, v := range in.Vars {
+			vars[k] = v
+		}
+		if d.plan, err = runner.NewPlanOf(wf, in.Budgets, vars, now); err != nil {
+			return temporal.NewNonRetryableApplicationError("resolve budgets: "+err.Error(), "refused", nil)
+		}
+		d.st = &runner.State{}
+		d.record([]runner.Event{created, core.NewEvent(now, core.EvRunnerStarted, "", runner.RunnerStarted{Host: d.host.Name})}, false)
+		if r := in.Budgets.Raise; r.Set() {
+			d.record([]runner.Event{core.NewEvent(now, core.EvBudgetRaised, "", r)}, false)
+		}
+		d.core = core.NewCore(d.plan)
+		d.inbox = append(d.inbox, core.Begin{Control: core.Continuous})
+	}
+	d.core.HideSecrets(runner.Secrets(wf, in.Invocation.Env))
+	return nil
+}
+
+// decidedInInbox reports whether a decision of step waits in the inbox.
+func (d *driver) decidedInInbox(step string) bool {
+	for _, i := range d.inbox {
+		if h, ok := i.(core.HumanDecision); ok && h.Step == step {
+			return true
+		}
+	}
+	return false
+}
+
+// loop decides the inputs as they come and performs the effects, until
+// the run finishes or continues as new.
+func (d *driver) loop() (Result, error) {
+	for {
+		for len(d.inbox) > 0 && !d.draining {
+			in := d.inbox[0]
+			d.inbox = d.inbox[1:]
+			dec := d.core.Decide(d.st, in, workflow.Now(d.ctx))
+			d.record(dec.Events, true)
+			if err := d.mirror(false); err != nil {
+				return Result{}, err
+			}
+			for _, eff := range dec.Effects {
+				d.perform(eff)
+			}
+			if d.done {
+				if err := d.mirror(true); err != nil {
+					return Result{}, err
+				}
+				return d.result, nil
+			}
+		}
+		if !d.draining && !d.cancelled && d.continueAsNew() {
+			d.draining = true
+		}
+		if d.draining && d.inflight == 0 && workflow.AllHandlersFinished(d.ctx) {
+			return Result{}, d.carry()
+		}
+		err := workflow.Await(d.ctx, func() bool {
+			if d.draining {
+				return d.inflight == 0 && workflow.AllHandlersFinished(d.ctx)
+			}
+			return len(d.inbox) > 0 || (!d.cancelled && d.ctx.Err() != nil)
+		})
+		if err != nil && !d.cancelled {
+			// Cancelled: the run is interrupted, as by SIGINT locally.
+			// What follows runs on a context the cancellation does not
+			// reach; the activities in flight are cancelled (their
+			// sessions' process groups killed) and report their ends.
+			d.cancelled, d.draining = true, false
+			d.ctx, _ = workflow.NewDisconnectedContext(d.ctx)
+			d.inbox = append(d.inbox, core.Interrupt{})
+		}
+	}
+}
+
+// continueAsNew reports whether the history is long enough that the
+// run should continue as new.
+func (d *driver) continueAsNew() bool {
+	info := workflow.GetInfo(d.ctx)
+	limit := d.in.HistoryLimit
+	if limit <= 0 {
+		limit = DefaultHistoryLimit
+	}
+	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= limit
+}
+
+// carry continues the run as new, carrying its state, the core's
+// bookkeeping and the inputs not yet decided.
+func (d *driver) carry() error {
+	st, err := json.Marshal(d.st)
+	if err != nil {
+		return err
+	}
+	c := &Carried{Host: d.host, State: st, Core: d.core.Carry()}
+	if d.in.Carried != nil {
+		c.Segment = d.in.Carried.Segment + 1
+	}
+	for _, i := range d.inbox {
+		t, err := tag(i)
+		if err != nil {
+			return err
+		}
+		c.Inputs = append(c.Inputs, t)
+	}
+	next := d.in
+	next.Carried = c
+	if err := checkSize("the run's state", next); err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), "too_large", nil)
+	}
+	return workflow.NewContinueAsNewError(d.ctx, WorkflowName, next)
+}
+
+// record numbers events and keeps them; applied is false for events the
+// core did not apply itself.
+func (d *driver) record(evs []runner.Event, applied bool) {
+	for _, e := range evs {
+		d.seq++
+		e.Seq = d.seq
+		if !applied {
+			if err := runner.Apply(d.st, e); err != nil {
+				panic(fmt.Sprintf("apply %s: %v", e.Type, err)) // events built here always apply
+			}
+		}
+		d.events = append(d.events, e)
+	}
+	d.st.Seq = d.seq
+}
+
+// mirror hands the worker the events it has not mirrored yet.
+func (d *driver) mirror(final bool) error {
+	var evs []runner.Event
+	for i := len(d.events) - 1; i >= 0 && d.events[i].Seq > d.mirrorSeq; i-- {
+		evs = append([]runner.Event{d.events[i]}, evs...)
+	}
+	if len(evs) == 0 && !final {
+		return nil
+	}
+	actx := workflow.WithActivityOptions(d.ctx, shortOptions(d.host.Queue))
+	req := MirrorRequest{RunID: d.in.RunID, Events: evs, Final: final}
+	if err := workflow.ExecuteActivity(actx, ActivityMirror, req).Get(d.ctx, nil); err != nil {
+		return fmt.Errorf("mirror the run's record on %s: %w", d.host.Name, err)
+	}
+	if len(evs) > 0 {
+		d.mirrorSeq = evs[len(evs)-1].Seq
+	}
+	return nil
+}
+
+// perform turns one effect into an activity, a timer or a wait.
+func (d *driver) perform(eff runner.Effect) {
+	switch e := eff.(type) {
+	case core.Evaluate:
+		runActivity(d, ActivityEvaluate, StepRequest{RunID: d.in.RunID, Step: e.Step}, func(err error, res WhenResultReply) runner.Input {
+			if err != nil {
+				return core.WhenResult{Step: e.Step, Err: "evaluate on the worker: " + err.Error()}
+			}
+			return res.Result
+		})
+	case core.ExpandItems:
+		runActivity(d, ActivityExpand, StepRequest{RunID: d.in.RunID, Step: e.Step}, func(err error, res ItemsReply) runner.Input {
+			if err != nil {
+				return core.ItemsResult{Step: e.Step, Err: "evaluate the items on the worker: " + err.Error()}
+			}
+			return res.Result
+		})
+	case core.StartSession:
+		d.session(e)
+	case core.PrepareHuman:
+		runActivity(d, ActivityPrepareHuman, PrepareRequest{RunID: d.in.RunID, Prepare: e}, func(err error, res core.HumanReady) runner.Input {
+			if err != nil {
+				// The decision comes by Update: the file is only a
+				// convenience for the worker's host.
+				return core.HumanReady{Step: e.Step, Attempt: e.Attempt}
+			}
+			return res
+		})
+	case core.AwaitHuman:
+		d.await(e.Step)
+	case core.StartTimer:
+		delay := e.Delay
+		if s := d.wf.Step(stepOf(e.Step)); s != nil {
+			if r := d.wf.StepRetry(s); r != nil && r.Jitter {
+				var f float64
+				_ = workflow.SideEffect(d.ctx, func(workflow.Context) any { return randFraction() }).Get(&f)
+				delay = delay/2 + time.Duration(f*float64(delay/2+1))
+			}
+		}
+		d.inflight++
+		workflow.Go(d.ctx, func(ctx workflow.Context) {
+			_ = workflow.NewTimer(ctx, delay).Get(ctx, nil)
+			d.inflight--
+			d.inbox = append(d.inbox, core.TimerFired{Step: e.Step})
+		})
+	case core.StartCleanup:
+		runActivity(d, ActivityCleanup, CleanupRequest{RunID: d.in.RunID, Cleanup: e}, func(err error, res core.CleanupDone) runner.Input {
+			if err != nil {
+				return core.CleanupDone{Failed: true, Error: err.Error()}
+			}
+			return res
+		})
+	case core.SetControl, core.Idle:
+		// The core's state holds control; an idle run waits for Updates.
+	case core.Finish:
+		d.done = true
+		d.result = Result{RunID: d.in.RunID, Status: e.Status, ExitCode: e.ExitCode, Reason: e.Reason, RunDir: runner.RunDir(d.host.Repo, d.in.RunID)}
+	}
+}
+
+// runActivity runs an activity beside the loop; answer turns its end
+// into the core's input.
+func runActivity[T any](d *driver, name string, req any, answer func(error, T) runner.Input) {
+	d.inflight++
+	ctx := workflow.WithActivityOptions(d.ctx, shortOptions(d.host.Queue))
+	f := workflow.ExecuteActivity(ctx, name, req)
+	workflow.Go(d.ctx, func(gctx workflow.Context) {
+		var res T
+		err := f.Get(gctx, &res)
+		d.inflight--
+		d.inbox = append(d.inbox, answer(err, res))
+	})
+}
+
+// session runs a step's session as an activity: its process, then its
+// end, come back as inputs.
+func (d *driver) session(e core.StartSession) {
+	d.inflight++
+	ctx := workflow.WithActivityOptions(d.ctx, sessionOptions(d.host.Queue))
+	f := workflow.ExecuteActivity(ctx, ActivitySession, SessionRequest{RunID: d.in.RunID, Start: e})
+	workflow.Go(d.ctx, func(gctx workflow.Context) {
+		var res SessionReply
+		err := f.Get(gctx, &res)
+		d.inflight--
+		var canceled *temporal.CanceledError
+		switch {
+		case errors.As(err, &canceled):
+			d.inbox = append(d.inbox, core.SessionDone{Step: e.Step, Outcome: core.Outcome{Attempt: e.Attempt}, Interrupted: true})
+		case err != nil:
+			d.inbox = append(d.inbox, core.SessionDone{Step: e.Step, Outcome: core.Outcome{Attempt: e.Attempt},
+				Facts: core.SessionFacts{ExitCode: -1, Err: "the session's activity failed on the worker: " + err.Error()}})
+		default:
+			if res.PID != nil {
+				d.inbox = append(d.inbox, *res.PID)
+			}
+			d.inbox = append(d.inbox, res.Done)
+		}
+	})
+}
+
+// await waits for a human's decision of step: an Update, or its
+// human.timeout.
+func (d *driver) await(step string) {
+	if d.awaiting[step] {
+		return
+	}
+	d.awaiting[step] = true
+	s := d.wf.Step(stepOf(step))
+	ss := d.st.Steps[step]
+	if s == nil || s.Human == nil || s.Human.Timeout == nil || s.Human.Timeout.Expr != nil || s.Human.Timeout.D <= 0 || ss == nil || ss.StartedAt == nil {
+		return
+	}
+	started := ss.StartedAt.Time
+	left := started.Add(s.Human.Timeout.D).Sub(workflow.Now(d.ctx))
+	workflow.Go(d.ctx, func(ctx workflow.Context) {
+		if left > 0 {
+			if err := workflow.NewTimer(ctx, left).Get(ctx, nil); err != nil {
+				return
+			}
+		}
+		cur := d.st.Steps[step]
+		if !d.awaiting[step] || cur == nil || cur.StartedAt == nil || !cur.StartedAt.Time.Equal(started) {
+			return
+		}
+		delete(d.awaiting, step)
+		d.inbox = append(d.inbox, core.HumanDecision{Step: step, TimedOut: true})
+	})
+}
+
+// stepOf returns the workflow step of a step key.
+func stepOf(key string) string {
+	k, _ := core.SplitKey(key)
+	return k.Step
+}
+
+// shortOptions are the options of the activities that do not run a
+// session: opening the run, mirroring it, evaluating.
+func shortOptions(queue string) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		TaskQueue:           queue,
+		StartToCloseTimeout: 10 * time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute, MaximumAttempts: 10},
+	}
+}
+
+// sessionOptions are the options of a session's activity: it may run
+// long, beats while it runs, and is waited for when cancelled (its
+// process group is killed first).
+func sessionOptions(queue string) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		TaskQueue:           queue,
+		StartToCloseTimeout: 7 * 24 * time.Hour,
+		HeartbeatTimeout:    time.Minute,
+		WaitForCancellation: true,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute, MaximumAttempts: 3},
+	}
+}

@@ -1,0 +1,152 @@
+package temporal
+
+import (
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
+)
+
+// handlers registers the run's queries and Updates. They read the
+// driver's state; an Update that is refused leaves no trace in the
+// history.
+func (d *driver) handlers() error {
+	if err := workflow.SetQueryHandler(d.ctx, QueryStatus, d.status); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(d.ctx, QueryEvents, d.eventsAfter); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(d.ctx, UpdateDecide, d.decide,
+		workflow.UpdateHandlerOptions{Validator: d.validDecision}); err != nil {
+		return err
+	}
+	return workflow.SetUpdateHandlerWithOptions(d.ctx, UpdateControl, d.control,
+		workflow.UpdateHandlerOptions{Validator: d.validControl})
+}
+
+// status answers QueryStatus.
+func (d *driver) status() (StatusReply, error) {
+	if d.st == nil || d.st.RunID == "" {
+		return StatusReply{}, errors.New("the run is starting")
+	}
+	return StatusReply{State: d.st, Liveness: d.liveness(), RunDir: runner.RunDir(d.host.Repo, d.in.RunID), Host: d.host}, nil
+}
+
+// liveness says what the driver of the run is doing, in the words of
+// runner.Live: Temporal holds the run, so it is never dead or stale.
+func (d *driver) liveness() runner.Liveness {
+	st := d.st
+	switch st.Status {
+	case runner.RunCompleted, runner.RunFailed:
+		return runner.Liveness{State: runner.LiveDone, Reason: "the run " + string(st.Status)}
+	case runner.RunPaused:
+		return runner.Liveness{State: runner.LiveStopped, Reason: "paused; flow continue --engine temporal goes on"}
+	case runner.RunInterrupted:
+		return runner.Liveness{State: runner.LiveStopped, Reason: "interrupted"}
+	case runner.RunBudgetExceeded:
+		return runner.Liveness{State: runner.LiveStopped, Reason: "a budget ran out"}
+	}
+	for _, id := range st.StepOrder {
+		if s := st.Steps[id]; s != nil && s.Status == runner.Running && s.LoopIndex == nil {
+			return runner.Liveness{State: runner.LiveWorking, Hook: id, Reason: "a session runs on " + d.host.Name}
+		}
+	}
+	for _, id := range st.StepOrder {
+		if s := st.Steps[id]; s != nil && s.Status == runner.WaitingOnHuman {
+			return runner.Liveness{State: runner.LiveStopped, Hook: id, Reason: "waiting on a human"}
+		}
+	}
+	return runner.Liveness{State: runner.LiveWorking, Reason: "Temporal drives the run"}
+}
+
+// eventsAfter answers QueryEvents.
+func (d *driver) eventsAfter(after int64) (EventsPage, error) {
+	page := EventsPage{Events: []runner.Event{}, Done: d.done}
+	for _, e := range d.events {
+		if e.Seq > after {
+			page.Events = append(page.Events, e)
+			if len(page.Events) == maxPage {
+				page.Done = false
+				break
+			}
+		}
+	}
+	return page, nil
+}
+
+// validDecision refuses a decision that cannot win: the step is not
+// waiting on a human (it was decided already, or never waited).
+func (d *driver) validDecision(req DecideRequest) error {
+	if d.st == nil || d.st.RunID == "" {
+		return errors.New("the run is starting")
+	}
+	s := d.st.Steps[req.Step]
+	switch {
+	case s == nil:
+		return fmt.Errorf("run %s has no step %s", d.in.RunID, req.Step)
+	case d.done || d.st.Status.Terminal():
+		return fmt.Errorf("run %s has already %s", d.in.RunID, d.st.Status)
+	case s.Status == runner.WaitingOnHuman && d.awaiting[req.Step]:
+		return nil
+	case s.Human != nil:
+		by := s.Human.By
+		if by == "" {
+			by = "a human"
+		}
+		verb := "rejected"
+		if s.Human.Approved {
+			verb = "approved"
+		}
+		return fmt.Errorf("step %s was already %s by %s; it is %s", req.Step, verb, by, s.Status)
+	}
+	return fmt.Errorf("step %s is not waiting on a human; it is %s", req.Step, s.Status)
+}
+
+// decide hands the core a human's decision.
+func (d *driver) decide(_ workflow.Context, req DecideRequest) (Decided, error) {
+	if err := d.validDecision(req); err != nil {
+		return Decided{}, err
+	}
+	in := req.Input
+	if s := d.wf.Step(stepOf(req.Step)); in.Approved && s != nil && s.Human != nil {
+		for _, def := range s.Human.Inputs {
+			if _, ok := in.Input[def.Name]; ok || def.Required {
+				continue
+			}
+			if in.Input == nil {
+				in.Input = map[string]any{}
+			}
+			in.Input[def.Name] = def.Default
+		}
+	}
+	delete(d.awaiting, req.Step)
+	d.inbox = append(d.inbox, core.HumanDecision{Step: req.Step, Input: in})
+	return Decided{RunID: d.in.RunID, Step: req.Step, Approved: in.Approved, By: in.By}, nil
+}
+
+// validControl refuses control of a run that has ended, and states
+// that are none.
+func (d *driver) validControl(req ControlRequest) error {
+	switch req.Desired {
+	case core.Continuous, core.Pause, core.RunOnce, core.RunCleanup:
+	default:
+		return fmt.Errorf("unknown control state %q", req.Desired)
+	}
+	if d.done || d.st != nil && d.st.Status.Terminal() {
+		return fmt.Errorf("run %s has already %s", d.in.RunID, d.st.Status)
+	}
+	return nil
+}
+
+// control hands the core a new desired control state.
+func (d *driver) control(_ workflow.Context, req ControlRequest) (string, error) {
+	if err := d.validControl(req); err != nil {
+		return "", err
+	}
+	d.inbox = append(d.inbox, core.ControlChanged{Desired: req.Desired})
+	return string(req.Desired), nil
+}
