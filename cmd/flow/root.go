@@ -187,6 +187,7 @@ func (a *app) rootCmd() *cobra.Command {
 		a.serveCmd(),
 	)
 	a.addRunnerCmds(root)
+	a.addTemporal(root)
 	root.AddCommand(a.exportCmds()...)
 	return root
 }

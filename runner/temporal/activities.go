@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/flow-run/flow/internal/atomicfile"
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/ops"
 )
 
 // The activities of a run, by name.
@@ -115,6 +117,16 @@ type Activities struct {
 	mu      sync.Mutex
 	loaded  map[string]*config.Workflow
 	opened  map[string]launch
+}
+
+// ActivitiesOf returns the activities of a worker in repo that runs
+// sessions as s runs local ones (its file system, clock, process
+// starter, environment and host), printing to out.
+func ActivitiesOf(s *ops.Service, out io.Writer, repo string) *Activities {
+	return &Activities{
+		Runner: &runner.Runner{FS: s.FS, Clock: s.Clock, Starter: s.Starter, Stdout: out, Environ: s.Environ, Host: s.Host, PID: s.PID},
+		Repo:   repo, Host: s.Host,
+	}
 }
 
 // launch is what LaunchFile holds.

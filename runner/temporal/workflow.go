@@ -369,7 +369,7 @@ func (d *driver) session(e core.StartSession) {
 // await waits for a human's decision of step: an Update, or its
 // human.timeout.
 func (d *driver) await(step string) {
-	if d.awaiting[step] {
+	if d.awaiting[step] || d.decidedInInbox(step) {
 		return
 	}
 	d.awaiting[step] = true

@@ -3,6 +3,7 @@ package temporal
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -90,7 +91,9 @@ func (d *driver) validDecision(req DecideRequest) error {
 		return fmt.Errorf("run %s has no step %s", d.in.RunID, req.Step)
 	case d.done || d.st.Status.Terminal():
 		return fmt.Errorf("run %s has already %s", d.in.RunID, d.st.Status)
-	case s.Status == runner.WaitingOnHuman && d.awaiting[req.Step]:
+	case s.Status == runner.WaitingOnHuman && !d.decidedInInbox(req.Step):
+		// The state is the truth: the wait may be recorded before the
+		// driver has performed it (the worker mirrors the record first).
 		return nil
 	case s.Human != nil:
 		by := s.Human.By
@@ -107,11 +110,14 @@ func (d *driver) validDecision(req DecideRequest) error {
 }
 
 // decide hands the core a human's decision.
-func (d *driver) decide(_ workflow.Context, req DecideRequest) (Decided, error) {
+func (d *driver) decide(ctx workflow.Context, req DecideRequest) (Decided, error) {
 	if err := d.validDecision(req); err != nil {
 		return Decided{}, err
 	}
 	in := req.Input
+	if in.At == "" {
+		in.At = workflow.Now(ctx).UTC().Format(time.RFC3339)
+	}
 	if s := d.wf.Step(stepOf(req.Step)); in.Approved && s != nil && s.Human != nil {
 		for _, def := range s.Human.Inputs {
 			if _, ok := in.Input[def.Name]; ok || def.Required {

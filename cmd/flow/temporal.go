@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/ops"
+)
+
+// This file wires the Temporal engine (DESIGN §16) into flow's
+// commands. The engine itself links Temporal's SDK, which costs every
+// flow command about 3.5 ms of start-up and 15 MB: it lives in
+// flow-temporal, the same command line built with -tags temporal
+// (temporal_engine.go). flow runs flow-temporal — next to its own
+// executable, else on PATH — for the commands that need it.
+
+// flowTemporal is the name of the binary that holds the Temporal engine.
+const flowTemporal = "flow-temporal"
+
+// temporalFlags say which Temporal server, namespace and task queue a
+// command talks to.
+type temporalFlags struct {
+	engine    string
+	address   string
+	namespace string
+	queue     string
+	detach    bool
+}
+
+// temporalCLI are the commands of the Temporal engine; nil in a flow
+// built without it.
+type temporalCLI struct {
+	engine  func(ctx context.Context, a *app, f *temporalFlags) (ops.Engine, func(), error)
+	worker  func(ctx context.Context, a *app, f *temporalFlags, repo string, shared bool) error
+	decide  func(ctx context.Context, a *app, f *temporalFlags, runID, step string, in runner.HumanInput) error
+	control func(ctx context.Context, a *app, f *temporalFlags, runID string, state runner.ControlState) error
+	status  func(ctx context.Context, a *app, f *temporalFlags, runID string, asJSON bool) error
+}
+
+var temporalHooks *temporalCLI
+
+// addTemporal adds flow worker, and --engine temporal to the commands
+// that run and steer runs.
+func (a *app) addTemporal(root *cobra.Command) {
+	root.AddCommand(a.workerCmd())
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "run", "approve", "reject", "pause", "continue", "run-once", "cleanup", "status":
+			a.withEngine(c)
+		}
+	}
+}
+
+// addServer adds the flags that name a Temporal server.
+func (f *temporalFlags) addServer(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.address, "address", "", "the Temporal server, HOST:PORT (default: $FLOW_TEMPORAL_ADDRESS, else localhost:7233)")
+	fl.StringVar(&f.namespace, "namespace", "", "the Temporal namespace (default: $FLOW_TEMPORAL_NAMESPACE, else default)")
+	fl.StringVar(&f.queue, "task-queue", "", "the task queue of flow's workers (default: $FLOW_TEMPORAL_TASK_QUEUE, else flow)")
+}
+
+// resolve fills in the defaults from the environment.
+func (f *temporalFlags) resolve(getenv func(string) string) {
+	or := func(v *string, env, def string) {
+		if *v == "" {
+			*v = getenv(env)
+		}
+		if *v == "" {
+			*v = def
+		}
+	}
+	or(&f.address, "FLOW_TEMPORAL_ADDRESS", "localhost:7233")
+	or(&f.namespace, "FLOW_TEMPORAL_NAMESPACE", "default")
+	or(&f.queue, "FLOW_TEMPORAL_TASK_QUEUE", "flow")
+}
+
+// withEngine adds --engine to a command: local runs it as before;
+// temporal runs it against a Temporal server. With FLOW_TEMPORAL_ADDRESS
+// set, temporal is the default.
+func (a *app) withEngine(c *cobra.Command) {
+	f := &temporalFlags{}
+	c.Flags().StringVar(&f.engine, "engine", "", "local, or temporal: run on a Temporal server (default: temporal when $FLOW_TEMPORAL_ADDRESS is set, else local)")
+	f.addServer(c)
+	if c.Name() == "run" {
+		c.Flags().BoolVar(&f.detach, "detach", false, "with --engine temporal: return at once with the run id (exit 0)")
+	}
+	local := c.RunE
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		engine := f.engine
+		if engine == "" {
+			engine = "local"
+			if a.svc.Getenv("FLOW_TEMPORAL_ADDRESS") != "" {
+				engine = "temporal"
+			}
+		}
+		switch engine {
+		case "local":
+			if f.detach {
+				return runner.Usage("--detach is for --engine temporal")
+			}
+			return local(cmd, args)
+		case "temporal":
+		default:
+			return runner.Usage("--engine %q: want local or temporal", engine)
+		}
+		h := temporalHooks
+		if h == nil {
+			return a.execTemporal(cmd.Context())
+		}
+		f.resolve(a.svc.Getenv)
+		ctx := cmd.Context()
+		fl := cmd.Flags()
+		switch cmd.Name() {
+		case "run":
+			e, closeFn, err := h.engine(ctx, a, f)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			a.svc.Engine = e
+			return local(cmd, args)
+		case "approve", "reject":
+			by, _ := fl.GetString("by")
+			in := runner.HumanInput{Approved: cmd.Name() == "approve", By: a.svc.Who(by)}
+			if in.Approved {
+				raw, _ := fl.GetStringArray("input")
+				vals, err := ops.ParseInputs(raw)
+				if err != nil {
+					return err
+				}
+				in.Input = vals
+			} else {
+				in.Reason, _ = fl.GetString("reason")
+			}
+			return h.decide(ctx, a, f, args[0], args[1], in)
+		case "status":
+			if w, _ := fl.GetBool("watch"); w {
+				return runner.Usage("status --watch is for local runs (for now)")
+			}
+			if len(args) == 0 {
+				return runner.Usage("status --engine temporal needs a RUN_ID")
+			}
+			asJSON, _ := fl.GetBool("json")
+			return h.status(ctx, a, f, args[0], asJSON)
+		default:
+			if len(args) == 0 {
+				return runner.Usage("%s --engine temporal needs a RUN_ID", cmd.Name())
+			}
+			states := map[string]runner.ControlState{"pause": runner.Pause, "continue": runner.Continuous, "run-once": runner.RunOnce, "cleanup": runner.RunCleanup}
+			return h.control(ctx, a, f, args[0], states[cmd.Name()])
+		}
+	}
+}
+
+func (a *app) workerCmd() *cobra.Command {
+	f := &temporalFlags{}
+	var repo string
+	var shared bool
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run the sessions of runs on a Temporal server (flow run --engine temporal)",
+		Long: `worker serves a task queue of a Temporal server: it runs the workflow code of flow
+runs and their sessions, as activities, in --repo, exactly as flow run does
+locally (process groups, timeouts, logs, reports, gates), and keeps each run's
+events.jsonl and run_state.json under <repo>/.agents/runs/<run_id>/. A run's
+sessions stay on the worker that took its first one, so that they share its
+checkout, unless the workers share one repository (--shared-repo).`,
+		Example: "  flow worker --address localhost:7233 --task-queue flow --repo .",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h := temporalHooks
+			if h == nil {
+				return a.execTemporal(cmd.Context())
+			}
+			f.resolve(a.svc.Getenv)
+			dir, err := a.svc.Repo(repo)
+			if err != nil {
+				return err
+			}
+			return h.worker(cmd.Context(), a, f, dir, shared)
+		},
+	}
+	f.addServer(cmd)
+	cmd.Flags().StringVar(&repo, "repo", "", "repository the sessions work in (default: the current directory)")
+	cmd.Flags().BoolVar(&shared, "shared-repo", false, "the workers share this repository: any of them may run any session")
+	return cmd
+}
+
+// execTemporal runs this command line with flow-temporal, found next to
+// flow's executable or on PATH, and exits with its code.
+func (a *app) execTemporal(ctx context.Context) error {
+	path := ""
+	if self, err := os.Executable(); err == nil {
+		if p := filepath.Join(filepath.Dir(self), flowTemporal); isExecutable(p) {
+			path = p
+		}
+	}
+	if path == "" {
+		p, err := exec.LookPath(flowTemporal)
+		if err != nil {
+			return runner.Usage("the Temporal engine is in %s, which is neither next to flow nor on PATH; build it with: go build -tags temporal -o %s ./cmd/flow", flowTemporal, flowTemporal)
+		}
+		path = p
+	}
+	cmd := exec.CommandContext(ctx, path, os.Args[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = a.stdio.In, a.stdio.Out, a.stdio.Err
+	cmd.Env = a.svc.Environ
+	// An interrupt reaches flow-temporal as it reached flow.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 30 * time.Second
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return exitQuietly(ee.ExitCode())
+	}
+	return err
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}

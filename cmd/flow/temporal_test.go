@@ -1,0 +1,44 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestEngineTemporalNeedsFlowTemporal: flow without the Temporal engine
+// linked in says where the engine is, and how to build it, with exit 2;
+// an unknown engine is bad usage; --detach is only for Temporal.
+func TestEngineTemporalNeedsFlowTemporal(t *testing.T) {
+	if temporalHooks != nil {
+		t.Skip("this flow links the Temporal engine")
+	}
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "wf.yaml")
+	if err := os.WriteFile(wf, []byte("name: w\nsteps:\n  - {id: a, run: \"true\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir)
+	t.Setenv("FLOW_TEMPORAL_ADDRESS", "")
+	t.Chdir(dir)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"run", wf, "--engine", "temporal"}, 2, "go build -tags temporal -o flow-temporal ./cmd/flow"},
+		{[]string{"worker", "--repo", dir}, 2, "flow-temporal"},
+		{[]string{"approve", "r1", "a", "--engine", "temporal"}, 2, "flow-temporal"},
+		{[]string{"run", wf, "--engine", "nomad"}, 2, `--engine "nomad"`},
+		{[]string{"run", wf, "--detach"}, 2, "--detach is for --engine temporal"},
+	} {
+		var out, errb bytes.Buffer
+		code := Run(context.Background(), tc.args, Stdio{In: strings.NewReader(""), Out: &out, Err: &errb})
+		if code != tc.code || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("flow %s: exit %d, stderr %q; want exit %d and %q", strings.Join(tc.args, " "), code, errb.String(), tc.code, tc.want)
+		}
+	}
+}

@@ -1,0 +1,220 @@
+package temporal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/afero"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/ops"
+)
+
+// Engine is the Temporal engine (ops.Engine): it starts a run as a
+// workflow on a Temporal server and follows it as a local run is
+// followed — the same progress lines, the same events, the same exit
+// codes — from the events its workflow answers QueryEvents with.
+type Engine struct {
+	Client    client.Client
+	TaskQueue string
+	// FS reads the workflow file and its prompt files.
+	FS afero.Fs
+	// Detach returns once the run started, with exit 0.
+	Detach bool
+	// PollEvery is how often the run is asked for new events; 0 means
+	// 200 ms.
+	PollEvery time.Duration
+	// Now names a new run; nil means time.Now.
+	Now func() time.Time
+}
+
+// Run implements ops.Engine.
+func (e *Engine) Run(ctx context.Context, opts runner.Options, att ops.Attach) (runner.Result, error) {
+	switch {
+	case opts.Resume || opts.StartAt != "" || opts.Retry:
+		return runner.Result{}, runner.Usage("the Temporal engine starts new runs only: resume, --start-at-step and retry are for local runs (for now)")
+	case opts.Invocation.GateStateFile != "":
+		return runner.Result{}, runner.Usage("the Temporal engine does not read gate-state files (for now)")
+	}
+	if opts.RunID == "" {
+		now := time.Now
+		if e.Now != nil {
+			now = e.Now
+		}
+		opts.RunID = runner.NewRunID(now())
+	}
+	if err := runner.CheckRunID(opts.RunID); err != nil {
+		return runner.Result{}, err
+	}
+	in, err := NewInput(e.FS, opts, e.TaskQueue)
+	if err != nil {
+		return runner.Result{}, err
+	}
+	run, err := e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: opts.RunID, TaskQueue: e.TaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+	}, WorkflowName, in)
+	if err != nil {
+		if temporal.IsWorkflowExecutionAlreadyStartedError(err) {
+			return runner.Result{}, runner.Usage("run %s already exists on Temporal; use another --run-id", opts.RunID)
+		}
+		return runner.Result{}, fmt.Errorf("start run %s on Temporal: %w", opts.RunID, err)
+	}
+	out := att.Output
+	if e.Detach {
+		fmt.Fprintf(out, "run %s started on Temporal (task queue %s); follow it with: flow status %s --engine temporal\n", opts.RunID, e.TaskQueue, opts.RunID)
+		return runner.Result{RunID: opts.RunID, Status: runner.RunRunning}, nil
+	}
+	return e.follow(ctx, opts, run, att)
+}
+
+// follow prints the run's progress until it ends, or, with NoWait,
+// until it waits on a human or is paused. An interrupt (ctx) cancels
+// the workflow, which interrupts the run as SIGINT does locally; its
+// end is still followed.
+func (e *Engine) follow(ctx context.Context, opts runner.Options, run client.WorkflowRun, att ops.Attach) (runner.Result, error) {
+	every := e.PollEvery
+	if every <= 0 {
+		every = 200 * time.Millisecond
+	}
+	ann := runner.NewAnnouncer(opts.Workflow, opts, att.Output)
+	bg := context.WithoutCancel(ctx)
+	type ended struct {
+		res Result
+		err error
+	}
+	end := make(chan ended, 1)
+	go func() {
+		var res Result
+		err := run.Get(bg, &res)
+		end <- ended{res, err}
+	}()
+	var after int64
+	pull := func() error {
+		for {
+			v, err := e.Client.QueryWorkflow(bg, opts.RunID, "", QueryEvents, after)
+			if err != nil {
+				return err
+			}
+			var page EventsPage
+			if err := v.Get(&page); err != nil {
+				return err
+			}
+			for _, ev := range page.Events {
+				if err := ann.Event(ev); err != nil {
+					return err
+				}
+				if att.Events != nil {
+					att.Events(ev)
+				}
+				after = ev.Seq
+			}
+			if len(page.Events) < maxPage {
+				return nil
+			}
+		}
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	done := ctx.Done()
+	for {
+		select {
+		case <-done:
+			done = nil
+			if err := e.Client.CancelWorkflow(bg, opts.RunID, ""); err != nil {
+				return runner.Result{}, fmt.Errorf("interrupt run %s: %w", opts.RunID, err)
+			}
+		case x := <-end:
+			_ = pull() // the last events, when the workflow still answers
+			if x.err != nil {
+				return runner.Result{}, fmt.Errorf("run %s on Temporal: %w", opts.RunID, x.err)
+			}
+			return runner.Result{RunID: opts.RunID, RunDir: x.res.RunDir, Status: x.res.Status, ExitCode: x.res.ExitCode,
+				Reason: x.res.Reason, State: ann.State()}, nil
+		case <-tick.C:
+			if err := pull(); err != nil {
+				continue // a query the server could not answer now is asked again
+			}
+			st := ann.State()
+			if !opts.NoWait {
+				break
+			}
+			switch st.Status {
+			case runner.RunWaitingOnHuman:
+				var waiting []string
+				for _, id := range st.StepOrder {
+					if s := st.Steps[id]; s != nil && s.Status == runner.WaitingOnHuman {
+						waiting = append(waiting, id)
+					}
+				}
+				return runner.Result{RunID: opts.RunID, Status: st.Status, ExitCode: int(runner.ExitHuman),
+					Reason: fmt.Sprintf("waiting on a human: %v", waiting), State: st}, nil
+			case runner.RunPaused:
+				return runner.Result{RunID: opts.RunID, Status: st.Status, ExitCode: int(runner.ExitPaused), Reason: "paused", State: st}, nil
+			}
+		}
+	}
+}
+
+// Decide decides a human step of a run on Temporal by Update: it
+// returns whether the decision won; a decision that cannot win (the
+// step was decided already, or does not wait) is refused (exit 8).
+func Decide(ctx context.Context, c client.Client, runID string, req DecideRequest) (Decided, error) {
+	var d Decided
+	err := update(ctx, c, runID, UpdateDecide, req, &d)
+	return d, err
+}
+
+// Control changes the desired control state of a run on Temporal by
+// Update.
+func Control(ctx context.Context, c client.Client, runID string, desired runner.ControlState) error {
+	var s string
+	return update(ctx, c, runID, UpdateControl, ControlRequest{Desired: desired}, &s)
+}
+
+func update(ctx context.Context, c client.Client, runID, name string, arg, result any) error {
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: runID, UpdateName: name, Args: []any{arg},
+		WaitForStage: client.WorkflowUpdateStageCompleted})
+	if err == nil {
+		err = h.Get(ctx, result)
+	}
+	return runError(runID, err)
+}
+
+// Status asks a run on Temporal for its status: the shape of flow
+// status --json.
+func Status(ctx context.Context, c client.Client, runID string) (ops.Status, error) {
+	v, err := c.QueryWorkflow(ctx, runID, "", QueryStatus)
+	if err != nil {
+		return ops.Status{}, runError(runID, err)
+	}
+	var r StatusReply
+	if err := v.Get(&r); err != nil {
+		return ops.Status{}, err
+	}
+	return ops.Status{State: r.State, Liveness: r.Liveness, RunDir: r.RunDir, At: time.Now()}, nil
+}
+
+// runError gives a Temporal error flow's exit code: an unknown run is
+// bad usage (2), a refused Update is refused (8).
+func runError(runID string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return runner.Usage("no run %s on Temporal", runID)
+	}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return runner.Refused("%s", app.Message())
+	}
+	return fmt.Errorf("run %s on Temporal: %w", runID, err)
+}

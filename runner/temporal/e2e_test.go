@@ -1,0 +1,164 @@
+package temporal
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spf13/afero"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/clock"
+	"github.com/flow-run/flow/internal/proc"
+	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/ops"
+)
+
+// devServer starts a real Temporal dev server from the binary
+// TEMPORAL_CLI names, or skips the test saying how to run it.
+func devServer(t *testing.T) client.Client {
+	t.Helper()
+	bin := os.Getenv("TEMPORAL_CLI")
+	if bin == "" {
+		t.Skip("end-to-end test against a real Temporal server: set TEMPORAL_CLI to a temporal binary " +
+			"(GOBIN=DIR go install github.com/temporalio/cli/cmd/temporal@v1.5.1), or run .ci/run")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{ExistingPath: bin, LogLevel: "error",
+		ClientOptions: &client.Options{Logger: logger}, Stdout: io.Discard, Stderr: io.Discard})
+	if err != nil {
+		t.Fatalf("start the dev server %s: %v", bin, err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	return s.Client()
+}
+
+// TestEndToEnd runs workflows on a real dev server with a worker in
+// this process running real processes: parallel steps, a loop-back, a
+// retry and a human step approved by Update (a second decision is
+// refused, exit 8), the worker's record; then 20 runs at once.
+func TestEndToEnd(t *testing.T) {
+	c := devServer(t)
+	repo := t.TempDir()
+	src := `
+name: e2e
+steps:
+  - id: a
+    run: echo a
+  - id: b
+    run: "test -f .b-$FLOW_RUN_ID || { touch .b-$FLOW_RUN_ID; exit 1; }"
+    max_attempts: 2
+    retry: {backoff: 1s}
+  - id: review
+    needs: [a, b]
+    run: "if [ \"$FLOW_ITERATION\" = 0 ]; then echo FAIL; else echo PASS; fi"
+    gate:
+      pass: verdict == "PASS"
+      loop_back_to: a
+  - id: approve
+    needs: [review]
+    human:
+      message: ship?
+  - id: done
+    needs: [approve]
+    run: echo shipped
+`
+	path := filepath.Join(repo, "e2e.yaml")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fsys := afero.NewOsFs()
+	wf, err := config.Load(fsys, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	acts := &Activities{Runner: &runner.Runner{FS: fsys, Clock: clock.Real(), Starter: proc.OS(), Environ: os.Environ(), Host: "e2e", PID: os.Getpid()},
+		Repo: repo, Host: "e2e", HeartbeatEvery: time.Second}
+	served := make(chan error, 1)
+	go func() { served <- Serve(ctx, c, "e2e", false, acts) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	}()
+	eng := &Engine{Client: c, TaskQueue: "e2e", FS: fsys, PollEvery: 50 * time.Millisecond}
+	var out bytes.Buffer
+	ended := make(chan runner.Result, 1)
+	go func() {
+		res, err := eng.Run(ctx, runner.Options{Workflow: wf, Repo: repo, RunID: "e2e-1"}, ops.Attach{Output: &out})
+		if err != nil {
+			t.Error(err)
+		}
+		ended <- res
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := Status(ctx, c, "e2e-1")
+		if err == nil && st.State.Steps["approve"].Status == runner.WaitingOnHuman {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run never waited on a human: %v\n%s", err, out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := Decide(ctx, c, "e2e-1", DecideRequest{Step: "approve", Input: runner.HumanInput{Approved: true, By: "ann"}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Decide(ctx, c, "e2e-1", DecideRequest{Step: "approve", Input: runner.HumanInput{Approved: true, By: "bob"}})
+	if code := runner.CodeOf(err); code != runner.ExitRefused {
+		t.Errorf("a second decision: %v (exit %d), want refused (exit 8)", err, code)
+	}
+	var res runner.Result
+	select {
+	case res = <-ended:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the run did not end\n%s", out.String())
+	}
+	if res.ExitCode != 0 {
+		t.Fatalf("result %+v\n%s", res, out.String())
+	}
+	for _, want := range []string{"b: attempt 1 failed", "review: looping back to a (iteration 1)", `approve: waiting on a human: "ship?"`, "run e2e-1 completed"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	st, _, err := runner.LoadState(fsys, runner.RunDir(repo, "e2e-1"), false, time.Now())
+	if err != nil || st.Status != runner.RunCompleted || st.Steps["approve"].Human.By != "ann" {
+		t.Errorf("the worker's record: %v %+v", err, st)
+	}
+
+	// 20 runs at once.
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := fmt.Sprintf("many-%d", i)
+			many := &Engine{Client: c, TaskQueue: "e2e", FS: fsys, PollEvery: 100 * time.Millisecond}
+			res, err := many.Run(ctx, runner.Options{Workflow: wf, Repo: repo, RunID: id, NoWait: true}, ops.Attach{Output: io.Discard})
+			if err != nil || res.ExitCode != int(runner.ExitHuman) {
+				t.Errorf("%s: %+v %v", id, res, err)
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("20 runs to their human step in %s", time.Since(start).Round(time.Millisecond))
+}
