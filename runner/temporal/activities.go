@@ -205,7 +205,11 @@ func (a *Activities) Mirror(ctx context.Context, req MirrorRequest) error {
 	if err := runner.CheckRunID(req.RunID); err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 	}
-	a.mirrors.FS = a.fs()
+	a.mu.Lock()
+	if a.mirrors.FS == nil {
+		a.mirrors.FS = a.fs()
+	}
+	a.mu.Unlock()
 	return a.mirrors.Append(runner.RunDir(a.Repo, req.RunID), req.Events, req.Final)
 }
 

@@ -60,6 +60,9 @@ func (e *Engine) Run(ctx context.Context, opts runner.Options, att ops.Attach) (
 		ID: opts.RunID, TaskQueue: e.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		// A run id is never taken over: not a run in flight, not one
+		// that ended.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
 	}, WorkflowName, in)
 	if err != nil {
 		if temporal.IsWorkflowExecutionAlreadyStartedError(err) {

@@ -139,6 +139,9 @@ steps:
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
+	if _, err := eng.Run(ctx, runner.Options{Workflow: wf, Repo: repo, RunID: "e2e-1"}, ops.Attach{Output: io.Discard}); runner.CodeOf(err) != runner.ExitUsage {
+		t.Errorf("a second run e2e-1: %v, want refused as bad usage (exit 2)", err)
+	}
 	st, _, err := runner.LoadState(fsys, runner.RunDir(repo, "e2e-1"), false, time.Now())
 	if err != nil || st.Status != runner.RunCompleted || st.Steps["approve"].Human.By != "ann" {
 		t.Errorf("the worker's record: %v %+v", err, st)

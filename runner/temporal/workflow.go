@@ -175,13 +175,13 @@ func (d *driver) loop() (Result, error) {
 		if d.draining && d.inflight == 0 && workflow.AllHandlersFinished(d.ctx) {
 			return Result{}, d.carry()
 		}
-		err := workflow.Await(d.ctx, func() bool {
+		_ = workflow.Await(d.ctx, func() bool {
 			if d.draining {
 				return d.inflight == 0 && workflow.AllHandlersFinished(d.ctx)
 			}
 			return len(d.inbox) > 0 || (!d.cancelled && d.ctx.Err() != nil)
 		})
-		if err != nil && !d.cancelled {
+		if !d.cancelled && d.ctx.Err() != nil {
 			// Cancelled: the run is interrupted, as by SIGINT locally.
 			// What follows runs on a context the cancellation does not
 			// reach; the activities in flight are cancelled (their

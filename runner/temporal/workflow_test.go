@@ -220,3 +220,17 @@ func TestWorkflowPauseContinue(t *testing.T) {
 		t.Errorf("the run ended after %s, before continue", got)
 	}
 }
+
+// TestWorkflowCancelInterrupts: cancelling the workflow interrupts the
+// run as SIGINT does locally: it ends interrupted, exit 130, recorded.
+func TestWorkflowCancelInterrupts(t *testing.T) {
+	h := newHarness(t, humanFlow, func(c call) reply { return reply{} })
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Hour)
+	res := h.run()
+	if res.Status != runner.RunInterrupted || res.ExitCode != 130 {
+		t.Fatalf("result %+v", res)
+	}
+	if st := h.state(); st.Status != runner.RunInterrupted {
+		t.Errorf("mirrored status %s", st.Status)
+	}
+}
