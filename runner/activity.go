@@ -210,9 +210,13 @@ func (a *Announcer) State() *State { return a.x.st }
 // recipes work on the worker as on a local run. The driver's own
 // history stays the source of truth. It is safe for concurrent use.
 type Mirrors struct {
-	FS   afero.Fs
-	mu   sync.Mutex
-	logs map[string]*eventlog.Log
+	FS afero.Fs
+	// Shared says that other workers may mirror the same runs (a
+	// repository they share): each record is then let go after every
+	// append, instead of kept open (and locked) until its run ends.
+	Shared bool
+	mu     sync.Mutex
+	logs   map[string]*eventlog.Log
 }
 
 // Append appends to the record of the run in runDir the events it
@@ -266,7 +270,7 @@ func (m *Mirrors) Append(runDir string, events []Event, final bool) error {
 			return fail(fmt.Errorf("write run summary: %w", err))
 		}
 	}
-	if final {
+	if final || m.Shared {
 		delete(m.logs, runDir)
 		if err := log.Close(); err != nil && !errors.Is(err, eventlog.ErrBroken) {
 			return err

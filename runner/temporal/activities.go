@@ -109,6 +109,9 @@ type Activities struct {
 	// its own, or the shared one when the workers share the repository.
 	Host  string
 	Queue string
+	// Shared says that the workers share the repository: any of them
+	// may perform any run's effects.
+	Shared bool
 	// HeartbeatEvery is how often a session's activity beats with the
 	// tail of its log; 0 means 10 s.
 	HeartbeatEvery time.Duration
@@ -207,7 +210,7 @@ func (a *Activities) Mirror(ctx context.Context, req MirrorRequest) error {
 	}
 	a.mu.Lock()
 	if a.mirrors.FS == nil {
-		a.mirrors.FS = a.fs()
+		a.mirrors.FS, a.mirrors.Shared = a.fs(), a.Shared
 	}
 	a.mu.Unlock()
 	return a.mirrors.Append(runner.RunDir(a.Repo, req.RunID), req.Events, req.Final)

@@ -49,7 +49,8 @@ func devServer(t *testing.T) client.Client {
 // TestEndToEnd runs workflows on a real dev server with a worker in
 // this process running real processes: parallel steps, a loop-back, a
 // retry and a human step approved by Update (a second decision is
-// refused, exit 8), the worker's record; then 20 runs at once.
+// refused, exit 8), the worker's record; then 20 runs at once on two
+// workers that share the repository.
 func TestEndToEnd(t *testing.T) {
 	c := devServer(t)
 	repo := t.TempDir()
@@ -147,7 +148,18 @@ steps:
 		t.Errorf("the worker's record: %v %+v", err, st)
 	}
 
-	// 20 runs at once.
+	// 20 runs at once, on two workers that share the repository.
+	for i := range 2 {
+		shared := &Activities{Runner: acts.Runner, Repo: repo, Host: fmt.Sprintf("shared-%d", i), HeartbeatEvery: time.Second}
+		done := make(chan error, 1)
+		go func() { done <- Serve(ctx, c, "e2e-shared", true, shared) }()
+		defer func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		}()
+	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i := range 20 {
@@ -155,7 +167,7 @@ steps:
 		go func() {
 			defer wg.Done()
 			id := fmt.Sprintf("many-%d", i)
-			many := &Engine{Client: c, TaskQueue: "e2e", FS: fsys, PollEvery: 100 * time.Millisecond}
+			many := &Engine{Client: c, TaskQueue: "e2e-shared", FS: fsys, PollEvery: 100 * time.Millisecond}
 			res, err := many.Run(ctx, runner.Options{Workflow: wf, Repo: repo, RunID: id, NoWait: true}, ops.Attach{Output: io.Discard})
 			if err != nil || res.ExitCode != int(runner.ExitHuman) {
 				t.Errorf("%s: %+v %v", id, res, err)
@@ -163,5 +175,5 @@ steps:
 		}()
 	}
 	wg.Wait()
-	t.Logf("20 runs to their human step in %s", time.Since(start).Round(time.Millisecond))
+	t.Logf("20 runs to their human step in %s on two workers", time.Since(start).Round(time.Millisecond))
 }

@@ -24,7 +24,7 @@ func HostQueue(queue, host, repo string) string {
 // share one repository), the worker also serves its own host queue
 // (HostQueue), where the activities of the runs it opened go.
 func Serve(ctx context.Context, c client.Client, queue string, shared bool, acts *Activities) error {
-	acts.Queue = queue
+	acts.Queue, acts.Shared = queue, shared
 	if !shared {
 		acts.Queue = HostQueue(queue, acts.Host, acts.Repo)
 	}
