@@ -392,7 +392,6 @@ func (x *run) open() error {
 		if err := x.writeWorkflowJSON(); err != nil {
 			return err
 		}
-
 	}
 	// Sessions of a dead runner on this host may have left processes
 	// behind; they must not race the session that runs again.
