@@ -126,8 +126,11 @@ type stepRow struct {
 	Error     string `json:"error"`
 	Verdict   string `json:"verdict"`
 	Progress  string `json:"progress"`
-	Instance  bool   `json:"instance"`
-	Log       string `json:"log"`
+	// Waits says what a pending step waits for: the target of a
+	// loop-back to its side, or closed gates of the gate-state file.
+	Waits    string `json:"waits"`
+	Instance bool   `json:"instance"`
+	Log      string `json:"log"`
 	// Waiting is set on a step that waits on a human, with the inputs
 	// its approval takes.
 	Waiting *humanForm `json:"-"`
@@ -175,6 +178,14 @@ func stepRows(base string, st ops.Status, wf *config.Workflow) []stepRow {
 		}
 		if p, ok := ops.Progress(state, key); ok {
 			row.Progress = p.String()
+		}
+		if ss.Status == runner.Pending {
+			switch {
+			case ss.WaitingFor != nil:
+				row.Waits = *ss.WaitingFor
+			case len(ss.WaitingGates) > 0:
+				row.Waits = "gates: " + strings.Join(ss.WaitingGates, ", ")
+			}
 		}
 		if ss.Status == runner.WaitingOnHuman {
 			row.Waiting = &humanForm{Free: true}

@@ -48,7 +48,7 @@
           if (el.tagName.toLowerCase() === 'tr') {
             el.className = statusClass(row.status) + (row.instance ? ' instance' : '');
             setBadge(el.querySelector('[data-col=status] .badge'), row.status);
-            ['attempts', 'iteration', 'duration', 'verdict', 'progress', 'error'].forEach(function (col) {
+            ['attempts', 'iteration', 'duration', 'verdict', 'progress', 'waits', 'error'].forEach(function (col) {
               var td = el.querySelector('[data-col=' + col + ']');
               if (td) { td.textContent = row[col] === undefined ? '' : String(row[col]); }
             });
