@@ -66,7 +66,7 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 	for _, s := range allSteps(wf) {
 		ps := core.PlanStep{ID: s.ID, Kind: core.Kind(s.Kind), Needs: s.Needs, Gates: s.Gates, LoopTarget: s.LoopBack(), HasGate: s.HasGate(), Loop: s.Loop,
 			SignalsDecide: s.Kind == config.KindCommand && wf.Signals != defaultSignals,
-			Conditional:   s.When != nil || (s.Human != nil && s.Human.AutoApprove != nil), HumanAfter: s.Human != nil && s.Kind != config.KindHuman}
+			Conditional:   s.When != nil || (s.Kind == config.KindHuman && s.Human.AutoApprove != nil), HumanAfter: s.Human != nil && s.Kind != config.KindHuman}
 		a, err := limit("step "+s.ID+": max_attempts", s.MaxAttempts)
 		if err != nil {
 			return nil, err

@@ -34,7 +34,10 @@ func (x *run) evaluate(id string) Input {
 			return WhenResult{Step: id, Run: false, Reason: "when is false: " + s.When.Src}
 		}
 	}
-	if s.Human != nil && s.Human.AutoApprove != nil {
+	if s.Human != nil && s.Human.AutoApprove != nil && s.Kind == config.KindHuman {
+		// A session step's auto_approve is evaluated once its session
+		// has succeeded (session), where it can read the session's
+		// output.
 		ok, err := s.Human.AutoApprove.Program().EvalBool(env)
 		if err != nil {
 			// Nor does it approve one.
@@ -504,6 +507,15 @@ func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, pp *presetPlan
 			return done
 		}
 		done.Gate = g
+	}
+	if h := s.Human; h != nil && h.AutoApprove != nil {
+		ok, err := h.AutoApprove.Program().EvalBool(x.envWith(env, facts))
+		if err != nil {
+			// Nor does it approve one.
+			done.Invalid = exprError("human.auto_approve", h.AutoApprove, err)
+			return done
+		}
+		done.AutoApprove = &ok
 	}
 	return done
 }

@@ -182,6 +182,10 @@ type SessionDone struct {
 	// that refused to resume its conversation): each is recorded as a
 	// warning event before the session's outcome.
 	Notes []string
+	// AutoApprove is the value of human.auto_approve of a session step
+	// with human:, evaluated once its session has succeeded (it may read
+	// the session's output); nil when the step has none.
+	AutoApprove *bool
 }
 
 // SessionPID reports the process of a step's session once it started,
@@ -587,6 +591,13 @@ func (c *Core) sessionEnd(x *decider, in SessionDone) {
 		x.effect(SetControl{Desired: Pause, Current: Pause, Note: "run_once session finished"})
 	}
 	o := in.Outcome
+	if in.AutoApprove != nil && ps.HumanAfter {
+		if *in.AutoApprove {
+			c.autoApproved[in.Step] = true
+		} else {
+			delete(c.autoApproved, in.Step)
+		}
+	}
 	why, retryable := in.Invalid, false
 	if why == "" && !in.Interrupted {
 		why = Failure(ps, in.Facts)

@@ -164,22 +164,30 @@ func TestHumanAfterSessionResumeWhileWaiting(t *testing.T) {
 	h.replayed()
 }
 
-// TestHumanAfterSessionAutoApprove: an auto_approve true when the step
-// starts approves once the session has succeeded, asking nobody.
+// TestHumanAfterSessionAutoApprove: a session step's auto_approve is
+// evaluated by the driver once the session has succeeded (it may read
+// the session's output): true approves asking nobody, false asks.
 func TestHumanAfterSessionAutoApprove(t *testing.T) {
-	h := newCoreHarness(t, `
+	const wf = `
 name: after
 steps:
   - id: build
     run: make
-    human: {auto_approve: "true"}
-`, runner.Budgets{})
-	h.decide(core.WhenResult{Step: "build", Run: true, AutoApprove: true})
-	h.expect("build", core.Running, 0, 1)
-	built(h)
-	h.expect("build", core.Completed, 0, 1)
-	if in := h.st.Steps["build"].Human; in == nil || in.By != "auto_approve" {
-		t.Errorf("human = %+v", in)
+    human: {auto_approve: 'output == "tiny"'}
+`
+	for _, approve := range []bool{true, false} {
+		h := newCoreHarness(t, wf, runner.Budgets{})
+		// Not conditional: the session starts at once.
+		h.expect("build", core.Running, 0, 1)
+		h.decide(core.SessionDone{Step: "build", Outcome: core.Outcome{Attempt: 1, ExitCode: &exitZero}, AutoApprove: &approve})
+		if approve {
+			h.expect("build", core.Completed, 0, 1)
+			if in := h.st.Steps["build"].Human; in == nil || in.By != "auto_approve" {
+				t.Errorf("human = %+v", in)
+			}
+		} else {
+			h.expect("build", core.WaitingOnHuman, 0, 1)
+		}
+		h.replayed()
 	}
-	h.replayed()
 }
