@@ -68,16 +68,7 @@ func (b *builder) preset(a *Agent, ra *rawAgent) {
 	for _, arg := range ra.args {
 		a.Args = append(a.Args, arg.val)
 	}
-	a.Resume = true
-	if r := ra.resume; r.ok() {
-		switch r.val {
-		case "true":
-		case "false":
-			a.Resume = false
-		default:
-			b.d.errorf(r.pos(), "resume: want true or false, got %q", r.val)
-		}
-	}
+	a.Resume = b.boolean("resume", ra.resume, true)
 	if rp := ra.price; rp != nil {
 		p := &Price{}
 		p.InputPerMTok, _ = b.number("price.input_per_mtok", rp.input, false)

@@ -358,15 +358,7 @@ func (b *builder) session(s *Step, rs *rawStep) {
 			h.Message = b.template("human.message", rh.message)
 		}
 		h.Timeout = b.duration("human.timeout", rh.timeout)
-		if a := rh.anyFile; a.ok() {
-			switch a.val {
-			case "true":
-				h.AnyFile = true
-			case "false":
-			default:
-				b.d.errorf(a.pos(), "human.any_file: want true or false, got %q", a.val)
-			}
-		}
+		h.AnyFile = b.boolean("human.any_file", rh.anyFile, false)
 		if rh.autoApprove.set {
 			h.AutoApprove = b.expr("human.auto_approve", rh.autoApprove, gates.Bool)
 		}
@@ -426,15 +418,7 @@ func (b *builder) inputs(raw []*rawInput) []Input {
 			continue
 		}
 		seen[in.Name] = true
-		if ri.required.ok() {
-			switch ri.required.val {
-			case "true":
-				in.Required = true
-			case "false":
-			default:
-				b.d.errorf(ri.required.pos(), "human.inputs.required: want true or false, got %q", ri.required.val)
-			}
-		}
+		in.Required = b.boolean("human.inputs.required", ri.required, false)
 		if in.Required && ri.def.set {
 			b.d.errorf(ri.def.pos(), "human.inputs: input %q is required and has a default; a default applies only to an input that may be left out", in.Name)
 		}
@@ -579,6 +563,22 @@ func (b *builder) agentRef(field string, name str) {
 	d.Message = field + ": " + d.Message
 }
 
+// boolean reads a key of kindBool: def when it is not given (or could
+// not be read), else true or false, anything else reported.
+func (b *builder) boolean(field string, s str, def bool) bool {
+	if !s.ok() {
+		return def
+	}
+	switch s.val {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	b.d.errorf(s.pos(), "%s: want true or false, got %q", field, s.val)
+	return def
+}
+
 // expr compiles an expression.
 func (b *builder) expr(field string, s str, kind gates.Kind) *Expr {
 	if !s.ok() {
@@ -707,15 +707,7 @@ func (b *builder) retry(rr *rawRetry) *Retry {
 	if r.Backoff > 0 && r.MaxBackoff > 0 && r.MaxBackoff < r.Backoff {
 		b.d.errorf(rr.maxBackoff.pos(), "retry.max_backoff %s is less than retry.backoff %s", r.MaxBackoff, r.Backoff)
 	}
-	if rr.jitter.ok() {
-		switch rr.jitter.val {
-		case "true":
-			r.Jitter = true
-		case "false":
-		default:
-			b.d.errorf(rr.jitter.pos(), "retry.jitter: want true or false, got %q", rr.jitter.val)
-		}
-	}
+	r.Jitter = b.boolean("retry.jitter", rr.jitter, false)
 	return r
 }
 

@@ -146,15 +146,7 @@ func (b *builder) loop(s *Step, rs *rawStep, before []*rawStep, seen map[string]
 			fe.MaxParallel = n
 		}
 	}
-	if c := rs.continueOnError; c.ok() {
-		switch c.val {
-		case "true":
-			fe.ContinueOnError = true
-		case "false":
-		default:
-			b.d.errorf(c.pos(), "continue_on_error: want true or false, got %q", c.val)
-		}
-	}
+	fe.ContinueOnError = b.boolean("continue_on_error", rs.continueOnError, false)
 	if len(rs.body) == 0 {
 		p := rs.forEachPos
 		if rs.bodySet {
