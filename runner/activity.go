@@ -204,6 +204,17 @@ func (a *Announcer) Event(e Event) error {
 // State returns the state the events so far make.
 func (a *Announcer) State() *State { return a.x.st }
 
+// From makes the Announcer follow a run from st, the state its events
+// up to st.Seq make: it prints only what follows. A follower that
+// attaches to a run in flight starts so.
+func (a *Announcer) From(st *State) { a.x.st = st }
+
+// Retrying prints that step's next attempt starts after delay, as the
+// local driver prints it when it starts the wait.
+func (a *Announcer) Retrying(step string, delay time.Duration) {
+	a.x.printf("%s: retrying in %s\n", step, delay)
+}
+
 // Mirrors keeps, on a worker, the record of runs whose events are
 // decided elsewhere: each run's events.jsonl, as its driver decided
 // them, and its run_state.json, so that flow status, flow logs and jq

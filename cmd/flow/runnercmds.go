@@ -306,15 +306,16 @@ func (a *app) execute(cmd *cobra.Command, l *ops.Launch, asJSON bool) error {
 		}
 		fmt.Fprintf(a.stdio.Out, "%s\n", b)
 	}
+	eng := a.engineArg()
 	switch res.ExitCode {
 	case ExitHuman:
 		for _, id := range res.Waiting {
 			arg := runner.ShellArg(id)
-			fmt.Fprintf(out, "run %s is waiting on a human: flow approve %s %s (or flow reject %s %s --reason ...), then: flow resume %s\n",
-				res.RunID, res.RunID, arg, res.RunID, arg, res.RunID)
+			fmt.Fprintf(out, "run %s is waiting on a human: flow approve %s %s%s (or flow reject %s %s%s --reason ...), then: flow resume %s%s\n",
+				res.RunID, res.RunID, arg, eng, res.RunID, arg, eng, res.RunID, eng)
 		}
 	case ExitPaused:
-		fmt.Fprintf(out, "run %s is paused; go on with: flow continue %s, then: flow resume %s\n", res.RunID, res.RunID, res.RunID)
+		fmt.Fprintf(out, "run %s is paused; go on with: flow continue %s%s, then: flow resume %s%s\n", res.RunID, res.RunID, eng, res.RunID, eng)
 	}
 	if res.ExitCode != 0 {
 		return exitQuietly(res.ExitCode)

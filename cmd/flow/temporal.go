@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/ops"
 )
@@ -42,6 +43,24 @@ type temporalCLI struct {
 	decide  func(ctx context.Context, a *app, f *temporalFlags, runID, step string, in runner.HumanInput) error
 	control func(ctx context.Context, a *app, f *temporalFlags, runID string, state runner.ControlState) error
 	status  func(ctx context.Context, a *app, f *temporalFlags, runID string, asJSON bool) error
+	// restart runs flow resume, flow retry and flow run --start-at-step
+	// (with fresh, the launch of a new run at the step when the workflow
+	// has no run on Temporal).
+	restart func(ctx context.Context, a *app, f *temporalFlags, cmd *cobra.Command, req restartRequest) error
+	logs    func(ctx context.Context, a *app, f *temporalFlags, runID, step string) error
+}
+
+// restartRequest is a command that makes a run on Temporal go on.
+type restartRequest struct {
+	runID, startAt string
+	retry, noWait  bool
+	asJSON         bool
+	budgets        runner.Budgets
+	inv            runner.Invocation
+	// wf is the workflow flow run names, and fresh its launch as a new
+	// run; nil for flow resume and flow retry.
+	wf    *config.Workflow
+	fresh *ops.Launch
 }
 
 var temporalHooks *temporalCLI
@@ -52,7 +71,7 @@ func (a *app) addTemporal(root *cobra.Command) {
 	root.AddCommand(a.workerCmd())
 	for _, c := range root.Commands() {
 		switch c.Name() {
-		case "run", "approve", "reject", "pause", "continue", "run-once", "cleanup", "status":
+		case "run", "resume", "retry", "logs", "approve", "reject", "pause", "continue", "run-once", "cleanup", "status":
 			a.withEngine(c)
 		}
 	}
@@ -92,6 +111,17 @@ func (a *app) withEngine(c *cobra.Command) {
 		c.Flags().BoolVar(&f.detach, "detach", false, "with --engine temporal: return at once with the run id (exit 0)")
 	}
 	local := c.RunE
+	if c.Name() == "logs" {
+		// flow logs RUN_ID on Temporal prints the tail of every step's
+		// last session; a local run needs the STEP.
+		exact := c.Args
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if e, _ := cmd.Flags().GetString("engine"); e == "temporal" || e == "" && a.svc.Getenv("FLOW_TEMPORAL_ADDRESS") != "" {
+				return cobra.RangeArgs(1, 2)(cmd, args)
+			}
+			return exact(cmd, args)
+		}
+	}
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		engine := f.engine
 		if engine == "" {
@@ -118,7 +148,17 @@ func (a *app) withEngine(c *cobra.Command) {
 		ctx := cmd.Context()
 		fl := cmd.Flags()
 		switch cmd.Name() {
-		case "run":
+		case "run", "resume", "retry":
+			if j, _ := fl.GetString("junit"); j != "" {
+				return runner.Usage("--junit is for local runs (for now)")
+			}
+			if cmd.Name() != "run" || fl.Changed("start-at-step") {
+				req, err := a.restartRequestOf(cmd, args)
+				if err != nil {
+					return err
+				}
+				return h.restart(ctx, a, f, cmd, req)
+			}
 			e, closeFn, err := h.engine(ctx, a, f)
 			if err != nil {
 				return err
@@ -140,6 +180,14 @@ func (a *app) withEngine(c *cobra.Command) {
 				in.Reason, _ = fl.GetString("reason")
 			}
 			return h.decide(ctx, a, f, args[0], args[1], in)
+		case "logs":
+			if all, _ := fl.GetBool("all"); all {
+				return runner.Usage("logs --all is for local runs: a run on Temporal keeps the tail of each step's last session")
+			}
+			if fw, _ := fl.GetBool("follow"); fw {
+				return runner.Usage("logs --follow is for local runs (for now)")
+			}
+			return h.logs(ctx, a, f, args[0], argAt(args, 1))
 		case "status":
 			if w, _ := fl.GetBool("watch"); w {
 				return runner.Usage("status --watch is for local runs (for now)")
@@ -157,6 +205,61 @@ func (a *app) withEngine(c *cobra.Command) {
 			return h.control(ctx, a, f, args[0], states[cmd.Name()])
 		}
 	}
+}
+
+// restartRequestOf reads the flags of flow resume, flow retry or flow
+// run --start-at-step.
+func (a *app) restartRequestOf(cmd *cobra.Command, args []string) (restartRequest, error) {
+	fl := cmd.Flags()
+	var r restartRequest
+	r.startAt, _ = fl.GetString("start-at-step")
+	r.noWait, _ = fl.GetBool("no-wait")
+	r.asJSON, _ = fl.GetBool("json")
+	r.retry = cmd.Name() == "retry"
+	if force, _ := fl.GetBool("force"); force {
+		return r, runner.Usage("--force is for local runs: a run on Temporal keeps its artifacts in the worker's checkout")
+	}
+	if w, _ := fl.GetString("workflow"); w != "" {
+		return r, runner.Usage("--workflow is for local runs: a run on Temporal goes on with the workflow it started with")
+	}
+	r.budgets.MaxAttempts, _ = fl.GetInt("max-attempts")
+	r.budgets.MaxIterations, _ = fl.GetInt("max-iterations")
+	r.budgets.Raise.CostUSD, _ = fl.GetFloat64("budget-cost")
+	r.budgets.Raise.Tokens, _ = fl.GetInt64("budget-tokens")
+	r.budgets.Raise.Sessions, _ = fl.GetInt("budget-sessions")
+	r.inv.Format, _ = fl.GetString("format")
+	r.inv.Wrapper, _ = fl.GetString("wrapper")
+	r.inv.WrapperArgs, _ = fl.GetStringArray("wrapper-arg")
+	r.inv.CommandTemplate, _ = fl.GetString("command-template")
+	r.inv.PauseForHumanInput, _ = fl.GetBool("pause-for-human-input")
+	r.inv.GateStateFile, _ = fl.GetString("gate-state-file")
+	r.inv.Env, _ = fl.GetStringArray("env")
+	if cmd.Name() != "run" {
+		r.runID = argAt(args, 0)
+		return r, nil
+	}
+	// flow run WORKFLOW --start-at-step: the newest run of WORKFLOW on
+	// Temporal, or the one --run-id names; with none, a new run at the
+	// step.
+	r.runID, _ = fl.GetString("run-id")
+	vars, _ := fl.GetStringArray("var")
+	repo, _ := fl.GetString("repo")
+	l, err := a.svc.PrepareRun(ops.RunRequest{Workflow: args[0], Repo: repo, RunID: r.runID, Vars: vars, NoWait: r.noWait,
+		Budgets: r.budgets, Invocation: r.inv})
+	if err != nil {
+		return r, err
+	}
+	a.notices(cmd, l.Workflow)
+	r.wf, r.fresh = l.Workflow, l
+	return r, nil
+}
+
+// argAt returns args[i], or "".
+func argAt(args []string, i int) string {
+	if i < len(args) {
+		return args[i]
+	}
+	return ""
 }
 
 func (a *app) workerCmd() *cobra.Command {
@@ -226,4 +329,15 @@ func (a *app) execTemporal(ctx context.Context) error {
 func isExecutable(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// engineArg is what the commands that steer a run need beyond its id:
+// " --engine temporal" for a run on Temporal, unless
+// FLOW_TEMPORAL_ADDRESS makes it the default; "" for a local run.
+func (a *app) engineArg() string {
+	e, ok := a.svc.Engine.(interface{ Name() string })
+	if !ok || e.Name() != "temporal" || a.svc.Getenv("FLOW_TEMPORAL_ADDRESS") != "" {
+		return ""
+	}
+	return " --engine temporal"
 }

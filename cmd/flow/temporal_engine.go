@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
@@ -20,7 +21,7 @@ import (
 
 func init() {
 	temporalHooks = &temporalCLI{engine: temporalEngine, worker: temporalWorker, decide: temporalDecide,
-		control: temporalControl, status: temporalStatus}
+		control: temporalControl, status: temporalStatus, restart: temporalRestart, logs: temporalLogs}
 }
 
 // dial connects to the Temporal server the flags name; the SDK says
@@ -102,5 +103,75 @@ func temporalStatus(ctx context.Context, a *app, f *temporalFlags, runID string,
 		return a.printJSON(st)
 	}
 	printStatus(a.stdio.Out, st, false)
+	return nil
+}
+
+func temporalRestart(ctx context.Context, a *app, f *temporalFlags, cmd *cobra.Command, req restartRequest) error {
+	c, err := dial(ctx, a, f)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	a.svc.Engine = &temporal.Engine{Client: c, TaskQueue: f.queue, FS: a.svc.FS, Detach: f.detach}
+	if req.runID == "" {
+		name := ""
+		if req.wf != nil {
+			name = req.wf.Name
+		}
+		if req.runID, err = temporal.NewestRun(ctx, c, name); err != nil {
+			return err
+		}
+	}
+	if req.runID == "" {
+		if req.fresh == nil {
+			return runner.Usage("no run on Temporal to %s", cmd.Name())
+		}
+		// No run of the workflow: a new one starts at the step.
+		l := req.fresh
+		if runner.IsInstance(req.startAt) {
+			return runner.Usage("--start-at-step %s: no run of %s to restart; a new run starts at a step of the top level (its loops' items are known once they start)", req.startAt, l.Workflow.Name)
+		}
+		if l.Workflow.Step(req.startAt) == nil {
+			return runner.Usage("--start-at-step: unknown step %q", req.startAt)
+		}
+		l.Options.StartAt = req.startAt
+		l.Plan = &ops.StartAtPlan{Workflow: l.Workflow.Name, Step: req.startAt, NewRun: true, Kept: []string{}, Rerun: []string{}, Missing: []ops.MissingArtifact{}}
+		return a.execute(cmd, l, req.asJSON)
+	}
+	l, err := temporal.PrepareRestart(ctx, c, temporal.RestartRequest{RunID: req.runID, Workflow: req.wf, StartAt: req.startAt,
+		Retry: req.retry, NoWait: req.noWait, Budgets: req.budgets, Invocation: req.inv})
+	if err != nil {
+		return err
+	}
+	return a.execute(cmd, l, req.asJSON)
+}
+
+func temporalLogs(ctx context.Context, a *app, f *temporalFlags, runID, step string) error {
+	c, err := dial(ctx, a, f)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	tails, err := temporal.Logs(ctx, c, runID, step)
+	if err != nil {
+		return err
+	}
+	if len(tails) == 0 {
+		if step == "" {
+			fmt.Fprintf(a.stdio.Err, "run %s has no session's output on Temporal yet\n", runID)
+		} else {
+			fmt.Fprintf(a.stdio.Err, "step %s of run %s printed no output\n", step, runID)
+		}
+		return nil
+	}
+	for _, t := range tails {
+		if step == "" {
+			fmt.Fprintf(a.stdio.Out, "==> %s (iteration %d, attempt %d) <==\n", t.Step, t.Iteration, t.Attempt)
+		}
+		if int64(len(t.Tail)) < t.Size {
+			fmt.Fprintf(a.stdio.Err, "%s: the last %d of %d bytes; the whole log is %s on %s\n", t.Step, len(t.Tail), t.Size, t.Log, t.Host)
+		}
+		fmt.Fprint(a.stdio.Out, t.Tail)
+	}
 	return nil
 }

@@ -47,6 +47,9 @@ type OpenRequest struct {
 	Invocation runner.Invocation `json:"invocation"`
 	Vars       map[string]string `json:"vars,omitempty"`
 	Budgets    runner.Budgets    `json:"budgets"`
+	// Reopen opens a run again that this worker's repository records (a
+	// restarted run): what it is started with now replaces what it was.
+	Reopen bool `json:"reopen,omitempty"`
 }
 
 // MirrorRequest hands a worker events to mirror.
@@ -66,6 +69,8 @@ type SessionRequest struct {
 type SessionReply struct {
 	PID  *core.SessionPID `json:"pid,omitempty"`
 	Done core.SessionDone `json:"done"`
+	// Tail is the end of the session's log.
+	Tail *LogTail `json:"tail,omitempty"`
 }
 
 // StepRequest names a step of a run.
@@ -118,8 +123,19 @@ type Activities struct {
 
 	mirrors runner.Mirrors
 	mu      sync.Mutex
-	loaded  map[string]*config.Workflow
-	opened  map[string]launch
+	// opened are the runs this worker has read the launch of, by
+	// directory.
+	opened map[string]opened
+}
+
+// opened is a run's launch as a worker read it, and its workflow.
+type opened struct {
+	launch launch
+	wf     *config.Workflow
+	// mod and size are the launch file's when it was read: a run
+	// opened again (restarted) rewrites it.
+	mod  time.Time
+	size int64
 }
 
 // ActivitiesOf returns the activities of a worker in repo that runs
@@ -164,7 +180,11 @@ func (a *Activities) Open(ctx context.Context, req OpenRequest) (Host, error) {
 		return Host{}, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 	}
 	dir := runner.RunDir(a.Repo, req.RunID)
-	if prev, err := readLaunch(a.fs(), dir); err == nil {
+	if req.Reopen {
+		if _, err := a.fs().Stat(filepath.Join(dir, runner.EventsFile)); err != nil {
+			return Host{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s has no record in %s on %s: it cannot go on here", req.RunID, dir, a.Host), "refused", nil)
+		}
+	} else if prev, err := readLaunch(a.fs(), dir); err == nil {
 		if prev.WorkflowID != req.WorkflowID {
 			return Host{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s already exists in %s", req.RunID, dir), "refused", nil)
 		}
@@ -222,28 +242,33 @@ func (a *Activities) remote(runID string) (*runner.Remote, error) {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 	}
 	dir := runner.RunDir(a.Repo, runID)
-	a.mu.Lock()
-	if a.loaded == nil {
-		a.loaded, a.opened = map[string]*config.Workflow{}, map[string]launch{}
+	fi, err := a.fs().Stat(filepath.Join(dir, LaunchFile))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("run %s was not opened on %s (no %s): is the worker's repository shared? (flow worker --shared-repo)", runID, a.Host, LaunchFile)
+		}
+		return nil, err
 	}
-	wf, l := a.loaded[dir], a.opened[dir]
+	a.mu.Lock()
+	if a.opened == nil {
+		a.opened = map[string]opened{}
+	}
+	o, ok := a.opened[dir]
 	a.mu.Unlock()
-	if wf == nil {
-		var err error
-		if l, err = readLaunch(a.fs(), dir); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("run %s was not opened on %s (no %s): is the worker's repository shared? (flow worker --shared-repo)", runID, a.Host, LaunchFile)
-			}
+	if !ok || !o.mod.Equal(fi.ModTime()) || o.size != fi.Size() {
+		o = opened{mod: fi.ModTime(), size: fi.Size()}
+		if o.launch, err = readLaunch(a.fs(), dir); err != nil {
 			return nil, err
 		}
-		if wf, err = ParseSource(a.Repo, l.Source, l.Invocation); err != nil {
+		if o.wf, err = ParseSource(a.Repo, o.launch.Source, o.launch.Invocation); err != nil {
 			return nil, temporal.NewNonRetryableApplicationError("the run's workflow does not load: "+err.Error(), "refused", nil)
 		}
 		a.mu.Lock()
-		a.loaded[dir], a.opened[dir] = wf, l
+		a.opened[dir] = o
 		a.mu.Unlock()
 	}
-	return a.Runner.OpenRemote(runner.Options{Workflow: wf, Repo: a.Repo, RunID: runID, Resume: true, Invocation: l.Invocation, Budgets: l.Budgets})
+	l := o.launch
+	return a.Runner.OpenRemote(runner.Options{Workflow: o.wf, Repo: a.Repo, RunID: runID, Resume: true, Invocation: l.Invocation, Budgets: l.Budgets})
 }
 
 // Session runs a step's session, beating with the tail of its log.
@@ -267,12 +292,23 @@ func (a *Activities) Session(ctx context.Context, req SessionRequest) (SessionRe
 			case <-stop:
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx, runner.ReadTail(a.fs(), log, 4<<10))
+				activity.RecordHeartbeat(ctx, a.tail(req.Start, log))
 			}
 		}
 	}()
 	pid, done := m.Session(ctx, req.Start)
-	return SessionReply{PID: pid, Done: done}, nil
+	tail := a.tail(req.Start, log)
+	return SessionReply{PID: pid, Done: done, Tail: &tail}, nil
+}
+
+// tail reads the end of a session's log (at most TailBytes).
+func (a *Activities) tail(e core.StartSession, log string) LogTail {
+	t := LogTail{Step: e.Step, Iteration: e.Iteration, Attempt: e.Attempt, Host: a.Host, Log: log}
+	if fi, err := a.fs().Stat(log); err == nil {
+		t.Size = fi.Size()
+	}
+	t.Tail = runner.ReadTail(a.fs(), log, TailBytes)
+	return t
 }
 
 // Evaluate evaluates a step's when and auto_approve.

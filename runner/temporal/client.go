@@ -32,15 +32,22 @@ type Engine struct {
 	PollEvery time.Duration
 	// Now names a new run; nil means time.Now.
 	Now func() time.Time
+	// SessionHeartbeat is how long a session's activity may go without
+	// beating before Temporal runs it again; 0 means a minute.
+	SessionHeartbeat time.Duration
 }
+
+// Name names the engine: flow's hints to steer a run say --engine
+// temporal.
+func (e *Engine) Name() string { return "temporal" }
 
 // Run implements ops.Engine.
 func (e *Engine) Run(ctx context.Context, opts runner.Options, att ops.Attach) (runner.Result, error) {
 	switch {
-	case opts.Resume || opts.StartAt != "" || opts.Retry:
-		return runner.Result{}, runner.Usage("the Temporal engine starts new runs only: resume, --start-at-step and retry are for local runs (for now)")
 	case opts.Invocation.GateStateFile != "":
 		return runner.Result{}, runner.Usage("the Temporal engine does not read gate-state files (for now)")
+	case opts.Resume:
+		return e.restart(ctx, opts, att)
 	}
 	if opts.RunID == "" {
 		now := time.Now
@@ -56,8 +63,9 @@ func (e *Engine) Run(ctx context.Context, opts runner.Options, att ops.Attach) (
 	if err != nil {
 		return runner.Result{}, err
 	}
+	in.SessionHeartbeat, in.StartAt = e.SessionHeartbeat, opts.StartAt
 	run, err := e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: opts.RunID, TaskQueue: e.TaskQueue,
+		ID: opts.RunID, TaskQueue: e.TaskQueue, Memo: map[string]any{memoWorkflow: opts.Workflow.Name},
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		// A run id is never taken over: not a run in flight, not one
@@ -75,19 +83,25 @@ func (e *Engine) Run(ctx context.Context, opts runner.Options, att ops.Attach) (
 		fmt.Fprintf(out, "run %s started on Temporal (task queue %s); follow it with: flow status %s --engine temporal\n", opts.RunID, e.TaskQueue, opts.RunID)
 		return runner.Result{RunID: opts.RunID, Status: runner.RunRunning}, nil
 	}
-	return e.follow(ctx, opts, run, att)
+	return e.follow(ctx, opts, run, nil, att)
 }
 
 // follow prints the run's progress until it ends, or, with NoWait,
-// until it waits on a human or is paused. An interrupt (ctx) cancels
-// the workflow, which interrupts the run as SIGINT does locally; its
-// end is still followed.
-func (e *Engine) follow(ctx context.Context, opts runner.Options, run client.WorkflowRun, att ops.Attach) (runner.Result, error) {
+// until it waits on a human or is paused; from, when set, is the state
+// of the run the follower attaches to: what follows it is printed. An
+// interrupt (ctx) cancels the workflow, which interrupts the run as
+// SIGINT does locally; its end is still followed.
+func (e *Engine) follow(ctx context.Context, opts runner.Options, run client.WorkflowRun, from *runner.State, att ops.Attach) (runner.Result, error) {
 	every := e.PollEvery
 	if every <= 0 {
 		every = 200 * time.Millisecond
 	}
 	ann := runner.NewAnnouncer(opts.Workflow, opts, att.Output)
+	var after int64
+	if from != nil {
+		ann.From(from)
+		after = from.Seq
+	}
 	bg := context.WithoutCancel(ctx)
 	type ended struct {
 		res Result
@@ -99,7 +113,6 @@ func (e *Engine) follow(ctx context.Context, opts runner.Options, run client.Wor
 		err := run.Get(bg, &res)
 		end <- ended{res, err}
 	}()
-	var after int64
 	pull := func() error {
 		for {
 			v, err := e.Client.QueryWorkflow(bg, opts.RunID, "", QueryEvents, after)
@@ -118,6 +131,11 @@ func (e *Engine) follow(ctx context.Context, opts runner.Options, run client.Wor
 					att.Events(ev)
 				}
 				after = ev.Seq
+				for _, r := range page.Retries {
+					if r.After == ev.Seq {
+						ann.Retrying(r.Step, r.Delay)
+					}
+				}
 			}
 			if len(page.Events) < maxPage {
 				return nil

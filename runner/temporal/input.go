@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"time"
 
 	"github.com/spf13/afero"
 
@@ -26,6 +27,12 @@ const (
 	QueryStatus = "status"
 	// QueryEvents returns the run's events after a seq (EventsPage).
 	QueryEvents = "events"
+	// QueryLaunch returns what the run was started with and the worker
+	// it runs on (LaunchReply).
+	QueryLaunch = "launch"
+	// QueryLogs returns the tails of the logs of the run's sessions
+	// that ended (LogsReply).
+	QueryLogs = "logs"
 )
 
 // MaxPayload is the most a run's input, or the state it carries into
@@ -59,8 +66,30 @@ type Input struct {
 	// HistoryLimit is the history length past which the run continues
 	// as new; 0 means DefaultHistoryLimit.
 	HistoryLimit int `json:"history_limit,omitempty"`
+	// StartAt is the step a new run starts at: the steps before it are
+	// skipped (flow run --start-at-step with no run to restart).
+	StartAt string `json:"start_at,omitempty"`
+	// SessionHeartbeat is how long a session's activity may go without
+	// beating before Temporal runs it again; 0 means a minute.
+	SessionHeartbeat time.Duration `json:"session_heartbeat,omitempty"`
 	// Carried is what a continued run takes over; nil for a new run.
 	Carried *Carried `json:"carried,omitempty"`
+	// Restart is what a run started again from its recorded state takes
+	// over (flow resume, flow retry, --start-at-step); nil for a new run.
+	Restart *Restart `json:"restart,omitempty"`
+}
+
+// Restart is a run started again, in a new workflow execution with the
+// same workflow id, from the state its last execution ended with: the
+// worker it ran on, that state, and what to reset first.
+type Restart struct {
+	Host  Host            `json:"host"`
+	State json.RawMessage `json:"state"`
+	// StartAt resets this step and what depends on it (--start-at-step).
+	StartAt string `json:"start_at,omitempty"`
+	// Retry puts the failed steps, and what depends on them, back to
+	// PENDING (flow retry).
+	Retry bool `json:"retry,omitempty"`
 }
 
 // Host is the worker a run's sessions run on: its name, its
@@ -125,6 +154,49 @@ type StatusReply struct {
 type EventsPage struct {
 	Events []runner.Event `json:"events"`
 	Done   bool           `json:"done"`
+	// Retries are the retries' waits after the first of Events.
+	Retries []RetryNote `json:"retries,omitempty"`
+}
+
+// LaunchReply is the answer to QueryLaunch: the run's input, as its
+// first execution was given it (without what a continued or restarted
+// one carries), and the worker its sessions run on.
+type LaunchReply struct {
+	Input Input `json:"input"`
+	Host  Host  `json:"host"`
+}
+
+// LogTail is the end of a session's log: what a session's activity
+// beats with while it runs and returns when it ends, at most TailBytes.
+type LogTail struct {
+	Step      string `json:"step"`
+	Iteration int    `json:"iteration"`
+	Attempt   int    `json:"attempt"`
+	// Host is the worker the session ran on and Log its log's path
+	// there; Size is the log's size, of which Tail is the end.
+	Host string `json:"host"`
+	Log  string `json:"log"`
+	Size int64  `json:"size"`
+	Tail string `json:"tail"`
+}
+
+// TailBytes bounds the tail of a log that heartbeats, results and
+// QueryLogs carry.
+const TailBytes = 4 << 10
+
+// LogsReply is the answer to QueryLogs: the tail of the last session of
+// each step that ran in this execution of the run, in the run's order.
+type LogsReply struct {
+	Tails []LogTail `json:"tails"`
+}
+
+// RetryNote is a retry's wait, which no event records: the follower
+// prints "STEP: retrying in DELAY" after the event of seq After, as the
+// local driver prints it.
+type RetryNote struct {
+	After int64         `json:"after"`
+	Step  string        `json:"step"`
+	Delay time.Duration `json:"delay"`
 }
 
 // TaggedInput is a core input in a continued run's input.

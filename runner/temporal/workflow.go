@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -53,6 +54,11 @@ type driver struct {
 	// seq is the seq of the last event recorded; mirrorSeq that of the
 	// last event the worker mirrored.
 	seq, mirrorSeq int64
+	// tails are the tails of the logs of the sessions that ended in
+	// this segment, the last of each step, for QueryLogs.
+	tails map[string]LogTail
+	// retries are the retries' waits of this segment, for QueryEvents.
+	retries []RetryNote
 }
 
 // Run is the workflow of a flow run.
@@ -60,7 +66,7 @@ func Run(ctx workflow.Context, in Input) (Result, error) {
 	if err := checkSize("the run's input", in); err != nil {
 		return Result{}, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 	}
-	d := &driver{ctx: ctx, in: in, awaiting: map[string]bool{}}
+	d := &driver{ctx: ctx, in: in, awaiting: map[string]bool{}, tails: map[string]LogTail{}}
 	if err := d.handlers(); err != nil {
 		return Result{}, err
 	}
@@ -77,9 +83,15 @@ func (d *driver) start() error {
 	if in.Carried != nil {
 		d.host = in.Carried.Host
 	} else {
-		actx := workflow.WithActivityOptions(ctx, shortOptions(in.TaskQueue))
+		// A restarted run goes on on the worker it ran on: its record
+		// and its checkout are there.
+		queue := in.TaskQueue
+		if in.Restart != nil {
+			queue = in.Restart.Host.Queue
+		}
+		actx := workflow.WithActivityOptions(ctx, shortOptions(queue))
 		req := OpenRequest{WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, RunID: in.RunID, Source: in.Source,
-			Invocation: in.Invocation, Vars: in.Vars, Budgets: in.Budgets}
+			Invocation: in.Invocation, Vars: in.Vars, Budgets: in.Budgets, Reopen: in.Restart != nil}
 		if err := workflow.ExecuteActivity(actx, ActivityOpen, req).Get(ctx, &d.host); err != nil {
 			return err
 		}
@@ -113,8 +125,17 @@ func (d *driver) start() error {
 				d.await(id)
 			}
 		}
+	} else if in.Restart != nil {
+		if err := d.restart(wf, now); err != nil {
+			return err
+		}
 	} else {
 		created := runner.CreatedEvent(wf, d.host.Repo, in.RunID, in.Vars, now)
+		if in.StartAt != "" {
+			if created, err = startingAt(created, wf, in.StartAt); err != nil {
+				return err
+			}
+		}
 		vars := map[string]string{}
 		for k, v := range wf.Vars {
 			vars[k] = v
@@ -135,6 +156,69 @@ func (d *driver) start() error {
 	}
 	d.core.HideSecrets(runner.Secrets(wf, in.Invocation.Env))
 	return nil
+}
+
+// restart takes over the state a run's last execution ended with and
+// records what the local driver records when it takes a run over: the
+// runner, the steps a start step or a retry resets, a raised budget.
+func (d *driver) restart(wf *config.Workflow, now time.Time) error {
+	in, r := d.in, d.in.Restart
+	d.st = &runner.State{}
+	if err := json.Unmarshal(r.State, d.st); err != nil {
+		return temporal.NewNonRetryableApplicationError("read the run's recorded state: "+err.Error(), "refused", nil)
+	}
+	d.seq, d.mirrorSeq = d.st.Seq, d.st.Seq
+	d.record([]runner.Event{core.NewEvent(now, core.EvRunnerStarted, "", runner.RunnerStarted{Host: d.host.Name})}, false)
+	if r.StartAt != "" {
+		reset, err := runner.StartAtReset(wf, d.st, r.StartAt)
+		if err != nil {
+			return temporal.NewNonRetryableApplicationError("--start-at-step: "+err.Error(), "refused", nil)
+		}
+		d.record([]runner.Event{core.NewEvent(now, core.EvStartAt, r.StartAt, runner.StartAt{Step: r.StartAt, Reset: reset})}, false)
+	}
+	if r.Retry && d.st.Status == runner.RunFailed {
+		p := runner.PlanRetry(wf, d.st)
+		rt := runner.Retry{Failed: p.Failed, Reset: p.Reset}
+		if in.Budgets.ForceMaxIterations {
+			rt.MaxIterations = in.Budgets.MaxIterations
+		}
+		d.record([]runner.Event{core.NewEvent(now, core.EvRetry, "", rt)}, false)
+	}
+	if b := in.Budgets.Raise; b.Set() {
+		d.record([]runner.Event{core.NewEvent(now, core.EvBudgetRaised, "", b)}, false)
+	}
+	budgets := in.Budgets
+	if b := d.st.BudgetRaised; b != nil {
+		budgets.Raise = *b
+	}
+	var err error
+	if d.plan, err = runner.NewPlanOf(wf, budgets, d.st.Vars, now); err != nil {
+		return temporal.NewNonRetryableApplicationError("resolve budgets: "+err.Error(), "refused", nil)
+	}
+	d.core = core.NewCore(d.plan)
+	d.inbox = append(d.inbox, core.Begin{Control: core.Continuous})
+	return nil
+}
+
+// startingAt makes the event that creates a run start at step: the
+// steps of the top level before it, those it does not lead to, are
+// skipped, as the local driver records it.
+func startingAt(created runner.Event, wf *config.Workflow, step string) (runner.Event, error) {
+	var rc runner.RunCreated
+	if err := json.Unmarshal(created.Data, &rc); err != nil {
+		return created, err
+	}
+	if wf.Step(step) == nil {
+		return created, temporal.NewNonRetryableApplicationError(fmt.Sprintf("--start-at-step: unknown step %q", step), "refused", nil)
+	}
+	rc.StartAt = step
+	rerun := append([]string{step}, wf.Downstream(step)...)
+	for _, id := range rc.Steps {
+		if !slices.Contains(rerun, id) {
+			rc.Skipped = append(rc.Skipped, id)
+		}
+	}
+	return core.NewEvent(created.At.Time, core.EvRunCreated, "", rc), nil
 }
 
 // decidedInInbox reports whether a decision of step waits in the inbox.
@@ -223,7 +307,7 @@ func (d *driver) carry() error {
 		c.Inputs = append(c.Inputs, t)
 	}
 	next := d.in
-	next.Carried = c
+	next.Carried, next.Restart = c, nil
 	if err := checkSize("the run's state", next); err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), "too_large", nil)
 	}
@@ -305,6 +389,7 @@ func (d *driver) perform(eff runner.Effect) {
 				delay = delay/2 + time.Duration(f*float64(delay/2+1))
 			}
 		}
+		d.retries = append(d.retries, RetryNote{After: d.seq, Step: e.Step, Delay: delay})
 		d.inflight++
 		workflow.Go(d.ctx, func(ctx workflow.Context) {
 			_ = workflow.NewTimer(ctx, delay).Get(ctx, nil)
@@ -344,7 +429,7 @@ func runActivity[T any](d *driver, name string, req any, answer func(error, T) r
 // end, come back as inputs.
 func (d *driver) session(e core.StartSession) {
 	d.inflight++
-	ctx := workflow.WithActivityOptions(d.ctx, sessionOptions(d.host.Queue))
+	ctx := workflow.WithActivityOptions(d.ctx, sessionOptions(d.host.Queue, d.in.SessionHeartbeat))
 	f := workflow.ExecuteActivity(ctx, ActivitySession, SessionRequest{RunID: d.in.RunID, Start: e})
 	workflow.Go(d.ctx, func(gctx workflow.Context) {
 		var res SessionReply
@@ -358,6 +443,9 @@ func (d *driver) session(e core.StartSession) {
 			d.inbox = append(d.inbox, core.SessionDone{Step: e.Step, Outcome: core.Outcome{Attempt: e.Attempt},
 				Facts: core.SessionFacts{ExitCode: -1, Err: "the session's activity failed on the worker: " + err.Error()}})
 		default:
+			if t := res.Tail; t != nil {
+				d.tails[e.Step] = *t
+			}
 			if res.PID != nil {
 				d.inbox = append(d.inbox, *res.PID)
 			}
@@ -412,13 +500,17 @@ func shortOptions(queue string) workflow.ActivityOptions {
 }
 
 // sessionOptions are the options of a session's activity: it may run
-// long, beats while it runs, and is waited for when cancelled (its
-// process group is killed first).
-func sessionOptions(queue string) workflow.ActivityOptions {
+// long, beats while it runs (a session whose worker stops beating for
+// heartbeat, 0 meaning a minute, is run again), and is waited for when
+// cancelled (its process group is killed first).
+func sessionOptions(queue string, heartbeat time.Duration) workflow.ActivityOptions {
+	if heartbeat <= 0 {
+		heartbeat = time.Minute
+	}
 	return workflow.ActivityOptions{
 		TaskQueue:           queue,
 		StartToCloseTimeout: 7 * 24 * time.Hour,
-		HeartbeatTimeout:    time.Minute,
+		HeartbeatTimeout:    heartbeat,
 		WaitForCancellation: true,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute, MaximumAttempts: 3},
 	}

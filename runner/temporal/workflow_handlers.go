@@ -21,6 +21,12 @@ func (d *driver) handlers() error {
 	if err := workflow.SetQueryHandler(d.ctx, QueryEvents, d.eventsAfter); err != nil {
 		return err
 	}
+	if err := workflow.SetQueryHandler(d.ctx, QueryLaunch, d.launch); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(d.ctx, QueryLogs, d.logs); err != nil {
+		return err
+	}
 	if err := workflow.SetUpdateHandlerWithOptions(d.ctx, UpdateDecide, d.decide,
 		workflow.UpdateHandlerOptions{Validator: d.validDecision}); err != nil {
 		return err
@@ -76,7 +82,39 @@ func (d *driver) eventsAfter(after int64) (EventsPage, error) {
 			}
 		}
 	}
+	if n := len(page.Events); n > 0 {
+		first, last := page.Events[0].Seq, page.Events[n-1].Seq
+		for _, r := range d.retries {
+			if r.After >= first && r.After <= last {
+				page.Retries = append(page.Retries, r)
+			}
+		}
+	}
 	return page, nil
+}
+
+// launch answers QueryLaunch.
+func (d *driver) launch() (LaunchReply, error) {
+	if d.host.Queue == "" {
+		return LaunchReply{}, errors.New("the run is starting")
+	}
+	in := d.in
+	in.Carried, in.Restart = nil, nil
+	return LaunchReply{Input: in, Host: d.host}, nil
+}
+
+// logs answers QueryLogs.
+func (d *driver) logs() (LogsReply, error) {
+	r := LogsReply{Tails: []LogTail{}}
+	if d.st == nil {
+		return r, nil
+	}
+	for _, id := range d.st.StepOrder {
+		if t, ok := d.tails[id]; ok {
+			r.Tails = append(r.Tails, t)
+		}
+	}
+	return r, nil
 }
 
 // validDecision refuses a decision that cannot win: the step is not

@@ -1,0 +1,321 @@
+package temporal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/afero"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/ops"
+)
+
+// A run on Temporal goes on (flow resume, flow retry, --start-at-step)
+// in one of two ways. While its workflow runs, flow resume only
+// follows it again: the workflow never stopped; it waits for a
+// decision or for flow continue. Once its workflow has ended
+// (interrupted, failed, out of budget), a new execution of the same
+// workflow id — the run id — starts from the state the last one ended
+// with, on the worker that holds the run's record and checkout, and
+// records what the local driver records when it takes a run over
+// (runner_started, start_at, retry). Temporal's reset is not used: it
+// goes back to a point of the history, not to a set of steps — with
+// parallel steps and loop-backs no point of it is "this step and what
+// depends on it pending, the rest kept", a retry's fresh attempts and
+// new generation are no point of it either, and it discards the events
+// after that point that the worker has already mirrored.
+
+// recorded is a run on Temporal as its last execution has it.
+type recorded struct {
+	launch  LaunchReply
+	status  StatusReply
+	running bool
+}
+
+// lookup asks Temporal for a run: whether its workflow runs, what it
+// was started with and its state. A run whose workflow has ended is
+// asked too: a worker replays its history to answer.
+func lookup(ctx context.Context, c client.Client, runID string) (recorded, error) {
+	var r recorded
+	desc, err := c.DescribeWorkflowExecution(ctx, runID, "")
+	if err != nil {
+		return r, runError(runID, err)
+	}
+	info := desc.GetWorkflowExecutionInfo()
+	if info.GetType().GetName() != WorkflowName {
+		return r, runner.Usage("workflow %s on Temporal is not a flow run (its type is %s)", runID, info.GetType().GetName())
+	}
+	r.running = info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+	for name, v := range map[string]any{QueryLaunch: &r.launch, QueryStatus: &r.status} {
+		res, err := c.QueryWorkflow(ctx, runID, "", name)
+		if err != nil {
+			return r, fmt.Errorf("ask run %s on Temporal for its %s (is a flow worker serving its task queue?): %w", runID, name, err)
+		}
+		if err := res.Get(v); err != nil {
+			return r, err
+		}
+	}
+	if r.status.State == nil {
+		return r, fmt.Errorf("run %s on Temporal has no state", runID)
+	}
+	return r, nil
+}
+
+// RestartRequest asks for a run on Temporal to go on: flow resume,
+// flow retry, or flow run --start-at-step with the run named.
+type RestartRequest struct {
+	RunID string
+	// Workflow, when set, is the workflow the command names (flow run
+	// WORKFLOW --start-at-step): the run must be of it, unchanged.
+	Workflow *config.Workflow
+	StartAt  string
+	Retry    bool
+	NoWait   bool
+	Budgets  runner.Budgets
+	// Invocation, when it gives flags, is put over the run's own.
+	Invocation runner.Invocation
+}
+
+// PrepareRestart finds a run on Temporal and plans its going on as
+// ops.PrepareResume plans a local run's: the run's workflow (the one
+// it started with), and with a start step or a retry, what is kept and
+// what runs again. A run that has ended is refused as locally (exit 8),
+// a start step it does not have or a retry at an iteration budget is
+// bad usage (2). Kept steps' artifacts are not looked for: they are in
+// the worker's checkout.
+func PrepareRestart(ctx context.Context, c client.Client, req RestartRequest) (*ops.Launch, error) {
+	rec, err := lookup(ctx, c, req.RunID)
+	if err != nil {
+		return nil, err
+	}
+	in, host, st := rec.launch.Input, rec.launch.Host, rec.status.State
+	inv := in.Invocation.Merge(req.Invocation)
+	wf, err := ParseSource(host.Repo, in.Source, inv)
+	if err != nil {
+		return nil, runner.Usage("run %s: its workflow does not load: %v", req.RunID, err)
+	}
+	if w := req.Workflow; w != nil {
+		_, want := w.SpecDigest()
+		if _, got := wf.SpecDigest(); w.Name != wf.Name || got != want {
+			return nil, runner.Usage("run %s was started with another version of %s (%s): a run on Temporal goes on with the workflow it started with; flow resume %s --engine temporal --start-at-step STEP restarts it so, or start a new run of the edited workflow",
+				req.RunID, w.File, wf.Name, req.RunID)
+		}
+	}
+	l := &ops.Launch{Workflow: wf, Options: runner.Options{Workflow: wf, Repo: host.Repo, RunID: req.RunID, Resume: true,
+		NoWait: req.NoWait, Budgets: req.Budgets, Invocation: inv}}
+	switch {
+	case req.Retry:
+		if st.Status != runner.RunFailed {
+			return nil, runner.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", req.RunID, st.Status)
+		}
+		p := runner.PlanRetry(wf, st)
+		if len(p.Capped) > 0 && req.Budgets.MaxIterations == 0 {
+			return nil, runner.Usage("%v failed at their iteration budget; retry with a higher one: flow retry %s --max-iterations N --engine temporal", p.Capped, req.RunID)
+		}
+		l.RetryPlan, l.Options.Retry = &p, true
+		l.Options.Budgets.ForceMaxIterations = req.Budgets.MaxIterations > 0
+	case req.StartAt != "":
+		p, err := runner.PlanStartAt(afero.NewMemMapFs(), wf, st, host.Repo, req.StartAt)
+		if err != nil {
+			return nil, runner.Usage("--start-at-step: %v", err)
+		}
+		l.Options.StartAt = req.StartAt
+		l.Plan = &ops.StartAtPlan{Workflow: wf.Name, RunID: req.RunID, Step: req.StartAt, Kept: nonNil(p.Kept), Rerun: nonNil(p.Rerun),
+			Missing: []ops.MissingArtifact{}}
+	case st.Status.Terminal():
+		return nil, ended(st)
+	}
+	return l, nil
+}
+
+// ended refuses to resume a run that has ended, as locally.
+func ended(st *runner.State) error {
+	if st.Status == runner.RunFailed {
+		return runner.Refused("run %s has already failed (exit %d); to run its failed steps again: flow retry %s --engine temporal; or from a step: flow resume %s --engine temporal --start-at-step STEP",
+			st.RunID, st.ExitCode, st.RunID, st.RunID)
+	}
+	return runner.Refused("run %s has already %s (exit %d); to run steps again: flow resume %s --engine temporal --start-at-step STEP",
+		st.RunID, st.Status, st.ExitCode, st.RunID)
+}
+
+// restart makes a run on Temporal go on (Run with opts.Resume): it
+// follows a run whose workflow runs (flow resume), and starts a new
+// execution from the recorded state of one that has ended. A start
+// step for a run whose workflow runs but has stopped — it waits on a
+// human, or is paused, and no session runs — first interrupts that
+// workflow; one with a session running is refused (exit 7), as a run
+// held by a live runner is locally.
+func (e *Engine) restart(ctx context.Context, opts runner.Options, att ops.Attach) (runner.Result, error) {
+	rec, err := lookup(ctx, e.Client, opts.RunID)
+	if err != nil {
+		return runner.Result{}, err
+	}
+	st := rec.status.State
+	if !opts.Retry && opts.StartAt == "" {
+		if rec.running {
+			run := e.Client.GetWorkflow(ctx, opts.RunID, "")
+			return e.follow(ctx, opts, run, st, att)
+		}
+		if st.Status.Terminal() {
+			return runner.Result{}, ended(st)
+		}
+	}
+	if rec.running {
+		if opts.Retry {
+			return runner.Result{}, runner.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", opts.RunID, st.Status)
+		}
+		if rec.status.Liveness.State == runner.LiveWorking {
+			return runner.Result{}, &core.ExitError{Code: core.ExitHeld, Err: fmt.Errorf(
+				"run %s is in flight on Temporal (%s); pause it (flow pause %s --engine temporal) and restart it once it is paused",
+				opts.RunID, rec.status.Liveness.Reason, opts.RunID)}
+		}
+		// Nothing runs: the workflow is interrupted, and the run goes on
+		// from where it ended.
+		if err := e.Client.CancelWorkflow(ctx, opts.RunID, ""); err != nil {
+			return runner.Result{}, fmt.Errorf("interrupt run %s: %w", opts.RunID, err)
+		}
+		var res Result
+		if err := e.Client.GetWorkflow(ctx, opts.RunID, "").Get(ctx, &res); err != nil {
+			var canceled *temporal.CanceledError
+			if !errors.As(err, &canceled) {
+				return runner.Result{}, fmt.Errorf("interrupt run %s: %w", opts.RunID, err)
+			}
+		}
+		if rec, err = lookup(ctx, e.Client, opts.RunID); err != nil {
+			return runner.Result{}, err
+		}
+		st = rec.status.State
+	}
+	state, err := json.Marshal(st)
+	if err != nil {
+		return runner.Result{}, err
+	}
+	prev := rec.launch.Input
+	in := Input{RunID: opts.RunID, Source: prev.Source, Invocation: opts.Invocation, Vars: prev.Vars, Budgets: opts.Budgets,
+		TaskQueue: e.TaskQueue, HistoryLimit: prev.HistoryLimit, SessionHeartbeat: prev.SessionHeartbeat,
+		Restart: &Restart{Host: rec.launch.Host, State: state, StartAt: opts.StartAt, Retry: opts.Retry}}
+	if e.SessionHeartbeat > 0 {
+		in.SessionHeartbeat = e.SessionHeartbeat
+	}
+	if err := checkSize("the run's recorded state", in); err != nil {
+		return runner.Result{}, runner.Usage("%v", err)
+	}
+	run, err := e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: opts.RunID, TaskQueue: e.TaskQueue, Memo: map[string]any{memoWorkflow: opts.Workflow.Name},
+		// The run's own id, once its last execution has ended.
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+	}, WorkflowName, in)
+	if err != nil {
+		if temporal.IsWorkflowExecutionAlreadyStartedError(err) {
+			return runner.Result{}, &core.ExitError{Code: core.ExitHeld, Err: fmt.Errorf("run %s was started again meanwhile; follow it: flow resume %s --engine temporal", opts.RunID, opts.RunID)}
+		}
+		return runner.Result{}, fmt.Errorf("restart run %s on Temporal: %w", opts.RunID, err)
+	}
+	if e.Detach {
+		fmt.Fprintf(att.Output, "run %s goes on on Temporal (task queue %s); follow it with: flow resume %s --engine temporal\n", opts.RunID, e.TaskQueue, opts.RunID)
+		return runner.Result{RunID: opts.RunID, Status: runner.RunRunning}, nil
+	}
+	return e.follow(ctx, opts, run, st, att)
+}
+
+// NewestRun returns the id of the newest run of the workflow named
+// name on Temporal (the one flow run --start-at-step restarts; any
+// workflow's when name is ""), or ""
+// when the newest runs there are none of it.
+func NewestRun(ctx context.Context, c client.Client, name string) (string, error) {
+	resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{PageSize: 200,
+		Query: fmt.Sprintf("WorkflowType = '%s'", WorkflowName)})
+	if err != nil {
+		return "", fmt.Errorf("list runs on Temporal: %w", err)
+	}
+	newest, at := "", time.Time{}
+	for _, ex := range resp.GetExecutions() {
+		p, ok := ex.GetMemo().GetFields()[memoWorkflow]
+		if !ok {
+			continue
+		}
+		var got string
+		if err := converter.GetDefaultDataConverter().FromPayload(p, &got); err != nil || name != "" && got != name {
+			continue
+		}
+		if t := ex.GetStartTime().AsTime(); newest == "" || t.After(at) {
+			newest, at = ex.GetExecution().GetWorkflowId(), t
+		}
+	}
+	return newest, nil
+}
+
+// memoWorkflow is the memo that names a run's workflow, so that the
+// newest run of a workflow is found (NewestRun).
+const memoWorkflow = "flow.workflow"
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// Logs returns the tails of the logs of a run's sessions on Temporal,
+// the last session of each step (or of step alone): those still
+// running as their activities last beat, the others as their
+// activities returned. A run continued as new keeps only the tails of
+// the sessions since; the whole logs are on the worker (LogTail.Log).
+func Logs(ctx context.Context, c client.Client, runID, step string) ([]LogTail, error) {
+	var reply LogsReply
+	v, err := c.QueryWorkflow(ctx, runID, "", QueryLogs)
+	if err != nil {
+		return nil, runError(runID, err)
+	}
+	if err := v.Get(&reply); err != nil {
+		return nil, err
+	}
+	desc, err := c.DescribeWorkflowExecution(ctx, runID, "")
+	if err != nil {
+		return nil, runError(runID, err)
+	}
+	tails := reply.Tails
+	for _, pa := range desc.GetPendingActivities() {
+		if pa.GetActivityType().GetName() != ActivitySession || pa.GetHeartbeatDetails() == nil {
+			continue
+		}
+		var t LogTail
+		if err := converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &t); err != nil || t.Step == "" {
+			continue
+		}
+		replaced := false
+		for i := range tails {
+			if tails[i].Step == t.Step {
+				tails[i], replaced = t, true
+			}
+		}
+		if !replaced {
+			tails = append(tails, t)
+		}
+	}
+	if step == "" {
+		return tails, nil
+	}
+	for _, t := range tails {
+		if t.Step == step {
+			return []LogTail{t}, nil
+		}
+	}
+	var st StatusReply
+	if v, err := c.QueryWorkflow(ctx, runID, "", QueryStatus); err == nil && v.Get(&st) == nil && st.State != nil && st.State.Steps[step] == nil {
+		return nil, runner.Usage("run %s has no step %s", runID, step)
+	}
+	return nil, nil
+}

@@ -1,0 +1,150 @@
+package temporal
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/flow-run/flow/runner"
+)
+
+const restartable = `
+name: restartable
+steps:
+  - id: side
+    run: side
+  - id: a
+    run: a
+  - id: b
+    needs: [a]
+    run: b
+    max_attempts: 1
+  - id: c
+    needs: [b]
+    run: c
+`
+
+// restartFrom starts the harness's run again, in a new execution, from
+// the state its worker mirrored: what flow retry and --start-at-step do
+// once the run's workflow has ended.
+func (h *harness) restartFrom(startAt string, retry bool) Result {
+	h.t.Helper()
+	st, err := json.Marshal(h.state())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.starter.mu.Lock()
+	h.starter.calls = nil
+	h.starter.mu.Unlock()
+	h.newEnv()
+	h.in.Restart = &Restart{Host: Host{Name: "w1", Repo: repo, Queue: "q"}, State: st, StartAt: startAt, Retry: retry}
+	return h.run()
+}
+
+// TestWorkflowRetryAndStartAt: a failed run retried in a new execution
+// runs its failed step and what depends on it again, in a new
+// generation, and keeps the rest; started again at a step it runs that
+// step and what depends on it, and keeps the rest. The worker's record
+// goes on across the executions.
+func TestWorkflowRetryAndStartAt(t *testing.T) {
+	failB := true
+	h := newHarness(t, restartable, func(c call) reply {
+		if c.Step == "b" && failB {
+			return reply{Exit: 1}
+		}
+		return reply{Out: c.Step + "\n"}
+	})
+	if res := h.run(); res.Status != runner.RunFailed {
+		t.Fatalf("first execution: %+v", res)
+	}
+	failB = false
+	res := h.restartFrom("", true)
+	if res.Status != runner.RunCompleted {
+		t.Fatalf("retry: %+v", res)
+	}
+	if got, want := h.starter.steps(), []string{"b.0.1", "c.0.1"}; !slices.Equal(got, want) {
+		t.Errorf("retry ran %v, want %v", got, want)
+	}
+	st := h.state()
+	if st.Generation != 1 || st.Status != runner.RunCompleted {
+		t.Errorf("after the retry: generation %d, status %s", st.Generation, st.Status)
+	}
+	res = h.restartFrom("b", false)
+	if res.Status != runner.RunCompleted {
+		t.Fatalf("start at b: %+v", res)
+	}
+	if got, want := h.starter.steps(), []string{"b.0.1", "c.0.1"}; !slices.Equal(got, want) {
+		t.Errorf("start at b ran %v, want %v", got, want)
+	}
+	ev := strings.Join(h.events(), "\n")
+	for _, w := range []string{"retry", "start_at b", "run_finished"} {
+		if !strings.Contains(ev, w) {
+			t.Errorf("events lack %q:\n%s", w, ev)
+		}
+	}
+	if n := strings.Count(ev, "run_created"); n != 1 {
+		t.Errorf("%d run_created events, want 1:\n%s", n, ev)
+	}
+}
+
+// TestWorkflowNewRunAtStep: a new run started at a step skips the
+// steps it does not lead to.
+func TestWorkflowNewRunAtStep(t *testing.T) {
+	h := newHarness(t, restartable, func(c call) reply { return reply{Out: "ok\n"} })
+	h.in.StartAt = "b"
+	if res := h.run(); res.Status != runner.RunCompleted {
+		t.Fatalf("result %+v", res)
+	}
+	if got, want := h.starter.steps(), []string{"b.0.1", "c.0.1"}; !slices.Equal(got, want) {
+		t.Errorf("ran %v, want %v", got, want)
+	}
+	if s := h.state().Steps["a"]; s.Status != runner.Skipped {
+		t.Errorf("a is %s, want skipped", s.Status)
+	}
+}
+
+// TestWorkflowLogsAndRetryNotes: QueryLogs answers the tail of each
+// step's last session, and QueryEvents the retries' waits.
+func TestWorkflowLogsAndRetryNotes(t *testing.T) {
+	h := newHarness(t, `
+name: logs
+steps:
+  - id: flaky
+    run: flaky
+    max_attempts: 2
+    retry: {backoff: 5s}
+`, func() func(call) reply {
+		n := 0
+		return func(c call) reply {
+			n++
+			if n == 1 {
+				return reply{Out: "first\n", Exit: 1}
+			}
+			return reply{Out: "second\n"}
+		}
+	}())
+	h.run()
+	v, err := h.env.QueryWorkflow(QueryLogs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs LogsReply
+	if err := v.Get(&logs); err != nil {
+		t.Fatal(err)
+	}
+	if len(logs.Tails) != 1 || logs.Tails[0].Tail != "second\n" || logs.Tails[0].Attempt != 2 || logs.Tails[0].Host != "w1" {
+		t.Errorf("logs %+v", logs)
+	}
+	v, err = h.env.QueryWorkflow(QueryEvents, int64(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page EventsPage
+	if err := v.Get(&page); err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Retries) != 1 || page.Retries[0].Step != "flaky" || page.Retries[0].Delay.Seconds() != 5 {
+		t.Errorf("retries %+v", page.Retries)
+	}
+}
