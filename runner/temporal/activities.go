@@ -120,6 +120,9 @@ type Activities struct {
 	// HeartbeatEvery is how often a session's activity beats with the
 	// tail of its log; 0 means 10 s.
 	HeartbeatEvery time.Duration
+	// Slots is how many activities the worker runs at once; 0 means
+	// the SDK's default (1,000).
+	Slots int
 
 	mirrors runner.Mirrors
 	mu      sync.Mutex

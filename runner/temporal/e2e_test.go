@@ -29,6 +29,11 @@ import (
 // TEMPORAL_CLI names, or skips the test saying how to run it.
 func devServer(t *testing.T) client.Client {
 	t.Helper()
+	return startDevServer(t).Client()
+}
+
+func startDevServer(t *testing.T) *testsuite.DevServer {
+	t.Helper()
 	bin := os.Getenv("TEMPORAL_CLI")
 	if bin == "" {
 		t.Skip("end-to-end test against a real Temporal server: set TEMPORAL_CLI to a temporal binary " +
@@ -43,7 +48,7 @@ func devServer(t *testing.T) client.Client {
 		t.Fatalf("start the dev server %s: %v", bin, err)
 	}
 	t.Cleanup(func() { _ = s.Stop() })
-	return s.Client()
+	return s
 }
 
 // TestEndToEnd runs workflows on a real dev server with a worker in

@@ -28,12 +28,13 @@ func Serve(ctx context.Context, c client.Client, queue string, shared bool, acts
 	if !shared {
 		acts.Queue = HostQueue(queue, acts.Host, acts.Repo)
 	}
-	w := worker.New(c, queue, worker.Options{})
+	opts := worker.Options{MaxConcurrentActivityExecutionSize: acts.Slots}
+	w := worker.New(c, queue, opts)
 	w.RegisterWorkflowWithOptions(Run, workflow.RegisterOptions{Name: WorkflowName})
 	acts.Register(w)
 	workers := []worker.Worker{w}
 	if acts.Queue != queue {
-		hw := worker.New(c, acts.Queue, worker.Options{})
+		hw := worker.New(c, acts.Queue, opts)
 		acts.Register(hw)
 		workers = append(workers, hw)
 	}
