@@ -34,6 +34,12 @@ func TestEngineTemporalNeedsFlowTemporal(t *testing.T) {
 		{[]string{"approve", "r1", "a", "--engine", "temporal"}, 2, "flow-temporal"},
 		{[]string{"run", wf, "--engine", "nomad"}, 2, `--engine "nomad"`},
 		{[]string{"run", wf, "--detach"}, 2, "--detach is for --engine temporal"},
+		{[]string{"resume", "r1", "--engine", "temporal"}, 2, "flow-temporal"},
+		{[]string{"retry", "r1", "--engine", "temporal"}, 2, "flow-temporal"},
+		{[]string{"run", wf, "--start-at-step", "a", "--engine", "temporal"}, 2, "flow-temporal"},
+		// On Temporal a run's logs need no step; locally they do.
+		{[]string{"logs", "r1", "--engine", "temporal"}, 2, "flow-temporal"},
+		{[]string{"logs", "r1"}, 2, "accepts 2 arg(s)"},
 	} {
 		var out, errb bytes.Buffer
 		code := Run(context.Background(), tc.args, Stdio{In: strings.NewReader(""), Out: &out, Err: &errb})
