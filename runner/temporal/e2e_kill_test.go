@@ -194,3 +194,65 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestEndToEndRetry: on a real server, a failed run is retried in a new
+// execution of its workflow id, from the state it ended with; its
+// logs' tails are asked of Temporal; resuming it once completed is
+// refused (exit 8).
+func TestEndToEndRetry(t *testing.T) {
+	c := devServer(t)
+	repo := t.TempDir()
+	path := filepath.Join(repo, "retry.yaml")
+	src := "name: retry\nsteps:\n  - {id: a, run: \"echo a\"}\n  - {id: b, run: \"echo trying; test -f fixed\", max_attempts: 1}\n"
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fsys := afero.NewOsFs()
+	wf, err := config.Load(fsys, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	acts := &Activities{Runner: &runner.Runner{FS: fsys, Clock: clock.Real(), Starter: proc.OS(), Environ: os.Environ(), Host: "e2e", PID: os.Getpid()},
+		Repo: repo, Host: "e2e"}
+	served := make(chan error, 1)
+	go func() { served <- Serve(ctx, c, "retry", false, acts) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	}()
+	eng := &Engine{Client: c, TaskQueue: "retry", FS: fsys, PollEvery: 50 * time.Millisecond}
+	var out syncBuffer
+	res, err := eng.Run(ctx, runner.Options{Workflow: wf, Repo: repo, RunID: "retry-1"}, ops.Attach{Output: &out})
+	if err != nil || res.ExitCode != 1 {
+		t.Fatalf("first run: %+v %v\n%s", res, err, out.String())
+	}
+	tails, err := Logs(ctx, c, "retry-1", "b")
+	if err != nil || len(tails) != 1 || tails[0].Tail != "trying\n" {
+		t.Errorf("logs of b: %+v %v", tails, err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "fixed"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := PrepareRestart(ctx, c, RestartRequest{RunID: "retry-1", Retry: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.RetryPlan.Rerun; !slices.Equal(got, []string{"b"}) {
+		t.Errorf("retry plan re-runs %v, want [b]", got)
+	}
+	res, err = eng.Run(ctx, l.Options, ops.Attach{Output: &out})
+	if err != nil || res.Status != runner.RunCompleted {
+		t.Fatalf("retry: %+v %v\n%s", res, err, out.String())
+	}
+	if _, err := PrepareRestart(ctx, c, RestartRequest{RunID: "retry-1"}); runner.CodeOf(err) != runner.ExitRefused {
+		t.Errorf("resuming a completed run: %v, want refused (exit 8)", err)
+	}
+	st, _, err := runner.LoadState(fsys, runner.RunDir(repo, "retry-1"), false, time.Now())
+	if err != nil || st.Status != runner.RunCompleted || st.Generation != 1 || st.Steps["a"].Attempts != 1 {
+		t.Errorf("the worker's record: %v %+v", err, st)
+	}
+}
