@@ -34,6 +34,18 @@ const (
 	DeadAfter         = 60 * time.Second
 )
 
+// TemporalLaunchFile is the file a Temporal worker keeps in the run
+// directory of a run the Temporal engine drives: the directory is the
+// worker's mirror of the run, whose runner is the Temporal workflow.
+const TemporalLaunchFile = "temporal.json"
+
+// OnTemporal reports whether the run in runDir is driven by the
+// Temporal engine (its directory is a worker's mirror).
+func OnTemporal(fsys afero.Fs, runDir string) bool {
+	_, err := fsys.Stat(filepath.Join(runDir, TemporalLaunchFile))
+	return err == nil
+}
+
 // Liveness is what flow status says of a run's runner.
 type Liveness struct {
 	State string `json:"state"`
@@ -64,6 +76,11 @@ func Live(fsys afero.Fs, runDir string, st *State, wf *config.Workflow, now time
 		return Liveness{State: LiveStopped, Reason: "interrupted; flow resume continues it"}
 	case RunBudgetExceeded:
 		return Liveness{State: LiveStopped, Reason: "a budget ran out; flow resume with a higher one (--budget-cost, --budget-tokens, --budget-sessions) continues it"}
+	}
+	if OnTemporal(fsys, runDir) {
+		// No local runner holds it, and none should: the record is a
+		// mirror, and only the server knows whether its workflow runs.
+		return Liveness{State: LiveStale, Reason: "driven by a Temporal server; this is a worker's mirror of it: flow status " + st.RunID + " --engine temporal asks the server"}
 	}
 	var waiting []string
 	for _, id := range st.StepOrder {

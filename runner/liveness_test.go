@@ -69,3 +69,24 @@ func TestPausedLiveness(t *testing.T) {
 		})
 	}
 }
+
+// TestTemporalMirrorIsNotDead: a worker's mirror of a run the Temporal
+// engine drives has no local runner, and is never called dead (nor
+// offered to a local resume).
+func TestTemporalMirrorIsNotDead(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	dir := "/repo/.agents/runs/r1"
+	st := &State{RunID: "r1", Status: RunRunning, StepOrder: []string{"a"}, Steps: map[string]*StepState{"a": {Status: Running}}}
+	now := time.Date(2025, 1, 15, 15, 0, 0, 0, time.UTC)
+	never := func(runlock.Holder) bool { return false }
+	if l := Live(fsys, dir, st, nil, now, never); l.State != LiveDead {
+		t.Fatalf("without temporal.json: %+v, want dead", l)
+	}
+	if err := afero.WriteFile(fsys, filepath.Join(dir, TemporalLaunchFile), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l := Live(fsys, dir, st, nil, now, never)
+	if l.State != LiveStale || !strings.Contains(l.Reason, "--engine temporal") {
+		t.Errorf("a Temporal mirror: %+v, want stale, naming --engine temporal", l)
+	}
+}

@@ -195,6 +195,11 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 	if err != nil {
 		return nil, err
 	}
+	if runner.OnTemporal(s.FS, ref.Dir) {
+		// A local runner would run its sessions a second time, beside
+		// the workflow that drives them.
+		return nil, runner.Refused("run %s is driven by a Temporal server (this is a worker's mirror of it): go on with --engine temporal", ref.ID)
+	}
 	path := req.Workflow
 	if path == "" {
 		path = LocateWorkflow(s.FS, ref.State, repo)

@@ -37,7 +37,7 @@ const (
 // LaunchFile keeps, in a run directory on a worker, what the run was
 // started with: its workflow's source and how to read it, so that every
 // activity parses the same workflow as the run's workflow code.
-const LaunchFile = "temporal.json"
+const LaunchFile = runner.TemporalLaunchFile
 
 // OpenRequest opens a run on a worker.
 type OpenRequest struct {
