@@ -310,7 +310,7 @@ func (ro *rawOrchestrator) mapStep(s *rawStep, d *diags) []*rawStep {
 		s.gatesPos = s.pos
 	}
 	if o.timeout.set {
-		d.warnf(o.timeout.pos(), "timeout is ignored: agent_orchestrator's format does not enforce it (flow's timeout does; see flow convert)")
+		d.warnf(o.timeout.pos(), "timeout is ignored: agent_orchestrator's format does not enforce it (a timeout in flow's own format does)")
 		ro.note(id, "timeout: "+o.timeout.val+" was ignored, as agent_orchestrator ignores it")
 	}
 	if h := o.humanInLoop; h.ok() {
