@@ -190,3 +190,18 @@ func eventLines(t *testing.T, fsys afero.Fs, dir string) []string {
 	}
 	return out
 }
+
+// query asks the running workflow for its status.
+func (h *harness) query(name string) StatusReply {
+	h.t.Helper()
+	var r StatusReply
+	v, err := h.env.QueryWorkflow(name)
+	if err != nil {
+		h.t.Error(err)
+		return r
+	}
+	if err := v.Get(&r); err != nil {
+		h.t.Error(err)
+	}
+	return r
+}

@@ -90,6 +90,10 @@ type Restart struct {
 	// Retry puts the failed steps, and what depends on them, back to
 	// PENDING (flow retry).
 	Retry bool `json:"retry,omitempty"`
+	// Control is the desired control state the last execution ended
+	// with: a paused run started again stays paused until flow
+	// continue, as a local run reads control.json. "" is continuous.
+	Control runner.ControlState `json:"control,omitempty"`
 }
 
 // Host is the worker a run's sessions run on: its name, its
@@ -147,6 +151,8 @@ type StatusReply struct {
 	Liveness runner.Liveness `json:"liveness"`
 	RunDir   string          `json:"run_dir"`
 	Host     Host            `json:"host"`
+	// Control is the desired control state the run acts on.
+	Control runner.ControlState `json:"control,omitempty"`
 }
 
 // EventsPage is the answer to QueryEvents: events after the seq asked

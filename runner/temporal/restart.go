@@ -203,7 +203,8 @@ func (e *Engine) restart(ctx context.Context, opts runner.Options, att ops.Attac
 	prev := rec.launch.Input
 	in := Input{RunID: opts.RunID, Source: prev.Source, Invocation: opts.Invocation, Vars: prev.Vars, Budgets: opts.Budgets,
 		TaskQueue: e.TaskQueue, HistoryLimit: prev.HistoryLimit, SessionHeartbeat: prev.SessionHeartbeat,
-		Restart: &Restart{Host: rec.launch.Host, State: state, StartAt: opts.StartAt, Retry: opts.Retry}}
+		Restart: &Restart{Host: rec.launch.Host, State: state, StartAt: opts.StartAt, Retry: opts.Retry,
+			Control: rec.status.Control}}
 	if e.SessionHeartbeat > 0 {
 		in.SessionHeartbeat = e.SessionHeartbeat
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flow-run/flow/runner"
 )
@@ -30,6 +31,15 @@ steps:
 // once the run's workflow has ended.
 func (h *harness) restartFrom(startAt string, retry bool) Result {
 	h.t.Helper()
+	h.prepareRestart(startAt, retry, "")
+	return h.run()
+}
+
+// prepareRestart readies a new execution of the harness's run from the
+// state its worker mirrored, with the control state the last one
+// ended with; delayed callbacks registered after it reach the new one.
+func (h *harness) prepareRestart(startAt string, retry bool, control runner.ControlState) {
+	h.t.Helper()
 	st, err := json.Marshal(h.state())
 	if err != nil {
 		h.t.Fatal(err)
@@ -38,8 +48,7 @@ func (h *harness) restartFrom(startAt string, retry bool) Result {
 	h.starter.calls = nil
 	h.starter.mu.Unlock()
 	h.newEnv()
-	h.in.Restart = &Restart{Host: Host{Name: "w1", Repo: repo, Queue: "q"}, State: st, StartAt: startAt, Retry: retry}
-	return h.run()
+	h.in.Restart = &Restart{Host: Host{Name: "w1", Repo: repo, Queue: "q"}, State: st, StartAt: startAt, Retry: retry, Control: control}
 }
 
 // TestWorkflowRetryAndStartAt: a failed run retried in a new execution
@@ -146,5 +155,45 @@ steps:
 	}
 	if len(page.Retries) != 1 || page.Retries[0].Step != "flaky" || page.Retries[0].Delay.Seconds() != 5 {
 		t.Errorf("retries %+v", page.Retries)
+	}
+}
+
+// TestWorkflowRestartKeepsPause: a paused run that is interrupted and
+// started again stays paused — its next session waits for flow
+// continue — as a local run reads control.json.
+func TestWorkflowRestartKeepsPause(t *testing.T) {
+	src := "name: p\nsteps:\n  - {id: a, run: x}\n  - {id: h, human: {message: go}}\n  - {id: b, run: x}\n"
+	h := newHarness(t, src, func(c call) reply { return reply{} })
+	var perr error
+	var pdone bool
+	h.update(time.Minute, UpdateControl, ControlRequest{Desired: runner.Pause}, &perr, &pdone)
+	var before StatusReply
+	h.env.RegisterDelayedCallback(func() { before = h.query(QueryStatus) }, 30*time.Minute)
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Hour)
+	if res := h.run(); res.Status != runner.RunInterrupted || perr != nil || !pdone {
+		t.Fatalf("first execution: %+v; pause %v", res, perr)
+	}
+	if before.Control != runner.Pause {
+		t.Fatalf("status while paused says control %q", before.Control)
+	}
+	h.prepareRestart("", false, before.Control)
+	var aerr, cerr error
+	var adone, cdone bool
+	h.update(time.Minute, UpdateDecide, DecideRequest{Step: "h", Input: runner.HumanInput{Approved: true}}, &aerr, &adone)
+	var paused StatusReply
+	h.env.RegisterDelayedCallback(func() { paused = h.query(QueryStatus) }, time.Hour)
+	h.update(2*time.Hour, UpdateControl, ControlRequest{Desired: runner.Continuous}, &cerr, &cdone)
+	began := h.env.Now()
+	if res := h.run(); res.Status != runner.RunCompleted || aerr != nil || cerr != nil || !adone || !cdone {
+		t.Fatalf("restart: %+v; approve %v continue %v", res, aerr, cerr)
+	}
+	if st := paused.State; st == nil || st.Status != runner.RunPaused || st.Steps["b"].Status != runner.Pending || paused.Control != runner.Pause {
+		t.Errorf("status an hour into the restart: %+v", paused)
+	}
+	if got := h.env.Now().Sub(began); got < 2*time.Hour {
+		t.Errorf("the restarted run ended after %s, before continue", got)
+	}
+	if got, want := h.starter.steps(), []string{"b.0.1"}; !slices.Equal(got, want) {
+		t.Errorf("the restart ran %v, want %v", got, want)
 	}
 }

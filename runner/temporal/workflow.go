@@ -196,7 +196,11 @@ func (d *driver) restart(wf *config.Workflow, now time.Time) error {
 		return temporal.NewNonRetryableApplicationError("resolve budgets: "+err.Error(), "refused", nil)
 	}
 	d.core = core.NewCore(d.plan)
-	d.inbox = append(d.inbox, core.Begin{Control: core.Continuous})
+	control := r.Control
+	if control == "" {
+		control = core.Continuous
+	}
+	d.inbox = append(d.inbox, core.Begin{Control: control})
 	return nil
 }
 

@@ -40,7 +40,11 @@ func (d *driver) status() (StatusReply, error) {
 	if d.st == nil || d.st.RunID == "" {
 		return StatusReply{}, errors.New("the run is starting")
 	}
-	return StatusReply{State: d.st, Liveness: d.liveness(), RunDir: runner.RunDir(d.host.Repo, d.in.RunID), Host: d.host}, nil
+	r := StatusReply{State: d.st, Liveness: d.liveness(), RunDir: runner.RunDir(d.host.Repo, d.in.RunID), Host: d.host}
+	if d.core != nil {
+		r.Control = d.core.Control()
+	}
+	return r, nil
 }
 
 // liveness says what the driver of the run is doing, in the words of
