@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/afero"
+
 	"github.com/flow-run/flow/internal/confine"
 )
 
@@ -47,23 +49,30 @@ func (x *run) usesGates() bool {
 // readGates reads the gate-state file; ok is false when it cannot be
 // read or parsed (err says why), and gates then are not to change.
 func (x *run) readGates() (gates map[string]bool, ok bool, err error) {
-	path := x.opts.Invocation.GateStateFile
-	root, err := confine.NewRoot(x.r.FS, filepath.Dir(path))
+	gates, err = ReadGateFile(x.r.FS, x.opts.Invocation.GateStateFile)
+	return gates, err == nil, err
+}
+
+// ReadGateFile reads the gate-state file at path: a missing file closes
+// every gate (an empty map); one that cannot be read or parsed is an
+// error, and the gates then are not to change.
+func ReadGateFile(fsys afero.Fs, path string) (map[string]bool, error) {
+	root, err := confine.NewRoot(fsys, filepath.Dir(path))
 	if err != nil {
-		return nil, false, fmt.Errorf("read gate-state file %s: %w", path, err)
+		return nil, fmt.Errorf("read gate-state file %s: %w", path, err)
 	}
 	b, err := root.ReadFile(path, maxGateFile)
 	if errors.Is(err, fs.ErrNotExist) {
-		return map[string]bool{}, true, nil
+		return map[string]bool{}, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("read gate-state file %s: %w", path, err)
+		return nil, fmt.Errorf("read gate-state file %s: %w", path, err)
 	}
-	gates, err = parseGates(b)
+	gates, err := parseGates(b)
 	if err != nil {
-		return nil, false, fmt.Errorf("gate-state file %s: %w", path, err)
+		return nil, fmt.Errorf("gate-state file %s: %w", path, err)
 	}
-	return gates, true, nil
+	return gates, nil
 }
 
 // parseGates parses a gate-state file.

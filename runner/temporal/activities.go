@@ -32,6 +32,7 @@ const (
 	ActivityExpand       = "flow.Expand"
 	ActivityPrepareHuman = "flow.PrepareHuman"
 	ActivityCleanup      = "flow.Cleanup"
+	ActivityGates        = "flow.Gates"
 )
 
 // LaunchFile keeps, in a run directory on a worker, what the run was
@@ -99,6 +100,21 @@ type PrepareRequest struct {
 type CleanupRequest struct {
 	RunID   string            `json:"run_id"`
 	Cleanup core.StartCleanup `json:"cleanup"`
+}
+
+// GatesRequest reads a run's gate-state file on its worker; a relative
+// path is taken from the worker's repository.
+type GatesRequest struct {
+	RunID string `json:"run_id"`
+	Path  string `json:"path"`
+}
+
+// GatesReply is the gates of the file and whether each is open; Err,
+// when set, says why the file could not be read, and the gates then
+// are not to change.
+type GatesReply struct {
+	Gates map[string]bool `json:"gates"`
+	Err   string          `json:"err,omitempty"`
 }
 
 // Activities are a worker's activities: they perform the effects of
@@ -171,6 +187,7 @@ func (a *Activities) Register(reg interface {
 	reg.RegisterActivityWithOptions(a.Expand, activity.RegisterOptions{Name: ActivityExpand})
 	reg.RegisterActivityWithOptions(a.PrepareHuman, activity.RegisterOptions{Name: ActivityPrepareHuman})
 	reg.RegisterActivityWithOptions(a.Cleanup, activity.RegisterOptions{Name: ActivityCleanup})
+	reg.RegisterActivityWithOptions(a.Gates, activity.RegisterOptions{Name: ActivityGates})
 }
 
 func (a *Activities) fs() afero.Fs { return a.Runner.FS }
@@ -348,6 +365,22 @@ func (a *Activities) Cleanup(ctx context.Context, req CleanupRequest) (core.Clea
 		return core.CleanupDone{}, err
 	}
 	return m.Cleanup(ctx, req.Cleanup), nil
+}
+
+// Gates reads the run's gate-state file, as the local driver polls it.
+func (a *Activities) Gates(ctx context.Context, req GatesRequest) (GatesReply, error) {
+	if err := runner.CheckRunID(req.RunID); err != nil {
+		return GatesReply{}, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
+	}
+	path := req.Path
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(a.Repo, path)
+	}
+	gates, err := runner.ReadGateFile(a.fs(), path)
+	if err != nil {
+		return GatesReply{Err: err.Error()}, nil
+	}
+	return GatesReply{Gates: gates}, nil
 }
 
 // Close closes the records the worker still mirrors.

@@ -44,8 +44,6 @@ func (e *Engine) Name() string { return "temporal" }
 // Run implements ops.Engine.
 func (e *Engine) Run(ctx context.Context, opts runner.Options, att ops.Attach) (runner.Result, error) {
 	switch {
-	case opts.Invocation.GateStateFile != "":
-		return runner.Result{}, runner.Usage("the Temporal engine does not read gate-state files (for now)")
 	case opts.Resume:
 		return e.restart(ctx, opts, att)
 	}

@@ -44,6 +44,12 @@ const MaxPayload = 2<<20 - 128<<10
 // as new (about 7 events a step; the server warns at 10,240).
 const DefaultHistoryLimit = 8000
 
+// DefaultGatePoll is how often a run on Temporal reads its gate-state
+// file while a step waits for gates. Each read is a timer and an
+// activity in the run's history, so it is slower than the local
+// driver's poll.
+const DefaultGatePoll = 10 * time.Second
+
 // Source is a workflow file as the run reads it: its bytes and those of
 // its prompt files, by paths relative to the repository (slash
 // separated), so that a worker finds them under its own checkout.
@@ -72,6 +78,9 @@ type Input struct {
 	// SessionHeartbeat is how long a session's activity may go without
 	// beating before Temporal runs it again; 0 means a minute.
 	SessionHeartbeat time.Duration `json:"session_heartbeat,omitempty"`
+	// GatePoll is how often the run reads its gate-state file while a
+	// step waits for gates; 0 means DefaultGatePoll.
+	GatePoll time.Duration `json:"gate_poll,omitempty"`
 	// Carried is what a continued run takes over; nil for a new run.
 	Carried *Carried `json:"carried,omitempty"`
 	// Restart is what a run started again from its recorded state takes

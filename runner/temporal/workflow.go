@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -59,6 +60,15 @@ type driver struct {
 	tails map[string]LogTail
 	// retries are the retries' waits of this segment, for QueryEvents.
 	retries []RetryNote
+	// gates are the gates of the gate-state file as last read, and
+	// gateWarned the reason it could not be read last warned of.
+	gates      map[string]bool
+	gateWarned string
+	// wake is set when the loop is to look again though no input came:
+	// a poll of the gate-state file added to the history (the run may
+	// have to continue as new) and may have recorded a warning, which
+	// the loop mirrors.
+	wake bool
 }
 
 // Run is the workflow of a flow run.
@@ -102,6 +112,7 @@ func (d *driver) start() error {
 	}
 	d.wf = wf
 	now := workflow.Now(ctx)
+	var begin *core.Begin
 	if c := in.Carried; c != nil {
 		d.st = &runner.State{}
 		if err := json.Unmarshal(c.State, d.st); err != nil {
@@ -111,6 +122,7 @@ func (d *driver) start() error {
 			return temporal.NewNonRetryableApplicationError("resolve budgets: "+err.Error(), "refused", nil)
 		}
 		d.core = core.Restore(d.plan, d.st, c.Core)
+		d.gates = maps.Clone(c.Core.Gates)
 		d.seq, d.mirrorSeq = d.st.Seq, d.st.Seq
 		for _, t := range c.Inputs {
 			i, err := untag(t)
@@ -129,6 +141,9 @@ func (d *driver) start() error {
 		if err := d.restart(wf, now); err != nil {
 			return err
 		}
+		// The control state the last execution ended with holds, as a
+		// local run's control.json does: a paused run stays paused.
+		begin = &core.Begin{Control: in.Restart.Control}
 	} else {
 		created := runner.CreatedEvent(wf, d.host.Repo, in.RunID, in.Vars, now)
 		if in.StartAt != "" {
@@ -152,9 +167,21 @@ func (d *driver) start() error {
 			d.record([]runner.Event{core.NewEvent(now, core.EvBudgetRaised, "", r)}, false)
 		}
 		d.core = core.NewCore(d.plan)
-		d.inbox = append(d.inbox, core.Begin{Control: core.Continuous})
+		begin = &core.Begin{Control: core.Continuous}
 	}
 	d.core.HideSecrets(runner.Secrets(wf, in.Invocation.Env))
+	if begin != nil {
+		if d.usesGates() {
+			if gates, ok := d.readGates(ctx); ok {
+				d.gates = gates
+			}
+			begin.Gates = maps.Clone(d.gates)
+		}
+		d.inbox = append(d.inbox, *begin)
+	}
+	if d.usesGates() {
+		workflow.Go(ctx, d.pollGates)
+	}
 	return nil
 }
 
@@ -196,11 +223,6 @@ func (d *driver) restart(wf *config.Workflow, now time.Time) error {
 		return temporal.NewNonRetryableApplicationError("resolve budgets: "+err.Error(), "refused", nil)
 	}
 	d.core = core.NewCore(d.plan)
-	control := r.Control
-	if control == "" {
-		control = core.Continuous
-	}
-	d.inbox = append(d.inbox, core.Begin{Control: control})
 	return nil
 }
 
@@ -267,8 +289,14 @@ func (d *driver) loop() (Result, error) {
 			if d.draining {
 				return d.inflight == 0 && workflow.AllHandlersFinished(d.ctx)
 			}
-			return len(d.inbox) > 0 || (!d.cancelled && d.ctx.Err() != nil)
+			return len(d.inbox) > 0 || d.wake || (!d.cancelled && d.ctx.Err() != nil)
 		})
+		if d.wake {
+			d.wake = false
+			if err := d.mirror(false); err != nil {
+				return Result{}, err
+			}
+		}
 		if !d.cancelled && d.ctx.Err() != nil {
 			// Cancelled: the run is interrupted, as by SIGINT locally.
 			// What follows runs on a context the cancellation does not
@@ -295,6 +323,9 @@ func (d *driver) continueAsNew() bool {
 // carry continues the run as new, carrying its state, the core's
 // bookkeeping and the inputs not yet decided.
 func (d *driver) carry() error {
+	if err := d.mirror(false); err != nil {
+		return err
+	}
 	st, err := json.Marshal(d.st)
 	if err != nil {
 		return err
