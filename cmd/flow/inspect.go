@@ -76,13 +76,20 @@ func (a *app) printJSON(v any) error {
 // once and then a line for each change; with --json, one JSON object
 // per line, {"type":"status",...}, for each change.
 func (a *app) watchStatus(ctx context.Context, repo, runID string, asJSON, items bool) error {
-	out := a.stdio.Out
-	term := !asJSON && isTerminal(out) && !a.inCI()
+	term, show := a.statusWatcher(asJSON, items)
 	opts := ops.WatchOptions{Every: term}
 	if term {
 		opts.Tails = 5
 	}
-	return a.svc.Watch(ctx, repo, runID, opts, func(u ops.Update) error {
+	return a.svc.Watch(ctx, repo, runID, opts, show)
+}
+
+// statusWatcher returns how a watch shows its updates, and whether it
+// redraws a terminal (and so wants every look, not only changes).
+func (a *app) statusWatcher(asJSON, items bool) (bool, func(ops.Update) error) {
+	out := a.stdio.Out
+	term := !asJSON && isTerminal(out) && !a.inCI()
+	return term, func(u ops.Update) error {
 		a.warnFault(*u.Status)
 		switch {
 		case term:
@@ -103,7 +110,7 @@ func (a *app) watchStatus(ctx context.Context, repo, runID string, asJSON, items
 			}
 		}
 		return nil
-	})
+	}
 }
 
 // printTails prints the last lines of the output of each running

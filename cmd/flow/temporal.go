@@ -42,7 +42,7 @@ type temporalCLI struct {
 	worker  func(ctx context.Context, a *app, f *temporalFlags, repo string, shared bool) error
 	decide  func(ctx context.Context, a *app, f *temporalFlags, runID, step string, in runner.HumanInput) error
 	control func(ctx context.Context, a *app, f *temporalFlags, runID string, state runner.ControlState) error
-	status  func(ctx context.Context, a *app, f *temporalFlags, runID string, asJSON bool) error
+	status  func(ctx context.Context, a *app, f *temporalFlags, runID string, asJSON, watch bool) error
 	// restart runs flow resume, flow retry and flow run --start-at-step
 	// (with fresh, the launch of a new run at the step when the workflow
 	// has no run on Temporal).
@@ -189,14 +189,12 @@ func (a *app) withEngine(c *cobra.Command) {
 			}
 			return h.logs(ctx, a, f, args[0], argAt(args, 1))
 		case "status":
-			if w, _ := fl.GetBool("watch"); w {
-				return runner.Usage("status --watch is for local runs (for now)")
-			}
 			if len(args) == 0 {
 				return runner.Usage("status --engine temporal needs a RUN_ID")
 			}
 			asJSON, _ := fl.GetBool("json")
-			return h.status(ctx, a, f, args[0], asJSON)
+			watch, _ := fl.GetBool("watch")
+			return h.status(ctx, a, f, args[0], asJSON, watch)
 		default:
 			if len(args) == 0 {
 				return runner.Usage("%s --engine temporal needs a RUN_ID", cmd.Name())

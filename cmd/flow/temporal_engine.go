@@ -89,12 +89,18 @@ func temporalControl(ctx context.Context, a *app, f *temporalFlags, runID string
 	return nil
 }
 
-func temporalStatus(ctx context.Context, a *app, f *temporalFlags, runID string, asJSON bool) error {
+func temporalStatus(ctx context.Context, a *app, f *temporalFlags, runID string, asJSON, watch bool) error {
 	c, err := dial(ctx, a, f)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	if watch {
+		// The sessions' logs are on the worker: a terminal shows no
+		// tails (flow logs RUN_ID --engine temporal prints them).
+		every, show := a.statusWatcher(asJSON, false)
+		return temporal.Watch(ctx, c, runID, 0, every, show)
+	}
 	st, err := temporal.Status(ctx, c, runID)
 	if err != nil {
 		return err

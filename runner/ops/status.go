@@ -293,7 +293,7 @@ func (s *Service) Watch(ctx context.Context, repo, runID string, opts WatchOptio
 		opts.Interval = time.Second
 	}
 	after := opts.After
-	var prev map[string]string
+	var w StatusWatch
 	for {
 		ref, err := s.findRun(dir, runID)
 		if err != nil {
@@ -312,10 +312,7 @@ func (s *Service) Watch(ctx context.Context, repo, runID string, opts WatchOptio
 			}
 		}
 		st := s.statusOf(dir, ref, nil)
-		cur := statusKeys(st)
-		changed := prev == nil || !maps.Equal(prev, cur)
-		if changed || opts.Every {
-			u := Update{Status: &st, First: prev == nil, Changed: changed, Changes: changes(prev, cur)}
+		if u, report := w.Next(st, opts.Every); report {
 			if opts.Tails > 0 {
 				u.Tails = s.tails(st.State, opts.Tails)
 			}
@@ -323,11 +320,27 @@ func (s *Service) Watch(ctx context.Context, repo, runID string, opts WatchOptio
 				return err
 			}
 		}
-		prev = cur
 		if st.Over() || !s.sleep(ctx, opts.Interval) {
 			return nil
 		}
 	}
+}
+
+// StatusWatch compares each status a watch looks at with the last
+// one: Watch's, and that of a watch of a run ops does not read (a run
+// on Temporal).
+type StatusWatch struct {
+	prev map[string]string
+}
+
+// Next returns the update for st and whether to report it: when it
+// changed, or at every look with every.
+func (w *StatusWatch) Next(st Status, every bool) (Update, bool) {
+	cur := statusKeys(st)
+	changed := w.prev == nil || !maps.Equal(w.prev, cur)
+	u := Update{Status: &st, First: w.prev == nil, Changed: changed, Changes: changes(w.prev, cur)}
+	w.prev = cur
+	return u, changed || every
 }
 
 // statusKeys is what a watch compares: each step's status, attempt and

@@ -221,6 +221,41 @@ func Status(ctx context.Context, c client.Client, runID string) (ops.Status, err
 	return ops.Status{State: r.State, Liveness: r.Liveness, RunDir: r.RunDir, At: time.Now()}, nil
 }
 
+// Watch shows a run on Temporal as flow status --watch shows a local
+// one: it asks for its status every interval (a second when 0) and
+// reports it when it changed, or at every look with every, until the
+// run is over (done, stopped) or ctx ends.
+func Watch(ctx context.Context, c client.Client, runID string, interval time.Duration, every bool, fn func(ops.Update) error) error {
+	if interval <= 0 {
+		interval = time.Second
+	}
+	var w ops.StatusWatch
+	for {
+		st, err := Status(ctx, c, runID)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if u, report := w.Next(st, every); report {
+			if err := fn(u); err != nil {
+				return err
+			}
+		}
+		if st.Over() {
+			return nil
+		}
+		t := time.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
 // runError gives a Temporal error flow's exit code: an unknown run is
 // bad usage (2), a refused Update is refused (8).
 func runError(runID string, err error) error {

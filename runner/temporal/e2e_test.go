@@ -124,6 +124,15 @@ steps:
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// flow status --watch: a run that waits on a human is stopped, so
+	// the watch shows it once and ends.
+	var updates []ops.Update
+	if err := Watch(ctx, c, "e2e-1", 10*time.Millisecond, false, func(u ops.Update) error { updates = append(updates, u); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(updates) != 1 || !updates[0].First || updates[0].Status.State.Steps["approve"].Status != runner.WaitingOnHuman || !updates[0].Status.Over() {
+		t.Errorf("watch of a run waiting on a human: %+v", updates)
+	}
 	if _, err := Decide(ctx, c, "e2e-1", DecideRequest{Step: "approve", Input: runner.HumanInput{Approved: true, By: "ann"}}); err != nil {
 		t.Fatal(err)
 	}
