@@ -220,6 +220,30 @@ type TaggedInput struct {
 	Data json.RawMessage `json:"data"`
 }
 
+// carried maps the kind of each core input a run carries across
+// continue-as-new to its decoder; tag gives an input its kind.
+var carried = map[string]func([]byte) (runner.Input, error){
+	"begin":          decodeInput[core.Begin],
+	"when":           decodeInput[core.WhenResult],
+	"items":          decodeInput[core.ItemsResult],
+	"session_done":   decodeInput[core.SessionDone],
+	"session_pid":    decodeInput[core.SessionPID],
+	"human_ready":    decodeInput[core.HumanReady],
+	"human_decision": decodeInput[core.HumanDecision],
+	"timer_fired":    decodeInput[core.TimerFired],
+	"control":        decodeInput[core.ControlChanged],
+	"gates":          decodeInput[core.GatesChanged],
+	"cleanup_done":   decodeInput[core.CleanupDone],
+	"interrupt":      decodeInput[core.Interrupt],
+}
+
+// decodeInput decodes a carried input of type T.
+func decodeInput[T runner.Input](b []byte) (runner.Input, error) {
+	var v T
+	err := json.Unmarshal(b, &v)
+	return v, err
+}
+
 // tag encodes a core input.
 func tag(in runner.Input) (TaggedInput, error) {
 	var kind string
@@ -242,6 +266,8 @@ func tag(in runner.Input) (TaggedInput, error) {
 		kind = "timer_fired"
 	case core.ControlChanged:
 		kind = "control"
+	case core.GatesChanged:
+		kind = "gates"
 	case core.CleanupDone:
 		kind = "cleanup_done"
 	case core.Interrupt:
@@ -258,53 +284,11 @@ func tag(in runner.Input) (TaggedInput, error) {
 
 // untag decodes a carried input.
 func untag(t TaggedInput) (runner.Input, error) {
-	dec := func(v any) error { return json.Unmarshal(t.Data, v) }
-	var err error
-	switch t.Kind {
-	case "begin":
-		var v core.Begin
-		err = dec(&v)
-		return v, err
-	case "when":
-		var v core.WhenResult
-		err = dec(&v)
-		return v, err
-	case "items":
-		var v core.ItemsResult
-		err = dec(&v)
-		return v, err
-	case "session_done":
-		var v core.SessionDone
-		err = dec(&v)
-		return v, err
-	case "session_pid":
-		var v core.SessionPID
-		err = dec(&v)
-		return v, err
-	case "human_ready":
-		var v core.HumanReady
-		err = dec(&v)
-		return v, err
-	case "human_decision":
-		var v core.HumanDecision
-		err = dec(&v)
-		return v, err
-	case "timer_fired":
-		var v core.TimerFired
-		err = dec(&v)
-		return v, err
-	case "control":
-		var v core.ControlChanged
-		err = dec(&v)
-		return v, err
-	case "cleanup_done":
-		var v core.CleanupDone
-		err = dec(&v)
-		return v, err
-	case "interrupt":
-		return core.Interrupt{}, nil
+	dec, ok := carried[t.Kind]
+	if !ok {
+		return nil, fmt.Errorf("unknown carried input %q", t.Kind)
 	}
-	return nil, fmt.Errorf("unknown carried input %q", t.Kind)
+	return dec(t.Data)
 }
 
 // ParseSource parses a run's workflow as a worker with repository repo
