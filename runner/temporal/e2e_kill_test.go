@@ -21,7 +21,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
-	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/runner"
@@ -90,15 +89,7 @@ steps:
     needs: [long]
     run: "echo after >> ran"
 `, wait("left"), wait("right"))
-	path := filepath.Join(repo, "killed.yaml")
-	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	fsys := afero.NewOsFs()
-	wf, err := config.Load(fsys, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fsys, wf := e2eWorkflow(t, repo, "killed.yaml", src)
 	workers := map[int]*exec.Cmd{}
 	for i := range 2 {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -202,20 +193,11 @@ func (s *syncBuffer) String() string {
 func TestEndToEndRetry(t *testing.T) {
 	c := devServer(t)
 	repo := t.TempDir()
-	path := filepath.Join(repo, "retry.yaml")
 	src := "name: retry\nsteps:\n  - {id: a, run: \"echo a\"}\n  - {id: b, run: \"echo trying; test -f fixed\", max_attempts: 1}\n"
-	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	fsys := afero.NewOsFs()
-	wf, err := config.Load(fsys, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fsys, wf := e2eWorkflow(t, repo, "retry.yaml", src)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	acts := &Activities{Runner: &runner.Runner{FS: fsys, Clock: clock.Real(), Starter: proc.OS(), Environ: os.Environ(), Host: "e2e", PID: os.Getpid()},
-		Repo: repo, Host: "e2e"}
+	acts := e2eActivities(fsys, repo)
 	served := make(chan error, 1)
 	go func() { served <- Serve(ctx, c, "retry", false, acts) }()
 	defer func() {

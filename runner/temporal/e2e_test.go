@@ -27,6 +27,29 @@ import (
 
 // devServer starts a real Temporal dev server from the binary
 // TEMPORAL_CLI names, or skips the test saying how to run it.
+// e2eWorkflow writes a workflow file into repo and loads it from the
+// disk, as a worker does.
+func e2eWorkflow(t *testing.T, repo, name, src string) (afero.Fs, *config.Workflow) {
+	t.Helper()
+	path := filepath.Join(repo, name)
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fsys := afero.NewOsFs()
+	wf, err := config.Load(fsys, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fsys, wf
+}
+
+// e2eActivities are the activities of a worker in repo that runs real
+// processes.
+func e2eActivities(fsys afero.Fs, repo string) *Activities {
+	return &Activities{Runner: &runner.Runner{FS: fsys, Clock: clock.Real(), Starter: proc.OS(), Environ: os.Environ(), Host: "e2e", PID: os.Getpid()},
+		Repo: repo, Host: "e2e"}
+}
+
 func devServer(t *testing.T) client.Client {
 	t.Helper()
 	return startDevServer(t).Client()
@@ -82,19 +105,11 @@ steps:
     needs: [approve]
     run: echo shipped
 `
-	path := filepath.Join(repo, "e2e.yaml")
-	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	fsys := afero.NewOsFs()
-	wf, err := config.Load(fsys, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fsys, wf := e2eWorkflow(t, repo, "e2e.yaml", src)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	acts := &Activities{Runner: &runner.Runner{FS: fsys, Clock: clock.Real(), Starter: proc.OS(), Environ: os.Environ(), Host: "e2e", PID: os.Getpid()},
-		Repo: repo, Host: "e2e", HeartbeatEvery: time.Second}
+	acts := e2eActivities(fsys, repo)
+	acts.HeartbeatEvery = time.Second
 	served := make(chan error, 1)
 	go func() { served <- Serve(ctx, c, "e2e", false, acts) }()
 	defer func() {
@@ -136,7 +151,7 @@ steps:
 	if _, err := Decide(ctx, c, "e2e-1", DecideRequest{Step: "approve", Input: runner.HumanInput{Approved: true, By: "ann"}}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Decide(ctx, c, "e2e-1", DecideRequest{Step: "approve", Input: runner.HumanInput{Approved: true, By: "bob"}})
+	_, err := Decide(ctx, c, "e2e-1", DecideRequest{Step: "approve", Input: runner.HumanInput{Approved: true, By: "bob"}})
 	if code := runner.CodeOf(err); code != runner.ExitRefused {
 		t.Errorf("a second decision: %v (exit %d), want refused (exit 8)", err, code)
 	}
