@@ -241,7 +241,11 @@ func (d *dryRun) step(s *config.Step, g, attempts, iterations int) DryRunStep {
 		}
 		if a := d.wf.Agents[s.Agent]; a != nil && a.Preset != "" {
 			// The command of a fresh session; a re-entered step's resumes.
-			c, err := agents.Command(agents.Invocation{Preset: a.Preset, Model: a.Model, Args: a.Args})
+			model := a.Model
+			if s.Model != "" {
+				model = s.Model // the step's own model wins, as in a run
+			}
+			c, err := agents.Command(agents.Invocation{Preset: a.Preset, Model: model, Args: a.Args})
 			if err != nil {
 				d.errs = append(d.errs, fmt.Sprintf("agents.%s: %v", s.Agent, err))
 			}
