@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/afero"
 
+	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/confine"
 )
 
@@ -33,12 +34,15 @@ var gateWords = map[string]bool{
 }
 
 // usesGates reports whether any step of the run's workflow waits on
-// gates of a gate-state file.
+// gates of a gate-state file (found when the workflow is set, since the
+// loop asks after every input).
 func (x *run) usesGates() bool {
-	if x.opts.Invocation.GateStateFile == "" {
-		return false
-	}
-	for _, s := range x.wf.AllSteps() {
+	return x.gated && x.opts.Invocation.GateStateFile != ""
+}
+
+// hasGates reports whether any step of wf waits on gates.
+func hasGates(wf *config.Workflow) bool {
+	for _, s := range wf.AllSteps() {
 		if len(s.Gates) > 0 {
 			return true
 		}

@@ -173,8 +173,10 @@ func (r *Runner) defaults() {
 
 // run is one execution of a run by this runner.
 type run struct {
-	// gates are the gates of the gate-state file as last read.
+	// gates are the gates of the gate-state file as last read; gated is
+	// true when a step of the workflow waits on gates.
 	gates  map[string]bool
+	gated  bool
 	r      *Runner
 	opts   Options
 	wf     *config.Workflow
@@ -520,6 +522,7 @@ func (x *run) setWorkflow(wf *config.Workflow) {
 	x.limits = wf.Limits()
 	x.redact = Secrets(wf, x.r.Environ)
 	x.spec, x.digest = wf.SpecDigest()
+	x.gated = hasGates(wf)
 }
 
 // reload takes the workflow file as it is now, for a paused run that
