@@ -106,13 +106,22 @@ func build(raw *rawWorkflow, fs afero.Fs, path string, o Options, d *diags) *Wor
 	b.notify()
 	w.Budget = b.budget(raw.budget)
 	seen := map[string]bool{}
+	topIDs := make([]str, len(raw.steps))
+	for i, rs := range raw.steps {
+		topIDs[i] = rs.id
+	}
+	w.Steps = make([]*Step, 0, len(raw.steps))
 	for i, rs := range raw.steps {
 		if s := b.step(rs, seen, nil); s != nil {
 			w.Steps = append(w.Steps, s)
 			if rs.forEachSet {
-				b.loop(s, rs, raw.steps[:i], seen)
+				b.loop(s, rs, topIDs[:i], seen)
 			}
 		}
+		// The step is built and its raw form read nowhere else: let it
+		// go, so that a large file's raw steps and model do not both
+		// live whole.
+		raw.steps[i] = nil
 	}
 	if len(raw.steps) == 0 && raw.name.ok() {
 		d.errorf(raw.name.pos(), "workflow %q has no steps", raw.name.val)
@@ -183,6 +192,7 @@ func (b *builder) secrets() {
 // step builds a step of the top level, or of the body of loop when
 // loop is not nil. The body of a loop step is built by loop.
 func (b *builder) step(rs *rawStep, seen map[string]bool, loop *Step) *Step {
+	rs.more()
 	s := &Step{ID: rs.id.val, Pos: rs.pos, Description: rs.description.val, Feedback: "append", NeedsSet: rs.needsSet, NeedsPos: rs.needsPos}
 	if loop != nil {
 		s.Loop = loop.ID

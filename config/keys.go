@@ -401,24 +401,24 @@ var stepTable = loopKeys(newTable("step", "A step: exactly one of run, prompt or
 			}
 		}},
 	scalar("description", kindString, "What the step does, for people.",
-		func(s *rawStep) *str { return &s.description }),
+		func(s *rawStep) *str { return &s.more().description }),
 	scalar("feedback", kindString, "append (the default for agent steps) adds why a loop-back sent the step back to its prompt; none does not.",
-		func(s *rawStep) *str { return &s.feedback }),
+		func(s *rawStep) *str { return &s.more().feedback }),
 	scalar("run", kindTemplate, "A command session: run with sh -c in the repo directory.",
 		func(s *rawStep) *str { return &s.run }),
 	scalar("prompt", kindTemplate, "An agent session with this prompt.",
 		func(s *rawStep) *str { return &s.prompt }),
 	scalar("prompt_file", kindString, "An agent session with the prompt in this file, relative to the workflow file.",
-		func(s *rawStep) *str { return &s.promptFile }),
+		func(s *rawStep) *str { return &s.more().promptFile }),
 	scalar("prompt_path", kindString, "An agent session with the prompt in this file, found when the step starts (so an earlier step may write it): an absolute path, else <repo>/.agents/prompts/<its base name>, the workflow's directory, the repo.",
-		func(s *rawStep) *str { return &s.promptPath }),
+		func(s *rawStep) *str { return &s.more().promptPath }),
 	scalar("agent", kindString, "The agent of a prompt step (default: defaults.agent).",
 		func(s *rawStep) *str { return &s.agent }),
 	scalar("model", kindString, "The model asked of the agent for this step: $STEP_MODEL in its session, and a preset agent's --model.",
-		func(s *rawStep) *str { return &s.model }),
+		func(s *rawStep) *str { return &s.more().model }),
 	field[rawStep]{name: "metadata", kind: kindMapping, doc: "Data about the step, for people and tools; expressions read it as steps.<id>.metadata.",
 		set: func(s *rawStep, v value) {
-			s.metadataPos = v.keyPos()
+			s.more().metadataPos = v.keyPos()
 			if m, ok := v.literal("metadata"); ok {
 				if mm, isMap := m.(map[string]any); isMap {
 					s.metadata = mm
@@ -429,11 +429,11 @@ var stepTable = loopKeys(newTable("step", "A step: exactly one of run, prompt or
 		}},
 	field[rawStep]{name: "external_gates", kind: kindList, elem: kindString, unique: true,
 		doc: "Gates of the gate-state file (flow run --gate-state-file) that must be open before the step starts.",
-		set: func(s *rawStep, v value) { s.gatesPos, s.gates = v.keyPos(), v.list("external_gates", false) }},
+		set: func(s *rawStep, v value) { s.more().gatesPos, s.gates = v.keyPos(), v.list("external_gates", false) }},
 	field[rawStep]{name: "human", kind: kindBlock, sub: humanTable, doc: "A human step: waits for flow approve or flow reject.",
 		set: func(s *rawStep, v value) {
 			if h := (&rawHuman{pos: v.keyPos()}); humanTable.decode(v, h) {
-				s.human = h
+				s.more().human = h
 			}
 		}},
 	field[rawStep]{name: "needs", kind: kindOneOrList, elem: kindStepID, doc: "The steps this one depends on; [] makes it independent. Without needs a step depends on the one before it.",
@@ -442,34 +442,34 @@ var stepTable = loopKeys(newTable("step", "A step: exactly one of run, prompt or
 			s.needs = v.list("needs", true)
 		}},
 	scalar("when", kindExpr, "Skip the step when this is false.",
-		func(s *rawStep) *str { return &s.when }),
+		func(s *rawStep) *str { return &s.more().when }),
 	field[rawStep]{name: "gate", kind: kindBlock, sub: gateTable, doc: "Decides, after the session succeeded, whether its work passes.",
 		set: func(s *rawStep, v value) {
 			if g := (&rawGate{pos: v.keyPos()}); gateTable.decode(v, g) {
-				s.gate = g
+				s.more().gate = g
 			}
 		}},
 	scalar("loop_back_to", kindString, "The step to run again when the session's report says gate_failure.",
-		func(s *rawStep) *str { return &s.loopBackTo }),
+		func(s *rawStep) *str { return &s.more().loopBackTo }),
 	scalar("max_attempts", kindLimit, "Sessions per iteration before the step fails.",
-		func(s *rawStep) *str { return &s.maxAttempts }),
+		func(s *rawStep) *str { return &s.more().maxAttempts }),
 	scalar("max_iterations", kindLimit, "Loop-backs before the step fails.",
-		func(s *rawStep) *str { return &s.maxIterations }),
-	retryField(func(s *rawStep) **rawRetry { return &s.retry }),
+		func(s *rawStep) *str { return &s.more().maxIterations }),
+	retryField(func(s *rawStep) **rawRetry { return &s.more().retry }),
 	scalar("retry_if", kindExpr, "Retry a failed session only when this is true (over exit_code, output, error).",
-		func(s *rawStep) *str { return &s.retryIf }),
+		func(s *rawStep) *str { return &s.more().retryIf }),
 	scalar("timeout", kindDuration, "Wall-clock limit of one session.",
-		func(s *rawStep) *str { return &s.timeout }),
+		func(s *rawStep) *str { return &s.more().timeout }),
 	scalar("idle_timeout", kindDuration, "A session with no output for this long is stuck and is killed.",
-		func(s *rawStep) *str { return &s.idleTimeout }),
+		func(s *rawStep) *str { return &s.more().idleTimeout }),
 	field[rawStep]{name: "artifacts", kind: kindList, elem: kindTemplate, doc: "Files the step produces, relative to the repo; templates.",
-		set: func(s *rawStep, v value) { s.artifactsPos, s.artifacts = v.keyPos(), v.list("artifacts", false) }},
+		set: func(s *rawStep, v value) { s.more().artifactsPos, s.artifacts = v.keyPos(), v.list("artifacts", false) }},
 	field[rawStep]{name: "env", kind: kindEnv,
-		set: func(s *rawStep, v value) { s.envPos, s.env = v.keyPos(), v.strMap("env") }},
+		set: func(s *rawStep, v value) { s.more().envPos, s.env = v.keyPos(), v.strMap("env") }},
 	field[rawStep]{name: "for_each", kind: kindForEach,
 		doc: "Makes the step a loop: its body (steps) runs once per item of this list, written here or given by an expression.",
 		set: func(s *rawStep, v value) {
-			s.forEachSet, s.forEachPos = true, v.pos()
+			s.forEachSet, s.more().forEachPos = true, v.pos()
 			if v.isList() {
 				s.forEachList, s.forEachIsList = v.literalList("for_each"), true
 				return
@@ -478,20 +478,20 @@ var stepTable = loopKeys(newTable("step", "A step: exactly one of run, prompt or
 		}},
 	field[rawStep]{name: "as", kind: kindString, pattern: inputName.String(),
 		doc: "The name of the item in the body's expressions and templates (default item).",
-		set: func(s *rawStep, v value) { s.as = v.str("as") }},
+		set: func(s *rawStep, v value) { s.more().as = v.str("as") }},
 	field[rawStep]{name: "index_as", kind: kindString, pattern: inputName.String(),
 		doc: "The name of the item's position, from 0, in the body's expressions and templates (default index).",
-		set: func(s *rawStep, v value) { s.indexAs = v.str("index_as") }},
+		set: func(s *rawStep, v value) { s.more().indexAs = v.str("index_as") }},
 	scalar("key", kindExpr, "An item's stable key, an expression with the item in scope (default: its index).",
-		func(s *rawStep) *str { return &s.key }),
+		func(s *rawStep) *str { return &s.more().key }),
 	scalar("max_parallel", kindCount, "How many items of the loop run at once (default 1).",
-		func(s *rawStep) *str { return &s.maxParallel }),
+		func(s *rawStep) *str { return &s.more().maxParallel }),
 	scalar("max_items", kindCount, "The most items this loop may have (default: defaults.max_items).",
-		func(s *rawStep) *str { return &s.maxItems }),
+		func(s *rawStep) *str { return &s.more().maxItems }),
 	scalar("continue_on_error", kindBool, "Run every item even when one fails; the loop still fails at the end.",
-		func(s *rawStep) *str { return &s.continueOnError }),
+		func(s *rawStep) *str { return &s.more().continueOnError }),
 	budgetField("The step's budget: its sessions, all attempts and iterations together (for a step of a loop's body, all its items together). Not on a human step or a for_each loop.",
-		func(s *rawStep) **rawBudget { return &s.budget }),
+		func(s *rawStep) **rawBudget { return &s.more().budget }),
 ))
 
 // loopKeys adds to the step table the body of a loop: steps, a list of
@@ -501,7 +501,7 @@ func loopKeys(t *table[rawStep]) *table[rawStep] {
 	t.add(field[rawStep]{name: "steps", hcl: "step", kind: kindItems, sub: t,
 		doc: "The body of a for_each loop: the steps run once per item, in order as at the top level.",
 		set: func(s *rawStep, v value) {
-			if !s.bodySet {
+			if !s.more().bodySet {
 				s.bodySet, s.bodyPos = true, v.keyPos()
 			}
 			v.items("steps", func(item value) {

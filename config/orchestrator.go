@@ -155,7 +155,7 @@ var orchWorkflowTable = newTable("workflow", "", "",
 				if !w.countStep(item) {
 					return
 				}
-				s := &rawStep{pos: item.pos(), wf: w, orch: &rawOrchStep{}}
+				s := &rawStep{pos: item.pos(), wf: w, orch: &rawOrchStep{}, rawStepMore: &rawStepMore{}}
 				if orchStepTable.decodeEntry(item, s) {
 					w.steps = append(w.steps, s)
 				}
@@ -342,11 +342,14 @@ func (ro *rawOrchestrator) mapLoop(s *rawStep, d *diags) *rawStep {
 	l := s.orch.loop
 	id := s.id.val
 	body := *s
+	bodyMore := *s.more()
+	body.rawStepMore = &bodyMore
 	body.id.val = id + bodySuffix
 	body.needs, body.needsSet, body.needsPos = nil, true, s.pos
 	loop := &rawStep{id: s.id, pos: s.pos, wf: s.wf, needs: s.needs, needsSet: s.needsSet, needsPos: s.needsPos,
-		description: s.description, metadata: s.metadata, metadataPos: s.metadataPos,
-		forEachSet: true, forEachPos: l.pos, bodySet: true, bodyPos: l.pos, body: []*rawStep{&body}}
+		forEachSet: true, body: []*rawStep{&body},
+		rawStepMore: &rawStepMore{description: s.description, metadata: s.metadata, metadataPos: s.metadataPos,
+			forEachPos: l.pos, bodySet: true, bodyPos: l.pos}}
 	body.metadata = nil
 	if body.loopBackTo.val == id {
 		// A looped step that loops back to itself does its item again.

@@ -125,18 +125,38 @@ type rawNotify struct {
 }
 
 type rawStep struct {
-	id            str
-	pos           Pos
+	id       str
+	pos      Pos
+	run      str
+	prompt   str
+	agent    str
+	needs    []str
+	needsSet bool
+	needsPos Pos
+	// orch holds the keys of agent_orchestrator's format flow's has
+	// not, for a step read in it; nil otherwise.
+	orch *rawOrchStep
+
+	// wf is the workflow the step is in, which counts its steps.
+	wf *rawWorkflow
+	// forEachSet is whether for_each was written: the step is a loop,
+	// whose body holds the steps of its body.
+	forEachSet bool
+	body       []*rawStep
+
+	// The keys most steps do not write are apart, allocated by the first
+	// one written (more), so that a file of many plain steps does not
+	// hold a kilobyte and a half of empty keys for each while it loads.
+	// build gives every step its own before it reads them.
+	*rawStepMore
+}
+
+// rawStepMore holds the keys of a step that most steps leave out.
+type rawStepMore struct {
 	description   str
 	feedback      str
-	run           str
-	prompt        str
 	promptFile    str
-	agent         str
 	human         *rawHuman
-	needs         []str
-	needsSet      bool
-	needsPos      Pos
 	when          str
 	gate          *rawGate
 	loopBackTo    str
@@ -158,16 +178,10 @@ type rawStep struct {
 	gates         []str
 	gatesPos      Pos
 	maxItems      str
-	// orch holds the keys of agent_orchestrator's format flow's has
-	// not, for a step read in it; nil otherwise.
-	orch *rawOrchStep
 
-	// wf is the workflow the step is in, which counts its steps.
-	wf *rawWorkflow
 	// The keys of a for_each loop. forEach is the expression, or
 	// forEachList the list written in the file when forEachIsList;
 	// forEachPos is where either is written.
-	forEachSet      bool
 	forEach         str
 	forEachList     []any
 	forEachIsList   bool
@@ -177,11 +191,18 @@ type rawStep struct {
 	key             str
 	maxParallel     str
 	continueOnError str
-	// body holds the steps of the loop's body, bodySet whether steps
-	// was written at all, and bodyPos where.
-	body    []*rawStep
+	// bodySet is whether steps was written at all, and bodyPos where.
 	bodySet bool
 	bodyPos Pos
+}
+
+// more returns the step's rarely written keys, allocating them the
+// first time.
+func (s *rawStep) more() *rawStepMore {
+	if s.rawStepMore == nil {
+		s.rawStepMore = &rawStepMore{}
+	}
+	return s.rawStepMore
 }
 
 type rawGate struct {
