@@ -61,6 +61,9 @@ type restartRequest struct {
 	// run; nil for flow resume and flow retry.
 	wf    *config.Workflow
 	fresh *ops.Launch
+	// workflowPath is the file flow resume --workflow names; repo is
+	// the caller's repository, where the run's workflow file is read.
+	workflowPath, repo string
 }
 
 var temporalHooks *temporalCLI
@@ -217,9 +220,7 @@ func (a *app) restartRequestOf(cmd *cobra.Command, args []string) (restartReques
 	if force, _ := fl.GetBool("force"); force {
 		return r, runner.Usage("--force is for local runs: a run on Temporal keeps its artifacts in the worker's checkout")
 	}
-	if w, _ := fl.GetString("workflow"); w != "" {
-		return r, runner.Usage("--workflow is for local runs: a run on Temporal goes on with the workflow it started with")
-	}
+	r.workflowPath, _ = fl.GetString("workflow")
 	r.budgets.MaxAttempts, _ = fl.GetInt("max-attempts")
 	r.budgets.MaxIterations, _ = fl.GetInt("max-iterations")
 	r.budgets.Raise.CostUSD, _ = fl.GetFloat64("budget-cost")
@@ -232,8 +233,18 @@ func (a *app) restartRequestOf(cmd *cobra.Command, args []string) (restartReques
 	r.inv.PauseForHumanInput, _ = fl.GetBool("pause-for-human-input")
 	r.inv.GateStateFile, _ = fl.GetString("gate-state-file")
 	r.inv.Env, _ = fl.GetStringArray("env")
+	repo, _ := fl.GetString("repo")
 	if cmd.Name() != "run" {
 		r.runID = argAt(args, 0)
+		var err error
+		if r.repo, err = a.svc.Repo(repo); err != nil {
+			return r, err
+		}
+		if r.workflowPath != "" {
+			if r.workflowPath, err = filepath.Abs(r.workflowPath); err != nil {
+				return r, err
+			}
+		}
 		return r, nil
 	}
 	// flow run WORKFLOW --start-at-step: the newest run of WORKFLOW on
@@ -241,14 +252,13 @@ func (a *app) restartRequestOf(cmd *cobra.Command, args []string) (restartReques
 	// step.
 	r.runID, _ = fl.GetString("run-id")
 	vars, _ := fl.GetStringArray("var")
-	repo, _ := fl.GetString("repo")
 	l, err := a.svc.PrepareRun(ops.RunRequest{Workflow: args[0], Repo: repo, RunID: r.runID, Vars: vars, NoWait: r.noWait,
 		Budgets: r.budgets, Invocation: r.inv})
 	if err != nil {
 		return r, err
 	}
 	a.notices(cmd, l.Workflow)
-	r.wf, r.fresh = l.Workflow, l
+	r.wf, r.fresh, r.repo = l.Workflow, l, l.Options.Repo
 	return r, nil
 }
 

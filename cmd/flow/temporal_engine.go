@@ -118,7 +118,8 @@ func temporalRestart(ctx context.Context, a *app, f *temporalFlags, cmd *cobra.C
 		return err
 	}
 	defer c.Close()
-	a.svc.Engine = &temporal.Engine{Client: c, TaskQueue: f.queue, FS: a.svc.FS, Detach: f.detach}
+	eng := &temporal.Engine{Client: c, TaskQueue: f.queue, FS: a.svc.FS, Detach: f.detach}
+	a.svc.Engine = eng
 	if req.runID == "" {
 		name := ""
 		if req.wf != nil {
@@ -144,8 +145,8 @@ func temporalRestart(ctx context.Context, a *app, f *temporalFlags, cmd *cobra.C
 		l.Plan = &ops.StartAtPlan{Workflow: l.Workflow.Name, Step: req.startAt, NewRun: true, Kept: []string{}, Rerun: []string{}, Missing: []ops.MissingArtifact{}}
 		return a.execute(cmd, l, req.asJSON)
 	}
-	l, err := temporal.PrepareRestart(ctx, c, temporal.RestartRequest{RunID: req.runID, Workflow: req.wf, StartAt: req.startAt,
-		Retry: req.retry, NoWait: req.noWait, Budgets: req.budgets, Invocation: req.inv})
+	l, err := eng.PrepareRestart(ctx, temporal.RestartRequest{RunID: req.runID, Workflow: req.wf, WorkflowPath: req.workflowPath,
+		Repo: req.repo, StartAt: req.startAt, Retry: req.retry, NoWait: req.noWait, Budgets: req.budgets, Invocation: req.inv})
 	if err != nil {
 		return err
 	}

@@ -2,8 +2,10 @@ package temporal
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/afero"
@@ -13,6 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
 
@@ -35,6 +38,10 @@ type Engine struct {
 	// SessionHeartbeat is how long a session's activity may go without
 	// beating before Temporal runs it again; 0 means a minute.
 	SessionHeartbeat time.Duration
+
+	// prepared is what PrepareRestart found for the restart that
+	// follows.
+	prepared *prepared
 }
 
 // Name names the engine: flow's hints to steer a run say --engine
@@ -81,21 +88,24 @@ func (e *Engine) Run(ctx context.Context, opts runner.Options, att ops.Attach) (
 		fmt.Fprintf(out, "run %s started on Temporal (task queue %s); follow it with: flow status %s --engine temporal\n", opts.RunID, e.TaskQueue, opts.RunID)
 		return runner.Result{RunID: opts.RunID, Status: runner.RunRunning}, nil
 	}
-	return e.follow(ctx, opts, run, nil, att)
+	return e.follow(ctx, opts, run, nil, true, att)
 }
 
 // follow prints the run's progress until it ends, or, with NoWait,
 // until it waits on a human or is paused; from, when set, is the state
-// of the run the follower attaches to: what follows it is printed. An
+// of the run the follower attaches to: what follows it is printed.
+// With started, run is an execution just started from that state: its
+// state is not the run's until it has recorded its first event. An
 // interrupt (ctx) cancels the workflow, which interrupts the run as
 // SIGINT does locally; its end is still followed.
-func (e *Engine) follow(ctx context.Context, opts runner.Options, run client.WorkflowRun, from *runner.State, att ops.Attach) (runner.Result, error) {
+func (e *Engine) follow(ctx context.Context, opts runner.Options, run client.WorkflowRun, from *runner.State, started bool, att ops.Attach) (runner.Result, error) {
 	every := e.PollEvery
 	if every <= 0 {
 		every = 200 * time.Millisecond
 	}
 	ann := runner.NewAnnouncer(opts.Workflow, opts, att.Output)
 	var after int64
+	seen := !started
 	if from != nil {
 		ann.From(from)
 		after = from.Seq
@@ -125,10 +135,16 @@ func (e *Engine) follow(ctx context.Context, opts runner.Options, run client.Wor
 				if err := ann.Event(ev); err != nil {
 					return err
 				}
+				if ev.Type == core.EvWorkflowChanged {
+					var wc runner.WorkflowChanged
+					if json.Unmarshal(ev.Data, &wc) == nil {
+						fmt.Fprintf(att.Output, "workflow changed since the run last ran (%s -> %s)\n", shortDigest(wc.From), shortDigest(wc.To))
+					}
+				}
 				if att.Events != nil {
 					att.Events(ev)
 				}
-				after = ev.Seq
+				after, seen = ev.Seq, true
 				for _, r := range page.Retries {
 					if r.After == ev.Seq {
 						ann.Retrying(r.Step, r.Delay)
@@ -162,7 +178,7 @@ func (e *Engine) follow(ctx context.Context, opts runner.Options, run client.Wor
 				continue // a query the server could not answer now is asked again
 			}
 			st := ann.State()
-			if !opts.NoWait {
+			if !opts.NoWait || !seen {
 				break
 			}
 			switch st.Status {
@@ -271,4 +287,14 @@ func runError(runID string, err error) error {
 		return runner.Refused("%s", app.Message())
 	}
 	return fmt.Errorf("run %s on Temporal: %w", runID, err)
+}
+
+// shortDigest shortens a workflow's digest as the local driver prints
+// it.
+func shortDigest(d string) string {
+	d = strings.TrimPrefix(d, "sha256:")
+	if len(d) > 12 {
+		return d[:12]
+	}
+	return d
 }

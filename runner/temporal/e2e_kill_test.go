@@ -219,7 +219,7 @@ func TestEndToEndRetry(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(repo, "fixed"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l, err := PrepareRestart(ctx, c, RestartRequest{RunID: "retry-1", Retry: true})
+	l, err := eng.PrepareRestart(ctx, RestartRequest{RunID: "retry-1", Retry: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestEndToEndRetry(t *testing.T) {
 	if err != nil || res.Status != runner.RunCompleted {
 		t.Fatalf("retry: %+v %v\n%s", res, err, out.String())
 	}
-	if _, err := PrepareRestart(ctx, c, RestartRequest{RunID: "retry-1"}); runner.CodeOf(err) != runner.ExitRefused {
+	if _, err := eng.PrepareRestart(ctx, RestartRequest{RunID: "retry-1"}); runner.CodeOf(err) != runner.ExitRefused {
 		t.Errorf("resuming a completed run: %v, want refused (exit 8)", err)
 	}
 	st, _, err := runner.LoadState(fsys, runner.RunDir(repo, "retry-1"), false, time.Now())

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/afero"
 
+	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner"
 )
 
@@ -14,25 +15,39 @@ import (
 // read through fsys and carried by their paths relative to the
 // repository. An input over MaxPayload is refused, saying so.
 func NewInput(fsys afero.Fs, opts runner.Options, queue string) (Input, error) {
-	wf := opts.Workflow
+	src, err := ReadSource(fsys, opts.Workflow, opts.Repo)
+	if err != nil {
+		return Input{}, err
+	}
+	in := Input{RunID: opts.RunID, Source: src, Invocation: opts.Invocation, Vars: opts.Vars, Budgets: opts.Budgets, TaskQueue: queue}
+	if err := checkSize("the run's input (its workflow and prompt files)", in); err != nil {
+		return Input{}, runner.Usage("%v", err)
+	}
+	return in, nil
+}
+
+// ReadSource reads the source of workflow wf, loaded from a file in
+// repository repo: the file and its prompt files, through fsys, by
+// their paths relative to repo.
+func ReadSource(fsys afero.Fs, wf *config.Workflow, repo string) (Source, error) {
 	rel := func(p string) (string, error) {
-		r, err := filepath.Rel(opts.Repo, p)
+		r, err := filepath.Rel(repo, p)
 		if err != nil {
-			return "", fmt.Errorf("%s is not under the repository %s: %w", p, opts.Repo, err)
+			return "", fmt.Errorf("%s is not under the repository %s: %w", p, repo, err)
 		}
 		return filepath.ToSlash(r), nil
 	}
 	file, err := filepath.Abs(wf.File)
 	if err != nil {
-		return Input{}, err
+		return Source{}, err
 	}
 	data, err := afero.ReadFile(fsys, file)
 	if err != nil {
-		return Input{}, fmt.Errorf("read workflow: %w", err)
+		return Source{}, fmt.Errorf("read workflow: %w", err)
 	}
 	src := Source{Data: data, Prompts: map[string][]byte{}}
 	if src.Path, err = rel(file); err != nil {
-		return Input{}, err
+		return Source{}, err
 	}
 	for _, s := range wf.AllSteps() {
 		if s.PromptPath == "" {
@@ -44,17 +59,13 @@ func NewInput(fsys afero.Fs, opts runner.Options, queue string) (Input, error) {
 		}
 		b, err := afero.ReadFile(fsys, p)
 		if err != nil {
-			return Input{}, fmt.Errorf("read prompt file: %w", err)
+			return Source{}, fmt.Errorf("read prompt file: %w", err)
 		}
 		r, err := rel(p)
 		if err != nil {
-			return Input{}, err
+			return Source{}, err
 		}
 		src.Prompts[r] = b
 	}
-	in := Input{RunID: opts.RunID, Source: src, Invocation: opts.Invocation, Vars: opts.Vars, Budgets: opts.Budgets, TaskQueue: queue}
-	if err := checkSize("the run's input (its workflow and prompt files)", in); err != nil {
-		return Input{}, runner.Usage("%v", err)
-	}
-	return in, nil
+	return src, nil
 }

@@ -1,10 +1,12 @@
 package temporal
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/afero"
@@ -76,41 +78,59 @@ func lookup(ctx context.Context, c client.Client, runID string) (recorded, error
 type RestartRequest struct {
 	RunID string
 	// Workflow, when set, is the workflow the command names (flow run
-	// WORKFLOW --start-at-step): the run must be of it, unchanged.
+	// WORKFLOW --start-at-step): the run must be of it, and goes on with
+	// its file as it is now.
 	Workflow *config.Workflow
-	StartAt  string
-	Retry    bool
-	NoWait   bool
-	Budgets  runner.Budgets
+	// WorkflowPath, when set, is the file the run goes on with (flow
+	// resume --workflow). With neither, the run's own workflow file is
+	// looked for under Repo, by its path in the repository the run was
+	// started from, and the run goes on with it when it is there.
+	WorkflowPath string
+	// Repo is the caller's repository: where the run's workflow file
+	// and its prompt files are read.
+	Repo    string
+	StartAt string
+	Retry   bool
+	NoWait  bool
+	Budgets runner.Budgets
 	// Invocation, when it gives flags, is put over the run's own.
 	Invocation runner.Invocation
 }
 
+// prepared is what PrepareRestart found for the restart that follows:
+// the source the run goes on with.
+type prepared struct {
+	runID  string
+	source Source
+}
+
 // PrepareRestart finds a run on Temporal and plans its going on as
-// ops.PrepareResume plans a local run's: the run's workflow (the one
-// it started with), and with a start step or a retry, what is kept and
-// what runs again. A run that has ended is refused as locally (exit 8),
-// a start step it does not have or a retry at an iteration budget is
-// bad usage (2). Kept steps' artifacts are not looked for: they are in
-// the worker's checkout.
-func PrepareRestart(ctx context.Context, c client.Client, req RestartRequest) (*ops.Launch, error) {
-	rec, err := lookup(ctx, c, req.RunID)
+// ops.PrepareResume plans a local run's: the run's workflow, and with
+// a start step or a retry, what is kept and what runs again. A run that
+// has ended is refused as locally (exit 8), a start step it does not
+// have or a retry at an iteration budget is bad usage (2). Kept steps'
+// artifacts are not looked for: they are in the worker's checkout.
+//
+// The workflow is the run's file as it is now in the caller's
+// repository (or the one the request names), as a local resume reads
+// it; when the file or its prompt files changed since the run started,
+// the run goes on with them, and the workflow code records the change
+// as the local driver does (new steps PENDING, removed steps dropped,
+// the new digest). A run whose file is not there goes on with the
+// workflow it started with. The Engine keeps the source for the Run
+// that follows.
+func (e *Engine) PrepareRestart(ctx context.Context, req RestartRequest) (*ops.Launch, error) {
+	rec, err := lookup(ctx, e.Client, req.RunID)
 	if err != nil {
 		return nil, err
 	}
 	in, host, st := rec.launch.Input, rec.launch.Host, rec.status.State
 	inv := in.Invocation.Merge(req.Invocation)
-	wf, err := ParseSource(host.Repo, in.Source, inv)
+	src, wf, err := e.restartSource(req, in, host, inv)
 	if err != nil {
-		return nil, runner.Usage("run %s: its workflow does not load: %v", req.RunID, err)
+		return nil, err
 	}
-	if w := req.Workflow; w != nil {
-		_, want := w.SpecDigest()
-		if _, got := wf.SpecDigest(); w.Name != wf.Name || got != want {
-			return nil, runner.Usage("run %s was started with another version of %s (%s): a run on Temporal goes on with the workflow it started with; flow resume %s --engine temporal --start-at-step STEP restarts it so, or start a new run of the edited workflow",
-				req.RunID, w.File, wf.Name, req.RunID)
-		}
-	}
+	e.prepared = &prepared{runID: req.RunID, source: src}
 	l := &ops.Launch{Workflow: wf, Options: runner.Options{Workflow: wf, Repo: host.Repo, RunID: req.RunID, Resume: true,
 		NoWait: req.NoWait, Budgets: req.Budgets, Invocation: inv}}
 	switch {
@@ -138,6 +158,67 @@ func PrepareRestart(ctx context.Context, c client.Client, req RestartRequest) (*
 	return l, nil
 }
 
+// restartSource returns the source a run goes on with and its workflow
+// as the run's worker reads it: the file the request names or finds in
+// the caller's repository when it differs from the run's, else the
+// run's own.
+func (e *Engine) restartSource(req RestartRequest, in Input, host Host, inv runner.Invocation) (Source, *config.Workflow, error) {
+	own, err := ParseSource(host.Repo, in.Source, inv)
+	if err != nil {
+		return Source{}, nil, runner.Usage("run %s: its workflow does not load: %v", req.RunID, err)
+	}
+	file := req.WorkflowPath
+	if req.Workflow != nil {
+		file = req.Workflow.File
+	}
+	if file == "" && req.Repo != "" && in.Source.Path != "" {
+		p := filepath.Join(req.Repo, filepath.FromSlash(in.Source.Path))
+		if ok, _ := afero.Exists(e.FS, p); !ok {
+			return in.Source, own, nil
+		}
+		file = p
+	}
+	if file == "" {
+		return in.Source, own, nil
+	}
+	repo := req.Repo
+	if repo == "" {
+		repo = filepath.Dir(file)
+	}
+	now, err := config.LoadWith(e.FS, file, inv.LoadOptions(repo))
+	if err != nil {
+		return Source{}, nil, &runner.ExitError{Code: runner.ExitUsage, Err: err}
+	}
+	if now.Name != own.Name {
+		return Source{}, nil, runner.Usage("run %s is a run of %s; %s is the workflow %s", req.RunID, own.Name, file, now.Name)
+	}
+	src, err := ReadSource(e.FS, now, repo)
+	if err != nil {
+		return Source{}, nil, err
+	}
+	if sameSource(src, in.Source) {
+		return in.Source, own, nil
+	}
+	wf, err := ParseSource(host.Repo, src, inv)
+	if err != nil {
+		return Source{}, nil, runner.Usage("run %s: %s does not load as its worker reads it: %v", req.RunID, file, err)
+	}
+	return src, wf, nil
+}
+
+// sameSource reports whether two sources are the same files.
+func sameSource(a, b Source) bool {
+	if a.Path != b.Path || !bytes.Equal(a.Data, b.Data) || len(a.Prompts) != len(b.Prompts) {
+		return false
+	}
+	for p, d := range a.Prompts {
+		if o, ok := b.Prompts[p]; !ok || !bytes.Equal(d, o) {
+			return false
+		}
+	}
+	return true
+}
+
 // ended refuses to resume a run that has ended, as locally.
 func ended(st *runner.State) error {
 	if st.Status == runner.RunFailed {
@@ -161,12 +242,23 @@ func (e *Engine) restart(ctx context.Context, opts runner.Options, att ops.Attac
 		return runner.Result{}, err
 	}
 	st := rec.status.State
+	prev := rec.launch.Input
+	src := prev.Source
+	if p := e.prepared; p != nil && p.runID == opts.RunID {
+		src = p.source
+	}
+	edited := !sameSource(src, prev.Source)
+	working := rec.status.Liveness.State == runner.LiveWorking
 	if !opts.Retry && opts.StartAt == "" {
-		if rec.running {
+		if rec.running && (!edited || working) {
+			if edited {
+				fmt.Fprintf(att.Output, "run %s goes on with the workflow it runs: a session runs; to take the edited workflow, pause it (flow pause %s --engine temporal) and resume it once it is paused\n",
+					opts.RunID, opts.RunID)
+			}
 			run := e.Client.GetWorkflow(ctx, opts.RunID, "")
-			return e.follow(ctx, opts, run, st, att)
+			return e.follow(ctx, opts, run, st, false, att)
 		}
-		if st.Status.Terminal() {
+		if !rec.running && st.Status.Terminal() {
 			return runner.Result{}, ended(st)
 		}
 	}
@@ -174,7 +266,7 @@ func (e *Engine) restart(ctx context.Context, opts runner.Options, att ops.Attac
 		if opts.Retry {
 			return runner.Result{}, runner.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", opts.RunID, st.Status)
 		}
-		if rec.status.Liveness.State == runner.LiveWorking {
+		if working {
 			return runner.Result{}, &core.ExitError{Code: core.ExitHeld, Err: fmt.Errorf(
 				"run %s is in flight on Temporal (%s); pause it (flow pause %s --engine temporal) and restart it once it is paused",
 				opts.RunID, rec.status.Liveness.Reason, opts.RunID)}
@@ -200,8 +292,7 @@ func (e *Engine) restart(ctx context.Context, opts runner.Options, att ops.Attac
 	if err != nil {
 		return runner.Result{}, err
 	}
-	prev := rec.launch.Input
-	in := Input{RunID: opts.RunID, Source: prev.Source, Invocation: opts.Invocation, Vars: prev.Vars, Budgets: opts.Budgets,
+	in := Input{RunID: opts.RunID, Source: src, Invocation: opts.Invocation, Vars: prev.Vars, Budgets: opts.Budgets,
 		TaskQueue: e.TaskQueue, HistoryLimit: prev.HistoryLimit, SessionHeartbeat: prev.SessionHeartbeat,
 		Restart: &Restart{Host: rec.launch.Host, State: state, StartAt: opts.StartAt, Retry: opts.Retry,
 			Control: rec.status.Control}}
@@ -228,7 +319,7 @@ func (e *Engine) restart(ctx context.Context, opts runner.Options, att ops.Attac
 		fmt.Fprintf(att.Output, "run %s goes on on Temporal (task queue %s); follow it with: flow resume %s --engine temporal\n", opts.RunID, e.TaskQueue, opts.RunID)
 		return runner.Result{RunID: opts.RunID, Status: runner.RunRunning}, nil
 	}
-	return e.follow(ctx, opts, run, st, att)
+	return e.follow(ctx, opts, run, st, true, att)
 }
 
 // NewestRun returns the id of the newest run of the workflow named

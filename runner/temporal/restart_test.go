@@ -197,3 +197,48 @@ func TestWorkflowRestartKeepsPause(t *testing.T) {
 		t.Errorf("the restart ran %v, want %v", got, want)
 	}
 }
+
+// TestWorkflowRestartEditedWorkflow: a run started again with its
+// workflow edited goes on with the edit, recorded as a local resume
+// records it: a removed step is dropped, a new one added PENDING and
+// run, the new vars and digest kept; the worker reads the new source.
+func TestWorkflowRestartEditedWorkflow(t *testing.T) {
+	failB := true
+	h := newHarness(t, restartable, func(c call) reply {
+		if c.Step == "b" && failB {
+			return reply{Exit: 1}
+		}
+		return reply{Out: c.Step + "\n"}
+	})
+	if res := h.run(); res.Status != runner.RunFailed {
+		t.Fatalf("first execution: %+v", res)
+	}
+	failB = false
+	edited := strings.Replace(restartable, "  - id: side\n    run: side\n", "", 1) +
+		"  - id: d\n    needs: [c]\n    run: d\nvars:\n  greeting: hi\n"
+	h.prepareRestart("", true, "")
+	h.in.Source.Data = []byte(edited)
+	if res := h.run(); res.Status != runner.RunCompleted {
+		t.Fatalf("retry with the edited workflow: %+v", res)
+	}
+	if got, want := h.starter.steps(), []string{"b.0.1", "c.0.1", "d.0.1"}; !slices.Equal(got, want) {
+		t.Errorf("the retry ran %v, want %v", got, want)
+	}
+	st := h.state()
+	wf, err := ParseSource(repo, h.in.Source, h.in.Invocation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, digest := wf.SpecDigest()
+	if st.Steps["side"] != nil || st.Steps["d"] == nil || st.Steps["d"].Status != runner.Completed ||
+		!slices.Equal(st.StepOrder, []string{"a", "b", "c", "d"}) || st.Vars["greeting"] != "hi" || st.WorkflowDigest != digest {
+		t.Errorf("the record after the retry: order %v, vars %v, digest %s (want %s), side %+v, d %+v",
+			st.StepOrder, st.Vars, st.WorkflowDigest, digest, st.Steps["side"], st.Steps["d"])
+	}
+	ev := strings.Join(h.events(), "\n")
+	for _, w := range []string{"step_added d\nstep_removed side\nworkflow_changed\nrunner_started\nretry"} {
+		if !strings.Contains(ev, w) {
+			t.Errorf("events lack %q:\n%s", w, ev)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"time"
 
@@ -195,7 +196,17 @@ func (d *driver) restart(wf *config.Workflow, now time.Time) error {
 		return temporal.NewNonRetryableApplicationError("read the run's recorded state: "+err.Error(), "refused", nil)
 	}
 	d.seq, d.mirrorSeq = d.st.Seq, d.st.Seq
-	d.record([]runner.Event{core.NewEvent(now, core.EvRunnerStarted, "", runner.RunnerStarted{Host: d.host.Name})}, false)
+	// The run goes on with its workflow as the restart gave it: an
+	// edit is recorded as the local driver records it on resume.
+	d.record(runner.Reconcile(wf, d.st, now), true)
+	rs := runner.RunnerStarted{Host: d.host.Name}
+	if d.st.RepoDir != d.host.Repo {
+		// Its record and checkout are another repository's now (a run
+		// moved to another worker): its paths are re-rooted there.
+		dir := runner.RunDir(d.host.Repo, in.RunID)
+		rs.RepoDir, rs.ReportsDir, rs.ManualInputsDir = d.host.Repo, path.Join(dir, runner.ReportsDir), path.Join(dir, runner.InputsDir)
+	}
+	d.record([]runner.Event{core.NewEvent(now, core.EvRunnerStarted, "", rs)}, false)
 	if r.StartAt != "" {
 		reset, err := runner.StartAtReset(wf, d.st, r.StartAt)
 		if err != nil {

@@ -1,0 +1,111 @@
+package temporal
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/ops"
+)
+
+// TestEndToEndEditedRestart: on a real server, a run restarted at a
+// step after its workflow file was edited goes on with the edit, as a
+// local one does: flow run WORKFLOW --start-at-step names the edited
+// file; flow resume finds the run's file in the caller's repository.
+// The new steps run, the worker runs the edited commands, and the
+// output says what changed.
+func TestEndToEndEditedRestart(t *testing.T) {
+	c := devServer(t)
+	repo := t.TempDir()
+	src := "name: edit\nsteps:\n  - {id: a, run: \"echo a >> ran\"}\n  - {id: b, needs: [a], run: \"echo b1 >> ran\"}\n"
+	fsys, wf := e2eWorkflow(t, repo, "edit.yaml", src)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	acts := e2eActivities(fsys, repo)
+	served := make(chan error, 1)
+	go func() { served <- Serve(ctx, c, "edit", false, acts) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	}()
+	eng := &Engine{Client: c, TaskQueue: "edit", FS: fsys, PollEvery: 50 * time.Millisecond}
+	var out syncBuffer
+	if res, err := eng.Run(ctx, runner.Options{Workflow: wf, Repo: repo, RunID: "edit-1"}, ops.Attach{Output: &out}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("first run: %+v %v\n%s", res, err, out.String())
+	}
+	edit := func(src string) *config.Workflow {
+		_, wf := e2eWorkflow(t, repo, "edit.yaml", src)
+		return wf
+	}
+	// flow run edit.yaml --start-at-step b, the file edited: b runs
+	// its new command, and c, new, runs after it.
+	src = "name: edit\nsteps:\n  - {id: a, run: \"echo a >> ran\"}\n  - {id: b, needs: [a], run: \"echo b2 >> ran\"}\n  - {id: c, needs: [b], run: \"echo c >> ran\"}\n"
+	l, err := eng.PrepareRestart(ctx, RestartRequest{RunID: "edit-1", Workflow: edit(src), Repo: repo, StartAt: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(l.Plan.Kept, []string{"a"}) || !slices.Equal(l.Plan.Rerun, []string{"b", "c"}) {
+		t.Errorf("plan keeps %v and re-runs %v, want [a] and [b c]", l.Plan.Kept, l.Plan.Rerun)
+	}
+	out = syncBuffer{}
+	if res, err := eng.Run(ctx, l.Options, ops.Attach{Output: &out}); err != nil || res.Status != runner.RunCompleted {
+		t.Fatalf("start at b: %+v %v\n%s", res, err, out.String())
+	}
+	for _, want := range []string{"c: new in the workflow; added to the run", "workflow changed since the run last ran", "c: completed"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	// flow resume edit-1 --start-at-step d, the file edited again: the
+	// run's file is found in the caller's repository.
+	edit(src + "  - {id: d, needs: [c], run: \"echo d >> ran\"}\n")
+	l, err = eng.PrepareRestart(ctx, RestartRequest{RunID: "edit-1", Repo: repo, StartAt: "d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := eng.Run(ctx, l.Options, ops.Attach{Output: &out}); err != nil || res.Status != runner.RunCompleted {
+		t.Fatalf("start at d: %+v %v\n%s", res, err, out.String())
+	}
+	st, _, err := runner.LoadState(fsys, runner.RunDir(repo, "edit-1"), false, time.Now())
+	if err != nil || !slices.Equal(st.StepOrder, []string{"a", "b", "c", "d"}) || st.Steps["d"].Status != runner.Completed {
+		t.Errorf("the worker's record: %v %+v", err, st)
+	}
+	// flow resume of a run that waits on a human, its file edited: the
+	// waiting workflow is interrupted and the run goes on with the edit.
+	hsrc := "name: wait\nsteps:\n  - {id: h, human: {message: go}}\n"
+	_, hwf := e2eWorkflow(t, repo, "wait.yaml", hsrc)
+	if res, err := eng.Run(ctx, runner.Options{Workflow: hwf, Repo: repo, RunID: "wait-1", NoWait: true}, ops.Attach{Output: &out}); err != nil || res.ExitCode != int(runner.ExitHuman) {
+		t.Fatalf("run to its human step: %+v %v\n%s", res, err, out.String())
+	}
+	e2eWorkflow(t, repo, "wait.yaml", hsrc+"  - {id: after, needs: [h], run: \"echo after >> ran\"}\n")
+	l, err = eng.PrepareRestart(ctx, RestartRequest{RunID: "wait-1", Repo: repo, NoWait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := eng.Run(ctx, l.Options, ops.Attach{Output: &out}); err != nil || res.ExitCode != int(runner.ExitHuman) || res.State.Steps["after"] == nil {
+		t.Fatalf("resume with the edit: %+v %v\n%s", res, err, out.String())
+	}
+	if _, err := Decide(ctx, c, "wait-1", DecideRequest{Step: "h", Input: runner.HumanInput{Approved: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := eng.Run(ctx, l.Options, ops.Attach{Output: &out}); err != nil || res.Status != runner.RunCompleted {
+		t.Fatalf("after the approval: %+v %v\n%s", res, err, out.String())
+	}
+	b, _ := os.ReadFile(filepath.Join(repo, "ran"))
+	if got, want := strings.Fields(string(b)), []string{"a", "b1", "b2", "c", "d", "after"}; !slices.Equal(got, want) {
+		t.Errorf("sessions ran %v, want %v", got, want)
+	}
+	// A file of another workflow at the run's path is refused.
+	edit("name: other\nsteps:\n  - {id: a, run: \"true\"}\n")
+	if _, err := eng.PrepareRestart(ctx, RestartRequest{RunID: "edit-1", Repo: repo, StartAt: "a"}); runner.CodeOf(err) != runner.ExitUsage {
+		t.Errorf("restart with another workflow's file: %v, want bad usage (exit 2)", err)
+	}
+}
