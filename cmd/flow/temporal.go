@@ -33,6 +33,7 @@ type temporalFlags struct {
 	namespace string
 	queue     string
 	detach    bool
+	move      bool
 }
 
 // temporalCLI are the commands of the Temporal engine; nil in a flow
@@ -54,9 +55,11 @@ type temporalCLI struct {
 type restartRequest struct {
 	runID, startAt string
 	retry, noWait  bool
-	asJSON         bool
-	budgets        runner.Budgets
-	inv            runner.Invocation
+	// move moves the run off its lost worker (--move).
+	move    bool
+	asJSON  bool
+	budgets runner.Budgets
+	inv     runner.Invocation
 	// wf is the workflow flow run names, and fresh its launch as a new
 	// run; nil for flow resume and flow retry.
 	wf    *config.Workflow
@@ -113,6 +116,9 @@ func (a *app) withEngine(c *cobra.Command) {
 	if c.Name() == "run" {
 		c.Flags().BoolVar(&f.detach, "detach", false, "with --engine temporal: return at once with the run id (exit 0)")
 	}
+	if c.Name() == "resume" || c.Name() == "retry" {
+		c.Flags().BoolVar(&f.move, "move", false, "with --engine temporal: move the run off its worker, whose host is lost, to whichever worker of --task-queue takes it (its running steps run again there, in that worker's checkout)")
+	}
 	local := c.RunE
 	if c.Name() == "logs" {
 		// flow logs RUN_ID on Temporal prints the tail of every step's
@@ -138,6 +144,9 @@ func (a *app) withEngine(c *cobra.Command) {
 			if f.detach {
 				return runner.Usage("--detach is for --engine temporal")
 			}
+			if f.move {
+				return runner.Usage("--move is for --engine temporal: a local run goes on in its own checkout")
+			}
 			return local(cmd, args)
 		case "temporal":
 		default:
@@ -160,6 +169,7 @@ func (a *app) withEngine(c *cobra.Command) {
 				if err != nil {
 					return err
 				}
+				req.move = f.move
 				return h.restart(ctx, a, f, cmd, req)
 			}
 			e, closeFn, err := h.engine(ctx, a, f)

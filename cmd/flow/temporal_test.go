@@ -34,6 +34,7 @@ func TestEngineTemporalNeedsFlowTemporal(t *testing.T) {
 		{[]string{"approve", "r1", "a", "--engine", "temporal"}, 2, "flow-temporal"},
 		{[]string{"run", wf, "--engine", "nomad"}, 2, `--engine "nomad"`},
 		{[]string{"run", wf, "--detach"}, 2, "--detach is for --engine temporal"},
+		{[]string{"resume", "r1", "--move"}, 2, "--move is for --engine temporal"},
 		{[]string{"resume", "r1", "--engine", "temporal"}, 2, "flow-temporal"},
 		{[]string{"retry", "r1", "--engine", "temporal"}, 2, "flow-temporal"},
 		{[]string{"run", wf, "--start-at-step", "a", "--engine", "temporal"}, 2, "flow-temporal"},

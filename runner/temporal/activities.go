@@ -51,6 +51,15 @@ type OpenRequest struct {
 	// Reopen opens a run again that this worker's repository records (a
 	// restarted run): what it is started with now replaces what it was.
 	Reopen bool `json:"reopen,omitempty"`
+	// Moved, with Reopen, opens a run moved here from another worker:
+	// its record here starts from the state it carries.
+	Moved *Moved `json:"moved,omitempty"`
+}
+
+// Moved is a run moved off a worker that is lost (Restart.Move).
+type Moved struct {
+	From  Host            `json:"from"`
+	State json.RawMessage `json:"state"`
 }
 
 // MirrorRequest hands a worker events to mirror.
@@ -200,7 +209,11 @@ func (a *Activities) Open(ctx context.Context, req OpenRequest) (Host, error) {
 		return Host{}, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 	}
 	dir := runner.RunDir(a.Repo, req.RunID)
-	if req.Reopen {
+	if req.Moved != nil {
+		if err := a.adopt(dir, req.Moved); err != nil {
+			return Host{}, err
+		}
+	} else if req.Reopen {
 		if _, err := a.fs().Stat(filepath.Join(dir, runner.EventsFile)); err != nil {
 			return Host{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s has no record in %s on %s: it cannot go on here", req.RunID, dir, a.Host), "refused", nil)
 		}
@@ -229,6 +242,32 @@ func (a *Activities) Open(ctx context.Context, req OpenRequest) (Host, error) {
 		return Host{}, err
 	}
 	return Host{Name: a.Host, Repo: a.Repo, Queue: a.Queue}, nil
+}
+
+// adopt makes dir the record of a run moved here: unless the record
+// here is as new as the state the run carries (a repository the
+// workers share), its run_state.json becomes that state, and the events
+// mirrored from now on go on after it. The events before it stay in the
+// lost worker's record.
+func (a *Activities) adopt(dir string, m *Moved) error {
+	var st runner.State
+	if err := json.Unmarshal(m.State, &st); err != nil {
+		return temporal.NewNonRetryableApplicationError("read the moved run's state: "+err.Error(), "refused", nil)
+	}
+	if here, _, err := runner.LoadState(a.fs(), dir, false, time.Time{}); err == nil && here.Seq >= st.Seq {
+		return nil
+	}
+	b, err := st.Indented()
+	if err != nil {
+		return fmt.Errorf("encode the moved run's state: %w", err)
+	}
+	if err := a.fs().MkdirAll(filepath.Join(dir, runner.ReportsDir), 0o755); err != nil {
+		return fmt.Errorf("create run directory: %w", err)
+	}
+	if err := atomicfile.Replace(a.fs(), filepath.Join(dir, runner.StateFile), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", runner.StateFile, err)
+	}
+	return nil
 }
 
 func readLaunch(fsys afero.Fs, dir string) (launch, error) {

@@ -234,7 +234,56 @@ func Status(ctx context.Context, c client.Client, runID string) (ops.Status, err
 	if err := v.Get(&r); err != nil {
 		return ops.Status{}, err
 	}
-	return ops.Status{State: r.State, Liveness: r.Liveness, RunDir: r.RunDir, At: time.Now()}, nil
+	st := ops.Status{State: r.State, Liveness: r.Liveness, RunDir: r.RunDir, At: time.Now()}
+	if st.Liveness.State == runner.LiveWorking {
+		if l, ok := unserved(ctx, c, runID, r.Host, st.At); ok {
+			st.Liveness = l
+		}
+	}
+	return st, nil
+}
+
+// LostAfter is how long a run's worker may go without asking for its
+// host queue's tasks before flow status says the run waits for a worker
+// that may be lost: a live worker asks again at least every minute or
+// so (a long poll).
+const LostAfter = 2 * time.Minute
+
+// unserved says, of a run pinned to one worker's host queue, that no
+// worker has asked for that queue's tasks for LostAfter: the run waits
+// for that worker, and a move is the way on if its host is lost. ok is
+// false when a worker serves the queue, the run is not pinned to one
+// (the workers share the repository), or the server cannot say.
+func unserved(ctx context.Context, c client.Client, runID string, host Host, now time.Time) (runner.Liveness, bool) {
+	if !strings.Contains(host.Queue, "@") {
+		return runner.Liveness{}, false
+	}
+	resp, err := c.DescribeTaskQueue(ctx, host.Queue, enumspb.TASK_QUEUE_TYPE_ACTIVITY)
+	if err != nil {
+		return runner.Liveness{}, false
+	}
+	var last time.Time
+	for _, p := range resp.GetPollers() {
+		if t := p.GetLastAccessTime().AsTime(); t.After(last) {
+			last = t
+		}
+	}
+	return lostLiveness(runID, host, last, now)
+}
+
+// lostLiveness is the liveness of a run whose host queue a worker last
+// asked for at last (zero: none in the server's memory).
+func lostLiveness(runID string, host Host, last, now time.Time) (runner.Liveness, bool) {
+	if !last.IsZero() && now.Sub(last) < LostAfter {
+		return runner.Liveness{}, false
+	}
+	since := "in the server's memory"
+	if !last.IsZero() {
+		since = "for " + now.Sub(last).Round(time.Second).String()
+	}
+	return runner.Liveness{State: runner.LiveStale, Reason: fmt.Sprintf(
+		"no worker has asked for the tasks of worker %s (%s) %s: the run waits for it; if its host is lost, flow resume %s --engine temporal --move moves the run to another worker",
+		host.Name, host.Queue, since, runID)}, true
 }
 
 // Watch shows a run on Temporal as flow status --watch shows a local

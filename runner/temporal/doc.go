@@ -31,6 +31,11 @@
 //   - A worker lost mid-session: the session activity stops
 //     heartbeating and is retried by Temporal; its step keeps its
 //     attempt.
+//   - A worker's host lost for good: the runs pinned to its host queue
+//     wait for it (flow status says so after LostAfter); flow resume
+//     --move ends such a run's workflow and starts it again, from the
+//     state it ended with, on whichever worker of the task queue opens
+//     it (Restart.Move), never silently.
 //   - Cancelling the workflow interrupts the run as SIGINT does
 //     locally: sessions are cancelled (their process groups killed) and
 //     the run ends interrupted.

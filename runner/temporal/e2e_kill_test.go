@@ -31,7 +31,8 @@ import (
 // that a test can kill: with FLOW_TEST_WORKER set to a server's
 // address it serves FLOW_TEST_QUEUE over the shared repository
 // FLOW_TEST_REPO as host FLOW_TEST_HOST, one activity at a time, until
-// SIGTERM.
+// SIGTERM; with FLOW_TEST_PINNED set, the repository is its own (runs
+// it opens stay on its host queue).
 func TestMain(m *testing.M) {
 	if addr := os.Getenv("FLOW_TEST_WORKER"); addr != "" {
 		if err := serveTestWorker(addr); err != nil {
@@ -55,7 +56,7 @@ func serveTestWorker(addr string) error {
 	host := os.Getenv("FLOW_TEST_HOST")
 	acts := &Activities{Runner: &runner.Runner{FS: afero.NewOsFs(), Clock: clock.Real(), Starter: proc.OS(), Environ: os.Environ(), Host: host, PID: os.Getpid()},
 		Repo: os.Getenv("FLOW_TEST_REPO"), Host: host, HeartbeatEvery: 200 * time.Millisecond, Slots: 1}
-	return Serve(ctx, c, os.Getenv("FLOW_TEST_QUEUE"), true, acts)
+	return Serve(ctx, c, os.Getenv("FLOW_TEST_QUEUE"), os.Getenv("FLOW_TEST_PINNED") == "", acts)
 }
 
 // TestEndToEndWorkerKilled runs a workflow on two worker processes that

@@ -103,6 +103,11 @@ type Restart struct {
 	// with: a paused run started again stays paused until flow
 	// continue, as a local run reads control.json. "" is continuous.
 	Control runner.ControlState `json:"control,omitempty"`
+	// Move moves the run off Host, whose worker is lost (flow resume
+	// --move): the run goes on on whichever worker of the run's task
+	// queue opens it, in that worker's repository, from State; the
+	// steps that were running on Host run again there.
+	Move bool `json:"move,omitempty"`
 }
 
 // Host is the worker a run's sessions run on: its name, its

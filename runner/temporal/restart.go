@@ -95,13 +95,19 @@ type RestartRequest struct {
 	Budgets runner.Budgets
 	// Invocation, when it gives flags, is put over the run's own.
 	Invocation runner.Invocation
+	// Move moves the run off the worker its sessions are pinned to,
+	// when that worker's host is lost (--move): to whichever worker of
+	// the engine's task queue takes it. A workflow that runs is
+	// terminated first; the steps that were running run again.
+	Move bool
 }
 
 // prepared is what PrepareRestart found for the restart that follows:
-// the source the run goes on with.
+// the source the run goes on with, and whether it moves.
 type prepared struct {
 	runID  string
 	source Source
+	move   bool
 }
 
 // PrepareRestart finds a run on Temporal and plans its going on as
@@ -130,7 +136,7 @@ func (e *Engine) PrepareRestart(ctx context.Context, req RestartRequest) (*ops.L
 	if err != nil {
 		return nil, err
 	}
-	e.prepared = &prepared{runID: req.RunID, source: src}
+	e.prepared = &prepared{runID: req.RunID, source: src, move: req.Move}
 	l := &ops.Launch{Workflow: wf, Options: runner.Options{Workflow: wf, Repo: host.Repo, RunID: req.RunID, Resume: true,
 		NoWait: req.NoWait, Budgets: req.Budgets, Invocation: inv}}
 	switch {
@@ -247,9 +253,18 @@ func (e *Engine) restart(ctx context.Context, opts runner.Options, att ops.Attac
 	if p := e.prepared; p != nil && p.runID == opts.RunID {
 		src = p.source
 	}
+	move := e.prepared != nil && e.prepared.runID == opts.RunID && e.prepared.move
 	edited := !sameSource(src, prev.Source)
 	working := rec.status.Liveness.State == runner.LiveWorking
-	if !opts.Retry && opts.StartAt == "" {
+	if move {
+		if st.Status.Terminal() && !opts.Retry && opts.StartAt == "" {
+			return runner.Result{}, ended(st)
+		}
+		if rec, err = e.leave(ctx, opts.RunID, rec, att); err != nil {
+			return runner.Result{}, err
+		}
+		st = rec.status.State
+	} else if !opts.Retry && opts.StartAt == "" {
 		if rec.running && (!edited || working) {
 			if edited {
 				fmt.Fprintf(att.Output, "run %s goes on with the workflow it runs: a session runs; to take the edited workflow, pause it (flow pause %s --engine temporal) and resume it once it is paused\n",
@@ -262,14 +277,14 @@ func (e *Engine) restart(ctx context.Context, opts runner.Options, att ops.Attac
 			return runner.Result{}, ended(st)
 		}
 	}
-	if rec.running {
+	if rec.running && !move {
 		if opts.Retry {
 			return runner.Result{}, runner.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", opts.RunID, st.Status)
 		}
 		if working {
 			return runner.Result{}, &core.ExitError{Code: core.ExitHeld, Err: fmt.Errorf(
-				"run %s is in flight on Temporal (%s); pause it (flow pause %s --engine temporal) and restart it once it is paused",
-				opts.RunID, rec.status.Liveness.Reason, opts.RunID)}
+				"run %s is in flight on Temporal (%s); pause it (flow pause %s --engine temporal) and restart it once it is paused, or, if its worker's host is lost, move it: flow resume %s --engine temporal --move",
+				opts.RunID, rec.status.Liveness.Reason, opts.RunID, opts.RunID)}
 		}
 		// Nothing runs: the workflow is interrupted, and the run goes on
 		// from where it ended.
@@ -295,7 +310,7 @@ func (e *Engine) restart(ctx context.Context, opts runner.Options, att ops.Attac
 	in := Input{RunID: opts.RunID, Source: src, Invocation: opts.Invocation, Vars: prev.Vars, Budgets: opts.Budgets,
 		TaskQueue: e.TaskQueue, HistoryLimit: prev.HistoryLimit, SessionHeartbeat: prev.SessionHeartbeat,
 		Restart: &Restart{Host: rec.launch.Host, State: state, StartAt: opts.StartAt, Retry: opts.Retry,
-			Control: rec.status.Control}}
+			Control: rec.status.Control, Move: move}}
 	if e.SessionHeartbeat > 0 {
 		in.SessionHeartbeat = e.SessionHeartbeat
 	}
@@ -320,6 +335,26 @@ func (e *Engine) restart(ctx context.Context, opts runner.Options, att ops.Attac
 		return runner.Result{RunID: opts.RunID, Status: runner.RunRunning}, nil
 	}
 	return e.follow(ctx, opts, run, st, true, att)
+}
+
+// leave readies a run to move off its worker (--move): a workflow that
+// runs is terminated — its worker is lost, so nothing of it can be
+// interrupted or cleaned up — and the state it ended with is asked
+// again. One that has ended is left as it is.
+func (e *Engine) leave(ctx context.Context, runID string, rec recorded, att ops.Attach) (recorded, error) {
+	host := rec.launch.Host
+	fmt.Fprintf(att.Output, "run %s moves off worker %s (%s): the worker of task queue %s that takes it goes on with it in its own checkout\n",
+		runID, host.Name, host.Repo, e.TaskQueue)
+	if !rec.running {
+		return rec, nil
+	}
+	reason := fmt.Sprintf("flow --move: run %s moves off worker %s", runID, host.Name)
+	if err := e.Client.TerminateWorkflow(ctx, runID, "", reason); err != nil {
+		return rec, fmt.Errorf("end run %s's workflow to move it: %w", runID, err)
+	}
+	var res Result
+	_ = e.Client.GetWorkflow(ctx, runID, "").Get(ctx, &res) // terminated: its error says so
+	return lookup(ctx, e.Client, runID)
 }
 
 // NewestRun returns the id of the newest run of the workflow named

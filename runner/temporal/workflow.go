@@ -96,13 +96,18 @@ func (d *driver) start() error {
 	} else {
 		// A restarted run goes on on the worker it ran on: its record
 		// and its checkout are there.
+		// A run moved on purpose goes to whichever worker of its task
+		// queue opens it.
 		queue := in.TaskQueue
-		if in.Restart != nil {
-			queue = in.Restart.Host.Queue
+		if r := in.Restart; r != nil && !r.Move {
+			queue = r.Host.Queue
 		}
 		actx := workflow.WithActivityOptions(ctx, shortOptions(queue))
 		req := OpenRequest{WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, RunID: in.RunID, Source: in.Source,
 			Invocation: in.Invocation, Vars: in.Vars, Budgets: in.Budgets, Reopen: in.Restart != nil}
+		if r := in.Restart; r != nil && r.Move {
+			req.Moved = &Moved{From: r.Host, State: r.State}
+		}
 		if err := workflow.ExecuteActivity(actx, ActivityOpen, req).Get(ctx, &d.host); err != nil {
 			return err
 		}
@@ -199,6 +204,11 @@ func (d *driver) restart(wf *config.Workflow, now time.Time) error {
 	// The run goes on with its workflow as the restart gave it: an
 	// edit is recorded as the local driver records it on resume.
 	d.record(runner.Reconcile(wf, d.st, now), true)
+	if r.Move {
+		msg := fmt.Sprintf("moved on purpose (--move) off worker %s (%s) to worker %s (%s): the run goes on in %s's checkout; its record before the move stays on %s",
+			r.Host.Name, r.Host.Repo, d.host.Name, d.host.Repo, d.host.Name, r.Host.Name)
+		d.record([]runner.Event{core.NewEvent(now, core.EvWarning, "", core.Note{Message: msg})}, false)
+	}
 	rs := runner.RunnerStarted{Host: d.host.Name}
 	if d.st.RepoDir != d.host.Repo {
 		// Its record and checkout are another repository's now (a run
