@@ -189,8 +189,19 @@ func (e *Engine) follow(ctx context.Context, opts runner.Options, run client.Wor
 						waiting = append(waiting, id)
 					}
 				}
-				return runner.Result{RunID: opts.RunID, Status: st.Status, ExitCode: int(runner.ExitHuman),
-					Reason: fmt.Sprintf("waiting on a human: %v", waiting), State: st}, nil
+				reason := fmt.Sprintf("waiting on a human: %v", waiting)
+				if len(waiting) == 0 {
+					// Nothing waits on a human: the run waits for gates, and
+					// ends here as a local one does.
+					var gated []string
+					for _, id := range st.StepOrder {
+						if s := st.Steps[id]; s != nil && s.Status == runner.Pending && len(s.WaitingGates) > 0 {
+							gated = append(gated, id)
+						}
+					}
+					reason = "waiting on gates: " + strings.Join(gated, ", ")
+				}
+				return runner.Result{RunID: opts.RunID, Status: st.Status, ExitCode: int(runner.ExitHuman), Reason: reason, State: st}, nil
 			case runner.RunPaused:
 				return runner.Result{RunID: opts.RunID, Status: st.Status, ExitCode: int(runner.ExitPaused), Reason: "paused", State: st}, nil
 			}

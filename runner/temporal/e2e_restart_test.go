@@ -109,3 +109,54 @@ func TestEndToEndEditedRestart(t *testing.T) {
 		t.Errorf("restart with another workflow's file: %v, want bad usage (exit 2)", err)
 	}
 }
+
+// TestEndToEndGatedStartAt: on a real server, a run that waits for the
+// gates of its gate-state file ends a --no-wait follower with exit 3,
+// as locally; it reads as waiting, not busy, so a start step interrupts
+// it and starts it again rather than being refused (exit 7).
+func TestEndToEndGatedStartAt(t *testing.T) {
+	c := devServer(t)
+	repo := t.TempDir()
+	src := "name: gated\nsteps:\n  - {id: build, run: \"echo build >> ran\"}\n  - {id: deploy, needs: [build], run: \"echo deploy >> ran\", external_gates: [ci]}\n"
+	fsys, wf := e2eWorkflow(t, repo, "gated.yaml", src)
+	gates := filepath.Join(repo, "gates.json")
+	if err := os.WriteFile(gates, []byte(`{"ci": "pending"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	acts := e2eActivities(fsys, repo)
+	served := make(chan error, 1)
+	go func() { served <- Serve(ctx, c, "gated", false, acts) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	}()
+	eng := &Engine{Client: c, TaskQueue: "gated", FS: fsys, PollEvery: 50 * time.Millisecond}
+	var out syncBuffer
+	opts := runner.Options{Workflow: wf, Repo: repo, RunID: "gated-1", NoWait: true, Invocation: runner.Invocation{GateStateFile: "gates.json"}}
+	res, err := eng.Run(ctx, opts, ops.Attach{Output: &out})
+	if err != nil || res.ExitCode != int(runner.ExitHuman) || res.Reason != "waiting on gates: deploy" {
+		t.Fatalf("run to its gates: %+v %v\n%s", res, err, out.String())
+	}
+	st, err := Status(ctx, c, "gated-1")
+	if err != nil || st.Liveness.State != runner.LiveStopped || st.Liveness.Hook != "deploy" {
+		t.Errorf("status of the gated run: %+v %v", st.Liveness, err)
+	}
+	if err := os.WriteFile(gates, []byte(`{"ci": "open"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := eng.PrepareRestart(ctx, RestartRequest{RunID: "gated-1", Repo: repo, StartAt: "build"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := eng.Run(ctx, l.Options, ops.Attach{Output: &out}); err != nil || res.Status != runner.RunCompleted {
+		t.Fatalf("start at build: %+v %v\n%s", res, err, out.String())
+	}
+	b, _ := os.ReadFile(filepath.Join(repo, "ran"))
+	if got, want := strings.Fields(string(b)), []string{"build", "build", "deploy"}; !slices.Equal(got, want) {
+		t.Errorf("sessions ran %v, want %v", got, want)
+	}
+}

@@ -54,6 +54,11 @@ func TestWorkflowGateStateFile(t *testing.T) {
 		if st == nil || st.Steps["deploy"].Status != runner.Pending || !slices.Equal(st.Steps["deploy"].WaitingGates, []string{"ci"}) {
 			t.Errorf("status at %s: deploy is not waiting for ci: %+v", name, st)
 		}
+		// It waits, as a local run does: not busy (a start step may
+		// interrupt it), nor done.
+		if l := s.Liveness; l.State != runner.LiveStopped || l.Hook != "deploy" || l.Reason != "waiting for gates to open: ci (gates.json)" {
+			t.Errorf("liveness at %s: %+v", name, l)
+		}
 	}
 	if got := h.starter.steps(); !slices.Equal(got, []string{"build.0.1", "deploy.0.1"}) {
 		t.Errorf("sessions %v", got)

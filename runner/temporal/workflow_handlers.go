@@ -3,6 +3,7 @@ package temporal
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -69,6 +70,16 @@ func (d *driver) liveness() runner.Liveness {
 	for _, id := range st.StepOrder {
 		if s := st.Steps[id]; s != nil && s.Status == runner.WaitingOnHuman {
 			return runner.Liveness{State: runner.LiveStopped, Hook: id, Reason: "waiting on a human"}
+		}
+	}
+	// A run that waits for the gates of its gate-state file waits as
+	// one that waits on a human does: nothing runs until they open.
+	if st.Status == runner.RunWaitingOnHuman {
+		for _, id := range st.StepOrder {
+			if s := st.Steps[id]; s != nil && s.Status == runner.Pending && len(s.WaitingGates) > 0 {
+				return runner.Liveness{State: runner.LiveStopped, Hook: id, Reason: fmt.Sprintf("waiting for gates to open: %s (%s)",
+					strings.Join(s.WaitingGates, ", "), d.in.Invocation.GateStateFile)}
+			}
 		}
 	}
 	return runner.Liveness{State: runner.LiveWorking, Reason: "Temporal drives the run"}
