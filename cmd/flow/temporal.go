@@ -48,7 +48,7 @@ type temporalCLI struct {
 	// (with fresh, the launch of a new run at the step when the workflow
 	// has no run on Temporal).
 	restart func(ctx context.Context, a *app, f *temporalFlags, cmd *cobra.Command, req restartRequest) error
-	logs    func(ctx context.Context, a *app, f *temporalFlags, runID, step string) error
+	logs    func(ctx context.Context, a *app, f *temporalFlags, runID, step string, follow bool) error
 }
 
 // restartRequest is a command that makes a run on Temporal go on.
@@ -197,10 +197,11 @@ func (a *app) withEngine(c *cobra.Command) {
 			if all, _ := fl.GetBool("all"); all {
 				return runner.Usage("logs --all is for local runs: a run on Temporal keeps the tail of each step's last session")
 			}
-			if fw, _ := fl.GetBool("follow"); fw {
-				return runner.Usage("logs --follow is for local runs (for now)")
+			follow, _ := fl.GetBool("follow")
+			if follow && len(args) < 2 {
+				return runner.Usage("logs --follow follows one step's session: flow logs %s STEP --follow --engine temporal", args[0])
 			}
-			return h.logs(ctx, a, f, args[0], argAt(args, 1))
+			return h.logs(ctx, a, f, args[0], argAt(args, 1), follow)
 		case "status":
 			if len(args) == 0 {
 				return runner.Usage("status --engine temporal needs a RUN_ID")

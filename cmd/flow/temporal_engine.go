@@ -153,12 +153,15 @@ func temporalRestart(ctx context.Context, a *app, f *temporalFlags, cmd *cobra.C
 	return a.execute(cmd, l, req.asJSON)
 }
 
-func temporalLogs(ctx context.Context, a *app, f *temporalFlags, runID, step string) error {
+func temporalLogs(ctx context.Context, a *app, f *temporalFlags, runID, step string, follow bool) error {
 	c, err := dial(ctx, a, f)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	if follow {
+		return temporal.FollowLogs(ctx, c, runID, step, 0, a.stdio.Out, a.stdio.Err)
+	}
 	tails, err := temporal.Logs(ctx, c, runID, step)
 	if err != nil {
 		return err

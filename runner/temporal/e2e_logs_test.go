@@ -1,0 +1,83 @@
+package temporal
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/ops"
+)
+
+// TestEndToEndFollowLogs: on a real server, flow logs --follow prints a
+// running session's output as its activity beats, each byte once and in
+// order, and returns when the session ends.
+func TestEndToEndFollowLogs(t *testing.T) {
+	c := devServer(t)
+	repo := t.TempDir()
+	src := "name: talk\nsteps:\n  - {id: talk, run: \"for i in 1 2 3 4 5 6; do echo line $i; sleep 0.4; done\"}\n  - {id: after, needs: [talk], run: \"sleep 1\"}\n"
+	fsys, wf := e2eWorkflow(t, repo, "talk.yaml", src)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	acts := e2eActivities(fsys, repo)
+	acts.HeartbeatEvery = 100 * time.Millisecond
+	wctx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- Serve(wctx, c, "talk", false, acts) }()
+	defer func() {
+		stop()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	}()
+	eng := &Engine{Client: c, TaskQueue: "talk", FS: fsys, PollEvery: 50 * time.Millisecond, SessionHeartbeat: time.Second, Detach: true}
+	var started bytes.Buffer
+	if _, err := eng.Run(ctx, runner.Options{Workflow: wf, Repo: repo, RunID: "talk-1"}, ops.Attach{Output: &started}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		st, err := Status(ctx, c, "talk-1")
+		if err == nil && st.State.Steps["talk"].Status == runner.Running {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("step talk never ran")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var out firstWrite
+	var notes bytes.Buffer
+	begun := time.Now()
+	if err := FollowLogs(ctx, c, "talk-1", "talk", 100*time.Millisecond, &out, &notes); err != nil {
+		t.Fatal(err)
+	}
+	if want := "line 1\nline 2\nline 3\nline 4\nline 5\nline 6\n"; out.String() != want || notes.Len() > 0 {
+		t.Errorf("followed %q (notes %q), want %q", out.String(), notes.String(), want)
+	}
+	if d := time.Since(begun); d < time.Second {
+		t.Errorf("the follow returned after %s, before the session ended", d)
+	}
+	st, err := Status(ctx, c, "talk-1")
+	if err != nil || st.State.Steps["talk"].Status != runner.Completed || st.State.Status.Terminal() {
+		t.Errorf("when the follow returned: %v %+v", err, st.State)
+	}
+	if ended := time.Now(); out.first.IsZero() || ended.Sub(out.first) < time.Second {
+		t.Errorf("the first output came %s before the session ended: it was not followed while it ran", ended.Sub(out.first))
+	}
+}
+
+// firstWrite is a buffer that notes when it was first written to.
+type firstWrite struct {
+	buf   bytes.Buffer
+	first time.Time
+}
+
+func (f *firstWrite) Write(p []byte) (int, error) {
+	if f.first.IsZero() && len(p) > 0 {
+		f.first = time.Now()
+	}
+	return f.buf.Write(p)
+}
+
+func (f *firstWrite) String() string { return f.buf.String() }
