@@ -55,11 +55,12 @@ type temporalCLI struct {
 type restartRequest struct {
 	runID, startAt string
 	retry, noWait  bool
-	// move moves the run off its lost worker (--move).
-	move    bool
-	asJSON  bool
-	budgets runner.Budgets
-	inv     runner.Invocation
+	// move moves the run off its lost worker (--move); force goes on
+	// though kept steps' artifacts are missing (--force).
+	move, force bool
+	asJSON      bool
+	budgets     runner.Budgets
+	inv         runner.Invocation
 	// wf is the workflow flow run names, and fresh its launch as a new
 	// run; nil for flow resume and flow retry.
 	wf    *config.Workflow
@@ -228,9 +229,7 @@ func (a *app) restartRequestOf(cmd *cobra.Command, args []string) (restartReques
 	r.noWait, _ = fl.GetBool("no-wait")
 	r.asJSON, _ = fl.GetBool("json")
 	r.retry = cmd.Name() == "retry"
-	if force, _ := fl.GetBool("force"); force {
-		return r, runner.Usage("--force is for local runs: a run on Temporal keeps its artifacts in the worker's checkout")
-	}
+	r.force, _ = fl.GetBool("force")
 	r.workflowPath, _ = fl.GetString("workflow")
 	r.budgets.MaxAttempts, _ = fl.GetInt("max-attempts")
 	r.budgets.MaxIterations, _ = fl.GetInt("max-iterations")

@@ -44,7 +44,7 @@ func TestTemporalCLIEditedRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	src := "name: cli\nsteps:\n  - {id: a, run: \"echo a\"}\n"
+	src := "name: cli\nsteps:\n  - {id: a, run: \"echo a > A.txt\", artifacts: [A.txt]}\n"
 	write(src)
 	t.Chdir(dir)
 	t.Setenv("FLOW_TEMPORAL_ADDRESS", srv.FrontendHostPort())
@@ -82,6 +82,18 @@ func TestTemporalCLIEditedRestart(t *testing.T) {
 	}
 	if code, _, errs := flow("logs", "cli-1", "--follow"); code != 2 || !strings.Contains(errs, "STEP --follow") {
 		t.Errorf("flow logs cli-1 --follow: exit %d, %s", code, errs)
+	}
+	// A kept step's artifact gone from the worker's checkout: refused
+	// unless --force, as locally.
+	if err := os.Remove(filepath.Join(dir, "A.txt")); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = flow("resume", "cli-1", "--start-at-step", "c")
+	if code != 2 || !strings.Contains(out, "  missing: A.txt (artifact of a)") || !strings.Contains(errs, "--force") {
+		t.Errorf("flow resume --start-at-step c, A.txt gone: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := flow("resume", "cli-1", "--start-at-step", "c", "--force"); code != 0 || !strings.Contains(out, "  missing: A.txt (artifact of a)") {
+		t.Errorf("flow resume --start-at-step c --force: exit %d\n%s%s", code, out, errs)
 	}
 	if code, _, errs := flow("resume", "cli-1", "--move"); code != 8 || !strings.Contains(errs, "already completed") {
 		t.Errorf("flow resume --move of a completed run: exit %d, %s", code, errs)

@@ -146,7 +146,7 @@ func temporalRestart(ctx context.Context, a *app, f *temporalFlags, cmd *cobra.C
 		return a.execute(cmd, l, req.asJSON)
 	}
 	l, err := eng.PrepareRestart(ctx, temporal.RestartRequest{RunID: req.runID, Workflow: req.wf, WorkflowPath: req.workflowPath,
-		Repo: req.repo, StartAt: req.startAt, Retry: req.retry, NoWait: req.noWait, Budgets: req.budgets, Invocation: req.inv, Move: req.move})
+		Repo: req.repo, StartAt: req.startAt, Retry: req.retry, NoWait: req.noWait, Budgets: req.budgets, Invocation: req.inv, Move: req.move, Force: req.force})
 	if err != nil {
 		return err
 	}

@@ -33,6 +33,7 @@ const (
 	ActivityPrepareHuman = "flow.PrepareHuman"
 	ActivityCleanup      = "flow.Cleanup"
 	ActivityGates        = "flow.Gates"
+	ActivityArtifacts    = "flow.Artifacts"
 )
 
 // LaunchFile keeps, in a run directory on a worker, what the run was
@@ -126,6 +127,24 @@ type GatesReply struct {
 	Err   string          `json:"err,omitempty"`
 }
 
+// ArtifactsRequest asks a run's worker which artifacts of the steps a
+// restart at StartAt keeps are missing from its checkout: the run's
+// workflow is parsed from Source, its state is State.
+type ArtifactsRequest struct {
+	RunID      string            `json:"run_id"`
+	Source     Source            `json:"source"`
+	Invocation runner.Invocation `json:"invocation"`
+	State      json.RawMessage   `json:"state"`
+	StartAt    string            `json:"start_at"`
+}
+
+// ArtifactsReply lists the missing artifacts, and the worker that
+// looked.
+type ArtifactsReply struct {
+	Missing []runner.MissingArtifact `json:"missing"`
+	Host    string                   `json:"host"`
+}
+
 // Activities are a worker's activities: they perform the effects of
 // runs in its repository with the runner's own code (runner.Remote),
 // and mirror their records.
@@ -197,6 +216,7 @@ func (a *Activities) Register(reg interface {
 	reg.RegisterActivityWithOptions(a.PrepareHuman, activity.RegisterOptions{Name: ActivityPrepareHuman})
 	reg.RegisterActivityWithOptions(a.Cleanup, activity.RegisterOptions{Name: ActivityCleanup})
 	reg.RegisterActivityWithOptions(a.Gates, activity.RegisterOptions{Name: ActivityGates})
+	reg.RegisterActivityWithOptions(a.Artifacts, activity.RegisterOptions{Name: ActivityArtifacts})
 }
 
 func (a *Activities) fs() afero.Fs { return a.Runner.FS }
@@ -420,6 +440,28 @@ func (a *Activities) Gates(ctx context.Context, req GatesRequest) (GatesReply, e
 		return GatesReply{Err: err.Error()}, nil
 	}
 	return GatesReply{Gates: gates}, nil
+}
+
+// Artifacts looks for the artifacts of the steps a restart keeps in
+// this worker's checkout, as a local --start-at-step does
+// (runner.PlanStartAt).
+func (a *Activities) Artifacts(ctx context.Context, req ArtifactsRequest) (ArtifactsReply, error) {
+	if err := runner.CheckRunID(req.RunID); err != nil {
+		return ArtifactsReply{}, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
+	}
+	wf, err := ParseSource(a.Repo, req.Source, req.Invocation)
+	if err != nil {
+		return ArtifactsReply{}, temporal.NewNonRetryableApplicationError("the run's workflow does not load: "+err.Error(), "refused", nil)
+	}
+	var st runner.State
+	if err := json.Unmarshal(req.State, &st); err != nil {
+		return ArtifactsReply{}, temporal.NewNonRetryableApplicationError("read the run's state: "+err.Error(), "refused", nil)
+	}
+	p, err := runner.PlanStartAt(a.fs(), wf, &st, a.Repo, req.StartAt)
+	if err != nil {
+		return ArtifactsReply{}, temporal.NewNonRetryableApplicationError("--start-at-step: "+err.Error(), "refused", nil)
+	}
+	return ArtifactsReply{Missing: p.Missing, Host: a.Host}, nil
 }
 
 // Close closes the records the worker still mirrors.

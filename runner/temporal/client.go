@@ -38,6 +38,10 @@ type Engine struct {
 	// SessionHeartbeat is how long a session's activity may go without
 	// beating before Temporal runs it again; 0 means a minute.
 	SessionHeartbeat time.Duration
+	// ArtifactsWait is how long PrepareRestart waits for a run's worker
+	// to look for the artifacts a start step keeps; 0 means
+	// DefaultArtifactsWait.
+	ArtifactsWait time.Duration
 
 	// prepared is what PrepareRestart found for the restart that
 	// follows.

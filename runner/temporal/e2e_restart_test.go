@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -158,5 +159,67 @@ func TestEndToEndGatedStartAt(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(repo, "ran"))
 	if got, want := strings.Fields(string(b)), []string{"build", "build", "deploy"}; !slices.Equal(got, want) {
 		t.Errorf("sessions ran %v, want %v", got, want)
+	}
+}
+
+// TestEndToEndStartAtArtifacts: on a real server, a start step's plan
+// lists the kept steps' artifacts missing from the run's worker's
+// checkout, and is refused for them unless forced, as locally; when no
+// worker of the run's host answers, the plan is refused saying how to
+// go on without the check (--force), or by moving the run.
+func TestEndToEndStartAtArtifacts(t *testing.T) {
+	c := devServer(t)
+	repo := t.TempDir()
+	src := "name: arts\nsteps:\n  - {id: plan, run: \"echo the plan > PLAN.md\", artifacts: [PLAN.md]}\n  - {id: code, needs: [plan], run: \"true\"}\n"
+	fsys, wf := e2eWorkflow(t, repo, "arts.yaml", src)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wctx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- Serve(wctx, c, "arts", false, e2eActivities(fsys, repo)) }()
+	eng := &Engine{Client: c, TaskQueue: "arts", FS: fsys, PollEvery: 50 * time.Millisecond, ArtifactsWait: time.Second}
+	if res, err := eng.Run(ctx, runner.Options{Workflow: wf, Repo: repo, RunID: "arts-1"}, ops.Attach{Output: io.Discard}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("first run: %+v %v", res, err)
+	}
+	plan := func(force bool) (*ops.StartAtPlan, error) {
+		l, err := eng.PrepareRestart(ctx, RestartRequest{RunID: "arts-1", Repo: repo, StartAt: "code", Force: force})
+		if err != nil {
+			return nil, err
+		}
+		return l.Plan, nil
+	}
+	if p, err := plan(false); err != nil || len(p.Missing) != 0 || p.Refused {
+		t.Errorf("plan with the artifact there: %+v %v", p, err)
+	}
+	if err := os.Remove(filepath.Join(repo, "PLAN.md")); err != nil {
+		t.Fatal(err)
+	}
+	want := []ops.MissingArtifact{{Step: "plan", Path: "PLAN.md"}}
+	if p, err := plan(false); err != nil || !slices.Equal(p.Missing, want) || !p.Refused {
+		t.Errorf("plan with the artifact gone: %+v %v", p, err)
+	}
+	if p, err := plan(true); err != nil || !slices.Equal(p.Missing, want) || p.Refused {
+		t.Errorf("forced plan with the artifact gone: %+v %v", p, err)
+	}
+	// The run's worker is gone; another one, with its own checkout,
+	// serves the task queue.
+	stop()
+	if err := <-served; err != nil {
+		t.Error(err)
+	}
+	other := e2eActivities(fsys, t.TempDir())
+	other.Host = "other"
+	go func() { served <- Serve(ctx, c, "arts", false, other) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	}()
+	if _, err := plan(false); runner.CodeOf(err) != runner.ExitUsage || !strings.Contains(err.Error(), "--force") {
+		t.Errorf("plan with the run's worker gone: %v, want bad usage naming --force", err)
+	}
+	if p, err := plan(true); err != nil || len(p.Missing) != 0 || p.Refused {
+		t.Errorf("forced plan with the run's worker gone: %+v %v", p, err)
 	}
 }

@@ -95,6 +95,9 @@ type RestartRequest struct {
 	Budgets runner.Budgets
 	// Invocation, when it gives flags, is put over the run's own.
 	Invocation runner.Invocation
+	// Force goes on with a start step though kept steps' artifacts are
+	// missing from the worker's checkout (--force).
+	Force bool
 	// Move moves the run off the worker its sessions are pinned to,
 	// when that worker's host is lost (--move): to whichever worker of
 	// the engine's task queue takes it. A workflow that runs is
@@ -114,8 +117,10 @@ type prepared struct {
 // ops.PrepareResume plans a local run's: the run's workflow, and with
 // a start step or a retry, what is kept and what runs again. A run that
 // has ended is refused as locally (exit 8), a start step it does not
-// have or a retry at an iteration budget is bad usage (2). Kept steps'
-// artifacts are not looked for: they are in the worker's checkout.
+// have or a retry at an iteration budget is bad usage (2). A start
+// step's plan lists the kept steps' artifacts missing from the run's
+// worker's checkout, asked of that worker (CheckArtifacts), and is
+// refused for them unless Force, as locally.
 //
 // The workflow is the run's file as it is now in the caller's
 // repository (or the one the request names), as a local resume reads
@@ -158,11 +163,59 @@ func (e *Engine) PrepareRestart(ctx context.Context, req RestartRequest) (*ops.L
 		l.Options.StartAt = req.StartAt
 		l.Plan = &ops.StartAtPlan{Workflow: wf.Name, RunID: req.RunID, Step: req.StartAt, Kept: nonNil(p.Kept), Rerun: nonNil(p.Rerun),
 			Missing: []ops.MissingArtifact{}}
+		// A moved run's checkout is the one of the worker that takes it,
+		// known once it does: its artifacts are not looked for.
+		if !req.Move {
+			missing, err := e.missingArtifacts(ctx, req, rec, src, inv)
+			if err != nil && !req.Force {
+				return nil, err
+			}
+			l.Plan.Missing = append(l.Plan.Missing, missing...)
+			l.Plan.Refused = len(missing) > 0 && !req.Force
+		}
 	case st.Status.Terminal():
 		return nil, ended(st)
 	}
 	return l, nil
 }
+
+// missingArtifacts asks the run's worker which artifacts of the steps
+// a restart at req.StartAt keeps are missing from its checkout, as a
+// local --start-at-step looks for them; a worker that does not answer
+// within ArtifactsWait is an error that says how to go on without.
+func (e *Engine) missingArtifacts(ctx context.Context, req RestartRequest, rec recorded, src Source, inv runner.Invocation) ([]ops.MissingArtifact, error) {
+	state, err := json.Marshal(rec.status.State)
+	if err != nil {
+		return nil, err
+	}
+	wait := e.ArtifactsWait
+	if wait <= 0 {
+		wait = DefaultArtifactsWait
+	}
+	host := rec.launch.Host
+	id := fmt.Sprintf("%s.artifacts.%d", req.RunID, time.Now().UnixNano())
+	run, err := e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: rec.launch.Input.TaskQueue,
+		WorkflowExecutionTimeout: wait + time.Minute}, CheckArtifactsName,
+		CheckRequest{Queue: host.Queue, Wait: wait, Request: ArtifactsRequest{RunID: req.RunID, Source: src, Invocation: inv,
+			State: state, StartAt: req.StartAt}})
+	var reply ArtifactsReply
+	if err == nil {
+		err = run.Get(ctx, &reply)
+	}
+	if err != nil {
+		return nil, runner.Usage("could not look for the kept steps' artifacts on worker %s (%s): %v; pass --force to go on without, or, if its host is lost, --move",
+			host.Name, host.Repo, err)
+	}
+	out := []ops.MissingArtifact{}
+	for _, m := range reply.Missing {
+		out = append(out, ops.MissingArtifact{Step: m.Step, Path: m.Path})
+	}
+	return out, nil
+}
+
+// DefaultArtifactsWait is how long flow waits for a run's worker to
+// look for the artifacts a restart keeps.
+const DefaultArtifactsWait = 30 * time.Second
 
 // restartSource returns the source a run goes on with and its workflow
 // as the run's worker reads it: the file the request names or finds in

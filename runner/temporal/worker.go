@@ -31,6 +31,7 @@ func Serve(ctx context.Context, c client.Client, queue string, shared bool, acts
 	opts := worker.Options{MaxConcurrentActivityExecutionSize: acts.Slots}
 	w := worker.New(c, queue, opts)
 	w.RegisterWorkflowWithOptions(Run, workflow.RegisterOptions{Name: WorkflowName})
+	w.RegisterWorkflowWithOptions(CheckArtifacts, workflow.RegisterOptions{Name: CheckArtifactsName})
 	acts.Register(w)
 	workers := []worker.Worker{w}
 	if acts.Queue != queue {
