@@ -323,6 +323,7 @@ func (e *Engine) restart(ctx context.Context, opts runner.Options, att ops.Attac
 				fmt.Fprintf(att.Output, "run %s goes on with the workflow it runs: a session runs; to take the edited workflow, pause it (flow pause %s --engine temporal) and resume it once it is paused\n",
 					opts.RunID, opts.RunID)
 			}
+			e.noteUnserved(ctx, opts.RunID, rec.launch.Host, att)
 			run := e.Client.GetWorkflow(ctx, opts.RunID, "")
 			return e.follow(ctx, opts, run, st, false, att)
 		}
@@ -360,6 +361,9 @@ func (e *Engine) restart(ctx context.Context, opts runner.Options, att ops.Attac
 	if err != nil {
 		return runner.Result{}, err
 	}
+	if !move {
+		e.noteUnserved(ctx, opts.RunID, rec.launch.Host, att)
+	}
 	in := Input{RunID: opts.RunID, Source: src, Invocation: opts.Invocation, Vars: prev.Vars, Budgets: opts.Budgets,
 		TaskQueue: e.TaskQueue, HistoryLimit: prev.HistoryLimit, SessionHeartbeat: prev.SessionHeartbeat,
 		Restart: &Restart{Host: rec.launch.Host, State: state, StartAt: opts.StartAt, Retry: opts.Retry,
@@ -388,6 +392,15 @@ func (e *Engine) restart(ctx context.Context, opts runner.Options, att ops.Attac
 		return runner.Result{RunID: opts.RunID, Status: runner.RunRunning}, nil
 	}
 	return e.follow(ctx, opts, run, st, true, att)
+}
+
+// noteUnserved says, before a run goes on on its worker, that no
+// worker has asked for that worker's tasks lately: the run will wait
+// for it, and --move is the way on if its host is lost.
+func (e *Engine) noteUnserved(ctx context.Context, runID string, host Host, att ops.Attach) {
+	if l, ok := unserved(ctx, e.Client, runID, host, time.Now()); ok {
+		fmt.Fprintf(att.Output, "note: %s\n", l.Reason)
+	}
 }
 
 // leave readies a run to move off its worker (--move): a workflow that
