@@ -204,12 +204,11 @@ func (a *app) withEngine(c *cobra.Command) {
 			}
 			return h.logs(ctx, a, f, args[0], argAt(args, 1), follow)
 		case "status":
-			if len(args) == 0 {
-				return runner.Usage("status --engine temporal needs a RUN_ID")
-			}
 			asJSON, _ := fl.GetBool("json")
 			watch, _ := fl.GetBool("watch")
-			return h.status(ctx, a, f, args[0], asJSON, watch)
+			// Without a run id, the newest run on the server, as a
+			// local status shows the repository's newest.
+			return h.status(ctx, a, f, argAt(args, 0), asJSON, watch)
 		default:
 			if len(args) == 0 {
 				return runner.Usage("%s --engine temporal needs a RUN_ID", cmd.Name())

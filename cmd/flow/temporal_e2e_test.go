@@ -67,6 +67,11 @@ func TestTemporalCLIEditedRestart(t *testing.T) {
 	if code, out, errs := flow("run", "wf.yaml", "--run-id", "cli-1"); code != 0 {
 		t.Fatalf("flow run: exit %d\n%s%s", code, out, errs)
 	}
+	// Without a run id, flow status shows the newest run on the server,
+	// as a local status shows the repository's newest.
+	if code, out, errs := flow("status"); code != 0 || !strings.HasPrefix(out, "run cli-1  workflow cli  status completed") {
+		t.Errorf("flow status without a run id: exit %d\n%s%s", code, out, errs)
+	}
 	write(src + "  - {id: c, needs: [a], run: \"for i in 1 2 3; do echo c$i; sleep 0.3; done\"}\n")
 	code, out, errs := flow("resume", "cli-1", "--start-at-step", "c")
 	if code != 0 {

@@ -95,6 +95,14 @@ func temporalStatus(ctx context.Context, a *app, f *temporalFlags, runID string,
 		return err
 	}
 	defer c.Close()
+	if runID == "" {
+		if runID, err = temporal.NewestRun(ctx, c, ""); err != nil {
+			return err
+		}
+		if runID == "" {
+			return runner.Usage("no run on Temporal (namespace %s); start one with flow run WORKFLOW --engine temporal", f.namespace)
+		}
+	}
 	if watch {
 		// The sessions' logs are on the worker: a terminal shows no
 		// tails (flow logs RUN_ID --engine temporal prints them).
