@@ -49,11 +49,14 @@ func ReadSource(fsys afero.Fs, wf *config.Workflow, repo string) (Source, error)
 	if src.Path, err = rel(file); err != nil {
 		return Source{}, err
 	}
+	// A step's prompt_file is read as the workflow loads, so it goes
+	// with the source; a prompt_path is found when its step starts, on
+	// the worker (an earlier step may write it), and does not.
 	for _, s := range wf.AllSteps() {
-		if s.PromptPath == "" {
+		if s.PromptFile == "" {
 			continue
 		}
-		p := s.PromptPath
+		p := s.PromptFile
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(filepath.Dir(file), p)
 		}

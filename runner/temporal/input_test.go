@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
 )
@@ -45,5 +46,34 @@ func TestCarriedInputs(t *testing.T) {
 		if !kinds[k] {
 			t.Errorf("decoder %q has no input in this test", k)
 		}
+	}
+}
+
+// TestReadSourcePrompts: a step's prompt_file goes with the run's
+// source, by its path in the repository, so that the workflow parses
+// the same on every worker; a prompt_path, found when its step starts
+// (an earlier step may write it), is not read at start.
+func TestReadSourcePrompts(t *testing.T) {
+	src := "name: p\nagents: {a: {run: cat}}\ndefaults: {agent: a}\nsteps:\n" +
+		"  - {id: a, prompt_file: prompts/a.md}\n" +
+		"  - {id: b, prompt_path: later.md}\n"
+	fsys := repoFS(t, src, map[string]string{"prompts/a.md": "do a"})
+	wf, err := config.Load(fsys, repo+"/workflow.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadSource(fsys, wf, repo)
+	if err != nil {
+		t.Fatalf("ReadSource: %v", err)
+	}
+	if want := map[string][]byte{"prompts/a.md": []byte("do a")}; !reflect.DeepEqual(got.Prompts, want) {
+		t.Errorf("prompts %q, want %q", got.Prompts, want)
+	}
+	back, err := ParseSource(repo, got, runner.Invocation{})
+	if err != nil {
+		t.Fatalf("the source does not parse on its own: %v", err)
+	}
+	if s := back.Step("a"); s == nil || s.Prompt == nil {
+		t.Errorf("step a has no prompt after ParseSource: %+v", s)
 	}
 }
