@@ -4,31 +4,31 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/spf13/afero"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/agents"
 	"github.com/flow-run/flow/runner/ops"
 )
 
 // runLocal runs src on the local engine with the same scripted sessions
 // and returns its run's event lines and state.
-func runLocal(t *testing.T, src string, fn func(call) reply) ([]string, *runner.State) {
+func runLocal(t *testing.T, src string, files map[string]string, fn func(call) reply) ([]string, *runner.State) {
 	t.Helper()
-	fsys := afero.NewMemMapFs()
-	if err := afero.WriteFile(fsys, repo+"/workflow.yaml", []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fsys := repoFS(t, src, files)
 	wf, err := config.Load(fsys, repo+"/workflow.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -65,36 +65,114 @@ func demoSessions() func(call) reply {
 	}
 }
 
-// TestEnginesDecideAlike runs shipped workflows on both engines with
-// the same scripted sessions: the events are the same, in the same
+// TestEnginesDecideAlike runs every shipped workflow on both engines
+// with the same scripted sessions: the events are the same, in the same
 // order, and flow status --json has the same shape.
 func TestEnginesDecideAlike(t *testing.T) {
-	for _, name := range []string{"demo.yaml", "review-loop.yaml"} {
-		t.Run(name, func(t *testing.T) {
-			b, err := os.ReadFile("../../workflows/" + name)
+	renamed := func(from, to string) func() func(call) reply {
+		return func() func(call) reply {
+			f := demoSessions()
+			return func(c call) reply {
+				if c.Step == from {
+					c.Step = to
+				}
+				return f(c)
+			}
+		}
+	}
+	prompts, err := os.ReadFile("../../workflows/prompts/coding.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type engineCase struct {
+		name     string
+		files    map[string]string
+		sessions func() func(call) reply
+	}
+	cases := []engineCase{
+		{name: "demo.yaml", sessions: demoSessions},
+		{name: "review-loop.yaml", sessions: renamed("code", "coding")},
+		// The gate's check finds 1 at the end of the file on the fourth
+		// round.
+		{name: "hailstone.yaml", sessions: func() func(call) reply {
+			checks := 0
+			return func(c call) reply {
+				if c.Step == "check" {
+					if checks++; checks < 4 {
+						return reply{Exit: 1}
+					}
+				}
+				return reply{}
+			}
+		}},
+		// Two reviewers in parallel; the strict one fails the first round.
+		{name: "pair.yaml", sessions: func() func(call) reply {
+			return func(c call) reply {
+				switch {
+				case c.Step == "claude_review" && c.Iteration == 0:
+					return reply{Out: "not yet\nFAIL\n"}
+				case strings.HasSuffix(c.Step, "_review"):
+					return reply{Out: "PASS\n"}
+				}
+				return reply{Out: "DONE\n"}
+			}
+		}},
+		// Two stories, two at a time; the second's first review fails
+		// and loops back inside its item.
+		{name: "stories.yaml", files: map[string]string{"stories.json": `{"stories": [{"id": "s1", "title": "sign up"}, {"id": "s2", "title": "log in"}]}`},
+			sessions: func() func(call) reply {
+				return func(c call) reply {
+					switch c.Step {
+					case "stories[s2].review":
+						if c.Iteration == 0 {
+							return reply{Out: "FAIL\n"}
+						}
+						return reply{Out: "PASS\n"}
+					case "stories[s1].review":
+						return reply{Out: "PASS\n"}
+					}
+					return reply{Out: "DONE\n"}
+				}
+			}},
+		// A clean review: the approval is not needed.
+		{name: "sdlc.yaml", files: map[string]string{"prompts/coding.md": string(prompts), "PLAN.md": "# plan"},
+			sessions: func() func(call) reply {
+				// The agents are presets: their sessions print their
+				// tools' JSON, as flow test's do.
+				return func(c call) reply {
+					session := fmt.Sprintf("s-%s-%d", c.Step, c.Iteration)
+					switch c.Step {
+					case "code_review":
+						return reply{Out: agents.Simulate("codex", "PASS", session, agents.Usage{}), Report: `{"status": "Success", "metrics": {"severity": "none"}}`}
+					case "planning", "coding":
+						return reply{Out: agents.Simulate("claude", "DONE", session, agents.Usage{})}
+					}
+					return reply{}
+				}
+			}},
+	}
+	shipped, err := filepath.Glob("../../workflows/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range shipped {
+		if name := filepath.Base(f); !strings.HasSuffix(name, ".test.yaml") && !slices.ContainsFunc(cases, func(c engineCase) bool { return c.name == name }) {
+			t.Errorf("shipped workflow %s is not run on both engines here", name)
+		}
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := os.ReadFile("../../workflows/" + tc.name)
 			if err != nil {
 				t.Fatal(err)
 			}
 			src := string(b)
-			sessions := demoSessions
-			if name == "review-loop.yaml" {
-				sessions = func() func(call) reply {
-					f := demoSessions()
-					return func(c call) reply {
-						if c.Step == "code" {
-							c.Step = "coding"
-						}
-						return f(c)
-					}
-				}
-			}
-			local, localSt := runLocal(t, src, sessions())
-			h := newHarness(t, src, sessions())
+			local, localSt := runLocal(t, src, tc.files, tc.sessions())
+			h := newHarnessWith(t, src, tc.files, tc.sessions())
 			if res := h.run(); res.ExitCode != 0 {
 				t.Fatalf("temporal run: %+v", res)
 			}
-			remote := h.events()
-			if !slices.Equal(local, remote) {
+			if remote := h.events(); !sameDecisions(local, remote) {
 				t.Errorf("the engines' events differ\nlocal:\n%s\ntemporal:\n%s", strings.Join(local, "\n"), strings.Join(remote, "\n"))
 			}
 			v, err := h.env.QueryWorkflow(QueryStatus)
@@ -112,6 +190,28 @@ func TestEnginesDecideAlike(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sameDecisions reports whether two runs' event lines ("type step")
+// record the same decisions: the same lines in the same order, or, when
+// sessions ran in parallel (whose ends come in either order on either
+// engine), the same lines with each step's own in the same order.
+func sameDecisions(a, b []string) bool {
+	if slices.Equal(a, b) {
+		return true
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	byStep := func(lines []string) map[string][]string {
+		m := map[string][]string{}
+		for _, l := range lines {
+			_, step, _ := strings.Cut(l, " ")
+			m[step] = append(m[step], l)
+		}
+		return m
+	}
+	return maps.EqualFunc(byStep(a), byStep(b), slices.Equal)
 }
 
 // jsonKeys lists the keys of a JSON object and of its steps.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"path"
 	"strings"
 	"sync"
 	"testing"
@@ -100,10 +102,14 @@ var start = time.Date(2025, 1, 15, 14, 30, 0, 0, time.UTC)
 
 func newHarness(t *testing.T, src string, fn func(call) reply) *harness {
 	t.Helper()
-	fsys := afero.NewMemMapFs()
-	if err := afero.WriteFile(fsys, repo+"/workflow.yaml", []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	return newHarnessWith(t, src, nil, fn)
+}
+
+// newHarnessWith is newHarness with files (by their path in the
+// repository) written next to the workflow before it is loaded.
+func newHarnessWith(t *testing.T, src string, files map[string]string, fn func(call) reply) *harness {
+	t.Helper()
+	fsys := repoFS(t, src, files)
 	wf, err := config.Load(fsys, repo+"/workflow.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -119,6 +125,24 @@ func newHarness(t *testing.T, src string, fn func(call) reply) *harness {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// repoFS returns a memory file system holding the repository: the
+// workflow src as workflow.yaml and files, by their path in it.
+func repoFS(t *testing.T, src string, files map[string]string) afero.Fs {
+	t.Helper()
+	fsys := afero.NewMemMapFs()
+	files = maps.Clone(files)
+	if files == nil {
+		files = map[string]string{}
+	}
+	files["workflow.yaml"] = src
+	for name, content := range files {
+		if err := afero.WriteFile(fsys, path.Join(repo, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fsys
 }
 
 // newEnv gives the harness a fresh test environment over the same
