@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/ops"
@@ -11,7 +13,7 @@ import (
 // the run's JUnit XML report to path whatever the run's end (flow run,
 // resume and retry --junit). A new run is given its id first, so that
 // the report names the run that ran.
-func (a *app) withJUnit(path string, l *ops.Launch, run func() error) error {
+func (a *app) withJUnit(ctx context.Context, path string, l *ops.Launch, run func() error) error {
 	if path == "" {
 		return run()
 	}
@@ -19,7 +21,12 @@ func (a *app) withJUnit(path string, l *ops.Launch, run func() error) error {
 		l.Options.RunID = runner.NewRunID(a.svc.Clock.Now())
 	}
 	err := run()
-	jerr := a.svc.WriteRunJUnit(l.Options.Repo, l.Options.RunID, path)
+	// The report is written however the run ended, interrupted too; a
+	// run on Temporal is asked for its state, which may take a while
+	// when no worker answers.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), junitWait)
+	defer cancel()
+	jerr := a.svc.WriteRunJUnit(ctx, l.Options.Repo, l.Options.RunID, path)
 	switch {
 	case jerr == nil:
 	case err == nil:
@@ -29,3 +36,8 @@ func (a *app) withJUnit(path string, l *ops.Launch, run func() error) error {
 	}
 	return err
 }
+
+// junitWait bounds the wait for a run's state when its report is
+// written: a run on Temporal is asked through a query, which a worker
+// answers.
+const junitWait = 30 * time.Second

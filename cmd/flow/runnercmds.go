@@ -163,7 +163,7 @@ ran out, 130 interrupted.`,
 				return err
 			}
 			a.notices(cmd, l.Workflow)
-			return a.withJUnit(f.junit, l, func() error { return a.execute(cmd, l, f.asJSON) })
+			return a.withJUnit(cmd.Context(), f.junit, l, func() error { return a.execute(cmd, l, f.asJSON) })
 		},
 	}
 	f.add(cmd, true)
@@ -192,7 +192,7 @@ is taken over.`,
 			if err != nil {
 				return err
 			}
-			return a.withJUnit(f.junit, l, func() error { return a.execute(cmd, l, f.asJSON) })
+			return a.withJUnit(cmd.Context(), f.junit, l, func() error { return a.execute(cmd, l, f.asJSON) })
 		},
 	}
 	f.add(cmd, false)
@@ -220,7 +220,7 @@ steps' and gates' own budgets. A rejected human step waits for a new decision.`,
 			if err != nil {
 				return err
 			}
-			return a.withJUnit(f.junit, l, func() error { return a.execute(cmd, l, f.asJSON) })
+			return a.withJUnit(cmd.Context(), f.junit, l, func() error { return a.execute(cmd, l, f.asJSON) })
 		},
 	}
 	f.add(cmd, false)

@@ -68,6 +68,8 @@ type restartRequest struct {
 	// workflowPath is the file flow resume --workflow names; repo is
 	// the caller's repository, where the run's workflow file is read.
 	workflowPath, repo string
+	// junit is where --junit writes the run's report, or "".
+	junit string
 }
 
 var temporalHooks *temporalCLI
@@ -162,8 +164,8 @@ func (a *app) withEngine(c *cobra.Command) {
 		fl := cmd.Flags()
 		switch cmd.Name() {
 		case "run", "resume", "retry":
-			if j, _ := fl.GetString("junit"); j != "" {
-				return runner.Usage("--junit is for local runs (for now)")
+			if j, _ := fl.GetString("junit"); j != "" && f.detach {
+				return runner.Usage("--junit writes the run's report when it ends: not with --detach")
 			}
 			if cmd.Name() != "run" || fl.Changed("start-at-step") {
 				req, err := a.restartRequestOf(cmd, args)
@@ -171,6 +173,7 @@ func (a *app) withEngine(c *cobra.Command) {
 					return err
 				}
 				req.move = f.move
+				req.junit, _ = fl.GetString("junit")
 				return h.restart(ctx, a, f, cmd, req)
 			}
 			e, closeFn, err := h.engine(ctx, a, f)

@@ -64,8 +64,26 @@ func TestTemporalCLIEditedRestart(t *testing.T) {
 		stop()
 		<-served
 	}()
-	if code, out, errs := flow("run", "wf.yaml", "--run-id", "cli-1"); code != 0 {
+	if code, out, errs := flow("run", "wf.yaml", "--run-id", "cli-1", "--junit", "run.xml"); code != 0 {
 		t.Fatalf("flow run: exit %d\n%s%s", code, out, errs)
+	}
+	// --junit reports a run on Temporal as a local one: its state is
+	// asked of the server.
+	junitHas := func(file string, want ...string) {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatalf("--junit %s: %v", file, err)
+		}
+		for _, w := range want {
+			if !strings.Contains(string(b), w) {
+				t.Errorf("%s lacks %q:\n%s", file, w, b)
+			}
+		}
+	}
+	junitHas("run.xml", `<testsuite name="cli" tests="1" failures="0"`, `<testcase classname="cli" name="a"`)
+	if code, _, errs := flow("run", "wf.yaml", "--junit", "x.xml", "--detach"); code != 2 || !strings.Contains(errs, "not with --detach") {
+		t.Errorf("flow run --junit --detach: exit %d, %s", code, errs)
 	}
 	// Without a run id, flow status shows the newest run on the server,
 	// as a local status shows the repository's newest.
@@ -73,10 +91,11 @@ func TestTemporalCLIEditedRestart(t *testing.T) {
 		t.Errorf("flow status without a run id: exit %d\n%s%s", code, out, errs)
 	}
 	write(src + "  - {id: c, needs: [a], run: \"for i in 1 2 3; do echo c$i; sleep 0.3; done\"}\n")
-	code, out, errs := flow("resume", "cli-1", "--start-at-step", "c")
+	code, out, errs := flow("resume", "cli-1", "--start-at-step", "c", "--junit", "resume.xml")
 	if code != 0 {
 		t.Fatalf("flow resume --start-at-step c: exit %d\n%s%s", code, out, errs)
 	}
+	junitHas("resume.xml", `tests="2"`, `<testcase classname="cli" name="c"`)
 	for _, want := range []string{"c: new in the workflow; added to the run", "workflow changed since the run last ran", "c: completed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("flow resume output lacks %q:\n%s", want, out)

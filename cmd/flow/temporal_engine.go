@@ -151,14 +151,14 @@ func temporalRestart(ctx context.Context, a *app, f *temporalFlags, cmd *cobra.C
 		}
 		l.Options.StartAt = req.startAt
 		l.Plan = &ops.StartAtPlan{Workflow: l.Workflow.Name, Step: req.startAt, NewRun: true, Kept: []string{}, Rerun: []string{}, Missing: []ops.MissingArtifact{}}
-		return a.execute(cmd, l, req.asJSON)
+		return a.withJUnit(ctx, req.junit, l, func() error { return a.execute(cmd, l, req.asJSON) })
 	}
 	l, err := eng.PrepareRestart(ctx, temporal.RestartRequest{RunID: req.runID, Workflow: req.wf, WorkflowPath: req.workflowPath,
 		Repo: req.repo, StartAt: req.startAt, Retry: req.retry, NoWait: req.noWait, Budgets: req.budgets, Invocation: req.inv, Move: req.move, Force: req.force})
 	if err != nil {
 		return err
 	}
-	return a.execute(cmd, l, req.asJSON)
+	return a.withJUnit(ctx, req.junit, l, func() error { return a.execute(cmd, l, req.asJSON) })
 }
 
 func temporalLogs(ctx context.Context, a *app, f *temporalFlags, runID, step string, follow bool) error {

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"context"
 	"strconv"
 	"time"
 
@@ -15,7 +16,17 @@ import (
 // step whose message is its last error and whose text adds the gate's
 // evidence, <skipped/> for a SKIPPED one, and the step's iterations and
 // attempts as properties.
-func (s *Service) RunJUnit(repo, id string) (junit.Suites, error) {
+//
+// The run is read from repo's record, or, when the Service's Engine is a
+// StateReader (a run on Temporal), asked of the engine.
+func (s *Service) RunJUnit(ctx context.Context, repo, id string) (junit.Suites, error) {
+	if sr, ok := s.Engine.(StateReader); ok {
+		st, err := sr.RunState(ctx, id)
+		if err != nil {
+			return junit.Suites{}, err
+		}
+		return runSuites(st), nil
+	}
 	_, ref, err := s.openRun(repo, id)
 	if err != nil {
 		return junit.Suites{}, err
@@ -23,10 +34,17 @@ func (s *Service) RunJUnit(repo, id string) (junit.Suites, error) {
 	return runSuites(ref.State), nil
 }
 
+// StateReader is an Engine whose runs' state is not in a local record:
+// it answers for them.
+type StateReader interface {
+	// RunState returns the state of run id.
+	RunState(ctx context.Context, id string) (*runner.State, error)
+}
+
 // WriteRunJUnit writes RunJUnit's report to path (relative to the
 // Service's directory) atomically.
-func (s *Service) WriteRunJUnit(repo, id, path string) error {
-	suites, err := s.RunJUnit(repo, id)
+func (s *Service) WriteRunJUnit(ctx context.Context, repo, id, path string) error {
+	suites, err := s.RunJUnit(ctx, repo, id)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"context"
 	"encoding/xml"
 	"strings"
 	"testing"
@@ -34,7 +35,7 @@ func TestRunJUnit(t *testing.T) {
 	if res.ExitCode != int(runner.ExitFailed) {
 		t.Fatalf("run exit %d; want 1", res.ExitCode)
 	}
-	if err := s.WriteRunJUnit("", "r1", "out.xml"); err != nil {
+	if err := s.WriteRunJUnit(context.Background(), "", "r1", "out.xml"); err != nil {
 		t.Fatal(err)
 	}
 	b, err := afero.ReadFile(s.FS, repo+"/out.xml")
@@ -87,6 +88,6 @@ func TestRunJUnit(t *testing.T) {
 // TestRunJUnitUnknownRun is a usage error.
 func TestRunJUnitUnknownRun(t *testing.T) {
 	s, _ := newService(t, failingSteps, nil)
-	_, err := s.RunJUnit("", "nope")
+	_, err := s.RunJUnit(context.Background(), "", "nope")
 	wantCode(t, err, runner.ExitUsage)
 }

@@ -238,6 +238,17 @@ func update(ctx context.Context, c client.Client, runID, name string, arg, resul
 	return runError(runID, err)
 }
 
+// RunState returns the state of run id, asked of its workflow (a
+// worker answers for a closed one): the Engine is an ops.StateReader,
+// so that flow run --junit reports a run on Temporal.
+func (e *Engine) RunState(ctx context.Context, id string) (*runner.State, error) {
+	st, err := Status(ctx, e.Client, id)
+	if err != nil {
+		return nil, err
+	}
+	return st.State, nil
+}
+
 // Status asks a run on Temporal for its status: the shape of flow
 // status --json.
 func Status(ctx context.Context, c client.Client, runID string) (ops.Status, error) {
