@@ -98,7 +98,7 @@ func (l *Local) Run(ctx context.Context, opts runner.Options, att Attach) (runne
 	if att.Ask != nil {
 		wf := opts.Workflow
 		r.Ask = func(runID, step, message string) (runner.HumanInput, bool) {
-			return att.Ask(Question{RunID: runID, Step: step, Message: message, Inputs: humanInputs(wf, step)})
+			return att.Ask(NewQuestion(wf, runID, step, message))
 		}
 	}
 	return r.Run(ctx, opts)

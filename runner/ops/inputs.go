@@ -11,6 +11,7 @@ import (
 	"github.com/flow-run/flow/internal/confine"
 	"github.com/flow-run/flow/internal/suggest"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // ResolveInputs checks what an approval of step gives against the
@@ -124,7 +125,9 @@ func humanInputs(wf *config.Workflow, step string) []config.Input {
 	if wf == nil {
 		return nil
 	}
-	if st := wf.Step(step); st != nil && st.Human != nil {
+	// An instance of a loop's body step asks what its step declares.
+	k, _ := core.SplitKey(step)
+	if st := wf.Step(k.Step); st != nil && st.Human != nil {
 		return st.Human.Inputs
 	}
 	return nil
@@ -133,3 +136,10 @@ func humanInputs(wf *config.Workflow, step string) []config.Input {
 // maxLoadedWorkflow bounds the read of a run's workflow.json: the spec
 // of a workflow no larger than config.MaxWorkflowSize.
 const maxLoadedWorkflow = 4 * config.MaxWorkflowSize
+
+// NewQuestion returns the question that asks a person to decide step
+// (a step or an instance's key) of run runID of workflow wf, whose
+// rendered human.message is message: what Attach.Ask is given.
+func NewQuestion(wf *config.Workflow, runID, step, message string) Question {
+	return Question{RunID: runID, Step: step, Message: message, Inputs: humanInputs(wf, step)}
+}

@@ -126,3 +126,26 @@ func TestCheckedAsk(t *testing.T) {
 		t.Errorf("rejection = %+v, %v", in, ok)
 	}
 }
+
+// TestNewQuestion: the question of a step of a loop's body, named by
+// its instance's key, carries the inputs its body step declares, so
+// that an answer at the terminal is checked as flow approve's is.
+func TestNewQuestion(t *testing.T) {
+	src := "name: q\nsteps:\n" +
+		"  - id: ship\n    human: {message: ship, inputs: [{name: ticket, required: true}]}\n" +
+		"  - id: each\n    for_each: [a]\n    steps:\n      - id: check\n        human: {inputs: [{name: note}]}\n"
+	wf, err := config.Parse(afero.NewMemMapFs(), "/w/q.yaml", "yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for step, want := range map[string]string{"ship": "ticket", "each[0].check": "note", "each": ""} {
+		q := NewQuestion(wf, "r1", step, "m")
+		var got string
+		if len(q.Inputs) > 0 {
+			got = q.Inputs[0].Name
+		}
+		if got != want || q.RunID != "r1" || q.Step != step || q.Message != "m" {
+			t.Errorf("NewQuestion(%s) = %+v, want input %q", step, q, want)
+		}
+	}
+}
