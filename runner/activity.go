@@ -188,18 +188,30 @@ func (a *Announcer) Event(e Event) error {
 	}
 	x.st.Seq = e.Seq
 	x.announce(e)
-	if e.Type == core.EvStepWaiting {
-		if s := x.st.Steps[e.Step]; s != nil && s.Status == WaitingOnHuman {
-			msg := x.humanMessage(e.Step)
-			quoted := " "
-			if msg != "" {
-				quoted = fmt.Sprintf(": %q ", msg)
-			}
-			x.printf("%s: waiting on a human%s(flow approve %s %s, or flow reject)\n", e.Step, quoted, x.st.RunID, ShellArg(e.Step))
+	if msg, ok := a.HumanWait(e); ok {
+		quoted := " "
+		if msg != "" {
+			quoted = fmt.Sprintf(": %q ", msg)
 		}
+		x.printf("%s: waiting on a human%s(flow approve %s %s, or flow reject)\n", e.Step, quoted, x.st.RunID, ShellArg(e.Step))
 	}
 	return nil
 }
+
+// HumanWait reports whether e, once applied by Event, left its step
+// waiting on a human, and the step's rendered human.message.
+func (a *Announcer) HumanWait(e Event) (message string, ok bool) {
+	if e.Type != core.EvStepWaiting {
+		return "", false
+	}
+	if s := a.x.st.Steps[e.Step]; s == nil || s.Status != WaitingOnHuman {
+		return "", false
+	}
+	return a.x.humanMessage(e.Step), true
+}
+
+// HumanMessage returns the rendered human.message of step, or "".
+func (a *Announcer) HumanMessage(step string) string { return a.x.humanMessage(step) }
 
 // State returns the state the events so far make.
 func (a *Announcer) State() *State { return a.x.st }

@@ -113,6 +113,15 @@ func (e *Engine) follow(ctx context.Context, opts runner.Options, run client.Wor
 	if from != nil {
 		ann.From(from)
 		after = from.Seq
+		if !started && att.Ask != nil && !opts.NoWait {
+			// Attached to a run that waits already: ask, as for a wait
+			// it sees begin.
+			for _, id := range from.StepOrder {
+				if s := from.Steps[id]; s != nil && s.Status == runner.WaitingOnHuman {
+					e.ask(context.WithoutCancel(ctx), opts, id, ann.HumanMessage(id), att)
+				}
+			}
+		}
 	}
 	bg := context.WithoutCancel(ctx)
 	type ended struct {
@@ -138,6 +147,9 @@ func (e *Engine) follow(ctx context.Context, opts runner.Options, run client.Wor
 			for _, ev := range page.Events {
 				if err := ann.Event(ev); err != nil {
 					return err
+				}
+				if msg, ok := ann.HumanWait(ev); ok && att.Ask != nil && !opts.NoWait {
+					e.ask(bg, opts, ev.Step, msg, att)
 				}
 				if ev.Type == core.EvWorkflowChanged {
 					var wc runner.WorkflowChanged
@@ -211,6 +223,25 @@ func (e *Engine) follow(ctx context.Context, opts runner.Options, run client.Wor
 			}
 		}
 	}
+}
+
+// ask asks at the terminal for a decision on step, which waits on a
+// human, as a local run asks, and sends the answer as flow approve or
+// flow reject would; the run goes on by itself once it is decided. The
+// question runs in its own goroutine, which is not waited for: a read
+// of the terminal cannot be cancelled, and the process may exit while
+// it waits (the step decided elsewhere, say).
+func (e *Engine) ask(ctx context.Context, opts runner.Options, step, msg string, att ops.Attach) {
+	q := ops.NewQuestion(opts.Workflow, opts.RunID, step, msg)
+	go func() {
+		in, ok := att.Ask(q)
+		if !ok {
+			return
+		}
+		if _, err := Decide(ctx, e.Client, opts.RunID, DecideRequest{Step: step, Input: in}); err != nil {
+			fmt.Fprintf(att.Output, "%s: your answer was not recorded: %v\n", step, err)
+		}
+	}()
 }
 
 // Decide decides a human step of a run on Temporal by Update: it
