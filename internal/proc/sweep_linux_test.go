@@ -867,3 +867,22 @@ func TestReleaseAtLeast(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitPidfd: the wait through a pidfd returns once the process has
+// exited, not before, and leaves it a zombie for the caller to reap.
+func TestWaitPidfd(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sleep 0.2")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if !waitPidfd(cmd.Process.Pid) {
+		t.Skip("pidfds are not available here (Linux before 5.3): the blocking waitid is used")
+	}
+	// A zombie: exited (the wait did not return early) and not reaped.
+	if !zombie(cmd.Process.Pid) {
+		t.Errorf("process %d was reaped by the wait, or still runs", cmd.Process.Pid)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("reap: %v", err)
+	}
+}

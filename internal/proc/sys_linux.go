@@ -82,7 +82,14 @@ func awaitExit(cmd *exec.Cmd) (reap func() error) {
 
 // waitExitedNoReap blocks until pid has exited, leaving it a zombie. On
 // an unexpected error it returns at once and the caller reaps as usual.
+//
+// It waits on a pidfd through the runtime's poller, so that no thread
+// is held in a blocking waitid for the session's life; where pidfds are
+// not available (Linux before 5.3) it blocks in waitid.
 func waitExitedNoReap(pid int) {
+	if waitPidfd(pid) {
+		return
+	}
 	const pPID = 1     // idtype_t P_PID
 	var info [128]byte // siginfo_t
 	for {
@@ -104,4 +111,51 @@ func zombie(pid int) bool {
 	// may itself hold spaces or parentheses.
 	i := bytes.LastIndexByte(b, ')')
 	return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
+}
+
+// waitPidfd waits for pid to exit through a pidfd in the runtime's
+// poller, leaving it a zombie; it reports false when pidfds cannot be
+// used, and the caller waits otherwise.
+func waitPidfd(pid int) bool {
+	const (
+		sysPidfdOpen  = 434
+		pidfdNonblock = syscall.O_NONBLOCK
+		pPidfd        = 3 // idtype_t P_PIDFD
+		wNohang       = 1
+	)
+	fd, _, errno := syscall.Syscall(sysPidfdOpen, uintptr(pid), pidfdNonblock, 0)
+	if errno != 0 {
+		return false
+	}
+	f := os.NewFile(fd, "pidfd")
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	waited := false
+	err = rc.Read(func(fd uintptr) bool {
+		var info [128]byte // siginfo_t
+		// si_pid follows si_signo, si_errno and si_code, padded to
+		// the union's alignment: offset 16 on 64-bit, 12 on 32-bit.
+		pidAt := 3 * 4
+		if unsafe.Sizeof(uintptr(0)) == 8 {
+			pidAt = 16
+		}
+		for {
+			_, _, errno := syscall.Syscall6(syscall.SYS_WAITID, pPidfd, fd,
+				uintptr(unsafe.Pointer(&info[0])), syscall.WEXITED|syscall.WNOWAIT|wNohang, 0, 0)
+			switch errno {
+			case syscall.EINTR:
+				continue
+			case 0:
+				if *(*int32)(unsafe.Pointer(&info[pidAt])) == 0 {
+					return false // not exited yet: wait for the pidfd to be readable
+				}
+			}
+			waited = errno == 0
+			return true
+		}
+	})
+	return err == nil && waited
 }
