@@ -368,13 +368,21 @@ func Watch(ctx context.Context, c client.Client, runID string, interval time.Dur
 		if st.Over() {
 			return nil
 		}
-		t := time.NewTimer(interval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleep(ctx, interval) {
 			return nil
-		case <-t.C:
 		}
+	}
+}
+
+// sleep waits for d, and reports false when ctx ends first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

@@ -72,12 +72,8 @@ func FollowLogs(ctx context.Context, c client.Client, runID, step string, interv
 		if len(tails) > 0 && same(tails[0], ss.IterationCount, ss.Attempts) {
 			write(tails[0])
 		}
-		tm := time.NewTimer(interval)
-		select {
-		case <-ctx.Done():
-			tm.Stop()
+		if !sleep(ctx, interval) {
 			return nil
-		case <-tm.C:
 		}
 	}
 }

@@ -24,17 +24,7 @@ import (
 // it moved from, its paths are re-rooted, and its sessions run there.
 // The lost worker's record is left as it was.
 func TestWorkflowMove(t *testing.T) {
-	failB := true
-	h := newHarness(t, restartable, func(c call) reply {
-		if c.Step == "b" && failB {
-			return reply{Exit: 1}
-		}
-		return reply{Out: c.Step + "\n"}
-	})
-	if res := h.run(); res.Status != runner.RunFailed {
-		t.Fatalf("first execution: %+v", res)
-	}
-	failB = false
+	h := failedRestartable(t)
 	lost := Host{Name: "w1", Repo: repo, Queue: HostQueue("q", "w1", repo)}
 	h.prepareRestart("", true, "")
 	st := h.in.Restart.State

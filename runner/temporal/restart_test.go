@@ -57,17 +57,7 @@ func (h *harness) prepareRestart(startAt string, retry bool, control runner.Cont
 // step and what depends on it, and keeps the rest. The worker's record
 // goes on across the executions.
 func TestWorkflowRetryAndStartAt(t *testing.T) {
-	failB := true
-	h := newHarness(t, restartable, func(c call) reply {
-		if c.Step == "b" && failB {
-			return reply{Exit: 1}
-		}
-		return reply{Out: c.Step + "\n"}
-	})
-	if res := h.run(); res.Status != runner.RunFailed {
-		t.Fatalf("first execution: %+v", res)
-	}
-	failB = false
+	h := failedRestartable(t)
 	res := h.restartFrom("", true)
 	if res.Status != runner.RunCompleted {
 		t.Fatalf("retry: %+v", res)
@@ -203,17 +193,7 @@ func TestWorkflowRestartKeepsPause(t *testing.T) {
 // records it: a removed step is dropped, a new one added PENDING and
 // run, the new vars and digest kept; the worker reads the new source.
 func TestWorkflowRestartEditedWorkflow(t *testing.T) {
-	failB := true
-	h := newHarness(t, restartable, func(c call) reply {
-		if c.Step == "b" && failB {
-			return reply{Exit: 1}
-		}
-		return reply{Out: c.Step + "\n"}
-	})
-	if res := h.run(); res.Status != runner.RunFailed {
-		t.Fatalf("first execution: %+v", res)
-	}
-	failB = false
+	h := failedRestartable(t)
 	edited := strings.Replace(restartable, "  - id: side\n    run: side\n", "", 1) +
 		"  - id: d\n    needs: [c]\n    run: d\nvars:\n  greeting: hi\n"
 	h.prepareRestart("", true, "")
@@ -241,4 +221,23 @@ func TestWorkflowRestartEditedWorkflow(t *testing.T) {
 			t.Errorf("events lack %q:\n%s", w, ev)
 		}
 	}
+}
+
+// failedRestartable runs restartable with its step b failing, and
+// returns the harness of that failed run, whose step b passes from then
+// on: a run to start again.
+func failedRestartable(t *testing.T) *harness {
+	t.Helper()
+	failB := true
+	h := newHarness(t, restartable, func(c call) reply {
+		if c.Step == "b" && failB {
+			return reply{Exit: 1}
+		}
+		return reply{Out: c.Step + "\n"}
+	})
+	if res := h.run(); res.Status != runner.RunFailed {
+		t.Fatalf("first execution: %+v", res)
+	}
+	failB = false
+	return h
 }
