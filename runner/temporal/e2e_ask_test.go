@@ -41,15 +41,7 @@ steps:
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	acts := e2eActivities(fsys, repo)
-	wctx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- Serve(wctx, c, "asked", false, acts) }()
-	defer func() {
-		stop()
-		if err := <-served; err != nil {
-			t.Error(err)
-		}
-	}()
+	serveE2E(t, ctx, c, "asked", false, acts)
 	var (
 		mu    sync.Mutex
 		asked []ops.Question

@@ -199,14 +199,7 @@ func TestEndToEndRetry(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	acts := e2eActivities(fsys, repo)
-	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, c, "retry", false, acts) }()
-	defer func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Error(err)
-		}
-	}()
+	serveE2E(t, ctx, c, "retry", false, acts)
 	eng := &Engine{Client: c, TaskQueue: "retry", FS: fsys, PollEvery: 50 * time.Millisecond}
 	var out syncBuffer
 	res, err := eng.Run(ctx, runner.Options{Workflow: wf, Repo: repo, RunID: "retry-1"}, ops.Attach{Output: &out})

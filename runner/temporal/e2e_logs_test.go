@@ -22,15 +22,7 @@ func TestEndToEndFollowLogs(t *testing.T) {
 	defer cancel()
 	acts := e2eActivities(fsys, repo)
 	acts.HeartbeatEvery = 100 * time.Millisecond
-	wctx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- Serve(wctx, c, "talk", false, acts) }()
-	defer func() {
-		stop()
-		if err := <-served; err != nil {
-			t.Error(err)
-		}
-	}()
+	serveE2E(t, ctx, c, "talk", false, acts)
 	eng := &Engine{Client: c, TaskQueue: "talk", FS: fsys, PollEvery: 50 * time.Millisecond, SessionHeartbeat: time.Second, Detach: true}
 	var started bytes.Buffer
 	if _, err := eng.Run(ctx, runner.Options{Workflow: wf, Repo: repo, RunID: "talk-1"}, ops.Attach{Output: &started}); err != nil {

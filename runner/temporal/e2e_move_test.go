@@ -78,15 +78,7 @@ steps:
 	// run does not go there by itself.
 	actsB := e2eActivities(fsys, repoB)
 	actsB.Host = "spare"
-	wctx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- Serve(wctx, c, "move", false, actsB) }()
-	defer func() {
-		stop()
-		if err := <-served; err != nil {
-			t.Error(err)
-		}
-	}()
+	serveE2E(t, ctx, c, "move", false, actsB)
 	time.Sleep(3 * time.Second) // past the session's heartbeat timeout
 	if st, err := Status(ctx, c, "move-1"); err != nil || st.State.Steps["long"].Status != runner.Running {
 		t.Fatalf("before the move: %v %+v", err, st.State)

@@ -29,14 +29,7 @@ func TestEndToEndEditedRestart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	acts := e2eActivities(fsys, repo)
-	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, c, "edit", false, acts) }()
-	defer func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Error(err)
-		}
-	}()
+	serveE2E(t, ctx, c, "edit", false, acts)
 	eng := &Engine{Client: c, TaskQueue: "edit", FS: fsys, PollEvery: 50 * time.Millisecond}
 	var out syncBuffer
 	if res, err := eng.Run(ctx, runner.Options{Workflow: wf, Repo: repo, RunID: "edit-1"}, ops.Attach{Output: &out}); err != nil || res.ExitCode != 0 {
@@ -127,14 +120,7 @@ func TestEndToEndGatedStartAt(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	acts := e2eActivities(fsys, repo)
-	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, c, "gated", false, acts) }()
-	defer func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Error(err)
-		}
-	}()
+	serveE2E(t, ctx, c, "gated", false, acts)
 	eng := &Engine{Client: c, TaskQueue: "gated", FS: fsys, PollEvery: 50 * time.Millisecond}
 	var out syncBuffer
 	opts := runner.Options{Workflow: wf, Repo: repo, RunID: "gated-1", NoWait: true, Invocation: runner.Invocation{GateStateFile: "gates.json"}}
@@ -174,9 +160,7 @@ func TestEndToEndStartAtArtifacts(t *testing.T) {
 	fsys, wf := e2eWorkflow(t, repo, "arts.yaml", src)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	wctx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- Serve(wctx, c, "arts", false, e2eActivities(fsys, repo)) }()
+	stop := serveE2E(t, ctx, c, "arts", false, e2eActivities(fsys, repo))
 	eng := &Engine{Client: c, TaskQueue: "arts", FS: fsys, PollEvery: 50 * time.Millisecond, ArtifactsWait: time.Second}
 	if res, err := eng.Run(ctx, runner.Options{Workflow: wf, Repo: repo, RunID: "arts-1"}, ops.Attach{Output: io.Discard}); err != nil || res.ExitCode != 0 {
 		t.Fatalf("first run: %+v %v", res, err)
@@ -204,18 +188,9 @@ func TestEndToEndStartAtArtifacts(t *testing.T) {
 	// The run's worker is gone; another one, with its own checkout,
 	// serves the task queue.
 	stop()
-	if err := <-served; err != nil {
-		t.Error(err)
-	}
 	other := e2eActivities(fsys, t.TempDir())
 	other.Host = "other"
-	go func() { served <- Serve(ctx, c, "arts", false, other) }()
-	defer func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Error(err)
-		}
-	}()
+	serveE2E(t, ctx, c, "arts", false, other)
 	if _, err := plan(false); runner.CodeOf(err) != runner.ExitUsage || !strings.Contains(err.Error(), "--force") {
 		t.Errorf("plan with the run's worker gone: %v, want bad usage naming --force", err)
 	}

@@ -78,6 +78,27 @@ func startDevServer(t *testing.T) *testsuite.DevServer {
 // this process running real processes: parallel steps, a loop-back, a
 // retry and a human step approved by Update (a second decision is
 // refused, exit 8), the worker's record; then 20 runs at once on two
+// serveE2E runs a worker of queue with acts until ctx ends, the test
+// ends or the returned stop is called, which waits for it; a worker
+// that ends with an error fails the test.
+func serveE2E(t *testing.T, ctx context.Context, c client.Client, queue string, shared bool, acts *Activities) (stop func()) {
+	t.Helper()
+	wctx, cancel := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- Serve(wctx, c, queue, shared, acts) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-served; err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
 // workers that share the repository.
 func TestEndToEnd(t *testing.T) {
 	c := devServer(t)
@@ -110,14 +131,7 @@ steps:
 	defer cancel()
 	acts := e2eActivities(fsys, repo)
 	acts.HeartbeatEvery = time.Second
-	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, c, "e2e", false, acts) }()
-	defer func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Error(err)
-		}
-	}()
+	serveE2E(t, ctx, c, "e2e", false, acts)
 	eng := &Engine{Client: c, TaskQueue: "e2e", FS: fsys, PollEvery: 50 * time.Millisecond}
 	var out bytes.Buffer
 	ended := make(chan runner.Result, 1)
@@ -180,14 +194,7 @@ steps:
 	// 20 runs at once, on two workers that share the repository.
 	for i := range 2 {
 		shared := &Activities{Runner: acts.Runner, Repo: repo, Host: fmt.Sprintf("shared-%d", i), HeartbeatEvery: time.Second}
-		done := make(chan error, 1)
-		go func() { done <- Serve(ctx, c, "e2e-shared", true, shared) }()
-		defer func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Error(err)
-			}
-		}()
+		serveE2E(t, ctx, c, "e2e-shared", true, shared)
 	}
 	start := time.Now()
 	var wg sync.WaitGroup
