@@ -62,6 +62,18 @@ func (a *app) warnFault(st ops.Status) {
 }
 
 func (a *app) printJSON(v any) error {
+	if s, ok := v.(interface{ WriteIndented(io.Writer) error }); ok {
+		// A run's status, megabytes for a large run, is written as
+		// it is encoded.
+		w := bufio.NewWriterSize(a.stdio.Out, 64<<10)
+		if err := s.WriteIndented(w); err != nil {
+			return err
+		}
+		if err := w.WriteByte('\n'); err != nil {
+			return err
+		}
+		return w.Flush()
+	}
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err

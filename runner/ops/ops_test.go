@@ -390,10 +390,31 @@ func TestStatusJSON(t *testing.T) {
 		At:       t0,
 	}
 	golden(t, "status", st)
+	streamed(t, st)
 	golden(t, "update_status", Update{Status: &st, First: true, Changed: true})
 	st.Fault = "events.jsonl:9: seq 3 after seq 8"
 	golden(t, "status_fault", st)
+	streamed(t, st)
+	st.State.Steps, st.State.StepOrder = map[string]*runner.StepState{}, nil
+	streamed(t, st)
 	golden(t, "update_event", Update{Event: &runner.Event{Seq: 3, At: at, Type: "step_started", Step: "a", Data: json.RawMessage(`{"attempt":1}`)}})
+}
+
+// streamed checks that the status flow status --json streams is what
+// json.MarshalIndent makes of it, byte for byte.
+func streamed(t *testing.T, st Status) {
+	t.Helper()
+	want, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	if err := st.WriteIndented(&got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want) {
+		t.Errorf("WriteIndented:\n%s\nwant (json.MarshalIndent):\n%s", got.Bytes(), want)
+	}
 }
 
 func TestStatusLiveness(t *testing.T) {

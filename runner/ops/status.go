@@ -1,9 +1,11 @@
 package ops
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -44,9 +46,62 @@ func (v Status) MarshalJSON() ([]byte, error) {
 	return v.marshal("")
 }
 
+// WriteIndented writes the status to w as json.MarshalIndent(v, "",
+// "  ") would, streaming the state's steps one at a time (see
+// runner.State.WriteIndented) rather than building and re-reading
+// megabytes for a large run.
+func (v Status) WriteIndented(w io.Writer) error {
+	if v.State == nil {
+		return fmt.Errorf("encode the status of a run without a state")
+	}
+	live, err := json.MarshalIndent(v.Liveness, "  ", "  ")
+	if err != nil {
+		return err
+	}
+	tail := append([]byte(",\n  \"liveness\": "), live...)
+	if v.Fault != "" {
+		f, _ := json.Marshal(v.Fault)
+		tail = append(append(tail, ",\n  \"fault\": "...), f...)
+	}
+	tail = append(tail, "\n}"...)
+	// The state's object ends in "\n}": the status's fields go before.
+	cw := &closeWriter{w: w}
+	if err := v.State.WriteIndented(cw); err != nil {
+		return err
+	}
+	if !bytes.Equal(cw.held, []byte("\n}")) {
+		return fmt.Errorf("encode the status: the state does not end its object as expected")
+	}
+	_, err = w.Write(tail)
+	return err
+}
+
+// closeWriter passes what is written to w but for the last two bytes,
+// which it holds: the end of the object being written.
+type closeWriter struct {
+	w    io.Writer
+	held []byte
+}
+
+func (c *closeWriter) Write(p []byte) (int, error) {
+	c.held = append(c.held, p...)
+	if n := len(c.held) - 2; n > 0 {
+		if _, err := c.w.Write(c.held[:n]); err != nil {
+			return 0, err
+		}
+		c.held = append(c.held[:0], c.held[n:]...)
+	}
+	return len(p), nil
+}
+
 // marshal writes the status, with "type": typ first when typ is set.
 func (v Status) marshal(typ string) ([]byte, error) {
-	st, err := json.Marshal(v.State)
+	if v.State == nil {
+		return nil, fmt.Errorf("encode the status of a run without a state")
+	}
+	// The state's own encoder, not json.Marshal, which would check and
+	// compact its output again: a large run's state is megabytes.
+	st, err := v.State.MarshalJSON()
 	if err != nil {
 		return nil, err
 	}
