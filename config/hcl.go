@@ -234,7 +234,7 @@ func (h *hclDecoder) body(b *hclsyntax.Body, t *keySet, dst any) {
 		case ok:
 			h.d.errorf(h.pos(a.NameRange), "%s is a block: write %s { ... }", a.Name, a.Name)
 		default:
-			h.d.unknown(h.pos(a.NameRange), "key", a.Name, t.hclKnown)
+			h.d.unknown(h.pos(a.NameRange), "key", a.Name, t.hclKnown())
 		}
 	}
 	var once map[string]bool
@@ -250,7 +250,7 @@ func (h *hclDecoder) body(b *hclsyntax.Body, t *keySet, dst any) {
 		case ok:
 			h.d.errorf(h.pos(bl.TypeRange), "%s is an argument: write %s = ...", bl.Type, bl.Type)
 		default:
-			h.d.unknown(h.pos(bl.TypeRange), "block", bl.Type, t.hclKnown)
+			h.d.unknown(h.pos(bl.TypeRange), "block", bl.Type, t.hclKnown())
 		}
 	}
 }

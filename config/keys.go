@@ -115,9 +115,10 @@ type keySet struct {
 	// yIndex and hIndex give the place of a key by its YAML and its HCL
 	// name.
 	yIndex, hIndex map[string]int
-	// yamlKeys are the YAML keys; hclKnown are the HCL attributes, then
-	// the HCL blocks: the candidates of did-you-mean.
-	yamlKeys, hclAttrs, hclBlocks, hclKnown []string
+	// yamlKeys are the YAML keys; hclAttrs and hclBlocks the HCL
+	// attributes and blocks (hclKnown lists both: the candidates of
+	// did-you-mean).
+	yamlKeys, hclAttrs, hclBlocks []string
 	// label is the place of the key an HCL block label gives, or -1.
 	label int
 	// set stores the value of the key at place i into dst, the raw form
@@ -177,7 +178,12 @@ func (t *table[T]) add(f field[T]) {
 		ks.hclAttrs = append(ks.hclAttrs, h)
 	}
 	ks.hIndex[h] = i
-	ks.hclKnown = append(append([]string{}, ks.hclAttrs...), ks.hclBlocks...)
+}
+
+// hclKnown lists the HCL attributes, then the HCL blocks: the
+// candidates of did-you-mean, made when one is needed.
+func (ks *keySet) hclKnown() []string {
+	return append(append([]string{}, ks.hclAttrs...), ks.hclBlocks...)
 }
 
 // exactlyOne declares that a block gives exactly one of keys.
