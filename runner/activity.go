@@ -88,10 +88,15 @@ func (m *Remote) State() *State { return m.x.st }
 // the session's process once it started (nil when none started) and its
 // end. Cancelling ctx stops the session (SIGTERM, then SIGKILL after
 // the kill grace): its end is then Interrupted.
-func (m *Remote) Session(ctx context.Context, e StartSession) (*SessionPID, SessionDone) {
+//
+// started, when set, is told the session's process as soon as it has
+// started (a driver that reports a running session's pid).
+func (m *Remote) Session(ctx context.Context, e StartSession, started func(SessionPID)) (*SessionPID, SessionDone) {
 	x := m.x
 	x.sessCtx = ctx
 	x.queue = nil
+	x.sessionStarted = started
+	defer func() { x.sessionStarted = nil }()
 	sr := sessionRun{Step: e.Step, Attempt: e.Attempt, Iteration: e.Iteration,
 		LogPath: x.names.log(e.Step, e.Iteration, e.Attempt), ReportPath: x.names.report(e.Step)}
 	s := x.stepOf(e.Step)

@@ -71,7 +71,11 @@ func TestRemoteSessionRunsAsLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid, done := rm.Session(context.Background(), start)
+	var started *SessionPID
+	pid, done := rm.Session(context.Background(), start, func(p SessionPID) { started = &p })
+	if started == nil || pid == nil || *started != *pid {
+		t.Errorf("told of the session's start %+v, want %+v", started, pid)
+	}
 	if pid == nil || pid.LogPath != rm.LogPath(start) {
 		t.Errorf("pid %+v", pid)
 	}

@@ -113,6 +113,9 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 // send delivers an input from a goroutine to the loop, unless the loop
 // has ended.
 func (x *run) send(in Input) {
+	if p, ok := in.(SessionPID); ok && x.sessionStarted != nil {
+		x.sessionStarted(p)
+	}
 	if x.r.Serial && x.serialSession {
 		// A serial session runs on the loop's goroutine.
 		if err := x.enqueue(in); err != nil && x.serialErr == nil {

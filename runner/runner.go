@@ -231,6 +231,9 @@ type run struct {
 	// goroutine: its inputs go straight to the queue.
 	serialSession bool
 	serialErr     error
+	// sessionStarted, when set, is told each session's process as it
+	// starts (Remote.Session).
+	sessionStarted func(SessionPID)
 	// root is the run directory, resolved once for confined reads.
 	root *confine.Root
 	// notices are the run's notifications (notify.go).

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/afero"
@@ -363,6 +364,14 @@ func (a *Activities) Session(ctx context.Context, req SessionRequest) (SessionRe
 	stop := make(chan struct{})
 	defer close(stop)
 	log := m.LogPath(req.Start)
+	// Each beat carries the session's process, so that flow status
+	// shows its pid while it runs; the first goes as it starts.
+	var running atomic.Int64
+	beat := func() {
+		t := a.tail(req.Start, log)
+		t.PID = int(running.Load())
+		activity.RecordHeartbeat(ctx, t)
+	}
 	go func() {
 		t := time.NewTicker(every)
 		defer t.Stop()
@@ -371,11 +380,14 @@ func (a *Activities) Session(ctx context.Context, req SessionRequest) (SessionRe
 			case <-stop:
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx, a.tail(req.Start, log))
+				beat()
 			}
 		}
 	}()
-	pid, done := m.Session(ctx, req.Start)
+	pid, done := m.Session(ctx, req.Start, func(p runner.SessionPID) {
+		running.Store(int64(p.PID))
+		beat()
+	})
 	tail := a.tail(req.Start, log)
 	return SessionReply{PID: pid, Done: done, Tail: &tail}, nil
 }

@@ -12,6 +12,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/flow-run/flow/runner"
@@ -296,8 +297,35 @@ func Status(ctx context.Context, c client.Client, runID string) (ops.Status, err
 		if l, ok := unserved(ctx, c, runID, r.Host, st.At); ok {
 			st.Liveness = l
 		}
+		runningPIDs(ctx, c, runID, st.State)
 	}
 	return st, nil
+}
+
+// runningPIDs records on st the processes of the sessions that run, as
+// their activities last beat: the workflow learns a session's pid when
+// it ends. A server that cannot say leaves st as it is.
+func runningPIDs(ctx context.Context, c client.Client, runID string, st *runner.State) {
+	if st == nil {
+		return
+	}
+	desc, err := c.DescribeWorkflowExecution(ctx, runID, "")
+	if err != nil {
+		return
+	}
+	for _, pa := range desc.GetPendingActivities() {
+		if pa.GetActivityType().GetName() != ActivitySession || pa.GetHeartbeatDetails() == nil {
+			continue
+		}
+		var t LogTail
+		if converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &t) != nil || t.PID == 0 {
+			continue
+		}
+		if s := st.Steps[t.Step]; s != nil && s.Status == runner.Running && s.PID == 0 &&
+			s.IterationCount == t.Iteration && s.Attempts == t.Attempt {
+			s.PID = t.PID
+		}
+	}
 }
 
 // LostAfter is how long a run's worker may go without asking for its

@@ -3,6 +3,7 @@ package temporal
 import (
 	"bytes"
 	"context"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,13 +29,18 @@ func TestEndToEndFollowLogs(t *testing.T) {
 	if _, err := eng.Run(ctx, runner.Options{Workflow: wf, Repo: repo, RunID: "talk-1"}, ops.Attach{Output: &started}); err != nil {
 		t.Fatal(err)
 	}
+	// flow status shows the running session's process, as its
+	// activity beat it as it started: a live process of this host.
 	for {
 		st, err := Status(ctx, c, "talk-1")
-		if err == nil && st.State.Steps["talk"].Status == runner.Running {
+		if s := st.State; err == nil && s.Steps["talk"].Status == runner.Running && s.Steps["talk"].PID > 0 {
+			if err := syscall.Kill(s.Steps["talk"].PID, 0); err != nil {
+				t.Errorf("the running session's pid %d: %v", s.Steps["talk"].PID, err)
+			}
 			break
 		}
 		if ctx.Err() != nil {
-			t.Fatal("step talk never ran")
+			t.Fatal("step talk never ran, or its pid was never shown")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -198,6 +198,8 @@ type LogTail struct {
 	Log  string `json:"log"`
 	Size int64  `json:"size"`
 	Tail string `json:"tail"`
+	// PID is the session's process, in a running session's beats.
+	PID int `json:"pid,omitempty"`
 }
 
 // TailBytes bounds the tail of a log that heartbeats, results and
