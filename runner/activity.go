@@ -147,6 +147,22 @@ func (m *Remote) PrepareHuman(e PrepareHuman) (HumanReady, error) {
 	return HumanReady{Step: e.Step, Attempt: e.Attempt, ManualInputPath: path}, nil
 }
 
+// HumanTimeout evaluates the human.timeout of step (a step or an
+// instance's key) as the local driver does when it looks at a wait: 0
+// when the step has none.
+func (m *Remote) HumanTimeout(step string) (time.Duration, error) {
+	x := m.x
+	s := x.stepOf(step)
+	if s == nil || s.Human == nil || s.Human.Timeout == nil {
+		return 0, nil
+	}
+	var env *gates.Env
+	if s.Human.Timeout.Expr != nil {
+		env = x.env(nil)
+	}
+	return x.duration(s.Human.Timeout, env)
+}
+
 // Cleanup runs the workflow's cleanup session (StartCleanup) to its
 // end.
 func (m *Remote) Cleanup(ctx context.Context, e StartCleanup) CleanupDone {

@@ -32,6 +32,7 @@ const (
 	ActivityEvaluate     = "flow.Evaluate"
 	ActivityExpand       = "flow.Expand"
 	ActivityPrepareHuman = "flow.PrepareHuman"
+	ActivityHumanTimeout = "flow.HumanTimeout"
 	ActivityCleanup      = "flow.Cleanup"
 	ActivityGates        = "flow.Gates"
 	ActivityArtifacts    = "flow.Artifacts"
@@ -215,6 +216,7 @@ func (a *Activities) Register(reg interface {
 	reg.RegisterActivityWithOptions(a.Evaluate, activity.RegisterOptions{Name: ActivityEvaluate})
 	reg.RegisterActivityWithOptions(a.Expand, activity.RegisterOptions{Name: ActivityExpand})
 	reg.RegisterActivityWithOptions(a.PrepareHuman, activity.RegisterOptions{Name: ActivityPrepareHuman})
+	reg.RegisterActivityWithOptions(a.HumanTimeout, activity.RegisterOptions{Name: ActivityHumanTimeout})
 	reg.RegisterActivityWithOptions(a.Cleanup, activity.RegisterOptions{Name: ActivityCleanup})
 	reg.RegisterActivityWithOptions(a.Gates, activity.RegisterOptions{Name: ActivityGates})
 	reg.RegisterActivityWithOptions(a.Artifacts, activity.RegisterOptions{Name: ActivityArtifacts})
@@ -427,6 +429,21 @@ func (a *Activities) PrepareHuman(ctx context.Context, req PrepareRequest) (core
 		return core.HumanReady{}, err
 	}
 	return m.PrepareHuman(req.Prepare)
+}
+
+// HumanTimeout evaluates a human step's timeout given as an
+// expression, as the local driver evaluates it; one that cannot be
+// evaluated sets no timeout, as locally.
+func (a *Activities) HumanTimeout(ctx context.Context, req StepRequest) (time.Duration, error) {
+	m, err := a.remote(req.RunID)
+	if err != nil {
+		return 0, err
+	}
+	d, err := m.HumanTimeout(req.Step)
+	if err != nil {
+		return 0, nil
+	}
+	return d, nil
 }
 
 // Cleanup runs the workflow's cleanup session.

@@ -511,7 +511,8 @@ func (d *driver) session(e core.StartSession) {
 }
 
 // await waits for a human's decision of step: an Update, or its
-// human.timeout.
+// human.timeout (one given as an expression is evaluated on a worker,
+// as the local driver evaluates it).
 func (d *driver) await(step string) {
 	if d.awaiting[step] || d.decidedInInbox(step) {
 		return
@@ -519,12 +520,22 @@ func (d *driver) await(step string) {
 	d.awaiting[step] = true
 	s := d.wf.Step(stepOf(step))
 	ss := d.st.Steps[step]
-	if s == nil || s.Human == nil || s.Human.Timeout == nil || s.Human.Timeout.Expr != nil || s.Human.Timeout.D <= 0 || ss == nil || ss.StartedAt == nil {
+	if s == nil || s.Human == nil || s.Human.Timeout == nil || s.Human.Timeout.Expr == nil && s.Human.Timeout.D <= 0 || ss == nil || ss.StartedAt == nil {
 		return
 	}
 	started := ss.StartedAt.Time
-	left := started.Add(s.Human.Timeout.D).Sub(workflow.Now(d.ctx))
 	workflow.Go(d.ctx, func(ctx workflow.Context) {
+		timeout := s.Human.Timeout.D
+		if s.Human.Timeout.Expr != nil {
+			d.inflight++
+			actx := workflow.WithActivityOptions(ctx, shortOptions(d.host.Queue))
+			err := workflow.ExecuteActivity(actx, ActivityHumanTimeout, StepRequest{RunID: d.in.RunID, Step: step}).Get(ctx, &timeout)
+			d.inflight--
+			if err != nil || timeout <= 0 {
+				return
+			}
+		}
+		left := started.Add(timeout).Sub(workflow.Now(ctx))
 		if left > 0 {
 			if err := workflow.NewTimer(ctx, left).Get(ctx, nil); err != nil {
 				return

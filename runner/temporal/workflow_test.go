@@ -234,3 +234,33 @@ func TestWorkflowCancelInterrupts(t *testing.T) {
 		t.Errorf("mirrored status %s", st.Status)
 	}
 }
+
+// TestWorkflowHumanTimeout: a human step nobody decides fails at its
+// human.timeout, a duration or an expression evaluated on a worker, as
+// it does locally, on the workflow's clock.
+func TestWorkflowHumanTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		timeout string
+		want    time.Duration
+	}{
+		{"90m", 90 * time.Minute},
+		{"int(vars.hours) * 3600", 2 * time.Hour},
+	} {
+		t.Run(tc.timeout, func(t *testing.T) {
+			src := "name: wait\nvars: {hours: \"2\"}\nsteps:\n  - id: approve\n    human:\n      message: ship?\n      timeout: " + tc.timeout + "\n  - id: after\n    run: x\n"
+			h := newHarness(t, src, func(c call) reply { return reply{} })
+			began := h.env.Now()
+			res := h.run()
+			if res.Status != runner.RunFailed {
+				t.Fatalf("result %+v", res)
+			}
+			st := h.state()
+			if s := st.Steps["approve"]; s.Status != runner.Failed || s.LastError == nil {
+				t.Errorf("approve %+v", s)
+			}
+			if got := h.env.Now().Sub(began); got < tc.want || got > tc.want+time.Minute {
+				t.Errorf("timed out after %s of workflow time, want %s", got, tc.want)
+			}
+		})
+	}
+}
