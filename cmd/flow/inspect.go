@@ -89,11 +89,17 @@ func (a *app) printJSON(v any) error {
 // per line, {"type":"status",...}, for each change.
 func (a *app) watchStatus(ctx context.Context, repo, runID string, asJSON, items bool) error {
 	term, show := a.statusWatcher(asJSON, items)
+	return a.svc.Watch(ctx, repo, runID, watchOptions(term), show)
+}
+
+// watchOptions are a watch's: on a terminal, every look, with the last
+// lines of the running sessions' output.
+func watchOptions(term bool) ops.WatchOptions {
 	opts := ops.WatchOptions{Every: term}
 	if term {
 		opts.Tails = 5
 	}
-	return a.svc.Watch(ctx, repo, runID, opts, show)
+	return opts
 }
 
 // statusWatcher returns how a watch shows its updates, and whether it

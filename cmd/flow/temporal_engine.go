@@ -104,10 +104,10 @@ func temporalStatus(ctx context.Context, a *app, f *temporalFlags, runID string,
 		}
 	}
 	if watch {
-		// The sessions' logs are on the worker: a terminal shows no
-		// tails (flow logs RUN_ID --engine temporal prints them).
-		every, show := a.statusWatcher(asJSON, false)
-		return temporal.Watch(ctx, c, runID, 0, every, show)
+		// On a terminal, the running sessions' tails are those their
+		// activities last beat.
+		term, show := a.statusWatcher(asJSON, false)
+		return temporal.Watch(ctx, c, runID, 0, watchOptions(term), show)
 	}
 	st, err := temporal.Status(ctx, c, runID)
 	if err != nil {

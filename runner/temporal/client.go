@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 	"time"
 
@@ -375,7 +376,7 @@ func lostLiveness(runID string, host Host, last, now time.Time) (runner.Liveness
 // one: it asks for its status every interval (a second when 0) and
 // reports it when it changed, or at every look with every, until the
 // run is over (done, stopped) or ctx ends.
-func Watch(ctx context.Context, c client.Client, runID string, interval time.Duration, every bool, fn func(ops.Update) error) error {
+func Watch(ctx context.Context, c client.Client, runID string, interval time.Duration, opts ops.WatchOptions, fn func(ops.Update) error) error {
 	if interval <= 0 {
 		interval = time.Second
 	}
@@ -388,7 +389,10 @@ func Watch(ctx context.Context, c client.Client, runID string, interval time.Dur
 			}
 			return err
 		}
-		if u, report := w.Next(st, every); report {
+		if u, report := w.Next(st, opts.Every); report {
+			if opts.Tails > 0 {
+				u.Tails = runningTails(ctx, c, runID, st.State, opts.Tails)
+			}
 			if err := fn(u); err != nil {
 				return err
 			}
@@ -400,6 +404,32 @@ func Watch(ctx context.Context, c client.Client, runID string, interval time.Dur
 			return nil
 		}
 	}
+}
+
+// runningTails returns the last n lines of the output of each running
+// session of run runID, as its activity last beat (a watch on a
+// terminal shows them, as it shows a local run's).
+func runningTails(ctx context.Context, c client.Client, runID string, st *runner.State, n int) []ops.Tail {
+	if st == nil {
+		return nil
+	}
+	tails, err := Logs(ctx, c, runID, "")
+	if err != nil {
+		return nil
+	}
+	var out []ops.Tail
+	for _, t := range tails {
+		s := st.Steps[t.Step]
+		if s == nil || s.Status != runner.Running || t.Tail == "" || s.IterationCount != t.Iteration || s.Attempts != t.Attempt {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(t.Tail, "\n"), "\n")
+		if len(lines) > n {
+			lines = lines[len(lines)-n:]
+		}
+		out = append(out, ops.Tail{Step: t.Step, Log: path.Base(t.Log), Lines: lines})
+	}
+	return out
 }
 
 // sleep waits for d, and reports false when ctx ends first.

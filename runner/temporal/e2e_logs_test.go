@@ -3,6 +3,10 @@ package temporal
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -79,3 +83,48 @@ func (f *firstWrite) Write(p []byte) (int, error) {
 }
 
 func (f *firstWrite) String() string { return f.buf.String() }
+
+// TestEndToEndWatchTails: on a real server, flow status --watch on a
+// terminal shows the last lines of a running session's output, as its
+// activity beat them, as it does for a local run.
+func TestEndToEndWatchTails(t *testing.T) {
+	c := devServer(t)
+	repo := t.TempDir()
+	src := "name: tails\nsteps:\n  - {id: talk, run: \"for i in 1 2 3 4; do echo line $i; done; sleep 3\"}\n"
+	fsys, wf := e2eWorkflow(t, repo, "tails.yaml", src)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	acts := e2eActivities(fsys, repo)
+	acts.HeartbeatEvery = 100 * time.Millisecond
+	serveE2E(t, ctx, c, "tails", false, acts)
+	eng := &Engine{Client: c, TaskQueue: "tails", FS: fsys, PollEvery: 50 * time.Millisecond, SessionHeartbeat: time.Second, Detach: true}
+	if _, err := eng.Run(ctx, runner.Options{Workflow: wf, Repo: repo, RunID: "tails-1"}, ops.Attach{Output: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if st, err := Status(ctx, c, "tails-1"); err == nil && st.State.Steps["talk"].Status == runner.Running {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("step talk never ran")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	seen := errors.New("seen")
+	var got ops.Tail
+	err := Watch(ctx, c, "tails-1", 50*time.Millisecond, ops.WatchOptions{Every: true, Tails: 3}, func(u ops.Update) error {
+		for _, tl := range u.Tails {
+			if tl.Step == "talk" && len(tl.Lines) == 3 {
+				got = tl
+				return seen
+			}
+		}
+		return nil
+	})
+	if !errors.Is(err, seen) {
+		t.Fatalf("the watch ended without the running session's tail: %v", err)
+	}
+	if want := []string{"line 2", "line 3", "line 4"}; !slices.Equal(got.Lines, want) || !strings.HasPrefix(got.Log, "talk.") {
+		t.Errorf("tail %+v, want the lines %q of talk's log", got, want)
+	}
+}

@@ -156,7 +156,7 @@ steps:
 	// flow status --watch: a run that waits on a human is stopped, so
 	// the watch shows it once and ends.
 	var updates []ops.Update
-	if err := Watch(ctx, c, "e2e-1", 10*time.Millisecond, false, func(u ops.Update) error { updates = append(updates, u); return nil }); err != nil {
+	if err := Watch(ctx, c, "e2e-1", 10*time.Millisecond, ops.WatchOptions{}, func(u ops.Update) error { updates = append(updates, u); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(updates) != 1 || !updates[0].First || updates[0].Status.State.Steps["approve"].Status != runner.WaitingOnHuman || !updates[0].Status.Over() {
