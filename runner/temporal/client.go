@@ -381,8 +381,19 @@ func Watch(ctx context.Context, c client.Client, runID string, interval time.Dur
 		interval = time.Second
 	}
 	var w ops.StatusWatch
+	var starting time.Time
 	for {
 		st, err := Status(ctx, c, runID)
+		if err != nil && strings.Contains(err.Error(), errStarting.Error()) {
+			// A watch of a run just started (--detach) waits for a
+			// worker to take it, for a while.
+			if starting.IsZero() {
+				starting = time.Now()
+			}
+			if time.Since(starting) < StartingWait && sleep(ctx, interval) {
+				continue
+			}
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -405,6 +416,10 @@ func Watch(ctx context.Context, c client.Client, runID string, interval time.Dur
 		}
 	}
 }
+
+// StartingWait is how long a watch waits for a worker to take a run
+// that has just started before it says the run is starting.
+const StartingWait = 30 * time.Second
 
 // runningTails returns the last n lines of the output of each running
 // session of run runID, as its activity last beat (a watch on a

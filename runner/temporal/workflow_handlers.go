@@ -39,7 +39,7 @@ func (d *driver) handlers() error {
 // status answers QueryStatus.
 func (d *driver) status() (StatusReply, error) {
 	if d.st == nil || d.st.RunID == "" {
-		return StatusReply{}, errors.New("the run is starting")
+		return StatusReply{}, errStarting
 	}
 	r := StatusReply{State: d.st, Liveness: d.liveness(), RunDir: runner.RunDir(d.host.Repo, d.in.RunID), Host: d.host}
 	if d.core != nil {
@@ -111,7 +111,7 @@ func (d *driver) eventsAfter(after int64) (EventsPage, error) {
 // launch answers QueryLaunch.
 func (d *driver) launch() (LaunchReply, error) {
 	if d.host.Queue == "" {
-		return LaunchReply{}, errors.New("the run is starting")
+		return LaunchReply{}, errStarting
 	}
 	in := d.in
 	in.Carried, in.Restart = nil, nil
@@ -136,7 +136,7 @@ func (d *driver) logs() (LogsReply, error) {
 // waiting on a human (it was decided already, or never waited).
 func (d *driver) validDecision(req DecideRequest) error {
 	if d.st == nil || d.st.RunID == "" {
-		return errors.New("the run is starting")
+		return errStarting
 	}
 	s := d.st.Steps[req.Step]
 	switch {
@@ -209,3 +209,8 @@ func (d *driver) control(_ workflow.Context, req ControlRequest) (string, error)
 	d.inbox = append(d.inbox, core.ControlChanged{Desired: req.Desired})
 	return string(req.Desired), nil
 }
+
+// errStarting answers a query or an Update that comes before the run's
+// workflow has read its workflow file: a first workflow task, which a
+// worker runs, has not been done yet.
+var errStarting = errors.New("the run is starting")
