@@ -397,10 +397,10 @@ func (a *Activities) Session(ctx context.Context, req SessionRequest) (SessionRe
 // tail reads the end of a session's log (at most TailBytes).
 func (a *Activities) tail(e core.StartSession, log string) LogTail {
 	t := LogTail{Step: e.Step, Iteration: e.Iteration, Attempt: e.Attempt, Host: a.Host, Log: log}
-	if fi, err := a.fs().Stat(log); err == nil {
-		t.Size = fi.Size()
-	}
-	t.Tail = runner.ReadTail(a.fs(), log, TailBytes)
+	// The size is the one the tail ends at, not the file's a moment
+	// before or after: a follower prints what two beats' sizes differ
+	// by (FollowLogs).
+	t.Tail, t.Size = runner.ReadTailSize(a.fs(), log, TailBytes)
 	return t
 }
 
