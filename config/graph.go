@@ -280,7 +280,11 @@ func (b *builder) loopBack(r *reach, field string, i int, target string, pos Pos
 // between questions so that checking every loop-back of a large workflow
 // allocates nothing per question.
 type reach struct {
-	deps  [][]int
+	deps [][]int
+	// order is each step's place in an order where every step comes
+	// after the steps it needs, or nil when the needs have a cycle: a
+	// step can depend only on steps before it, which bounds each walk.
+	order []int
 	mark  []int
 	gen   int
 	stack []int
@@ -297,11 +301,51 @@ func newReach(steps []*Step, index func(string) int) *reach {
 			}
 		}
 	}
+	r.order = topoOrder(r.deps)
 	return r
+}
+
+// topoOrder places each node after the nodes it depends on (Kahn's
+// algorithm over deps, a node's dependencies), or returns nil when they
+// have a cycle.
+func topoOrder(deps [][]int) []int {
+	waiting := make([]int, len(deps)) // dependencies not yet placed
+	users := make([][]int, len(deps))
+	for i, ds := range deps {
+		waiting[i] = len(ds)
+		for _, d := range ds {
+			users[d] = append(users[d], i)
+		}
+	}
+	queue := make([]int, 0, len(deps))
+	for i, n := range waiting {
+		if n == 0 {
+			queue = append(queue, i)
+		}
+	}
+	order := make([]int, len(deps))
+	for placed := 0; placed < len(queue); placed++ {
+		i := queue[placed]
+		order[i] = placed
+		for _, u := range users[i] {
+			if waiting[u]--; waiting[u] == 0 {
+				queue = append(queue, u)
+			}
+		}
+	}
+	if len(queue) < len(deps) {
+		return nil
+	}
+	return order
 }
 
 // needs reports whether step i depends on step j, directly or not.
 func (r *reach) needs(i, j int) bool {
+	// What i depends on comes before it, and so do their needs: a step
+	// placed before j cannot lead to j.
+	if r.order != nil && r.order[j] >= r.order[i] {
+		return false
+	}
 	r.gen++
 	r.stack = append(r.stack[:0], i)
 	for len(r.stack) > 0 {
@@ -311,7 +355,7 @@ func (r *reach) needs(i, j int) bool {
 			if n == j {
 				return true
 			}
-			if r.mark[n] != r.gen {
+			if r.mark[n] != r.gen && (r.order == nil || r.order[n] > r.order[j]) {
 				r.mark[n] = r.gen
 				r.stack = append(r.stack, n)
 			}

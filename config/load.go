@@ -120,9 +120,7 @@ func load(fs afero.Fs, path, format string, data []byte, o Options) (*Workflow, 
 	d := &diags{}
 	dialect, why := o.Format, ""
 	switch dialect {
-	case "":
-		dialect, why = DetectFormat(path, data)
-	case FormatFlow:
+	case "", FormatFlow:
 	case FormatOrchestrator:
 		if format != "yaml" {
 			return nil, fmt.Errorf("load workflow %s: agent_orchestrator's format is YAML, not %s", path, format)
@@ -132,12 +130,20 @@ func load(fs afero.Fs, path, format string, data []byte, o Options) (*Workflow, 
 	}
 	if !invalidUTF8(src, d) {
 		var raw *rawWorkflow
-		switch {
-		case dialect == FormatOrchestrator:
-			raw = decodeOrchestrator(src, o, d)
-		case format == "yaml":
-			raw = decodeYAML(src, d)
-		default:
+		if format == "yaml" {
+			// One parse serves the format's detection and the decoding.
+			y, root := yamlRoot(src, d)
+			if dialect == "" && root != nil {
+				dialect, why = detectRoot(root)
+			}
+			switch {
+			case root == nil:
+			case dialect == FormatOrchestrator:
+				raw = decodeOrchestrator(y, root, o)
+			default:
+				raw = decodeYAML(y, root)
+			}
+		} else {
 			raw = decodeHCL(src, d)
 		}
 		if raw != nil && !raw.tooManySteps {

@@ -183,7 +183,12 @@ func DetectFormat(path string, data []byte) (format, why string) {
 	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil || len(doc.Content) == 0 {
 		return FormatFlow, ""
 	}
-	root := resolve(doc.Content[0])
+	return detectRoot(doc.Content[0])
+}
+
+// detectRoot is DetectFormat on a YAML file's root node.
+func detectRoot(root *yaml.Node) (format, why string) {
+	root = resolve(root)
 	if root.Kind != yaml.MappingNode {
 		return FormatFlow, ""
 	}
@@ -238,11 +243,8 @@ func DetectFormat(path string, data []byte) (format, why string) {
 
 // decodeOrchestrator decodes a YAML file in agent_orchestrator's format
 // and maps it onto flow's raw model.
-func decodeOrchestrator(src *source, o Options, d *diags) *rawWorkflow {
-	y, root := yamlRoot(src, d)
-	if root == nil {
-		return nil
-	}
+func decodeOrchestrator(y *yamlDecoder, root *yaml.Node, o Options) *rawWorkflow {
+	src, d := y.src, y.d
 	w := &rawWorkflow{src: src}
 	orchWorkflowTable.decode(&yamlValue{y: y, n: root}, w)
 	// Its sessions follow its contract: environment and report rules.

@@ -22,14 +22,9 @@ type yamlDecoder struct {
 // yamlErrLine finds the line number in an error of the yaml package.
 var yamlErrLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// decodeYAML decodes a YAML workflow; it returns nil when the file is
-// not a YAML mapping at all.
-func decodeYAML(src *source, d *diags) *rawWorkflow {
-	y, root := yamlRoot(src, d)
-	if root == nil {
-		return nil
-	}
-	w := &rawWorkflow{src: src}
+// decodeYAML decodes a YAML workflow from its root (yamlRoot).
+func decodeYAML(y *yamlDecoder, root *yaml.Node) *rawWorkflow {
+	w := &rawWorkflow{src: y.src}
 	workflowTable.decode(&yamlValue{y: y, n: root}, w)
 	if !w.name.set {
 		w.name.sp = y.span(root)
