@@ -439,7 +439,7 @@ var stepTable = loopKeys(newTable("step", "A step: exactly one of run, prompt or
 	field[rawStep]{name: "human", kind: kindBlock, sub: humanTable, doc: "A human step: waits for flow approve or flow reject.",
 		set: func(s *rawStep, v value) {
 			if h := (&rawHuman{pos: v.keyPos()}); humanTable.decode(v, h) {
-				s.more().human = h
+				s.human = h
 			}
 		}},
 	field[rawStep]{name: "needs", kind: kindOneOrList, elem: kindStepID, doc: "The steps this one depends on; [] makes it independent. Without needs a step depends on the one before it.",
@@ -452,7 +452,7 @@ var stepTable = loopKeys(newTable("step", "A step: exactly one of run, prompt or
 	field[rawStep]{name: "gate", kind: kindBlock, sub: gateTable, doc: "Decides, after the session succeeded, whether its work passes.",
 		set: func(s *rawStep, v value) {
 			if g := (&rawGate{pos: v.keyPos()}); gateTable.decode(v, g) {
-				s.more().gate = g
+				s.gate = g
 			}
 		}},
 	scalar("loop_back_to", kindString, "The step to run again when the session's report says gate_failure.",

@@ -133,6 +133,9 @@ type rawStep struct {
 	needs    []str
 	needsSet bool
 	needsPos Pos
+	// human and gate are blocks: a pointer each, which many steps give.
+	human *rawHuman
+	gate  *rawGate
 	// orch holds the keys of agent_orchestrator's format flow's has
 	// not, for a step read in it; nil otherwise.
 	orch *rawOrchStep
@@ -156,9 +159,7 @@ type rawStepMore struct {
 	description   str
 	feedback      str
 	promptFile    str
-	human         *rawHuman
 	when          str
-	gate          *rawGate
 	loopBackTo    str
 	maxAttempts   str
 	maxIterations str
