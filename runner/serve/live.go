@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -120,9 +121,12 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	after := resumeFrom(r, "after")
-	st, err := s.svc.Status(t.repoDir, t.runID)
-	if err != nil {
-		s.fail(w, r, err)
+	// The stream reads the run's events, not its state: fifty browsers
+	// that open a large run's page at once would each decode megabytes
+	// (the run's shared watcher reads the state, once).
+	dir := runner.RunDir(t.repoDir, t.runID)
+	if _, err := s.svc.FS.Stat(filepath.Join(dir, runner.EventsFile)); err != nil {
+		s.fail(w, r, runner.Usage("run %s has no events: %v", t.runID, err))
 		return
 	}
 	stream, ok := startSSE(w)
@@ -134,7 +138,7 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 	sub, last, cancel := s.subscribe(t)
 	defer cancel()
 	catchUp := func() bool {
-		events, _ := runner.ReadEvents(s.svc.FS, st.RunDir, after)
+		events, _ := runner.ReadEvents(s.svc.FS, dir, after)
 		for _, e := range events {
 			if stream.send("event", strconv.FormatInt(e.Seq, 10), eventRowOf(e)) != nil {
 				return false
