@@ -1,12 +1,16 @@
 package config_test
 
 import (
+	"bytes"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
-	"github.com/flow-run/flow/config"
+	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/spf13/afero"
+
+	"github.com/flow-run/flow/config"
 )
 
 // seedFuzz adds the shipped workflows and the broken corpus of a format.
@@ -34,7 +38,7 @@ func checkLoad(t *testing.T, format string, data []byte) {
 		if len(w.Order()) != len(w.Steps) {
 			t.Fatalf("Order() has %d steps, want %d", len(w.Order()), len(w.Steps))
 		}
-		_ = w.Digest()
+		checkEmit(t, mem, w)
 		return
 	}
 	var ds config.Diagnostics
@@ -59,4 +63,32 @@ func FuzzLoadYAML(f *testing.F) {
 func FuzzLoadHCL(f *testing.F) {
 	seedFuzz(f, ".hcl")
 	f.Fuzz(func(t *testing.T, data []byte) { checkLoad(t, "hcl", data) })
+}
+
+// checkEmit writes a workflow that loads in both formats, as flow
+// convert does: each loads back to the same digest, and the HCL is laid
+// out as hclwrite lays it out. A number YAML cannot give JSON (.nan,
+// .inf) may be refused.
+func checkEmit(t *testing.T, mem afero.Fs, w *config.Workflow) {
+	for _, format := range []string{"yaml", "hcl"} {
+		out, err := config.Emit(w, format, config.EmitOptions{})
+		if err != nil {
+			if strings.Contains(err.Error(), "cannot write the number") {
+				return
+			}
+			t.Fatalf("Emit %s: %v", format, err)
+		}
+		back, err := config.Parse(mem, "/emitted."+format, format, out)
+		if err != nil {
+			t.Fatalf("the emitted %s does not load: %v\n%s", format, err, out)
+		}
+		if back.Digest() != w.Digest() {
+			t.Fatalf("the emitted %s has another digest:\n%s", format, out)
+		}
+		if format == "hcl" {
+			if f := hclwrite.Format(out); !bytes.Equal(f, out) {
+				t.Fatalf("the emitted HCL is not as hclwrite.Format lays it out:\n%s\nhclwrite:\n%s", out, f)
+			}
+		}
+	}
 }
