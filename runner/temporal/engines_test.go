@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -26,10 +27,10 @@ import (
 
 // runLocal runs src on the local engine with the same scripted sessions
 // and returns its run's event lines and state.
-func runLocal(t *testing.T, src string, files map[string]string, fn func(call) reply) ([]string, *runner.State) {
+func runLocal(t *testing.T, file, src string, files map[string]string, fn func(call) reply) ([]string, *runner.State) {
 	t.Helper()
-	fsys := repoFS(t, src, files)
-	wf, err := config.Load(fsys, repo+"/workflow.yaml")
+	fsys := repoFS(t, file, src, files)
+	wf, err := config.Load(fsys, path.Join(repo, file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,15 +161,30 @@ func TestEnginesDecideAlike(t *testing.T) {
 			t.Errorf("shipped workflow %s is not run on both engines here", name)
 		}
 	}
+	// Each workflow and its HCL twin.
+	type run struct {
+		engineCase
+		file string
+	}
+	var runs []run
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			b, err := os.ReadFile("../../workflows/" + tc.name)
+		runs = append(runs, run{tc, tc.name})
+		if twin := strings.TrimSuffix(tc.name, ".yaml") + ".hcl"; fileExists("../../workflows/" + twin) {
+			runs = append(runs, run{tc, twin})
+		}
+	}
+	if len(runs) <= len(cases) {
+		t.Fatal("no HCL twin was found")
+	}
+	for _, tc := range runs {
+		t.Run(tc.file, func(t *testing.T) {
+			b, err := os.ReadFile("../../workflows/" + tc.file)
 			if err != nil {
 				t.Fatal(err)
 			}
-			src := string(b)
-			local, localSt := runLocal(t, src, tc.files, tc.sessions())
-			h := newHarnessWith(t, src, tc.files, tc.sessions())
+			src, file := string(b), "workflow"+path.Ext(tc.file)
+			local, localSt := runLocal(t, file, src, tc.files, tc.sessions())
+			h := newHarnessWith(t, file, src, tc.files, tc.sessions())
 			if res := h.run(); res.ExitCode != 0 {
 				t.Fatalf("temporal run: %+v", res)
 			}
@@ -300,4 +316,10 @@ func TestWorkflowContinuesAsNew(t *testing.T) {
 	if got, want := h.events(), whole.events(); !slices.Equal(got, want) {
 		t.Errorf("events over %d segments differ:\n%s\nwant:\n%s", segments, strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// fileExists reports whether a file of this package's tree is there.
+func fileExists(name string) bool {
+	_, err := os.Stat(name)
+	return err == nil
 }

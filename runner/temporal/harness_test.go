@@ -102,15 +102,16 @@ var start = time.Date(2025, 1, 15, 14, 30, 0, 0, time.UTC)
 
 func newHarness(t *testing.T, src string, fn func(call) reply) *harness {
 	t.Helper()
-	return newHarnessWith(t, src, nil, fn)
+	return newHarnessWith(t, "workflow.yaml", src, nil, fn)
 }
 
-// newHarnessWith is newHarness with files (by their path in the
-// repository) written next to the workflow before it is loaded.
-func newHarnessWith(t *testing.T, src string, files map[string]string, fn func(call) reply) *harness {
+// newHarnessWith is newHarness with the workflow src in file (its
+// extension says its format) and files (by their path in the
+// repository) written next to it before it is loaded.
+func newHarnessWith(t *testing.T, file, src string, files map[string]string, fn func(call) reply) *harness {
 	t.Helper()
-	fsys := repoFS(t, src, files)
-	wf, err := config.Load(fsys, repo+"/workflow.yaml")
+	fsys := repoFS(t, file, src, files)
+	wf, err := config.Load(fsys, path.Join(repo, file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,15 +129,15 @@ func newHarnessWith(t *testing.T, src string, files map[string]string, fn func(c
 }
 
 // repoFS returns a memory file system holding the repository: the
-// workflow src as workflow.yaml and files, by their path in it.
-func repoFS(t *testing.T, src string, files map[string]string) afero.Fs {
+// workflow src as file and files, by their path in it.
+func repoFS(t *testing.T, file, src string, files map[string]string) afero.Fs {
 	t.Helper()
 	fsys := afero.NewMemMapFs()
 	files = maps.Clone(files)
 	if files == nil {
 		files = map[string]string{}
 	}
-	files["workflow.yaml"] = src
+	files[file] = src
 	for name, content := range files {
 		if err := afero.WriteFile(fsys, path.Join(repo, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)

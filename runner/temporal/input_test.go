@@ -57,7 +57,7 @@ func TestReadSourcePrompts(t *testing.T) {
 	src := "name: p\nagents: {a: {run: cat}}\ndefaults: {agent: a}\nsteps:\n" +
 		"  - {id: a, prompt_file: prompts/a.md}\n" +
 		"  - {id: b, prompt_path: later.md}\n"
-	fsys := repoFS(t, src, map[string]string{"prompts/a.md": "do a"})
+	fsys := repoFS(t, "workflow.yaml", src, map[string]string{"prompts/a.md": "do a"})
 	wf, err := config.Load(fsys, repo+"/workflow.yaml")
 	if err != nil {
 		t.Fatal(err)
