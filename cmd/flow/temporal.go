@@ -34,7 +34,14 @@ type temporalFlags struct {
 	queue     string
 	detach    bool
 	move      bool
+	// heartbeat is how long a session's activity may go without a beat
+	// before Temporal runs it again (--heartbeat-timeout; 0: a minute).
+	heartbeat time.Duration
 }
+
+// minHeartbeat is the shortest --heartbeat-timeout: a session's activity
+// beats three times within it.
+const minHeartbeat = 3 * time.Second
 
 // temporalCLI are the commands of the Temporal engine; nil in a flow
 // built without it.
@@ -119,6 +126,9 @@ func (a *app) withEngine(c *cobra.Command) {
 	if c.Name() == "run" {
 		c.Flags().BoolVar(&f.detach, "detach", false, "with --engine temporal: return at once with the run id (exit 0)")
 	}
+	if c.Name() == "run" || c.Name() == "resume" || c.Name() == "retry" {
+		c.Flags().DurationVar(&f.heartbeat, "heartbeat-timeout", 0, "with --engine temporal: how long a session may go without a beat before Temporal runs it again elsewhere (default 1m; a running session's output reaches flow logs and status within 0.8 of it)")
+	}
 	if c.Name() == "resume" || c.Name() == "retry" {
 		c.Flags().BoolVar(&f.move, "move", false, "with --engine temporal: move the run off its worker, whose host is lost, to whichever worker of --task-queue takes it (its running steps run again there, in that worker's checkout)")
 	}
@@ -150,8 +160,14 @@ func (a *app) withEngine(c *cobra.Command) {
 			if f.move {
 				return runner.Usage("--move is for --engine temporal: a local run goes on in its own checkout")
 			}
+			if f.heartbeat != 0 {
+				return runner.Usage("--heartbeat-timeout is for --engine temporal")
+			}
 			return local(cmd, args)
 		case "temporal":
+			if f.heartbeat != 0 && f.heartbeat < minHeartbeat {
+				return runner.Usage("--heartbeat-timeout %s: at least %s", f.heartbeat, minHeartbeat)
+			}
 		default:
 			return runner.Usage("--engine %q: want local or temporal", engine)
 		}

@@ -122,4 +122,16 @@ func TestTemporalCLIEditedRestart(t *testing.T) {
 	if code, _, errs := flow("resume", "cli-1", "--move"); code != 8 || !strings.Contains(errs, "already completed") {
 		t.Errorf("flow resume --move of a completed run: exit %d, %s", code, errs)
 	}
+	// A heartbeat timeout shorter than the worker's pace of beats (10
+	// s): the session's activity beats faster, and a session longer
+	// than the timeout runs once.
+	if err := os.WriteFile(filepath.Join(dir, "slow.yaml"), []byte("name: slow\nsteps:\n  - {id: s, run: \"echo ran >> slow.txt; sleep 5\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := flow("run", "slow.yaml", "--heartbeat-timeout", "3s"); code != 0 {
+		t.Errorf("flow run --heartbeat-timeout 3s: exit %d\n%s%s", code, out, errs)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "slow.txt")); string(b) != "ran\n" {
+		t.Errorf("the 5-second session ran %q under a 3-second heartbeat timeout, want once", b)
+	}
 }

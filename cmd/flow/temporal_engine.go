@@ -40,7 +40,7 @@ func temporalEngine(ctx context.Context, a *app, f *temporalFlags) (ops.Engine, 
 	if err != nil {
 		return nil, nil, err
 	}
-	return &temporal.Engine{Client: c, TaskQueue: f.queue, FS: a.svc.FS, Detach: f.detach}, c.Close, nil
+	return &temporal.Engine{Client: c, TaskQueue: f.queue, FS: a.svc.FS, Detach: f.detach, SessionHeartbeat: f.heartbeat}, c.Close, nil
 }
 
 func temporalWorker(ctx context.Context, a *app, f *temporalFlags, repo string, shared bool) error {
@@ -126,7 +126,7 @@ func temporalRestart(ctx context.Context, a *app, f *temporalFlags, cmd *cobra.C
 		return err
 	}
 	defer c.Close()
-	eng := &temporal.Engine{Client: c, TaskQueue: f.queue, FS: a.svc.FS, Detach: f.detach}
+	eng := &temporal.Engine{Client: c, TaskQueue: f.queue, FS: a.svc.FS, Detach: f.detach, SessionHeartbeat: f.heartbeat}
 	a.svc.Engine = eng
 	if req.runID == "" {
 		name := ""

@@ -35,6 +35,8 @@ func TestEngineTemporalNeedsFlowTemporal(t *testing.T) {
 		{[]string{"run", wf, "--engine", "nomad"}, 2, `--engine "nomad"`},
 		{[]string{"run", wf, "--detach"}, 2, "--detach is for --engine temporal"},
 		{[]string{"resume", "r1", "--move"}, 2, "--move is for --engine temporal"},
+		{[]string{"run", wf, "--heartbeat-timeout", "30s"}, 2, "--heartbeat-timeout is for --engine temporal"},
+		{[]string{"run", wf, "--engine", "temporal", "--heartbeat-timeout", "1s"}, 2, "--heartbeat-timeout 1s: at least 3s"},
 		{[]string{"resume", "r1", "--engine", "temporal"}, 2, "flow-temporal"},
 		{[]string{"retry", "r1", "--engine", "temporal"}, 2, "flow-temporal"},
 		{[]string{"run", wf, "--start-at-step", "a", "--engine", "temporal"}, 2, "flow-temporal"},

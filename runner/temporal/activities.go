@@ -363,6 +363,11 @@ func (a *Activities) Session(ctx context.Context, req SessionRequest) (SessionRe
 	if every <= 0 {
 		every = 10 * time.Second
 	}
+	// Three beats at least within the run's heartbeat timeout
+	// (--heartbeat-timeout), whatever the worker's own pace.
+	if ht := activity.GetInfo(ctx).HeartbeatTimeout; ht > 0 && ht/3 < every {
+		every = ht / 3
+	}
 	stop := make(chan struct{})
 	defer close(stop)
 	log := m.LogPath(req.Start)
