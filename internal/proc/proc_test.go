@@ -10,32 +10,15 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/flow-run/flow/internal/syncbuf"
 )
 
-// syncBuffer is an io.Writer safe to read while a session writes to it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // waitFor polls until the output contains s.
-func (b *syncBuffer) waitFor(t *testing.T, s string) {
+func waitFor(t *testing.T, b *syncbuf.Buffer, s string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for !strings.Contains(b.String(), s) {
@@ -149,7 +132,7 @@ func TestExitAndOutput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var out syncBuffer
+			var out syncbuf.Buffer
 			s := start(t, context.Background(), Spec{Command: tt.command, Env: tt.env, Output: &out})
 			res := s.Wait()
 			if res.Err != nil {
@@ -177,7 +160,7 @@ func TestDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuffer
+	var out syncbuf.Buffer
 	res := start(t, context.Background(), Spec{Command: "pwd -P", Dir: dir, Output: &out}).Wait()
 	if got := strings.TrimSpace(out.String()); got != dir || res.ExitCode != 0 {
 		t.Errorf("pwd = %q (exit %d), want %q", got, res.ExitCode, dir)
@@ -323,11 +306,11 @@ func TestStops(t *testing.T) {
 			defer cancel()
 			spec := tt.spec
 			spec.Command = tt.command
-			var out syncBuffer
+			var out syncbuf.Buffer
 			spec.Output = &out
 			s := start(t, ctx, spec)
 			if tt.cancel {
-				out.waitFor(t, "\n")
+				waitFor(t, &out, "\n")
 				cancel()
 			}
 			res := s.Wait()
@@ -345,7 +328,7 @@ func TestEscapedProcessDoesNotHangWait(t *testing.T) {
 		t.Skip("no setsid")
 	}
 	pidfile := filepath.Join(t.TempDir(), "pid")
-	var out syncBuffer
+	var out syncbuf.Buffer
 	s := start(t, context.Background(), Spec{
 		Command: `setsid sh -c 'echo $$; echo $$ >"$PIDFILE"; exec sleep 30' & ` +
 			`until [ -s "$PIDFILE" ]; do sleep 0.01; done; exit 0`,

@@ -18,6 +18,8 @@ import (
 	"unsafe"
 
 	"github.com/spf13/afero"
+
+	"github.com/flow-run/flow/internal/syncbuf"
 )
 
 // The tests below start processes that announce themselves by writing
@@ -202,11 +204,11 @@ func TestEscapedProcessesEnd(t *testing.T) {
 			spec := tt.spec
 			spec.Command = tt.command
 			spec.Env = sessionEnv(pidfile, childCmd)
-			var out syncBuffer
+			var out syncbuf.Buffer
 			spec.Output = &out
 			s := start(t, ctx, spec)
 			if tt.cancel {
-				out.waitFor(t, "ready\n")
+				waitFor(t, &out, "ready\n")
 				cancel()
 			}
 			res := s.Wait()
@@ -250,13 +252,13 @@ func TestSessionsEndOnlyTheirOwn(t *testing.T) {
 				`; echo ready; until [ -e "$STOP" ]; do sleep 0.01; done`
 			ctxA, cancelA := context.WithCancel(context.Background())
 			defer cancelA()
-			var outA, outB syncBuffer
+			var outA, outB syncbuf.Buffer
 			a := start(t, ctxA, Spec{Command: hold, Output: &outA, KillGrace: time.Second,
 				Env: sessionEnv(pidA, child(secsA), "STOP="+filepath.Join(dir, "stop-a"))})
 			b := start(t, context.Background(), Spec{Command: hold, Output: &outB,
 				Env: sessionEnv(pidB, child(secsB), "STOP="+stopFile)})
-			outA.waitFor(t, "ready\n")
-			outB.waitFor(t, "ready\n")
+			waitFor(t, &outA, "ready\n")
+			waitFor(t, &outB, "ready\n")
 			daemonA, daemonB := pidFrom(t, pidA), pidFrom(t, pidB)
 			killLeftover(t, daemonA, secsA)
 			killLeftover(t, daemonB, secsB)
@@ -296,14 +298,14 @@ func TestUnrelatedProcessesUntouched(t *testing.T) {
 	}
 	dir := t.TempDir()
 	pidfile, stopFile := filepath.Join(dir, "pid"), filepath.Join(dir, "stop")
-	var out syncBuffer
+	var out syncbuf.Buffer
 	s := start(t, context.Background(), Spec{
 		Command: `setsid sh -c "$CHILD" >/dev/null 2>&1 </dev/null & ` + untilPidfile +
 			`; echo ready; until [ -e "$STOP" ]; do sleep 0.01; done`,
 		Env:    sessionEnv(pidfile, child(1021), "STOP="+stopFile),
 		Output: &out,
 	})
-	out.waitFor(t, "ready\n")
+	waitFor(t, &out, "ready\n")
 	daemon := pidFrom(t, pidfile)
 	killLeftover(t, daemon, 1021)
 
@@ -654,7 +656,7 @@ func TestScrubbedDescendantsEnd(t *testing.T) {
 			pidfile := filepath.Join(dir, "pid")
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			var out syncBuffer
+			var out syncbuf.Buffer
 			s := startOn(t, st, ctx, Spec{Command: tt.command, Output: &out, KillGrace: time.Second,
 				Env: sessionEnv(pidfile, child(tt.secs))})
 			pid := pidFrom(t, pidfile)
@@ -667,7 +669,7 @@ func TestScrubbedDescendantsEnd(t *testing.T) {
 				}
 			}
 			if tt.cancel {
-				out.waitFor(t, "ready\n")
+				waitFor(t, &out, "ready\n")
 				cancel()
 			}
 			if res := s.Wait(); res.Err != nil {
@@ -721,7 +723,7 @@ func TestEndLooksOnlyAtTheRunnersChildren(t *testing.T) {
 	st.fs = fsys
 	walksTree(t, st)
 	stop := filepath.Join(t.TempDir(), "stop")
-	var outB syncBuffer
+	var outB syncbuf.Buffer
 	b := startOn(t, st, context.Background(), Spec{
 		Command: `echo ready; until [ -e "$STOP" ]; do sleep 0.01; done`,
 		Env:     []string{"PATH=" + os.Getenv("PATH"), "STOP=" + stop},
@@ -731,7 +733,7 @@ func TestEndLooksOnlyAtTheRunnersChildren(t *testing.T) {
 		_ = os.WriteFile(stop, nil, 0o600)
 		b.Wait()
 	}()
-	outB.waitFor(t, "ready\n")
+	waitFor(t, &outB, "ready\n")
 	fsys.take()
 
 	for range 3 {

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/internal/proc"
+	"github.com/flow-run/flow/internal/syncbuf"
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/ops"
 )
@@ -113,7 +113,7 @@ steps:
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	eng := &Engine{Client: c, TaskQueue: "killed", FS: fsys, PollEvery: 50 * time.Millisecond, SessionHeartbeat: 2 * time.Second}
-	var out syncBuffer
+	var out syncbuf.Buffer
 	ended := make(chan runner.Result, 1)
 	go func() {
 		res, err := eng.Run(ctx, runner.Options{Workflow: wf, Repo: repo, RunID: "killed-1"}, ops.Attach{Output: &out})
@@ -169,24 +169,6 @@ steps:
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestEndToEndRetry: on a real server, a failed run is retried in a new
 // execution of its workflow id, from the state it ended with; its
 // logs' tails are asked of Temporal; resuming it once completed is
@@ -201,7 +183,7 @@ func TestEndToEndRetry(t *testing.T) {
 	acts := e2eActivities(fsys, repo)
 	serveE2E(t, ctx, c, "retry", false, acts)
 	eng := &Engine{Client: c, TaskQueue: "retry", FS: fsys, PollEvery: 50 * time.Millisecond}
-	var out syncBuffer
+	var out syncbuf.Buffer
 	res, err := eng.Run(ctx, runner.Options{Workflow: wf, Repo: repo, RunID: "retry-1"}, ops.Attach{Output: &out})
 	if err != nil || res.ExitCode != 1 {
 		t.Fatalf("first run: %+v %v\n%s", res, err, out.String())

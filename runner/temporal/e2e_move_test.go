@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flow-run/flow/internal/syncbuf"
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/ops"
 )
@@ -57,7 +58,7 @@ steps:
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	eng := &Engine{Client: c, TaskQueue: "move", FS: fsys, PollEvery: 50 * time.Millisecond, SessionHeartbeat: time.Second, Detach: true}
-	var out syncBuffer
+	var out syncbuf.Buffer
 	if _, err := eng.Run(ctx, runner.Options{Workflow: wf, Repo: repoA, RunID: "move-1"}, ops.Attach{Output: &out}); err != nil {
 		t.Fatal(err)
 	}

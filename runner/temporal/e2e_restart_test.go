@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/syncbuf"
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/ops"
 )
@@ -31,7 +32,7 @@ func TestEndToEndEditedRestart(t *testing.T) {
 	acts := e2eActivities(fsys, repo)
 	serveE2E(t, ctx, c, "edit", false, acts)
 	eng := &Engine{Client: c, TaskQueue: "edit", FS: fsys, PollEvery: 50 * time.Millisecond}
-	var out syncBuffer
+	var out syncbuf.Buffer
 	if res, err := eng.Run(ctx, runner.Options{Workflow: wf, Repo: repo, RunID: "edit-1"}, ops.Attach{Output: &out}); err != nil || res.ExitCode != 0 {
 		t.Fatalf("first run: %+v %v\n%s", res, err, out.String())
 	}
@@ -49,7 +50,7 @@ func TestEndToEndEditedRestart(t *testing.T) {
 	if !slices.Equal(l.Plan.Kept, []string{"a"}) || !slices.Equal(l.Plan.Rerun, []string{"b", "c"}) {
 		t.Errorf("plan keeps %v and re-runs %v, want [a] and [b c]", l.Plan.Kept, l.Plan.Rerun)
 	}
-	out = syncBuffer{}
+	out = syncbuf.Buffer{}
 	if res, err := eng.Run(ctx, l.Options, ops.Attach{Output: &out}); err != nil || res.Status != runner.RunCompleted {
 		t.Fatalf("start at b: %+v %v\n%s", res, err, out.String())
 	}
@@ -122,7 +123,7 @@ func TestEndToEndGatedStartAt(t *testing.T) {
 	acts := e2eActivities(fsys, repo)
 	serveE2E(t, ctx, c, "gated", false, acts)
 	eng := &Engine{Client: c, TaskQueue: "gated", FS: fsys, PollEvery: 50 * time.Millisecond}
-	var out syncBuffer
+	var out syncbuf.Buffer
 	opts := runner.Options{Workflow: wf, Repo: repo, RunID: "gated-1", NoWait: true, Invocation: runner.Invocation{GateStateFile: "gates.json"}}
 	res, err := eng.Run(ctx, opts, ops.Attach{Output: &out})
 	if err != nil || res.ExitCode != int(runner.ExitHuman) || res.Reason != "waiting on gates: deploy" {
