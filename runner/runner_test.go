@@ -83,7 +83,7 @@ func (s *scripted) Start(ctx context.Context, spec proc.Spec) (proc.Session, err
 		<-ctx.Done()
 		res = proc.Result{ExitCode: -1, Interrupted: true}
 	}
-	return fakeSession{res}, nil
+	return proc.Ended{Result: res}, nil
 }
 
 func (s *scripted) count(step string) int {
@@ -97,12 +97,6 @@ func (s *scripted) count(step string) int {
 	}
 	return n
 }
-
-type fakeSession struct{ res proc.Result }
-
-func (f fakeSession) Pid() int              { return 1 }
-func (f fakeSession) Wait() proc.Result     { return f.res }
-func (f fakeSession) LastOutput() time.Time { return time.Time{} }
 
 // env is a test's file system, clock and workflow.
 type env struct {

@@ -298,6 +298,29 @@ func (s *session) LastOutput() time.Time { return s.out.lastOutput() }
 // starts inherits in MarkerVar.
 func (s *session) Marker() string { return s.token }
 
+// Ended is a Session that has ended already, with Result: what a
+// Starter that plays sessions rather than running them returns (flow
+// test's scripted sessions, and tests). PID is its process id; 0 reads
+// as 1.
+type Ended struct {
+	Result Result
+	PID    int
+}
+
+// Pid returns the session's process id.
+func (e Ended) Pid() int {
+	if e.PID == 0 {
+		return 1
+	}
+	return e.PID
+}
+
+// Wait returns the session's result at once.
+func (e Ended) Wait() Result { return e.Result }
+
+// LastOutput says the session wrote nothing a watch should wait for.
+func (e Ended) LastOutput() time.Time { return time.Time{} }
+
 // Marker returns the token that marks the processes of s (see
 // KillMarked), or "" if s is not a session started by OS.
 func Marker(s Session) string {

@@ -56,14 +56,8 @@ func (s *scripted) Start(ctx context.Context, spec proc.Spec) (proc.Session, err
 	if spec.Output != nil && r.Out != "" {
 		io.WriteString(spec.Output, r.Out)
 	}
-	return session{proc.Result{ExitCode: r.Exit}}, nil
+	return proc.Ended{Result: proc.Result{ExitCode: r.Exit}}, nil
 }
-
-type session struct{ res proc.Result }
-
-func (f session) Pid() int              { return 1 }
-func (f session) Wait() proc.Result     { return f.res }
-func (f session) LastOutput() time.Time { return time.Time{} }
 
 const repo = "/repo"
 

@@ -107,7 +107,7 @@ func (b *blocking) Start(ctx context.Context, spec proc.Spec) (proc.Session, err
 			return blockedSession{b.release}, nil
 		}
 	}
-	return session{}, nil
+	return proc.Ended{}, nil
 }
 
 type blockedSession struct{ release chan struct{} }

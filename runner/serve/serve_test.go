@@ -76,14 +76,8 @@ func (scripted) Start(_ context.Context, spec proc.Spec) (proc.Session, error) {
 	if step == "boom" {
 		code = 1
 	}
-	return session{proc.Result{ExitCode: code}}, nil
+	return proc.Ended{Result: proc.Result{ExitCode: code}}, nil
 }
-
-type session struct{ res proc.Result }
-
-func (f session) Pid() int              { return 1 }
-func (f session) Wait() proc.Result     { return f.res }
-func (f session) LastOutput() time.Time { return time.Time{} }
 
 // fakeLauncher records what it was asked to start.
 type fakeLauncher struct {

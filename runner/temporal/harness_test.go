@@ -67,7 +67,7 @@ func (s *scripted) Start(ctx context.Context, spec proc.Spec) (proc.Session, err
 	if spec.Output != nil && r.Out != "" {
 		io.WriteString(spec.Output, r.Out)
 	}
-	return session{proc.Result{ExitCode: r.Exit}}, nil
+	return proc.Ended{Result: proc.Result{ExitCode: r.Exit}, PID: 7}, nil
 }
 
 func (s *scripted) steps() []string {
@@ -79,12 +79,6 @@ func (s *scripted) steps() []string {
 	}
 	return out
 }
-
-type session struct{ res proc.Result }
-
-func (f session) Pid() int              { return 7 }
-func (f session) Wait() proc.Result     { return f.res }
-func (f session) LastOutput() time.Time { return time.Time{} }
 
 // harness is a workflow test environment (virtual time, no server) with
 // a worker's activities over an in-memory repository.

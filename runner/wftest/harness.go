@@ -161,7 +161,7 @@ func (s *starter) Start(_ context.Context, spec proc.Spec) (proc.Session, error)
 			return nil, fmt.Errorf("write output: %w", err)
 		}
 	}
-	return session{res}, nil
+	return proc.Ended{Result: res}, nil
 }
 
 // checkedStep finds the step of a gate.check: the runner creates the
@@ -212,12 +212,6 @@ func writeFile(fs afero.Fs, p, content string) error {
 }
 
 // session is a scripted session that has already ended.
-type session struct{ res proc.Result }
-
-func (s session) Pid() int              { return 1 }
-func (s session) Wait() proc.Result     { return s.res }
-func (s session) LastOutput() time.Time { return time.Time{} }
-
 // controlState maps a scripted state, named as its command is, to the
 // state control.json holds.
 func controlState(s string) runner.ControlState {
