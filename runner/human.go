@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/afero"
 
+	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/gates"
 	"github.com/flow-run/flow/internal/confine"
 )
@@ -58,12 +59,16 @@ func (x *run) checkHuman(id string) (in *HumanInput, timedOut bool, err error) {
 // fillInputs gives an approval the defaults of the inputs its step
 // declares and it does not give: a decision file written by hand, or by
 // a tool other than flow approve, renders them as flow approve would.
-func (x *run) fillInputs(id string, in *HumanInput) {
-	s := x.stepOf(id)
-	if !in.Approved || s == nil || s.Human == nil || len(s.Human.Inputs) == 0 {
+func (x *run) fillInputs(id string, in *HumanInput) { FillInputs(x.stepOf(id), in) }
+
+// FillInputs gives an approval of step the defaults of the inputs the
+// step declares and the approval does not give (a required input has
+// none); a rejection, or a step that declares none, is left as it is.
+func FillInputs(step *config.Step, in *HumanInput) {
+	if !in.Approved || step == nil || step.Human == nil || len(step.Human.Inputs) == 0 {
 		return
 	}
-	for _, d := range s.Human.Inputs {
+	for _, d := range step.Human.Inputs {
 		if _, ok := in.Input[d.Name]; ok || d.Required {
 			continue
 		}

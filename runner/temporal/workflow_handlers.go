@@ -171,17 +171,7 @@ func (d *driver) decide(ctx workflow.Context, req DecideRequest) (Decided, error
 	if in.At == "" {
 		in.At = workflow.Now(ctx).UTC().Format(time.RFC3339)
 	}
-	if s := d.wf.Step(stepOf(req.Step)); in.Approved && s != nil && s.Human != nil {
-		for _, def := range s.Human.Inputs {
-			if _, ok := in.Input[def.Name]; ok || def.Required {
-				continue
-			}
-			if in.Input == nil {
-				in.Input = map[string]any{}
-			}
-			in.Input[def.Name] = def.Default
-		}
-	}
+	runner.FillInputs(d.wf.Step(stepOf(req.Step)), &in)
 	delete(d.awaiting, req.Step)
 	d.inbox = append(d.inbox, core.HumanDecision{Step: req.Step, Input: in})
 	return Decided{RunID: d.in.RunID, Step: req.Step, Approved: in.Approved, By: in.By}, nil
