@@ -785,14 +785,17 @@ func (x *run) beat(now time.Time) error {
 
 // flush appends the pending events.
 func (x *run) flush() error {
-	for _, e := range x.pending {
-		got, err := x.log.Append(e)
-		if err != nil {
-			return fmt.Errorf("record %s event: %w", e.Type, err)
-		}
-		x.st.Seq = got.Seq
-		if x.r.OnEvent != nil {
-			x.r.OnEvent(got)
+	if len(x.pending) == 0 {
+		return nil
+	}
+	got, err := x.log.AppendAll(x.pending)
+	if err != nil {
+		return fmt.Errorf("record %s event: %w", x.pending[0].Type, err)
+	}
+	x.st.Seq = got[len(got)-1].Seq
+	if x.r.OnEvent != nil {
+		for _, e := range got {
+			x.r.OnEvent(e)
 		}
 	}
 	x.pending = x.pending[:0]

@@ -147,38 +147,59 @@ func (l *Log) LastSeq() int64 {
 // cut it, Append writes nothing and the Log is broken, with an error
 // wrapping ErrForeignWrite and ErrBroken.
 func (l *Log) Append(e Event) (Event, error) {
+	got, err := l.AppendAll([]Event{e})
+	if err != nil {
+		return Event{}, err
+	}
+	return got[0], nil
+}
+
+// AppendAll writes es as one line each, all with a single write, and
+// returns them as written, in es itself: Seq is set as Append sets it.
+// Either every event is appended or, after an error, none is. It checks
+// the end of the file once, as Append does.
+func (l *Log) AppendAll(es []Event) ([]Event, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.file == nil {
-		return Event{}, fmt.Errorf("append event to %s: %w", l.path, os.ErrClosed)
+		return nil, fmt.Errorf("append event to %s: %w", l.path, os.ErrClosed)
 	}
 	if l.broken != nil {
-		return Event{}, fmt.Errorf("append event to %s: %w", l.path, l.broken)
+		return nil, fmt.Errorf("append event to %s: %w", l.path, l.broken)
 	}
-	if e.Seq == 0 {
-		e.Seq = l.lastSeq + 1
-	}
-	if e.Seq <= l.lastSeq {
-		return Event{}, fmt.Errorf("append event to %s: seq %d is not after last seq %d", l.path, e.Seq, l.lastSeq)
-	}
-	if e.Type == "" {
-		return Event{}, fmt.Errorf("append event %d to %s: empty type", e.Seq, l.path)
+	if len(es) == 0 {
+		return es, nil
 	}
 	l.buf.Reset()
-	if err := l.enc.Encode(e); err != nil { // Encode compacts Data and adds '\n'.
-		return Event{}, fmt.Errorf("append event %d to %s: %w", e.Seq, l.path, err)
+	last := l.lastSeq
+	for i := range es {
+		e := &es[i]
+		if e.Seq == 0 {
+			e.Seq = last + 1
+		}
+		if e.Seq <= last {
+			return nil, fmt.Errorf("append event to %s: seq %d is not after last seq %d", l.path, e.Seq, last)
+		}
+		if e.Type == "" {
+			return nil, fmt.Errorf("append event %d to %s: empty type", e.Seq, l.path)
+		}
+		if err := l.enc.Encode(*e); err != nil { // Encode compacts Data and adds '\n'.
+			return nil, fmt.Errorf("append event %d to %s: %w", e.Seq, l.path, err)
+		}
+		last = e.Seq
 	}
+	first := es[0].Seq
 	if err := l.checkSize(); err != nil {
-		return Event{}, fmt.Errorf("append event %d to %s: %w", e.Seq, l.path, err)
+		return nil, fmt.Errorf("append event %d to %s: %w", first, l.path, err)
 	}
 	n, err := l.file.Write(l.buf.Bytes())
 	if err != nil {
 		l.undoPartial(n)
-		return Event{}, fmt.Errorf("append event %d to %s: %w", e.Seq, l.path, err)
+		return nil, fmt.Errorf("append event %d to %s: %w", first, l.path, err)
 	}
 	l.size += int64(n)
-	l.lastSeq = e.Seq
-	return e, nil
+	l.lastSeq = last
+	return es, nil
 }
 
 // checkSize makes sure that the file ends where this Log's last write

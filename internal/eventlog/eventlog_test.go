@@ -535,3 +535,52 @@ func TestScanLongLines(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendAll appends several events with one write: all of them or,
+// when the write fails, none, with the log usable afterwards.
+func TestAppendAll(t *testing.T) {
+	l := openLog(t, afero.NewMemMapFs())
+	mustAppend(t, l, ev("run_started", ""))
+	got, err := l.AppendAll([]Event{ev("step_completed", "a"), ev("step_started", "b")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := seqs(got); fmt.Sprint(s) != "[2 3]" {
+		t.Errorf("seqs = %v, want [2 3]", s)
+	}
+	if _, err := l.AppendAll([]Event{ev("x", ""), {Seq: 3, Type: "y"}}); err == nil {
+		t.Error("AppendAll with a seq not after the last: no error")
+	}
+	if _, err := l.AppendAll([]Event{ev("x", ""), {}}); err == nil {
+		t.Error("AppendAll with an empty type: no error")
+	}
+	if l.LastSeq() != 3 {
+		t.Errorf("LastSeq = %d after refused batches, want 3", l.LastSeq())
+	}
+
+	// Fail the write after the first append's, whatever Open writes.
+	counter := faultfs.New(afero.NewMemMapFs(), faultfs.Plan{})
+	cl, err := Open(counter, logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, cl, ev("run_started", ""))
+	_ = cl.Close()
+	base := afero.NewMemMapFs()
+	ffs := faultfs.New(base, faultfs.Plan{Op: faultfs.OpWrite, N: counter.Count(faultfs.OpWrite) + 1, Partial: true})
+	fl, err := Open(ffs, logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fl.Close()
+	mustAppend(t, fl, ev("run_started", ""))
+	if _, err := fl.AppendAll([]Event{ev("a", ""), ev("b", "")}); !errors.Is(err, faultfs.ErrInjected) {
+		t.Fatalf("AppendAll = %v, want ErrInjected", err)
+	}
+	if events, err := Read(base, logPath, 0); err != nil || len(events) != 1 {
+		t.Fatalf("after a torn batch: %d events, %v; want the first alone", len(events), err)
+	}
+	if got := mustAppend(t, fl, ev("c", "")); got.Seq != 2 {
+		t.Errorf("append after a torn batch: seq %d, want 2", got.Seq)
+	}
+}
