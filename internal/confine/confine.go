@@ -139,10 +139,18 @@ func realPath(fsys afero.Fs, path string) (string, error) {
 // walk resolves rest, a relative path, below done, a real location,
 // component by component; path is what to name in errors.
 func walk(fsys afero.Fs, done, rest, path string) (string, error) {
+	real, _, err := walkTo(fsys, done, rest, path)
+	return real, err
+}
+
+// walkTo is walk, and also reports whether it found a component of the
+// path missing: then nothing exists at the returned location (as of
+// the walk), and a reader need not try to open it.
+func walkTo(fsys afero.Fs, done, rest, path string) (real string, missing bool, err error) {
 	lst, canLstat := fsys.(afero.Lstater)
 	rl, canRead := fsys.(afero.LinkReader)
 	if !canLstat || !canRead {
-		return filepath.Join(done, rest), nil // no symlinks on this file system
+		return filepath.Join(done, rest), false, nil // no symlinks on this file system
 	}
 	links := 0
 	for rest != "" {
@@ -158,10 +166,10 @@ func walk(fsys afero.Fs, done, rest, path string) (string, error) {
 		next := filepath.Join(done, part)
 		fi, lstatCalled, err := lst.LstatIfPossible(next)
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			return filepath.Join(next, rest), nil
+			return filepath.Join(next, rest), errors.Is(err, fs.ErrNotExist), nil
 		}
 		if err != nil {
-			return "", fmt.Errorf("resolve %s: %w", path, err)
+			return "", false, fmt.Errorf("resolve %s: %w", path, err)
 		}
 		if !lstatCalled || fi.Mode()&fs.ModeSymlink == 0 {
 			done = next
@@ -169,11 +177,11 @@ func walk(fsys afero.Fs, done, rest, path string) (string, error) {
 		}
 		links++
 		if links > maxLinks {
-			return "", fmt.Errorf("resolve %s: too many levels of symbolic links", path)
+			return "", false, fmt.Errorf("resolve %s: too many levels of symbolic links", path)
 		}
 		target, err := rl.ReadlinkIfPossible(next)
 		if err != nil {
-			return "", fmt.Errorf("resolve %s: %w", path, err)
+			return "", false, fmt.Errorf("resolve %s: %w", path, err)
 		}
 		if filepath.IsAbs(target) {
 			done = string(filepath.Separator)
@@ -185,7 +193,7 @@ func walk(fsys afero.Fs, done, rest, path string) (string, error) {
 			rest = target + string(filepath.Separator) + rest
 		}
 	}
-	return done, nil
+	return done, false, nil
 }
 
 // Open resolves path, checks it lies inside one of roots, and opens it
@@ -317,28 +325,40 @@ func (r *Root) Dir() string { return r.dir }
 
 // Resolve is the package's Resolve with r as the only root.
 func (r *Root) Resolve(path string) (string, error) {
+	real, _, err := r.resolve(path)
+	return real, err
+}
+
+// resolve is Resolve, and reports whether a component of the path was
+// found missing.
+func (r *Root) resolve(path string) (string, bool, error) {
 	rel, err := filepath.Rel(r.dir, path)
 	if err != nil || !filepath.IsLocal(rel) {
 		if filepath.Clean(path) == r.dir {
-			return r.real, nil
+			return r.real, false, nil
 		}
-		return "", &EscapeError{Path: path, Roots: []string{r.dir}}
+		return "", false, &EscapeError{Path: path, Roots: []string{r.dir}}
 	}
-	real, err := walk(r.fs, r.real, rel, path)
+	real, missing, err := walkTo(r.fs, r.real, rel, path)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	if !within(r.real, real) {
-		return "", &EscapeError{Path: path, Real: real, Roots: []string{r.dir}}
+		return "", false, &EscapeError{Path: path, Real: real, Roots: []string{r.dir}}
 	}
-	return real, nil
+	return real, missing, nil
 }
 
-// ReadFile is the package's ReadFile with r as the only root.
+// ReadFile is the package's ReadFile with r as the only root. A file
+// that the resolution finds missing is not opened: the error wraps
+// fs.ErrNotExist, as an open's would.
 func (r *Root) ReadFile(path string, limit int64) ([]byte, error) {
-	real, err := r.Resolve(path)
+	real, missing, err := r.resolve(path)
 	if err != nil {
 		return nil, err
+	}
+	if missing {
+		return nil, &fs.PathError{Op: "open", Path: real, Err: syscall.ENOENT}
 	}
 	return readResolved(r.fs, path, real, limit)
 }

@@ -173,12 +173,16 @@ func TestRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{"a.txt", "sub/b.txt", "link_in", "sub/link_up", "link_out/secret", "link_secret", "link_zero", "fifo", "sub", "missing", "../outside/secret", "link_loop"} {
+	for _, p := range []string{"a.txt", "sub/b.txt", "link_in", "sub/link_up", "link_out/secret", "link_secret", "link_zero", "fifo", "sub", "missing", "sub/missing", "missing/deeper", "a.txt/below", "link_out/missing", "../outside/secret", "link_loop"} {
 		path := filepath.Join(repo, p)
 		want, werr := ReadFile(fsys, path, 1<<20, repo)
 		got, gerr := r.ReadFile(path, 1<<20)
 		if string(got) != string(want) || (werr == nil) != (gerr == nil) || (werr != nil && gerr != nil && errors.Is(werr, fs.ErrNotExist) != errors.Is(gerr, fs.ErrNotExist)) {
 			t.Errorf("%s: Root.ReadFile = %q, %v; ReadFile = %q, %v", p, got, gerr, want, werr)
+		}
+		var we, ge *EscapeError
+		if errors.As(werr, &we) != errors.As(gerr, &ge) {
+			t.Errorf("%s: Root.ReadFile = %v; ReadFile = %v: one escapes, the other not", p, gerr, werr)
 		}
 	}
 	var esc *EscapeError
