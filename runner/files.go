@@ -2,7 +2,9 @@ package runner
 
 import (
 	"crypto/rand"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
 	"github.com/spf13/afero"
@@ -21,3 +23,15 @@ func writeFile(fsys afero.Fs, path string, data []byte) error {
 }
 
 func randRead(b []byte) (int, error) { return rand.Read(b) }
+
+// removeStale removes the file at path if there is one: one lstat when
+// there is none, as there mostly is not, where a plain Remove tries to
+// unlink it and then to remove it as a directory.
+func removeStale(fsys afero.Fs, path string) {
+	if l, ok := fsys.(afero.Lstater); ok {
+		if _, _, err := l.LstatIfPossible(path); errors.Is(err, fs.ErrNotExist) {
+			return
+		}
+	}
+	_ = fsys.Remove(path)
+}

@@ -213,7 +213,7 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 	}
 	vars = append(vars, x.itemEnv(e.Step)...)
 	// A report left by an earlier attempt must not speak for this one.
-	_ = fsys.Remove(e.ReportPath)
+	removeStale(fsys, e.ReportPath)
 	private := ""
 	if s.Kind == config.KindAgent {
 		use, priv, err := x.writePrompt(x.names.prompt(e.Step, e.Iteration, e.Attempt), sent)
