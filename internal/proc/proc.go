@@ -104,7 +104,15 @@ func OS() Starter {
 	}
 	mains := newMainSet(enableSubreaper() == nil)
 	mains.leaderAdopts = orphansGoToLeader()
-	return osStarter{drain: drainTimeout, sh: sh, fs: afero.NewOsFs(), mains: mains}
+	// Every session reads /dev/null as its standard input, through one
+	// descriptor the starter keeps open, rather than one opened and
+	// closed per session; if it cannot be opened, exec does so per
+	// session.
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		devnull = nil
+	}
+	return osStarter{drain: drainTimeout, sh: sh, fs: afero.NewOsFs(), mains: mains, stdin: devnull}
 }
 
 type osStarter struct {
@@ -115,6 +123,8 @@ type osStarter struct {
 	// mains holds the starter's sessions' main processes until they
 	// are reaped; nil has every session's end look through all of /proc.
 	mains *mainSet
+	// stdin is /dev/null, every session's standard input, or nil.
+	stdin *os.File
 }
 
 // mainSet holds the main processes of a starter's sessions from their
@@ -236,7 +246,7 @@ func (s osStarter) Start(ctx context.Context, spec Spec) (Session, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("start session %q: %w", spec.Command, err)
 	}
-	pr, pw, err := os.Pipe()
+	pr, pw, err := outputPipe()
 	if err != nil {
 		return nil, fmt.Errorf("start session %q: create output pipe: %w", spec.Command, err)
 	}
@@ -248,6 +258,9 @@ func (s osStarter) Start(ctx context.Context, spec Spec) (Session, error) {
 	cmd := exec.Command(sh, "-c", spec.Command)
 	cmd.Dir = spec.Dir
 	cmd.Env = withMarker(spec.Env, token)
+	if s.stdin != nil {
+		cmd.Stdin = s.stdin
+	}
 	cmd.Stdout = pw
 	cmd.Stderr = pw
 	cmd.SysProcAttr = sysProcAttr()

@@ -3,9 +3,13 @@
 package proc
 
 import (
+	"os"
 	"os/exec"
 	"syscall"
 )
+
+// outputPipe returns a pipe for a session's output.
+func outputPipe() (r, w *os.File, err error) { return os.Pipe() }
 
 // sysProcAttr puts the session in its own process group.
 func sysProcAttr() *syscall.SysProcAttr {
