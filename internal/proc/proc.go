@@ -80,7 +80,10 @@ type Session interface {
 	// id of its process group.
 	Pid() int
 	// Wait waits for the session to end and for its output to be copied.
-	// It may be called more than once and from several goroutines.
+	// It may be called more than once and from several goroutines. The
+	// session's limits and the cancellation of Start's context are
+	// applied while a Wait is in progress (counted from the start), so
+	// a caller calls Wait soon after Start.
 	Wait() Result
 	// LastOutput returns when the session last wrote output, or when it
 	// started if it has written none.
@@ -225,6 +228,7 @@ type session struct {
 	spec    Spec
 	drain   time.Duration
 	started time.Time
+	ctx     context.Context
 
 	fs    afero.Fs
 	mains *mainSet
@@ -234,9 +238,12 @@ type session struct {
 	termAt time.Time
 	termed *sweep
 
-	out *outputWriter
+	out    *outputWriter
+	pr     *os.File      // the read end of the output pipe
+	copied chan struct{} // closed when the output is copied
+	exit   exitWaiter
 
-	done   chan struct{} // closed when result is set
+	once   sync.Once // runs the session's supervision, in Wait
 	result Result
 }
 
@@ -288,20 +295,30 @@ func (s osStarter) Start(ctx context.Context, spec Spec) (Session, error) {
 		spec:    spec,
 		drain:   s.drain,
 		started: started,
+		ctx:     ctx,
 		fs:      fsys,
 		mains:   s.mains,
 		token:   token,
 		out:     &outputWriter{w: spec.Output, last: started},
-		done:    make(chan struct{}),
+		pr:      pr,
+		copied:  make(chan struct{}),
+		exit:    newExitWaiter(ctx, cmd),
 	}
-	go ss.run(ctx, pr)
+	go func() {
+		defer close(ss.copied)
+		_, _ = io.Copy(ss.out, pr)
+	}()
 	return ss, nil
 }
 
 func (s *session) Pid() int { return s.cmd.Process.Pid }
 
+// Wait supervises the session until it ends, in the goroutine of its
+// first caller (the limits and ctx are applied there, from when the
+// session started), and returns its result; other callers wait for
+// the first.
 func (s *session) Wait() Result {
-	<-s.done
+	s.once.Do(s.run)
 	return s.result
 }
 
@@ -343,32 +360,26 @@ func Marker(s Session) string {
 	return ""
 }
 
-// run copies output, supervises the limits and records the result.
-func (s *session) run(ctx context.Context, pr *os.File) {
-	copied := make(chan struct{})
-	go func() {
-		defer close(copied)
-		_, _ = io.Copy(s.out, pr)
-	}()
-
-	exited := make(chan struct{})
-	var reap func() error
-	go func() {
-		defer close(exited)
-		reap = awaitExit(s.cmd)
-	}()
-
-	reason := s.supervise(ctx, exited)
+// run supervises the limits, ends the session and records the result.
+func (s *session) run() {
+	reason := s.supervise()
 	s.end(reason)
-	waitErr := s.mains.reap(s.cmd.Process.Pid, reap)
+	waitErr := s.mains.reap(s.cmd.Process.Pid, s.exit.reap)
+	s.exit.close()
 
 	select {
-	case <-copied:
-	case <-time.After(s.drain):
-		// An escaped process holds the pipe; stop reading.
+	case <-s.copied:
+	default:
+		t := time.NewTimer(s.drain)
+		select {
+		case <-s.copied:
+		case <-t.C:
+			// An escaped process holds the pipe; stop reading.
+		}
+		t.Stop()
 	}
-	pr.Close()
-	<-copied
+	s.pr.Close()
+	<-s.copied
 
 	res := Result{
 		ExitCode:    -1,
@@ -386,7 +397,6 @@ func (s *session) run(ctx context.Context, pr *os.File) {
 		res.Err = fmt.Errorf("wait for session %q: %w", s.spec.Command, waitErr)
 	}
 	s.result = res
-	close(s.done)
 }
 
 // end ends what is left of the session once its main process has
@@ -408,38 +418,35 @@ func (s *session) end(reason stopReason) {
 }
 
 // supervise waits for the main process to exit, stopping the session
-// first if ctx is cancelled or a limit is reached, and returns why it
-// stopped it.
-func (s *session) supervise(ctx context.Context, exited <-chan struct{}) stopReason {
-	var timeoutC, idleC <-chan time.Time
+// first if its context is cancelled or a limit is reached, and returns
+// why it stopped it.
+func (s *session) supervise() stopReason {
+	var timeoutAt time.Time
 	if s.spec.Timeout > 0 {
-		t := time.NewTimer(s.spec.Timeout)
-		defer t.Stop()
-		timeoutC = t.C
-	}
-	var idle *time.Timer
-	if s.spec.IdleTimeout > 0 {
-		idle = time.NewTimer(s.spec.IdleTimeout)
-		defer idle.Stop()
-		idleC = idle.C
+		timeoutAt = s.started.Add(s.spec.Timeout)
 	}
 	for {
-		select {
-		case <-exited:
-			return notStopped
-		case <-ctx.Done():
-			s.stop(exited)
-			return stopInterrupt
-		case <-timeoutC:
-			s.stop(exited)
-			return stopTimeout
-		case <-idleC:
-			quiet := time.Since(s.out.lastOutput())
-			if quiet < s.spec.IdleTimeout {
-				idle.Reset(s.spec.IdleTimeout - quiet)
-				continue
+		deadline := timeoutAt
+		var idleAt time.Time
+		if s.spec.IdleTimeout > 0 {
+			idleAt = s.out.lastOutput().Add(s.spec.IdleTimeout)
+			if deadline.IsZero() || idleAt.Before(deadline) {
+				deadline = idleAt
 			}
-			s.stop(exited)
+		}
+		if s.exit.wait(deadline, true) {
+			return notStopped
+		}
+		now := time.Now()
+		switch {
+		case s.ctx.Err() != nil:
+			s.stop()
+			return stopInterrupt
+		case !timeoutAt.IsZero() && !now.Before(timeoutAt):
+			s.stop()
+			return stopTimeout
+		case !idleAt.IsZero() && now.Sub(s.out.lastOutput()) >= s.spec.IdleTimeout:
+			s.stop()
 			return stopIdle
 		}
 	}
@@ -448,18 +455,20 @@ func (s *session) supervise(ctx context.Context, exited <-chan struct{}) stopRea
 // stop sends SIGTERM to the group and to the session's processes that
 // left it, waits up to KillGrace for the main process to exit and then
 // sends SIGKILL to the group; end sees to the rest.
-func (s *session) stop(exited <-chan struct{}) {
+func (s *session) stop() {
 	pgid := s.cmd.Process.Pid
 	s.termAt = time.Now()
 	_ = signalGroup(pgid, syscall.SIGTERM)
 	s.termed = termEscaped(s.fs, s.mains, pgid, s.token)
-	grace := time.NewTimer(s.spec.KillGrace)
-	defer grace.Stop()
-	select {
-	case <-exited:
-	case <-grace.C:
+	graceAt := s.termAt.Add(s.spec.KillGrace)
+	for !s.exit.wait(graceAt, false) {
+		if time.Now().Before(graceAt) {
+			continue
+		}
 		_ = signalGroup(pgid, syscall.SIGKILL)
-		<-exited
+		for !s.exit.wait(time.Time{}, false) {
+		}
+		return
 	}
 }
 

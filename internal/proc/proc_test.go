@@ -208,6 +208,8 @@ func TestStops(t *testing.T) {
 		command string
 		spec    Spec
 		cancel  bool // cancel the context once "ready" or a pid is printed
+		// during: cancel while Wait is in progress, not before it
+		during bool
 		check   func(t *testing.T, res Result, out string)
 	}{
 		{
@@ -248,6 +250,18 @@ func TestStops(t *testing.T) {
 			name:    "cancel interrupts and kills group",
 			command: backgroundSleep,
 			cancel:  true,
+			check: func(t *testing.T, res Result, out string) {
+				if !res.Interrupted || res.TimedOut {
+					t.Errorf("flags = %+v, want Interrupted", res)
+				}
+				assertGone(t, firstPid(t, out))
+			},
+		},
+		{
+			name:    "cancel during Wait interrupts and kills group",
+			command: backgroundSleep,
+			cancel:  true,
+			during:  true,
 			check: func(t *testing.T, res Result, out string) {
 				if !res.Interrupted || res.TimedOut {
 					t.Errorf("flags = %+v, want Interrupted", res)
@@ -309,7 +323,17 @@ func TestStops(t *testing.T) {
 			var out syncbuf.Buffer
 			spec.Output = &out
 			s := start(t, ctx, spec)
-			if tt.cancel {
+			switch {
+			case tt.cancel && tt.during:
+				go func() {
+					// Not waitFor: it may not fail the test from here.
+					for deadline := time.Now().Add(5 * time.Second); !strings.Contains(out.String(), "\n") && time.Now().Before(deadline); {
+						time.Sleep(5 * time.Millisecond)
+					}
+					time.Sleep(50 * time.Millisecond) // let Wait block first
+					cancel()
+				}()
+			case tt.cancel:
 				waitFor(t, &out, "\n")
 				cancel()
 			}
@@ -363,5 +387,38 @@ func TestKillOrphansSparesLiveLeader(t *testing.T) {
 	}
 	if KillOrphans(1) || KillOrphans(0) {
 		t.Error("KillOrphans accepted pid 0 or 1")
+	}
+}
+
+// TestWaitTwice: Wait supervises the session in its first caller's
+// goroutine; the others get the same result once it has ended.
+func TestWaitTwice(t *testing.T) {
+	s := start(t, context.Background(), Spec{Command: "sleep 0.2; exit 3"})
+	results := make(chan Result, 3)
+	for range 3 {
+		go func() { results <- s.Wait() }()
+	}
+	for range 3 {
+		if res := <-results; res.ExitCode != 3 || res.Err != nil {
+			t.Errorf("Wait = %+v, want exit 3", res)
+		}
+	}
+	if res := s.Wait(); res.ExitCode != 3 {
+		t.Errorf("a later Wait = %+v, want exit 3", res)
+	}
+}
+
+// TestLateWaitKeepsTheTimeout: the timeout runs from the session's
+// start, not from when Wait is called.
+func TestLateWaitKeepsTheTimeout(t *testing.T) {
+	s := start(t, context.Background(), Spec{Command: "sleep 30", Timeout: 100 * time.Millisecond, KillGrace: time.Second})
+	time.Sleep(300 * time.Millisecond)
+	begin := time.Now()
+	res := s.Wait()
+	if !res.TimedOut {
+		t.Errorf("Wait = %+v, want TimedOut", res)
+	}
+	if d := time.Since(begin); d > 2*time.Second {
+		t.Errorf("Wait took %v after the timeout had passed", d)
 	}
 }

@@ -4,11 +4,14 @@ package proc
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -108,6 +111,12 @@ func waitExitedNoReap(pid int) {
 	if waitPidfd(pid) {
 		return
 	}
+	waitExitedNoReapBlocking(pid)
+}
+
+// waitExitedNoReapBlocking blocks in waitid until pid has exited,
+// leaving it a zombie.
+func waitExitedNoReapBlocking(pid int) {
 	const pPID = 1     // idtype_t P_PID
 	var info [128]byte // siginfo_t
 	for {
@@ -135,24 +144,79 @@ func zombie(pid int) bool {
 // poller, leaving it a zombie; it reports false when pidfds cannot be
 // used, and the caller waits otherwise.
 func waitPidfd(pid int) bool {
+	w := openPidfdWaiter(context.Background(), nil, pid)
+	if w == nil {
+		return false
+	}
+	defer w.close()
+	return w.wait(time.Time{}, false) && !w.failed
+}
+
+// newExitWaiter returns the waiter of a session's main process: a
+// pidfd in the runtime's poller, so that waiting holds neither a
+// thread nor a goroutine of its own, or where pidfds cannot be used
+// (Linux before 5.3) a goroutine blocked in waitid.
+func newExitWaiter(ctx context.Context, cmd *exec.Cmd) exitWaiter {
+	if w := openPidfdWaiter(ctx, cmd, cmd.Process.Pid); w != nil {
+		return w
+	}
+	return newChanWaiter(ctx, cmd)
+}
+
+// pidfdWaiter waits for a process to exit through a pidfd.
+type pidfdWaiter struct {
+	pid  int
+	cmd  *exec.Cmd
+	ctx  context.Context
+	f    *os.File
+	rc   syscall.RawConn
+	stop func() bool // stops the context's wake-up
+
+	exited bool
+	// failed says that waiting through the pidfd failed unexpectedly,
+	// and the waiter waited in waitid instead.
+	failed bool
+}
+
+// openPidfdWaiter opens a pidfd of pid, or returns nil if it cannot.
+// Once ctx is done, a wait in progress returns.
+func openPidfdWaiter(ctx context.Context, cmd *exec.Cmd, pid int) *pidfdWaiter {
 	const (
 		sysPidfdOpen  = 434
 		pidfdNonblock = syscall.O_NONBLOCK
-		pPidfd        = 3 // idtype_t P_PIDFD
-		wNohang       = 1
 	)
 	fd, _, errno := syscall.Syscall(sysPidfdOpen, uintptr(pid), pidfdNonblock, 0)
 	if errno != 0 {
-		return false
+		return nil
 	}
 	f := os.NewFile(fd, "pidfd")
-	defer f.Close()
 	rc, err := f.SyscallConn()
 	if err != nil {
+		_ = f.Close()
+		return nil
+	}
+	w := &pidfdWaiter{pid: pid, cmd: cmd, ctx: ctx, f: f, rc: rc}
+	if ctx.Done() != nil {
+		w.stop = context.AfterFunc(ctx, func() { _ = f.SetReadDeadline(time.Now()) })
+	}
+	return w
+}
+
+func (w *pidfdWaiter) wait(deadline time.Time, interruptible bool) bool {
+	if w.exited {
+		return true
+	}
+	_ = w.f.SetReadDeadline(deadline)
+	// A context done before the deadline was set may have had its
+	// wake-up overwritten; one done after it wakes the read below.
+	if interruptible && w.ctx.Err() != nil {
 		return false
 	}
-	waited := false
-	err = rc.Read(func(fd uintptr) bool {
+	err := w.rc.Read(func(fd uintptr) bool {
+		const (
+			pPidfd  = 3 // idtype_t P_PIDFD
+			wNohang = 1
+		)
 		var info [128]byte // siginfo_t
 		// si_pid follows si_signo, si_errno and si_code, padded to
 		// the union's alignment: offset 16 on 64-bit, 12 on 32-bit.
@@ -170,10 +234,27 @@ func waitPidfd(pid int) bool {
 				if *(*int32)(unsafe.Pointer(&info[pidAt])) == 0 {
 					return false // not exited yet: wait for the pidfd to be readable
 				}
+				w.exited = true
+			default:
+				w.failed = true
 			}
-			waited = errno == 0
 			return true
 		}
 	})
-	return err == nil && waited
+	if w.failed || err != nil && !w.exited && !errors.Is(err, os.ErrDeadlineExceeded) {
+		// The pidfd cannot tell after all: block in waitid until the
+		// process exits.
+		waitExitedNoReapBlocking(w.pid)
+		w.exited, w.failed = true, true
+	}
+	return w.exited
+}
+
+func (w *pidfdWaiter) reap() error { return w.cmd.Wait() }
+
+func (w *pidfdWaiter) close() {
+	if w.stop != nil {
+		w.stop()
+	}
+	_ = w.f.Close()
 }

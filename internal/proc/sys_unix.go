@@ -3,6 +3,7 @@
 package proc
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"syscall"
@@ -34,3 +35,9 @@ func orphansGoToLeader() bool { return false }
 // zombie reports whether pid has exited but not been reaped; without
 // /proc it cannot tell, and says no.
 func zombie(int) bool { return false }
+
+// newExitWaiter returns the waiter of a session's main process: a
+// goroutine of its own.
+func newExitWaiter(ctx context.Context, cmd *exec.Cmd) exitWaiter {
+	return newChanWaiter(ctx, cmd)
+}
