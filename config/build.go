@@ -41,7 +41,12 @@ type builder struct {
 	// comp compiles every expression and template of the workflow
 	// against scope, which is complete before the first compile.
 	comp *gates.Compiler
-	w    *Workflow
+	// templates holds each template compiled so far, by its source: a
+	// compiled template is immutable and knows nothing of where it was
+	// written, so the steps of a workflow that repeat a command share
+	// one.
+	templates map[string]*gates.Template
+	w         *Workflow
 	// rawNeeds holds the needs each step wrote, and rawReviewers the
 	// reviewers each consensus step's gate wrote, until they are
 	// resolved.
@@ -607,10 +612,17 @@ func (b *builder) template(field string, s str) *Template {
 	if !s.ok() {
 		return nil
 	}
-	t, err := b.comp.CompileTemplate(s.val)
-	if err != nil {
-		b.compileError(field, s, err)
-		return nil
+	t := b.templates[s.val]
+	if t == nil {
+		var err error
+		if t, err = b.comp.CompileTemplate(s.val); err != nil {
+			b.compileError(field, s, err)
+			return nil
+		}
+		if b.templates == nil {
+			b.templates = map[string]*gates.Template{}
+		}
+		b.templates[s.val] = t
 	}
 	return &Template{Src: s.val, Pos: s.pos(), tmpl: t}
 }
