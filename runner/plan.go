@@ -64,7 +64,8 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 	}
 	maxItems := wf.Limits().MaxItems
 	for _, s := range allSteps(wf) {
-		ps := core.PlanStep{ID: s.ID, Kind: core.Kind(s.Kind), Needs: s.Needs, Gates: s.Gates, LoopTarget: s.LoopBack(), HasGate: s.HasGate(), Loop: s.Loop,
+		ex := core.PlanExtra{Gates: s.Gates}
+		ps := core.PlanStep{ID: s.ID, Kind: core.Kind(s.Kind), Needs: s.Needs, LoopTarget: s.LoopBack(), HasGate: s.HasGate(), Loop: s.Loop,
 			SignalsDecide: s.Kind == config.KindCommand && wf.Signals != defaultSignals,
 			Conditional:   s.When != nil || (s.Kind == config.KindHuman && s.Human.AutoApprove != nil), HumanAfter: s.Human != nil && s.Kind != config.KindHuman}
 		a, err := limit("step "+s.ID+": max_attempts", s.MaxAttempts)
@@ -87,14 +88,18 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 			ps.MaxIterations = over.MaxIterations
 		}
 		if retry := wf.StepRetry(s); retry != nil {
-			ps.Backoff, ps.MaxBackoff = retry.Backoff, retry.MaxBackoff
+			ex.Backoff, ex.MaxBackoff = retry.Backoff, retry.MaxBackoff
 		}
 		if g := s.Gate; g != nil && len(g.Reviewers) > 0 {
-			ps.Reviewers, ps.Consensus = g.Reviewers, g.Consensus
+			ex.Reviewers, ex.Consensus = g.Reviewers, g.Consensus
 		}
 		ps.Reviewer = wf.ReviewerOf(s.ID) != nil
 		if b := s.Budget; b != nil {
-			ps.Budget = core.Budget{CostUSD: b.CostUSD, Tokens: b.Tokens, Sessions: b.Sessions}.Lifted(over.Raise)
+			ex.Budget = core.Budget{CostUSD: b.CostUSD, Tokens: b.Tokens, Sessions: b.Sessions}.Lifted(over.Raise)
+		}
+		if !ex.IsZero() {
+			e := ex
+			ps.Extra = &e
 		}
 		if fe := s.ForEach; fe != nil {
 			pl := &core.PlanLoop{MaxParallel: fe.MaxParallel, ContinueOnError: fe.ContinueOnError, MaxItems: maxItems}

@@ -23,13 +23,13 @@ func (c *Core) checkBudgets(x *decider, step string) {
 		return
 	}
 	ps := c.step(step)
-	if ps == nil || !ps.Budget.set() {
+	if ps == nil || !ps.budget().set() {
 		if step != "" {
 			c.checkBudgets(x, "")
 		}
 		return
 	}
-	if what, limit, used, ok := ps.Budget.spent(c.stepUsage(x.st, ps)); ok {
+	if what, limit, used, ok := ps.budget().spent(c.stepUsage(x.st, ps)); ok {
 		c.budgetSpent(x, ps.ID, what, limit, used)
 		return
 	}

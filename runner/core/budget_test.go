@@ -18,7 +18,7 @@ func budgetPlan(t *testing.T, run core.Budget, step core.Budget) *core.Plan {
 	t.Helper()
 	steps := []core.PlanStep{
 		{ID: "a", Kind: core.KindAgent, MaxAttempts: 1, MaxIterations: 4},
-		{ID: "b", Kind: core.KindAgent, Needs: []string{"a"}, MaxAttempts: 1, MaxIterations: 4, Budget: step},
+		{ID: "b", Kind: core.KindAgent, Needs: []string{"a"}, MaxAttempts: 1, MaxIterations: 4, Extra: &core.PlanExtra{Budget: step}},
 		{ID: "c", Kind: core.KindAgent, Needs: []string{"b"}, MaxAttempts: 1, MaxIterations: 4},
 	}
 	plan, err := core.NewPlan(steps, 1)
@@ -87,7 +87,7 @@ func TestStepBudget(t *testing.T) {
 	}
 
 	plan := loopPlan(t, 2, false)
-	plan.Step("implement").Budget = core.Budget{Tokens: 300}
+	plan.Step("implement").Extra = &core.PlanExtra{Budget: core.Budget{Tokens: 300}}
 	h = newPlanHarness(t, plan)
 	h.ok("breakdown")
 	h.items("stories", "a", "b", "c")

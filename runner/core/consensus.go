@@ -75,10 +75,11 @@ type reviewVerdict struct {
 func (c *Core) decideConsensus(x *decider, key string, ps *PlanStep) {
 	s := x.st.Steps[key]
 	inst, isInst := SplitKey(key)
-	verdicts := make([]string, len(ps.Reviewers))
+	reviewers, rule := ps.reviewers()
+	verdicts := make([]string, len(reviewers))
 	var table []reviewVerdict
 	var parts []string
-	for i, r := range ps.Reviewers {
+	for i, r := range reviewers {
 		id := r
 		if isInst {
 			id = Instance(inst.Loop, inst.Item, r)
@@ -95,7 +96,6 @@ func (c *Core) decideConsensus(x *decider, key string, ps *PlanStep) {
 		}
 		parts = append(parts, id+" "+shown)
 	}
-	rule := ps.Consensus
 	if rule == "" {
 		rule = ConsensusAll
 	}

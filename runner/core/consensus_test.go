@@ -54,7 +54,7 @@ func TestPairReview(t *testing.T) {
 		{ID: "code", Kind: core.KindAgent, MaxAttempts: 1, MaxIterations: 3},
 		{ID: "ra", Kind: core.KindAgent, Needs: []string{"code"}, Reviewer: true, MaxAttempts: 1, MaxIterations: 3},
 		{ID: "rb", Kind: core.KindAgent, Needs: []string{"code"}, Reviewer: true, MaxAttempts: 1, MaxIterations: 3},
-		{ID: "review", Kind: core.KindConsensus, Needs: []string{"ra", "rb"}, Reviewers: []string{"ra", "rb"}, Consensus: "all",
+		{ID: "review", Kind: core.KindConsensus, Needs: []string{"ra", "rb"}, Extra: &core.PlanExtra{Reviewers: []string{"ra", "rb"}, Consensus: "all"},
 			LoopTarget: "code", HasGate: true, MaxAttempts: 1, MaxIterations: 3},
 	}
 	plan, err := core.NewPlan(steps, 1)

@@ -111,8 +111,8 @@ func (c *Core) mark(id string) {
 		return
 	}
 	c.markIndex(i)
-	for _, j := range c.plan.dependents[i] {
-		c.markIndex(j)
+	for _, j := range c.plan.dependents(i) {
+		c.markIndex(int(j))
 	}
 }
 
@@ -538,7 +538,7 @@ func (c *Core) begin(x *decider, in Begin) {
 	// since) stops it before any session.
 	c.checkBudgets(x, "")
 	for _, ps := range c.plan.Steps {
-		if ps.Budget.set() {
+		if ps.budget().set() {
 			c.checkBudgets(x, ps.ID)
 		}
 	}

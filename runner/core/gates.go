@@ -26,7 +26,7 @@ type GatesWaiting struct {
 // closedGates lists the gates of ps that are not open.
 func (c *Core) closedGates(ps *PlanStep) []string {
 	var closed []string
-	for _, g := range ps.Gates {
+	for _, g := range ps.gates() {
 		if !c.gates[g] {
 			closed = append(closed, g)
 		}
@@ -37,7 +37,7 @@ func (c *Core) closedGates(ps *PlanStep) []string {
 // gateClosed reports whether a ready step is kept back by closed gates,
 // and records it as waiting for them when it is not already.
 func (c *Core) gateClosed(x *decider, ps *PlanStep) bool {
-	if len(ps.Gates) == 0 {
+	if len(ps.gates()) == 0 {
 		return false
 	}
 	closed := c.closedGates(ps)

@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -32,23 +33,33 @@ type Plan struct {
 	index  map[string]int
 	// loops lists the indices of the loop steps.
 	loops []int
-	// dependents lists, for each step, the steps that need it directly.
-	dependents [][]int
+	// deps lists, for each step, the steps that need it directly: those
+	// of step i are deps[depStart[i]:depStart[i+1]] (see dependents).
+	depStart []int32
+	deps     []int32
 	// down holds the Downstream sets computed so far.
 	down map[string][]string
 }
 
-// PlanStep is one step of a Plan.
+// PlanStep is one step of a Plan. What most steps leave unset (gates
+// of the gate-state file, backoff, a budget, reviewers) is in Extra, so
+// that the plan of a workflow of many plain steps holds little for
+// each.
 type PlanStep struct {
 	ID    string
 	Kind  Kind
 	Needs []string
-	// Gates are the gates of the gate-state file that must be open
-	// before the step starts.
-	Gates []string
 	// LoopTarget is the step a failed gate (or a rejected human step)
 	// loops back to, or "".
 	LoopTarget string
+	// Loop is, for a step of a loop's body, the id of its loop step; ""
+	// for a step of the top level. A body step's Needs name steps of the
+	// same body (this item's instances) or of the top level.
+	Loop string
+	// ForEach is set for a loop step (KindLoop): how its items run.
+	ForEach       *PlanLoop
+	MaxAttempts   int
+	MaxIterations int
 	// HasGate is true when the step has a gate: gate:, or loop_back_to
 	// on the step itself. A FAIL verdict then fails the gate, not the
 	// session, and the gate decides after a session that succeeded.
@@ -64,18 +75,26 @@ type PlanStep struct {
 	// HumanAfter is true for a session step that also has human: once
 	// its session succeeded and its gate passed, it waits on a human
 	// (WAITING_ON_HUMAN) as a human step does, instead of completing.
-	HumanAfter    bool
-	MaxAttempts   int
-	MaxIterations int
-	Backoff       time.Duration
-	MaxBackoff    time.Duration
+	HumanAfter bool
+	// Reviewer is true for a step a consensus step reviews with: its
+	// verdict is the consensus step's to weigh, so FAIL does not fail
+	// its session, and it runs beside the other reviewers whatever
+	// max_parallel says.
+	Reviewer bool
+	// Extra holds the rest of the step's plan, or is nil when all of it
+	// is unset.
+	Extra *PlanExtra
+}
 
-	// Loop is, for a step of a loop's body, the id of its loop step; ""
-	// for a step of the top level. A body step's Needs name steps of the
-	// same body (this item's instances) or of the top level.
-	Loop string
-	// ForEach is set for a loop step (KindLoop): how its items run.
-	ForEach *PlanLoop
+// PlanExtra is the part of a PlanStep that most steps leave unset.
+type PlanExtra struct {
+	// Gates are the gates of the gate-state file that must be open
+	// before the step starts.
+	Gates []string
+	// Backoff spaces out the step's attempts (doubled for each retry,
+	// capped at MaxBackoff when that is set).
+	Backoff    time.Duration
+	MaxBackoff time.Duration
 	// Budget is the step's own budget: for a body step, all its
 	// instances' together.
 	Budget Budget
@@ -83,11 +102,37 @@ type PlanStep struct {
 	// rule (all, any or majority).
 	Reviewers []string
 	Consensus string
-	// Reviewer is true for a step a consensus step reviews with: its
-	// verdict is the consensus step's to weigh, so FAIL does not fail
-	// its session, and it runs beside the other reviewers whatever
-	// max_parallel says.
-	Reviewer bool
+}
+
+// IsZero reports whether e sets nothing: a step whose Extra would be
+// zero needs none.
+func (e *PlanExtra) IsZero() bool {
+	return e == nil || len(e.Gates) == 0 && e.Backoff == 0 && e.MaxBackoff == 0 && !e.Budget.set() &&
+		e.Reviewers == nil && e.Consensus == ""
+}
+
+// gates returns the gates of the gate-state file the step waits for.
+func (s *PlanStep) gates() []string {
+	if s.Extra == nil {
+		return nil
+	}
+	return s.Extra.Gates
+}
+
+// budget returns the step's own budget (zero: no limit).
+func (s *PlanStep) budget() Budget {
+	if s.Extra == nil {
+		return Budget{}
+	}
+	return s.Extra.Budget
+}
+
+// reviewers returns a consensus step's reviewers and rule.
+func (s *PlanStep) reviewers() ([]string, string) {
+	if s.Extra == nil {
+		return nil, ""
+	}
+	return s.Extra.Reviewers, s.Extra.Consensus
 }
 
 // Budget is a cost, token or session budget (DESIGN §14): the run
@@ -196,30 +241,52 @@ func NewPlan(steps []PlanStep, maxParallel int) (*Plan, error) {
 			s.ForEach.pos[b] = j
 		}
 	}
-	// dependents links each step to the steps that need it. A body
+	// The dependents link each step to the steps that need it. A body
 	// step's need of another body step links the two; its need of a
 	// step of the top level links that step to the loop, so that the
-	// top level's graph is the loop step's, and a body's its own.
-	p.dependents = make([][]int, len(p.Steps))
-	for i, s := range p.Steps {
+	// top level's graph is the loop step's, and a body's its own. The
+	// links are counted first, then laid out in one slice.
+	link := func(i int, s *PlanStep, n string) (int, int, error) {
+		j, ok := p.index[n]
+		if !ok {
+			return 0, 0, fmt.Errorf("plan: step %s needs %s, which is not a step", s.ID, n)
+		}
+		switch need := &p.Steps[j]; {
+		case need.Loop == s.Loop:
+			return j, i, nil
+		case need.Loop == "":
+			return j, p.index[s.Loop], nil
+		default:
+			return 0, 0, fmt.Errorf("plan: step %s needs %s, a step of the body of %s", s.ID, n, need.Loop)
+		}
+	}
+	p.depStart = make([]int32, len(p.Steps)+1)
+	for i := range p.Steps {
+		s := &p.Steps[i]
 		if s.Loop != "" {
 			if l := p.Step(s.Loop); l == nil || l.ForEach == nil {
 				return nil, fmt.Errorf("plan: step %s is in the body of %s, which is not a loop", s.ID, s.Loop)
 			}
 		}
 		for _, n := range s.Needs {
-			j, ok := p.index[n]
-			if !ok {
-				return nil, fmt.Errorf("plan: step %s needs %s, which is not a step", s.ID, n)
+			from, _, err := link(i, s, n)
+			if err != nil {
+				return nil, err
 			}
-			switch need := p.Steps[j]; {
-			case need.Loop == s.Loop:
-				p.dependents[j] = append(p.dependents[j], i)
-			case need.Loop == "":
-				p.dependents[j] = append(p.dependents[j], p.index[s.Loop])
-			default:
-				return nil, fmt.Errorf("plan: step %s needs %s, a step of the body of %s", s.ID, n, need.Loop)
-			}
+			p.depStart[from+1]++
+		}
+	}
+	for i := 1; i < len(p.depStart); i++ {
+		p.depStart[i] += p.depStart[i-1]
+	}
+	p.deps = make([]int32, p.depStart[len(p.Steps)])
+	next := slices.Clone(p.depStart[:len(p.Steps)])
+	for i := range p.Steps {
+		s := &p.Steps[i]
+		for _, n := range s.Needs {
+			from, to, _ := link(i, s, n)
+			p.deps[next[from]] = int32(to)
+			next[from]++
 		}
 	}
 	for _, s := range p.Steps {
@@ -268,10 +335,10 @@ func (p *Plan) downstream(i int) []string {
 	for len(stack) > 0 {
 		j := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for _, d := range p.dependents[j] {
+		for _, d := range p.dependents(j) {
 			if !seen[d] {
 				seen[d] = true
-				stack = append(stack, d)
+				stack = append(stack, int(d))
 			}
 		}
 	}
@@ -282,6 +349,11 @@ func (p *Plan) downstream(i int) []string {
 		}
 	}
 	return out
+}
+
+// dependents lists the steps that need step i directly, in plan order.
+func (p *Plan) dependents(i int) []int32 {
+	return p.deps[p.depStart[i]:p.depStart[i+1]]
 }
 
 // Step returns the step with the given id, or nil.
@@ -318,18 +390,18 @@ func (l *PlanLoop) BodyIndex(id string) int {
 // backoff returns the delay before attempt number next (2, 3, …):
 // Backoff doubled for each earlier retry, capped at MaxBackoff.
 func (s *PlanStep) backoff(next int) time.Duration {
-	if s.Backoff <= 0 || next < 2 {
+	if s.Extra == nil || s.Extra.Backoff <= 0 || next < 2 {
 		return 0
 	}
-	d := s.Backoff
+	d, most := s.Extra.Backoff, s.Extra.MaxBackoff
 	for i := 2; i < next; i++ {
 		d *= 2
-		if s.MaxBackoff > 0 && d >= s.MaxBackoff {
-			return s.MaxBackoff
+		if most > 0 && d >= most {
+			return most
 		}
 	}
-	if s.MaxBackoff > 0 && d > s.MaxBackoff {
-		d = s.MaxBackoff
+	if most > 0 && d > most {
+		d = most
 	}
 	return d
 }
