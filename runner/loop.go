@@ -129,6 +129,15 @@ func (x *run) send(in Input) {
 	}
 }
 
+// queueOnLoop is send for the loop's own goroutine, which must not
+// wait for itself to take the input.
+func (x *run) queueOnLoop(in Input) {
+	if p, ok := in.(SessionPID); ok && x.sessionStarted != nil {
+		x.sessionStarted(p)
+	}
+	x.queue = append(x.queue, in)
+}
+
 // enqueue queues an input for the core. Between sessions the runner
 // reads control.json, so a pause asked for during a session holds the
 // next one.

@@ -78,13 +78,24 @@ func (s *scripted) Start(ctx context.Context, spec proc.Spec) (proc.Session, err
 	if spec.Output != nil && r.Out != "" {
 		io.WriteString(spec.Output, r.Out)
 	}
-	res := proc.Result{ExitCode: r.Exit, Interrupted: r.Interrupted}
 	if r.Block {
-		<-ctx.Done()
-		res = proc.Result{ExitCode: -1, Interrupted: true}
+		return blockedSession{ctx}, nil
 	}
-	return proc.Ended{Result: res}, nil
+	return proc.Ended{Result: proc.Result{ExitCode: r.Exit, Interrupted: r.Interrupted}}, nil
 }
+
+// blockedSession is a session that runs until its context is done, and
+// is then interrupted.
+type blockedSession struct{ ctx context.Context }
+
+func (b blockedSession) Pid() int { return 1 }
+
+func (b blockedSession) Wait() proc.Result {
+	<-b.ctx.Done()
+	return proc.Result{ExitCode: -1, Interrupted: true}
+}
+
+func (b blockedSession) LastOutput() time.Time { return time.Time{} }
 
 func (s *scripted) count(step string) int {
 	s.mu.Lock()

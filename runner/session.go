@@ -94,8 +94,8 @@ type sessionRun struct {
 	ReportPath         string
 }
 
-// startSession starts the session of a step in its own goroutine; its
-// end comes back as a SessionDone input.
+// startSession starts the session of a step; its end comes back as a
+// SessionDone input from the session's own goroutine.
 func (x *run) startSession(ss StartSession) {
 	e := sessionRun{Step: ss.Step, Attempt: ss.Attempt, Iteration: ss.Iteration,
 		LogPath: x.names.log(ss.Step, ss.Iteration, ss.Attempt), ReportPath: x.names.report(ss.Step)}
@@ -126,10 +126,18 @@ func (x *run) startSession(ss StartSession) {
 		x.serialSession = false
 		return
 	}
+	// A command session is started here, on the loop's goroutine, and
+	// its process is queued for the core at once; the session's own
+	// goroutine waits for its end. Between one session's end and the
+	// next one's start there is then no hand-off between goroutines.
+	ls := x.prepareSession(s, e, sp, pp, private, env, facts)
+	if pp == nil {
+		x.startCommand(ls, x.queueOnLoop)
+	}
 	x.sessions.Add(1)
 	go func() {
 		defer x.sessions.Done()
-		done(x.session(s, e, sp, pp, private, env, facts))
+		done(x.finishSession(ls))
 	}()
 }
 
@@ -322,41 +330,103 @@ func (x *run) duration(d *config.Duration, env *gates.Env) (time.Duration, error
 
 // session runs one session and decides its outcome and its gate.
 func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, pp *presetPlan, private string, env *gates.Env, facts *stepFacts) SessionDone {
+	ls := x.prepareSession(s, e, sp, pp, private, env, facts)
+	if pp == nil {
+		x.startCommand(ls, x.send)
+	}
+	return x.finishSession(ls)
+}
+
+// liveSession is a session from its preparation to its end: what the
+// first half of a session (prepareSession and startCommand, which for
+// a command session run on the loop's goroutine) hands the second
+// (finishSession, in the session's own goroutine).
+type liveSession struct {
+	s       *config.Step
+	e       sessionRun
+	sp      proc.Spec
+	pp      *presetPlan
+	private string
+	env     *gates.Env
+	facts   *stepFacts
+
+	logf    *lazyFile
+	capped  *cappedLog
+	shown   []io.Writer
+	live    *prefixWriter
+	tail    *tailBuffer
+	scan    *gates.SignalScanner
+	markers *reportMarkers
+	started time.Time
+
+	// A command session, once startCommand has run: its writer of
+	// what flow shows, and the session or why it did not start.
+	hidden   io.WriteCloser
+	sess     proc.Session
+	startErr error
+}
+
+// prepareSession sets up where a session's output goes.
+func (x *run) prepareSession(s *config.Step, e sessionRun, sp proc.Spec, pp *presetPlan, private string, env *gates.Env, facts *stepFacts) *liveSession {
+	ls := &liveSession{s: s, e: e, sp: sp, pp: pp, private: private, env: env, facts: facts}
+	// What flow writes of the output — the log, capped at log_limit,
+	// and the live view — has secrets hidden; the tail and the signal
+	// scanner, which stay in memory, read it as it is.
+	ls.logf = &lazyFile{fs: x.r.FS, path: e.LogPath}
+	ls.capped = newCappedLog(ls.logf, x.limits.Log)
+	ls.shown = []io.Writer{ls.capped}
+	if x.r.Live {
+		ls.live = &prefixWriter{mu: &x.live, w: x.r.Stdout, prefix: []byte(fmt.Sprintf("[%s] ", e.Step))}
+		ls.shown = append(ls.shown, ls.live)
+	}
+	ls.tail = &tailBuffer{max: outputTail}
+	ls.scan = gates.NewSignalScanner(x.signalWords())
+	ls.started = x.r.Clock.Now()
+	if x.orchestrated() {
+		ls.markers = &reportMarkers{max: int(x.limits.Report)}
+	}
+	return ls
+}
+
+// sessionPID is the input that tells the core a session's process.
+func sessionPID(e sessionRun, sess proc.Session) SessionPID {
+	return SessionPID{Step: e.Step, PID: sess.Pid(), Marker: proc.Marker(sess), LogPath: e.LogPath, ReportPath: e.ReportPath}
+}
+
+// startCommand starts a command session (not a preset's), and gives
+// tell the input that names its process.
+func (x *run) startCommand(ls *liveSession, tell func(Input)) {
+	ls.hidden = x.redact.Writer(io.MultiWriter(ls.shown...))
+	out := &lockedWriter{ws: []io.Writer{ls.hidden, ls.tail, ls.scan}}
+	if ls.markers != nil {
+		out.ws = append(out.ws, ls.markers)
+	}
+	ls.sp.Output = out
+	ls.sess, ls.startErr = x.r.Starter.Start(x.sessCtx, ls.sp)
+	if ls.startErr == nil {
+		tell(sessionPID(ls.e, ls.sess))
+	}
+}
+
+// finishSession waits for a session to end (a preset's runs here from
+// its start) and decides its outcome and its gate.
+func (x *run) finishSession(ls *liveSession) SessionDone {
+	s, e, sp, pp, env, facts := ls.s, ls.e, ls.sp, ls.pp, ls.env, ls.facts
 	fsys := x.r.FS
-	if private != "" {
-		defer fsys.Remove(private)
+	if ls.private != "" {
+		defer fsys.Remove(ls.private)
 	}
 	if pp != nil && pp.freshPrivate != "" {
 		defer fsys.Remove(pp.freshPrivate)
 	}
-	words := x.signalWords()
+	logf, capped, live, tail, scan, markers, started := ls.logf, ls.capped, ls.live, ls.tail, ls.scan, ls.markers, ls.started
+	defer capped.Close()
 	done := SessionDone{Step: e.Step, Outcome: Outcome{Attempt: e.Attempt}, Facts: core.SessionFacts{ExitCode: -1}}
 	fail := func(msg string) SessionDone {
 		done.Facts.Err = msg
 		return done
 	}
-	// What flow writes of the output — the log, capped at log_limit,
-	// and the live view — has secrets hidden; the tail and the signal
-	// scanner, which stay in memory, read it as it is.
-	logf := &lazyFile{fs: fsys, path: e.LogPath}
-	capped := newCappedLog(logf, x.limits.Log)
-	defer capped.Close()
-	shown := []io.Writer{capped}
-	var live *prefixWriter
-	if x.r.Live {
-		live = &prefixWriter{mu: &x.live, w: x.r.Stdout, prefix: []byte(fmt.Sprintf("[%s] ", e.Step))}
-		shown = append(shown, live)
-	}
-	tail := &tailBuffer{max: outputTail}
-	scan := gates.NewSignalScanner(words)
-	started := x.r.Clock.Now()
-	pid := func(sess proc.Session) {
-		x.send(SessionPID{Step: e.Step, PID: sess.Pid(), Marker: proc.Marker(sess), LogPath: e.LogPath, ReportPath: e.ReportPath})
-	}
-	var markers *reportMarkers
-	if x.orchestrated() {
-		markers = &reportMarkers{max: int(x.limits.Report)}
-	}
+	pid := func(sess proc.Session) { x.send(sessionPID(e, sess)) }
 	var res proc.Result
 	presetWhy := ""
 	if pp != nil {
@@ -386,18 +456,12 @@ func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, pp *presetPlan
 		done.Outcome.AgentSession = po.res.SessionID
 		presetWhy = presetFailure(pp.agent.Preset, po.res, res.ExitCode)
 	} else {
-		hidden := x.redact.Writer(io.MultiWriter(shown...))
-		sp.Output = &lockedWriter{ws: []io.Writer{hidden, tail, scan}}
-		if markers != nil {
-			sp.Output.(*lockedWriter).ws = append(sp.Output.(*lockedWriter).ws, markers)
+		if ls.startErr != nil {
+			_ = ls.hidden.Close()
+			return fail(fmt.Sprintf("start session: %v", ls.startErr))
 		}
-		sess, err := x.r.Starter.Start(x.sessCtx, sp)
-		if err != nil {
-			return fail(fmt.Sprintf("start session: %v", err))
-		}
-		pid(sess)
-		res = sess.Wait()
-		_ = hidden.Close()
+		res = ls.sess.Wait()
+		_ = ls.hidden.Close()
 	}
 	if err := capped.Close(); err != nil && logf.err == nil {
 		logf.err = err

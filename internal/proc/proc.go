@@ -69,8 +69,10 @@ type Result struct {
 
 // Starter starts sessions.
 type Starter interface {
-	// Start starts a session. Cancelling ctx stops the session (see the
-	// package documentation); it does not abandon it.
+	// Start starts a session and returns without waiting for it to end
+	// (a runner starts sessions on the goroutine that decides what runs
+	// next). Cancelling ctx stops the session (see the package
+	// documentation); it does not abandon it.
 	Start(ctx context.Context, spec Spec) (Session, error)
 }
 

@@ -210,7 +210,7 @@ func TestStops(t *testing.T) {
 		cancel  bool // cancel the context once "ready" or a pid is printed
 		// during: cancel while Wait is in progress, not before it
 		during bool
-		check   func(t *testing.T, res Result, out string)
+		check  func(t *testing.T, res Result, out string)
 	}{
 		{
 			name:    "timeout kills grandchild",
