@@ -139,10 +139,23 @@ func build(raw *rawWorkflow, fs afero.Fs, path string, o Options, d *diags) *Wor
 			w.index[s.ID] = i
 		}
 	}
-	w.byID = map[string]*Step{}
-	for _, s := range w.AllSteps() {
-		if _, dup := w.byID[s.ID]; !dup {
-			w.byID[s.ID] = s
+	// byID holds only what index does not answer: the ids of the steps
+	// of loops' bodies, each to the first step with the id in the order
+	// of AllSteps.
+	for i, s := range w.Steps {
+		if s.ForEach == nil {
+			continue
+		}
+		for _, body := range s.ForEach.Body {
+			if j, top := w.index[body.ID]; top && j <= i {
+				continue
+			}
+			if _, dup := w.byID[body.ID]; !dup {
+				if w.byID == nil {
+					w.byID = map[string]*Step{}
+				}
+				w.byID[body.ID] = body
+			}
 		}
 	}
 	b.reviewers()
@@ -198,7 +211,13 @@ func (b *builder) secrets() {
 // loop is not nil. The body of a loop step is built by loop.
 func (b *builder) step(rs *rawStep, seen map[string]bool, loop *Step) *Step {
 	rs.more()
-	s := &Step{ID: rs.id.val, Pos: rs.pos, Description: rs.description.val, Feedback: "append", NeedsSet: rs.needsSet, NeedsPos: rs.needsPos}
+	s := &Step{ID: rs.id.val, Pos: rs.pos, Feedback: "append"}
+	if rs.description.val != "" {
+		s.extra().Description = rs.description.val
+	}
+	if rs.needsSet {
+		s.extra().NeedsSet, s.Extra.NeedsPos = true, rs.needsPos
+	}
 	if loop != nil {
 		s.Loop = loop.ID
 	}
@@ -222,11 +241,12 @@ func (b *builder) step(rs *rawStep, seen map[string]bool, loop *Step) *Step {
 		b.d.errorf(rs.id.pos(), "duplicate step id %q", rs.id.val)
 	}
 	seen[rs.id.val] = true
-	if !rs.needsSet {
-		s.NeedsPos = rs.pos
+	if rs.metadata != nil {
+		s.extra().Metadata = rs.metadata
 	}
-	s.Metadata = rs.metadata
-	s.Gates = b.gates(rs)
+	if gs := b.gates(rs); gs != nil {
+		s.extra().Gates = gs
+	}
 	if rs.forEachSet {
 		return b.loopStep(s, rs, loop)
 	}
@@ -259,7 +279,7 @@ func (b *builder) step(rs *rawStep, seen map[string]bool, loop *Step) *Step {
 		}
 	}
 	if rs.loopBackTo.set {
-		s.LoopBackTo, s.LoopPos = rs.loopBackTo.val, rs.loopBackTo.pos()
+		s.extra().LoopBackTo, s.Extra.LoopPos = rs.loopBackTo.val, rs.loopBackTo.pos()
 	}
 	s.MaxAttempts = b.limit("max_attempts", rs.maxAttempts)
 	s.MaxIterations = b.limit("max_iterations", rs.maxIterations)
@@ -334,7 +354,7 @@ func (b *builder) session(s *Step, rs *rawStep) {
 		s.Prompt = b.template("prompt", rs.prompt)
 	}
 	if rs.promptFile.ok() {
-		s.PromptFile = rs.promptFile.val
+		s.extra().PromptFile = rs.promptFile.val
 		if !rs.prompt.set {
 			s.Prompt = b.promptFile(rs.promptFile)
 		}

@@ -136,7 +136,7 @@ func (b *builder) needsReviewers(s *Step) {
 	}
 	for _, r := range s.Gate.Reviewers {
 		if !slices.Contains(s.Needs, r) {
-			b.d.errorf(s.NeedsPos, "needs: step %q does not need its reviewer %q; a pair review needs every reviewer (leave needs out to need just them)", s.ID, r)
+			b.d.errorf(s.NeedsPos(), "needs: step %q does not need its reviewer %q; a pair review needs every reviewer (leave needs out to need just them)", s.ID, r)
 		}
 	}
 }

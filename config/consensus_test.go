@@ -20,8 +20,8 @@ func TestPairReviewExample(t *testing.T) {
 			r.Agent != "" || r.Prompt != nil || r.Feedback != "" {
 			t.Errorf("%s: review %+v gate %+v", w.Format, r, r.Gate)
 		}
-		if !slices.Equal(r.Needs, []string{"claude_review", "codex_review"}) || r.NeedsSet {
-			t.Errorf("%s: review needs %v (set %v), want its reviewers", w.Format, r.Needs, r.NeedsSet)
+		if !slices.Equal(r.Needs, []string{"claude_review", "codex_review"}) || r.NeedsSet() {
+			t.Errorf("%s: review needs %v (set %v), want its reviewers", w.Format, r.Needs, r.NeedsSet())
 		}
 		if got := w.Step("claude_review").Needs; !slices.Equal(got, []string{"code"}) {
 			t.Errorf("%s: claude_review needs %v", w.Format, got)

@@ -16,7 +16,7 @@ func TestStepDescription(t *testing.T) {
 	y := parse(t, "yaml", "name: x\nsteps:\n  - id: a\n    description: Build it all.\n    run: make\n")
 	h := parse(t, "hcl", "name = \"x\"\nstep \"a\" {\n  description = \"Build it all.\"\n  run         = \"make\"\n}\n")
 	for _, w := range []*config.Workflow{y, h} {
-		if got := w.Step("a").Description; got != "Build it all." {
+		if got := w.Step("a").Description(); got != "Build it all." {
 			t.Errorf("%s: description %q", w.Format, got)
 		}
 		if spec, _ := w.Spec(); !strings.Contains(string(spec), `"description": "Build it all."`) {

@@ -288,13 +288,13 @@ func (e *emitter) steps(list []*Step) []*block {
 func (e *emitter) step(s *Step, before *Step) *block {
 	b := &block{ks: &stepTable.keySet, label: s.ID, notes: e.notes[s.ID]}
 	b.add("id", s.ID)
-	b.text("description", s.Description)
+	b.text("description", s.Description())
 	if s.Feedback != "" && s.Feedback != "append" {
 		b.add("feedback", s.Feedback)
 	}
 	b.template("run", s.Run)
-	if s.PromptFile != "" {
-		b.add("prompt_file", s.PromptFile)
+	if s.PromptFile() != "" {
+		b.add("prompt_file", s.PromptFile())
 	} else {
 		b.template("prompt", s.Prompt)
 	}
@@ -305,14 +305,14 @@ func (e *emitter) step(s *Step, before *Step) *block {
 	if h := s.Human; h != nil {
 		b.add("human", humanBlock(h))
 	}
-	if s.NeedsSet || !slices.Equal(s.Needs, impliedNeeds(s, before)) {
+	if s.NeedsSet() || !slices.Equal(s.Needs, impliedNeeds(s, before)) {
 		b.add("needs", append([]string{}, s.Needs...))
 	}
 	b.expr("when", s.When)
 	if g := s.Gate; g != nil {
 		b.add("gate", gateBlock(g))
 	}
-	b.text("loop_back_to", s.LoopBackTo)
+	b.text("loop_back_to", s.LoopBackTo())
 	b.limit("max_attempts", s.MaxAttempts)
 	b.limit("max_iterations", s.MaxIterations)
 	if s.Retry != nil {
@@ -367,11 +367,11 @@ func (e *emitter) step(s *Step, before *Step) *block {
 func (e *emitter) extra(b *block, s *Step) {
 	b.text("prompt_path", s.PromptPath)
 	b.text("model", s.Model)
-	if s.Metadata != nil {
-		b.add("metadata", anyValue{s.Metadata})
+	if s.Metadata() != nil {
+		b.add("metadata", anyValue{s.Metadata()})
 	}
-	if len(s.Gates) > 0 {
-		b.add("external_gates", append([]string{}, s.Gates...))
+	if len(s.Gates()) > 0 {
+		b.add("external_gates", append([]string{}, s.Gates()...))
 	}
 }
 

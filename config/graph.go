@@ -13,7 +13,7 @@ import (
 func (b *builder) needs() {
 	w := b.w
 	for i, s := range w.Steps {
-		if !s.NeedsSet {
+		if !s.NeedsSet() {
 			s.Needs = []string{}
 			switch {
 			case s.Kind == KindConsensus && s.Gate != nil:
@@ -63,7 +63,7 @@ func (b *builder) bodyNeeds(l *Step) {
 	index := bodyIndex(body)
 	for i, s := range body {
 		s.Needs = []string{}
-		if !s.NeedsSet {
+		if !s.NeedsSet() {
 			switch {
 			case s.Kind == KindConsensus && s.Gate != nil:
 				s.Needs = append(s.Needs, s.Gate.Reviewers...)
@@ -202,7 +202,7 @@ func (b *builder) reportCycle(steps []*Step, cyc []int, reported map[string]bool
 		names = append(names, steps[rot[k]].ID)
 	}
 	s := steps[rot[0]]
-	b.d.errorf(s.NeedsPos, "dependency cycle: %s", strings.Join(names, " -> "))
+	b.d.errorf(s.NeedsPos(), "dependency cycle: %s", strings.Join(names, " -> "))
 }
 
 // loopBacks checks loop-back targets: each is the step itself, one it
@@ -215,8 +215,8 @@ func (b *builder) loopBacks() {
 	w := b.w
 	r := newReach(w.Steps, w.stepIndex)
 	each := func(s *Step, f func(field, target string, pos Pos)) {
-		if s.LoopBackTo != "" {
-			f("loop_back_to", s.LoopBackTo, s.LoopPos)
+		if s.LoopBackTo() != "" {
+			f("loop_back_to", s.LoopBackTo(), s.LoopPos())
 		}
 		if s.Gate != nil && s.Gate.LoopBackTo != "" {
 			f("gate.loop_back_to", s.Gate.LoopBackTo, s.Gate.LoopPos)
@@ -367,8 +367,14 @@ func (r *reach) needs(i, j int) bool {
 // Step returns the step with the id, of the top level or of a loop's
 // body, or nil.
 func (w *Workflow) Step(id string) *Step {
-	if w.byID != nil {
-		return w.byID[id]
+	if w.index != nil {
+		if s, ok := w.byID[id]; ok {
+			return s
+		}
+		if i, ok := w.index[id]; ok {
+			return w.Steps[i]
+		}
+		return nil
 	}
 	for _, s := range w.AllSteps() {
 		if s.ID == id {

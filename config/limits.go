@@ -66,12 +66,12 @@ func (s *Step) LoopBack() string {
 	if s.Gate != nil && s.Gate.LoopBackTo != "" {
 		return s.Gate.LoopBackTo
 	}
-	return s.LoopBackTo
+	return s.LoopBackTo()
 }
 
 // HasGate reports whether a step's work is decided by a gate after its
 // session succeeded: it has a gate block, or a loop_back_to of its own,
 // whose gate is the session's report (DESIGN §4).
 func (s *Step) HasGate() bool {
-	return s.Gate != nil || s.LoopBackTo != ""
+	return s.Gate != nil || s.LoopBackTo() != ""
 }

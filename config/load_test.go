@@ -88,7 +88,7 @@ func TestShippedShapes(t *testing.T) {
 	if l := sdlc.StepMaxIterations(review); l.N != 3 {
 		t.Errorf("code_review max iterations %+v, want 3", l)
 	}
-	if c := sdlc.Step("coding"); c.PromptFile != "prompts/coding.md" || c.Prompt == nil || !strings.Contains(c.Prompt.Src, "PLAN.md") || c.Agent != "coder" {
+	if c := sdlc.Step("coding"); c.PromptFile() != "prompts/coding.md" || c.Prompt == nil || !strings.Contains(c.Prompt.Src, "PLAN.md") || c.Agent != "coder" {
 		t.Errorf("coding: %+v", c)
 	}
 	if h := sdlc.Step("manual_approval"); h.Kind != config.KindHuman || h.Human.Timeout.D != 24*time.Hour || h.When == nil {
@@ -127,8 +127,8 @@ steps:
 		if !slices.Equal(s.Needs, want) {
 			t.Errorf("%s needs %v, want %v", id, s.Needs, want)
 		}
-		if set := id == "c" || id == "d" || id == "e"; s.NeedsSet != set {
-			t.Errorf("%s NeedsSet %v", id, s.NeedsSet)
+		if set := id == "c" || id == "d" || id == "e"; s.NeedsSet() != set {
+			t.Errorf("%s NeedsSet %v", id, s.NeedsSet())
 		}
 	}
 	tests := []struct {

@@ -83,7 +83,8 @@ type Workflow struct {
 
 	// index maps a step id to its place in Steps; Load builds it, and
 	// the graph methods fall back to a search without it. byID maps the
-	// id of every step, of the top level or of a loop's body, to it.
+	// ids of the steps of loops' bodies to them (Step reads it before
+	// index); nil when there are no loops.
 	index map[string]int
 	byID  map[string]*Step
 	// reviewerOf maps the id of each reviewer to its consensus step;
@@ -219,24 +220,24 @@ const (
 	KindConsensus StepKind = "consensus"
 )
 
-// Step is one node of the workflow.
+// Step is one node of the workflow. What few steps write (a
+// description, a prompt file, metadata, gates of the gate-state file,
+// needs written out, a step-level loop_back_to) is in Extra, read
+// through the methods of the same names, so that a workflow of
+// thousands of plain steps holds little for each.
 type Step struct {
 	ID   string
 	Pos  Pos
 	Kind StepKind
-	// Description says what the step does, for people.
-	Description string
 	// Feedback is "append" (the default) when a re-entered agent step's
 	// prompt ends with why its work was sent back, "none" when not.
 	Feedback string
 
 	// Run is the command of a command step.
 	Run *Template
-	// Prompt is the prompt of an agent step given inline; PromptFile is
-	// the prompt file (already read and compiled into Prompt) and its path
-	// relative to the workflow file.
-	Prompt     *Template
-	PromptFile string
+	// Prompt is the prompt of an agent step given inline, or read from
+	// its prompt file (see PromptFile).
+	Prompt *Template
 	// PromptPath is the prompt of an agent step given as the path of a
 	// file found when the step starts, not when the workflow loads (an
 	// earlier step may write it): see the runner's prompt lookup. Set
@@ -248,29 +249,14 @@ type Step struct {
 	// Model is the model asked of the agent for this step, given to the
 	// session as $STEP_MODEL; "" for none.
 	Model string
-	// Metadata is data about the step for people and tools, as written;
-	// expressions read it as steps.<id>.metadata.
-	Metadata map[string]any
-	// Gates names the gates of the gate-state file that must be open
-	// before the step starts (DESIGN §17).
-	Gates []string
 	Human *Human
 
 	// Needs lists the dependencies after applying the file-order rule:
 	// a step without needs depends on the step before it.
 	Needs []string
-	// NeedsPos is where needs was written, or the step's position.
-	NeedsPos Pos
-	// NeedsSet is true when the file wrote needs explicitly.
-	NeedsSet bool
 
 	When *Expr
 	Gate *Gate
-	// LoopBackTo is the step-level loop_back_to as written, and LoopPos
-	// where; LoopBack resolves it with the gate's, and HasGate says
-	// whether the step has a gate at all.
-	LoopBackTo string
-	LoopPos    Pos
 
 	MaxAttempts   *Limit
 	MaxIterations *Limit
@@ -291,6 +277,106 @@ type Step struct {
 	// Loop is, for a step of a loop's body, the id of its loop step;
 	// "" for a step of the workflow's top level.
 	Loop string
+
+	// Extra holds what few steps write, or is nil when the step writes
+	// none of it.
+	Extra *StepExtra
+}
+
+// StepExtra is the part of a Step that most steps leave out.
+type StepExtra struct {
+	// Description says what the step does, for people.
+	Description string
+	// PromptFile is the path of the prompt file, relative to the
+	// workflow file (already read and compiled into Step.Prompt).
+	PromptFile string
+	// Metadata is data about the step for people and tools, as written;
+	// expressions read it as steps.<id>.metadata.
+	Metadata map[string]any
+	// Gates names the gates of the gate-state file that must be open
+	// before the step starts (DESIGN §17).
+	Gates []string
+	// NeedsSet is true when the file wrote needs explicitly, and
+	// NeedsPos is where.
+	NeedsSet bool
+	NeedsPos Pos
+	// LoopBackTo is the step-level loop_back_to as written, and LoopPos
+	// where.
+	LoopBackTo string
+	LoopPos    Pos
+}
+
+// extra returns the step's Extra, allocating it the first time.
+func (s *Step) extra() *StepExtra {
+	if s.Extra == nil {
+		s.Extra = &StepExtra{}
+	}
+	return s.Extra
+}
+
+// Description says what the step does, for people; "" when the file
+// gives no description.
+func (s *Step) Description() string {
+	if s.Extra == nil {
+		return ""
+	}
+	return s.Extra.Description
+}
+
+// PromptFile is the path of an agent step's prompt file relative to the
+// workflow file, already read and compiled into Prompt; "" for none.
+func (s *Step) PromptFile() string {
+	if s.Extra == nil {
+		return ""
+	}
+	return s.Extra.PromptFile
+}
+
+// Metadata is data about the step for people and tools, as written
+// (nil for none); expressions read it as steps.<id>.metadata.
+func (s *Step) Metadata() map[string]any {
+	if s.Extra == nil {
+		return nil
+	}
+	return s.Extra.Metadata
+}
+
+// Gates names the gates of the gate-state file that must be open before
+// the step starts (DESIGN §17); nil for none.
+func (s *Step) Gates() []string {
+	if s.Extra == nil {
+		return nil
+	}
+	return s.Extra.Gates
+}
+
+// NeedsSet reports whether the file wrote needs explicitly.
+func (s *Step) NeedsSet() bool { return s.Extra != nil && s.Extra.NeedsSet }
+
+// NeedsPos is where needs was written, or the step's position.
+func (s *Step) NeedsPos() Pos {
+	if s.NeedsSet() {
+		return s.Extra.NeedsPos
+	}
+	return s.Pos
+}
+
+// LoopBackTo is the step-level loop_back_to as written, "" for none;
+// LoopBack resolves it with the gate's, and HasGate says whether the
+// step has a gate at all.
+func (s *Step) LoopBackTo() string {
+	if s.Extra == nil {
+		return ""
+	}
+	return s.Extra.LoopBackTo
+}
+
+// LoopPos is where the step-level loop_back_to is written.
+func (s *Step) LoopPos() Pos {
+	if s.Extra == nil {
+		return Pos{}
+	}
+	return s.Extra.LoopPos
 }
 
 // DefaultMaxItems is the most items a loop may have unless

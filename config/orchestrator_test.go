@@ -188,8 +188,8 @@ steps:
 	if b == nil || len(b.Needs) != 0 || b.Model != "m-1" || b.PromptPath != "prompts/breakdown.md" {
 		t.Fatalf("breakdown = %+v", b)
 	}
-	if want := map[string]any{"owner": "alice", "tags": []any{"a", "b"}}; !reflect.DeepEqual(b.Metadata, want) {
-		t.Errorf("breakdown.Metadata = %#v, want %#v", b.Metadata, want)
+	if want := map[string]any{"owner": "alice", "tags": []any{"a", "b"}}; !reflect.DeepEqual(b.Metadata(), want) {
+		t.Errorf("breakdown.Metadata = %#v, want %#v", b.Metadata(), want)
 	}
 	loop := w.Step("implement")
 	if loop == nil || loop.ForEach == nil {
@@ -203,14 +203,14 @@ steps:
 	if !reflect.DeepEqual(loop.Needs, []string{"breakdown"}) {
 		t.Errorf("implement.Needs = %v, want [breakdown]", loop.Needs)
 	}
-	if want := map[string]any{"kind": "loop"}; !reflect.DeepEqual(loop.Metadata, want) {
-		t.Errorf("implement.Metadata = %#v", loop.Metadata)
+	if want := map[string]any{"kind": "loop"}; !reflect.DeepEqual(loop.Metadata(), want) {
+		t.Errorf("implement.Metadata = %#v", loop.Metadata())
 	}
 	body := fe.Body[0]
-	if body.ID != "implement_item" || body.Loop != "implement" || body.Agent != "coder" || body.PromptPath != "prompts/implement.md" || body.Metadata != nil {
+	if body.ID != "implement_item" || body.Loop != "implement" || body.Agent != "coder" || body.PromptPath != "prompts/implement.md" || body.Metadata() != nil {
 		t.Errorf("implement's body = %+v", body)
 	}
-	if r := w.Step("review"); r == nil || r.LoopBackTo != "implement" {
+	if r := w.Step("review"); r == nil || r.LoopBackTo() != "implement" {
 		t.Errorf("review loops back to %v", r)
 	}
 	// Four loop-backs: flow's five iterations.

@@ -103,7 +103,7 @@ func (x *run) stepInfo(id string, s *StepState) gates.StepInfo {
 	}
 	info.Usage = usageInfo(s.Usage)
 	if st := x.stepOf(id); st != nil {
-		info.Metadata = st.Metadata
+		info.Metadata = st.Metadata()
 	}
 	if s.Human != nil {
 		info.Input = s.Human.Input

@@ -43,7 +43,7 @@ func (x *run) usesGates() bool {
 // hasGates reports whether any step of wf waits on gates.
 func hasGates(wf *config.Workflow) bool {
 	for _, s := range wf.AllSteps() {
-		if len(s.Gates) > 0 {
+		if len(s.Gates()) > 0 {
 			return true
 		}
 	}

@@ -232,7 +232,7 @@ func (d *dryRun) step(s *config.Step, g, attempts, iterations int) DryRunStep {
 	case config.KindCommand:
 		out.Command = d.render("run", s.Run, cmdLimit)
 	case config.KindAgent:
-		out.Agent, out.PromptFile = s.Agent, s.PromptFile
+		out.Agent, out.PromptFile = s.Agent, s.PromptFile()
 		if s.PromptPath != "" {
 			// Found, and read, only when the step starts.
 			out.PromptPath = s.PromptPath

@@ -52,8 +52,8 @@ func (s *Service) loadInvoked(path, repo string, v runner.Invocation) (*config.W
 	}
 	if v.GateStateFile == "" {
 		for _, st := range wf.AllSteps() {
-			if len(st.Gates) > 0 {
-				return nil, runner.Usage("step %s waits on gates (%s) but no --gate-state-file says whether they are open", st.ID, strings.Join(st.Gates, ", "))
+			if len(st.Gates()) > 0 {
+				return nil, runner.Usage("step %s waits on gates (%s) but no --gate-state-file says whether they are open", st.ID, strings.Join(st.Gates(), ", "))
 			}
 		}
 	}

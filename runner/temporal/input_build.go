@@ -53,10 +53,10 @@ func ReadSource(fsys afero.Fs, wf *config.Workflow, repo string) (Source, error)
 	// with the source; a prompt_path is found when its step starts, on
 	// the worker (an earlier step may write it), and does not.
 	for _, s := range wf.AllSteps() {
-		if s.PromptFile == "" {
+		if s.PromptFile() == "" {
 			continue
 		}
-		p := s.PromptFile
+		p := s.PromptFile()
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(filepath.Dir(file), p)
 		}

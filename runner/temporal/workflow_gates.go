@@ -23,7 +23,7 @@ func (d *driver) usesGates() bool {
 		return false
 	}
 	for _, s := range d.wf.AllSteps() {
-		if len(s.Gates) > 0 {
+		if len(s.Gates()) > 0 {
 			return true
 		}
 	}
