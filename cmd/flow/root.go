@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"runtime"
 	"strconv"
 
 	"github.com/spf13/afero"
@@ -216,4 +217,18 @@ func isTerminal(w any) bool {
 	}
 	// A character device is not always a terminal: /dev/null is one.
 	return ttyFd(f.Fd())
+}
+
+// runnerProcs runs the Go code of a runner on one processor unless
+// $GOMAXPROCS says otherwise. A runner decides, records and copies
+// output one session at a time, handing work between a few goroutines
+// at every session's start and end; with more processors each hand-off
+// wakes another thread, which on a busy machine costs more than the
+// parallelism gives (bench/README.md: 1.37× the floor at 1,000 steps
+// on two loaded processors, 1.20× on one). Sessions are processes of
+// their own, and use every processor.
+func (a *app) runnerProcs() {
+	if a.svc.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
 }

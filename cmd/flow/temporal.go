@@ -163,6 +163,9 @@ func (a *app) withEngine(c *cobra.Command) {
 			if f.heartbeat != 0 {
 				return runner.Usage("--heartbeat-timeout is for --engine temporal")
 			}
+			if c.Name() == "run" || c.Name() == "resume" || c.Name() == "retry" {
+				a.runnerProcs()
+			}
 			return local(cmd, args)
 		case "temporal":
 			if f.heartbeat != 0 && f.heartbeat < minHeartbeat {
