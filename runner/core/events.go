@@ -346,7 +346,7 @@ var appliers = map[string]applier{
 		s.StepOrder = slices.Clone(d.Steps)
 		s.Steps = make(map[string]*StepState, len(d.Steps))
 		for _, id := range d.Steps {
-			s.Steps[id] = newStepState()
+			s.Steps[id] = s.newStep()
 		}
 		for _, id := range d.Skipped {
 			st := s.Steps[id]
@@ -374,7 +374,7 @@ var appliers = map[string]applier{
 	}),
 	EvStepAdded: func(s *State, e Event) error {
 		if s.Steps[e.Step] == nil {
-			s.Steps[e.Step] = newStepState()
+			s.Steps[e.Step] = s.newStep()
 		}
 		if !slices.Contains(s.StepOrder, e.Step) {
 			s.StepOrder = append(s.StepOrder, e.Step)
@@ -389,7 +389,7 @@ var appliers = map[string]applier{
 	EvStartAt: onRun(func(s *State, d *StartAt, _ *Time) {
 		for _, id := range d.Reset {
 			if st := s.Steps[id]; st != nil {
-				*st = *newStepState()
+				*st = *s.newStep()
 			}
 		}
 		reopenItems(s, d.Reset)
@@ -601,14 +601,14 @@ func setOutcome(s *State, st *StepState, d Outcome) {
 		st.AgentSession = d.AgentSession
 	}
 	st.Attempts = max(st.Attempts, d.Attempt)
-	st.ExitCode = d.ExitCode
+	st.ExitCode = s.exitCode(d.ExitCode)
 	if d.ReportPath != "" {
 		st.ReportPath = strp(d.ReportPath)
 	}
 	st.Artifacts = nonNil(d.Artifacts)
 	st.Metrics = d.Metrics
-	if st.Metrics == nil {
-		st.Metrics = map[string]string{}
+	if len(st.Metrics) == 0 {
+		st.Metrics = s.emptyMetrics()
 	}
 	st.Logs = nonNil(d.Logs)
 	st.Signals = internSignals(d.Signals)
@@ -729,7 +729,7 @@ func applyLoopItems(s *State, loop string, st *StepState, d *LoopItems, at *Time
 			current[id] = true
 			x := s.Steps[id]
 			if x == nil || x.Status != Pending || x.Attempts > 0 {
-				n := newStepState()
+				n := s.newStep()
 				if x != nil {
 					n.IterationCount = x.IterationCount
 				} else {

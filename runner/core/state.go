@@ -85,6 +85,15 @@ type State struct {
 	BudgetRaised *Budget `json:"budget_raised,omitempty"`
 
 	Steps map[string]*StepState `json:"steps"`
+
+	// noMetrics is the metrics of every step of the state that has none,
+	// and exitZero the exit code of every step whose session exited 0:
+	// one of each for all the steps (as internSignals shares signals),
+	// instead of one a step in a run of thousands. A state's maps and
+	// pointers are never changed in place (Clone copies them), so
+	// sharing is safe.
+	noMetrics map[string]string
+	exitZero  *int
 }
 
 // RunnerInfo names the process running the run.
@@ -225,6 +234,32 @@ func (u *AgentUsage) Tokens() int64 {
 // newStepState returns a PENDING step with the seed's empty values.
 func newStepState() *StepState {
 	return &StepState{Status: Pending, Artifacts: []string{}, Metrics: map[string]string{}, Logs: []string{}}
+}
+
+// newStep returns a PENDING step of s with the seed's empty values, its
+// metrics the state's shared empty map.
+func (s *State) newStep() *StepState {
+	return &StepState{Status: Pending, Artifacts: []string{}, Metrics: s.emptyMetrics(), Logs: []string{}}
+}
+
+// emptyMetrics returns the empty metrics the steps of s share.
+func (s *State) emptyMetrics() map[string]string {
+	if s.noMetrics == nil {
+		s.noMetrics = map[string]string{}
+	}
+	return s.noMetrics
+}
+
+// exitCode returns code, or the pointer to 0 the steps of s share when
+// code points to 0.
+func (s *State) exitCode(code *int) *int {
+	if code == nil || *code != 0 {
+		return code
+	}
+	if s.exitZero == nil {
+		s.exitZero = code
+	}
+	return s.exitZero
 }
 
 // Clone returns a deep copy of the state.

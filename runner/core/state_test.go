@@ -3,6 +3,7 @@ package core
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"reflect"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ func encodingState() *State {
 	a := newStepState()
 	a.Status, a.Attempts, a.ReportPath, a.StartedAt, a.EndedAt = Completed, 2, strp("/r/a.json"), at, at
 	a.ExitCode, a.Signals, a.LogPath = intp(0), map[string]bool{"PASS": true, "DONE": false}, "/l/a.log"
-	a.Metrics["k"] = "v\n\"quoted\""
+	a.Metrics = map[string]string{"k": "v\n\"quoted\""}
 	a.Feedback = &Feedback{Step: "b", Reason: "gate <failed>", Report: json.RawMessage(`{"x": [1, 2]}`)}
 	a.Usage = &AgentUsage{TokensIn: 3, CostUSD: 0.25, Sessions: 1}
 	b := newStepState()
@@ -90,5 +91,49 @@ func TestInternSignals(t *testing.T) {
 	}
 	if got := internSignals(nil); got != nil {
 		t.Errorf("nil: %v", got)
+	}
+}
+
+// TestSharedEmptiesEncodeAsBefore: the steps of a state share one empty
+// map of metrics and one exit code 0, and a state whose steps share
+// them encodes byte for byte as one whose every step has its own.
+func TestSharedEmptiesEncodeAsBefore(t *testing.T) {
+	at := time.Date(2025, 1, 15, 14, 30, 0, 123456000, time.UTC)
+	s := &State{}
+	zero := 0
+	for _, e := range []Event{
+		NewEvent(at, EvRunCreated, "", RunCreated{RunID: "r1", WorkflowName: "wf", Steps: []string{"a", "b", "c"}}),
+		NewEvent(at, EvStepStarted, "a", StepStarted{Attempt: 1}),
+		NewEvent(at, EvStepCompleted, "a", Outcome{Attempt: 1, ExitCode: &zero}),
+		NewEvent(at, EvStepStarted, "b", StepStarted{Attempt: 1}),
+		NewEvent(at, EvStepCompleted, "b", Outcome{Attempt: 1, ExitCode: &zero, Metrics: map[string]string{"k": "v"}}),
+	} {
+		if err := Apply(s, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b, c := s.Steps["a"], s.Steps["b"], s.Steps["c"]
+	if reflect.ValueOf(a.Metrics).UnsafePointer() != reflect.ValueOf(c.Metrics).UnsafePointer() || a.ExitCode != b.ExitCode {
+		t.Errorf("a's metrics and c's, or a's exit code and b's, are not shared")
+	}
+	if len(a.Metrics) != 0 || len(c.Metrics) != 0 || b.Metrics["k"] != "v" || *a.ExitCode != 0 {
+		t.Errorf("content: %v %v %v %d", a.Metrics, b.Metrics, c.Metrics, *a.ExitCode)
+	}
+	// The same state with every step's own values.
+	own := s.Clone()
+	for _, st := range own.Steps {
+		st.Metrics = maps.Clone(st.Metrics)
+		if st.ExitCode != nil {
+			st.ExitCode = intp(*st.ExitCode)
+		}
+	}
+	own.Steps["c"] = newStepState()
+	got, err := s.Indented()
+	want, _ := own.Indented()
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("shared: %v\n%s\nown:\n%s", err, got, want)
+	}
+	if !bytes.Contains(got, []byte(`"metrics": {},`)) || !bytes.Contains(got, []byte(`"exit_code": 0,`)) {
+		t.Errorf("encoding:\n%s", got)
 	}
 }
