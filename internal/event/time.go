@@ -22,11 +22,16 @@ func (t Time) String() string { return t.UTC().Format(timeLayout) }
 
 // MarshalText returns the time as UTC with microseconds.
 func (t Time) MarshalText() ([]byte, error) {
+	return t.AppendText(make([]byte, 0, len(timeLayout)))
+}
+
+// AppendText appends the time as UTC with microseconds to b.
+func (t Time) AppendText(b []byte) ([]byte, error) {
 	u := t.UTC()
 	if y := u.Year(); y < 0 || y > 9999 {
-		return nil, fmt.Errorf("marshal time %v: year outside [0,9999]", t.Time)
+		return b, fmt.Errorf("marshal time %v: year outside [0,9999]", t.Time)
 	}
-	return u.AppendFormat(make([]byte, 0, len(timeLayout)), timeLayout), nil
+	return u.AppendFormat(b, timeLayout), nil
 }
 
 // UnmarshalText parses any RFC 3339 time and converts it to UTC.

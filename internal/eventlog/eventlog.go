@@ -49,7 +49,6 @@ type Log struct {
 	lastSeq int64
 	size    int64 // bytes of complete lines in the file
 	buf     bytes.Buffer
-	enc     *json.Encoder
 	broken  error
 }
 
@@ -99,8 +98,6 @@ func open(fs afero.Fs, path string, alive func(runlock.Holder) bool) (*Log, erro
 		}
 		return nil, err
 	}
-	l.enc = json.NewEncoder(&l.buf)
-	l.enc.SetEscapeHTML(false)
 	return l, nil
 }
 
@@ -183,7 +180,7 @@ func (l *Log) AppendAll(es []Event) ([]Event, error) {
 		if e.Type == "" {
 			return nil, fmt.Errorf("append event %d to %s: empty type", e.Seq, l.path)
 		}
-		if err := l.enc.Encode(*e); err != nil { // Encode compacts Data and adds '\n'.
+		if err := encodeLine(&l.buf, e); err != nil {
 			return nil, fmt.Errorf("append event %d to %s: %w", e.Seq, l.path, err)
 		}
 		last = e.Seq
