@@ -227,7 +227,9 @@ func TestBrowserMissionControl(t *testing.T) {
 	if eval(`String(window.flowMarker)`) != marker {
 		t.Error("the page reloaded instead of updating live")
 	}
-	if eval(`String(document.querySelector("section.decide").hidden)`) != "true" {
+	// The form is hidden by the live update, or absent when the page
+	// the post came back to was rendered after the decision was applied.
+	if eval(`(() => { const s = document.querySelector("section.decide"); return String(!s || s.hidden); })()`) != "true" {
 		t.Error("the approve form still shows after the step was decided")
 	}
 	if after := eval(`String(document.querySelectorAll("#timeline li").length)`); atoi(after) <= atoi(events) {
