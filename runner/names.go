@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/flow-run/flow/runner/core"
 )
@@ -29,6 +30,9 @@ func namesOf(dir, runID string) names { return names{dir: dir, runID: runID} }
 // file returns a step instance's key as file names carry it
 // (core.StepKey.FileName): "loop.item.step" for "loop[item].step".
 func file(step string) string {
+	if !strings.Contains(step, "[") {
+		return step // a step, not an instance: named as it is
+	}
 	if k, err := core.ParseStepKey(step); err == nil {
 		return k.FileName()
 	}
