@@ -30,7 +30,7 @@ type Plan struct {
 	MaxParallel int
 	// Budget is the run's cost, token and session budget.
 	Budget Budget
-	index  map[string]int
+	index  stepIndex
 	// loops lists the indices of the loop steps.
 	loops []int
 	// deps lists, for each step, the steps that need it directly: those
@@ -215,12 +215,11 @@ type PlanLoop struct {
 // to each target resets. It fails on a need or loop-back target that is
 // not a step of the plan.
 func NewPlan(steps []PlanStep, maxParallel int) (*Plan, error) {
-	p := &Plan{Steps: steps, MaxParallel: max(maxParallel, 1), index: make(map[string]int, len(steps))}
+	p := &Plan{Steps: steps, MaxParallel: max(maxParallel, 1), index: newStepIndex(len(steps))}
 	for i, s := range steps {
-		if _, dup := p.index[s.ID]; dup {
+		if !p.index.add(steps, i) {
 			return nil, fmt.Errorf("plan: step %s twice", s.ID)
 		}
-		p.index[s.ID] = i
 	}
 	for i := range p.Steps {
 		s := &p.Steps[i]
@@ -247,7 +246,7 @@ func NewPlan(steps []PlanStep, maxParallel int) (*Plan, error) {
 	// top level's graph is the loop step's, and a body's its own. The
 	// links are counted first, then laid out in one slice.
 	link := func(i int, s *PlanStep, n string) (int, int, error) {
-		j, ok := p.index[n]
+		j, ok := p.index.find(p.Steps, n)
 		if !ok {
 			return 0, 0, fmt.Errorf("plan: step %s needs %s, which is not a step", s.ID, n)
 		}
@@ -255,7 +254,8 @@ func NewPlan(steps []PlanStep, maxParallel int) (*Plan, error) {
 		case need.Loop == s.Loop:
 			return j, i, nil
 		case need.Loop == "":
-			return j, p.index[s.Loop], nil
+			l, _ := p.index.find(p.Steps, s.Loop)
+			return j, l, nil
 		default:
 			return 0, 0, fmt.Errorf("plan: step %s needs %s, a step of the body of %s", s.ID, n, need.Loop)
 		}
@@ -315,7 +315,7 @@ func (p *Plan) Downstream(id string) []string {
 	if d, ok := p.down[id]; ok {
 		return d
 	}
-	i, ok := p.index[id]
+	i, ok := p.index.find(p.Steps, id)
 	if !ok {
 		return nil
 	}
@@ -358,7 +358,7 @@ func (p *Plan) dependents(i int) []int32 {
 
 // Step returns the step with the given id, or nil.
 func (p *Plan) Step(id string) *PlanStep {
-	i, ok := p.index[id]
+	i, ok := p.index.find(p.Steps, id)
 	if !ok {
 		return nil
 	}
