@@ -30,12 +30,18 @@ type LimitFunc func(l *config.Limit) (int, error)
 // and 4).
 func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, error) {
 	steps := make([]core.PlanStep, 0, len(wf.Steps))
-	limit := func(what string, l *config.Limit) (int, error) {
+	// limit resolves the budget field of step (of the defaults when
+	// step is ""); what it names is only spelt out for an error.
+	limit := func(step, field string, l *config.Limit) (int, error) {
 		if l == nil {
 			return 0, nil
 		}
 		if l.Expr == nil {
 			return l.N, nil
+		}
+		what := field
+		if step != "" {
+			what = "step " + step + ": " + field
 		}
 		n, err := eval(l)
 		if err != nil {
@@ -54,11 +60,11 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 		}
 		return 0
 	}
-	defAttempts, err := limit("defaults.max_attempts", wf.Defaults.MaxAttempts)
+	defAttempts, err := limit("", "defaults.max_attempts", wf.Defaults.MaxAttempts)
 	if err != nil {
 		return nil, err
 	}
-	defIter, err := limit("defaults.max_iterations", wf.Defaults.MaxIterations)
+	defIter, err := limit("", "defaults.max_iterations", wf.Defaults.MaxIterations)
 	if err != nil {
 		return nil, err
 	}
@@ -68,17 +74,17 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 		ps := core.PlanStep{ID: s.ID, Kind: core.Kind(s.Kind), Needs: s.Needs, LoopTarget: s.LoopBack(), HasGate: s.HasGate(), Loop: s.Loop,
 			SignalsDecide: s.Kind == config.KindCommand && wf.Signals != defaultSignals,
 			Conditional:   s.When != nil || (s.Kind == config.KindHuman && s.Human.AutoApprove != nil), HumanAfter: s.Human != nil && s.Kind != config.KindHuman}
-		a, err := limit("step "+s.ID+": max_attempts", s.MaxAttempts)
+		a, err := limit(s.ID, "max_attempts", s.MaxAttempts)
 		if err != nil {
 			return nil, err
 		}
-		it, err := limit("step "+s.ID+": max_iterations", s.MaxIterations)
+		it, err := limit(s.ID, "max_iterations", s.MaxIterations)
 		if err != nil {
 			return nil, err
 		}
 		gateIt := 0
 		if g := s.Gate; g != nil {
-			if gateIt, err = limit("step "+s.ID+": gate.max_iterations", g.MaxIterations); err != nil {
+			if gateIt, err = limit(s.ID, "gate.max_iterations", g.MaxIterations); err != nil {
 				return nil, err
 			}
 		}
