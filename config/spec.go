@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -156,12 +157,51 @@ type specSignals struct {
 // Spec returns the canonical JSON form of the workflow: the same bytes
 // for the same workflow whichever format it was written in. The runner
 // keeps it, with the Digest, in a run's workflow.json.
+//
+// It is json.MarshalIndent(w.spec(), "", "  "), written a step at a
+// time: encoding/json keeps the buffer of its largest encoding for its
+// later ones, and a runner encodes events for as long as it runs, so one
+// encoding of a whole workflow of thousands of steps would stay in
+// memory for the whole run.
 func (w *Workflow) Spec() ([]byte, error) {
-	b, err := json.MarshalIndent(w.spec(), "", "  ")
+	sw := w.spec()
+	steps := sw.Steps
+	sw.Steps = nil
+	head, err := json.MarshalIndent(sw, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("encode workflow %s: %w", w.Name, err)
 	}
-	return b, nil
+	// The steps are the only key of the top level that is null here,
+	// and a key of the top level is the only one indented by two spaces.
+	const hole = "\n  \"steps\": null"
+	i := bytes.Index(head, []byte(hole))
+	if i < 0 {
+		return nil, fmt.Errorf("encode workflow %s: no steps in %.40q", w.Name, head)
+	}
+	var b, step bytes.Buffer
+	b.Write(head[:i+len(hole)-len("null")])
+	b.WriteByte('[')
+	// Encode writes what json.MarshalIndent writes for an item of the
+	// steps, then a newline, which is dropped.
+	enc := json.NewEncoder(&step)
+	enc.SetIndent("    ", "  ")
+	for k, s := range steps {
+		if k > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("\n    ")
+		step.Reset()
+		if err := enc.Encode(s); err != nil {
+			return nil, fmt.Errorf("encode workflow %s: step %s: %w", w.Name, s.ID, err)
+		}
+		b.Write(step.Bytes()[:step.Len()-1])
+	}
+	if len(steps) > 0 {
+		b.WriteString("\n  ")
+	}
+	b.WriteByte(']')
+	b.Write(head[i+len(hole):])
+	return b.Bytes(), nil
 }
 
 // MarshalJSON encodes the workflow in its canonical form (see Spec).
