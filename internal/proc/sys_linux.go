@@ -96,8 +96,10 @@ func releaseAtLeast(release string, major, minor int) bool {
 // awaitExit blocks until the main process has exited, leaving it
 // unreaped so that its process group id cannot be reused while what is
 // left of the session is ended, and returns the function that reaps it.
+// It is the waiter of last resort (newExitWaiter), used only where no
+// pidfd could be opened, so it blocks in waitid at once.
 func awaitExit(cmd *exec.Cmd) (reap func() error) {
-	waitExitedNoReap(cmd.Process.Pid)
+	waitExitedNoReapBlocking(cmd.Process.Pid)
 	return cmd.Wait
 }
 
