@@ -117,7 +117,34 @@ func OS() Starter {
 	if err != nil {
 		devnull = nil
 	}
-	return osStarter{drain: drainTimeout, sh: sh, fs: afero.NewOsFs(), mains: mains, stdin: devnull}
+	return osStarter{drain: drainTimeout, sh: sh, fs: afero.NewOsFs(), mains: mains, stdin: devnull, bufs: newCopyBuffers()}
+}
+
+// copyBufferSize is the size of the buffer a session's output is
+// copied through: io.Copy's own.
+const copyBufferSize = 32 << 10
+
+// newCopyBuffers returns a pool of output copy buffers: without one,
+// every session allocated its own 32 KiB, more than all the rest a
+// session allocates.
+func newCopyBuffers() *sync.Pool {
+	return &sync.Pool{New: func() any {
+		b := make([]byte, copyBufferSize)
+		return &b
+	}}
+}
+
+// copyOutput copies r to w through a buffer from bufs (a new one when
+// bufs is nil) until r ends.
+func copyOutput(w io.Writer, r io.Reader, bufs *sync.Pool) {
+	if bufs == nil {
+		bufs = newCopyBuffers()
+	}
+	b := bufs.Get().(*[]byte)
+	defer bufs.Put(b)
+	// The reader is wrapped so that io.CopyBuffer uses the buffer
+	// rather than *os.File's WriteTo, which allocates its own.
+	_, _ = io.CopyBuffer(w, struct{ io.Reader }{r}, *b)
 }
 
 type osStarter struct {
@@ -128,6 +155,8 @@ type osStarter struct {
 	// mains holds the starter's sessions' main processes until they
 	// are reaped; nil has every session's end look through all of /proc.
 	mains *mainSet
+	// bufs holds the buffers sessions' output is copied through.
+	bufs *sync.Pool
 	// stdin is /dev/null, every session's standard input, or nil.
 	stdin *os.File
 }
@@ -308,7 +337,7 @@ func (s osStarter) Start(ctx context.Context, spec Spec) (Session, error) {
 	}
 	go func() {
 		defer close(ss.copied)
-		_, _ = io.Copy(ss.out, pr)
+		copyOutput(ss.out, pr, s.bufs)
 	}()
 	return ss, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -422,3 +423,50 @@ func TestLateWaitKeepsTheTimeout(t *testing.T) {
 		t.Errorf("Wait took %v after the timeout had passed", d)
 	}
 }
+
+// TestCopyOutputReusesItsBuffer checks that copying a session's output
+// through the starter's pool allocates no buffer per session (an
+// io.Copy from an *os.File allocated 32 KiB each time), and still
+// copies everything.
+func TestCopyOutputReusesItsBuffer(t *testing.T) {
+	bufs := newCopyBuffers()
+	want := strings.Repeat("output line\n", 10000)
+	var got bytes.Buffer
+	copyOutput(&got, strings.NewReader(want), bufs)
+	if got.String() != want {
+		t.Fatalf("copied %d bytes, want %d", got.Len(), len(want))
+	}
+	// A file, as a session's pipe is: *os.File has a WriteTo that
+	// io.CopyBuffer must not take.
+	f, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString("x"); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	const n = 100
+	for range n {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			t.Fatal(err)
+		}
+		copyOutput(discard{}, f, bufs)
+	}
+	runtime.ReadMemStats(&after)
+	// A GC may empty the pool; a few new buffers are allowed, one per
+	// copy is not.
+	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > copyBufferSize/4 {
+		t.Errorf("copying a session's output allocated %d bytes per session, want well under %d", per, copyBufferSize)
+	}
+}
+
+
+// discard is io.Discard without its ReadFrom, as a session's output
+// writer is.
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
