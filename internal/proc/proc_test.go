@@ -464,7 +464,6 @@ func TestCopyOutputReusesItsBuffer(t *testing.T) {
 	}
 }
 
-
 // discard is io.Discard without its ReadFrom, as a session's output
 // writer is.
 type discard struct{}
