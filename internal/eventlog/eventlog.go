@@ -251,7 +251,13 @@ func (l *Log) Sync() error {
 	if l.broken != nil {
 		return fmt.Errorf("sync event log %s: %w", l.path, l.broken)
 	}
-	if err := l.file.Sync(); err != nil {
+	var err error
+	if l.os != nil {
+		err = l.os.sync()
+	} else {
+		err = l.file.Sync()
+	}
+	if err != nil {
 		l.broken = fmt.Errorf("%w: sync failed: %v", ErrBroken, err)
 		return fmt.Errorf("sync event log %s: %w", l.path, err)
 	}
