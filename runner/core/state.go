@@ -372,41 +372,29 @@ func (s *State) encode(w io.Writer, indent string) error {
 	if i < 0 {
 		return fmt.Errorf("encode run state: no steps field")
 	}
-	// One encoder and its buffer serve every step: Encode writes what
+	// One encoder and its buffer serve every step: it writes what
 	// json.MarshalIndent(v, indent+indent, indent) returns (json.Marshal
-	// without indent), then a newline, which is dropped.
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	if indent != "" {
-		enc.SetIndent(indent+indent, indent)
-	}
-	buf.Write(b[:i])
-	buf.WriteByte('{')
+	// without indent), by hand for the common fields (see stepEncoder).
+	enc := newStepEncoder(indent)
+	buf := make([]byte, 0, 4096)
+	buf = append(buf, b[:i]...)
+	buf = append(buf, '{')
 	n := 0
 	write := func(id string, st *StepState) error {
 		if n > 0 {
-			buf.WriteByte(',')
+			buf = append(buf, ',')
 		}
 		n++
-		if indent != "" {
-			buf.WriteString("\n" + indent + indent)
-		}
-		if err := enc.Encode(id); err != nil {
+		buf = append(buf, enc.end...)
+		buf = append(appendJSONString(buf, id), enc.colon...)
+		var err error
+		if buf, err = enc.appendStep(buf, st); err != nil {
 			return err
 		}
-		buf.Truncate(buf.Len() - 1)
-		buf.WriteByte(':')
-		if indent != "" {
-			buf.WriteByte(' ')
-		}
-		if err := enc.Encode(st); err != nil {
+		if _, err := w.Write(buf); err != nil {
 			return err
 		}
-		buf.Truncate(buf.Len() - 1)
-		if _, err := w.Write(buf.Bytes()); err != nil {
-			return err
-		}
-		buf.Reset()
+		buf = buf[:0]
 		return nil
 	}
 	seen := make(map[string]bool, len(s.Steps))
@@ -428,10 +416,10 @@ func (s *State) encode(w io.Writer, indent string) error {
 		}
 	}
 	if indent != "" && n > 0 {
-		buf.WriteString("\n" + indent)
+		buf = append(buf, "\n"+indent...)
 	}
-	buf.WriteByte('}')
-	buf.Write(b[i+len("null"):])
-	_, err = w.Write(buf.Bytes())
+	buf = append(buf, '}')
+	buf = append(buf, b[i+len("null"):]...)
+	_, err = w.Write(buf)
 	return err
 }
