@@ -2,7 +2,6 @@ package proc
 
 import (
 	"context"
-	"os/exec"
 	"time"
 )
 
@@ -16,7 +15,7 @@ type exitWaiter interface {
 	// looks at the clock and the context again before it acts.
 	wait(deadline time.Time, interruptible bool) bool
 	// reap reaps the main process once wait has reported true, and
-	// returns the outcome of exec.Cmd.Wait.
+	// returns the error of the wait (an exit status is not one).
 	reap() error
 	// close releases what the waiter holds; it does not reap.
 	close()
@@ -30,7 +29,7 @@ type chanWaiter struct {
 	reapErr func() error
 }
 
-func newChanWaiter(ctx context.Context, cmd *exec.Cmd) *chanWaiter {
+func newChanWaiter(ctx context.Context, cmd *mainProc) *chanWaiter {
 	w := &chanWaiter{ctx: ctx, exited: make(chan struct{})}
 	go func() {
 		defer close(w.exited)

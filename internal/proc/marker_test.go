@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -18,6 +19,11 @@ func TestWithMarker(t *testing.T) {
 		{"duplicates merged", []string{"FLOW_SESSION_ID=X", "FLOW_SESSION_ID=Y:Z"}, []string{"FLOW_SESSION_ID=X:Y:Z:T"}},
 		{"empty value dropped", []string{"FLOW_SESSION_ID="}, []string{"FLOW_SESSION_ID=T"}},
 		{"similar name untouched", []string{"FLOW_SESSION_IDX=1"}, []string{"FLOW_SESSION_IDX=1", "FLOW_SESSION_ID=T"}},
+		{"last value wins, first place", []string{"A=1", "B=2", "A=3", "C=", "C=4"}, []string{"A=3", "B=2", "C=4", "FLOW_SESSION_ID=T"}},
+		{"names differ by case", []string{"a=1", "A=2"}, []string{"a=1", "A=2", "FLOW_SESSION_ID=T"}},
+		{"not KEY=value kept, empty dropped", []string{"JUNK", "", "A=1", "JUNK"}, []string{"JUNK", "A=1", "JUNK", "FLOW_SESSION_ID=T"}},
+		{"value holding =", []string{"A=x=y", "A=z=w"}, []string{"A=z=w", "FLOW_SESSION_ID=T"}},
+		{"large environment", largeEnv(300, false), largeEnv(300, true)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -75,4 +81,26 @@ func TestNewTokenIsValid(t *testing.T) {
 			t.Errorf("validToken(%q) = true", bad)
 		}
 	}
+}
+
+// largeEnv returns n names, each set twice (the second time to another
+// value) when twice is false, or once to its last value followed by the
+// marker when it is true: more names than withMarker's table on the
+// stack holds.
+func largeEnv(n int, deduplicated bool) []string {
+	var env []string
+	for i := range n {
+		env = append(env, fmt.Sprintf("V%d=first", i))
+	}
+	for i := range n {
+		if deduplicated {
+			env[i] = fmt.Sprintf("V%d=second", i)
+		} else {
+			env = append(env, fmt.Sprintf("V%d=second", i))
+		}
+	}
+	if deduplicated {
+		env = append(env, "FLOW_SESSION_ID=T")
+	}
+	return env
 }

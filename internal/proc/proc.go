@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -255,7 +256,7 @@ const (
 )
 
 type session struct {
-	cmd     *exec.Cmd
+	cmd     *mainProc
 	spec    Spec
 	drain   time.Duration
 	started time.Time
@@ -289,25 +290,41 @@ func (s osStarter) Start(ctx context.Context, spec Spec) (Session, error) {
 		return nil, fmt.Errorf("start session %q: create output pipe: %w", spec.Command, err)
 	}
 	sh := s.sh
-	if sh == "" {
-		sh = "sh"
+	if !filepath.IsAbs(sh) {
+		// The shell is looked for in PATH, never in spec.Dir.
+		if sh, err = exec.LookPath("sh"); err != nil {
+			pr.Close()
+			pw.Close()
+			return nil, fmt.Errorf("start session %q: %w", spec.Command, err)
+		}
 	}
 	token := newToken()
-	cmd := exec.Command(sh, "-c", spec.Command)
-	cmd.Dir = spec.Dir
-	cmd.Env = withMarker(spec.Env, token)
-	if s.stdin != nil {
-		cmd.Stdin = s.stdin
+	stdin := s.stdin
+	if stdin == nil {
+		// Without the starter's /dev/null, one per session, as exec.Cmd
+		// would open.
+		if stdin, err = os.Open(os.DevNull); err != nil {
+			pr.Close()
+			pw.Close()
+			return nil, fmt.Errorf("start session %q: %w", spec.Command, err)
+		}
+		defer stdin.Close()
 	}
-	cmd.Stdout = pw
-	cmd.Stderr = pw
-	cmd.SysProcAttr = sysProcAttr()
+	attr := &os.ProcAttr{
+		Dir:   spec.Dir,
+		Env:   withMarker(spec.Env, token),
+		Files: []*os.File{stdin, pw, pw},
+		Sys:   sysProcAttr(),
+	}
+	cmd := &mainProc{}
 	started := time.Now()
 	err = s.mains.start(func() (int, error) {
-		if err := cmd.Start(); err != nil {
+		p, err := os.StartProcess(sh, []string{sh, "-c", spec.Command}, attr)
+		if err != nil {
 			return 0, err
 		}
-		return cmd.Process.Pid, nil
+		cmd.p = p
+		return p.Pid, nil
 	})
 	pw.Close() // the child holds its own copy
 	if err != nil {
@@ -342,7 +359,7 @@ func (s osStarter) Start(ctx context.Context, spec Spec) (Session, error) {
 	return ss, nil
 }
 
-func (s *session) Pid() int { return s.cmd.Process.Pid }
+func (s *session) Pid() int { return s.cmd.p.Pid }
 
 // Wait supervises the session until it ends, in the goroutine of its
 // first caller (the limits and ctx are applied there, from when the
@@ -395,7 +412,7 @@ func Marker(s Session) string {
 func (s *session) run() {
 	reason := s.supervise()
 	s.end(reason)
-	waitErr := s.mains.reap(s.cmd.Process.Pid, s.exit.reap)
+	waitErr := s.mains.reap(s.cmd.p.Pid, s.exit.reap)
 	s.exit.close()
 
 	select {
@@ -420,11 +437,10 @@ func (s *session) run() {
 		Started:     s.started,
 		Ended:       time.Now(),
 	}
-	if st := s.cmd.ProcessState; st != nil {
+	if st := s.cmd.state; st != nil {
 		res.ExitCode = st.ExitCode()
 	}
-	var exitErr *exec.ExitError
-	if waitErr != nil && !errors.As(waitErr, &exitErr) {
+	if waitErr != nil {
 		res.Err = fmt.Errorf("wait for session %q: %w", s.spec.Command, waitErr)
 	}
 	s.result = res
@@ -445,7 +461,7 @@ func (s *session) end(reason stopReason) {
 	if !term {
 		deadline = s.termAt.Add(s.spec.KillGrace)
 	}
-	endSession(s.fs, s.mains, s.cmd.Process.Pid, s.token, term, deadline, s.termed)
+	endSession(s.fs, s.mains, s.cmd.p.Pid, s.token, term, deadline, s.termed)
 }
 
 // supervise waits for the main process to exit, stopping the session
@@ -487,7 +503,7 @@ func (s *session) supervise() stopReason {
 // left it, waits up to KillGrace for the main process to exit and then
 // sends SIGKILL to the group; end sees to the rest.
 func (s *session) stop() {
-	pgid := s.cmd.Process.Pid
+	pgid := s.cmd.p.Pid
 	s.termAt = time.Now()
 	_ = signalGroup(pgid, syscall.SIGTERM)
 	s.termed = termEscaped(s.fs, s.mains, pgid, s.token)
@@ -563,4 +579,24 @@ func KillOrphans(pgid int) bool {
 		return false
 	}
 	return syscall.Kill(-pgid, syscall.SIGKILL) == nil
+}
+
+// mainProc is a session's main process, started with os.StartProcess
+// rather than exec.Cmd: the session's environment is already free of
+// repeated names (withMarker), its descriptors are files, and the
+// shell's path is resolved once, so exec.Cmd would only add work per
+// session (a map of the environment among it).
+type mainProc struct {
+	p     *os.Process
+	state *os.ProcessState // once reaped
+}
+
+// wait reaps the process and keeps its state. An exit status other
+// than 0 is not an error.
+func (c *mainProc) wait() error {
+	st, err := c.p.Wait()
+	if st != nil {
+		c.state = st
+	}
+	return err
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -469,3 +470,32 @@ func TestCopyOutputReusesItsBuffer(t *testing.T) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestShellNotFromTheSessionsDirectory: a starter whose shell was not
+// resolved at OS() looks for it in PATH when a session starts, never in
+// the session's directory, and a session's environment reaches it with
+// each name once, the last value winning.
+func TestShellNotFromTheSessionsDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "sh"), []byte("#!/bin/sh\necho impostor\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st := OS().(osStarter)
+	st.sh = "sh"
+	var out syncbuf.Buffer
+	s, err := st.Start(context.Background(), Spec{
+		Command: `echo "real $A"`,
+		Dir:     dir,
+		Env:     append(slices.Clone(baseEnv), "A=first", "A=last"),
+		Output:  &out,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := s.Wait(); res.ExitCode != 0 || res.Err != nil {
+		t.Fatalf("session ended %+v", res)
+	}
+	if got := out.String(); got != "real last\n" {
+		t.Errorf("output %q, want %q", got, "real last\n")
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -98,9 +97,9 @@ func releaseAtLeast(release string, major, minor int) bool {
 // left of the session is ended, and returns the function that reaps it.
 // It is the waiter of last resort (newExitWaiter), used only where no
 // pidfd could be opened, so it blocks in waitid at once.
-func awaitExit(cmd *exec.Cmd) (reap func() error) {
-	waitExitedNoReapBlocking(cmd.Process.Pid)
-	return cmd.Wait
+func awaitExit(cmd *mainProc) (reap func() error) {
+	waitExitedNoReapBlocking(cmd.p.Pid)
+	return cmd.wait
 }
 
 // waitExitedNoReap blocks until pid has exited, leaving it a zombie. On
@@ -158,8 +157,8 @@ func waitPidfd(pid int) bool {
 // pidfd in the runtime's poller, so that waiting holds neither a
 // thread nor a goroutine of its own, or where pidfds cannot be used
 // (Linux before 5.3) a goroutine blocked in waitid.
-func newExitWaiter(ctx context.Context, cmd *exec.Cmd) exitWaiter {
-	if w := openPidfdWaiter(ctx, cmd, cmd.Process.Pid); w != nil {
+func newExitWaiter(ctx context.Context, cmd *mainProc) exitWaiter {
+	if w := openPidfdWaiter(ctx, cmd, cmd.p.Pid); w != nil {
 		return w
 	}
 	return newChanWaiter(ctx, cmd)
@@ -168,7 +167,7 @@ func newExitWaiter(ctx context.Context, cmd *exec.Cmd) exitWaiter {
 // pidfdWaiter waits for a process to exit through a pidfd.
 type pidfdWaiter struct {
 	pid  int
-	cmd  *exec.Cmd
+	cmd  *mainProc
 	ctx  context.Context
 	f    *os.File
 	rc   syscall.RawConn
@@ -182,7 +181,7 @@ type pidfdWaiter struct {
 
 // openPidfdWaiter opens a pidfd of pid, or returns nil if it cannot.
 // Once ctx is done, a wait in progress returns.
-func openPidfdWaiter(ctx context.Context, cmd *exec.Cmd, pid int) *pidfdWaiter {
+func openPidfdWaiter(ctx context.Context, cmd *mainProc, pid int) *pidfdWaiter {
 	const (
 		sysPidfdOpen  = 434
 		pidfdNonblock = syscall.O_NONBLOCK
@@ -252,7 +251,7 @@ func (w *pidfdWaiter) wait(deadline time.Time, interruptible bool) bool {
 	return w.exited
 }
 
-func (w *pidfdWaiter) reap() error { return w.cmd.Wait() }
+func (w *pidfdWaiter) reap() error { return w.cmd.wait() }
 
 func (w *pidfdWaiter) close() {
 	if w.stop != nil {

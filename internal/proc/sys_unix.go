@@ -5,7 +5,6 @@ package proc
 import (
 	"context"
 	"os"
-	"os/exec"
 	"syscall"
 )
 
@@ -24,8 +23,8 @@ func enableSubreaper() error { return nil }
 // this and the group kill that follows, the group id could in principle
 // be reused; on these systems there is no portable way to wait without
 // reaping.
-func awaitExit(cmd *exec.Cmd) (reap func() error) {
-	err := cmd.Wait()
+func awaitExit(cmd *mainProc) (reap func() error) {
+	err := cmd.wait()
 	return func() error { return err }
 }
 
@@ -38,6 +37,6 @@ func zombie(int) bool { return false }
 
 // newExitWaiter returns the waiter of a session's main process: a
 // goroutine of its own.
-func newExitWaiter(ctx context.Context, cmd *exec.Cmd) exitWaiter {
+func newExitWaiter(ctx context.Context, cmd *mainProc) exitWaiter {
 	return newChanWaiter(ctx, cmd)
 }
