@@ -382,7 +382,11 @@ type decider struct {
 
 func (x *decider) emit(typ, step string, data any) {
 	e := NewEvent(x.at, typ, step, data)
-	e.Data = x.c.redact.Bytes(e.Data)
+	typed := data
+	if red := x.c.redact.Bytes(e.Data); len(red) != len(e.Data) || len(red) > 0 && &red[0] != &e.Data[0] {
+		// Secrets were hidden: the state gets what the log gets.
+		e.Data, typed = red, nil
+	}
 	wasRunning := false
 	if s := x.st.Steps[step]; s != nil {
 		wasRunning = s.Status == Running
@@ -397,7 +401,7 @@ func (x *decider) emit(typ, step string, data any) {
 			}
 		}
 	}
-	if err := Apply(x.st, e); err != nil {
+	if err := applyLive(x.st, e, typed); err != nil {
 		panic(fmt.Sprintf("core emitted an event it cannot apply: %v", err)) // a bug in the core
 	}
 	x.d.Events = append(x.d.Events, e)

@@ -255,10 +255,14 @@ type ItemEvent struct {
 	Error  string `json:"error,omitempty"`
 }
 
-// NewEvent builds an event; the log assigns its seq.
+// NewEvent builds an event; the log assigns its seq. Its data is
+// written as json.Marshal writes it (the most frequent types by hand,
+// see hotJSON).
 func NewEvent(at time.Time, typ, step string, data any) Event {
 	var raw json.RawMessage
-	if data != nil {
+	if b, ok := hotJSON(data); ok {
+		raw = b
+	} else if data != nil {
 		b, err := json.Marshal(data)
 		if err != nil {
 			panic(fmt.Sprintf("marshal %s event: %v", typ, err)) // data types are ours: a bug
@@ -423,27 +427,10 @@ var appliers = map[string]applier{
 		st.WaitingGates = slices.Clone(d.Gates)
 	}),
 	EvStepStarted: onStep(func(s *State, st *StepState, d *StepStarted, _ Event, at *Time) {
-		st.Status = Running
-		st.WaitingFor = nil
-		st.WaitingGates = nil
-		st.Attempts = d.Attempt
-		st.PID, st.SessionMarker = 0, ""
-		st.StartedAt = at
-		st.EndedAt = nil
-		st.LogPath = d.LogPath
-		if d.ReportPath != "" {
-			st.ReportPath = strp(d.ReportPath)
-		}
-		s.Status = RunRunning
+		stepStarted(s, st, d, at)
 	}),
 	EvSessionStarted: onStep(func(_ *State, st *StepState, d *SessionStarted, _ Event, _ *Time) {
-		st.PID, st.SessionMarker = d.PID, d.Marker
-		if d.LogPath != "" {
-			st.LogPath = d.LogPath
-		}
-		if d.ReportPath != "" {
-			st.ReportPath = strp(d.ReportPath)
-		}
+		sessionStarted(st, d)
 	}),
 	EvStepWaiting: onStep(func(s *State, st *StepState, d *StepWaiting, _ Event, at *Time) {
 		st.Status = WaitingOnHuman
@@ -471,16 +458,7 @@ var appliers = map[string]applier{
 		}
 	}),
 	EvStepCompleted: onStep(func(s *State, st *StepState, d *Outcome, _ Event, at *Time) {
-		st.Status = Completed
-		st.WaitingFor = nil
-		st.EndedAt = at
-		setOutcome(s, st, *d)
-		st.GateFailed = false
-		st.LastError = nil
-		if st.LoopCompleted != nil {
-			st.LoopCompleted = boolp(true)
-		}
-		unblock(s, st)
+		stepCompleted(s, st, d, at)
 	}),
 	EvGateFailed: onStep(func(s *State, st *StepState, d *GateFailure, e Event, at *Time) {
 		st.Status = Completed
@@ -566,6 +544,47 @@ var appliers = map[string]applier{
 	EvRunWaiting: onRun(func(s *State, _ *none, _ *Time) { s.Status = RunWaitingOnHuman }),
 }
 
+// stepStarted folds a step_started event into the state.
+func stepStarted(s *State, st *StepState, d *StepStarted, at *Time) {
+	st.Status = Running
+	st.WaitingFor = nil
+	st.WaitingGates = nil
+	st.Attempts = d.Attempt
+	st.PID, st.SessionMarker = 0, ""
+	st.StartedAt = at
+	st.EndedAt = nil
+	st.LogPath = d.LogPath
+	if d.ReportPath != "" {
+		st.ReportPath = strp(d.ReportPath)
+	}
+	s.Status = RunRunning
+}
+
+// sessionStarted folds a session_started event into the step's state.
+func sessionStarted(st *StepState, d *SessionStarted) {
+	st.PID, st.SessionMarker = d.PID, d.Marker
+	if d.LogPath != "" {
+		st.LogPath = d.LogPath
+	}
+	if d.ReportPath != "" {
+		st.ReportPath = strp(d.ReportPath)
+	}
+}
+
+// stepCompleted folds a step_completed event into the state.
+func stepCompleted(s *State, st *StepState, d *Outcome, at *Time) {
+	st.Status = Completed
+	st.WaitingFor = nil
+	st.EndedAt = at
+	setOutcome(s, st, *d)
+	st.GateFailed = false
+	st.LastError = nil
+	if st.LoopCompleted != nil {
+		st.LoopCompleted = boolp(true)
+	}
+	unblock(s, st)
+}
+
 // unblock clears the loop-back block that step's re-entry set: a
 // loop's target ending its iteration (completed or skipped) unblocks
 // the steps its gate reset.
@@ -621,20 +640,29 @@ func setOutcome(s *State, st *StepState, d Outcome) {
 // maps, which otherwise cost a map a step. A state's maps are never
 // changed in place (Clone copies them), so sharing is safe.
 func internSignals(m map[string]bool) map[string]bool {
+	if shared, ok := sharedSignalsOf(m); ok {
+		return shared
+	}
+	return m
+}
+
+// sharedSignalsOf returns the shared map equal to m, and whether there
+// is one: whether m holds exactly the default signal words.
+func sharedSignalsOf(m map[string]bool) (map[string]bool, bool) {
 	if len(m) != 3 {
-		return m
+		return nil, false
 	}
 	i := 0
 	for bit, word := range defaultSignalWords {
 		v, ok := m[word]
 		if !ok {
-			return m
+			return nil, false
 		}
 		if v {
 			i |= 1 << bit
 		}
 	}
-	return sharedSignals[i]
+	return sharedSignals[i], true
 }
 
 // defaultSignalWords are the signal words of a workflow that declares

@@ -1,0 +1,246 @@
+package core
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Every step of a run records three events: step_started,
+// session_started and step_completed. In a run of thousands of steps,
+// marshalling their data and decoding it back to apply it cost more
+// than anything else the core does per step. So, for these three types
+// only:
+//
+//   - NewEvent writes their JSON by hand (appendStepStarted,
+//     appendSessionStarted, appendOutcome), byte for byte as
+//     json.Marshal writes it, and leaves anything unusual to
+//     json.Marshal;
+//   - the core applies the events it makes from the typed value it
+//     marshalled rather than from the decoded JSON (applyLive), when
+//     that value is certain to equal what decoding the JSON gives
+//     (stepStartedExact, sessionStartedExact, completedExact). Events
+//     read from events.jsonl are decoded, as every other type is.
+//
+// The live state and a state replayed from the log are therefore still
+// equal by construction: the typed path folds the very value the
+// decoding path would produce.
+
+// stepStartedExact reports whether decoding json.Marshal(d) gives a
+// StepStarted equal to d. Its ints are written in decimal and read
+// back exactly; its strings are, unless they hold invalid UTF-8, which
+// json.Marshal writes as U+FFFD. The empty strings it omits decode as
+// empty.
+func stepStartedExact(d *StepStarted) bool {
+	return utf8.ValidString(d.LogPath) && utf8.ValidString(d.ReportPath)
+}
+
+// sessionStartedExact reports whether decoding json.Marshal(d) gives a
+// SessionStarted equal to d: as for stepStartedExact, whether its
+// strings are valid UTF-8.
+func sessionStartedExact(d *SessionStarted) bool {
+	return utf8.ValidString(d.Marker) && utf8.ValidString(d.LogPath) && utf8.ValidString(d.ReportPath)
+}
+
+// completedExact reports whether decoding json.Marshal(o) gives an
+// Outcome equal to o (as reflect.DeepEqual compares them). It demands
+//
+//   - that every string, the keys of Signals included, be valid UTF-8
+//     (json.Marshal writes invalid bytes as U+FFFD);
+//   - that Signals be nil or not empty: an empty map is omitted
+//     (omitempty) and decodes as nil;
+//   - that the fields a plain step leaves empty be nil: Artifacts, Logs
+//     and Metrics (an empty, non-nil one would decode as nil; checking
+//     their elements is left to the decoding path), Report (json.Marshal
+//     compacts and escapes a json.RawMessage) and Usage (floats).
+//
+// Ints, the one behind ExitCode included, and bools round-trip as they
+// are. What it cannot check is whose memory ExitCode and Signals are:
+// applyLive copies them, so that the state shares nothing with the
+// caller.
+func completedExact(o *Outcome) bool {
+	if o.Artifacts != nil || o.Logs != nil || o.Metrics != nil || o.Report != nil || o.Usage != nil {
+		return false
+	}
+	if o.Signals != nil && len(o.Signals) == 0 {
+		return false
+	}
+	for k := range o.Signals {
+		if !utf8.ValidString(k) {
+			return false
+		}
+	}
+	return utf8.ValidString(o.Error) && utf8.ValidString(o.ReportPath) && utf8.ValidString(o.Verdict) &&
+		utf8.ValidString(o.Duration) && utf8.ValidString(o.AgentSession)
+}
+
+// applyLive folds into s the event e, which NewEvent just made from
+// data. It is Apply(s, e), without decoding e.Data when data is one of
+// the three types above, of e's type, and exact (the *Exact helpers).
+// Pass a nil data when e.Data is not data's JSON (secrets were hidden
+// in it): the event is then decoded.
+func applyLive(s *State, e Event, data any) error {
+	// An unknown step is left to Apply, which says so.
+	switch d := data.(type) {
+	case StepStarted:
+		if st := s.Steps[e.Step]; st != nil && e.Type == EvStepStarted && stepStartedExact(&d) {
+			stepStarted(s, st, &d, applyHead(s, e))
+			return nil
+		}
+	case SessionStarted:
+		if st := s.Steps[e.Step]; st != nil && e.Type == EvSessionStarted && sessionStartedExact(&d) {
+			applyHead(s, e)
+			sessionStarted(st, &d)
+			return nil
+		}
+	case Outcome:
+		if st := s.Steps[e.Step]; st != nil && e.Type == EvStepCompleted && completedExact(&d) {
+			// The caller's map and pointer are copied, unless the
+			// state's shared ones stand for them.
+			if shared, ok := sharedSignalsOf(d.Signals); ok {
+				d.Signals = shared
+			} else {
+				d.Signals = maps.Clone(d.Signals)
+			}
+			if c := d.ExitCode; c != nil && (*c != 0 || s.exitZero == nil) {
+				d.ExitCode = intp(*c)
+			}
+			stepCompleted(s, st, &d, applyHead(s, e))
+			return nil
+		}
+	}
+	return Apply(s, e)
+}
+
+// applyHead does to s what Apply and onStep do before they call an
+// applier, and returns the time onStep passes to it.
+func applyHead(s *State, e Event) *Time {
+	s.Seq = e.Seq
+	updated := e.At
+	s.UpdatedAt = &updated
+	at := e.At
+	return &at
+}
+
+// hotJSON returns data's JSON, byte for byte as json.Marshal writes
+// it, when data is one of the three types above and holds nothing
+// unusual; else it reports false. The buffer is sized for the usual
+// case: the keys, numbers and strings without escapes.
+func hotJSON(data any) ([]byte, bool) {
+	switch d := data.(type) {
+	case StepStarted:
+		n := 64 + len(d.LogPath) + len(d.ReportPath)
+		return appendStepStarted(make([]byte, 0, n), &d), true
+	case SessionStarted:
+		n := 80 + len(d.Marker) + len(d.LogPath) + len(d.ReportPath)
+		return appendSessionStarted(make([]byte, 0, n), &d), true
+	case Outcome:
+		n := 128 + len(d.Error) + len(d.ReportPath) + len(d.Verdict) + len(d.Duration) + len(d.AgentSession)
+		for k := range d.Signals {
+			n += len(k) + 10
+		}
+		return appendOutcome(make([]byte, 0, n), &d)
+	}
+	return nil, false
+}
+
+// appendStepStarted appends d as json.Marshal writes it.
+func appendStepStarted(dst []byte, d *StepStarted) []byte {
+	dst = strconv.AppendInt(append(dst, `{"attempt":`...), int64(d.Attempt), 10)
+	dst = strconv.AppendInt(append(dst, `,"iteration":`...), int64(d.Iteration), 10)
+	dst = appendOmitString(dst, `,"log_path":`, d.LogPath)
+	dst = appendOmitString(dst, `,"report_path":`, d.ReportPath)
+	return append(dst, '}')
+}
+
+// appendSessionStarted appends d as json.Marshal writes it.
+func appendSessionStarted(dst []byte, d *SessionStarted) []byte {
+	dst = strconv.AppendInt(append(dst, `{"pid":`...), int64(d.PID), 10)
+	dst = appendOmitString(dst, `,"marker":`, d.Marker)
+	dst = appendOmitString(dst, `,"log_path":`, d.LogPath)
+	dst = appendOmitString(dst, `,"report_path":`, d.ReportPath)
+	return append(dst, '}')
+}
+
+// appendOutcome appends o as json.Marshal writes it, in the order and
+// with the omitempty rules of Outcome's tags. It reports false, leaving
+// o to json.Marshal, when o holds a report (which json.Marshal
+// compacts and checks) or a usage (floats).
+func appendOutcome(dst []byte, o *Outcome) ([]byte, bool) {
+	if len(o.Report) > 0 || o.Usage != nil {
+		return dst, false
+	}
+	dst = strconv.AppendInt(append(dst, `{"attempt":`...), int64(o.Attempt), 10)
+	if o.ExitCode != nil {
+		dst = strconv.AppendInt(append(dst, `,"exit_code":`...), int64(*o.ExitCode), 10)
+	}
+	dst = appendOmitString(dst, `,"error":`, o.Error)
+	dst = appendOmitString(dst, `,"report_path":`, o.ReportPath)
+	dst = appendOmitStrings(dst, `,"artifacts":`, o.Artifacts)
+	if len(o.Metrics) > 0 {
+		dst = append(dst, `,"metrics":`...)
+		dst = appendSortedMap(dst, o.Metrics, appendJSONString)
+	}
+	dst = appendOmitStrings(dst, `,"logs":`, o.Logs)
+	if len(o.Signals) > 0 {
+		dst = append(dst, `,"signals":`...)
+		dst = appendSortedMap(dst, o.Signals, strconv.AppendBool)
+	}
+	dst = appendOmitString(dst, `,"verdict":`, o.Verdict)
+	// report and usage are empty here: omitted.
+	dst = appendOmitString(dst, `,"duration":`, o.Duration)
+	dst = appendOmitString(dst, `,"agent_session":`, o.AgentSession)
+	if o.Budget {
+		dst = append(dst, `,"budget":true`...)
+	}
+	return append(dst, '}'), true
+}
+
+// appendOmitString appends a string field, its key with its leading
+// comma and colon, unless s is empty (omitempty).
+func appendOmitString(dst []byte, key, s string) []byte {
+	if s == "" {
+		return dst
+	}
+	return appendJSONString(append(dst, key...), s)
+}
+
+// appendOmitStrings appends a field that is a list of strings, unless
+// it is empty (omitempty).
+func appendOmitStrings(dst []byte, key string, list []string) []byte {
+	if len(list) == 0 {
+		return dst
+	}
+	dst = append(dst, key...)
+	for i, s := range list {
+		if i == 0 {
+			dst = append(dst, '[')
+		} else {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, s)
+	}
+	return append(dst, ']')
+}
+
+// appendSortedMap appends m as json.Marshal writes a map with string
+// keys: its keys sorted byte-wise before they are escaped, each value
+// written by value.
+func appendSortedMap[V any](dst []byte, m map[string]V, value func([]byte, V) []byte) []byte {
+	var buf [8]string
+	keys := buf[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	dst = append(dst, '{')
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(appendJSONString(dst, k), ':')
+		dst = value(dst, m[k])
+	}
+	return append(dst, '}')
+}

@@ -1,0 +1,282 @@
+package core
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/flow-run/flow/internal/redact"
+)
+
+// hotBase returns a state with a step "a", as the events of the hot
+// path find it: it has run before, holds a loop-back's feedback that
+// blocks step "b", and, with shareZero, a state whose shared exit code
+// 0 is already set.
+func hotBase(shareZero bool) *State {
+	at := &Time{Time: time.Date(2025, 1, 15, 14, 30, 0, 123456000, time.UTC)}
+	s := &State{SchemaVersion: SchemaVersion, RunID: "r1", Status: RunRunning, CreatedAt: at,
+		Vars: map[string]string{}, VarOverrides: map[string]string{}, StepOrder: []string{"a", "b"}}
+	s.Steps = map[string]*StepState{"a": s.newStep(), "b": s.newStep()}
+	a := s.Steps["a"]
+	a.Status, a.Attempts, a.PID, a.SessionMarker, a.LogPath = Running, 2, 77, "m", "/old.log"
+	a.ReportPath, a.WaitingGates, a.LoopCompleted = strp("/old.json"), []string{"g"}, boolp(false)
+	a.Feedback = &Feedback{Step: "gate", Reason: "no"}
+	a.Signals = map[string]bool{"X": true}
+	s.Steps["b"].BlockedByLoop = strp("gate")
+	if shareZero {
+		s.Steps["b"].ExitCode = s.exitCode(intp(0))
+	}
+	return s
+}
+
+// checkHot checks, for the data mk makes, of an event of type typ
+// about step "a": that NewEvent writes data as json.Marshal does; that
+// when exact says data round-trips, decoding its JSON gives data; and
+// that the state applyLive makes from data equals the state Apply makes
+// by decoding the event, before and after the caller changes what data
+// points to (mutate).
+func checkHot[T any](t *testing.T, typ string, mk func() T, exact func(*T) bool, mutate func(*T)) {
+	t.Helper()
+	for _, shareZero := range []bool{false, true} {
+		data := mk()
+		want, err := json.Marshal(data)
+		if err != nil {
+			t.Fatalf("json.Marshal: %v", err)
+		}
+		at := time.Date(2025, 1, 15, 14, 30, 1, 987654321, time.UTC)
+		e := NewEvent(at, typ, "a", data)
+		e.Seq = 42
+		if !bytes.Equal(e.Data, want) {
+			t.Fatalf("NewEvent wrote\n%s\njson.Marshal writes\n%s", e.Data, want)
+		}
+		if exact(&data) {
+			got := new(T)
+			if err := json.Unmarshal(want, got); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(*got, data) {
+				t.Fatalf("exact, but decoding gives\n%#v\nnot\n%#v", *got, data)
+			}
+		}
+		live, replayed := hotBase(shareZero), hotBase(shareZero)
+		if err := applyLive(live, e, data); err != nil {
+			t.Fatal(err)
+		}
+		if err := Apply(replayed, e); err != nil {
+			t.Fatal(err)
+		}
+		sameState(t, live, replayed)
+		mutate(&data)
+		sameState(t, live, replayed)
+	}
+}
+
+// sameState fails unless the states are deeply equal and encode alike.
+func sameState(t *testing.T, live, replayed *State) {
+	t.Helper()
+	lj, err := json.Marshal(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rj, err := json.Marshal(replayed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(lj, rj) {
+		t.Fatalf("live state\n%s\nreplayed state\n%s", lj, rj)
+	}
+	if !reflect.DeepEqual(live, replayed) {
+		t.Fatalf("live state %#v\nreplayed %#v", live.Steps["a"], replayed.Steps["a"])
+	}
+}
+
+// hotSeeds are strings the fuzz tests start from: escapes, HTML, the
+// line separators, invalid UTF-8 and a lone surrogate.
+var hotSeeds = []string{"", "/runs/r1/logs/a.0.1.log", `a"b\c<d>&e`, "\x00\x1f\t\n\u2028\u2029", "\xff", "héllo 世界", "\xed\xa0\x80", "DONE"}
+
+// FuzzStepStartedLive: a step_started applied from its typed value
+// gives the state its decoded event gives.
+func FuzzStepStartedLive(f *testing.F) {
+	f.Add(1, 0, "", "")
+	f.Add(math.MaxInt64, math.MinInt64, hotSeeds[1], hotSeeds[2])
+	f.Add(-3, 7, hotSeeds[3], hotSeeds[4])
+	f.Add(0, -1, hotSeeds[5], hotSeeds[6])
+	f.Add(1, 0, hotSeeds[4], "/r")
+	f.Add(1, 0, "/l", hotSeeds[4])
+	f.Fuzz(func(t *testing.T, attempt, iteration int, log, report string) {
+		mk := func() StepStarted {
+			return StepStarted{Attempt: attempt, Iteration: iteration, LogPath: log, ReportPath: report}
+		}
+		checkHot(t, EvStepStarted, mk, stepStartedExact, func(*StepStarted) {})
+	})
+}
+
+// FuzzSessionStartedLive: a session_started applied from its typed
+// value gives the state its decoded event gives.
+func FuzzSessionStartedLive(f *testing.F) {
+	f.Add(1, "", "", "")
+	f.Add(math.MaxInt64, "flow-marker-1", hotSeeds[1], hotSeeds[2])
+	f.Add(math.MinInt64, hotSeeds[3], hotSeeds[4], hotSeeds[5])
+	f.Add(-1, hotSeeds[6], "/l", "/r")
+	f.Add(2, "m", hotSeeds[4], "/r")
+	f.Add(3, "m", "/l", hotSeeds[4])
+	f.Fuzz(func(t *testing.T, pid int, marker, log, report string) {
+		mk := func() SessionStarted {
+			return SessionStarted{PID: pid, Marker: marker, LogPath: log, ReportPath: report}
+		}
+		checkHot(t, EvSessionStarted, mk, sessionStartedExact, func(*SessionStarted) {})
+	})
+}
+
+// FuzzStepCompletedLive: a step_completed applied from its typed value
+// gives the state its decoded event gives, whichever of its optional
+// fields are set (mask), nil or empty, and whatever the caller does to
+// its map and exit code afterwards.
+func FuzzStepCompletedLive(f *testing.F) {
+	plain := outcomeMask{exit: 1, strs: 1, signals: 2}
+	f.Add(1, int64(0), plain.pack(), "", "0s", "", false)
+	// Exact, with a map and an exit code that are the caller's.
+	f.Add(2, int64(1), outcomeMask{exit: 1, err: 1, verdict: 2, strs: 2, signals: 3}.pack(), "OK", "<b>&", "", true)
+	f.Add(math.MaxInt64, int64(math.MinInt64), outcomeMask{exit: 1, err: 3, verdict: 3, strs: 1, signals: 3}.pack(), hotSeeds[2], hotSeeds[3], "", false)
+	// Not exact: invalid UTF-8 in a string or a key, an empty map or
+	// slice, a list, metrics, a report or usage.
+	f.Add(1, int64(0), outcomeMask{exit: 1, err: 1}.pack(), hotSeeds[4], "", "", false)
+	f.Add(1, int64(0), outcomeMask{verdict: 2}.pack(), "", hotSeeds[6], "", false)
+	f.Add(1, int64(0), outcomeMask{strs: 1}.pack(), "", hotSeeds[4], "", false)
+	f.Add(1, int64(0), outcomeMask{strs: 2}.pack(), hotSeeds[4], "s", "", false)
+	f.Add(1, int64(0), outcomeMask{strs: 2}.pack(), "/r", hotSeeds[4], "", false)
+	f.Add(1, int64(0), outcomeMask{signals: 3}.pack(), hotSeeds[4], "x", "", false)
+	f.Add(1, int64(0), outcomeMask{signals: 1}.pack(), "", "", "", false)
+	for _, m := range []outcomeMask{{artifacts: 1}, {artifacts: 2}, {logs: 1}, {logs: 3}, {metrics: 1}, {metrics: 2}, {report: 1}, {report: 2}, {usage: 1}} {
+		m.exit, m.signals = 1, 2
+		f.Add(-2, int64(-1), m.pack(), hotSeeds[5], hotSeeds[7], `{"k": [1, "<x>"]}`, false)
+	}
+	f.Add(0, int64(255), uint32(math.MaxUint32), hotSeeds[2], hotSeeds[1], " [1, 2] ", true)
+	f.Fuzz(func(t *testing.T, attempt int, exit int64, mask uint32, a, b, raw string, budget bool) {
+		mk := func() Outcome { return fuzzOutcome(attempt, exit, mask, a, b, raw, budget) }
+		checkHot(t, EvStepCompleted, mk, completedExact, func(o *Outcome) {
+			for k := range o.Signals {
+				o.Signals[k] = !o.Signals[k]
+			}
+			if o.Signals != nil {
+				o.Signals["added"] = true
+			}
+			if o.ExitCode != nil {
+				*o.ExitCode += 3
+			}
+		})
+	})
+}
+
+// outcomeMask names the choices fuzzOutcome's mask packs.
+type outcomeMask struct {
+	// exit: ExitCode set; err, verdict: which string (see pick); strs:
+	// Duration (1) or ReportPath and AgentSession (2); signals: nil,
+	// empty, the default words or two keys; artifacts, logs: nil,
+	// empty, one or two; metrics: nil, empty or two keys; report: nil,
+	// empty or raw; usage: set.
+	exit, err, verdict, strs, signals, artifacts, logs, metrics, report, usage uint32
+}
+
+// pack returns the mask of m.
+func (m outcomeMask) pack() uint32 {
+	return m.exit | m.err<<1 | m.verdict<<3 | m.strs<<5 | m.signals<<7 | m.artifacts<<9 | m.logs<<11 |
+		m.metrics<<13 | m.report<<15 | m.usage<<17
+}
+
+// fuzzOutcome builds an Outcome from fuzzed values: mask says which
+// fields are set, and how (nil, empty, holding a or b; see
+// outcomeMask).
+func fuzzOutcome(attempt int, exit int64, mask uint32, a, b, raw string, budget bool) Outcome {
+	o := Outcome{Attempt: attempt, Budget: budget}
+	bits := func(shift, n uint32) uint32 { return mask >> shift & (1<<n - 1) }
+	if bits(0, 1) == 1 {
+		code := int(exit)
+		o.ExitCode = &code
+	}
+	pick := func(k uint32) string { return [...]string{"", a, b, a + b}[k] }
+	o.Error, o.Verdict = pick(bits(1, 2)), pick(bits(3, 2))
+	switch bits(5, 2) {
+	case 1:
+		o.Duration = b
+	case 2:
+		o.ReportPath, o.AgentSession = a, b
+	}
+	switch bits(7, 2) {
+	case 1:
+		o.Signals = map[string]bool{}
+	case 2:
+		o.Signals = map[string]bool{"DONE": budget, "FAIL": false, "PASS": !budget}
+	case 3:
+		o.Signals = map[string]bool{a: true, b: budget}
+	}
+	list := func(k uint32) []string { return [...][]string{nil, {}, {a}, {a, b}}[k] }
+	o.Artifacts, o.Logs = list(bits(9, 2)), list(bits(11, 2))
+	switch bits(13, 2) {
+	case 1:
+		o.Metrics = map[string]string{}
+	case 2, 3:
+		o.Metrics = map[string]string{a: b, "<k>": a}
+	}
+	switch bits(15, 2) {
+	case 1:
+		o.Report = json.RawMessage{}
+	case 2:
+		if json.Valid([]byte(raw)) {
+			o.Report = json.RawMessage(raw)
+		}
+	}
+	if bits(17, 1) == 1 {
+		o.Usage = &AgentUsage{TokensIn: exit, CostUSD: 0.1, Turns: attempt}
+	}
+	return o
+}
+
+// TestHotPathTaken: the data a plain step records is exact, so the
+// events of a run of plain steps are applied without decoding; what a
+// step rarely records is decoded.
+func TestHotPathTaken(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		ok   bool
+	}{
+		{"started", stepStartedExact(&StepStarted{Attempt: 1})},
+		{"session", sessionStartedExact(&SessionStarted{PID: 9, Marker: "m", LogPath: "/l", ReportPath: "/r"})},
+		{"completed", completedExact(&Outcome{Attempt: 1, ExitCode: intp(0), Duration: "0s",
+			Signals: map[string]bool{"DONE": false, "FAIL": false, "PASS": false}})},
+		{"session invalid UTF-8", !sessionStartedExact(&SessionStarted{LogPath: "\xff"})},
+		{"completed empty signals", !completedExact(&Outcome{Signals: map[string]bool{}})},
+		{"completed signal key invalid UTF-8", !completedExact(&Outcome{Signals: map[string]bool{"\xff": true}})},
+		{"completed logs", !completedExact(&Outcome{Logs: []string{}})},
+		{"completed report", !completedExact(&Outcome{Report: json.RawMessage(`{}`)})},
+	} {
+		if !tt.ok {
+			t.Errorf("%s: wrong path", tt.name)
+		}
+	}
+}
+
+// TestEmitHiddenSecretDecoded: when secrets are hidden in an event's
+// data, the state holds what the log holds, not the typed value.
+func TestEmitHiddenSecretDecoded(t *testing.T) {
+	plan, err := NewPlan([]PlanStep{{ID: "a"}, {ID: "b"}}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewCore(plan)
+	c.HideSecrets(redact.New("hunter22"))
+	st := hotBase(false)
+	x := &decider{c: c, st: st, at: time.Unix(0, 0)}
+	x.emit(EvSessionStarted, "a", SessionStarted{PID: 1, Marker: "m", LogPath: "/logs/hunter22.log"})
+	if got := st.Steps["a"].LogPath; got != "/logs/***.log" {
+		t.Errorf("log path %q, want the hidden one", got)
+	}
+	replayed := hotBase(false)
+	if err := Apply(replayed, x.d.Events[0]); err != nil {
+		t.Fatal(err)
+	}
+	sameState(t, st, replayed)
+}
