@@ -215,28 +215,17 @@ func (e *stepEncoder) strings(dst []byte, list []string) []byte {
 // stringMap appends a field's map of strings as encoding/json does:
 // null when nil, {} when empty, else its keys sorted, one a line.
 func (e *stepEncoder) stringMap(dst []byte, m map[string]string) []byte {
-	if m == nil {
-		return append(dst, "null"...)
-	}
-	if len(m) == 0 {
-		return append(dst, "{}"...)
-	}
-	e.keys = sortedKeys(e.keys, m)
-	dst = append(dst, '{')
-	for i, k := range e.keys {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, e.elem...)
-		dst = append(appendJSONString(dst, k), e.colon...)
-		dst = appendJSONString(dst, m[k])
-	}
-	dst = append(dst, e.field...)
-	return append(dst, '}')
+	return appendMap(e, dst, m, appendJSONString)
 }
 
 // boolMap is stringMap for a map of booleans.
 func (e *stepEncoder) boolMap(dst []byte, m map[string]bool) []byte {
+	return appendMap(e, dst, m, strconv.AppendBool)
+}
+
+// appendMap appends m as stringMap describes, each value written by
+// value.
+func appendMap[V any](e *stepEncoder, dst []byte, m map[string]V, value func([]byte, V) []byte) []byte {
 	if m == nil {
 		return append(dst, "null"...)
 	}
@@ -251,7 +240,7 @@ func (e *stepEncoder) boolMap(dst []byte, m map[string]bool) []byte {
 		}
 		dst = append(dst, e.elem...)
 		dst = append(appendJSONString(dst, k), e.colon...)
-		dst = strconv.AppendBool(dst, m[k])
+		dst = value(dst, m[k])
 	}
 	dst = append(dst, e.field...)
 	return append(dst, '}')
