@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -279,4 +280,32 @@ func TestEmitHiddenSecretDecoded(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameState(t, st, replayed)
+}
+
+// TestHotTypesReviewed fails when a field is added to, removed from or
+// retyped in the data of the three hot events: the hand encoders
+// (appendStepStarted, appendSessionStarted, appendOutcome) and the
+// *Exact helpers of hot.go must be reviewed for it, then this list
+// updated.
+func TestHotTypesReviewed(t *testing.T) {
+	want := map[string]string{
+		"StepStarted":    "Attempt int attempt|Iteration int iteration|LogPath string log_path,omitempty|ReportPath string report_path,omitempty",
+		"SessionStarted": "PID int pid|Marker string marker,omitempty|LogPath string log_path,omitempty|ReportPath string report_path,omitempty",
+		"Outcome": "Attempt int attempt|ExitCode *int exit_code,omitempty|Error string error,omitempty|" +
+			"ReportPath string report_path,omitempty|Artifacts []string artifacts,omitempty|" +
+			"Metrics map[string]string metrics,omitempty|Logs []string logs,omitempty|" +
+			"Signals map[string]bool signals,omitempty|Verdict string verdict,omitempty|" +
+			"Report json.RawMessage report,omitempty|Duration string duration,omitempty|" +
+			"Usage *core.AgentUsage usage,omitempty|AgentSession string agent_session,omitempty|Budget bool budget,omitempty",
+	}
+	for _, typ := range []reflect.Type{reflect.TypeFor[StepStarted](), reflect.TypeFor[SessionStarted](), reflect.TypeFor[Outcome]()} {
+		var fields []string
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			fields = append(fields, f.Name+" "+f.Type.String()+" "+f.Tag.Get("json"))
+		}
+		if got := strings.Join(fields, "|"); got != want[typ.Name()] {
+			t.Errorf("%s's fields changed: review hot.go for them, then this test\n got %s\nwant %s", typ.Name(), got, want[typ.Name()])
+		}
+	}
 }
