@@ -458,9 +458,10 @@ func TestCopyOutputReusesItsBuffer(t *testing.T) {
 		copyOutput(discard{}, f, bufs)
 	}
 	runtime.ReadMemStats(&after)
-	// A GC may empty the pool; a few new buffers are allowed, one per
-	// copy is not.
-	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > copyBufferSize/4 {
+	// A GC may empty the pool, and with the race detector on the pool
+	// drops a quarter of what is put in it on purpose: some new buffers
+	// are allowed, one per copy is not.
+	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > copyBufferSize/2 {
 		t.Errorf("copying a session's output allocated %d bytes per session, want well under %d", per, copyBufferSize)
 	}
 }
