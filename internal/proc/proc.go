@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -310,9 +311,18 @@ func (s osStarter) Start(ctx context.Context, spec Spec) (Session, error) {
 		}
 		defer stdin.Close()
 	}
+	env := withMarker(spec.Env, token)
+	for _, e := range env {
+		if strings.IndexByte(e, 0) >= 0 {
+			pr.Close()
+			pw.Close()
+			name, _, _ := strings.Cut(e, "=")
+			return nil, fmt.Errorf("start session %q: environment variable %q holds a NUL byte", spec.Command, name)
+		}
+	}
 	attr := &os.ProcAttr{
 		Dir:   spec.Dir,
-		Env:   withMarker(spec.Env, token),
+		Env:   env,
 		Files: []*os.File{stdin, pw, pw},
 		Sys:   sysProcAttr(),
 	}

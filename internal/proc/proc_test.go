@@ -190,10 +190,18 @@ func TestStartErrors(t *testing.T) {
 	}{
 		{"missing dir", context.Background(), Spec{Command: "true", Dir: "/no/such/dir"}, os.ErrNotExist},
 		{"cancelled context", cancelled, Spec{Command: "true"}, context.Canceled},
+		{"NUL in the environment", context.Background(), Spec{Command: "true", Env: []string{"A=x\x00y"}}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := OS().Start(tt.ctx, tt.spec)
+			if tt.want == nil {
+				// No sentinel: the error names the variable.
+				if err == nil || !strings.Contains(err.Error(), `environment variable "A" holds a NUL byte`) {
+					t.Errorf("err = %v, want one naming A", err)
+				}
+				return
+			}
 			if !errors.Is(err, tt.want) {
 				t.Errorf("err = %v, want %v", err, tt.want)
 			}
