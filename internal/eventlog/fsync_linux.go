@@ -12,7 +12,8 @@ import (
 // longer than about 20 µs — every sync does — makes the scheduler take
 // the processor away and wake another thread to look for work, only
 // for both to go back once the sync returns: two thread switches per
-// sync for nothing, about 5% of a step that runs `true` (bench/README.md).
+// sync for nothing: 1% of a step that runs `true` on a quiet machine,
+// 7% with another process busy on a core (bench/README.md).
 // Meanwhile nothing else runs in the process (the output of parallel
 // sessions waits in their pipes, timers fire late), for as long as the
 // disk takes. With more processors the scheduler is told, as usual.
