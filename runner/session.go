@@ -266,7 +266,7 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 	sp := proc.Spec{
 		Command:   command,
 		Dir:       x.opts.Repo,
-		Env:       concatEnv(x.r.Environ, x.opts.Invocation.Env, vars),
+		Env:       slices.Concat(x.r.Environ, x.opts.Invocation.Env, vars),
 		KillGrace: x.r.KillGrace,
 	}
 	var err error
@@ -742,18 +742,4 @@ func (x *run) startCleanup() {
 		x.printf("cleanup: finished (failed: %v)\n", failed)
 		x.send(CleanupDone{Failed: failed})
 	}()
-}
-
-// concatEnv returns the environments one after the other in one new
-// slice, with room for the session's marker, which the starter adds.
-func concatEnv(envs ...[]string) []string {
-	n := 1
-	for _, e := range envs {
-		n += len(e)
-	}
-	out := make([]string, 0, n)
-	for _, e := range envs {
-		out = append(out, e...)
-	}
-	return out
 }
