@@ -16,6 +16,7 @@ import (
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/internal/confine"
+	"github.com/flow-run/flow/internal/gcpace"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner"
@@ -227,8 +228,26 @@ func isTerminal(w any) bool {
 // parallelism gives (bench/README.md: 1.37× the floor at 1,000 steps
 // on two loaded processors, 1.20× on one). Sessions are processes of
 // their own, and use every processor.
-func (a *app) runnerProcs() {
+//
+// It also paces the collector (internal/gcpace) unless $GOGC or
+// $GOMEMLIMIT says how: a runner holds every step's state for the whole
+// run, and Go's default lets the heap grow to twice that between
+// collections. The returned function stops the pacing.
+func (a *app) runnerProcs() (stop func()) {
 	if a.svc.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}
+	if a.svc.Getenv("GOGC") != "" || a.svc.Getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	return gcpace.Start(heapHeadroom, heapFloor).Stop
 }
+
+// heapHeadroom and heapFloor pace a runner's collector: the heap may
+// grow by 4 MiB over what is live, or by a quarter of it when that is
+// more; runs of up to a few thousand steps are paced as Go paces them
+// (bench/README.md, "Memory at 20,000 steps").
+const (
+	heapHeadroom = 4 << 20
+	heapFloor    = 25
+)

@@ -21,7 +21,7 @@ func TestRunnerProcs(t *testing.T) {
 	} {
 		runtime.GOMAXPROCS(tt.set)
 		a := &app{svc: &ops.Service{Environ: environ(tt.env)}}
-		a.runnerProcs()
+		a.runnerProcs()()
 		if got := runtime.GOMAXPROCS(0); got != tt.want {
 			t.Errorf("env %v: GOMAXPROCS %d, want %d", tt.env, got, tt.want)
 		}

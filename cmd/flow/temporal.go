@@ -164,7 +164,7 @@ func (a *app) withEngine(c *cobra.Command) {
 				return runner.Usage("--heartbeat-timeout is for --engine temporal")
 			}
 			if c.Name() == "run" || c.Name() == "resume" || c.Name() == "retry" {
-				a.runnerProcs()
+				defer a.runnerProcs()()
 			}
 			return local(cmd, args)
 		case "temporal":
