@@ -9,6 +9,7 @@ import (
 	"os/user"
 	"runtime"
 	"strconv"
+	"sync"
 
 	"github.com/spf13/afero"
 	"github.com/spf13/cobra"
@@ -80,9 +81,11 @@ func Run(ctx context.Context, args []string, stdio Stdio) int {
 		Host:    host,
 		PID:     os.Getpid(),
 		Environ: environ,
-		User:    userName(os.Getenv, user.Current),
-		Stdout:  stdio.Out,
-		Alive:   runlock.ProcessAlive,
+		LookupUser: sync.OnceValue(func() string {
+			return userName(os.Getenv, user.Current)
+		}),
+		Stdout: stdio.Out,
+		Alive:  runlock.ProcessAlive,
 		// Sessions of a dead runner may have left processes behind.
 		KillOrphans: proc.KillOrphans,
 		KillMarked:  proc.KillMarked,

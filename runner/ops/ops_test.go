@@ -647,6 +647,22 @@ func TestGetenvAndWho(t *testing.T) {
 	if s.Who("") != "unknown" || s.Who("alice") != "alice" {
 		t.Errorf("Who without a user: %q", s.Who(""))
 	}
+	looked := 0
+	s.LookupUser = func() string { looked++; return "os-user" }
+	if s.Who("alice") != "alice" || looked != 0 {
+		t.Errorf("Who(alice) looked the user up %d times", looked)
+	}
+	if got := s.Who(""); got != "os-user" {
+		t.Errorf("Who with a lookup = %q, want os-user", got)
+	}
+	s.User = "set"
+	if got := s.Who(""); got != "set" || looked != 1 {
+		t.Errorf("Who with User set = %q (looked up %d times), want set without a lookup", got, looked)
+	}
+	s.User, s.LookupUser = "", func() string { return "" }
+	if got := s.Who(""); got != "unknown" {
+		t.Errorf("Who when the lookup finds nobody = %q, want unknown", got)
+	}
 }
 
 func TestPublicURL(t *testing.T) {

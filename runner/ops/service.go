@@ -52,8 +52,12 @@ type Service struct {
 	// secrets are read from; Getenv reads it.
 	Environ []string
 	// User is who approves, rejects and controls runs when the request
-	// names nobody ($USER, else the OS user name, for the command line).
-	User string
+	// names nobody; when it is "", LookupUser, if set, names them
+	// ($USER, else the OS user name, for the command line: looked up
+	// only when a request needs it, since the lookup reads the system's
+	// user database).
+	User       string
+	LookupUser func() string
 	// Stdout receives the progress of runs and, when asked for, their
 	// sessions' output; nil discards it. Attach.Output overrides it for
 	// one run.
@@ -86,6 +90,10 @@ func (s *Service) Who(by string) string {
 		return by
 	case s.User != "":
 		return s.User
+	case s.LookupUser != nil:
+		if u := s.LookupUser(); u != "" {
+			return u
+		}
 	}
 	return "unknown"
 }
