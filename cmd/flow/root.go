@@ -248,8 +248,9 @@ func (a *app) runnerProcs() (stop func()) {
 
 // heapHeadroom and heapFloor pace a runner's collector: the heap may
 // grow by 4 MiB over what is live, or by a quarter of it when that is
-// more; runs of up to a few thousand steps are paced as Go paces them
-// (bench/README.md, "Memory at 20,000 steps").
+// more; runs of up to a couple of thousand steps, whose live heap is
+// under 4 MiB, are paced as Go paces them (bench/README.md, "A paced
+// collector").
 const (
 	heapHeadroom = 4 << 20
 	heapFloor    = 25
