@@ -44,22 +44,22 @@ func TestRunnerPacesTheCollector(t *testing.T) {
 		{env: map[string]string{"GOGC": "50"}},
 		{env: map[string]string{"GOMEMLIMIT": "1GiB"}},
 	} {
-		debug.SetGCPercent(77)
+		debug.SetGCPercent(300)
 		a := &app{svc: &ops.Service{Environ: environ(tt.env)}}
 		stop := a.runnerProcs()
-		during := debug.SetGCPercent(77)
+		during := debug.SetGCPercent(300)
 		stop()
-		after := debug.SetGCPercent(77)
+		after := debug.SetGCPercent(300)
 		// Paced, the percentage is Go's default or what the live heap
 		// brought it down to, never below the floor.
 		if tt.paced && (during < heapFloor || during > 100) {
 			t.Errorf("env %v: percentage while running %d, want %d to 100", tt.env, during, heapFloor)
 		}
-		if !tt.paced && during != 77 {
-			t.Errorf("env %v: percentage while running %d, want the 77 from before", tt.env, during)
+		if !tt.paced && during != 300 {
+			t.Errorf("env %v: percentage while running %d, want the 300 from before", tt.env, during)
 		}
-		if after != 77 {
-			t.Errorf("env %v: percentage after the run %d, want the 77 from before", tt.env, after)
+		if after != 300 {
+			t.Errorf("env %v: percentage after the run %d, want the 300 from before", tt.env, after)
 		}
 	}
 }
