@@ -73,16 +73,26 @@ func BenchmarkListRuns(b *testing.B) {
 	}
 }
 
-// BenchmarkLoadState is the read of flow status: a run of 5,000 steps.
+// BenchmarkLoadState reads a run of 5,000 steps as flow status does
+// (the snapshot and the events after it), and as a runner taking the
+// run over does (every event replayed, the snapshot compared with the
+// replay at its seq).
 func BenchmarkLoadState(b *testing.B) {
 	repo := copyRuns(b, 1, 5000)
 	fsys := afero.NewOsFs()
 	dir := RunDir(repo, "r0000")
-	for b.Loop() {
-		st, _, err := LoadState(fsys, dir, false, time.Time{})
-		if err != nil || len(st.Steps) != 5000 {
-			b.Fatal(err)
-		}
+	for _, c := range []struct {
+		name   string
+		repair bool
+	}{{"reader", false}, {"runner", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				st, damaged, err := LoadState(fsys, dir, c.repair, time.Time{})
+				if err != nil || damaged || len(st.Steps) != 5000 {
+					b.Fatal(damaged, err)
+				}
+			}
+		})
 	}
 }
 

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -57,40 +58,43 @@ func RunDir(repo, runID string) string { return filepath.Join(RunsDir(repo), run
 func LoadState(fsys afero.Fs, runDir string, repair bool, now time.Time) (*State, bool, error) {
 	statePath := filepath.Join(runDir, StateFile)
 	eventsPath := filepath.Join(runDir, EventsFile)
-	snap, damaged, err := readSnapshot(fsys, statePath)
+	// A runner replays every event and compares the replay at the
+	// snapshot's seq with the snapshot, by digest: the snapshot is let
+	// go before the replay, so that a large run's two states are not
+	// held at once, nor their encodings.
+	st, check, damaged, err := startReplay(fsys, statePath, repair)
 	if err != nil {
 		return nil, false, err
 	}
-	after := int64(0)
-	if snap != nil && !repair {
-		after = snap.Seq
+	hadSnap, after := check.present, int64(0)
+	if !repair && hadSnap {
+		after = st.Seq
 	}
-	events, readErr := eventlog.Read(fsys, eventsPath, after)
+	var applyErr error
+	readErr := eventlog.Each(fsys, eventsPath, after, func(e Event) error {
+		if applyErr = Apply(st, e); applyErr != nil {
+			return applyErr
+		}
+		if repair && hadSnap && e.Seq == check.seq {
+			check.replayed, check.reached = digest(st)
+		}
+		return nil
+	})
+	if applyErr != nil {
+		return nil, damaged, fmt.Errorf("replay %s: %w", eventsPath, applyErr)
+	}
 	var corrupt *eventlog.CorruptError
 	switch {
 	case readErr == nil:
 	case errors.As(readErr, &corrupt):
 		// A fault in the log: the events before it still tell the run.
 	case errors.Is(readErr, fs.ErrNotExist):
-		if snap == nil {
+		if !hadSnap {
 			return nil, false, fmt.Errorf("%w: %s has no %s", ErrNoRun, runDir, EventsFile)
 		}
 		readErr = nil
 	default:
 		return nil, damaged, fmt.Errorf("read events: %w", readErr)
-	}
-	st := &State{}
-	if snap != nil && !repair {
-		st = snap
-	}
-	var atSnap []byte
-	for _, e := range events {
-		if err := Apply(st, e); err != nil {
-			return nil, damaged, fmt.Errorf("replay %s: %w", eventsPath, err)
-		}
-		if repair && snap != nil && e.Seq == snap.Seq {
-			atSnap = comparable(st)
-		}
 	}
 	if st.RunID == "" {
 		if readErr != nil {
@@ -101,12 +105,12 @@ func LoadState(fsys afero.Fs, runDir string, repair bool, now time.Time) (*State
 	if readErr != nil {
 		return st, damaged, fmt.Errorf("read events of run %s: %w", st.RunID, readErr)
 	}
-	if repair && snap != nil && !damaged {
-		if atSnap == nil || !bytes.Equal(atSnap, comparable(snap)) {
+	if repair && hadSnap && !damaged {
+		if !check.reached || !check.encoded || check.replayed != check.sum {
 			damaged = true
-		} else if snap.Runner != nil && st.Runner != nil && snap.Runner.PID == st.Runner.PID && snap.Runner.Host == st.Runner.Host {
+		} else if check.runner && st.Runner != nil && check.pid == st.Runner.PID && check.host == st.Runner.Host {
 			// The heartbeat lives only in the snapshot.
-			st.Runner.HeartbeatAt = snap.Runner.HeartbeatAt
+			st.Runner.HeartbeatAt = check.heartbeat
 		}
 	}
 	if damaged && repair {
@@ -115,6 +119,52 @@ func LoadState(fsys afero.Fs, runDir string, repair bool, now time.Time) (*State
 		}
 	}
 	return st, damaged, nil
+}
+
+// snapshotCheck is what a runner keeps of a snapshot to compare it with
+// the replay of the log: its seq, the digest of its content without the
+// heartbeat, and its runner (whose heartbeat only the snapshot records).
+type snapshotCheck struct {
+	present   bool // whether there was a snapshot
+	seq       int64
+	sum       [sha256.Size]byte
+	encoded   bool // whether the snapshot could be encoded: sum is set
+	runner    bool
+	pid       int
+	host      string
+	heartbeat *Time
+
+	// replayed is the digest of the replay at seq, once reached (and
+	// encoded).
+	replayed [sha256.Size]byte
+	reached  bool
+}
+
+// startReplay reads the snapshot at statePath and returns the state to
+// apply the log to: for a reader the snapshot itself (the log's later
+// events complete it); for a runner (repair) an empty state, the
+// snapshot kept only as a snapshotCheck (a reader's check holds only
+// whether there was one, and its seq).
+func startReplay(fsys afero.Fs, statePath string, repair bool) (*State, snapshotCheck, bool, error) {
+	snap, damaged, err := readSnapshot(fsys, statePath)
+	switch {
+	case err != nil:
+		return nil, snapshotCheck{}, false, err
+	case snap == nil:
+		return &State{}, snapshotCheck{}, damaged, nil
+	case !repair:
+		return snap, snapshotCheck{present: true, seq: snap.Seq}, damaged, nil
+	}
+	return &State{}, newSnapshotCheck(snap), damaged, nil
+}
+
+func newSnapshotCheck(snap *State) snapshotCheck {
+	c := snapshotCheck{present: true, seq: snap.Seq}
+	c.sum, c.encoded = digest(snap)
+	if r := snap.Runner; r != nil {
+		c.runner, c.pid, c.host, c.heartbeat = true, r.PID, r.Host, r.HeartbeatAt
+	}
+	return c
 }
 
 // readSnapshot reads run_state.json: nil when there is none, and
@@ -134,19 +184,23 @@ func readSnapshot(fsys afero.Fs, path string) (st *State, damaged bool, err erro
 	return s, false, nil
 }
 
-// comparable encodes a state for comparison with a snapshot, without
-// the heartbeat, which only the snapshot records.
-func comparable(st *State) []byte {
-	var hb *Time
+// digest is the SHA-256 of a state's snapshot encoding without the
+// heartbeat, which only the snapshot records: two states with the same
+// digest write the same run_state.json. The encoding streams through
+// the hash a step at a time. A state that cannot be encoded has none
+// (ok is false), and matches nothing.
+func digest(st *State) (sum [sha256.Size]byte, ok bool) {
 	if st.Runner != nil {
-		hb, st.Runner.HeartbeatAt = st.Runner.HeartbeatAt, nil
+		hb := st.Runner.HeartbeatAt
+		st.Runner.HeartbeatAt = nil
 		defer func() { st.Runner.HeartbeatAt = hb }()
 	}
-	b, err := st.Indented()
-	if err != nil {
-		return nil
+	h := sha256.New()
+	if err := st.WriteIndented(h); err != nil {
+		return sum, false
 	}
-	return b
+	h.Sum(sum[:0])
+	return sum, true
 }
 
 // keepAside renames a damaged run_state.json out of the way.

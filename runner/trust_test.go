@@ -200,6 +200,34 @@ func TestSnapshotThatDisagreesIsRebuilt(t *testing.T) {
 	}
 }
 
+// TestSnapshotThatAgreesIsKept: a runner trusts a snapshot that equals
+// the replay of the log at its seq: nothing is kept aside, and the
+// heartbeat, which only the snapshot records, is taken from it.
+func TestSnapshotThatAgreesIsKept(t *testing.T) {
+	e := newEnv(t, "name: t\nsteps:\n  - {id: a, run: x}\n  - {id: h, human: {message: go}}\n  - {id: b, run: x}\n")
+	e.run(&scripted{fn: ok}, Options{NoWait: true})
+	dir := RunDir(repo, "r1")
+	snap, _, err := readSnapshot(e.fs, dir+"/"+StateFile)
+	if err != nil || snap == nil || snap.Runner == nil || snap.Runner.HeartbeatAt == nil {
+		t.Fatalf("snapshot %+v, %v: want one with a runner's heartbeat", snap, err)
+	}
+	st, damaged, err := LoadState(e.fs, dir, true, e.clock.Now())
+	if err != nil || damaged {
+		t.Fatalf("LoadState for a runner: damaged %v, %v", damaged, err)
+	}
+	if st.Runner == nil || st.Runner.HeartbeatAt == nil || !st.Runner.HeartbeatAt.Equal(snap.Runner.HeartbeatAt.Time) {
+		t.Errorf("heartbeat after the replay %+v, want the snapshot's %v", st.Runner, snap.Runner.HeartbeatAt)
+	}
+	if aside, _ := afero.Glob(e.fs, filepath.Join(dir, StateFile+".corrupt-*")); len(aside) != 0 {
+		t.Errorf("an untouched snapshot was kept aside: %v", aside)
+	}
+	if d1, ok1 := digest(st); !ok1 {
+		t.Error("the replayed state has no digest")
+	} else if d2, _ := digest(snap); d1 != d2 {
+		t.Error("the replay and the snapshot it agrees with have different digests")
+	}
+}
+
 // TestRecordedRunnerIsChecked: deleting the lock file of a live run
 // does not let a second runner in: the record names a runner that is
 // alive and beating.

@@ -110,7 +110,7 @@ func (l *Log) load() error {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("seek to start of event log %s: %w", path, err)
 	}
-	end, total, err := scan(path, f, bufferSize(f), 0, func(e Event) { l.lastSeq = e.Seq })
+	end, total, err := scan(path, f, bufferSize(f), 0, func(e Event) bool { l.lastSeq = e.Seq; return true })
 	l.size = end
 	if err == nil && total > end {
 		if err = f.Truncate(end); err != nil {
@@ -329,18 +329,38 @@ func (e *CorruptError) Unwrap() error { return e.Err }
 // instance to show a run up to the fault; they must not treat them as
 // the whole log.
 func Read(fs afero.Fs, path string, after int64) ([]Event, error) {
-	f, err := fs.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("read event log: %w", err)
-	}
-	defer f.Close()
 	var events []Event
-	_, _, err = scan(path, f, bufferSize(f), after, func(e Event) {
-		if e.Seq > after {
-			events = append(events, e)
-		}
+	err := Each(fs, path, after, func(e Event) error {
+		events = append(events, e)
+		return nil
 	})
 	return events, err
+}
+
+// Each calls fn with each event of the log at path whose Seq is greater
+// than after, in order, as it reads them: a reader that folds the
+// events into a state holds one event at a time, not the whole log.
+// It reads the log as Read does, and returns what Read would: fn has
+// been called with the events before a fault when it returns a
+// *CorruptError. An error from fn stops the reading and is returned as
+// it is.
+func Each(fs afero.Fs, path string, after int64, fn func(Event) error) error {
+	f, err := fs.Open(path)
+	if err != nil {
+		return fmt.Errorf("read event log: %w", err)
+	}
+	defer f.Close()
+	var stop error
+	_, _, err = scan(path, f, bufferSize(f), after, func(e Event) bool {
+		if e.Seq > after {
+			stop = fn(e)
+		}
+		return stop == nil
+	})
+	if stop != nil {
+		return stop
+	}
+	return err
 }
 
 // leadingSeq reads the seq of a line as the log writes it,
@@ -380,12 +400,12 @@ func bufferSize(f afero.File) int {
 }
 
 // scan reads r line by line, through a buffer of size bytes, and calls
-// fn with each valid event. It
+// fn with each valid event, until fn returns false. It
 // returns the offset just past the last valid line (events or blank
 // lines) and the number of bytes read. A final line that is invalid or
 // lacks its newline is skipped; any other invalid line, and an event
 // whose Seq is not after the one before, is a *CorruptError.
-func scan(path string, r io.Reader, size int, after int64, fn func(Event)) (end, total int64, err error) {
+func scan(path string, r io.Reader, size int, after int64, fn func(Event) bool) (end, total int64, err error) {
 	br := bufio.NewReaderSize(r, size)
 	var (
 		lineNo  int
@@ -435,7 +455,9 @@ func scan(path string, r io.Reader, size int, after int64, fn func(Event)) (end,
 					return end, total, &CorruptError{Path: path, Line: lineNo, Seq: e.Seq, Prev: lastSeq}
 				}
 				lastSeq = e.Seq
-				fn(e)
+				if !fn(e) {
+					return total, total, nil
+				}
 			}
 			end = total
 		}

@@ -494,6 +494,50 @@ func TestReadSkipsWhatTheCallerHas(t *testing.T) {
 	}
 }
 
+// TestEachStreamsWhatReadReturns: Each hands over, one at a time, the
+// events Read returns, up to a fault and with its error; an error of the
+// callback stops the reading and comes back unchanged.
+func TestEachStreamsWhatReadReturns(t *testing.T) {
+	fs := afero.NewMemMapFs()
+	line := func(seq int64, typ string) string {
+		return fmt.Sprintf(`{"seq":%d,"at":"2025-01-15T14:30:00Z","type":%q}`+"\n", seq, typ)
+	}
+	logs := map[string]string{
+		"/whole": line(1, "a") + line(2, "b") + line(3, "c") + line(4, "d"),
+		"/fault": line(1, "a") + line(2, "b") + line(2, "b") + line(3, "c"),
+		"/torn":  line(1, "a") + line(2, "b") + `{"seq":3,"at":`,
+	}
+	for path, log := range logs {
+		_ = afero.WriteFile(fs, path, []byte(log), 0o644)
+		for _, after := range []int64{0, 1, 3} {
+			want, wantErr := Read(fs, path, after)
+			var got []Event
+			err := Each(fs, path, after, func(e Event) error {
+				got = append(got, e)
+				return nil
+			})
+			if fmt.Sprint(got) != fmt.Sprint(want) || fmt.Sprint(err) != fmt.Sprint(wantErr) {
+				t.Errorf("%s after %d: Each gave %v, %v; Read %v, %v", path, after, got, err, want, wantErr)
+			}
+		}
+	}
+	stop := errors.New("enough")
+	var seen []string
+	err := Each(fs, "/whole", 0, func(e Event) error {
+		seen = append(seen, e.Type)
+		if e.Type == "b" {
+			return stop
+		}
+		return nil
+	})
+	if err != stop || strings.Join(seen, " ") != "a b" {
+		t.Errorf("a callback stopping at b: saw %v, returned %v", seen, err)
+	}
+	if err := Each(fs, "/none", 0, func(Event) error { return nil }); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Each of a missing log: %v", err)
+	}
+}
+
 // TestScanLongLines: lines longer than the read buffer — an event with
 // a large report, a log that grew after its size was taken — are read
 // whole, and torn or faulty ones found as in short lines.
@@ -517,11 +561,12 @@ func TestScanLongLines(t *testing.T) {
 			{"repeated", whole + strings.SplitAfter(whole, "\n")[1], 2, "t3 t4 t5", 6},
 		} {
 			var got []string
-			end, total, err := scan("/l", strings.NewReader(c.log), size, c.after, func(e Event) {
+			end, total, err := scan("/l", strings.NewReader(c.log), size, c.after, func(e Event) bool {
 				got = append(got, e.Type)
 				if want := fmt.Sprintf(`{"report":"%s"}`, strings.Repeat(big, int(e.Seq))); string(e.Data) != want {
 					t.Errorf("size %d, %s: data of %d is %d bytes", size, c.name, e.Seq, len(e.Data))
 				}
+				return true
 			})
 			var ce *CorruptError
 			switch {
