@@ -386,12 +386,7 @@ func (x *run) open() error {
 		}
 		if opts.StartAt != "" {
 			rc.StartAt = opts.StartAt
-			rerun := append([]string{opts.StartAt}, x.wf.Downstream(opts.StartAt)...)
-			for _, id := range rc.Steps {
-				if !slices.Contains(rerun, id) {
-					rc.Skipped = append(rc.Skipped, id)
-				}
-			}
+			rc.Skipped = StartAtSkipped(x.wf, opts.StartAt, rc.Steps)
 		}
 		x.emit(newEvent(now, EvRunCreated, "", rc))
 		if err := x.writeWorkflowJSON(); err != nil {
@@ -573,15 +568,19 @@ func (x *run) reconcileWorkflow(now time.Time) {
 			x.announce(e)
 		}
 	}
-	for _, id := range order {
-		if !slices.Contains(ids, id) {
-			e := newEvent(now, EvStepRemoved, id, Note{Message: "the workflow no longer has this step"})
-			x.emit(e)
-			x.announce(e)
+	same := slices.Equal(ids, order)
+	if !same {
+		kept := setOf(ids)
+		for _, id := range order {
+			if !kept[id] {
+				e := newEvent(now, EvStepRemoved, id, Note{Message: "the workflow no longer has this step"})
+				x.emit(e)
+				x.announce(e)
+			}
 		}
 	}
 	vars := runVars(x.wf, x.st)
-	if d := x.digest; d != from || !slices.Equal(ids, order) || !maps.Equal(vars, x.st.Vars) {
+	if d := x.digest; d != from || !same || !maps.Equal(vars, x.st.Vars) {
 		wc := WorkflowChanged{From: from, To: d, Order: ids}
 		if !maps.Equal(vars, x.st.Vars) {
 			wc.Vars = vars

@@ -47,8 +47,9 @@ func PlanStartAt(fsys afero.Fs, wf *config.Workflow, st *State, repo, step strin
 		// The instance's loop runs again for its item.
 		p.Rerun = append([]string{k.Loop}, p.Rerun...)
 	}
+	rerun := setOf(p.Rerun)
 	for _, id := range st.StepOrder {
-		if slices.Contains(p.Rerun, id) {
+		if rerun[id] {
 			continue
 		}
 		ss := st.Steps[id]
@@ -78,6 +79,31 @@ func PlanStartAt(fsys afero.Fs, wf *config.Workflow, st *State, repo, step strin
 		}
 	}
 	return p, nil
+}
+
+// StartAtSkipped lists, in their order, the steps of a new run started
+// at step (flow run --start-at-step) that do not run: those that are
+// neither step nor downstream of it.
+func StartAtSkipped(wf *config.Workflow, step string, steps []string) []string {
+	rerun := setOf(wf.Downstream(step))
+	rerun[step] = true
+	var skipped []string
+	for _, id := range steps {
+		if !rerun[id] {
+			skipped = append(skipped, id)
+		}
+	}
+	return skipped
+}
+
+// setOf returns the set of ids: looking each step of a run up in a list
+// of thousands would take time in the square of the run's size.
+func setOf(ids []string) map[string]bool {
+	set := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		set[id] = true
+	}
+	return set
 }
 
 // StartAtReset lists the steps and instances a restart at step resets,

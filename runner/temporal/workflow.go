@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"path"
-	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -259,12 +258,7 @@ func startingAt(created runner.Event, wf *config.Workflow, step string) (runner.
 		return created, temporal.NewNonRetryableApplicationError(fmt.Sprintf("--start-at-step: unknown step %q", step), "refused", nil)
 	}
 	rc.StartAt = step
-	rerun := append([]string{step}, wf.Downstream(step)...)
-	for _, id := range rc.Steps {
-		if !slices.Contains(rerun, id) {
-			rc.Skipped = append(rc.Skipped, id)
-		}
-	}
+	rc.Skipped = runner.StartAtSkipped(wf, step, rc.Steps)
 	return core.NewEvent(created.At.Time, core.EvRunCreated, "", rc), nil
 }
 
