@@ -3,6 +3,7 @@ package ops
 import (
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -40,13 +41,24 @@ func (s *Service) exists(path string) bool {
 // refuses a workflow in agent_orchestrator's format whose agents have
 // nothing to run them, before anything is created.
 func (s *Service) loadInvoked(path, repo string, v runner.Invocation) (*config.Workflow, error) {
+	return s.loadInvokedFrom(nil, path, repo, v)
+}
+
+// loadInvokedFrom is loadInvoked, taking the workflow from read when
+// read was loaded from path with the same options (a large workflow
+// is not parsed twice).
+func (s *Service) loadInvokedFrom(read *loaded, path, repo string, v runner.Invocation) (*config.Workflow, error) {
 	if v.Wrapper != "" && v.CommandTemplate != "" {
 		return nil, runner.Usage("--wrapper and --command-template both say how an agent runs; give one")
 	}
 	if repo == "" {
 		repo = s.cwd()
 	}
-	wf, err := config.LoadWith(s.FS, path, v.LoadOptions(repo))
+	opts := v.LoadOptions(repo)
+	wf, err := read.reuse(path, opts)
+	if wf == nil && err == nil {
+		wf, err = config.LoadWith(s.FS, path, opts)
+	}
 	if err != nil {
 		return nil, &runner.ExitError{Code: runner.ExitUsage, Err: err}
 	}
@@ -75,20 +87,43 @@ func (s *Service) loadInvoked(path, repo string, v runner.Invocation) (*config.W
 // restartInvocation is the invocation of a restart at a step: the one
 // kept by the run it restarts (named, or the newest of the workflow),
 // with v's flags over it. Without such a run it is v.
-func (s *Service) restartInvocation(path, repo, runID string, v runner.Invocation) runner.Invocation {
-	wf, err := config.LoadWith(s.FS, path, v.LoadOptions(repo))
+//
+// It returns, too, the workflow it read to find the run, with the
+// options it read it with, for loadInvokedFrom.
+func (s *Service) restartInvocation(path, repo, runID string, v runner.Invocation) (runner.Invocation, *loaded) {
+	opts := v.LoadOptions(repo)
+	wf, err := config.LoadWith(s.FS, path, opts)
+	read := &loaded{path: path, opts: opts, wf: wf, err: err}
 	if err != nil {
-		return v
+		return v, read
 	}
 	ref, err := runner.FindRun(s.FS, repo, runID, wf.Name)
 	if err != nil {
-		return v
+		return v, read
 	}
 	kept, err := runner.ReadInvocation(s.FS, ref.Dir)
 	if err != nil {
-		return v
+		return v, read
 	}
-	return kept.Merge(v)
+	return kept.Merge(v), read
+}
+
+// loaded is a workflow file read with some options: the workflow, or
+// the error that reading it gave.
+type loaded struct {
+	path string
+	opts config.Options
+	wf   *config.Workflow
+	err  error
+}
+
+// reuse returns what reading path with opts gives, when l is that
+// reading; otherwise nil and nil.
+func (l *loaded) reuse(path string, opts config.Options) (*config.Workflow, error) {
+	if l == nil || l.path != path || !reflect.DeepEqual(l.opts, opts) {
+		return nil, nil
+	}
+	return l.wf, l.err
 }
 
 // orchestratorBudgets reads --max-iterations as agent_orchestrator does

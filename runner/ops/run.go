@@ -145,12 +145,13 @@ func (s *Service) PrepareRun(req RunRequest) (*Launch, error) {
 		return nil, err
 	}
 	inv := s.absInvocation(req.Invocation)
+	var read *loaded
 	if req.StartAt != "" {
 		// The run restarted keeps how it was invoked: its flags need not
 		// be given again.
-		inv = s.restartInvocation(req.Workflow, repo, req.RunID, inv)
+		inv, read = s.restartInvocation(req.Workflow, repo, req.RunID, inv)
 	}
-	wf, err := s.loadInvoked(req.Workflow, repo, inv)
+	wf, err := s.loadInvokedFrom(read, req.Workflow, repo, inv)
 	if err != nil {
 		return nil, err
 	}
