@@ -65,6 +65,10 @@ func printDryRun(w io.Writer, d ops.DryRun) {
 			fmt.Fprintf(w, "  %s = %s\n", k, d.Vars[k])
 		}
 	}
+	byID := make(map[string][]int, len(d.Steps))
+	for i, s := range d.Steps {
+		byID[s.ID] = append(byID[s.ID], i)
+	}
 	for g, ids := range d.Groups {
 		together := ""
 		if len(ids) > 1 {
@@ -72,10 +76,8 @@ func printDryRun(w io.Writer, d ops.DryRun) {
 		}
 		fmt.Fprintf(w, "group %d%s\n", g+1, together)
 		for _, id := range ids {
-			for _, s := range d.Steps {
-				if s.ID == id {
-					printDryRunStep(w, s, "  ")
-				}
+			for _, i := range byID[id] {
+				printDryRunStep(w, d.Steps[i], "  ")
 			}
 		}
 	}
