@@ -76,7 +76,7 @@ func LoadState(fsys afero.Fs, runDir string, repair bool, now time.Time) (*State
 			return applyErr
 		}
 		if repair && hadSnap && e.Seq == check.seq {
-			check.replayed, check.reached = digest(st)
+			check.at(st)
 		}
 		return nil
 	})
@@ -106,7 +106,11 @@ func LoadState(fsys afero.Fs, runDir string, repair bool, now time.Time) (*State
 		return st, damaged, fmt.Errorf("read events of run %s: %w", st.RunID, readErr)
 	}
 	if repair && hadSnap && !damaged {
-		if !check.reached || !check.encoded || check.replayed != check.sum {
+		agreed, err := check.agreed(fsys, statePath)
+		if err != nil {
+			return nil, false, err
+		}
+		if !agreed {
 			damaged = true
 		} else if check.runner && st.Runner != nil && check.pid == st.Runner.PID && check.host == st.Runner.Host {
 			// The heartbeat lives only in the snapshot.
@@ -122,22 +126,93 @@ func LoadState(fsys afero.Fs, runDir string, repair bool, now time.Time) (*State
 }
 
 // snapshotCheck is what a runner keeps of a snapshot to compare it with
-// the replay of the log: its seq, the digest of its content without the
-// heartbeat, and its runner (whose heartbeat only the snapshot records).
+// the replay of the log: its seq, its runner (whose heartbeat only the
+// snapshot records), and a digest to compare.
+//
+// A snapshot as flow writes it is checked without being decoded: the
+// SHA-256 of the file is compared with that of the replay at its seq,
+// encoded as a snapshot with the snapshot's heartbeat (fast). Any other
+// file — another layout, a hand edit, an earlier version's encoding —
+// is then decoded, and its encoding without the heartbeat compared with
+// the replay's, as it always was.
 type snapshotCheck struct {
 	present   bool // whether there was a snapshot
 	seq       int64
-	sum       [sha256.Size]byte
-	encoded   bool // whether the snapshot could be encoded: sum is set
 	runner    bool
 	pid       int
 	host      string
 	heartbeat *Time
 
-	// replayed is the digest of the replay at seq, once reached (and
-	// encoded).
+	// fast: file is the digest of the snapshot's bytes, and the
+	// snapshot is decoded only if the replay's encoding differs.
+	fast bool
+	file [sha256.Size]byte
+	same bool // the replay at seq encodes to the file's bytes
+
+	// sum is the digest of the decoded snapshot's encoding without the
+	// heartbeat (encoded: it could be encoded); replayed that of the
+	// replay at seq (reached: it was reached and encoded).
+	sum      [sha256.Size]byte
+	encoded  bool
 	replayed [sha256.Size]byte
 	reached  bool
+}
+
+// fastSnapshotCheck is the check of the snapshot at path without
+// decoding its steps, or ok false when it is not in flow's layout or
+// cannot be read.
+func fastSnapshotCheck(fsys afero.Fs, path string) (c snapshotCheck, ok bool) {
+	head := (&headReader{}).snapshotHead(fsys, path)
+	if head == nil {
+		return c, false
+	}
+	f, err := fsys.Open(path)
+	if err != nil {
+		return c, false
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return c, false
+	}
+	c = snapshotCheck{present: true, seq: head.Seq, fast: true}
+	h.Sum(c.file[:0])
+	c.setRunner(head.Runner)
+	return c, true
+}
+
+func (c *snapshotCheck) setRunner(r *RunnerInfo) {
+	if r != nil {
+		c.runner, c.pid, c.host, c.heartbeat = true, r.PID, r.Host, r.HeartbeatAt
+	}
+}
+
+// at records the replay st at the snapshot's seq.
+func (c *snapshotCheck) at(st *State) {
+	if c.fast {
+		if sum, ok := snapshotDigest(st, c.heartbeat); ok && sum == c.file {
+			c.same = true
+			return
+		}
+	}
+	c.replayed, c.reached = digest(st)
+}
+
+// agreed reports whether the snapshot agrees with the replay at its
+// seq; a fast check that found the bytes different decodes the
+// snapshot at statePath now.
+func (c *snapshotCheck) agreed(fsys afero.Fs, statePath string) (bool, error) {
+	if c.same {
+		return true, nil
+	}
+	if c.fast {
+		snap, damaged, err := readSnapshot(fsys, statePath)
+		if err != nil || damaged || snap == nil {
+			return false, err
+		}
+		c.sum, c.encoded = digest(snap)
+	}
+	return c.reached && c.encoded && c.replayed == c.sum, nil
 }
 
 // startReplay reads the snapshot at statePath and returns the state to
@@ -146,6 +221,11 @@ type snapshotCheck struct {
 // snapshot kept only as a snapshotCheck (a reader's check holds only
 // whether there was one, and its seq).
 func startReplay(fsys afero.Fs, statePath string, repair bool) (*State, snapshotCheck, bool, error) {
+	if repair {
+		if c, ok := fastSnapshotCheck(fsys, statePath); ok {
+			return &State{}, c, false, nil
+		}
+	}
 	snap, damaged, err := readSnapshot(fsys, statePath)
 	switch {
 	case err != nil:
@@ -158,12 +238,11 @@ func startReplay(fsys afero.Fs, statePath string, repair bool) (*State, snapshot
 	return &State{}, newSnapshotCheck(snap), damaged, nil
 }
 
+// newSnapshotCheck is the check of a decoded snapshot.
 func newSnapshotCheck(snap *State) snapshotCheck {
 	c := snapshotCheck{present: true, seq: snap.Seq}
 	c.sum, c.encoded = digest(snap)
-	if r := snap.Runner; r != nil {
-		c.runner, c.pid, c.host, c.heartbeat = true, r.PID, r.Host, r.HeartbeatAt
-	}
+	c.setRunner(snap.Runner)
 	return c
 }
 
@@ -182,6 +261,23 @@ func readSnapshot(fsys afero.Fs, path string) (st *State, damaged bool, err erro
 		return nil, true, nil
 	}
 	return s, false, nil
+}
+
+// snapshotDigest is the SHA-256 of run_state.json as a runner writes
+// it for st, with heartbeat as the runner's heartbeat.
+func snapshotDigest(st *State, heartbeat *Time) (sum [sha256.Size]byte, ok bool) {
+	if st.Runner != nil {
+		hb := st.Runner.HeartbeatAt
+		st.Runner.HeartbeatAt = heartbeat
+		defer func() { st.Runner.HeartbeatAt = hb }()
+	}
+	h := sha256.New()
+	if err := st.WriteIndented(h); err != nil {
+		return sum, false
+	}
+	h.Write([]byte{'\n'})
+	h.Sum(sum[:0])
+	return sum, true
 }
 
 // digest is the SHA-256 of a state's snapshot encoding without the

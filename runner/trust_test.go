@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -225,6 +226,39 @@ func TestSnapshotThatAgreesIsKept(t *testing.T) {
 		t.Error("the replayed state has no digest")
 	} else if d2, _ := digest(snap); d1 != d2 {
 		t.Error("the replay and the snapshot it agrees with have different digests")
+	}
+	if _, fast := fastSnapshotCheck(e.fs, filepath.Join(dir, StateFile)); !fast {
+		t.Error("a snapshot as flow writes it is not checked by its bytes")
+	}
+	// Checked by its bytes, it is read twice (its head, its digest) and
+	// never decoded whole (a third reading).
+	opens := &countOpens{Fs: e.fs, path: filepath.Join(dir, StateFile)}
+	if _, damaged, err := LoadState(opens, dir, true, e.clock.Now()); err != nil || damaged || opens.n != 2 {
+		t.Errorf("LoadState for a runner: damaged %v, %v; the snapshot opened %d times, want 2", damaged, err, opens.n)
+	}
+
+	// The same state in other bytes — a blank line at the end, the
+	// whole file compact — is decoded and still agrees.
+	raw, _ := afero.ReadFile(e.fs, filepath.Join(dir, StateFile))
+	compact, err := json.Marshal(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{"a blank line at the end": append(raw, '\n'), "compact": compact} {
+		if err := afero.WriteFile(e.fs, filepath.Join(dir, StateFile), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		st, damaged, err := LoadState(e.fs, dir, true, e.clock.Now())
+		if err != nil || damaged {
+			t.Errorf("%s: damaged %v, %v", name, damaged, err)
+			continue
+		}
+		if st.Runner == nil || st.Runner.HeartbeatAt == nil || !st.Runner.HeartbeatAt.Equal(snap.Runner.HeartbeatAt.Time) {
+			t.Errorf("%s: heartbeat %+v, want the snapshot's", name, st.Runner)
+		}
+	}
+	if aside, _ := afero.Glob(e.fs, filepath.Join(dir, StateFile+".corrupt-*")); len(aside) != 0 {
+		t.Errorf("a snapshot in other bytes was kept aside: %v", aside)
 	}
 }
 
@@ -510,4 +544,25 @@ steps:
 	if !runWide["code"] || !runWide["test"] || !runWide["late"] || runWide["plan"] || runWide["quiet"] {
 		t.Errorf("run-wide: %v", runWide)
 	}
+}
+
+// countOpens counts the openings of one file.
+type countOpens struct {
+	afero.Fs
+	path string
+	n    int
+}
+
+func (c *countOpens) Open(name string) (afero.File, error) {
+	if name == c.path {
+		c.n++
+	}
+	return c.Fs.Open(name)
+}
+
+func (c *countOpens) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
+	if name == c.path {
+		c.n++
+	}
+	return c.Fs.OpenFile(name, flag, perm)
 }
