@@ -126,6 +126,12 @@ type Options struct {
 	// PlanRetry). Budgets.MaxIterations with ForceMaxIterations raises
 	// the iteration budgets for it.
 	Retry bool
+	// Read is the run's state as the caller read it just before (the
+	// operations layer reads it to find the run), or nil. The checks
+	// a runner makes before it takes the run's lock — a finished run is
+	// refused without anything written — use it instead of reading the
+	// run again; what the runner runs is read again under the lock.
+	Read *State
 }
 
 // Result is how a run ended.
@@ -295,7 +301,10 @@ func (x *run) open() error {
 		return Usage("run %s already exists in %s; use flow resume %s, or another --run-id", runID, x.dir, runID)
 	}
 	if exists && opts.StartAt == "" {
-		st, _, err := LoadState(fsys, x.dir, false, now)
+		st, err := opts.Read, error(nil)
+		if st == nil || st.RunID != runID {
+			st, _, err = LoadState(fsys, x.dir, false, now)
+		}
 		if err == nil && opts.Retry && st.Status != RunFailed {
 			return Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", runID, st.Status)
 		}

@@ -546,6 +546,36 @@ steps:
 	}
 }
 
+// TestResumeUsesTheStateItWasGiven: a resume given the run's state as
+// its caller just read it (Options.Read) does not read the run again
+// for the checks before its lock — and refuses a finished run from it
+// as it would from the record.
+func TestResumeUsesTheStateItWasGiven(t *testing.T) {
+	e := newEnv(t, "name: t\nsteps:\n  - {id: a, run: x}\n  - {id: h, human: {message: go}}\n  - {id: b, run: x}\n")
+	e.run(&scripted{fn: ok}, Options{NoWait: true})
+	dir := RunDir(repo, "r1")
+	read, _, err := LoadState(e.fs, dir, false, e.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opens := func(given *State) int {
+		c := &countOpens{Fs: e.fs, path: filepath.Join(dir, StateFile)}
+		if _, err := e.tryRun(c, &scripted{fn: ok}, Options{Resume: true, NoWait: true, Read: given}); err != nil {
+			t.Fatal(err)
+		}
+		return c.n
+	}
+	if without, with := opens(nil), opens(read); with != without-1 {
+		t.Errorf("run_state.json opened %d times with the state given, %d without: want one fewer", with, without)
+	}
+	done := *read
+	done.Status, done.ExitCode = RunCompleted, 0
+	_, err = e.tryRun(e.fs, &scripted{fn: ok}, Options{Resume: true, Read: &done})
+	if CodeOf(err) != ExitRefused {
+		t.Errorf("resume given a completed run's state: %v (exit %d), want refused (exit 8)", err, CodeOf(err))
+	}
+}
+
 // countOpens counts the openings of one file.
 type countOpens struct {
 	afero.Fs

@@ -216,6 +216,9 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 	}
 	l := &Launch{Workflow: wf, Options: runner.Options{Workflow: wf, Repo: repo, RunID: ref.ID, Resume: true,
 		NoWait: req.NoWait, Budgets: orchestratorBudgets(wf, req.Budgets), Invocation: inv}}
+	if ref.Err == nil {
+		l.Options.Read = ref.State
+	}
 	if req.Retry {
 		if ref.State.Status != runner.RunFailed {
 			return nil, runner.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", ref.ID, ref.State.Status)
