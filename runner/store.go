@@ -58,10 +58,10 @@ func RunDir(repo, runID string) string { return filepath.Join(RunsDir(repo), run
 func LoadState(fsys afero.Fs, runDir string, repair bool, now time.Time) (*State, bool, error) {
 	statePath := filepath.Join(runDir, StateFile)
 	eventsPath := filepath.Join(runDir, EventsFile)
-	// A runner replays every event and compares the replay at the
-	// snapshot's seq with the snapshot, by digest: the snapshot is let
-	// go before the replay, so that a large run's two states are not
-	// held at once, nor their encodings.
+	// A runner replays every event and checks the snapshot against the
+	// replay at the snapshot's seq (snapshotCheck): neither the
+	// snapshot's state nor its encoding is held while it replays, so
+	// that a large run's two states are never in memory at once.
 	st, check, damaged, err := startReplay(fsys, statePath, repair)
 	if err != nil {
 		return nil, false, err
