@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/countfs"
 	"github.com/flow-run/flow/internal/runlock"
 )
 
@@ -232,9 +233,9 @@ func TestSnapshotThatAgreesIsKept(t *testing.T) {
 	}
 	// Checked by its bytes, it is read twice (its head, its digest) and
 	// never decoded whole (a third reading).
-	opens := &countOpens{Fs: e.fs, path: filepath.Join(dir, StateFile)}
-	if _, damaged, err := LoadState(opens, dir, true, e.clock.Now()); err != nil || damaged || opens.n != 2 {
-		t.Errorf("LoadState for a runner: damaged %v, %v; the snapshot opened %d times, want 2", damaged, err, opens.n)
+	counted := countfs.New(e.fs)
+	if _, damaged, err := LoadState(counted, dir, true, e.clock.Now()); err != nil || damaged || counted.Opens(filepath.Join(dir, StateFile)) != 2 {
+		t.Errorf("LoadState for a runner: damaged %v, %v; the snapshot opened %d times, want 2", damaged, err, counted.Opens(filepath.Join(dir, StateFile)))
 	}
 
 	// The same state in other bytes — a blank line at the end, the
@@ -559,11 +560,11 @@ func TestResumeUsesTheStateItWasGiven(t *testing.T) {
 		t.Fatal(err)
 	}
 	opens := func(given *State) int {
-		c := &countOpens{Fs: e.fs, path: filepath.Join(dir, StateFile)}
+		c := countfs.New(e.fs)
 		if _, err := e.tryRun(c, &scripted{fn: ok}, Options{Resume: true, NoWait: true, Read: given}); err != nil {
 			t.Fatal(err)
 		}
-		return c.n
+		return c.Opens(filepath.Join(dir, StateFile))
 	}
 	if without, with := opens(nil), opens(read); with != without-1 {
 		t.Errorf("run_state.json opened %d times with the state given, %d without: want one fewer", with, without)
@@ -574,25 +575,4 @@ func TestResumeUsesTheStateItWasGiven(t *testing.T) {
 	if CodeOf(err) != ExitRefused {
 		t.Errorf("resume given a completed run's state: %v (exit %d), want refused (exit 8)", err, CodeOf(err))
 	}
-}
-
-// countOpens counts the openings of one file.
-type countOpens struct {
-	afero.Fs
-	path string
-	n    int
-}
-
-func (c *countOpens) Open(name string) (afero.File, error) {
-	if name == c.path {
-		c.n++
-	}
-	return c.Fs.Open(name)
-}
-
-func (c *countOpens) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
-	if name == c.path {
-		c.n++
-	}
-	return c.Fs.OpenFile(name, flag, perm)
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/clock"
+	"github.com/flow-run/flow/internal/countfs"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner"
@@ -265,50 +266,28 @@ func TestStartUsesTheEngine(t *testing.T) {
 	}
 }
 
-// openCounter counts the openings of one file.
-type openCounter struct {
-	afero.Fs
-	path string
-	n    int
-}
-
-func (c *openCounter) Open(name string) (afero.File, error) {
-	if name == c.path {
-		c.n++
-	}
-	return c.Fs.Open(name)
-}
-
-func (c *openCounter) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
-	if name == c.path {
-		c.n++
-	}
-	return c.Fs.OpenFile(name, flag, perm)
-}
-
 // TestStartAtReadsTheWorkflowOnce: a restart at a step reads the
 // workflow to find the run it restarts, and reads it again only when
 // the run's kept invocation changes how it is read.
 func TestStartAtReadsTheWorkflowOnce(t *testing.T) {
 	s, _ := newService(t, twoSteps, nil)
 	run(t, s, RunRequest{Workflow: wf, RunID: "plain"})
-	count := &openCounter{Fs: s.FS, path: wf}
+	count := countfs.New(s.FS)
 	s.FS = count
 	if _, err := s.PrepareRun(RunRequest{Workflow: wf, StartAt: "code", RunID: "plain", Force: true}); err != nil {
 		t.Fatal(err)
 	}
-	if count.n != 1 {
-		t.Errorf("a restart read the workflow %d times, want once", count.n)
+	if n := count.Opens(wf); n != 1 {
+		t.Errorf("a restart read the workflow %d times, want once", n)
 	}
-	s.FS = count.Fs
 	run(t, s, RunRequest{Workflow: wf, RunID: "flow", Invocation: runner.Invocation{Format: config.FormatFlow}})
-	s.FS, count.n = count, 0
+	count.Reset()
 	l, err := s.PrepareRun(RunRequest{Workflow: wf, StartAt: "code", RunID: "flow", Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if count.n != 2 || l.Options.Invocation.Format != config.FormatFlow {
-		t.Errorf("a restart whose run was read as %q read the workflow %d times (want 2), format %q", config.FormatFlow, count.n, l.Options.Invocation.Format)
+	if n := count.Opens(wf); n != 2 || l.Options.Invocation.Format != config.FormatFlow {
+		t.Errorf("a restart whose run was read as %q read the workflow %d times (want 2), format %q", config.FormatFlow, n, l.Options.Invocation.Format)
 	}
 }
 
