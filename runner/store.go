@@ -264,7 +264,8 @@ func readSnapshot(fsys afero.Fs, path string) (st *State, damaged bool, err erro
 }
 
 // snapshotDigest is the SHA-256 of run_state.json as a runner writes
-// it for st, with heartbeat as the runner's heartbeat.
+// it for st, with heartbeat as the runner's heartbeat. The encoding
+// streams through the hash a step at a time.
 func snapshotDigest(st *State, heartbeat *Time) (sum [sha256.Size]byte, ok bool) {
 	if st.Runner != nil {
 		hb := st.Runner.HeartbeatAt
@@ -280,23 +281,12 @@ func snapshotDigest(st *State, heartbeat *Time) (sum [sha256.Size]byte, ok bool)
 	return sum, true
 }
 
-// digest is the SHA-256 of a state's snapshot encoding without the
-// heartbeat, which only the snapshot records: two states with the same
-// digest write the same run_state.json. The encoding streams through
-// the hash a step at a time. A state that cannot be encoded has none
-// (ok is false), and matches nothing.
+// digest is the SHA-256 of a state's snapshot without the heartbeat,
+// which only the snapshot records: two states with the same digest
+// write the same run_state.json but for the heartbeat. A state that
+// cannot be encoded has none (ok is false), and matches nothing.
 func digest(st *State) (sum [sha256.Size]byte, ok bool) {
-	if st.Runner != nil {
-		hb := st.Runner.HeartbeatAt
-		st.Runner.HeartbeatAt = nil
-		defer func() { st.Runner.HeartbeatAt = hb }()
-	}
-	h := sha256.New()
-	if err := st.WriteIndented(h); err != nil {
-		return sum, false
-	}
-	h.Sum(sum[:0])
-	return sum, true
+	return snapshotDigest(st, nil)
 }
 
 // keepAside renames a damaged run_state.json out of the way.
