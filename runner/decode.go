@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"runtime"
 	"sync"
+
+	"github.com/flow-run/flow/runner/core"
 )
 
 // splitMin is the size of a snapshot from which decodeState decodes
@@ -24,9 +26,10 @@ const splitChunk = 128 << 10
 // the steps last, one per line indented by four spaces) is decoded in
 // parts at once, one goroutine per CPU: the fields before the steps,
 // and runs of whole steps, each closed into an object of its own (see
-// decodeSplit). Anything else is decoded whole.
+// decodeSplit), each run read by core.DecodeSteps when it can and by
+// encoding/json when it cannot. Anything else is decoded whole.
 func decodeState(b []byte) *State {
-	if workers := runtime.GOMAXPROCS(0); len(b) >= splitMin && workers > 1 {
+	if workers := runtime.GOMAXPROCS(0); len(b) >= splitMin {
 		// Two parts per goroutine even out parts that take longer.
 		if st := decodeSplit(b, max(splitChunk, len(b)/(2*workers)), workers); st != nil {
 			return st
@@ -118,6 +121,10 @@ func decodeSplit(b []byte, size, workers int) *State {
 			for i := range next {
 				if i == len(parts) {
 					errs[i] = json.Unmarshal(b[:at], &st)
+					continue
+				}
+				if m, ok := core.DecodeSteps(parts[i]); ok {
+					steps[i] = m
 					continue
 				}
 				errs[i] = json.Unmarshal(parts[i], &steps[i])

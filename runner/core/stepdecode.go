@@ -1,0 +1,455 @@
+package core
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// DecodeSteps decodes a JSON object of steps, {"id": {...}, ...}, to
+// exactly what json.Unmarshal gives for a map[string]*StepState, for
+// the steps flow writes for most runs; reading a snapshot is most of
+// what flow status and a takeover spend on a run of thousands of steps.
+// ok is false, and the caller decodes b with encoding/json, at anything
+// it does not read exactly as encoding/json does: a string with an
+// escape or that is not UTF-8, a key that is not a field's exact name or
+// that comes twice, a number with a fraction or an exponent, a value of
+// another type than the field's, and the fields held behind a pointer to
+// a struct or that only loops have (feedback, human, usage,
+// conversation_usage, loop_items, loop_index, loop_completed, items,
+// removed_items). The fuzz test FuzzDecodeSteps holds it to that.
+func DecodeSteps(b []byte) (steps map[string]*StepState, ok bool) {
+	p := stepParser{b: b}
+	p.ws()
+	if !p.lit("{") {
+		return nil, false
+	}
+	steps = map[string]*StepState{}
+	p.ws()
+	if p.lit("}") {
+		return steps, p.end()
+	}
+	for {
+		p.ws()
+		id, ok := p.str()
+		if !ok {
+			return nil, false
+		}
+		p.ws()
+		if !p.lit(":") {
+			return nil, false
+		}
+		p.ws()
+		st, ok := p.step()
+		if !ok {
+			return nil, false
+		}
+		steps[id] = st
+		p.ws()
+		if p.lit(",") {
+			continue
+		}
+		if p.lit("}") {
+			return steps, p.end()
+		}
+		return nil, false
+	}
+}
+
+// stepParser reads the JSON of steps at b[i:].
+type stepParser struct {
+	b []byte
+	i int
+}
+
+// The fields DecodeSteps reads, by JSON name.
+const (
+	sfStatus = iota
+	sfAttempts
+	sfIterationCount
+	sfReportPath
+	sfStartedAt
+	sfEndedAt
+	sfLastError
+	sfArtifacts
+	sfMetrics
+	sfLogs
+	sfManualInputPath
+	sfBlockedByLoop
+	sfWaitingFor
+	sfWaitingGates
+	sfExitCode
+	sfVerdict
+	sfSignals
+	sfLogPath
+	sfPID
+	sfSessionMarker
+	sfGateFailed
+	sfAgentSession
+)
+
+var stepFields = map[string]int{
+	"status": sfStatus, "attempts": sfAttempts, "iteration_count": sfIterationCount,
+	"report_path": sfReportPath, "started_at": sfStartedAt, "ended_at": sfEndedAt,
+	"last_error": sfLastError, "artifacts": sfArtifacts, "metrics": sfMetrics, "logs": sfLogs,
+	"manual_input_path": sfManualInputPath, "blocked_by_loop": sfBlockedByLoop,
+	"waiting_for": sfWaitingFor, "waiting_gates": sfWaitingGates, "exit_code": sfExitCode,
+	"verdict": sfVerdict, "signals": sfSignals, "log_path": sfLogPath, "pid": sfPID,
+	"session_marker": sfSessionMarker, "gate_failed": sfGateFailed, "agent_session": sfAgentSession,
+}
+
+// step reads one step's object.
+func (p *stepParser) step() (*StepState, bool) {
+	if !p.lit("{") {
+		return nil, false
+	}
+	s := &StepState{}
+	p.ws()
+	if p.lit("}") {
+		return s, true
+	}
+	var seen uint32
+	for {
+		p.ws()
+		key, ok := p.raw()
+		if !ok {
+			return nil, false
+		}
+		f, known := stepFields[string(key)]
+		if !known || seen&(1<<f) != 0 {
+			return nil, false
+		}
+		seen |= 1 << f
+		p.ws()
+		if !p.lit(":") {
+			return nil, false
+		}
+		p.ws()
+		if !p.field(s, f) {
+			return nil, false
+		}
+		p.ws()
+		if p.lit(",") {
+			continue
+		}
+		if p.lit("}") {
+			return s, true
+		}
+		return nil, false
+	}
+}
+
+// field reads the value of field f into s. A null leaves a string, a
+// number or a bool as it is and makes a pointer, a slice or a map nil,
+// as encoding/json does.
+func (p *stepParser) field(s *StepState, f int) bool {
+	null := p.lit("null")
+	switch f {
+	case sfStatus, sfVerdict, sfLogPath, sfSessionMarker, sfAgentSession:
+		if null {
+			return true
+		}
+		v, ok := p.str()
+		switch f {
+		case sfStatus:
+			s.Status = Status(v)
+		case sfVerdict:
+			s.Verdict = v
+		case sfLogPath:
+			s.LogPath = v
+		case sfSessionMarker:
+			s.SessionMarker = v
+		case sfAgentSession:
+			s.AgentSession = v
+		}
+		return ok
+	case sfAttempts, sfIterationCount, sfPID:
+		if null {
+			return true
+		}
+		n, ok := p.int()
+		switch f {
+		case sfAttempts:
+			s.Attempts = n
+		case sfIterationCount:
+			s.IterationCount = n
+		case sfPID:
+			s.PID = n
+		}
+		return ok
+	case sfGateFailed:
+		switch {
+		case null:
+		case p.lit("true"):
+			s.GateFailed = true
+		case p.lit("false"):
+			s.GateFailed = false
+		default:
+			return false
+		}
+		return true
+	case sfReportPath, sfLastError, sfManualInputPath, sfBlockedByLoop, sfWaitingFor:
+		var ptr *string
+		if !null {
+			v, ok := p.str()
+			if !ok {
+				return false
+			}
+			ptr = &v
+		}
+		switch f {
+		case sfReportPath:
+			s.ReportPath = ptr
+		case sfLastError:
+			s.LastError = ptr
+		case sfManualInputPath:
+			s.ManualInputPath = ptr
+		case sfBlockedByLoop:
+			s.BlockedByLoop = ptr
+		case sfWaitingFor:
+			s.WaitingFor = ptr
+		}
+		return true
+	case sfStartedAt, sfEndedAt:
+		var t *Time
+		if !null {
+			from := p.i
+			if _, ok := p.str(); !ok {
+				return false
+			}
+			t = new(Time)
+			if t.UnmarshalJSON(p.b[from:p.i]) != nil {
+				return false
+			}
+		}
+		if f == sfStartedAt {
+			s.StartedAt = t
+		} else {
+			s.EndedAt = t
+		}
+		return true
+	case sfExitCode:
+		if !null {
+			n, ok := p.int()
+			if !ok {
+				return false
+			}
+			s.ExitCode = &n
+		}
+		return true
+	case sfArtifacts, sfLogs, sfWaitingGates:
+		var list []string
+		if !null {
+			var ok bool
+			if list, ok = p.strings(); !ok {
+				return false
+			}
+		}
+		switch f {
+		case sfArtifacts:
+			s.Artifacts = list
+		case sfLogs:
+			s.Logs = list
+		case sfWaitingGates:
+			s.WaitingGates = list
+		}
+		return true
+	case sfMetrics:
+		if null {
+			return true
+		}
+		m, ok := p.stringMap()
+		s.Metrics = m
+		return ok
+	case sfSignals:
+		if null {
+			return true
+		}
+		m, ok := p.boolMap()
+		s.Signals = m
+		return ok
+	}
+	return false
+}
+
+// strings reads an array of strings; [] is an empty slice, not nil.
+func (p *stepParser) strings() ([]string, bool) {
+	if !p.lit("[") {
+		return nil, false
+	}
+	list := []string{}
+	p.ws()
+	if p.lit("]") {
+		return list, true
+	}
+	for {
+		p.ws()
+		v, ok := p.str()
+		if !ok {
+			return nil, false
+		}
+		list = append(list, v)
+		p.ws()
+		if p.lit(",") {
+			continue
+		}
+		return list, p.lit("]")
+	}
+}
+
+// stringMap reads an object of strings; {} is an empty map, not nil. A
+// key seen twice keeps its last value, as in encoding/json.
+func (p *stepParser) stringMap() (map[string]string, bool) {
+	m := map[string]string{}
+	ok := p.object(func() bool {
+		k, ok := p.str()
+		if !ok || !p.colon() {
+			return false
+		}
+		v, ok := p.str()
+		m[k] = v
+		return ok
+	})
+	return m, ok
+}
+
+// boolMap reads an object of booleans.
+func (p *stepParser) boolMap() (map[string]bool, bool) {
+	m := map[string]bool{}
+	ok := p.object(func() bool {
+		k, ok := p.str()
+		if !ok || !p.colon() {
+			return false
+		}
+		switch {
+		case p.lit("true"):
+			m[k] = true
+		case p.lit("false"):
+			m[k] = false
+		default:
+			return false
+		}
+		return true
+	})
+	return m, ok
+}
+
+// object reads {member, ...}, each member by member.
+func (p *stepParser) object(member func() bool) bool {
+	if !p.lit("{") {
+		return false
+	}
+	p.ws()
+	if p.lit("}") {
+		return true
+	}
+	for {
+		p.ws()
+		if !member() {
+			return false
+		}
+		p.ws()
+		if p.lit(",") {
+			continue
+		}
+		return p.lit("}")
+	}
+}
+
+func (p *stepParser) colon() bool {
+	p.ws()
+	ok := p.lit(":")
+	p.ws()
+	return ok
+}
+
+// str reads a string without escapes or control characters, which is
+// valid UTF-8: its bytes are its value.
+func (p *stepParser) str() (string, bool) {
+	raw, ok := p.raw()
+	if !ok {
+		return "", false
+	}
+	return string(raw), true
+}
+
+// raw reads a string as str does, and returns its bytes in b.
+func (p *stepParser) raw() ([]byte, bool) {
+	if p.i >= len(p.b) || p.b[p.i] != '"' {
+		return nil, false
+	}
+	j := p.i + 1
+	for ; j < len(p.b); j++ {
+		c := p.b[j]
+		if c == '"' {
+			break
+		}
+		if c == '\\' || c < 0x20 {
+			return nil, false
+		}
+	}
+	if j >= len(p.b) || !utf8.Valid(p.b[p.i+1:j]) {
+		return nil, false
+	}
+	raw := p.b[p.i+1 : j]
+	p.i = j + 1
+	return raw, true
+}
+
+// int reads an integer as JSON writes it (no leading zeros, no fraction
+// or exponent) that fits an int.
+func (p *stepParser) int() (int, bool) {
+	from := p.i
+	if p.i < len(p.b) && p.b[p.i] == '-' {
+		p.i++
+	}
+	switch {
+	case p.i < len(p.b) && p.b[p.i] == '0':
+		p.i++
+	case p.i < len(p.b) && p.b[p.i] >= '1' && p.b[p.i] <= '9':
+		for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
+			p.i++
+		}
+	default:
+		return 0, false
+	}
+	if p.i < len(p.b) && (p.b[p.i] == '.' || p.b[p.i] == 'e' || p.b[p.i] == 'E' || p.b[p.i] >= '0' && p.b[p.i] <= '9') {
+		return 0, false
+	}
+	n, err := strconv.Atoi(string(p.b[from:p.i]))
+	return n, err == nil
+}
+
+// lit reads s, which must not run on into a letter or a digit ("nullx"
+// is not null).
+func (p *stepParser) lit(s string) bool {
+	if len(p.b)-p.i < len(s) || string(p.b[p.i:p.i+len(s)]) != s {
+		return false
+	}
+	if n := p.i + len(s); len(s) > 1 && n < len(p.b) && isWordByte(p.b[n]) {
+		return false
+	}
+	p.i += len(s)
+	return true
+}
+
+func isWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
+}
+
+// ws skips JSON white space.
+func (p *stepParser) ws() {
+	for p.i < len(p.b) {
+		switch p.b[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+// end reports whether only white space follows.
+func (p *stepParser) end() bool {
+	p.ws()
+	return p.i == len(p.b)
+}
