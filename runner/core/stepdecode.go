@@ -19,40 +19,21 @@ import (
 // removed_items). The fuzz test FuzzDecodeSteps holds it to that.
 func DecodeSteps(b []byte) (steps map[string]*StepState, ok bool) {
 	p := stepParser{b: b}
-	p.ws()
-	if !p.lit("{") {
-		return nil, false
-	}
 	steps = map[string]*StepState{}
 	p.ws()
-	if p.lit("}") {
-		return steps, p.end()
-	}
-	for {
-		p.ws()
+	ok = p.object(func() bool {
 		id, ok := p.str()
-		if !ok {
-			return nil, false
+		if !ok || !p.colon() {
+			return false
 		}
-		p.ws()
-		if !p.lit(":") {
-			return nil, false
-		}
-		p.ws()
 		st, ok := p.step()
-		if !ok {
-			return nil, false
-		}
 		steps[id] = st
-		p.ws()
-		if p.lit(",") {
-			continue
-		}
-		if p.lit("}") {
-			return steps, p.end()
-		}
+		return ok
+	})
+	if !ok || !p.end() {
 		return nil, false
 	}
+	return steps, true
 }
 
 // stepParser reads the JSON of steps at b[i:].
@@ -99,43 +80,21 @@ var stepFields = map[string]int{
 
 // step reads one step's object.
 func (p *stepParser) step() (*StepState, bool) {
-	if !p.lit("{") {
-		return nil, false
-	}
 	s := &StepState{}
-	p.ws()
-	if p.lit("}") {
-		return s, true
-	}
 	var seen uint32
-	for {
-		p.ws()
+	ok := p.object(func() bool {
 		key, ok := p.raw()
 		if !ok {
-			return nil, false
+			return false
 		}
 		f, known := stepFields[string(key)]
-		if !known || seen&(1<<f) != 0 {
-			return nil, false
+		if !known || seen&(1<<f) != 0 || !p.colon() {
+			return false
 		}
 		seen |= 1 << f
-		p.ws()
-		if !p.lit(":") {
-			return nil, false
-		}
-		p.ws()
-		if !p.field(s, f) {
-			return nil, false
-		}
-		p.ws()
-		if p.lit(",") {
-			continue
-		}
-		if p.lit("}") {
-			return s, true
-		}
-		return nil, false
-	}
+		return p.field(s, f)
+	})
+	return s, ok
 }
 
 // field reads the value of field f into s. A null leaves a string, a
@@ -299,36 +258,33 @@ func (p *stepParser) strings() ([]string, bool) {
 // stringMap reads an object of strings; {} is an empty map, not nil. A
 // key seen twice keeps its last value, as in encoding/json.
 func (p *stepParser) stringMap() (map[string]string, bool) {
-	m := map[string]string{}
-	ok := p.object(func() bool {
-		k, ok := p.str()
-		if !ok || !p.colon() {
-			return false
-		}
-		v, ok := p.str()
-		m[k] = v
-		return ok
-	})
-	return m, ok
+	return readMap(p, p.str)
 }
 
-// boolMap reads an object of booleans.
+// boolMap reads an object of booleans, as stringMap does strings.
 func (p *stepParser) boolMap() (map[string]bool, bool) {
-	m := map[string]bool{}
+	return readMap(p, func() (bool, bool) {
+		switch {
+		case p.lit("true"):
+			return true, true
+		case p.lit("false"):
+			return false, true
+		}
+		return false, false
+	})
+}
+
+// readMap reads an object whose values value reads.
+func readMap[V any](p *stepParser, value func() (V, bool)) (map[string]V, bool) {
+	m := map[string]V{}
 	ok := p.object(func() bool {
 		k, ok := p.str()
 		if !ok || !p.colon() {
 			return false
 		}
-		switch {
-		case p.lit("true"):
-			m[k] = true
-		case p.lit("false"):
-			m[k] = false
-		default:
-			return false
-		}
-		return true
+		v, ok := value()
+		m[k] = v
+		return ok
 	})
 	return m, ok
 }
