@@ -97,137 +97,100 @@ func (p *stepParser) step() (*StepState, bool) {
 	return s, ok
 }
 
-// field reads the value of field f into s. A null leaves a string, a
-// number or a bool as it is and makes a pointer, a slice or a map nil,
-// as encoding/json does.
+// field reads the value of field f into s. A field's key comes once
+// and s starts zero, so null leaves the field zero: what encoding/json
+// does for a string, a number or a bool (it leaves them) and for a
+// pointer, a slice or a map (it makes them nil).
 func (p *stepParser) field(s *StepState, f int) bool {
-	null := p.lit("null")
+	if p.lit("null") {
+		return true
+	}
+	var ok bool
 	switch f {
-	case sfStatus, sfVerdict, sfLogPath, sfSessionMarker, sfAgentSession:
-		if null {
-			return true
-		}
-		v, ok := p.str()
-		switch f {
-		case sfStatus:
-			s.Status = Status(v)
-		case sfVerdict:
-			s.Verdict = v
-		case sfLogPath:
-			s.LogPath = v
-		case sfSessionMarker:
-			s.SessionMarker = v
-		case sfAgentSession:
-			s.AgentSession = v
-		}
-		return ok
-	case sfAttempts, sfIterationCount, sfPID:
-		if null {
-			return true
-		}
-		n, ok := p.int()
-		switch f {
-		case sfAttempts:
-			s.Attempts = n
-		case sfIterationCount:
-			s.IterationCount = n
-		case sfPID:
-			s.PID = n
-		}
-		return ok
+	case sfStatus:
+		var v string
+		v, ok = p.str()
+		s.Status = Status(v)
+	case sfVerdict:
+		s.Verdict, ok = p.str()
+	case sfLogPath:
+		s.LogPath, ok = p.str()
+	case sfSessionMarker:
+		s.SessionMarker, ok = p.str()
+	case sfAgentSession:
+		s.AgentSession, ok = p.str()
+	case sfAttempts:
+		s.Attempts, ok = p.int()
+	case sfIterationCount:
+		s.IterationCount, ok = p.int()
+	case sfPID:
+		s.PID, ok = p.int()
 	case sfGateFailed:
-		switch {
-		case null:
-		case p.lit("true"):
-			s.GateFailed = true
-		case p.lit("false"):
-			s.GateFailed = false
-		default:
-			return false
-		}
-		return true
-	case sfReportPath, sfLastError, sfManualInputPath, sfBlockedByLoop, sfWaitingFor:
-		var ptr *string
-		if !null {
-			v, ok := p.str()
-			if !ok {
-				return false
-			}
-			ptr = &v
-		}
-		switch f {
-		case sfReportPath:
-			s.ReportPath = ptr
-		case sfLastError:
-			s.LastError = ptr
-		case sfManualInputPath:
-			s.ManualInputPath = ptr
-		case sfBlockedByLoop:
-			s.BlockedByLoop = ptr
-		case sfWaitingFor:
-			s.WaitingFor = ptr
-		}
-		return true
-	case sfStartedAt, sfEndedAt:
-		var t *Time
-		if !null {
-			from := p.i
-			if _, ok := p.str(); !ok {
-				return false
-			}
-			t = new(Time)
-			if t.UnmarshalJSON(p.b[from:p.i]) != nil {
-				return false
-			}
-		}
-		if f == sfStartedAt {
-			s.StartedAt = t
-		} else {
-			s.EndedAt = t
-		}
-		return true
+		s.GateFailed, ok = p.bool()
+	case sfReportPath:
+		s.ReportPath, ok = p.strPtr()
+	case sfLastError:
+		s.LastError, ok = p.strPtr()
+	case sfManualInputPath:
+		s.ManualInputPath, ok = p.strPtr()
+	case sfBlockedByLoop:
+		s.BlockedByLoop, ok = p.strPtr()
+	case sfWaitingFor:
+		s.WaitingFor, ok = p.strPtr()
+	case sfStartedAt:
+		s.StartedAt, ok = p.time()
+	case sfEndedAt:
+		s.EndedAt, ok = p.time()
 	case sfExitCode:
-		if !null {
-			n, ok := p.int()
-			if !ok {
-				return false
-			}
+		var n int
+		if n, ok = p.int(); ok {
 			s.ExitCode = &n
 		}
-		return true
-	case sfArtifacts, sfLogs, sfWaitingGates:
-		var list []string
-		if !null {
-			var ok bool
-			if list, ok = p.strings(); !ok {
-				return false
-			}
-		}
-		switch f {
-		case sfArtifacts:
-			s.Artifacts = list
-		case sfLogs:
-			s.Logs = list
-		case sfWaitingGates:
-			s.WaitingGates = list
-		}
-		return true
+	case sfArtifacts:
+		s.Artifacts, ok = p.strings()
+	case sfLogs:
+		s.Logs, ok = p.strings()
+	case sfWaitingGates:
+		s.WaitingGates, ok = p.strings()
 	case sfMetrics:
-		if null {
-			return true
-		}
-		m, ok := p.stringMap()
-		s.Metrics = m
-		return ok
+		s.Metrics, ok = p.stringMap()
 	case sfSignals:
-		if null {
-			return true
-		}
-		m, ok := p.boolMap()
-		s.Signals = m
-		return ok
+		s.Signals, ok = p.boolMap()
 	}
-	return false
+	return ok
+}
+
+// strPtr reads a string into a new pointer.
+func (p *stepParser) strPtr() (*string, bool) {
+	v, ok := p.str()
+	if !ok {
+		return nil, false
+	}
+	return &v, true
+}
+
+// time reads a string as Time's UnmarshalJSON does.
+func (p *stepParser) time() (*Time, bool) {
+	from := p.i
+	if _, ok := p.raw(); !ok {
+		return nil, false
+	}
+	t := new(Time)
+	if t.UnmarshalJSON(p.b[from:p.i]) != nil {
+		return nil, false
+	}
+	return t, true
+}
+
+// bool reads true or false.
+func (p *stepParser) bool() (bool, bool) {
+	switch {
+	case p.lit("true"):
+		return true, true
+	case p.lit("false"):
+		return false, true
+	}
+	return false, false
 }
 
 // strings reads an array of strings; [] is an empty slice, not nil.
@@ -263,15 +226,7 @@ func (p *stepParser) stringMap() (map[string]string, bool) {
 
 // boolMap reads an object of booleans, as stringMap does strings.
 func (p *stepParser) boolMap() (map[string]bool, bool) {
-	return readMap(p, func() (bool, bool) {
-		switch {
-		case p.lit("true"):
-			return true, true
-		case p.lit("false"):
-			return false, true
-		}
-		return false, false
-	})
+	return readMap(p, p.bool)
 }
 
 // readMap reads an object whose values value reads.
