@@ -92,7 +92,8 @@ func (s *sse) ping() error {
 }
 
 // liveStatus is the data of a run stream's "status" event: the run's
-// status and liveness and its step table.
+// status and liveness and its step table: the whole table in the first
+// a stream is sent, then the rows that changed.
 type liveStatus struct {
 	Status string    `json:"status"`
 	Live   string    `json:"live"`

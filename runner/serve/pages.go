@@ -5,6 +5,8 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -20,6 +22,15 @@ const maxListed = 200
 
 // maxEvents bounds the events shown on a run's page: the newest.
 const maxEvents = 500
+
+// A run's page shows its step table a page of pageSteps rows at a time,
+// and draws its graph when the workflow has at most maxGraphSteps steps
+// (loop bodies included): a run of thousands of steps would otherwise
+// make a page of megabytes that the browser lays out on every visit.
+const (
+	pageSteps     = 500
+	maxGraphSteps = 300
+)
 
 // runRow is one run in the list of runs.
 type runRow struct {
@@ -237,21 +248,28 @@ func eventRowOf(e runner.Event) eventRow {
 // runData is the data of a run's page.
 type runData struct {
 	page
-	Base       string
-	RepoDir    string
-	RunID      string
-	Workflow   string
-	Status     string
-	Live       string
-	Hook       string
-	Reason     string
-	Fault      string
-	Started    string
-	Duration   string
-	Cost       string
-	Done       string
-	Steps      []stepRow
-	Graph      template.HTML
+	Base     string
+	RepoDir  string
+	RunID    string
+	Workflow string
+	Status   string
+	Live     string
+	Hook     string
+	Reason   string
+	Fault    string
+	Started  string
+	Duration string
+	Cost     string
+	Done     string
+	// Steps are the rows of the table's page; Waiting, the rows of
+	// every step that waits on a human, on whatever page.
+	Steps   []stepRow
+	Waiting []stepRow
+	// Pager is set when the table has more than one page.
+	Pager *pager
+	Graph template.HTML
+	// GraphNote says why there is no graph.
+	GraphNote  string
 	Events     []eventRow
 	EventsURL  string
 	CanControl bool
@@ -292,8 +310,23 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	d := &runData{page: s.page(r, "Run "+t.runID), Base: base, RepoDir: t.repoDir, RunID: t.runID,
 		Workflow: state.WorkflowName, Status: string(state.Status), Live: st.Liveness.State, Hook: st.Liveness.Hook,
 		Reason: st.Liveness.Reason, Fault: st.Fault, Started: row.Started, Duration: row.Duration, Cost: row.Cost,
-		Done: doneTexts[r.URL.Query().Get("done")], Steps: stepRows(base, st, wf), Graph: graphSVG(wf, state)}
-	events, _ := runner.ReadEvents(s.svc.FS, st.RunDir, 0)
+		Done: doneTexts[r.URL.Query().Get("done")]}
+	rows := stepRows(base, st, wf)
+	for _, row := range rows {
+		if row.Waiting != nil {
+			d.Waiting = append(d.Waiting, row)
+		}
+	}
+	d.Steps, d.Pager = pageOf(rows, s.pageSteps, r.URL.Query().Get("page"), base)
+	if n := graphSteps(wf, state); n <= s.maxGraphSteps {
+		d.Graph = graphSVG(wf, state)
+	} else {
+		d.GraphNote = fmt.Sprintf("The graph is drawn for workflows of up to %d steps; this one has %d. flow graph draws it: flow graph %s", s.maxGraphSteps, n, state.WorkflowFile)
+	}
+	// The newest events are those after the snapshot's seq less
+	// maxEvents (and any the snapshot does not hold yet); the log's
+	// lines before them are skipped undecoded.
+	events, _ := runner.ReadEvents(s.svc.FS, st.RunDir, max(0, state.Seq-maxEvents))
 	if len(events) > maxEvents {
 		events = events[len(events)-maxEvents:]
 	}
@@ -308,6 +341,85 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	d.CanResume = !terminal && s.launcher != nil && !s.heldByLiveRunner(st)
 	d.CanRetry = state.Status == runner.RunFailed && s.launcher != nil
 	s.render(w, r, http.StatusOK, "run", d)
+}
+
+// pager links the pages of a run's step table.
+type pager struct {
+	// First and Last are the 1-based numbers of the rows shown, of Total.
+	First, Last, Total int
+	// Prev and Next link the neighbouring pages, "" at either end; Pages
+	// link every page, by number, with the current one's URL "".
+	Prev, Next string
+	Pages      []pageLink
+}
+
+// pageLink is one page of the step table.
+type pageLink struct {
+	N   int
+	URL string
+}
+
+// pageOf returns the page of rows that query (?page=N, from 1) asks
+// for, size rows long, and its pager (nil when all rows fit one page).
+// Without a valid page it shows where the run is: the page of its
+// first running or waiting step, else of its first failed one, else
+// the first.
+func pageOf(rows []stepRow, size int, query, base string) ([]stepRow, *pager) {
+	if len(rows) <= size {
+		return rows, nil
+	}
+	pages := (len(rows) + size - 1) / size
+	n, err := strconv.Atoi(query)
+	if err != nil || n < 1 || n > pages {
+		n = 1
+		if i := slices.IndexFunc(rows, active); i >= 0 {
+			n = i/size + 1
+		} else if i := slices.IndexFunc(rows, func(r stepRow) bool { return r.Status == string(runner.Failed) }); i >= 0 {
+			n = i/size + 1
+		}
+	}
+	link := func(k int) string { return base + "?page=" + strconv.Itoa(k) }
+	p := &pager{First: (n-1)*size + 1, Last: min(n*size, len(rows)), Total: len(rows)}
+	if n > 1 {
+		p.Prev = link(n - 1)
+	}
+	if n < pages {
+		p.Next = link(n + 1)
+	}
+	for k := 1; k <= pages; k++ {
+		u := link(k)
+		if k == n {
+			u = ""
+		}
+		p.Pages = append(p.Pages, pageLink{N: k, URL: u})
+	}
+	return rows[p.First-1 : p.Last], p
+}
+
+// active reports whether a row's step runs or waits on a human.
+func active(r stepRow) bool {
+	return r.Status == string(runner.Running) || r.Status == string(runner.WaitingOnHuman)
+}
+
+// graphSteps counts the boxes graphSVG would draw: the workflow's steps
+// and its loops' bodies, or the run's top-level steps without it.
+func graphSteps(wf *config.Workflow, st *runner.State) int {
+	n := 0
+	if wf == nil {
+		for _, key := range st.StepOrder {
+			if !runner.IsInstance(key) {
+				n++
+			}
+		}
+		return n
+	}
+	for _, step := range wf.Steps {
+		n++
+		if step.ForEach != nil {
+			n += len(step.ForEach.Body)
+		}
+	}
+	return n
 }
 
 // workflow loads a run's workflow, or returns nil when it cannot.

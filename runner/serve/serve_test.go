@@ -649,3 +649,24 @@ func TestOneTimeLogin(t *testing.T) {
 	wantStatus(t, get(s, "/login?code=once-only-code-0123456789"), http.StatusUnauthorized)
 	wantStatus(t, get(s, "/login?code=wrong"), http.StatusUnauthorized)
 }
+
+// TestRunPageOfALargeRun: past a page of rows the step table is paged,
+// opening at the step that waits, whose decision form shows on every
+// page; past its bound the graph is not drawn, and the page says how to
+// draw it.
+func TestRunPageOfALargeRun(t *testing.T) {
+	s, _ := newServer(t)
+	s.pageSteps, s.maxGraphSteps = 2, 4
+	w := get(s, "/runs/0/r1")
+	wantStatus(t, w, http.StatusOK, "Steps 5–6 of 6", `<b aria-current="page">3</b>`, `href="/runs/0/r1?page=2" rel="prev"`,
+		`data-key="ship_it"`, `name="in.ticket"`, "drawn for workflows of up to 4 steps; this one has 5", "flow graph "+repo+"/wf.yaml")
+	body := w.Body.String()
+	if strings.Contains(body, "<svg") || strings.Contains(body, `<tr class="s-completed" data-key="build"`) {
+		t.Error("the page draws the graph, or shows the first page's rows")
+	}
+	w = get(s, "/runs/0/r1?page=1")
+	wantStatus(t, w, http.StatusOK, "Steps 1–2 of 6", `data-key="build"`, `name="in.ticket"`, `href="/runs/0/r1?page=2" rel="next"`)
+	if strings.Contains(w.Body.String(), `<tr class="s-waiting_on_human" data-key="ship_it"`) {
+		t.Error("page 1 shows ship_it's row")
+	}
+}

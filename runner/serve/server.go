@@ -66,6 +66,9 @@ type Server struct {
 	readOnly bool
 	launcher Launcher
 	poll     time.Duration
+	// pageSteps and maxGraphSteps bound a run's page (see the
+	// constants); tests lower them.
+	pageSteps, maxGraphSteps int
 	// loginCode is the one-time code, "" once used (mu guards it).
 	loginMu   sync.Mutex
 	loginCode string
@@ -87,7 +90,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, runner.Usage("a server on a non-loopback address needs a token (--token NAME=SECRET)")
 	}
 	s := &Server{svc: cfg.Service, tokens: cfg.Tokens, loopback: cfg.Loopback, readOnly: cfg.ReadOnly,
-		launcher: cfg.Launcher, poll: cfg.Poll, loginCode: cfg.LoginCode}
+		launcher: cfg.Launcher, poll: cfg.Poll, loginCode: cfg.LoginCode, pageSteps: pageSteps, maxGraphSteps: maxGraphSteps}
 	if s.poll <= 0 {
 		s.poll = 250 * time.Millisecond
 	}

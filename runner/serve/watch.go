@@ -21,6 +21,14 @@ import (
 // heartbeat grows old).
 const statusEvery = 2 * time.Second
 
+// statusShare bounds the time a watcher spends building a run's status:
+// after a build that took d, the next waits at least statusShare times
+// d (new events are still sent every Poll). A run of a few steps builds
+// in a millisecond and is followed every Poll; one of 20,000 takes tens
+// of milliseconds, and its table is refreshed a few times a second at
+// most, for about a tenth of a processor.
+const statusShare = 10
+
 // message is one Server-Sent Event, its data already encoded.
 type message struct {
 	event, id string
@@ -33,11 +41,15 @@ type watcher struct {
 	s   *Server
 	t   target
 	key string
-	// mu guards subs, status and stopped.
+	// mu guards subs, live, full and stopped.
 	mu   sync.Mutex
 	subs map[*subscription]struct{}
-	// status is the last status message sent, for a stream that joins.
-	status  *message
+	// live is the run's status as last sent, every row of it: the
+	// status messages carry only the rows that changed, and a stream
+	// that joins is sent the whole of live first (full, encoded on
+	// the first join after a change).
+	live    *liveStatus
+	full    *message
 	stopped bool
 }
 
@@ -73,7 +85,7 @@ func (s *Server) subscribe(t target) (sub *subscription, last *message, cancel f
 	sub = &subscription{ch: make(chan message, 1024), wake: make(chan struct{}, 1)}
 	w.mu.Lock()
 	w.subs[sub] = struct{}{}
-	last = w.status
+	last = w.whole()
 	w.mu.Unlock()
 	s.watch.mu.Unlock()
 	return sub, last, func() { w.leave(sub) }
@@ -92,14 +104,68 @@ func (w *watcher) leave(sub *subscription) {
 	}
 }
 
+// whole returns the message of the whole live status, nil before the
+// first; w.mu is held.
+func (w *watcher) whole() *message {
+	if w.live == nil {
+		return nil
+	}
+	if w.full == nil {
+		b, _ := json.Marshal(w.live)
+		w.full = &message{event: "status", data: b}
+	}
+	return w.full
+}
+
+// update makes next the live status and sends its streams the rows
+// that differ from the last one's (all of them the first time), with
+// the run's status; nothing when nothing changed.
+func (w *watcher) update(next *liveStatus) {
+	w.mu.Lock()
+	prev := w.live
+	w.mu.Unlock()
+	diff := *next
+	if prev != nil {
+		diff.Steps = changedRows(prev.Steps, next.Steps)
+		if len(diff.Steps) == 0 && diff.Status == prev.Status && diff.Live == prev.Live && diff.Hook == prev.Hook && diff.Reason == prev.Reason {
+			return
+		}
+	}
+	b, _ := json.Marshal(diff)
+	w.mu.Lock()
+	w.live, w.full = next, nil
+	w.mu.Unlock()
+	w.broadcast(message{event: "status", data: b})
+}
+
+// changedRows returns the rows of next that are not in prev as they
+// are there (a new row, or one whose cells changed), in next's order.
+func changedRows(prev, next []stepRow) []stepRow {
+	at := make(map[string]int, len(prev))
+	for i, r := range prev {
+		at[r.Key] = i
+	}
+	changed := []stepRow{}
+	for _, r := range next {
+		if i, ok := at[r.Key]; !ok || !sameCells(prev[i], r) {
+			changed = append(changed, r)
+		}
+	}
+	return changed
+}
+
+// sameCells reports whether two rows show the same: their encoded
+// fields are equal (Waiting is not sent).
+func sameCells(a, b stepRow) bool {
+	a.Waiting, b.Waiting = nil, nil
+	return a == b
+}
+
 // broadcast sends m to every stream; one that is behind misses it and
 // is told to catch up.
 func (w *watcher) broadcast(m message) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if m.event == "status" {
-		w.status = &m
-	}
 	for sub := range w.subs {
 		select {
 		case sub.ch <- m:
@@ -134,8 +200,10 @@ func (w *watcher) run() {
 	wf := s.workflow(w.t.repoDir, st.State)
 	after := st.State.Seq
 	var size int64 = -1
-	var last []byte
 	var built time.Time
+	var cost time.Duration
+	// dirty is set when events came since the last status was built.
+	dirty := true
 	tick := time.NewTicker(s.poll)
 	defer tick.Stop()
 	for !w.done() {
@@ -150,15 +218,15 @@ func (w *watcher) run() {
 				changed = true
 			}
 		}
-		if changed || last == nil || time.Since(built) >= statusEvery {
+		dirty = dirty || changed
+		if since := time.Since(built); dirty && since >= statusShare*cost || since >= statusEvery {
+			start := time.Now()
 			if st, err = s.svc.StatusWith(w.t.repoDir, w.t.runID, wf); err == nil {
-				b, _ := json.Marshal(liveStatus{Status: string(st.State.Status), Live: st.Liveness.State, Hook: st.Liveness.Hook, Reason: st.Liveness.Reason, Steps: stepRows(base, st, wf)})
-				if string(b) != string(last) {
-					last = b
-					w.broadcast(message{event: "status", data: b})
-				}
+				dirty = false
+				w.update(&liveStatus{Status: string(st.State.Status), Live: st.Liveness.State, Hook: st.Liveness.Hook, Reason: st.Liveness.Reason, Steps: stepRows(base, st, wf)})
 			}
 			built = time.Now()
+			cost = built.Sub(start)
 		}
 		<-tick.C
 	}
