@@ -40,6 +40,9 @@ func DecodeSteps(b []byte) (steps map[string]*StepState, ok bool) {
 type stepParser struct {
 	b []byte
 	i int
+	// noMetrics is the empty metrics map the parsed steps share, as a
+	// State's steps share theirs (State.emptyMetrics).
+	noMetrics map[string]string
 }
 
 // The fields DecodeSteps reads, by JSON name.
@@ -108,9 +111,7 @@ func (p *stepParser) field(s *StepState, f int) bool {
 	var ok bool
 	switch f {
 	case sfStatus:
-		var v string
-		v, ok = p.str()
-		s.Status = Status(v)
+		s.Status, ok = p.status()
 	case sfVerdict:
 		s.Verdict, ok = p.str()
 	case sfLogPath:
@@ -153,9 +154,14 @@ func (p *stepParser) field(s *StepState, f int) bool {
 	case sfWaitingGates:
 		s.WaitingGates, ok = p.strings()
 	case sfMetrics:
-		s.Metrics, ok = p.stringMap()
+		if s.Metrics, ok = p.stringMap(); ok && len(s.Metrics) == 0 {
+			if p.noMetrics == nil {
+				p.noMetrics = s.Metrics
+			}
+			s.Metrics = p.noMetrics
+		}
 	case sfSignals:
-		s.Signals, ok = p.boolMap()
+		s.Signals, ok = p.signals()
 	}
 	return ok
 }
@@ -224,10 +230,88 @@ func (p *stepParser) stringMap() (map[string]string, bool) {
 	return readMap(p, p.str)
 }
 
-// boolMap reads an object of booleans, as stringMap does strings.
-func (p *stepParser) boolMap() (map[string]bool, bool) {
-	return readMap(p, p.bool)
+// signals reads a step's signals, an object of booleans. Most steps'
+// hold exactly the default signal words, and get one of the maps the
+// steps of a run share (internSignals) without a map of their own.
+func (p *stepParser) signals() (map[string]bool, bool) {
+	var seen, set int // bits of defaultSignalWords
+	var m map[string]bool
+	ok := p.object(func() bool {
+		k, ok := p.raw()
+		if !ok || !p.colon() {
+			return false
+		}
+		v, ok := p.bool()
+		if !ok {
+			return false
+		}
+		if m == nil {
+			w := defaultSignalWord(k)
+			if w >= 0 && seen&(1<<w) == 0 {
+				seen |= 1 << w
+				if v {
+					set |= 1 << w
+				}
+				return true
+			}
+			// Another word, or one repeated (the last value wins, as
+			// in encoding/json): the step's own map.
+			m = signalMap(seen, set)
+		}
+		m[string(k)] = v
+		return true
+	})
+	if !ok {
+		return nil, false
+	}
+	if m == nil {
+		if seen == 1<<len(defaultSignalWords)-1 {
+			return sharedSignals[set], true
+		}
+		m = signalMap(seen, set)
+	}
+	return m, true
 }
+
+// defaultSignalWord returns the index of k in defaultSignalWords, or -1.
+func defaultSignalWord(k []byte) int {
+	for i, w := range defaultSignalWords {
+		if string(k) == w {
+			return i
+		}
+	}
+	return -1
+}
+
+// signalMap returns a new map of the default words whose bits seen has,
+// each true when its bit in set is.
+func signalMap(seen, set int) map[string]bool {
+	m := make(map[string]bool, len(defaultSignalWords)+1)
+	for i, w := range defaultSignalWords {
+		if seen&(1<<i) != 0 {
+			m[w] = set&(1<<i) != 0
+		}
+	}
+	return m
+}
+
+// status reads a step's status; the statuses flow writes are its
+// constants, not a string each.
+func (p *stepParser) status() (Status, bool) {
+	raw, ok := p.raw()
+	if !ok {
+		return "", false
+	}
+	for _, s := range stepStatuses {
+		if string(raw) == string(s) {
+			return s, true
+		}
+	}
+	return Status(raw), true
+}
+
+// stepStatuses are the statuses of a step.
+var stepStatuses = [...]Status{Completed, Pending, Running, Failed, Skipped, WaitingOnHuman}
 
 // readMap reads an object whose values value reads.
 func readMap[V any](p *stepParser, value func() (V, bool)) (map[string]V, bool) {

@@ -51,6 +51,15 @@ func decodeStepsCases(t testing.TB) map[string][]byte {
 		"none":      []byte("{}"),
 		"compact":   must(json.Marshal(map[string]*StepState{"a": done, "b": failed, "c": pending})),
 		"marshaled": must(json.MarshalIndent(map[string]*StepState{"a": done, "b": failed}, "", "\t")),
+		// Signals in other shapes than the default words once each.
+		"signals: two words":      []byte(`{"a": {"signals": {"DONE": true, "FAIL": false}}}`),
+		"signals: another order":  []byte(`{"a": {"signals": {"PASS": true, "DONE": false, "FAIL": true}}}`),
+		"signals: another word":   []byte(`{"a": {"signals": {"DONE": true, "LGTM": true, "FAIL": false, "PASS": false}}}`),
+		"signals: a word twice":   []byte(`{"a": {"signals": {"DONE": true, "FAIL": false, "DONE": false, "PASS": true}}}`),
+		"signals: the last twice": []byte(`{"a": {"signals": {"DONE": true, "FAIL": false, "PASS": false, "PASS": true}}}`),
+		"signals: none":           []byte(`{"a": {"signals": {}}, "b": {"signals": {"FAIL": true, "FAIL": false}}}`),
+		"statuses": []byte(`{"a": {"status": "COMPLETED", "metrics": {}}, "b": {"status": "WAITING_ON_HUMAN"},
+			"c": {"status": "DONE", "metrics": {"k": "v"}}, "d": {"status": ""}, "e": {"status": "SKIPPED", "metrics": {}}}`),
 	}
 	typ := reflect.TypeFor[StepState]()
 	for i := range typ.NumField() {
@@ -104,6 +113,32 @@ func TestDecodeStepsMatchesEncodingJSON(t *testing.T) {
 		if fast := checkDecodeSteps(t, b); fast == slow[name] {
 			t.Errorf("%s: decoded by the fast path %v, want %v\n%s", name, fast, !slow[name], b)
 		}
+	}
+}
+
+// TestDecodeStepsShares: the steps a run's record decodes to share the
+// maps of the default signal words and one empty metrics map, as the
+// steps of a run's state do; a step with other signals has its own map.
+func TestDecodeStepsShares(t *testing.T) {
+	steps, ok := DecodeSteps([]byte(`{
+		"a": {"status": "COMPLETED", "metrics": {}, "signals": {"DONE": true, "FAIL": false, "PASS": false}},
+		"b": {"status": "COMPLETED", "metrics": {}, "signals": {"FAIL": false, "PASS": false, "DONE": true}},
+		"c": {"status": "COMPLETED", "metrics": {}, "signals": {"DONE": true, "FAIL": false}}}`))
+	if !ok {
+		t.Fatal("the fast path declined")
+	}
+	same := func(x, y any) bool { return reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer() }
+	if !same(steps["a"].Signals, steps["b"].Signals) || !same(steps["a"].Signals, sharedSignals[1]) {
+		t.Error("a's and b's signals are not the shared map of DONE alone")
+	}
+	if same(steps["c"].Signals, steps["a"].Signals) || len(steps["c"].Signals) != 2 {
+		t.Errorf("c's signals %v share a map", steps["c"].Signals)
+	}
+	if !same(steps["a"].Metrics, steps["b"].Metrics) || !same(steps["a"].Metrics, steps["c"].Metrics) {
+		t.Error("the steps' empty metrics are not one map")
+	}
+	if steps["a"].Status != Completed {
+		t.Errorf("status %q", steps["a"].Status)
 	}
 }
 
