@@ -422,15 +422,6 @@ func graphSteps(wf *config.Workflow, st *runner.State) int {
 	return n
 }
 
-// workflow loads a run's workflow, or returns nil when it cannot.
-func (s *Server) workflow(repoDir string, state *runner.State) *config.Workflow {
-	wf, err := s.svc.LoadWorkflow(ops.LocateWorkflow(s.svc.FS, state, repoDir), repoDir)
-	if err != nil {
-		return nil
-	}
-	return wf
-}
-
 // maxLogShown is how much of the end of a log its page shows.
 const maxLogShown = 256 << 10
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/clock"
+	"github.com/flow-run/flow/internal/countfs"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner"
@@ -668,5 +669,29 @@ func TestRunPageOfALargeRun(t *testing.T) {
 	wantStatus(t, w, http.StatusOK, "Steps 1–2 of 6", `data-key="build"`, `name="in.ticket"`, `href="/runs/0/r1?page=2" rel="next"`)
 	if strings.Contains(w.Body.String(), `<tr class="s-waiting_on_human" data-key="ship_it"`) {
 		t.Error("page 1 shows ship_it's row")
+	}
+}
+
+// TestWorkflowLoadedOnce: the pages of a run load its workflow once
+// while the file stays the same, and again once it changes.
+func TestWorkflowLoadedOnce(t *testing.T) {
+	s, _ := newServer(t)
+	fsys := countfs.New(s.svc.FS)
+	s.svc.FS = fsys
+	for range 3 {
+		wantStatus(t, get(s, "/runs/0/r1"), http.StatusOK, `data-key="deploy"`)
+	}
+	if n := fsys.Opens(repo + "/wf.yaml"); n != 1 {
+		t.Errorf("three views opened the workflow %d times, want 1", n)
+	}
+	edited := strings.Replace(workflow, "id: deploy", "id: deploy_all", 1)
+	if err := afero.WriteFile(fsys, repo+"/wf.yaml", []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fsys.Reset()
+	w := get(s, "/runs/0/r1")
+	wantStatus(t, w, http.StatusOK, `data-key="deploy_all"`)
+	if n := fsys.Opens(repo + "/wf.yaml"); n != 1 {
+		t.Errorf("the view after the edit opened the workflow %d times, want 1", n)
 	}
 }

@@ -73,10 +73,12 @@ type Server struct {
 	loginMu   sync.Mutex
 	loginCode string
 	// watch holds the watchers of the runs that streams follow.
-	watch   watchers
-	csrfKey []byte
-	pages   map[string]*template.Template
-	mux     *http.ServeMux
+	watch watchers
+	// workflows keeps the workflows of runs' pages loaded.
+	workflows workflowCache
+	csrfKey   []byte
+	pages     map[string]*template.Template
+	mux       *http.ServeMux
 }
 
 // New checks cfg and returns its Server. A configuration without
