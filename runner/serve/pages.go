@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -66,6 +67,9 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	d := &runsData{page: s.page(r, "Runs"), Filter: r.URL.Query().Get("status"), Statuses: runStatuses}
 	var rows []runRow
 	var created []time.Time
+	// The rows of finished runs are kept from one listing to the next:
+	// they do not change until the run does (its updated_at with it).
+	seen := map[finishedKey]finishedRow{}
 	for i, repo := range s.repos {
 		list, err := s.svc.ListRuns(repo)
 		if err != nil {
@@ -81,11 +85,18 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 			}
 			row := runRow{URL: runURL(i, sum.RunID), RepoDir: repo, ID: sum.RunID, Workflow: sum.Workflow, Status: sum.Status, Error: sum.Error}
 			var at time.Time
-			if sum.Error == "" {
-				if st, err := s.svc.Status(repo, sum.RunID); err == nil {
+			key := finishedKey{repo: i, runID: sum.RunID, status: sum.Status, updated: sum.UpdatedAt}
+			if f, ok := s.finished.get(key); ok {
+				row, at = f.row, f.created
+				seen[key] = f
+			} else if sum.Error == "" {
+				if st, err := s.listStatus(repo, sum.RunID); err == nil {
 					row = s.runRowOf(row, st)
 					if st.State.CreatedAt != nil {
 						at = st.State.CreatedAt.Time
+					}
+					if st.State.Status.Terminal() && st.Fault == "" && sum.UpdatedAt != "" {
+						seen[key] = finishedRow{row: row, created: at}
 					}
 				} else {
 					row.Error = err.Error()
@@ -95,6 +106,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 			created = append(created, at)
 		}
 	}
+	s.finished.keep(seen)
 	// Newest first across repositories: an insertion sort keeps each
 	// repository's own order for equal times.
 	for i := 1; i < len(rows); i++ {
@@ -105,6 +117,43 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	}
 	d.Runs = rows
 	s.render(w, r, http.StatusOK, "runs", d)
+}
+
+// finishedRows keeps the rows of the list of runs that show finished
+// runs (completed or failed): a finished run's row is read in full once,
+// not at every listing (reading a 5,000-step run takes about 20 ms), and
+// read again when the run changes, as a run restarted at a step does.
+// Rows of runs no longer listed are dropped.
+type finishedRows struct {
+	mu sync.Mutex
+	m  map[finishedKey]finishedRow
+}
+
+// finishedKey names a run as its list says it was last updated: any
+// event changes updated_at (microseconds).
+type finishedKey struct {
+	repo                   int
+	runID, status, updated string
+}
+
+// finishedRow is a finished run's row and creation time.
+type finishedRow struct {
+	row     runRow
+	created time.Time
+}
+
+func (f *finishedRows) get(k finishedKey) (finishedRow, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.m[k]
+	return r, ok
+}
+
+// keep replaces the rows kept with m.
+func (f *finishedRows) keep(m map[finishedKey]finishedRow) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.m = m
 }
 
 // runRowOf fills a row of the list from a run's status.

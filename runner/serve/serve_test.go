@@ -695,3 +695,40 @@ func TestWorkflowLoadedOnce(t *testing.T) {
 		t.Errorf("the view after the edit opened the workflow %d times, want 1", n)
 	}
 }
+
+// TestFinishedRunsReadOnce: the list reads a finished run in full once,
+// and again when the run changes; a run that goes on is read each time.
+func TestFinishedRunsReadOnce(t *testing.T) {
+	s, _ := newServer(t)
+	reads := map[string]int{}
+	s.listStatus = func(repo, runID string) (ops.Status, error) {
+		reads[runID]++
+		return s.svc.Status(repo, runID)
+	}
+	for range 3 {
+		wantStatus(t, get(s, "/"), http.StatusOK, `href="/runs/0/r1"`, `href="/runs/0/r2"`, "failed")
+	}
+	if reads["r2"] != 1 || reads["r1"] != 3 {
+		t.Errorf("three listings read the failed run r2 %d times (want 1) and the waiting run r1 %d times (want 3)", reads["r2"], reads["r1"])
+	}
+	// Retrying the failed run changes it: it is read in full again.
+	s.svc.Clock.(*clock.Fake).Advance(time.Minute)
+	l, err := s.svc.PrepareResume(ops.ResumeRequest{RunID: "r2", Retry: true, NoWait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.svc.Start(context.Background(), l, ops.Attach{}); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, get(s, "/"), http.StatusOK, `href="/runs/0/r2"`)
+	wantStatus(t, get(s, "/"), http.StatusOK, `href="/runs/0/r2"`)
+	if reads["r2"] != 2 {
+		t.Errorf("after a retry the list read r2 %d times in all, want 2", reads["r2"])
+	}
+	// A filtered list keeps only the rows it shows.
+	wantStatus(t, get(s, "/?status=waiting_on_human"), http.StatusOK)
+	wantStatus(t, get(s, "/"), http.StatusOK)
+	if reads["r2"] != 3 {
+		t.Errorf("r2 was read %d times in all, want 3 (its row dropped by the filtered list)", reads["r2"])
+	}
+}

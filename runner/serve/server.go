@@ -74,11 +74,16 @@ type Server struct {
 	loginCode string
 	// watch holds the watchers of the runs that streams follow.
 	watch watchers
-	// workflows keeps the workflows of runs' pages loaded.
+	// workflows keeps the workflows of runs' pages loaded, finished
+	// the list's rows of finished runs.
 	workflows workflowCache
-	csrfKey   []byte
-	pages     map[string]*template.Template
-	mux       *http.ServeMux
+	finished  finishedRows
+	// listStatus reads a run in full for the list of runs: the
+	// service's Status (tests count its calls).
+	listStatus func(repo, runID string) (ops.Status, error)
+	csrfKey    []byte
+	pages      map[string]*template.Template
+	mux        *http.ServeMux
 }
 
 // New checks cfg and returns its Server. A configuration without
@@ -93,6 +98,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{svc: cfg.Service, tokens: cfg.Tokens, loopback: cfg.Loopback, readOnly: cfg.ReadOnly,
 		launcher: cfg.Launcher, poll: cfg.Poll, loginCode: cfg.LoginCode, pageSteps: pageSteps, maxGraphSteps: maxGraphSteps}
+	s.listStatus = s.svc.Status
 	if s.poll <= 0 {
 		s.poll = 250 * time.Millisecond
 	}
