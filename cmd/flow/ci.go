@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner"
@@ -284,7 +285,13 @@ func containsLine(lines []string, s string) bool {
 }
 
 // ghSummary renders a run as the Markdown of a GitHub step summary: its
-// status, the step waiting on a human, and a table of its steps.
+// status, the step waiting on a human, a table of its steps and the
+// evidence of failed steps. GitHub refuses a step's summary above
+// 1 MiB, so a large run's stays well under it: the table lists every
+// step of a run of up to summaryRows steps; of a larger run, the steps
+// that failed, wait or run (at most summaryRows) and a line counting
+// the others; notes are clipped and at most summaryEvidence steps show
+// their evidence.
 func ghSummary(v ops.Status, res ops.RunResult) string {
 	st := v.State
 	var b strings.Builder
@@ -297,15 +304,27 @@ func ghSummary(v ops.Status, res ops.RunResult) string {
 	if st.Usage != nil {
 		fmt.Fprintf(&b, "- usage: %s\n", usageText(st.Usage))
 	}
-	for _, id := range res.Waiting {
-		fmt.Fprintf(&b, "- waiting on a human: **%s** — `flow approve %s %s`\n", id, res.RunID, runner.ShellArg(id))
+	for i, id := range res.Waiting {
+		if i == summaryRows {
+			fmt.Fprintf(&b, "- and %d more steps waiting on a human: `flow status %s`\n", len(res.Waiting)-i, res.RunID)
+			break
+		}
+		fmt.Fprintf(&b, "- waiting on a human: **%s** — `flow approve %s %s`\n", mdCell(id), res.RunID, runner.ShellArg(id))
 	}
 	b.WriteString("\n| step | status | attempts | iteration | duration | note |\n|---|---|---|---|---|---|\n")
+	all := len(st.StepOrder) <= summaryRows
+	rows := 0
+	left := map[runner.Status]int{}
 	for _, id := range st.StepOrder {
 		s := st.Steps[id]
 		if s == nil {
 			continue
 		}
+		if !all && (rows == summaryRows || !notable(s.Status)) {
+			left[s.Status]++
+			continue
+		}
+		rows++
 		dur := ""
 		if s.StartedAt != nil && s.EndedAt != nil {
 			dur = s.EndedAt.Sub(s.StartedAt.Time).Round(time.Millisecond).String()
@@ -317,18 +336,60 @@ func ghSummary(v ops.Status, res ops.RunResult) string {
 		case s.LastError != nil:
 			note = *s.LastError
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s |\n", id, s.Status, s.Attempts, s.IterationCount, dur, mdCell(note))
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s |\n", mdCell(id), s.Status, s.Attempts, s.IterationCount, dur, mdCell(note))
 	}
+	if len(left) > 0 {
+		var parts []string
+		for _, status := range []runner.Status{runner.Completed, runner.Skipped, runner.Pending, runner.Failed, runner.Running, runner.WaitingOnHuman} {
+			if n := left[status]; n > 0 {
+				word := strings.ToLower(string(status))
+				if status == runner.WaitingOnHuman {
+					word = "waiting on a human"
+				}
+				parts = append(parts, fmt.Sprintf("%d %s", n, word))
+			}
+		}
+		fmt.Fprintf(&b, "\n%d more steps are not listed (%s): `flow status %s` lists every step.\n", sumOf(left), strings.Join(parts, ", "), res.RunID)
+	}
+	shown := 0
 	for _, id := range st.StepOrder {
 		s := st.Steps[id]
 		if s == nil || s.Status != runner.Failed || s.Feedback == nil || s.Feedback.Output == "" {
 			continue
 		}
+		if shown == summaryEvidence {
+			fmt.Fprintf(&b, "\nThe evidence of the other failed steps: `flow logs %s STEP`.\n", res.RunID)
+			break
+		}
+		shown++
 		fence := mdFence(s.Feedback.Output)
 		fmt.Fprintf(&b, "\n<details><summary>%s: evidence (last %d lines)</summary>\n\n%s\n%s\n%s\n\n</details>\n",
-			id, summaryTail, fence, lastLines(s.Feedback.Output, summaryTail), fence)
+			mdCell(id), summaryTail, fence, lastLines(s.Feedback.Output, summaryTail), fence)
 	}
 	return b.String() + "\n"
+}
+
+// summaryRows bounds the rows of a job summary's table, and
+// summaryEvidence the failed steps whose evidence it shows (each at
+// most 16 KiB): with notes of at most 200 bytes, a summary stays under
+// 512 KiB, half of what GitHub takes.
+const (
+	summaryRows     = 500
+	summaryEvidence = 10
+)
+
+// notable reports whether a step of a large run is listed in its job
+// summary: it failed, waits on a human or runs.
+func notable(s runner.Status) bool {
+	return s == runner.Failed || s == runner.WaitingOnHuman || s == runner.Running
+}
+
+func sumOf(m map[runner.Status]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 // summaryTail is how many lines of a failed step's evidence the job
@@ -364,7 +425,12 @@ func mdCell(s string) string {
 	s = strings.ReplaceAll(s, "|", `\|`)
 	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
 	if len(s) > 200 {
-		s = s[:200] + "…"
+		// Cut at a character's start, never inside one.
+		cut := 200
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
 	}
 	return s
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/ops"
@@ -130,5 +131,63 @@ func TestGitHubSummaryEvidence(t *testing.T) {
 	got = ghSummary(ops.Status{State: st}, ops.RunResult{RunID: "r1", Status: "failed", ExitCode: 1})
 	if !strings.Contains(got, "- usage: 2 sessions, 5 turns, 1000 tokens in (400 cached), 90 out, ~$0.03\n") {
 		t.Errorf("no usage line:\n%s", got)
+	}
+}
+
+// TestGitHubSummaryOfALargeRun: GitHub refuses a step summary above
+// 1 MiB; a large run's lists the steps that failed, wait or run, counts
+// the others, clips notes at a character's start and shows ten steps'
+// evidence, and stays under 512 KiB at worst.
+func TestGitHubSummaryOfALargeRun(t *testing.T) {
+	long := strings.Repeat("é|", 2048) // 6 KiB of error, every second byte escaped
+	evidence := strings.Repeat(strings.Repeat("x", 800)+"\n", 20)
+	st := &runner.State{WorkflowName: "big", Steps: map[string]*runner.StepState{}}
+	var waiting []string
+	for i := range 3000 {
+		id := fmt.Sprintf("step_%04d_%s", i, strings.Repeat("n", 30))
+		st.StepOrder = append(st.StepOrder, id)
+		s := &runner.StepState{Status: runner.Completed, Attempts: 1}
+		switch {
+		case i%5 == 0:
+			s.Status, s.LastError = runner.Failed, &long
+			s.Feedback = &runner.Feedback{Step: id, Output: evidence}
+		case i%5 == 1:
+			s.Status = runner.WaitingOnHuman
+			waiting = append(waiting, id)
+		case i >= 2500:
+			s.Status = runner.Pending
+		}
+		st.Steps[id] = s
+	}
+	got := ghSummary(ops.Status{State: st}, ops.RunResult{RunID: "r1", Status: "failed", ExitCode: 1, Waiting: waiting})
+	if len(got) > 512<<10 || !utf8.ValidString(got) {
+		t.Fatalf("summary of %d bytes (valid UTF-8: %v), want at most 512 KiB", len(got), utf8.ValidString(got))
+	}
+	if n := strings.Count(got, "\n| step_"); n != summaryRows {
+		t.Errorf("%d rows, want %d", n, summaryRows)
+	}
+	if strings.Contains(got, "| COMPLETED |") || strings.Contains(got, "| PENDING |") {
+		t.Error("a large run's table lists completed or pending steps")
+	}
+	// 1,200 steps fail or wait; the first 500 (250 of each) are listed.
+	if want := "2500 more steps are not listed (1500 completed, 300 pending, 350 failed, 350 waiting on a human): `flow status r1` lists every step."; !strings.Contains(got, want) {
+		t.Errorf("summary lacks %q", want)
+	}
+	if n := strings.Count(got, "<details>"); n != summaryEvidence || !strings.Contains(got, "`flow logs r1 STEP`") {
+		t.Errorf("%d steps' evidence, want %d and a pointer to the others", n, summaryEvidence)
+	}
+	if !strings.Contains(got, "- and 100 more steps waiting on a human: `flow status r1`") {
+		t.Error("the waiting steps are not bounded")
+	}
+	// A run of up to summaryRows steps lists every one.
+	small := &runner.State{WorkflowName: "small", Steps: map[string]*runner.StepState{}}
+	for i := range summaryRows {
+		id := fmt.Sprintf("s%d", i)
+		small.StepOrder = append(small.StepOrder, id)
+		small.Steps[id] = &runner.StepState{Status: runner.Completed}
+	}
+	got = ghSummary(ops.Status{State: small}, ops.RunResult{RunID: "r2", Status: "completed"})
+	if n := strings.Count(got, "| COMPLETED |"); n != summaryRows || strings.Contains(got, "not listed") {
+		t.Errorf("a run of %d steps lists %d", summaryRows, n)
 	}
 }
