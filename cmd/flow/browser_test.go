@@ -37,6 +37,11 @@ steps:
       inputs: [{name: ticket, required: true}]
   - id: deploy
     run: 'for i in 1 2 3 4 5 6; do echo "deploy {{ steps.approve.input.ticket }} line $i"; sleep 0.4; done'
+  - id: regions
+    for_each: ["eu", "us"]
+    steps:
+      - id: push
+        run: echo push
 `
 
 const failingWorkflow = `name: flaky
@@ -226,6 +231,15 @@ func TestBrowserMissionControl(t *testing.T) {
 	poll("the run to complete without a reload", `document.getElementById("run-status").textContent.trim() === "completed"`)
 	if eval(`String(window.flowMarker)`) != marker {
 		t.Error("the page reloaded instead of updating live")
+	}
+	// The loop's instances, unknown when the page was made, were added
+	// after its row as they appeared, linked to their logs.
+	poll("the loop's instances to show", `(() => { const b = document.querySelector('tr[data-key="regions[1].push"] [data-col="status"]'); return !!b && b.textContent.trim() === "COMPLETED"; })()`)
+	if got := eval(`Array.from(document.querySelectorAll("#steps tbody tr")).map(r => r.dataset.key).join(" ")`); got != "build approve deploy regions regions[0].push regions[1].push" {
+		t.Errorf("rows %q after the loop ran", got)
+	}
+	if got := eval(`(document.querySelector('tr[data-key="regions[0].push"] a') || {}).href || ""`); !strings.HasSuffix(got, "/runs/0/r1/logs/regions%5B0%5D.push") {
+		t.Errorf("the added instance links %q", got)
 	}
 	// The form is hidden by the live update, or absent when the page
 	// the post came back to was rendered after the decision was applied.

@@ -16,6 +16,52 @@
     return document.querySelectorAll('[data-key="' + CSS.escape(key) + '"]');
   }
 
+  // cell returns a table cell of a step's row.
+  function cell(col, extra) {
+    var td = document.createElement('td');
+    if (col) { td.dataset.col = col; }
+    if (extra) { td.className = extra; }
+    return td;
+  }
+
+  // addInstance adds the row of a loop's instance that appeared since
+  // the page was made (a loop's items are known once it starts): after
+  // its loop's row and the instances already there. A loop whose row is
+  // not on this page of the table gets none.
+  function addInstance(row) {
+    var open = row.key.indexOf('[');
+    if (open < 0) { return null; }
+    var loop = row.key.slice(0, open);
+    var at = document.querySelector('#steps tr[data-key="' + CSS.escape(loop) + '"]');
+    if (!at) { return null; }
+    while (at.nextElementSibling && at.nextElementSibling.dataset.key.indexOf(loop + '[') === 0) {
+      at = at.nextElementSibling;
+    }
+    var tr = document.createElement('tr');
+    tr.dataset.key = row.key;
+    var name = cell();
+    name.textContent = row.key;
+    var badge = document.createElement('span');
+    badge.className = 'badge';
+    var status = cell('status');
+    status.appendChild(badge);
+    tr.append(name, status, cell('attempts'), cell('iteration'), cell('duration'), cell('verdict'),
+      cell('progress'), cell('waits', 'waits'), cell('error', 'error'));
+    at.after(tr);
+    return tr;
+  }
+
+  // linkLog links a row's step name to its log once it has one.
+  function linkLog(tr, href) {
+    var name = tr.firstElementChild;
+    if (!href || !name || name.querySelector('a')) { return; }
+    var a = document.createElement('a');
+    a.href = href;
+    a.textContent = name.textContent;
+    name.textContent = '';
+    name.appendChild(a);
+  }
+
   var run = document.getElementById('run');
   if (run && run.dataset.events) {
     var es = new EventSource(run.dataset.events);
@@ -44,8 +90,14 @@
       var reason = document.getElementById('run-reason');
       if (reason) { reason.textContent = s.reason || ''; }
       (s.steps || []).forEach(function (row) {
-        byKey(row.key).forEach(function (el) {
+        var els = Array.prototype.slice.call(byKey(row.key));
+        if (row.instance && !els.some(function (el) { return el.tagName.toLowerCase() === 'tr'; })) {
+          var added = addInstance(row);
+          if (added) { els.push(added); }
+        }
+        els.forEach(function (el) {
           if (el.tagName.toLowerCase() === 'tr') {
+            linkLog(el, row.log);
             el.className = statusClass(row.status) + (row.instance ? ' instance' : '');
             setBadge(el.querySelector('[data-col=status] .badge'), row.status);
             ['attempts', 'iteration', 'duration', 'verdict', 'progress', 'waits', 'error'].forEach(function (col) {
