@@ -92,6 +92,7 @@ func build(raw *rawWorkflow, fs afero.Fs, path string, o Options, d *diags) *Wor
 		}
 	}
 	b.scope.Elsewhere = b.bodyScopes(ids)
+	b.scope.Inputs = declaredInputs(raw.steps)
 	b.comp = gates.NewCompiler(b.scope)
 	if raw.maxParallel.ok() {
 		if n, ok := b.count("max_parallel", raw.maxParallel); ok {
@@ -304,6 +305,32 @@ func (b *builder) step(rs *rawStep, seen map[string]bool, loop *Step) *Step {
 	}
 	b.rawNeeds[s] = rs.needs
 	return s
+}
+
+// declaredInputs maps every human step of steps and of their loops'
+// bodies to the names of the inputs it declares (empty: it takes any),
+// for the expressions' scope (gates.Scope.Inputs).
+func declaredInputs(steps []*rawStep) map[string][]string {
+	inputs := map[string][]string{}
+	var add func(steps []*rawStep)
+	add = func(steps []*rawStep) {
+		for _, rs := range steps {
+			if rs.id.ok() && rs.human != nil {
+				if _, dup := inputs[rs.id.val]; !dup {
+					names := []string{}
+					for _, in := range rs.human.inputs {
+						if in.name.ok() {
+							names = append(names, in.name.val)
+						}
+					}
+					inputs[rs.id.val] = names
+				}
+			}
+			add(rs.body)
+		}
+	}
+	add(steps)
+	return inputs
 }
 
 // session builds what a step that runs a session, or waits for a

@@ -100,3 +100,51 @@ func TestHumanInputErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestInputReferences: steps.X.input.NAME names an input the human step
+// X declares (an approval gives only those); a human step that declares
+// none takes any; a step without a human block takes none. Expressions
+// and templates, of the top level and of loop bodies, are checked alike.
+func TestInputReferences(t *testing.T) {
+	checkDiags(t, "yaml", `name: x
+steps:
+  - id: ship_it
+    human:
+      message: Ship
+      inputs: [{name: ticket, required: true}, {name: env}]
+  - id: free
+    human:
+      message: Anything
+  - id: build
+    run: make
+  - id: deploy
+    run: 'echo {{ steps.ship_it.input.ticket }} {{ steps.ship_it.input.tciket }} {{ steps.free.input.whatever }}'
+    when: steps.ship_it.input["env"] == "prod" && steps.build.input.x == ""
+  - id: regions
+    for_each: [eu]
+    steps:
+      - id: sign
+        human:
+          message: Sign
+          inputs: [{name: who}]
+      - id: push
+        run: 'echo {{ steps.sign.input.who }} {{ steps.sign.input.whom }} {{ steps.ship_it.input.evn }}'
+`, []loopDiag{
+		{13, 72, `run: step "ship_it" declares no input "tciket" (did you mean "ticket"?)`},
+		{14, 69, `when: step "build" has no human block: it takes no input`},
+		{23, 67, `run: step "sign" declares no input "whom" (did you mean "who"?)`},
+	})
+	checkDiags(t, "hcl", `name = "x"
+step "ship_it" {
+  human {
+    message = "Ship?"
+    input "ticket" {}
+  }
+}
+step "deploy" {
+  run = "echo {{ steps.ship_it.input.tickt }}"
+}
+`, []loopDiag{
+		{9, 38, `run: step "ship_it" declares no input "tickt" (did you mean "ticket"?)`},
+	})
+}

@@ -130,7 +130,7 @@ func (b *builder) loop(s *Step, rs *rawStep, before []str, seen map[string]bool)
 	} else {
 		fe.Items = b.expr("for_each", rs.forEach, gates.Any)
 	}
-	scope := gates.Scope{Vars: b.scope.Vars, Elsewhere: map[string]string{}}
+	scope := gates.Scope{Vars: b.scope.Vars, Elsewhere: map[string]string{}, Inputs: b.scope.Inputs}
 	fe.As, scope.Item = b.itemName("as", rs.as, "item")
 	fe.IndexAs, scope.Index = b.itemName("index_as", rs.indexAs, "index")
 	if fe.As == fe.IndexAs {

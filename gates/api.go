@@ -38,6 +38,11 @@ type Scope struct {
 	// they cannot be read here; a reference to one is an error with
 	// that reason as its message.
 	Elsewhere map[string]string
+	// Inputs, when not nil, maps each human step (of the top level and
+	// of loop bodies) to the names of the inputs it declares: an empty
+	// list takes any input. A step not in it takes none: it has no
+	// human block. steps.X.input.NAME is checked against it.
+	Inputs map[string][]string
 }
 
 // Error is a compile error, positioned inside the expression or

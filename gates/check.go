@@ -80,6 +80,9 @@ func (c *refChecker) member(n *ast.MemberNode) {
 	if prop.Value == "output" {
 		c.outputRef(n.Node)
 	}
+	if step, ok := stepInput(n.Node); ok {
+		c.inputRef(step, prop)
+	}
 	if id, ok := n.Node.(*ast.IdentifierNode); ok {
 		switch id.Value {
 		case "steps":
@@ -109,6 +112,44 @@ func (c *refChecker) member(n *ast.MemberNode) {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
 		}
 		c.fail(prop, msg)
+	}
+}
+
+// stepInput returns X when node is steps.X.input, written with dots or
+// quoted indexes.
+func stepInput(node ast.Node) (string, bool) {
+	m, ok := node.(*ast.MemberNode)
+	if !ok {
+		return "", false
+	}
+	if p, ok := m.Property.(*ast.StringNode); !ok || p.Value != "input" {
+		return "", false
+	}
+	s, ok := m.Node.(*ast.MemberNode)
+	if !ok {
+		return "", false
+	}
+	id, ok := s.Node.(*ast.IdentifierNode)
+	name, named := s.Property.(*ast.StringNode)
+	if !ok || id.Value != "steps" || !named {
+		return "", false
+	}
+	return name.Value, true
+}
+
+// inputRef checks an input read from a step, steps.X.input.NAME: X
+// must be a human step and, when it declares inputs, NAME one of them
+// (an approval gives only those).
+func (c *refChecker) inputRef(step string, name *ast.StringNode) {
+	if c.comp.scope.Inputs == nil || !c.comp.hasStep(step) {
+		return
+	}
+	declared, human := c.comp.scope.Inputs[step]
+	switch {
+	case !human:
+		c.fail(name, fmt.Sprintf("step %q has no human block: it takes no input", step))
+	case len(declared) > 0 && !slices.Contains(declared, name.Value):
+		c.fail(name, fmt.Sprintf("step %q declares no input %s", step, quoteSuggest(name.Value, declared)))
 	}
 }
 

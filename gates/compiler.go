@@ -60,7 +60,7 @@ type compiled struct {
 // so the caller may change the slices afterwards.
 func NewCompiler(scope Scope) *Compiler {
 	scope = Scope{Steps: slices.Clone(scope.Steps), Vars: slices.Clone(scope.Vars),
-		Item: scope.Item, Index: scope.Index, Elsewhere: maps.Clone(scope.Elsewhere)}
+		Item: scope.Item, Index: scope.Index, Elsewhere: maps.Clone(scope.Elsewhere), Inputs: maps.Clone(scope.Inputs)}
 	c := newCompiler(scope)
 	c.steps = nameSet(scope.Steps)
 	c.vars = nameSet(scope.Vars)
