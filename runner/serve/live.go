@@ -232,6 +232,11 @@ func (s *Server) logTail(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	// Whether the session still runs is read from the run's record, no
+	// sooner than statusShare times the last reading took (a large
+	// run's takes tens of milliseconds); its log is read every Poll.
+	var checked time.Time
+	var cost time.Duration
 	for {
 		if path == "" && len(logs.Logs) > 0 {
 			path = logs.Logs[len(logs.Logs)-1].Path
@@ -239,16 +244,21 @@ func (s *Server) logTail(w http.ResponseWriter, r *http.Request) {
 		if read() != nil {
 			return
 		}
-		state, _, err := runner.LoadState(s.svc.FS, logs.RunDir, false, time.Now())
-		if err != nil {
-			return
-		}
-		ss := state.Steps[logs.Step]
-		if ss == nil || ss.Status != runner.Running || (path != "" && ss.LogPath != path) {
-			if read() == nil {
-				_ = stream.send("end", "", "the session has ended")
+		if time.Since(checked) >= statusShare*cost {
+			start := time.Now()
+			state, _, err := runner.LoadState(s.svc.FS, logs.RunDir, false, start)
+			if err != nil {
+				return
 			}
-			return
+			checked = time.Now()
+			cost = checked.Sub(start)
+			ss := state.Steps[logs.Step]
+			if ss == nil || ss.Status != runner.Running || (path != "" && ss.LogPath != path) {
+				if read() == nil {
+					_ = stream.send("end", "", "the session has ended")
+				}
+				return
+			}
 		}
 		select {
 		case <-r.Context().Done():
