@@ -162,6 +162,9 @@ func (x *run) perform(eff Effect) (Result, bool, error) {
 	case ExpandItems:
 		x.queue = append(x.queue, x.expandItems(e.Step))
 	case StartSession:
+		if err := x.ensureState(); err != nil {
+			return Result{}, false, err
+		}
 		x.startSession(e)
 		if err := x.serialErr; err != nil {
 			return Result{}, false, err

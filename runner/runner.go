@@ -200,6 +200,8 @@ type run struct {
 	lastSnap time.Time
 	snapCost time.Duration
 	dirty    bool
+	// stateOnDisk is true once run_state.json is known to exist.
+	stateOnDisk bool
 	// outputs and reports cache what expressions may read of finished
 	// steps.
 	outputs map[string]string
@@ -823,20 +825,10 @@ func (x *run) snapshot() error {
 		return err
 	}
 	start := x.r.Clock.Now()
-	// Replaced atomically but not synced: events.jsonl, synced, is the
-	// truth, and a snapshot a crash of the machine damaged is rebuilt
-	// from it (DESIGN §6); its two syncs cost half a millisecond.
-	err := atomicfile.ReplaceWith(x.r.FS, filepath.Join(x.dir, StateFile), 0o644, func(w io.Writer) error {
-		if err := x.st.WriteIndented(w); err != nil {
-			return err
-		}
-		_, err := w.Write([]byte{'\n'})
+	if err := x.writeState(); err != nil {
 		return err
-	})
-	if err != nil {
-		return fmt.Errorf("write run state: %w", err)
 	}
-	err = atomicfile.ReplaceWith(x.r.FS, filepath.Join(x.dir, SummaryFile), 0o644, func(w io.Writer) error {
+	err := atomicfile.ReplaceWith(x.r.FS, filepath.Join(x.dir, SummaryFile), 0o644, func(w io.Writer) error {
 		writeSummary(w, x.st)
 		return nil
 	})
@@ -847,6 +839,44 @@ func (x *run) snapshot() error {
 	x.snapCost = x.lastSnap.Sub(start)
 	x.dirty = false
 	return nil
+}
+
+// writeState writes run_state.json. It is replaced atomically but not
+// synced: events.jsonl, synced, is the truth, and a snapshot a crash of
+// the machine damaged is rebuilt from it (DESIGN §6); its two syncs
+// cost half a millisecond.
+func (x *run) writeState() error {
+	err := atomicfile.ReplaceWith(x.r.FS, filepath.Join(x.dir, StateFile), 0o644, func(w io.Writer) error {
+		if err := x.st.WriteIndented(w); err != nil {
+			return err
+		}
+		_, err := w.Write([]byte{'\n'})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("write run state: %w", err)
+	}
+	x.stateOnDisk = true
+	return nil
+}
+
+// ensureState writes run_state.json before a session starts when the
+// run has none yet: sessions are given its path ($FLOW_STATE_PATH) and
+// may read it at once, while a new run's first snapshot is otherwise
+// not due for a second. Later snapshots keep their own pace (the file
+// may lag events.jsonl by up to one, DESIGN §6).
+func (x *run) ensureState() error {
+	if x.stateOnDisk {
+		return nil
+	}
+	if _, err := x.r.FS.Stat(filepath.Join(x.dir, StateFile)); err == nil {
+		x.stateOnDisk = true
+		return nil
+	}
+	if err := x.flush(); err != nil {
+		return err
+	}
+	return x.writeState()
 }
 
 func (x *run) writeWorkflowJSON() error {

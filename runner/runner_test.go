@@ -716,3 +716,32 @@ func eventTypes(evs []Event) []string {
 
 // loadWorkflow loads a YAML workflow from a string on a MemMapFs.
 func loadWorkflow(t testing.TB, src string) *config.Workflow { return configtest.Load(t, src) }
+
+// TestStateExistsForSessions: a session may read $FLOW_STATE_PATH as
+// soon as it starts, the first session of a new run too, although the
+// run's first snapshot is not due yet (the test's clock stands still).
+func TestStateExistsForSessions(t *testing.T) {
+	e := newEnv(t, "name: s\nsteps:\n  - {id: a, run: x}\n  - {id: b, run: x}\n")
+	seen := map[string]string{}
+	s := &scripted{fs: e.fs}
+	s.fn = func(c call) reply {
+		b, err := afero.ReadFile(s.fs, c.Env["FLOW_STATE_PATH"])
+		if err != nil {
+			seen[c.Step] = err.Error()
+			return reply{}
+		}
+		var st State
+		if err := json.Unmarshal(b, &st); err != nil {
+			seen[c.Step] = err.Error()
+			return reply{}
+		}
+		seen[c.Step] = st.RunID + " " + string(st.Steps["a"].Status)
+		return reply{}
+	}
+	if res := e.run(s, Options{}); res.ExitCode != 0 {
+		t.Fatalf("exit %d", res.ExitCode)
+	}
+	if seen["a"] != "r1 RUNNING" || !strings.HasPrefix(seen["b"], "r1 ") {
+		t.Errorf("the sessions read %q", seen)
+	}
+}
