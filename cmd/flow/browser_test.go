@@ -285,7 +285,49 @@ func TestBrowserMissionControl(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`form[action$="/retry"] button`)), chromedp.WaitVisible(chromedp.CSS("p.notice")))
 	poll("r3 to complete", `document.getElementById("run-status").textContent.trim() === "completed"`)
 	waitFor(t, 10*time.Second, "r3 completed on disk", func() bool { return runStatus(t, repo, "r3") == "completed" })
+
+	// A step's log page follows it into its next session: r4's step
+	// fails its first attempt, and the page shows the second's log
+	// without a reload by hand. The page is left for it from r3's: the
+	// streams of the pages left are closed (a browser keeps six
+	// connections to a server; pages kept for going back held theirs).
+	if err := os.WriteFile(filepath.Join(repo, "retry.yaml"), []byte(retryWorkflow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r4 := flow("run", "retry.yaml", "--run-id", "r4")
+	r4.Stdout, r4.Stderr = io.Discard, io.Discard
+	if err := r4.Start(); err != nil {
+		t.Fatal(err)
+	}
+	runners = append(runners, r4)
+	waitFor(t, 10*time.Second, "r4's first attempt to print", func() bool {
+		b, _ := os.ReadFile(filepath.Join(repo, ".agents/runs/r4/logs/flaky.0.1.log"))
+		return len(b) > 0
+	})
+	opened := time.Now()
+	do("open r4's log", chromedp.Navigate(base+"runs/0/r4/logs/flaky"), chromedp.WaitVisible(chromedp.CSS("pre")))
+	if d := time.Since(opened); d > 5*time.Second {
+		t.Errorf("opening r4's log took %v: the connections of the pages left are held", d)
+	}
+	if first := text("pre"); !strings.Contains(first, "first attempt") {
+		t.Errorf("r4's log page shows %q, want the first attempt's log", first)
+	}
+	// The page reloads itself when the next session starts: read it
+	// until it shows the second attempt's log.
+	waitFor(t, 15*time.Second, "the page to show the second attempt's log", func() bool {
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("pre") ? document.querySelector("pre").textContent : ""`))
+		return err == nil && strings.Contains(s, "second attempt")
+	})
 }
+
+// retryWorkflow's step fails its first attempt after two seconds and
+// prints slowly in its second.
+const retryWorkflow = `name: retry
+steps:
+  - id: flaky
+    run: 'if [ "$FLOW_ATTEMPT" = 1 ]; then echo first attempt; sleep 2; exit 1; fi; for i in 1 2 3; do echo second attempt $i; sleep 0.5; done'
+    max_attempts: 2
+`
 
 // TestBrowserReadOnlyAndTokens: --read-only shows no actions and refuses
 // them; a server off loopback shows nothing without its token.

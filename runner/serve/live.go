@@ -196,9 +196,11 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 
 // logTail streams the latest session log of a step from ?offset= (or
 // a reconnecting browser's Last-Event-ID) on:
-// its new bytes as "log" events (JSON strings), until its session ends
-// ("end") or the client goes away. A step that has printed nothing yet
-// is looked at again until its first log appears.
+// its new bytes as "log" events (JSON strings), until the step is done
+// with sessions ("end"), runs another session ("next": the page loads
+// that session's log) or the client goes away (see tailNext). A step
+// that has printed nothing yet is looked at again until its first log
+// appears.
 func (s *Server) logTail(w http.ResponseWriter, r *http.Request) {
 	t, ok := s.target(w, r)
 	if !ok {
@@ -252,10 +254,15 @@ func (s *Server) logTail(w http.ResponseWriter, r *http.Request) {
 			}
 			checked = time.Now()
 			cost = checked.Sub(start)
-			ss := state.Steps[logs.Step]
-			if ss == nil || ss.Status != runner.Running || (path != "" && ss.LogPath != path) {
+			switch tailNext(state, logs.Step, path) {
+			case tailEnd:
 				if read() == nil {
 					_ = stream.send("end", "", "the session has ended")
+				}
+				return
+			case tailNextSession:
+				if read() == nil {
+					_ = stream.send("next", "", "the step runs another session")
 				}
 				return
 			}
@@ -269,6 +276,35 @@ func (s *Server) logTail(w http.ResponseWriter, r *http.Request) {
 			logs, _ = s.svc.Logs(t.repoDir, t.runID, t.step, false)
 		}
 	}
+}
+
+// What a log's stream does next, by tailNext.
+const (
+	tailGoOn        = iota // the session runs, or the step waits to run again
+	tailNextSession        // the step runs a session with another log
+	tailEnd                // the step is done with sessions, or the run stopped
+)
+
+// tailNext says what the stream of the log at path (the step's latest
+// session's, "" while it has none) does, from the run's state: it goes
+// on while that session runs, and while the step waits to run again in
+// a run that goes on (an attempt failed, or a loop-back sent the run
+// back to it); it tells the page of the next session once the step runs
+// one; it ends otherwise.
+func tailNext(st *runner.State, step, path string) int {
+	ss := st.Steps[step]
+	switch {
+	case ss == nil:
+		return tailEnd
+	case ss.Status == runner.Running:
+		if path != "" && ss.LogPath != "" && ss.LogPath != path {
+			return tailNextSession
+		}
+		return tailGoOn
+	case ss.Status == runner.Pending && st.Status == runner.RunRunning:
+		return tailGoOn
+	}
+	return tailEnd
 }
 
 // readAt reads at most maxTailChunk bytes of a log from off on.

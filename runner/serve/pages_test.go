@@ -134,3 +134,36 @@ func TestStatusSendsChangedRows(t *testing.T) {
 		t.Errorf("a joining stream is sent %v, want the whole table", got)
 	}
 }
+
+// TestTailNext: a step's log stream goes on while its session runs and
+// while the step waits to run again in a running run, tells the page
+// when the step runs another session, and ends otherwise.
+func TestTailNext(t *testing.T) {
+	const l1, l2 = "/r/logs/a.0.1.log", "/r/logs/a.0.2.log"
+	for _, tc := range []struct {
+		name string
+		run  runner.RunStatus
+		step *runner.StepState
+		path string
+		want int
+	}{
+		{"its session runs", runner.RunRunning, &runner.StepState{Status: runner.Running, LogPath: l1}, l1, tailGoOn},
+		{"no log yet", runner.RunRunning, &runner.StepState{Status: runner.Running}, "", tailGoOn},
+		{"the first log appears", runner.RunRunning, &runner.StepState{Status: runner.Running, LogPath: l1}, "", tailGoOn},
+		{"another session", runner.RunRunning, &runner.StepState{Status: runner.Running, LogPath: l2}, l1, tailNextSession},
+		{"waits to run again", runner.RunRunning, &runner.StepState{Status: runner.Pending, Attempts: 1, LogPath: l1}, l1, tailGoOn},
+		{"pending in a paused run", runner.RunPaused, &runner.StepState{Status: runner.Pending, LogPath: l1}, l1, tailEnd},
+		{"completed", runner.RunRunning, &runner.StepState{Status: runner.Completed, LogPath: l1}, l1, tailEnd},
+		{"failed", runner.RunFailed, &runner.StepState{Status: runner.Failed, LogPath: l1}, l1, tailEnd},
+		{"waits on a human", runner.RunWaitingOnHuman, &runner.StepState{Status: runner.WaitingOnHuman, LogPath: l1}, l1, tailEnd},
+		{"no such step", runner.RunRunning, nil, l1, tailEnd},
+	} {
+		st := &runner.State{Status: tc.run, Steps: map[string]*runner.StepState{}}
+		if tc.step != nil {
+			st.Steps["a"] = tc.step
+		}
+		if got := tailNext(st, "a", tc.path); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

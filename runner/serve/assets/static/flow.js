@@ -62,10 +62,50 @@
     name.appendChild(a);
   }
 
+  // setParam returns url with its query parameter name set to value.
+  function setParam(url, name, value) {
+    var u = new URL(url, window.location.href);
+    u.searchParams.set(name, value);
+    return u.pathname + u.search;
+  }
+
+  // follow keeps a stream open while its page is shown, and calls
+  // handlers[name](event, stop) for each event of that name; stop ends
+  // the stream. A hidden tab or a page left for another closes it: a
+  // browser keeps at most six connections to a server, and each tab, or
+  // page kept for going back, would hold one. It opens again from where
+  // it stopped: param, a query parameter of url, is set to the id of
+  // the last event.
+  function follow(url, param, handlers) {
+    var last = null, es = null, done = false;
+    function close() {
+      if (es) { es.close(); es = null; }
+    }
+    function stop() {
+      done = true;
+      close();
+    }
+    function open() {
+      if (es || done) { return; }
+      es = new EventSource(last === null ? url : setParam(url, param, last));
+      Object.keys(handlers).forEach(function (name) {
+        es.addEventListener(name, function (e) {
+          if (e.lastEventId) { last = e.lastEventId; }
+          handlers[name](e, stop);
+        });
+      });
+    }
+    document.addEventListener('visibilitychange', function () {
+      if (document.visibilityState === 'hidden') { close(); } else { open(); }
+    });
+    window.addEventListener('pagehide', close);
+    window.addEventListener('pageshow', function (e) { if (e.persisted) { open(); } });
+    open();
+  }
+
   var run = document.getElementById('run');
   if (run && run.dataset.events) {
-    var es = new EventSource(run.dataset.events);
-    es.addEventListener('event', function (e) {
+    follow(run.dataset.events, 'after', {event: function (e) {
       var ev = JSON.parse(e.data);
       var ol = document.getElementById('timeline');
       if (!ol || document.getElementById('ev-' + ev.seq)) { return; }
@@ -79,8 +119,7 @@
       c.textContent = ev.data || '';
       li.append(t, ' ', b, ' ' + (ev.step || '') + ' ', c);
       ol.appendChild(li);
-    });
-    es.addEventListener('status', function (e) {
+    }, status: function (e) {
       var s = JSON.parse(e.data);
       setBadge(document.getElementById('run-status'), s.status);
       var live = document.getElementById('run-live');
@@ -118,17 +157,20 @@
           if (row.key === sec.dataset.waits && row.status !== 'WAITING_ON_HUMAN') { sec.hidden = true; }
         });
       });
-    });
+    }});
   }
 
   var log = document.getElementById('log');
   if (log && log.dataset.tail) {
-    var tail = new EventSource(log.dataset.tail);
-    tail.addEventListener('log', function (e) {
-      var atEnd = log.scrollTop + log.clientHeight >= log.scrollHeight - 8;
-      log.textContent += JSON.parse(e.data);
-      if (atEnd) { log.scrollTop = log.scrollHeight; }
+    follow(log.dataset.tail, 'offset', {
+      log: function (e) {
+        var atEnd = log.scrollTop + log.clientHeight >= log.scrollHeight - 8;
+        log.textContent += JSON.parse(e.data);
+        if (atEnd) { log.scrollTop = log.scrollHeight; }
+      },
+      end: function (e, stop) { stop(); },
+      // The step runs another session: its page shows that session's log.
+      next: function (e, stop) { stop(); window.location.reload(); }
     });
-    tail.addEventListener('end', function () { tail.close(); });
   }
 })();
