@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/internal/countfs"
+	"github.com/flow-run/flow/internal/eventlog"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner"
@@ -697,5 +699,70 @@ func TestPublicURL(t *testing.T) {
 		if got := publicURL([]string{"A=b", env}); got != want {
 			t.Errorf("publicURL(%q) = %q, want %q", env, got, want)
 		}
+	}
+}
+
+// TestWatchGoesOnThroughAPause: a paused run whose runner waits in it is
+// watched on (flow continue lets it go on); once its runner is gone the
+// watch ends.
+func TestWatchGoesOnThroughAPause(t *testing.T) {
+	s, _ := newService(t, humanSteps, nil)
+	run(t, s, RunRequest{Workflow: wf, RunID: "r1", NoWait: true})
+	dir := runner.RunDir(repo, "r1")
+	log, err := eventlog.Open(s.FS, filepath.Join(dir, runner.EventsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := log.Append(eventlog.Event{At: eventlog.NewTime(t0), Type: runner.EvRunPaused, Data: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	log.Close()
+	holder := runlock.Holder{PID: 777, Host: "test", StartedAt: t0}
+	if _, err := runlock.Acquire(s.FS, filepath.Join(dir, runner.LockFile), holder, func(runlock.Holder) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	var alive atomic.Bool
+	alive.Store(true)
+	s.Alive = func(h runlock.Holder) bool { return h.PID == 777 && alive.Load() }
+	clk := clock.NewFake(t0)
+	s.Clock = clk
+	done := make(chan error, 1)
+	var looks atomic.Int32
+	go func() {
+		done <- s.Watch(context.Background(), "", "r1", WatchOptions{Every: true}, func(u Update) error {
+			looks.Add(1)
+			if u.Status.State.Status != runner.RunPaused {
+				return fmt.Errorf("status %s, want paused", u.Status.State.Status)
+			}
+			return nil
+		})
+	}()
+	for range 2 {
+		if !clk.BlockUntil(1, 10*time.Second) {
+			t.Fatal("the watch of a paused run with a live runner did not wait")
+		}
+		clk.Advance(time.Second)
+	}
+	// The runner goes: the watch ends at its next look.
+	alive.Store(false)
+	deadline := time.Now().Add(10 * time.Second)
+	for ended := false; !ended; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			ended = true
+		default:
+			if time.Now().After(deadline) {
+				t.Fatal("the watch did not end once the runner was gone")
+			}
+			if clk.BlockUntil(1, 50*time.Millisecond) {
+				clk.Advance(time.Second)
+			}
+		}
+	}
+	if n := looks.Load(); n < 3 {
+		t.Errorf("%d looks, want at least 3", n)
 	}
 }

@@ -336,7 +336,8 @@ type Tail struct {
 // opts.Interval and calls fn with its status — at every look with
 // opts.Every, else when it changed — and with each new event when
 // opts.Events asks for them. It returns nil when the run is over (done,
-// stopped or dead: Status.Over) after reporting it, or when ctx is
+// stopped or dead: Status.Over; a paused run whose runner waits in it
+// is not, since flow continue lets it go on) after reporting it, or when ctx is
 // cancelled; an error of fn ends it with that error. Errors reading the
 // run are returned as Status returns them.
 func (s *Service) Watch(ctx context.Context, repo, runID string, opts WatchOptions, fn func(Update) error) error {
@@ -375,10 +376,20 @@ func (s *Service) Watch(ctx context.Context, repo, runID string, opts WatchOptio
 				return err
 			}
 		}
-		if st.Over() || !s.sleep(ctx, opts.Interval) {
+		if st.Over() && !s.runnerWaits(st) || !s.sleep(ctx, opts.Interval) {
 			return nil
 		}
 	}
+}
+
+// runnerWaits reports whether a paused run's runner is alive and waits
+// in it: flow continue lets it go on, so a watch of it goes on too.
+func (s *Service) runnerWaits(st Status) bool {
+	if st.State == nil || st.State.Status != runner.RunPaused {
+		return false
+	}
+	_, live := runner.LiveRunner(s.FS, st.RunDir, st.State, st.At, s.alive())
+	return live
 }
 
 // StatusWatch compares each status a watch looks at with the last
