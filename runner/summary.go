@@ -40,8 +40,16 @@ func writeSummary(b io.Writer, st *State) {
 	io.WriteString(b, "\nDetails: `run_state.json` (snapshot), `events.jsonl` (every change), `logs/` (session output).\n")
 }
 
-// stepNote is the one-line explanation of a step's status.
+// stepNote is the one-line explanation of a step's status: a loop's
+// begins with how far its items got.
 func stepNote(s *StepState) string {
+	if p, ok := ItemsProgress(s); ok {
+		note := p.String()
+		if s.LastError != nil {
+			note += ": " + *s.LastError
+		}
+		return note
+	}
 	switch {
 	case s.Status == WaitingOnHuman:
 		return "waiting on a human: " + deref(s.ManualInputPath)
@@ -64,4 +72,55 @@ func mdEscape(s string) string {
 		s = s[:200] + "…"
 	}
 	return s
+}
+
+// LoopProgress is how far a for_each step has got with its items.
+type LoopProgress struct {
+	Items     int `json:"items"`
+	Completed int `json:"completed"`
+	Failed    int `json:"failed"`
+	Running   int `json:"running"`
+	Removed   int `json:"removed"`
+	// Waiting counts the instances waiting on a human (ItemsProgress
+	// leaves it 0: it reads the loop step alone).
+	Waiting int `json:"waiting"`
+}
+
+// String says it as flow status does: "3/7 items, 1 failed, 2 running".
+func (p LoopProgress) String() string {
+	s := fmt.Sprintf("%d/%d items", p.Completed+p.Failed, p.Items)
+	if p.Failed > 0 {
+		s += fmt.Sprintf(", %d failed", p.Failed)
+	}
+	if p.Running > 0 {
+		s += fmt.Sprintf(", %d running", p.Running)
+	}
+	if p.Waiting > 0 {
+		s += fmt.Sprintf(", %d waiting on a human", p.Waiting)
+	}
+	if p.Removed > 0 {
+		s += fmt.Sprintf(", %d removed", p.Removed)
+	}
+	return s
+}
+
+// ItemsProgress counts the items of loop step s by their status; ok is
+// false for a step that is not a loop, or a loop whose items are not
+// known yet.
+func ItemsProgress(s *StepState) (p LoopProgress, ok bool) {
+	if s == nil || s.LoopIndex == nil {
+		return p, false
+	}
+	p.Items, p.Removed = len(s.Items), len(s.RemovedItems)
+	for _, it := range s.Items {
+		switch it.Status {
+		case Completed:
+			p.Completed++
+		case Failed:
+			p.Failed++
+		case Running:
+			p.Running++
+		}
+	}
+	return p, true
 }

@@ -452,57 +452,19 @@ func (s *Service) tails(st *runner.State, n int) []Tail {
 }
 
 // LoopProgress is how far a for_each step has got with its items.
-type LoopProgress struct {
-	Items     int `json:"items"`
-	Completed int `json:"completed"`
-	Failed    int `json:"failed"`
-	Running   int `json:"running"`
-	Removed   int `json:"removed"`
-	// Waiting counts the instances waiting on a human.
-	Waiting int `json:"waiting"`
-}
-
-// String says it as flow status does: "3/7 items, 1 failed, 2 running".
-func (p LoopProgress) String() string {
-	s := fmt.Sprintf("%d/%d items", p.Completed+p.Failed, p.Items)
-	if p.Failed > 0 {
-		s += fmt.Sprintf(", %d failed", p.Failed)
-	}
-	if p.Running > 0 {
-		s += fmt.Sprintf(", %d running", p.Running)
-	}
-	if p.Waiting > 0 {
-		s += fmt.Sprintf(", %d waiting on a human", p.Waiting)
-	}
-	if p.Removed > 0 {
-		s += fmt.Sprintf(", %d removed", p.Removed)
-	}
-	return s
-}
+type LoopProgress = runner.LoopProgress
 
 // Progress returns the progress of loop step id's items in st; ok is
 // false for a step that is not a loop, or a loop whose items are not
 // known yet.
 func Progress(st *runner.State, id string) (p LoopProgress, ok bool) {
-	s := st.Steps[id]
-	if s == nil || s.LoopIndex == nil {
+	if p, ok = runner.ItemsProgress(st.Steps[id]); !ok {
 		return p, false
 	}
 	prefix := id + "["
 	for _, key := range st.StepOrder {
 		if is := st.Steps[key]; is != nil && is.Status == runner.WaitingOnHuman && strings.HasPrefix(key, prefix) {
 			p.Waiting++
-		}
-	}
-	p.Items, p.Removed = len(s.Items), len(s.RemovedItems)
-	for _, it := range s.Items {
-		switch it.Status {
-		case runner.Completed:
-			p.Completed++
-		case runner.Failed:
-			p.Failed++
-		case runner.Running:
-			p.Running++
 		}
 	}
 	return p, true

@@ -1,0 +1,35 @@
+package runner
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestSummaryNotes: run-summary.md explains each step's status in a
+// note; a loop's says how far its items got, then why it failed.
+func TestSummaryNotes(t *testing.T) {
+	zero, two := 0, 2
+	reason, target, manual := "1 of 3 items failed: b", "fix", "/r/manual_inputs/r__ok.json"
+	st := &State{RunID: "r", StepOrder: []string{"items", "done", "pending_loop", "fix_it", "ok", "check"}, Steps: map[string]*StepState{
+		"items": {Status: Failed, LoopIndex: &two, LastError: &reason, Items: []Item{
+			{Key: "a", Status: Completed}, {Key: "b", Status: Failed}, {Key: "c", Status: Running}}, RemovedItems: []string{"d"}},
+		"done":         {Status: Completed, LoopIndex: &zero, Items: []Item{{Key: "a", Status: Completed}}},
+		"pending_loop": {Status: Pending},
+		"fix_it":       {Status: Pending, WaitingFor: &target},
+		"ok":           {Status: WaitingOnHuman, ManualInputPath: &manual},
+		"check":        {Status: Pending, WaitingGates: []string{"window"}},
+	}}
+	got := Summary(st)
+	for _, want := range []string{
+		"| items | FAILED | 0 | 0 | 2/3 items, 1 failed, 1 running, 1 removed: 1 of 3 items failed: b |",
+		"| done | COMPLETED | 0 | 0 | 1/1 items |",
+		"| pending_loop | PENDING | 0 | 0 |  |",
+		"| fix_it | PENDING | 0 | 0 | waiting for fix |",
+		"| ok | WAITING_ON_HUMAN | 0 | 0 | waiting on a human: /r/manual_inputs/r__ok.json |",
+		"| check | PENDING | 0 | 0 | waiting for gates to open: window |",
+	} {
+		if !strings.Contains(got, want+"\n") {
+			t.Errorf("summary lacks %q:\n%s", want, got)
+		}
+	}
+}
