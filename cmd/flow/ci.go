@@ -336,6 +336,9 @@ func ghSummary(v ops.Status, res ops.RunResult) string {
 		case s.LastError != nil:
 			note = *s.LastError
 		}
+		if p, ok := runner.ItemsProgress(s); ok {
+			note = strings.TrimSuffix(p.String()+": "+note, ": ")
+		}
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s |\n", mdCell(id), s.Status, s.Attempts, s.IterationCount, dur, mdCell(note))
 	}
 	if len(left) > 0 {

@@ -127,6 +127,13 @@ func TestGitHubSummaryEvidence(t *testing.T) {
 	if strings.Contains(got, "- usage:") {
 		t.Errorf("a run without usage has a usage line:\n%s", got)
 	}
+	// A loop's row says how far its items got.
+	one := 1
+	st.StepOrder = append(st.StepOrder, "items")
+	st.Steps["items"] = &runner.StepState{Status: runner.Running, LoopIndex: &one, Items: []runner.Item{{Key: "a", Status: runner.Completed}, {Key: "b", Status: runner.Running}}}
+	if got := ghSummary(ops.Status{State: st}, ops.RunResult{RunID: "r1", Status: "running"}); !strings.Contains(got, "| items | RUNNING | 0 | 0 |  | 1/2 items, 1 running |\n") {
+		t.Errorf("no loop progress:\n%s", got)
+	}
 	st.Usage = &runner.AgentUsage{Sessions: 2, Turns: 5, TokensIn: 1000, TokensCached: 400, TokensOut: 90, CostUSD: 0.031, CostEstimated: true}
 	got = ghSummary(ops.Status{State: st}, ops.RunResult{RunID: "r1", Status: "failed", ExitCode: 1})
 	if !strings.Contains(got, "- usage: 2 sessions, 5 turns, 1000 tokens in (400 cached), 90 out, ~$0.03\n") {
