@@ -121,6 +121,9 @@ type Options struct {
 	// every session, as NAME=value, after the runner's own environment
 	// and before flow's variables.
 	Invocation Invocation
+	// By names who starts this runner, for its runner_started event; ""
+	// leaves it out.
+	By string
 	// Retry puts a failed run's failed steps, and what depends on them,
 	// back to PENDING before the run goes on (flow retry; see
 	// PlanRetry). Budgets.MaxIterations with ForceMaxIterations raises
@@ -424,7 +427,7 @@ func (x *run) open() error {
 	if err := x.writeInvocation(); err != nil {
 		return err
 	}
-	rs := RunnerStarted{PID: r.PID, Host: r.Host}
+	rs := RunnerStarted{PID: r.PID, Host: r.Host, By: opts.By}
 	if x.st.RepoDir != opts.Repo {
 		rs.RepoDir, rs.ReportsDir, rs.ManualInputsDir = opts.Repo, filepath.Join(x.dir, ReportsDir), filepath.Join(x.dir, InputsDir)
 	}

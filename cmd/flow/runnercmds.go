@@ -48,6 +48,7 @@ type runFlags struct {
 	budgetCost    float64
 	budgetTokens  int64
 	budgetSess    int
+	by            string
 	inv           runner.Invocation
 }
 
@@ -58,6 +59,7 @@ func (f *runFlags) add(cmd *cobra.Command, isRun bool) {
 	fl.BoolVar(&f.force, "force", false, "with --start-at-step: go on even when kept steps' artifacts are missing")
 	fl.BoolVar(&f.noWait, "no-wait", false, "exit 3 at a human step, or 4 when paused, instead of waiting (for CI)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the result as JSON on stdout, progress on stderr")
+	fl.StringVar(&f.by, "by", "", "who starts this runner, recorded in its runner_started event (default: $USER; local engine)")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "default sessions per iteration before a step fails (steps' own max_attempts win)")
 	fl.IntVar(&f.maxIterations, "max-iterations", 0, "default loop-backs before a gate fails the run (steps' own max_iterations win)")
 	fl.StringVar(&f.junit, "junit", "", "write the run's steps as JUnit XML to this file when the run ends")
@@ -151,7 +153,7 @@ ran out, 130 interrupted.`,
 				return err
 			}
 			req := ops.RunRequest{Workflow: args[0], Repo: f.repo, RunID: f.runID, Vars: f.vars,
-				StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv}
+				StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv, By: f.by}
 			if f.dryRun {
 				if f.startAt != "" {
 					return runner.Usage("--dry-run plans a new run; it does not go with --start-at-step")
@@ -188,7 +190,7 @@ is taken over.`,
 				return err
 			}
 			l, err := a.svc.PrepareResume(ops.ResumeRequest{Repo: f.repo, RunID: argOr(args), Workflow: workflowPath,
-				StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv})
+				StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv, By: f.by})
 			if err != nil {
 				return err
 			}
@@ -216,7 +218,7 @@ steps' and gates' own budgets. A rejected human step waits for a new decision.`,
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := a.svc.PrepareResume(ops.ResumeRequest{Repo: f.repo, RunID: argOr(args), NoWait: f.noWait,
-				Budgets: f.budgets(), Retry: true})
+				Budgets: f.budgets(), Retry: true, By: f.by})
 			if err != nil {
 				return err
 			}

@@ -168,6 +168,9 @@ func (a *app) withEngine(c *cobra.Command) {
 			}
 			return local(cmd, args)
 		case "temporal":
+			if by, _ := cmd.Flags().GetString("by"); by != "" && c.Name() != "approve" && c.Name() != "reject" {
+				return runner.Usage("--by is recorded by the local engine: a run on Temporal has its server's history")
+			}
 			if f.heartbeat != 0 && f.heartbeat < minHeartbeat {
 				return runner.Usage("--heartbeat-timeout %s: at least %s", f.heartbeat, minHeartbeat)
 			}

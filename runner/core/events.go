@@ -81,6 +81,9 @@ type RunCreated struct {
 type RunnerStarted struct {
 	PID  int    `json:"pid"`
 	Host string `json:"host"`
+	// By names who started the runner: flow run, resume or retry's
+	// --by, else $USER; absent when neither says.
+	By string `json:"by,omitempty"`
 	// RepoDir, ReportsDir and ManualInputsDir re-root a run directory
 	// copied to another checkout.
 	RepoDir         string `json:"repo_dir,omitempty"`

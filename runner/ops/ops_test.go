@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -764,5 +765,48 @@ func TestWatchGoesOnThroughAPause(t *testing.T) {
 	}
 	if n := looks.Load(); n < 3 {
 		t.Errorf("%d looks, want at least 3", n)
+	}
+}
+
+// TestRunnerStartedBy: a runner's runner_started event names who
+// started it: the request's By, else $USER; nothing without either.
+func TestRunnerStartedBy(t *testing.T) {
+	s, _ := newService(t, humanSteps, nil)
+	run(t, s, RunRequest{Workflow: wf, RunID: "r1", NoWait: true, By: "alice"})
+	if _, err := s.Decide(DecideRequest{RunID: "r1", Step: "ship_it", Approve: true}); err != nil {
+		t.Fatal(err)
+	}
+	s.Environ = append(s.Environ, "USER=bob")
+	l, err := s.PrepareResume(ResumeRequest{RunID: "r1", NoWait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Start(context.Background(), l, Attach{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Environ = s.Environ[:len(s.Environ)-1]
+	run(t, s, RunRequest{Workflow: wf, RunID: "r2", NoWait: true})
+	by := func(id string) []string {
+		events, err := runner.ReadEvents(s.FS, runner.RunDir(repo, id), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range events {
+			if e.Type == runner.EvRunnerStarted {
+				var d runner.RunnerStarted
+				if err := json.Unmarshal(e.Data, &d); err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, d.By)
+			}
+		}
+		return out
+	}
+	if got := by("r1"); !slices.Equal(got, []string{"alice", "bob"}) {
+		t.Errorf("r1's runners were started by %q, want alice then bob", got)
+	}
+	if got := by("r2"); !slices.Equal(got, []string{""}) {
+		t.Errorf("r2's runner was started by %q, want nobody named", got)
 	}
 }

@@ -39,6 +39,9 @@ type RunRequest struct {
 	// sessions beyond it: its format, agent_orchestrator's flags, more
 	// environment (see runner.Invocation).
 	Invocation runner.Invocation
+	// By names who starts the run, recorded in its runner_started
+	// event; "" is $USER (left out when that is unset too).
+	By string
 }
 
 // ResumeRequest asks for a run that stopped to go on.
@@ -63,6 +66,8 @@ type ResumeRequest struct {
 	// Budgets.MaxIterations then overrides the steps' and gates' own
 	// iteration budgets for the retry.
 	Retry bool
+	// By is as in RunRequest.
+	By string
 }
 
 // Launch is a run ready to start: the workflow loaded, the vars
@@ -160,7 +165,7 @@ func (s *Service) PrepareRun(req RunRequest) (*Launch, error) {
 		return nil, err
 	}
 	l := &Launch{Workflow: wf, Options: runner.Options{Workflow: wf, Repo: repo, RunID: req.RunID, Vars: vars,
-		NoWait: req.NoWait, Budgets: orchestratorBudgets(wf, req.Budgets), Invocation: inv}}
+		NoWait: req.NoWait, Budgets: orchestratorBudgets(wf, req.Budgets), Invocation: inv, By: s.starter(req.By)}}
 	if req.StartAt == "" {
 		return l, nil
 	}
@@ -215,7 +220,7 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 		return nil, err
 	}
 	l := &Launch{Workflow: wf, Options: runner.Options{Workflow: wf, Repo: repo, RunID: ref.ID, Resume: true,
-		NoWait: req.NoWait, Budgets: orchestratorBudgets(wf, req.Budgets), Invocation: inv}}
+		NoWait: req.NoWait, Budgets: orchestratorBudgets(wf, req.Budgets), Invocation: inv, By: s.starter(req.By)}}
 	if ref.Err == nil {
 		l.Options.Read = ref.State
 	}

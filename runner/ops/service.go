@@ -98,6 +98,16 @@ func (s *Service) Who(by string) string {
 	return "unknown"
 }
 
+// starter names who starts a runner, for its runner_started event: by,
+// else $USER. Unlike Who it does not ask the operating system (a
+// lookup every run would pay), and says nothing rather than "unknown".
+func (s *Service) starter(by string) string {
+	if by != "" {
+		return by
+	}
+	return s.Getenv("USER")
+}
+
 func (s *Service) clock() clock.Clock {
 	if s.Clock == nil {
 		return clock.Real()

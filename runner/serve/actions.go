@@ -153,7 +153,7 @@ func (s *Server) relaunch(retry bool) http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
-		if err := s.launcher.Launch([]string{verb, t.runID, "--repo", t.repoDir}); err != nil {
+		if err := s.launcher.Launch([]string{verb, t.runID, "--repo", t.repoDir, "--by", who(r)}); err != nil {
 			s.fail(w, r, err)
 			return
 		}

@@ -434,7 +434,7 @@ func TestResumeAndRetry(t *testing.T) {
 	wantStatus(t, post(s, "/runs/0/r2/resume", nil), http.StatusConflict, "retry")
 	wantStatus(t, post(s, "/runs/0/r1/resume", nil), http.StatusSeeOther)
 	wantStatus(t, post(s, "/runs/0/r2/retry", nil), http.StatusSeeOther)
-	want := [][]string{{"resume", "r1", "--repo", repo}, {"retry", "r2", "--repo", repo}}
+	want := [][]string{{"resume", "r1", "--repo", repo, "--by", "local"}, {"retry", "r2", "--repo", repo, "--by", "local"}}
 	if got := l.got(); !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("launched %q, want %q", got, want)
 	}
