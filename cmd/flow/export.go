@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -14,17 +15,26 @@ import (
 func (a *app) exportCmds() []*cobra.Command {
 	var repo, out string
 	export := &cobra.Command{
-		Use:   "export [RUN_ID] -o FILE",
+		Use:   "export [RUN_ID] -o FILE|-",
 		Short: "Write a run's record to a .tar.gz archive, for a later job to import",
 		Long: `export writes the run directory .agents/runs/<run_id>/ (the newest run when RUN_ID
 is left out), without its lock, to FILE as a gzip-compressed tar whose entries are
 named <run_id>/... . The archive carries the run's record only, not the repository:
-the job that imports it checks out the same commit first.`,
-		Example: "  flow export 20250115-143000-f8c1a4 -o run.tar.gz",
+the job that imports it checks out the same commit first. -o - writes it to the
+standard output.`,
+		Example: "  flow export 20250115-143000-f8c1a4 -o run.tar.gz\n  flow export -o - | ssh ci-2 'cd app && flow import -'",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
-				return runner.Usage("export needs -o FILE")
+				return runner.Usage("export needs -o FILE (or -o - for the standard output)")
+			}
+			if out == "-" {
+				id, err := a.svc.ExportRun(repo, argOr(args), a.stdio.Out)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdio.Err, "exported run %s to the standard output\n", id)
+				return nil
 			}
 			id, err := a.svc.ExportRunFile(repo, argOr(args), out)
 			if err != nil {
@@ -34,28 +44,32 @@ the job that imports it checks out the same commit first.`,
 			return nil
 		},
 	}
-	export.Flags().StringVarP(&out, "output", "o", "", "archive to write")
+	export.Flags().StringVarP(&out, "output", "o", "", "archive to write; - for the standard output")
 	export.Flags().StringVar(&repo, "repo", "", "repository of the run (default: the current directory)")
 
 	var irepo string
 	var force bool
 	imp := &cobra.Command{
-		Use:   "import ARCHIVE",
+		Use:   "import ARCHIVE|-",
 		Short: "Make a run exported by flow export a run of this repository",
 		Long: `import extracts an archive written by flow export into .agents/runs/<run_id>/.
 It refuses (exit 2) an archive with anything but directories and regular files under
 one run id, absolute names, "..", more than 100000 entries or 1 GiB, and a run id
 that already exists unless --force replaces it. The imported run is re-rooted into
-this repository on its next flow resume.`,
+this repository on its next flow resume. - reads the archive from the standard input.`,
 		Example: "  flow import run.tar.gz\n  flow approve 20250115-143000-f8c1a4 review && flow resume 20250115-143000-f8c1a4",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := a.svc.FS.Open(args[0])
-			if err != nil {
-				return runner.Usage("import: %v", err)
+			var archive io.Reader = a.stdio.In
+			if args[0] != "-" {
+				f, err := a.svc.FS.Open(args[0])
+				if err != nil {
+					return runner.Usage("import: %v", err)
+				}
+				defer f.Close()
+				archive = f
 			}
-			defer f.Close()
-			id, err := a.svc.ImportRun(ops.ImportRequest{Repo: irepo, Archive: f, Force: force})
+			id, err := a.svc.ImportRun(ops.ImportRequest{Repo: irepo, Archive: archive, Force: force})
 			if err != nil {
 				return err
 			}
