@@ -337,9 +337,9 @@ type Tail struct {
 // opts.Every, else when it changed — and with each new event when
 // opts.Events asks for them. It returns nil when the run is over (done,
 // stopped or dead: Status.Over; a paused run whose runner waits in it
-// is not, since flow continue lets it go on) after reporting it, or when ctx is
-// cancelled; an error of fn ends it with that error. Errors reading the
-// run are returned as Status returns them.
+// is not, since flow continue lets it go on) after reporting it, or
+// when ctx is cancelled; an error of fn ends it with that error. Errors
+// reading the run are returned as Status returns them.
 func (s *Service) Watch(ctx context.Context, repo, runID string, opts WatchOptions, fn func(Update) error) error {
 	dir, err := s.Repo(repo)
 	if err != nil {
