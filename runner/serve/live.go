@@ -254,6 +254,10 @@ func (s *Server) logTail(w http.ResponseWriter, r *http.Request) {
 			}
 			checked = time.Now()
 			cost = checked.Sub(start)
+			if ss := state.Steps[logs.Step]; path == "" && ss != nil && ss.LogPath != "" {
+				// The step's first session has started.
+				path = ss.LogPath
+			}
 			switch tailNext(state, logs.Step, path) {
 			case tailEnd:
 				if read() == nil {
@@ -271,9 +275,6 @@ func (s *Server) logTail(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		case <-tick.C:
-		}
-		if path == "" {
-			logs, _ = s.svc.Logs(t.repoDir, t.runID, t.step, false)
 		}
 	}
 }
