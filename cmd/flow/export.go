@@ -34,6 +34,7 @@ standard output.`,
 					return err
 				}
 				fmt.Fprintf(a.stdio.Err, "exported run %s to the standard output\n", id)
+				a.warnLive(repo, id)
 				return nil
 			}
 			id, err := a.svc.ExportRunFile(repo, argOr(args), out)
@@ -41,6 +42,7 @@ standard output.`,
 				return err
 			}
 			fmt.Fprintf(a.stdio.Out, "exported run %s to %s\n", id, out)
+			a.warnLive(repo, id)
 			return nil
 		},
 	}
@@ -80,4 +82,16 @@ this repository on its next flow resume. - reads the archive from the standard i
 	imp.Flags().StringVar(&irepo, "repo", "", "repository to import into (default: the current directory)")
 	imp.Flags().BoolVar(&force, "force", false, "replace a run with the same id")
 	return []*cobra.Command{export, imp}
+}
+
+// warnLive says on the standard error when a live runner held the run
+// just exported: the archive is its record as it stood, and the logs of
+// sessions then running may end mid-line.
+func (a *app) warnLive(repo, id string) {
+	st, err := a.svc.Status(repo, id)
+	if err != nil || st.Over() || st.Liveness.Holder == nil {
+		return
+	}
+	fmt.Fprintf(a.stdio.Err, "flow: warning: run %s is held by a live runner (pid %d on %s): the archive is its record as it stood, and running sessions' logs may end mid-line\n",
+		id, st.Liveness.Holder.PID, st.Liveness.Holder.Host)
 }
