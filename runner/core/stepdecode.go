@@ -227,7 +227,17 @@ func (p *stepParser) strings() ([]string, bool) {
 // stringMap reads an object of strings; {} is an empty map, not nil. A
 // key seen twice keeps its last value, as in encoding/json.
 func (p *stepParser) stringMap() (map[string]string, bool) {
-	return readMap(p, p.str)
+	m := map[string]string{}
+	ok := p.object(func() bool {
+		k, ok := p.str()
+		if !ok || !p.colon() {
+			return false
+		}
+		v, ok := p.str()
+		m[k] = v
+		return ok
+	})
+	return m, ok
 }
 
 // signals reads a step's signals, an object of booleans. Most steps'
@@ -312,21 +322,6 @@ func (p *stepParser) status() (Status, bool) {
 
 // stepStatuses are the statuses of a step.
 var stepStatuses = [...]Status{Completed, Pending, Running, Failed, Skipped, WaitingOnHuman}
-
-// readMap reads an object whose values value reads.
-func readMap[V any](p *stepParser, value func() (V, bool)) (map[string]V, bool) {
-	m := map[string]V{}
-	ok := p.object(func() bool {
-		k, ok := p.str()
-		if !ok || !p.colon() {
-			return false
-		}
-		v, ok := value()
-		m[k] = v
-		return ok
-	})
-	return m, ok
-}
 
 // object reads {member, ...}, each member by member.
 func (p *stepParser) object(member func() bool) bool {
