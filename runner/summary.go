@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 )
 
 // Summary renders run-summary.md: the run at a glance, for people.
@@ -35,7 +36,7 @@ func writeSummary(b io.Writer, st *State) {
 		if s == nil {
 			continue
 		}
-		fmt.Fprintf(b, "| %s | %s | %d | %d | %s |\n", id, s.Status, s.Attempts, s.IterationCount, mdEscape(stepNote(s)))
+		fmt.Fprintf(b, "| %s | %s | %d | %d | %s |\n", id, s.Status, s.Attempts, s.IterationCount, MarkdownCell(stepNote(s)))
 	}
 	io.WriteString(b, "\nDetails: `run_state.json` (snapshot), `events.jsonl` (every change), `logs/` (session output).\n")
 }
@@ -65,11 +66,18 @@ func stepNote(s *StepState) string {
 	return ""
 }
 
-func mdEscape(s string) string {
+// MarkdownCell makes s one cell of a Markdown table, for run-summary.md
+// and a CI job's summary: | escaped, line ends made spaces, cut after
+// 200 bytes at a character's start (never inside one) with an ellipsis.
+func MarkdownCell(s string) string {
 	s = strings.ReplaceAll(s, "|", `\|`)
-	s = strings.ReplaceAll(s, "\n", " ")
+	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
 	if len(s) > 200 {
-		s = s[:200] + "…"
+		cut := 200
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
 	}
 	return s
 }

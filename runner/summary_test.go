@@ -33,3 +33,19 @@ func TestSummaryNotes(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkdownCell: a cell escapes |, makes line ends spaces and is cut
+// after 200 bytes at a character's start.
+func TestMarkdownCell(t *testing.T) {
+	for in, want := range map[string]string{
+		"a|b":                          `a\|b`,
+		"one\r\ntwo\nthree\rfour":      "one two three four",
+		strings.Repeat("x", 200):       strings.Repeat("x", 200),
+		strings.Repeat("x", 199) + "é": strings.Repeat("x", 199) + "…",
+		strings.Repeat("é", 150):       strings.Repeat("é", 100) + "…",
+	} {
+		if got := MarkdownCell(in); got != want {
+			t.Errorf("MarkdownCell(%.20q…) = %.30q…, want %.30q…", in, got, want)
+		}
+	}
+}

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner"
@@ -296,10 +295,10 @@ func ghSummary(v ops.Status, res ops.RunResult) string {
 	st := v.State
 	var b strings.Builder
 	fmt.Fprintf(&b, "## flow run `%s`\n\n", res.RunID)
-	fmt.Fprintf(&b, "- workflow: %s\n", mdCell(st.WorkflowName))
+	fmt.Fprintf(&b, "- workflow: %s\n", runner.MarkdownCell(st.WorkflowName))
 	fmt.Fprintf(&b, "- status: **%s** (exit %d)\n", res.Status, res.ExitCode)
 	if res.Reason != "" {
-		fmt.Fprintf(&b, "- reason: %s\n", mdCell(res.Reason))
+		fmt.Fprintf(&b, "- reason: %s\n", runner.MarkdownCell(res.Reason))
 	}
 	if st.Usage != nil {
 		fmt.Fprintf(&b, "- usage: %s\n", usageText(st.Usage))
@@ -309,7 +308,7 @@ func ghSummary(v ops.Status, res ops.RunResult) string {
 			fmt.Fprintf(&b, "- and %d more steps waiting on a human: `flow status %s`\n", len(res.Waiting)-i, res.RunID)
 			break
 		}
-		fmt.Fprintf(&b, "- waiting on a human: **%s** — `flow approve %s %s`\n", mdCell(id), res.RunID, runner.ShellArg(id))
+		fmt.Fprintf(&b, "- waiting on a human: **%s** — `flow approve %s %s`\n", runner.MarkdownCell(id), res.RunID, runner.ShellArg(id))
 	}
 	b.WriteString("\n| step | status | attempts | iteration | duration | note |\n|---|---|---|---|---|---|\n")
 	all := len(st.StepOrder) <= summaryRows
@@ -339,7 +338,7 @@ func ghSummary(v ops.Status, res ops.RunResult) string {
 		if p, ok := runner.ItemsProgress(s); ok {
 			note = strings.TrimSuffix(p.String()+": "+note, ": ")
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s |\n", mdCell(id), s.Status, s.Attempts, s.IterationCount, dur, mdCell(note))
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s |\n", runner.MarkdownCell(id), s.Status, s.Attempts, s.IterationCount, dur, runner.MarkdownCell(note))
 	}
 	if len(left) > 0 {
 		var parts []string
@@ -367,7 +366,7 @@ func ghSummary(v ops.Status, res ops.RunResult) string {
 		shown++
 		fence := mdFence(s.Feedback.Output)
 		fmt.Fprintf(&b, "\n<details><summary>%s: evidence (last %d lines)</summary>\n\n%s\n%s\n%s\n\n</details>\n",
-			mdCell(id), summaryTail, fence, lastLines(s.Feedback.Output, summaryTail), fence)
+			runner.MarkdownCell(id), summaryTail, fence, lastLines(s.Feedback.Output, summaryTail), fence)
 	}
 	return b.String() + "\n"
 }
@@ -421,21 +420,6 @@ func mdFence(s string) string {
 		}
 	}
 	return strings.Repeat("`", max(3, longest+1))
-}
-
-// mdCell makes s fit one Markdown table cell.
-func mdCell(s string) string {
-	s = strings.ReplaceAll(s, "|", `\|`)
-	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
-	if len(s) > 200 {
-		// Cut at a character's start, never inside one.
-		cut := 200
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return s
 }
 
 // codeQuality is one issue of a GitLab Code Quality report.
