@@ -25,8 +25,8 @@ const statusEvery = 2 * time.Second
 // after a build that took d, the next waits at least statusShare times
 // d (new events are still sent every Poll). A run of a few steps builds
 // in a millisecond and is followed every Poll; one of 20,000 takes tens
-// of milliseconds, and its table is refreshed a few times a second at
-// most, for about a tenth of a processor.
+// of milliseconds, and its table is refreshed about once a second
+// (bench/serve-large.sh), for at most a tenth of a processor.
 const statusShare = 10
 
 // message is one Server-Sent Event, its data already encoded.
