@@ -3,6 +3,7 @@ package serve
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -730,5 +731,33 @@ func TestFinishedRunsReadOnce(t *testing.T) {
 	wantStatus(t, get(s, "/"), http.StatusOK)
 	if reads["r2"] != 3 {
 		t.Errorf("r2 was read %d times in all, want 3 (its row dropped by the filtered list)", reads["r2"])
+	}
+}
+
+// TestWorkflowCacheKeepsTheLastUsed: the server keeps at most
+// maxCachedWorkflows workflows, dropping the one used longest ago.
+func TestWorkflowCacheKeepsTheLastUsed(t *testing.T) {
+	s, _ := newServer(t)
+	state := func(i int) *runner.State {
+		path := fmt.Sprintf("%s/wf%d.yaml", repo, i)
+		if err := afero.WriteFile(s.svc.FS, path, []byte(workflow), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return &runner.State{WorkflowFile: path, RepoDir: repo}
+	}
+	for i := range maxCachedWorkflows {
+		if s.workflow(repo, state(i)) == nil {
+			t.Fatalf("workflow %d did not load", i)
+		}
+	}
+	s.workflow(repo, state(0)) // used again: wf1 is now the oldest
+	s.workflow(repo, state(maxCachedWorkflows))
+	if n := len(s.workflows.m); n != maxCachedWorkflows {
+		t.Errorf("%d workflows kept, want %d", n, maxCachedWorkflows)
+	}
+	for i, want := range map[int]bool{0: true, 1: false, 2: true, maxCachedWorkflows: true} {
+		if _, ok := s.workflows.m[workflowKey{repo, fmt.Sprintf("%s/wf%d.yaml", repo, i)}]; ok != want {
+			t.Errorf("wf%d kept: %v, want %v", i, ok, want)
+		}
 	}
 }
