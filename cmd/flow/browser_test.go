@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -286,6 +287,22 @@ func TestBrowserMissionControl(t *testing.T) {
 	poll("r3 to complete", `document.getElementById("run-status").textContent.trim() === "completed"`)
 	waitFor(t, 10*time.Second, "r3 completed on disk", func() bool { return runStatus(t, repo, "r3") == "completed" })
 
+	// A hidden tab closes its stream and, shown again, opens a new one
+	// from the last event it had.
+	opened := eval(`(() => {
+		const Real = window.EventSource, urls = [];
+		window.EventSource = function (u) { urls.push(u); return new Real(u); };
+		let state = "visible";
+		Object.defineProperty(document, "visibilityState", {configurable: true, get: () => state});
+		state = "hidden"; document.dispatchEvent(new Event("visibilitychange"));
+		const whileHidden = urls.length;
+		state = "visible"; document.dispatchEvent(new Event("visibilitychange"));
+		return whileHidden + " " + urls.join(" ");
+	})()`)
+	if !regexp.MustCompile(`^0 /runs/0/r3/events\?after=[1-9][0-9]*$`).MatchString(opened) {
+		t.Errorf("hiding and showing r3's page opened %q; want no stream while hidden, then one from the last event", opened)
+	}
+
 	// A step's log page follows it into its next session: r4's step
 	// fails its first attempt, and the page shows the second's log
 	// without a reload by hand. The page is left for it from r3's: the
@@ -304,9 +321,9 @@ func TestBrowserMissionControl(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(repo, ".agents/runs/r4/logs/flaky.0.1.log"))
 		return len(b) > 0
 	})
-	opened := time.Now()
+	start := time.Now()
 	do("open r4's log", chromedp.Navigate(base+"runs/0/r4/logs/flaky"), chromedp.WaitVisible(chromedp.CSS("pre")))
-	if d := time.Since(opened); d > 5*time.Second {
+	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("opening r4's log took %v: the connections of the pages left are held", d)
 	}
 	if first := text("pre"); !strings.Contains(first, "first attempt") {
