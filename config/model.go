@@ -223,18 +223,44 @@ const (
 // Step is one node of the workflow. What few steps write (a
 // description, a prompt file, metadata, gates of the gate-state file,
 // needs written out, a step-level loop_back_to) is in Extra, read
-// through the methods of the same names, so that a workflow of
-// thousands of plain steps holds little for each.
+// through the methods of the same names; the rest of what a command
+// does not need (its prompt and agent, human, gate, limits, retries,
+// timeouts, artifacts, env, budget, loop) is in StepOptions, which
+// every step loaded has and the steps that set none of it share. A
+// workflow of thousands of plain steps thus holds little for each.
 type Step struct {
 	ID   string
 	Pos  Pos
 	Kind StepKind
+
+	// Run is the command of a command step.
+	Run *Template
+
+	// Needs lists the dependencies after applying the file-order rule:
+	// a step without needs depends on the step before it.
+	Needs []string
+
+	// Loop is, for a step of a loop's body, the id of its loop step;
+	// "" for a step of the workflow's top level.
+	Loop string
+
+	// Extra holds what few steps write, or is nil when the step writes
+	// none of it.
+	Extra *StepExtra
+
+	// StepOptions is never nil in a loaded workflow's step; the steps
+	// whose options are all the defaults share one. It is read-only
+	// once the workflow is loaded, as all of the model is.
+	*StepOptions
+}
+
+// StepOptions is the part of a Step that a plain command step leaves
+// at its defaults.
+type StepOptions struct {
 	// Feedback is "append" (the default) when a re-entered agent step's
 	// prompt ends with why its work was sent back, "none" when not.
 	Feedback string
 
-	// Run is the command of a command step.
-	Run *Template
 	// Prompt is the prompt of an agent step given inline, or read from
 	// its prompt file (see PromptFile).
 	Prompt *Template
@@ -250,10 +276,6 @@ type Step struct {
 	// session as $STEP_MODEL; "" for none.
 	Model string
 	Human *Human
-
-	// Needs lists the dependencies after applying the file-order rule:
-	// a step without needs depends on the step before it.
-	Needs []string
 
 	When *Expr
 	Gate *Gate
@@ -274,13 +296,17 @@ type Step struct {
 	// ForEach makes the step a loop over items (DESIGN §11): its body
 	// runs once per item. It is set exactly for KindLoop steps.
 	ForEach *ForEach
-	// Loop is, for a step of a loop's body, the id of its loop step;
-	// "" for a step of the workflow's top level.
-	Loop string
+}
 
-	// Extra holds what few steps write, or is nil when the step writes
-	// none of it.
-	Extra *StepExtra
+// defaultOptions are the options of a step that sets none.
+func defaultOptions() *StepOptions { return &StepOptions{Feedback: "append"} }
+
+// isDefault reports whether o holds nothing but the defaults.
+func (o *StepOptions) isDefault() bool {
+	return o.Feedback == "append" && o.Prompt == nil && o.PromptPath == "" && o.Agent == "" && o.Model == "" &&
+		o.Human == nil && o.When == nil && o.Gate == nil && o.MaxAttempts == nil && o.MaxIterations == nil &&
+		o.Retry == nil && o.RetryIf == nil && o.Timeout == nil && o.IdleTimeout == nil && o.Artifacts == nil &&
+		o.Env == nil && o.Budget == nil && o.ForEach == nil
 }
 
 // StepExtra is the part of a Step that most steps leave out.

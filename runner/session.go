@@ -718,7 +718,7 @@ func (x *run) startCleanup() {
 		return
 	}
 	x.cleanupN++
-	step := &config.Step{ID: "cleanup", Run: c.Run, Prompt: c.Prompt, Agent: c.Agent, Kind: config.KindCommand}
+	step := &config.Step{ID: "cleanup", Run: c.Run, Kind: config.KindCommand, StepOptions: &config.StepOptions{Prompt: c.Prompt, Agent: c.Agent}}
 	if c.Run == nil {
 		step.Kind = config.KindAgent // c.Agent has defaults.agent filled in at load
 	}
