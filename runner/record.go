@@ -68,6 +68,7 @@ type (
 	Status          = core.Status
 	StepStarted     = core.StepStarted
 	StepState       = core.StepState
+	StepMore        = core.StepMore
 	StepWaiting     = core.StepWaiting
 	Time            = core.Time
 	TimerFired      = core.TimerFired

@@ -116,11 +116,11 @@ func (p LoopProgress) String() string {
 // false for a step that is not a loop, or a loop whose items are not
 // known yet.
 func ItemsProgress(s *StepState) (p LoopProgress, ok bool) {
-	if s == nil || s.LoopIndex == nil {
+	if s == nil || s.LoopIndex() == nil {
 		return p, false
 	}
-	p.Items, p.Removed = len(s.Items), len(s.RemovedItems)
-	for _, it := range s.Items {
+	p.Items, p.Removed = len(s.Items()), len(s.RemovedItems())
+	for _, it := range s.Items() {
 		switch it.Status {
 		case Completed:
 			p.Completed++

@@ -200,7 +200,7 @@ func printStatus(out io.Writer, v ops.Status, items bool) {
 		row = append(append(row, '\t'), dur...)
 		if withUsage {
 			tokens, cost := "-", "-"
-			if u := s.Usage; u != nil {
+			if u := s.Usage(); u != nil {
 				tokens, cost = strconv.FormatInt(u.Tokens(), 10), costText(u)
 			}
 			row = append(append(append(append(row, '\t'), tokens...), '\t'), cost...)

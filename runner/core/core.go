@@ -752,7 +752,7 @@ func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
 		// A loop step reset runs all its items again: its instances
 		// are reset with it.
 		for _, id := range reset {
-			if ls := x.st.Steps[id]; ls != nil && ls.LoopIndex != nil {
+			if ls := x.st.Steps[id]; ls != nil && ls.LoopIndex() != nil {
 				for _, inst := range c.instances(x.st, id) {
 					// The gate instance may be there already: it is
 					// reset, and counted, once.
@@ -957,7 +957,7 @@ func (c *Core) ready(st *State, ps *PlanStep) bool {
 	}
 	// A loop runs again only once the instances a loop-back left in
 	// flight have ended.
-	if ps.ForEach != nil && s.LoopIndex != nil && c.loopBusy(st, ps.ID) {
+	if ps.ForEach != nil && s.LoopIndex() != nil && c.loopBusy(st, ps.ID) {
 		return false
 	}
 	return true

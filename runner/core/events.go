@@ -415,7 +415,9 @@ var appliers = map[string]applier{
 			st.Attempts = 0
 			st.LastError = nil
 			st.BlockedByLoop = nil
-			st.GateFailed = false
+			if st.StepMore != nil {
+				st.StepMore.GateFailed = false
+			}
 			st.EndedAt = nil
 		}
 		reopenItems(s, d.Reset)
@@ -440,7 +442,9 @@ var appliers = map[string]applier{
 		st.WaitingFor = nil
 		if d.Session != nil {
 			setOutcome(s, st, *d.Session)
-			st.GateFailed = false
+			if st.StepMore != nil {
+				st.StepMore.GateFailed = false
+			}
 			st.LastError = nil
 		}
 		st.Attempts = d.Attempt
@@ -449,7 +453,7 @@ var appliers = map[string]applier{
 		st.ManualInputPath = strp(d.ManualInputPath)
 	}),
 	EvHumanInput: onStep(func(_ *State, st *StepState, d *HumanInput, _ Event, _ *Time) {
-		st.Human = d
+		st.More().Human = d
 	}),
 	EvStepSkipped: onStep(func(s *State, st *StepState, d *Skip, _ Event, at *Time) {
 		st.Status = Skipped
@@ -467,7 +471,7 @@ var appliers = map[string]applier{
 		st.Status = Completed
 		st.EndedAt = at
 		setOutcome(s, st, d.Outcome)
-		st.GateFailed = true
+		st.More().GateFailed = true
 		st.LastError = strp("gate failed: " + d.Reason)
 		unblock(s, st)
 		if d.Budget {
@@ -483,13 +487,13 @@ var appliers = map[string]applier{
 			other.IterationCount++
 			other.Status = Pending
 			other.Attempts = 0
-			if other.LoopCompleted != nil {
-				other.LoopCompleted = boolp(false)
+			if other.LoopCompleted() != nil {
+				other.More().LoopCompleted = boolp(false)
 			}
 			switch {
 			case id == d.Target:
 				other.BlockedByLoop = nil
-				other.Feedback = &Feedback{Step: e.Step, Reason: d.Reason, Report: d.Report, Output: d.Output}
+				other.More().Feedback = &Feedback{Step: e.Step, Reason: d.Reason, Report: d.Report, Output: d.Output}
 			case id == e.Step && d.WaitingFor != "":
 				// The gate step waits for the target, off to its side.
 				other.BlockedByLoop = nil
@@ -580,10 +584,12 @@ func stepCompleted(s *State, st *StepState, d *Outcome, at *Time) {
 	st.WaitingFor = nil
 	st.EndedAt = at
 	setOutcome(s, st, *d)
-	st.GateFailed = false
+	if st.StepMore != nil {
+		st.StepMore.GateFailed = false
+	}
 	st.LastError = nil
-	if st.LoopCompleted != nil {
-		st.LoopCompleted = boolp(true)
+	if st.LoopCompleted() != nil {
+		st.More().LoopCompleted = boolp(true)
 	}
 	unblock(s, st)
 }
@@ -592,7 +598,7 @@ func stepCompleted(s *State, st *StepState, d *Outcome, at *Time) {
 // loop's target ending its iteration (completed or skipped) unblocks
 // the steps its gate reset.
 func unblock(s *State, step *StepState) {
-	fb := step.Feedback
+	fb := step.Feedback()
 	if fb == nil {
 		return
 	}
@@ -601,26 +607,27 @@ func unblock(s *State, step *StepState) {
 			other.BlockedByLoop = nil
 		}
 	}
-	step.Feedback = nil
+	step.StepMore.Feedback = nil
 }
 
 // setOutcome copies a session's results into the step, and adds what
 // it consumed to the step's and the run's usage.
 func setOutcome(s *State, st *StepState, d Outcome) {
 	if u := d.Usage; u != nil {
-		st.Usage = st.Usage.plus(*u)
+		st.More().Usage = st.Usage().plus(*u)
 		s.Usage = s.Usage.plus(*u)
 	}
 	if d.AgentSession != "" {
 		// What the step's current conversation has used: a tool that
 		// reports a conversation's running total is counted once.
-		if d.AgentSession != st.AgentSession {
-			st.ConversationUsage = nil
+		m := st.More()
+		if d.AgentSession != m.AgentSession {
+			m.ConversationUsage = nil
 		}
 		if d.Usage != nil {
-			st.ConversationUsage = st.ConversationUsage.plus(*d.Usage)
+			m.ConversationUsage = m.ConversationUsage.plus(*d.Usage)
 		}
-		st.AgentSession = d.AgentSession
+		m.AgentSession = d.AgentSession
 	}
 	st.Attempts = max(st.Attempts, d.Attempt)
 	st.ExitCode = s.exitCode(d.ExitCode)
@@ -703,10 +710,10 @@ func onItem(f func(loop *StepState, it *Item, d *ItemEvent)) applier {
 		if err := decodeData(e, d); err != nil {
 			return err
 		}
-		if d.Index < 0 || d.Index >= len(st.Items) || st.Items[d.Index].Key != d.Key {
+		if d.Index < 0 || d.Index >= len(st.Items()) || st.Items()[d.Index].Key != d.Key {
 			return fmt.Errorf("event %d (%s): %s has no item %q at %d", e.Seq, e.Type, e.Step, d.Key, d.Index)
 		}
-		f(st, &st.Items[d.Index], d)
+		f(st, &st.Items()[d.Index], d)
 		return nil
 	}
 }
@@ -714,8 +721,8 @@ func onItem(f func(loop *StepState, it *Item, d *ItemEvent)) applier {
 // finishItem records that an item finished, and counts it in the
 // loop's loop_index.
 func finishItem(loop *StepState, it *Item, d *ItemEvent) {
-	if !it.Status.finished() && d.Status.finished() && loop.LoopIndex != nil {
-		*loop.LoopIndex++
+	if !it.Status.finished() && d.Status.finished() && loop.LoopIndex() != nil {
+		*loop.LoopIndex()++
 	}
 	it.Status, it.Error = d.Status, d.Error
 }
@@ -736,19 +743,19 @@ func applyLoopItems(s *State, loop string, st *StepState, d *LoopItems, at *Time
 	for _, it := range d.Items {
 		keep[it.Key] = true
 	}
-	for _, it := range st.Items {
-		if !keep[it.Key] && !slices.Contains(st.RemovedItems, it.Key) {
-			st.RemovedItems = append(st.RemovedItems, it.Key)
+	for _, it := range st.Items() {
+		if !keep[it.Key] && !slices.Contains(st.RemovedItems(), it.Key) {
+			st.More().RemovedItems = append(st.RemovedItems(), it.Key)
 		}
 	}
-	st.RemovedItems = slices.DeleteFunc(st.RemovedItems, func(k string) bool { return keep[k] })
-	st.Items = make([]Item, len(d.Items))
-	st.LoopItems = make([]json.RawMessage, len(d.Items))
+	st.More().RemovedItems = slices.DeleteFunc(st.RemovedItems(), func(k string) bool { return keep[k] })
+	st.More().Items = make([]Item, len(d.Items))
+	st.More().LoopItems = make([]json.RawMessage, len(d.Items))
 	for i, it := range d.Items {
-		st.Items[i] = Item{Key: it.Key, Status: Pending}
-		st.LoopItems[i] = it.Value
+		st.StepMore.Items[i] = Item{Key: it.Key, Status: Pending}
+		st.StepMore.LoopItems[i] = it.Value
 	}
-	st.LoopIndex, st.LoopCompleted = intp(0), boolp(false)
+	st.More().LoopIndex, st.More().LoopCompleted = intp(0), boolp(false)
 	s.Status = RunRunning
 
 	ids := make([]string, 0, len(d.Items)*len(d.Body))
@@ -820,20 +827,20 @@ func reopenItems(s *State, ids []string) {
 			continue
 		}
 		ls := s.Steps[k.Loop]
-		if ls == nil || ls.LoopIndex == nil {
+		if ls == nil || ls.LoopIndex() == nil {
 			continue
 		}
-		for i := range ls.Items {
-			it := &ls.Items[i]
+		for i := range ls.Items() {
+			it := &ls.Items()[i]
 			if it.Key != k.Item {
 				continue
 			}
 			if it.Status.finished() {
-				*ls.LoopIndex--
+				*ls.LoopIndex()--
 			}
 			it.Status, it.Error = Pending, ""
 		}
 		ls.Status, ls.EndedAt, ls.LastError = Running, nil, nil
-		ls.LoopCompleted = boolp(false)
+		ls.More().LoopCompleted = boolp(false)
 	}
 }

@@ -63,7 +63,7 @@ func TestLoopBackToSideStep(t *testing.T) {
 	if b := h.st.Steps["merge"].BlockedByLoop; b == nil || *b != "review" {
 		t.Errorf("merge blocked_by_loop = %v, want review", b)
 	}
-	if fb := h.st.Steps["fix"].Feedback; fb == nil || fb.Step != "review" || !strings.Contains(fb.Reason, "needs work") {
+	if fb := h.st.Steps["fix"].Feedback(); fb == nil || fb.Step != "review" || !strings.Contains(fb.Reason, "needs work") {
 		t.Errorf("fix feedback = %+v", fb)
 	}
 	if got := h.started(); !slices.Equal(got, []string{"fix"}) {

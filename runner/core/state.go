@@ -135,6 +135,16 @@ type StepState struct {
 	PID int `json:"pid,omitempty"`
 	// SessionMarker is the marker of the running session's processes.
 	SessionMarker string `json:"session_marker,omitempty"`
+	// StepMore holds what a plain step never sets, or is nil when the
+	// step sets none of it (so that a run of thousands of plain steps
+	// holds little for each); its fields are read through the methods
+	// of the same names and written through More. Its place here keeps
+	// the fields' order in JSON.
+	*StepMore
+}
+
+// StepMore is the part of a StepState that a plain step leaves unset.
+type StepMore struct {
 	// GateFailed is true when the step's last completion failed its gate.
 	GateFailed bool `json:"gate_failed,omitempty"`
 	// Feedback is why a loop-back re-entered this step.
@@ -161,6 +171,102 @@ type StepState struct {
 	LoopCompleted *bool             `json:"loop_completed,omitempty"`
 	Items         []Item            `json:"items,omitempty"`
 	RemovedItems  []string          `json:"removed_items,omitempty"`
+}
+
+// More returns the step's StepMore, adding one when it has none.
+func (s *StepState) More() *StepMore {
+	if s.StepMore == nil {
+		s.StepMore = &StepMore{}
+	}
+	return s.StepMore
+}
+
+// GateFailed reports whether the step's last completion failed its gate.
+func (s *StepState) GateFailed() bool { return s.StepMore != nil && s.StepMore.GateFailed }
+
+// Feedback returns why a loop-back re-entered the step, or nil.
+func (s *StepState) Feedback() *Feedback {
+	if s.StepMore == nil {
+		return nil
+	}
+	return s.StepMore.Feedback
+}
+
+// Human returns the input a human gave the step, or nil.
+func (s *StepState) Human() *HumanInput {
+	if s.StepMore == nil {
+		return nil
+	}
+	return s.StepMore.Human
+}
+
+// Usage returns what the step's agent sessions consumed, or nil.
+func (s *StepState) Usage() *AgentUsage {
+	if s.StepMore == nil {
+		return nil
+	}
+	return s.StepMore.Usage
+}
+
+// AgentSession returns the agent tool's session id of the step's last
+// session, or "".
+func (s *StepState) AgentSession() string {
+	if s.StepMore == nil {
+		return ""
+	}
+	return s.StepMore.AgentSession
+}
+
+// ConversationUsage returns what the sessions of AgentSession used, or
+// nil.
+func (s *StepState) ConversationUsage() *AgentUsage {
+	if s.StepMore == nil {
+		return nil
+	}
+	return s.StepMore.ConversationUsage
+}
+
+// LoopItems returns a loop step's items' values, or nil.
+func (s *StepState) LoopItems() []json.RawMessage {
+	if s.StepMore == nil {
+		return nil
+	}
+	return s.StepMore.LoopItems
+}
+
+// LoopIndex returns how many of a loop step's items have finished, or
+// nil for a step that is not a loop.
+func (s *StepState) LoopIndex() *int {
+	if s.StepMore == nil {
+		return nil
+	}
+	return s.StepMore.LoopIndex
+}
+
+// LoopCompleted returns whether a loop step has completed, or nil for a
+// step that is not a loop.
+func (s *StepState) LoopCompleted() *bool {
+	if s.StepMore == nil {
+		return nil
+	}
+	return s.StepMore.LoopCompleted
+}
+
+// Items returns a loop step's items, or nil.
+func (s *StepState) Items() []Item {
+	if s.StepMore == nil {
+		return nil
+	}
+	return s.StepMore.Items
+}
+
+// RemovedItems returns the keys of the items a loop step no longer has,
+// or nil.
+func (s *StepState) RemovedItems() []string {
+	if s.StepMore == nil {
+		return nil
+	}
+	return s.StepMore.RemovedItems
 }
 
 // Item is one item of a loop: its key (sanitised, DESIGN §6) and
@@ -287,20 +393,24 @@ func (s *State) Clone() *State {
 		x.Metrics = maps.Clone(st.Metrics)
 		x.Logs = slices.Clone(st.Logs)
 		x.Signals = maps.Clone(st.Signals)
-		if st.Usage != nil {
-			u := *st.Usage
-			x.Usage = &u
-		}
-		if st.ConversationUsage != nil {
-			u := *st.ConversationUsage
-			x.ConversationUsage = &u
-		}
-		if st.LoopIndex != nil {
-			x.LoopItems = slices.Clone(st.LoopItems)
-			x.LoopIndex = intp(*st.LoopIndex)
-			x.LoopCompleted = boolp(*st.LoopCompleted)
-			x.Items = slices.Clone(st.Items)
-			x.RemovedItems = slices.Clone(st.RemovedItems)
+		if m := st.StepMore; m != nil {
+			y := *m
+			if m.Usage != nil {
+				u := *m.Usage
+				y.Usage = &u
+			}
+			if m.ConversationUsage != nil {
+				u := *m.ConversationUsage
+				y.ConversationUsage = &u
+			}
+			if m.LoopIndex != nil {
+				y.LoopItems = slices.Clone(m.LoopItems)
+				y.LoopIndex = intp(*m.LoopIndex)
+				y.LoopCompleted = boolp(*m.LoopCompleted)
+				y.Items = slices.Clone(m.Items)
+				y.RemovedItems = slices.Clone(m.RemovedItems)
+			}
+			x.StepMore = &y
 		}
 		c.Steps[id] = &x
 	}

@@ -183,36 +183,21 @@ func encodingCases() map[string]*StepState {
 		"zero":      {},
 		"pending":   newStepState(),
 		"finished":  benchState(1).Steps["step-00000"],
-		"nil-empty": {Artifacts: nil, Metrics: map[string]string{}, Logs: []string{}, WaitingGates: []string{}, Signals: map[string]bool{}, LoopItems: []json.RawMessage{}, Items: []Item{}, RemovedItems: []string{}},
-		"zeros": {Status: Failed, Attempts: -3, IterationCount: 1 << 40, ReportPath: strp(""), StartedAt: zero, EndedAt: zero,
-			LastError: strp(""), Artifacts: []string{""}, Metrics: map[string]string{"": ""}, Logs: []string{""},
-			ManualInputPath: strp(""), BlockedByLoop: strp(""), WaitingFor: strp(""), ExitCode: intp(0),
-			Signals: map[string]bool{"": false}, LoopIndex: intp(0), LoopCompleted: boolp(false)},
-		"every field": {
-			Status: WaitingOnHuman, Attempts: 3, IterationCount: 2, ReportPath: strp("/r/x.json"), StartedAt: at, EndedAt: at,
-			LastError: strp("exit 1 & <more>"), Artifacts: []string{"a", "b"}, Metrics: map[string]string{"z": "1", "a": "2", "m": "3"},
-			Logs: []string{"/l/1.log", "/l/2.log"}, ManualInputPath: strp("/m/in.json"), BlockedByLoop: strp("loop"),
-			WaitingFor: strp("target"), WaitingGates: []string{"g1", "g2"}, ExitCode: intp(-1), Verdict: "PASS",
-			Signals: map[string]bool{"PASS": true, "DONE": false, "FAIL": true}, LogPath: "/l/x.log", PID: 4242,
-			SessionMarker: "flow-m", GateFailed: true,
-			Feedback:     &Feedback{Step: "g", Reason: "gate <failed>", Report: json.RawMessage(" {\"x\" : [ 1 ,\n 2 ], \"h\": \"<&>\" } "), Output: "tail\n"},
-			Human:        &HumanInput{Approved: true, Input: map[string]any{"b": []any{1.5, "x", nil}, "a": map[string]any{"k": true}, "e": map[string]any{}}, By: "me", At: "now", Reason: "ok"},
-			Usage:        &AgentUsage{TokensIn: 1, TokensOut: 2, TokensCached: 3, CostUSD: 1e-7, CostEstimated: true, Turns: 4, Sessions: 5},
-			AgentSession: "sess-1", ConversationUsage: &AgentUsage{CostUSD: 123456789012345678},
-			LoopItems: []json.RawMessage{json.RawMessage(`"i"`), json.RawMessage(" { \"k\" :\t1 } "), json.RawMessage(`[]`), nil, json.RawMessage(`{}`)},
-			LoopIndex: intp(1), LoopCompleted: boolp(true),
-			Items:        []Item{{Key: "x", Status: Running}, {Key: "y<", Status: Failed, Error: "boom\n"}},
-			RemovedItems: []string{"old"},
+		"nil-empty": {Artifacts: nil, Metrics: map[string]string{}, Logs: []string{}, WaitingGates: []string{}, Signals: map[string]bool{}, StepMore: &StepMore{LoopItems: []json.RawMessage{}, Items: []Item{}, RemovedItems: []string{}}},
+		"zeros": {
+			Status: Failed, Attempts: -3, IterationCount: 1 << 40, ReportPath: strp(""), StartedAt: zero, EndedAt: zero, LastError: strp(""), Artifacts: []string{""}, Metrics: map[string]string{"": ""}, Logs: []string{""}, ManualInputPath: strp(""), BlockedByLoop: strp(""), WaitingFor: strp(""), ExitCode: intp(0), Signals: map[string]bool{"": false}, StepMore: &StepMore{LoopIndex: intp(0), LoopCompleted: boolp(false)},
 		},
-		"empty nested": {Feedback: &Feedback{}, Human: &HumanInput{}, Usage: &AgentUsage{}, ConversationUsage: &AgentUsage{},
-			LoopItems: []json.RawMessage{json.RawMessage(`null`)}, Items: []Item{{}}},
+		"every field": {
+			Status: WaitingOnHuman, Attempts: 3, IterationCount: 2, ReportPath: strp("/r/x.json"), StartedAt: at, EndedAt: at, LastError: strp("exit 1 & <more>"), Artifacts: []string{"a", "b"}, Metrics: map[string]string{"z": "1", "a": "2", "m": "3"}, Logs: []string{"/l/1.log", "/l/2.log"}, ManualInputPath: strp("/m/in.json"), BlockedByLoop: strp("loop"), WaitingFor: strp("target"), WaitingGates: []string{"g1", "g2"}, ExitCode: intp(-1), Verdict: "PASS", Signals: map[string]bool{"PASS": true, "DONE": false, "FAIL": true}, LogPath: "/l/x.log", PID: 4242, SessionMarker: "flow-m", StepMore: &StepMore{GateFailed: true, Feedback: &Feedback{Step: "g", Reason: "gate <failed>", Report: json.RawMessage(" {\"x\" : [ 1 ,\n 2 ], \"h\": \"<&>\" } "), Output: "tail\n"}, Human: &HumanInput{Approved: true, Input: map[string]any{"b": []any{1.5, "x", nil}, "a": map[string]any{"k": true}, "e": map[string]any{}}, By: "me", At: "now", Reason: "ok"}, Usage: &AgentUsage{TokensIn: 1, TokensOut: 2, TokensCached: 3, CostUSD: 1e-7, CostEstimated: true, Turns: 4, Sessions: 5}, AgentSession: "sess-1", ConversationUsage: &AgentUsage{CostUSD: 123456789012345678}, LoopItems: []json.RawMessage{json.RawMessage(`"i"`), json.RawMessage(" { \"k\" :\t1 } "), json.RawMessage(`[]`), nil, json.RawMessage(`{}`)}, LoopIndex: intp(1), LoopCompleted: boolp(true), Items: []Item{{Key: "x", Status: Running}, {Key: "y<", Status: Failed, Error: "boom\n"}}, RemovedItems: []string{"old"}},
+		},
+		"empty nested": {
+			StepMore: &StepMore{Feedback: &Feedback{}, Human: &HumanInput{}, Usage: &AgentUsage{}, ConversationUsage: &AgentUsage{}, LoopItems: []json.RawMessage{json.RawMessage(`null`)}, Items: []Item{{}}},
+		},
 	}
 	for i, s := range awkward {
-		cases[fmt.Sprintf("awkward %d", i)] = &StepState{Status: Status(s), ReportPath: strp(s), LastError: strp(s),
-			Artifacts: []string{s, s}, Metrics: map[string]string{s: s, s + "2": ""}, Logs: []string{s}, ManualInputPath: strp(s),
-			BlockedByLoop: strp(s), WaitingFor: strp(s), WaitingGates: []string{s}, Verdict: s, Signals: map[string]bool{s: true, "x" + s: false},
-			LogPath: s, SessionMarker: s, AgentSession: s, RemovedItems: []string{s},
-			Feedback: &Feedback{Step: s, Reason: s, Output: s}, Items: []Item{{Key: s, Status: Status(s), Error: s}}}
+		cases[fmt.Sprintf("awkward %d", i)] = &StepState{
+			Status: Status(s), ReportPath: strp(s), LastError: strp(s), Artifacts: []string{s, s}, Metrics: map[string]string{s: s, s + "2": ""}, Logs: []string{s}, ManualInputPath: strp(s), BlockedByLoop: strp(s), WaitingFor: strp(s), WaitingGates: []string{s}, Verdict: s, Signals: map[string]bool{s: true, "x" + s: false}, LogPath: s, SessionMarker: s, StepMore: &StepMore{AgentSession: s, RemovedItems: []string{s}, Feedback: &Feedback{Step: s, Reason: s, Output: s}, Items: []Item{{Key: s, Status: Status(s), Error: s}}},
+		}
 	}
 	return cases
 }
@@ -293,9 +278,9 @@ func TestStepEncoderErrors(t *testing.T) {
 	for name, st := range map[string]*StepState{
 		"started":   {StartedAt: far},
 		"ended":     {EndedAt: far},
-		"raw":       {LoopItems: []json.RawMessage{json.RawMessage(`{`)}},
-		"feedback":  {Feedback: &Feedback{Report: json.RawMessage(`nope`)}},
-		"nan input": {Human: &HumanInput{Input: map[string]any{"x": math.NaN()}}},
+		"raw":       {StepMore: &StepMore{LoopItems: []json.RawMessage{json.RawMessage(`{`)}}},
+		"feedback":  {StepMore: &StepMore{Feedback: &Feedback{Report: json.RawMessage(`nope`)}}},
+		"nan input": {StepMore: &StepMore{Human: &HumanInput{Input: map[string]any{"x": math.NaN()}}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			checkStep(t, st)
@@ -390,12 +375,9 @@ func fuzzStep(a, b, raw string, n, m int64, mask uint64) *StepState {
 		q, _ := json.Marshal(raw)
 		return json.RawMessage(" " + string(q) + "\n")
 	}
-	st := &StepState{Status: Status(str()), Attempts: int(n), IterationCount: int(m), ReportPath: strPtr(),
-		StartedAt: timePtr(), EndedAt: timePtr(), LastError: strPtr(), Artifacts: list(), Logs: list(),
-		ManualInputPath: strPtr(), BlockedByLoop: strPtr(), WaitingFor: strPtr(), WaitingGates: list(),
-		ExitCode: intPtr(n), Verdict: str(), LogPath: str(), PID: int(m) * int(pick()&1),
-		SessionMarker: str(), GateFailed: pick()&1 == 1, AgentSession: str(), LoopIndex: intPtr(m),
-		RemovedItems: list()}
+	st := &StepState{
+		Status: Status(str()), Attempts: int(n), IterationCount: int(m), ReportPath: strPtr(), StartedAt: timePtr(), EndedAt: timePtr(), LastError: strPtr(), Artifacts: list(), Logs: list(), ManualInputPath: strPtr(), BlockedByLoop: strPtr(), WaitingFor: strPtr(), WaitingGates: list(), ExitCode: intPtr(n), Verdict: str(), LogPath: str(), PID: int(m) * int(pick()&1), SessionMarker: str(), StepMore: &StepMore{GateFailed: pick()&1 == 1, AgentSession: str(), LoopIndex: intPtr(m), RemovedItems: list()},
+	}
 	switch pick() {
 	case 1:
 		st.Metrics = map[string]string{}
@@ -413,33 +395,33 @@ func fuzzStep(a, b, raw string, n, m int64, mask uint64) *StepState {
 		st.Signals = map[string]bool{a: false, b: true, "PASS": true}
 	}
 	if pick() != 0 {
-		st.LoopCompleted = boolp(pick()&1 == 1)
+		st.More().LoopCompleted = boolp(pick()&1 == 1)
 	}
 	if pick() != 0 {
-		st.Feedback = &Feedback{Step: a, Reason: b, Report: rawMsg(), Output: str()}
+		st.More().Feedback = &Feedback{Step: a, Reason: b, Report: rawMsg(), Output: str()}
 	}
 	if pick() != 0 {
-		st.Human = &HumanInput{Approved: pick()&1 == 1, By: str(), At: str(), Reason: str()}
+		st.More().Human = &HumanInput{Approved: pick()&1 == 1, By: str(), At: str(), Reason: str()}
 		if pick() != 0 {
-			st.Human.Input = map[string]any{a: b, b: float64(n) / 3, "raw": rawMsg(), "list": []any{m, a}}
+			st.Human().Input = map[string]any{a: b, b: float64(n) / 3, "raw": rawMsg(), "list": []any{m, a}}
 		}
 	}
 	if pick() != 0 {
-		st.Usage = &AgentUsage{TokensIn: n, TokensOut: m, CostUSD: float64(n) / float64(m|1), CostEstimated: pick()&1 == 1}
+		st.More().Usage = &AgentUsage{TokensIn: n, TokensOut: m, CostUSD: float64(n) / float64(m|1), CostEstimated: pick()&1 == 1}
 	}
 	if pick() != 0 {
-		st.ConversationUsage = &AgentUsage{Turns: int(n), Sessions: int(m), CostUSD: float64(m) * 1e-9}
+		st.More().ConversationUsage = &AgentUsage{Turns: int(n), Sessions: int(m), CostUSD: float64(m) * 1e-9}
 	}
 	if pick() != 0 {
-		st.LoopItems = []json.RawMessage{rawMsg(), rawMsg()}
+		st.More().LoopItems = []json.RawMessage{rawMsg(), rawMsg()}
 	}
 	switch pick() {
 	case 1:
-		st.Items = []Item{}
+		st.More().Items = []Item{}
 	case 2:
-		st.Items = []Item{{Key: a, Status: Status(b), Error: str()}}
+		st.More().Items = []Item{{Key: a, Status: Status(b), Error: str()}}
 	case 3:
-		st.Items = []Item{{Key: b}, {Key: a, Error: a}}
+		st.More().Items = []Item{{Key: b}, {Key: a, Error: a}}
 	}
 	return st
 }

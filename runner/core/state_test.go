@@ -23,12 +23,12 @@ func encodingState() *State {
 	a.Status, a.Attempts, a.ReportPath, a.StartedAt, a.EndedAt = Completed, 2, strp("/r/a.json"), at, at
 	a.ExitCode, a.Signals, a.LogPath = intp(0), map[string]bool{"PASS": true, "DONE": false}, "/l/a.log"
 	a.Metrics = map[string]string{"k": "v\n\"quoted\""}
-	a.Feedback = &Feedback{Step: "b", Reason: "gate <failed>", Report: json.RawMessage(`{"x": [1, 2]}`)}
-	a.Usage = &AgentUsage{TokensIn: 3, CostUSD: 0.25, Sessions: 1}
+	a.More().Feedback = &Feedback{Step: "b", Reason: "gate <failed>", Report: json.RawMessage(`{"x": [1, 2]}`)}
+	a.More().Usage = &AgentUsage{TokensIn: 3, CostUSD: 0.25, Sessions: 1}
 	b := newStepState()
 	b.LastError, b.WaitingGates = strp("exit 1 & more"), []string{"g1"}
-	b.LoopItems, b.LoopIndex, b.LoopCompleted = []json.RawMessage{json.RawMessage(`"i"`)}, intp(1), boolp(false)
-	b.Items = []Item{{Key: "x", Status: Running}}
+	b.More().LoopItems, b.More().LoopIndex, b.More().LoopCompleted = []json.RawMessage{json.RawMessage(`"i"`)}, intp(1), boolp(false)
+	b.More().Items = []Item{{Key: "x", Status: Running}}
 	s.Steps["a"], s.Steps["b"], s.Steps["c[x].d"] = a, b, newStepState()
 	return s
 }

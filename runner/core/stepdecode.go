@@ -119,7 +119,7 @@ func (p *stepParser) field(s *StepState, f int) bool {
 	case sfSessionMarker:
 		s.SessionMarker, ok = p.str()
 	case sfAgentSession:
-		s.AgentSession, ok = p.str()
+		s.More().AgentSession, ok = p.str()
 	case sfAttempts:
 		s.Attempts, ok = p.int()
 	case sfIterationCount:
@@ -127,7 +127,7 @@ func (p *stepParser) field(s *StepState, f int) bool {
 	case sfPID:
 		s.PID, ok = p.int()
 	case sfGateFailed:
-		s.GateFailed, ok = p.bool()
+		s.More().GateFailed, ok = p.bool()
 	case sfReportPath:
 		s.ReportPath, ok = p.strPtr()
 	case sfLastError:

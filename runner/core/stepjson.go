@@ -130,50 +130,50 @@ func (e *stepEncoder) appendFields(dst []byte, st *StepState) ([]byte, error) {
 	if st.SessionMarker != "" {
 		dst = appendJSONString(e.key(dst, `"session_marker"`, false), st.SessionMarker)
 	}
-	if st.GateFailed {
+	if st.GateFailed() {
 		dst = append(e.key(dst, `"gate_failed"`, false), "true"...)
 	}
-	if st.Feedback != nil {
-		if dst, err = e.nestedValue(e.key(dst, `"feedback"`, false), st.Feedback); err != nil {
+	if st.Feedback() != nil {
+		if dst, err = e.nestedValue(e.key(dst, `"feedback"`, false), st.Feedback()); err != nil {
 			return dst, err
 		}
 	}
-	if st.Human != nil {
-		if dst, err = e.nestedValue(e.key(dst, `"human"`, false), st.Human); err != nil {
+	if st.Human() != nil {
+		if dst, err = e.nestedValue(e.key(dst, `"human"`, false), st.Human()); err != nil {
 			return dst, err
 		}
 	}
-	if st.Usage != nil {
-		if dst, err = e.nestedValue(e.key(dst, `"usage"`, false), st.Usage); err != nil {
+	if st.Usage() != nil {
+		if dst, err = e.nestedValue(e.key(dst, `"usage"`, false), st.Usage()); err != nil {
 			return dst, err
 		}
 	}
-	if st.AgentSession != "" {
-		dst = appendJSONString(e.key(dst, `"agent_session"`, false), st.AgentSession)
+	if st.AgentSession() != "" {
+		dst = appendJSONString(e.key(dst, `"agent_session"`, false), st.AgentSession())
 	}
-	if st.ConversationUsage != nil {
-		if dst, err = e.nestedValue(e.key(dst, `"conversation_usage"`, false), st.ConversationUsage); err != nil {
+	if st.ConversationUsage() != nil {
+		if dst, err = e.nestedValue(e.key(dst, `"conversation_usage"`, false), st.ConversationUsage()); err != nil {
 			return dst, err
 		}
 	}
-	if len(st.LoopItems) > 0 {
-		if dst, err = e.nestedValue(e.key(dst, `"loop_items"`, false), st.LoopItems); err != nil {
+	if len(st.LoopItems()) > 0 {
+		if dst, err = e.nestedValue(e.key(dst, `"loop_items"`, false), st.LoopItems()); err != nil {
 			return dst, err
 		}
 	}
-	if st.LoopIndex != nil {
-		dst = strconv.AppendInt(e.key(dst, `"loop_index"`, false), int64(*st.LoopIndex), 10)
+	if st.LoopIndex() != nil {
+		dst = strconv.AppendInt(e.key(dst, `"loop_index"`, false), int64(*st.LoopIndex()), 10)
 	}
-	if st.LoopCompleted != nil {
-		dst = strconv.AppendBool(e.key(dst, `"loop_completed"`, false), *st.LoopCompleted)
+	if st.LoopCompleted() != nil {
+		dst = strconv.AppendBool(e.key(dst, `"loop_completed"`, false), *st.LoopCompleted())
 	}
-	if len(st.Items) > 0 {
-		if dst, err = e.nestedValue(e.key(dst, `"items"`, false), st.Items); err != nil {
+	if len(st.Items()) > 0 {
+		if dst, err = e.nestedValue(e.key(dst, `"items"`, false), st.Items()); err != nil {
 			return dst, err
 		}
 	}
-	if len(st.RemovedItems) > 0 {
-		dst = e.strings(e.key(dst, `"removed_items"`, false), st.RemovedItems)
+	if len(st.RemovedItems()) > 0 {
+		dst = e.strings(e.key(dst, `"removed_items"`, false), st.RemovedItems())
 	}
 	dst = append(dst, e.end...)
 	return append(dst, '}'), nil

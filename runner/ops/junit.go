@@ -80,8 +80,8 @@ func runSuites(st *runner.State) junit.Suites {
 				msg = *ss.LastError
 			}
 			text := msg
-			if ss.Feedback != nil && ss.Feedback.Output != "" {
-				text += "\n\n" + ss.Feedback.Output
+			if fb := ss.Feedback(); fb != nil && fb.Output != "" {
+				text += "\n\n" + fb.Output
 			}
 			p := junit.NewProblem("step failed", text)
 			p.Message = junit.Text(msg)
