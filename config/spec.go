@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 )
 
 // The spec types are the canonical JSON form of a workflow: the sources
@@ -157,77 +158,95 @@ type specSignals struct {
 // Spec returns the canonical JSON form of the workflow: the same bytes
 // for the same workflow whichever format it was written in. The runner
 // keeps it, with the Digest, in a run's workflow.json.
-//
-// It is json.MarshalIndent(w.spec(), "", "  "), written a step at a
-// time: encoding/json keeps the buffer of its largest encoding for its
-// later ones, and a runner encodes events for as long as it runs, so one
-// encoding of a whole workflow of thousands of steps would stay in
-// memory for the whole run.
 func (w *Workflow) Spec() ([]byte, error) {
+	var b bytes.Buffer
+	if err := w.WriteSpec(&b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// WriteSpec writes the workflow's Spec to out: json.MarshalIndent of its
+// canonical form, "", "  ", written a step at a time. Neither the
+// canonical form of every step nor the whole encoding is ever in memory
+// at once: for a workflow of 20,000 steps they were 20 MB at the start
+// of a run, more than the run's state at its end.
+func (w *Workflow) WriteSpec(out io.Writer) error {
 	sw := w.spec()
-	steps := sw.Steps
-	sw.Steps = nil
 	head, err := json.MarshalIndent(sw, "", "  ")
 	if err != nil {
-		return nil, fmt.Errorf("encode workflow %s: %w", w.Name, err)
+		return fmt.Errorf("encode workflow %s: %w", w.Name, err)
 	}
 	// The steps are the only key of the top level that is null here,
 	// and a key of the top level is the only one indented by two spaces.
 	const hole = "\n  \"steps\": null"
 	i := bytes.Index(head, []byte(hole))
 	if i < 0 {
-		return nil, fmt.Errorf("encode workflow %s: no steps in %.40q", w.Name, head)
+		return fmt.Errorf("encode workflow %s: no steps in %.40q", w.Name, head)
 	}
-	var b, step bytes.Buffer
-	b.Write(head[:i+len(hole)-len("null")])
-	b.WriteByte('[')
+	var step bytes.Buffer
+	step.Write(head[:i+len(hole)-len("null")])
+	step.WriteByte('[')
+	if _, err := out.Write(step.Bytes()); err != nil {
+		return err
+	}
 	// Encode writes what json.MarshalIndent writes for an item of the
 	// steps, then a newline, which is dropped.
 	enc := json.NewEncoder(&step)
 	enc.SetIndent("    ", "  ")
-	for k, s := range steps {
-		if k > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("\n    ")
+	for k, s := range w.Steps {
 		step.Reset()
-		if err := enc.Encode(s); err != nil {
-			return nil, fmt.Errorf("encode workflow %s: step %s: %w", w.Name, s.ID, err)
+		if k > 0 {
+			step.WriteByte(',')
 		}
-		b.Write(step.Bytes()[:step.Len()-1])
+		step.WriteString("\n    ")
+		if err := enc.Encode(specStepOf(s)); err != nil {
+			return fmt.Errorf("encode workflow %s: step %s: %w", w.Name, s.ID, err)
+		}
+		if _, err := out.Write(step.Bytes()[:step.Len()-1]); err != nil {
+			return err
+		}
 	}
-	if len(steps) > 0 {
-		b.WriteString("\n  ")
+	step.Reset()
+	if len(w.Steps) > 0 {
+		step.WriteString("\n  ")
 	}
-	b.WriteByte(']')
-	b.Write(head[i+len(hole):])
-	return b.Bytes(), nil
+	step.WriteByte(']')
+	step.Write(head[i+len(hole):])
+	_, err = out.Write(step.Bytes())
+	return err
 }
 
 // MarshalJSON encodes the workflow in its canonical form (see Spec).
 func (w *Workflow) MarshalJSON() ([]byte, error) {
-	return json.Marshal(w.spec())
+	return json.Marshal(w.fullSpec())
+}
+
+// fullSpec returns the canonical form of the workflow, its steps
+// included.
+func (w *Workflow) fullSpec() *specWorkflow {
+	sw := w.spec()
+	sw.Steps = make([]*specStep, 0, len(w.Steps))
+	for _, s := range w.Steps {
+		sw.Steps = append(sw.Steps, specStepOf(s))
+	}
+	return sw
 }
 
 // Digest returns "sha256:" and the hex SHA-256 of the workflow's Spec; it
 // changes exactly when the workflow's meaning does.
 func (w *Workflow) Digest() string {
-	_, d := w.SpecDigest()
-	return d
-}
-
-// SpecDigest returns the Spec and the Digest, encoding the workflow once.
-func (w *Workflow) SpecDigest() ([]byte, string) {
-	b, err := w.Spec()
-	if err != nil {
+	h := sha256.New()
+	if err := w.WriteSpec(h); err != nil {
 		// The spec holds only strings, numbers and maps of strings: it
-		// always encodes.
+		// always encodes, and a hash takes every write.
 		panic(err)
 	}
-	sum := sha256.Sum256(b)
-	return b, "sha256:" + hex.EncodeToString(sum[:])
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
+// spec returns the canonical form of the workflow without its steps
+// (Steps is nil), which WriteSpec and MarshalJSON add one at a time.
 func (w *Workflow) spec() *specWorkflow {
 	sw := &specWorkflow{
 		Name:        w.Name,
@@ -247,7 +266,6 @@ func (w *Workflow) spec() *specWorkflow {
 			MaxItems:      w.Defaults.Limits.MaxItems,
 		},
 		Agents:      map[string]*specAgent{},
-		Steps:       []*specStep{},
 		MaxParallel: w.MaxParallel,
 		Signals:     specSignals{w.Signals.Done, w.Signals.Pass, w.Signals.Fail},
 		Secrets:     w.Secrets,
@@ -265,9 +283,6 @@ func (w *Workflow) spec() *specWorkflow {
 	sw.Budget = specBudgetOf(w.Budget)
 	if n := w.Notify; n != nil {
 		sw.Notify = &specNotify{On: n.On, Command: n.Command, Webhook: n.Webhook, Timeout: n.Timeout.String()}
-	}
-	for _, s := range w.Steps {
-		sw.Steps = append(sw.Steps, specStepOf(s))
 	}
 	if c := w.Cleanup; c != nil {
 		sw.Cleanup = &specCleanup{Run: tsrc(c.Run), Prompt: tsrc(c.Prompt), Agent: c.Agent}

@@ -2,6 +2,8 @@ package config
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"path/filepath"
 	"testing"
@@ -47,13 +49,17 @@ func TestSpecIsMarshalIndent(t *testing.T) {
 	ws = append(ws, w, &Workflow{})
 	t.Logf("%d workflows", len(ws))
 	for _, w := range ws {
-		want, err := json.MarshalIndent(w.spec(), "", "  ")
+		want, err := json.MarshalIndent(w.fullSpec(), "", "  ")
 		if err != nil {
 			t.Fatal(err)
 		}
 		got, err := w.Spec()
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("%s: %v\n%s\nwant\n%s", w.File, err, got, want)
+		}
+		// The digest is hashed as the spec is written, never whole.
+		if sum := sha256.Sum256(want); w.Digest() != "sha256:"+hex.EncodeToString(sum[:]) {
+			t.Errorf("%s: digest %s is not the spec's", w.File, w.Digest())
 		}
 	}
 }

@@ -46,7 +46,6 @@ func (r *Runner) OpenRemote(opts Options) (*Remote, error) {
 		outputs: map[string]string{}, reports: map[string]map[string]any{}, awaiting: map[string]bool{}, warned: map[string]string{},
 		environ: EnvironMap(rc.Environ)}
 	x.setWorkflow(x.wf)
-	x.spec = nil
 	if err := CheckRunID(opts.RunID); err != nil {
 		return nil, err
 	}
@@ -338,15 +337,10 @@ func (m *Mirrors) Close() error {
 // WriteLoadedWorkflow writes workflow.json in runDir: the workflow's
 // file, its digest and its canonical form, as the local driver does.
 func WriteLoadedWorkflow(fsys afero.Fs, runDir string, wf *config.Workflow) error {
-	spec, digest := wf.SpecDigest()
-	b := fmt.Appendf(nil, "{\n  \"file\": %q,\n  \"digest\": %q,\n  \"workflow\": %s\n}\n", wf.File, digest, spec)
 	if err := fsys.MkdirAll(runDir, 0o755); err != nil {
 		return fmt.Errorf("create run directory: %w", err)
 	}
-	if err := atomicfile.Replace(fsys, filepath.Join(runDir, LoadedWorkflowFile), b, 0o644); err != nil {
-		return fmt.Errorf("write workflow.json: %w", err)
-	}
-	return nil
+	return writeLoadedWorkflow(fsys, filepath.Join(runDir, LoadedWorkflowFile), wf.File, wf.Digest(), wf)
 }
 
 // NewPlanOf resolves wf into the core's plan as a new run of it with
@@ -374,7 +368,7 @@ func CreatedEvent(wf *config.Workflow, repo, runID string, vars map[string]strin
 	for k, v := range vars {
 		all[k] = v
 	}
-	_, digest := wf.SpecDigest()
+	digest := wf.Digest()
 	return newEvent(now, EvRunCreated, "", RunCreated{
 		RunID: runID, WorkflowName: wf.Name, WorkflowFile: wf.File, WorkflowDigest: digest,
 		RepoDir: repo, ReportsDir: filepath.Join(dir, ReportsDir), ManualInputsDir: filepath.Join(dir, InputsDir),

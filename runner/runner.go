@@ -212,10 +212,7 @@ type run struct {
 	keepOut map[string]bool
 	// runWide holds the steps whose expressions read steps.* or run.*.
 	runWide map[string]bool
-	// spec and digest are the workflow's canonical form and its digest.
-	// spec is dropped once workflow.json is written or found up to date
-	// (it is the size of the workflow) and computed again if needed.
-	spec     []byte
+	// digest is the digest of the workflow's canonical form.
 	digest   string
 	sessions sync.WaitGroup
 	awaiting map[string]bool
@@ -472,7 +469,6 @@ func (x *run) open() error {
 	x.core = core.NewCore(plan)
 	x.core.HideSecrets(x.redact)
 	x.loadCaches()
-	x.spec = nil
 	return nil
 }
 
@@ -533,7 +529,7 @@ func (x *run) setWorkflow(wf *config.Workflow) {
 	x.keepOut, x.runWide = sourceRefs(wf)
 	x.limits = wf.Limits()
 	x.redact = Secrets(wf, x.r.Environ)
-	x.spec, x.digest = wf.SpecDigest()
+	x.digest = wf.Digest()
 	x.gated = hasGates(wf)
 }
 
@@ -547,7 +543,7 @@ func (x *run) reload() (changed bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	if _, digest := wf.SpecDigest(); digest == x.digest {
+	if wf.Digest() == x.digest {
 		return false, nil
 	}
 	plan, err := NewPlan(wf, x.budgets(), func(l *config.Limit) (int, error) {
@@ -883,13 +879,23 @@ func (x *run) ensureState() error {
 }
 
 func (x *run) writeWorkflowJSON() error {
-	spec := x.spec
-	if spec == nil {
-		spec, _ = x.wf.SpecDigest()
-	}
-	x.spec = nil
-	b := fmt.Appendf(nil, "{\n  \"file\": %q,\n  \"digest\": %q,\n  \"workflow\": %s\n}\n", absPath(x.wf.File), x.digest, spec)
-	if err := atomicfile.Replace(x.r.FS, filepath.Join(x.dir, LoadedWorkflowFile), b, 0o644); err != nil {
+	return writeLoadedWorkflow(x.r.FS, filepath.Join(x.dir, LoadedWorkflowFile), absPath(x.wf.File), x.digest, x.wf)
+}
+
+// writeLoadedWorkflow writes workflow.json at path: the workflow's
+// file, digest and canonical form, encoded as it is written.
+func writeLoadedWorkflow(fsys afero.Fs, path, file, digest string, wf *config.Workflow) error {
+	err := atomicfile.ReplaceWith(fsys, path, 0o644, func(w io.Writer) error {
+		if _, err := fmt.Fprintf(w, "{\n  \"file\": %q,\n  \"digest\": %q,\n  \"workflow\": ", file, digest); err != nil {
+			return err
+		}
+		if err := wf.WriteSpec(w); err != nil {
+			return err
+		}
+		_, err := io.WriteString(w, "\n}\n")
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("write workflow.json: %w", err)
 	}
 	return nil

@@ -209,7 +209,7 @@ func TestWorkflowRestartEditedWorkflow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, digest := wf.SpecDigest()
+	digest := wf.Digest()
 	if st.Steps["side"] != nil || st.Steps["d"] == nil || st.Steps["d"].Status != runner.Completed ||
 		!slices.Equal(st.StepOrder, []string{"a", "b", "c", "d"}) || st.Vars["greeting"] != "hi" || st.WorkflowDigest != digest {
 		t.Errorf("the record after the retry: order %v, vars %v, digest %s (want %s), side %+v, d %+v",
