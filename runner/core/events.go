@@ -611,8 +611,10 @@ func unblock(s *State, step *StepState) {
 }
 
 // setOutcome copies a session's results into the step, and adds what
-// it consumed to the step's and the run's usage.
+// it consumed to the step's and the run's usage. The session has ended:
+// its marker, which only finds a running session's processes, goes.
 func setOutcome(s *State, st *StepState, d Outcome) {
+	st.SessionMarker = ""
 	if u := d.Usage; u != nil {
 		st.More().Usage = st.Usage().plus(*u)
 		s.Usage = s.Usage.plus(*u)

@@ -309,3 +309,23 @@ func TestHotTypesReviewed(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionMarkerGoesWithTheSession: a step holds its session's
+// marker while the session runs, not after: a finished step of a large
+// run holds no marker, and only running steps' markers find processes.
+func TestSessionMarkerGoesWithTheSession(t *testing.T) {
+	plan, err := NewPlan([]PlanStep{{ID: "a"}}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := hotBase(false)
+	x := &decider{c: NewCore(plan), st: st, at: time.Unix(0, 0)}
+	x.emit(EvSessionStarted, "a", SessionStarted{PID: 7, Marker: "m", LogPath: "/logs/a.log"})
+	if got := st.Steps["a"].SessionMarker; got != "m" {
+		t.Fatalf("running: marker %q, want m", got)
+	}
+	x.emit(EvStepCompleted, "a", Outcome{Attempt: 1})
+	if a := st.Steps["a"]; a.SessionMarker != "" || a.PID != 7 {
+		t.Errorf("completed: marker %q, pid %d; want no marker, pid 7", a.SessionMarker, a.PID)
+	}
+}

@@ -133,7 +133,8 @@ type StepState struct {
 	LogPath  string          `json:"log_path,omitempty"`
 	// PID is the process (and process group) of the running session.
 	PID int `json:"pid,omitempty"`
-	// SessionMarker is the marker of the running session's processes.
+	// SessionMarker is the marker of the running session's processes;
+	// it is cleared when the session ends.
 	SessionMarker string `json:"session_marker,omitempty"`
 	// StepMore holds what a plain step never sets, or is nil when the
 	// step sets none of it (so that a run of thousands of plain steps
