@@ -280,12 +280,24 @@ func NewEvent(at time.Time, typ, step string, data any) Event {
 // live one. Unknown event types are ignored (a newer flow may add some).
 func Apply(s *State, e Event) error {
 	s.Seq = e.Seq
-	at := e.At
-	s.UpdatedAt = &at
+	s.UpdatedAt = eventTime(s, e)
 	if a, ok := appliers[e.Type]; ok {
 		return a(s, e)
 	}
 	return nil
+}
+
+// eventTime returns the time of e for the state to hold: the state's
+// UpdatedAt when it is the same instant, so that the events of one
+// decision (a step completes, the next starts) share one Time, as the
+// ended and started times of their steps do, instead of one each. A
+// state's pointers are never changed in place, so sharing is safe.
+func eventTime(s *State, e Event) *Time {
+	if u := s.UpdatedAt; u != nil && *u == e.At {
+		return u
+	}
+	at := e.At
+	return &at
 }
 
 // applier folds one type of event into a state.
@@ -299,8 +311,7 @@ func onRun[T any](f func(s *State, d *T, at *Time)) applier {
 		if err := decodeData(e, d); err != nil {
 			return err
 		}
-		at := e.At
-		f(s, d, &at)
+		f(s, d, s.UpdatedAt)
 		return nil
 	}
 }
@@ -317,8 +328,7 @@ func onStep[T any](f func(s *State, st *StepState, d *T, e Event, at *Time)) app
 		if err := decodeData(e, d); err != nil {
 			return err
 		}
-		at := e.At
-		f(s, st, d, e, &at)
+		f(s, st, d, e, s.UpdatedAt)
 		return nil
 	}
 }

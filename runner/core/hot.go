@@ -117,10 +117,8 @@ func applyLive(s *State, e Event, data any) error {
 // applier, and returns the time onStep passes to it.
 func applyHead(s *State, e Event) *Time {
 	s.Seq = e.Seq
-	updated := e.At
-	s.UpdatedAt = &updated
-	at := e.At
-	return &at
+	s.UpdatedAt = eventTime(s, e)
+	return s.UpdatedAt
 }
 
 // hotJSON returns data's JSON, byte for byte as json.Marshal writes

@@ -329,3 +329,34 @@ func TestSessionMarkerGoesWithTheSession(t *testing.T) {
 		t.Errorf("completed: marker %q, pid %d; want no marker, pid 7", a.SessionMarker, a.PID)
 	}
 }
+
+// TestOneInstantOneTime: the events of one decision (a step completes,
+// the next starts) give their steps one shared Time, by both paths of
+// applying them; an event at another instant gets its own and changes
+// no time already held.
+func TestOneInstantOneTime(t *testing.T) {
+	plan, err := NewPlan([]PlanStep{{ID: "a"}, {ID: "b"}}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, replayed := hotBase(false), hotBase(false)
+	x := &decider{c: NewCore(plan), st: live, at: time.Unix(100, 0)}
+	x.emit(EvStepCompleted, "a", Outcome{Attempt: 1})
+	x.emit(EvStepStarted, "b", StepStarted{Attempt: 1})
+	x.at = time.Unix(200, 0)
+	x.emit(EvStepCompleted, "b", Outcome{Attempt: 1})
+	for _, e := range x.d.Events {
+		if err := Apply(replayed, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, st := range map[string]*State{"live": live, "replayed": replayed} {
+		a, b := st.Steps["a"], st.Steps["b"]
+		if a.EndedAt != b.StartedAt {
+			t.Errorf("%s: a ended and b started at the same instant in two Times", name)
+		}
+		if !a.EndedAt.Equal(time.Unix(100, 0)) || !b.EndedAt.Equal(time.Unix(200, 0)) || st.UpdatedAt != b.EndedAt {
+			t.Errorf("%s: a ended %v, b started %v and ended %v, updated %v", name, a.EndedAt, b.StartedAt, b.EndedAt, st.UpdatedAt)
+		}
+	}
+}
