@@ -42,13 +42,27 @@ type Plan struct {
 }
 
 // PlanStep is one step of a Plan. What most steps leave unset (gates
-// of the gate-state file, backoff, a budget, reviewers) is in Extra, so
-// that the plan of a workflow of many plain steps holds little for
-// each.
+// of the gate-state file, backoff, a budget, reviewers) is in Extra;
+// the rest of how the step runs is in PlanOptions, which the steps of a
+// Plan that run alike share; so that the plan of a workflow of many
+// plain steps holds little for each.
 type PlanStep struct {
 	ID    string
 	Kind  Kind
 	Needs []string
+	// Extra holds the rest of the step's plan, or is nil when all of it
+	// is unset.
+	Extra *PlanExtra
+	// PlanOptions is never nil in a Plan: NewPlan gives a step without
+	// one the zero options, and the steps whose options are equal one
+	// PlanOptions between them. A Plan's options are not changed once
+	// it is made.
+	*PlanOptions
+}
+
+// PlanOptions is how a step runs: its loop-back, loop and limits, and
+// how its outcome is decided.
+type PlanOptions struct {
 	// LoopTarget is the step a failed gate (or a rejected human step)
 	// loops back to, or "".
 	LoopTarget string
@@ -81,9 +95,24 @@ type PlanStep struct {
 	// its session, and it runs beside the other reviewers whatever
 	// max_parallel says.
 	Reviewer bool
-	// Extra holds the rest of the step's plan, or is nil when all of it
-	// is unset.
-	Extra *PlanExtra
+}
+
+// shareOptions gives every step its options, those of the steps whose
+// options are equal one PlanOptions.
+func shareOptions(steps []PlanStep) {
+	shared := map[PlanOptions]*PlanOptions{}
+	for i := range steps {
+		var o PlanOptions
+		if steps[i].PlanOptions != nil {
+			o = *steps[i].PlanOptions
+		}
+		p, ok := shared[o]
+		if !ok {
+			p = &o
+			shared[o] = p
+		}
+		steps[i].PlanOptions = p
+	}
 }
 
 // PlanExtra is the part of a PlanStep that most steps leave unset.
@@ -215,6 +244,7 @@ type PlanLoop struct {
 // to each target resets. It fails on a need or loop-back target that is
 // not a step of the plan.
 func NewPlan(steps []PlanStep, maxParallel int) (*Plan, error) {
+	shareOptions(steps)
 	p := &Plan{Steps: steps, MaxParallel: max(maxParallel, 1), index: newStepIndex(len(steps))}
 	for i, s := range steps {
 		if !p.index.add(steps, i) {
