@@ -62,7 +62,6 @@ func build(raw *rawWorkflow, fs afero.Fs, path string, o Options, d *diags) *Wor
 	b := &builder{raw: raw, fs: fs, dir: filepath.Dir(path), repo: o.Repo, d: d, rawNeeds: map[*Step][]str{}, rawReviewers: map[*Step][]str{}, bodyIDs: map[string]string{}}
 	w := &Workflow{
 		File:        path,
-		Source:      raw.src.data,
 		Name:        raw.name.val,
 		Description: raw.description.val,
 		Vars:        map[string]string{},

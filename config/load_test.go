@@ -24,7 +24,7 @@ import (
 var ignorePositions = cmp.Options{
 	cmp.FilterPath(func(p cmp.Path) bool {
 		switch p.Last().String() {
-		case ".Pos", ".LoopPos", ".NeedsPos", ".AgentPos", ".ReviewersPos", ".File", ".Format", ".Source":
+		case ".Pos", ".LoopPos", ".NeedsPos", ".AgentPos", ".ReviewersPos", ".File", ".Format":
 			return true
 		}
 		return false

@@ -49,8 +49,6 @@ type Workflow struct {
 	// Notes say, step by step, how a file in another format was mapped
 	// onto this model, for `flow convert`; "" is the workflow's own.
 	Notes map[string][]string `cmp:"-"`
-	// Source is the file's bytes, kept for diagnostics and the digest.
-	Source []byte `cmp:"-"`
 
 	Name        string
 	Description string
