@@ -79,11 +79,11 @@ type Workflow struct {
 	// Pos is where the workflow's name is declared.
 	Pos Pos
 
-	// index maps a step id to its place in Steps; Load builds it, and
+	// index finds a step of the top level by id; Load builds it, and
 	// the graph methods fall back to a search without it. byID maps the
 	// ids of the steps of loops' bodies to them (Step reads it before
 	// index); nil when there are no loops.
-	index map[string]int
+	index *idIndex
 	byID  map[string]*Step
 	// reviewerOf maps the id of each reviewer to its consensus step;
 	// Load builds it, and ReviewerOf falls back to a search without it.
