@@ -303,7 +303,7 @@ func (x *run) announce(e Event) {
 	case EvStepInterrupted:
 		x.printf("%s: interrupted\n", e.Step)
 	case EvGatesWaiting:
-		x.printf("%s: waiting for gates to open: %s (%s)\n", e.Step, strings.Join(s.WaitingGates, ", "), x.opts.Invocation.GateStateFile)
+		x.printf("%s: waiting for gates to open: %s (%s)\n", e.Step, strings.Join(s.WaitingGates(), ", "), x.opts.Invocation.GateStateFile)
 	case EvStepRemoved:
 		x.printf("%s: removed from the workflow; dropped from the run\n", e.Step)
 	case EvStepAdded:

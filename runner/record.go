@@ -69,6 +69,7 @@ type (
 	StepStarted     = core.StepStarted
 	StepState       = core.StepState
 	StepMore        = core.StepMore
+	StepWait        = core.StepWait
 	StepWaiting     = core.StepWaiting
 	Time            = core.Time
 	TimerFired      = core.TimerFired

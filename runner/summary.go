@@ -54,10 +54,10 @@ func stepNote(s *StepState) string {
 	switch {
 	case s.Status == WaitingOnHuman:
 		return "waiting on a human: " + deref(s.ManualInputPath)
-	case s.WaitingFor != nil && s.Status == Pending:
-		return "waiting for " + *s.WaitingFor
-	case len(s.WaitingGates) > 0 && s.Status == Pending:
-		return "waiting for gates to open: " + strings.Join(s.WaitingGates, ", ")
+	case s.WaitingFor() != nil && s.Status == Pending:
+		return "waiting for " + *s.WaitingFor()
+	case len(s.WaitingGates()) > 0 && s.Status == Pending:
+		return "waiting for gates to open: " + strings.Join(s.WaitingGates(), ", ")
 	case s.BlockedByLoop != nil:
 		return "blocked by the loop-back of " + *s.BlockedByLoop
 	case s.LastError != nil:

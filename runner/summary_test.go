@@ -17,9 +17,9 @@ func TestSummaryNotes(t *testing.T) {
 		},
 		"done":         {Status: Completed, StepMore: &StepMore{LoopIndex: &zero, Items: []Item{{Key: "a", Status: Completed}}}},
 		"pending_loop": {Status: Pending},
-		"fix_it":       {Status: Pending, WaitingFor: &target},
+		"fix_it":       {Status: Pending, StepWait: &StepWait{WaitingFor: &target}},
 		"ok":           {Status: WaitingOnHuman, ManualInputPath: &manual},
-		"check":        {Status: Pending, WaitingGates: []string{"window"}},
+		"check":        {Status: Pending, StepWait: &StepWait{WaitingGates: []string{"window"}}},
 	}}
 	got := Summary(st)
 	for _, want := range []string{

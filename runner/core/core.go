@@ -517,8 +517,8 @@ func (c *Core) begin(x *decider, in Begin) {
 	clear(c.waiters)
 	for _, id := range x.st.StepOrder {
 		s := x.st.Steps[id]
-		if s.WaitingFor != nil {
-			c.waiters[*s.WaitingFor] = append(c.waiters[*s.WaitingFor], id)
+		if s.WaitingFor() != nil {
+			c.waiters[*s.WaitingFor()] = append(c.waiters[*s.WaitingFor()], id)
 		}
 		switch s.Status {
 		case Running:
@@ -1076,7 +1076,7 @@ func (c *Core) blockedReport(st *State) string {
 			why = "blocked by loop of " + *s.BlockedByLoop
 		}
 		if waitingFor(st, s) {
-			why = "waiting for " + *s.WaitingFor
+			why = "waiting for " + *s.WaitingFor()
 		}
 		for _, n := range ps.Needs {
 			if ns := st.Steps[n]; ns != nil && !ns.Status.done() {
@@ -1091,10 +1091,10 @@ func (c *Core) blockedReport(st *State) string {
 // waitingFor reports whether step s waits for the loop-back target
 // named by its waiting_for, which is not done yet.
 func waitingFor(st *State, s *StepState) bool {
-	if s.WaitingFor == nil {
+	if s.WaitingFor() == nil {
 		return false
 	}
-	t := st.Steps[*s.WaitingFor]
+	t := st.Steps[*s.WaitingFor()]
 	return t != nil && !t.Status.done()
 }
 

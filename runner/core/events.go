@@ -439,7 +439,7 @@ var appliers = map[string]applier{
 		st.LastError = strp("runner died during the session; it runs again")
 	}),
 	EvGatesWaiting: onStep(func(_ *State, st *StepState, d *GatesWaiting, _ Event, _ *Time) {
-		st.WaitingGates = slices.Clone(d.Gates)
+		st.Wait().WaitingGates = slices.Clone(d.Gates)
 	}),
 	EvStepStarted: onStep(func(s *State, st *StepState, d *StepStarted, _ Event, at *Time) {
 		stepStarted(s, st, d, at)
@@ -449,7 +449,7 @@ var appliers = map[string]applier{
 	}),
 	EvStepWaiting: onStep(func(s *State, st *StepState, d *StepWaiting, _ Event, at *Time) {
 		st.Status = WaitingOnHuman
-		st.WaitingFor = nil
+		st.clearWaitingFor()
 		if d.Session != nil {
 			setOutcome(s, st, *d.Session)
 			if st.StepMore != nil {
@@ -467,7 +467,7 @@ var appliers = map[string]applier{
 	}),
 	EvStepSkipped: onStep(func(s *State, st *StepState, d *Skip, _ Event, at *Time) {
 		st.Status = Skipped
-		st.WaitingFor = nil
+		st.clearWaitingFor()
 		st.EndedAt = at
 		unblock(s, st)
 		if d.Reason != "" {
@@ -507,7 +507,7 @@ var appliers = map[string]applier{
 			case id == e.Step && d.WaitingFor != "":
 				// The gate step waits for the target, off to its side.
 				other.BlockedByLoop = nil
-				other.WaitingFor = strp(d.WaitingFor)
+				other.Wait().WaitingFor = strp(d.WaitingFor)
 			default:
 				other.BlockedByLoop = strp(e.Step)
 			}
@@ -521,7 +521,7 @@ var appliers = map[string]applier{
 	}),
 	EvStepFailed: onStep(func(s *State, st *StepState, d *Outcome, _ Event, at *Time) {
 		st.Status = Failed
-		st.WaitingFor = nil
+		st.clearWaitingFor()
 		st.EndedAt = at
 		setOutcome(s, st, *d)
 		st.LastError = strp(d.Error)
@@ -564,8 +564,7 @@ var appliers = map[string]applier{
 // stepStarted folds a step_started event into the state.
 func stepStarted(s *State, st *StepState, d *StepStarted, at *Time) {
 	st.Status = Running
-	st.WaitingFor = nil
-	st.WaitingGates = nil
+	st.StepWait = nil
 	st.Attempts = d.Attempt
 	st.PID, st.SessionMarker = 0, ""
 	st.StartedAt = at
@@ -591,7 +590,7 @@ func sessionStarted(st *StepState, d *SessionStarted) {
 // stepCompleted folds a step_completed event into the state.
 func stepCompleted(s *State, st *StepState, d *Outcome, at *Time) {
 	st.Status = Completed
-	st.WaitingFor = nil
+	st.clearWaitingFor()
 	st.EndedAt = at
 	setOutcome(s, st, *d)
 	if st.StepMore != nil {

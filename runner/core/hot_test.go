@@ -23,7 +23,7 @@ func hotBase(shareZero bool) *State {
 	s.Steps = map[string]*StepState{"a": s.newStep(), "b": s.newStep()}
 	a := s.Steps["a"]
 	a.Status, a.Attempts, a.PID, a.SessionMarker, a.LogPath = Running, 2, 77, "m", "/old.log"
-	a.ReportPath, a.WaitingGates, a.More().LoopCompleted = strp("/old.json"), []string{"g"}, boolp(false)
+	a.ReportPath, a.Wait().WaitingGates, a.More().LoopCompleted = strp("/old.json"), []string{"g"}, boolp(false)
 	a.More().Feedback = &Feedback{Step: "gate", Reason: "no"}
 	a.Signals = map[string]bool{"X": true}
 	s.Steps["b"].BlockedByLoop = strp("gate")

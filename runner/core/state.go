@@ -119,13 +119,11 @@ type StepState struct {
 	Logs            []string          `json:"logs"`
 	ManualInputPath *string           `json:"manual_input_path"`
 	BlockedByLoop   *string           `json:"blocked_by_loop"`
-	// WaitingFor is, on a gate step whose loop-back went to a step that
-	// is not upstream of it (DESIGN §17), that target: the step runs
-	// again once the target is done. It is cleared when the step runs.
-	WaitingFor *string `json:"waiting_for,omitempty"`
-	// WaitingGates are the gates of the gate-state file that keep a
-	// ready step from starting, while they are closed.
-	WaitingGates []string `json:"waiting_gates,omitempty"`
+	// StepWait is what a pending step waits for besides its needs, or
+	// nil when it waits for nothing else; its fields are read through
+	// the methods of the same names and written through Wait. Its place
+	// here keeps the fields' order in JSON.
+	*StepWait
 
 	ExitCode *int            `json:"exit_code,omitempty"`
 	Verdict  string          `json:"verdict,omitempty"`
@@ -142,6 +140,52 @@ type StepState struct {
 	// of the same names and written through More. Its place here keeps
 	// the fields' order in JSON.
 	*StepMore
+}
+
+// StepWait is what a pending step waits for besides its needs.
+type StepWait struct {
+	// WaitingFor is, on a gate step whose loop-back went to a step that
+	// is not upstream of it (DESIGN §17), that target: the step runs
+	// again once the target is done. It is cleared when the step runs.
+	WaitingFor *string `json:"waiting_for,omitempty"`
+	// WaitingGates are the gates of the gate-state file that keep a
+	// ready step from starting, while they are closed.
+	WaitingGates []string `json:"waiting_gates,omitempty"`
+}
+
+// Wait returns the step's StepWait, adding one when it has none.
+func (s *StepState) Wait() *StepWait {
+	if s.StepWait == nil {
+		s.StepWait = &StepWait{}
+	}
+	return s.StepWait
+}
+
+// clearWaitingFor clears WaitingFor, and lets the StepWait go when it
+// then holds nothing.
+func (s *StepState) clearWaitingFor() {
+	if w := s.StepWait; w != nil {
+		w.WaitingFor = nil
+		if len(w.WaitingGates) == 0 {
+			s.StepWait = nil
+		}
+	}
+}
+
+// WaitingFor returns the target a gate step waits for, or nil.
+func (s *StepState) WaitingFor() *string {
+	if s.StepWait == nil {
+		return nil
+	}
+	return s.StepWait.WaitingFor
+}
+
+// WaitingGates returns the closed gates a ready step waits for, or nil.
+func (s *StepState) WaitingGates() []string {
+	if s.StepWait == nil {
+		return nil
+	}
+	return s.StepWait.WaitingGates
 }
 
 // StepMore is the part of a StepState that a plain step leaves unset.

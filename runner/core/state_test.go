@@ -26,7 +26,7 @@ func encodingState() *State {
 	a.More().Feedback = &Feedback{Step: "b", Reason: "gate <failed>", Report: json.RawMessage(`{"x": [1, 2]}`)}
 	a.More().Usage = &AgentUsage{TokensIn: 3, CostUSD: 0.25, Sessions: 1}
 	b := newStepState()
-	b.LastError, b.WaitingGates = strp("exit 1 & more"), []string{"g1"}
+	b.LastError, b.Wait().WaitingGates = strp("exit 1 & more"), []string{"g1"}
 	b.More().LoopItems, b.More().LoopIndex, b.More().LoopCompleted = []json.RawMessage{json.RawMessage(`"i"`)}, intp(1), boolp(false)
 	b.More().Items = []Item{{Key: "x", Status: Running}}
 	s.Steps["a"], s.Steps["b"], s.Steps["c[x].d"] = a, b, newStepState()

@@ -137,7 +137,7 @@ func (p *stepParser) field(s *StepState, f int) bool {
 	case sfBlockedByLoop:
 		s.BlockedByLoop, ok = p.strPtr()
 	case sfWaitingFor:
-		s.WaitingFor, ok = p.strPtr()
+		s.Wait().WaitingFor, ok = p.strPtr()
 	case sfStartedAt:
 		s.StartedAt, ok = p.time()
 	case sfEndedAt:
@@ -152,7 +152,7 @@ func (p *stepParser) field(s *StepState, f int) bool {
 	case sfLogs:
 		s.Logs, ok = p.strings()
 	case sfWaitingGates:
-		s.WaitingGates, ok = p.strings()
+		s.Wait().WaitingGates, ok = p.strings()
 	case sfMetrics:
 		if s.Metrics, ok = p.stringMap(); ok && len(s.Metrics) == 0 {
 			if p.noMetrics == nil {

@@ -40,7 +40,7 @@ func decodeStepsCases(t testing.TB) map[string][]byte {
 		Status: Completed, Attempts: 1, ReportPath: &report, StartedAt: &at, EndedAt: &at, Artifacts: []string{}, Metrics: map[string]string{}, Logs: []string{}, ExitCode: &zero, Signals: map[string]bool{"DONE": false, "FAIL": false, "PASS": true}, Verdict: "PASS", LogPath: "/r/logs/a.0.1.log", PID: 4242, SessionMarker: "AJ2GDKF2IEYDZBY6IFSSTY2DAS", StepMore: &StepMore{AgentSession: "s-1"},
 	}
 	failed := &StepState{
-		Status: Failed, Attempts: 2, IterationCount: 1, ReportPath: &report, StartedAt: &at, EndedAt: &at, LastError: &reason, Artifacts: []string{"PLAN.md", "x y.txt"}, Metrics: map[string]string{"coverage": "81%"}, Logs: []string{"/r/logs/a.0.1.log", "/r/logs/a.0.2.log"}, ExitCode: &three, WaitingGates: []string{"deploy"}, WaitingFor: &report, ManualInputPath: &report, BlockedByLoop: &reason, StepMore: &StepMore{GateFailed: true},
+		Status: Failed, Attempts: 2, IterationCount: 1, ReportPath: &report, StartedAt: &at, EndedAt: &at, LastError: &reason, Artifacts: []string{"PLAN.md", "x y.txt"}, Metrics: map[string]string{"coverage": "81%"}, Logs: []string{"/r/logs/a.0.1.log", "/r/logs/a.0.2.log"}, StepWait: &StepWait{WaitingGates: []string{"deploy"}, WaitingFor: &report}, ExitCode: &three, ManualInputPath: &report, BlockedByLoop: &reason, StepMore: &StepMore{GateFailed: true},
 	}
 	cases := map[string][]byte{
 		"pending":   stepsJSON(t, map[string]*StepState{"a": pending, "b": pending}),
@@ -61,18 +61,20 @@ func decodeStepsCases(t testing.TB) map[string][]byte {
 	}
 	typ := reflect.TypeFor[StepState]()
 	for i := range typ.NumField() {
-		if typ.Field(i).Anonymous {
-			continue // StepMore: its fields one by one below
+		if f := typ.Field(i); f.Anonymous {
+			// StepWait, StepMore: each of their fields on its own.
+			for j := range f.Type.Elem().NumField() {
+				var one StepState
+				part := reflect.New(f.Type.Elem())
+				fillValue(part.Elem().Field(j), 0)
+				reflect.ValueOf(&one).Elem().Field(i).Set(part)
+				cases["field "+f.Type.Elem().Field(j).Name] = stepsJSON(t, map[string]*StepState{"s": &one})
+			}
+			continue
 		}
 		var one StepState
 		fillValue(reflect.ValueOf(&one).Elem().Field(i), 0)
 		cases["field "+typ.Field(i).Name] = stepsJSON(t, map[string]*StepState{"s": &one})
-	}
-	more := reflect.TypeFor[StepMore]()
-	for i := range more.NumField() {
-		one := StepState{StepMore: &StepMore{}}
-		fillValue(reflect.ValueOf(one.StepMore).Elem().Field(i), 0)
-		cases["field "+more.Field(i).Name] = stepsJSON(t, map[string]*StepState{"s": &one})
 	}
 	var all StepState
 	fillValue(reflect.ValueOf(&all).Elem(), 0)

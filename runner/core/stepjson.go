@@ -106,11 +106,11 @@ func (e *stepEncoder) appendFields(dst []byte, st *StepState) ([]byte, error) {
 	dst = e.strings(e.key(dst, `"logs"`, false), st.Logs)
 	dst = appendStringPtr(e.key(dst, `"manual_input_path"`, false), st.ManualInputPath)
 	dst = appendStringPtr(e.key(dst, `"blocked_by_loop"`, false), st.BlockedByLoop)
-	if st.WaitingFor != nil {
-		dst = appendJSONString(e.key(dst, `"waiting_for"`, false), *st.WaitingFor)
+	if st.WaitingFor() != nil {
+		dst = appendJSONString(e.key(dst, `"waiting_for"`, false), *st.WaitingFor())
 	}
-	if len(st.WaitingGates) > 0 {
-		dst = e.strings(e.key(dst, `"waiting_gates"`, false), st.WaitingGates)
+	if len(st.WaitingGates()) > 0 {
+		dst = e.strings(e.key(dst, `"waiting_gates"`, false), st.WaitingGates())
 	}
 	if st.ExitCode != nil {
 		dst = strconv.AppendInt(e.key(dst, `"exit_code"`, false), int64(*st.ExitCode), 10)

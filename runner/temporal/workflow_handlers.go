@@ -76,9 +76,9 @@ func (d *driver) liveness() runner.Liveness {
 	// one that waits on a human does: nothing runs until they open.
 	if st.Status == runner.RunWaitingOnHuman {
 		for _, id := range st.StepOrder {
-			if s := st.Steps[id]; s != nil && s.Status == runner.Pending && len(s.WaitingGates) > 0 {
+			if s := st.Steps[id]; s != nil && s.Status == runner.Pending && len(s.WaitingGates()) > 0 {
 				return runner.Liveness{State: runner.LiveStopped, Hook: id, Reason: fmt.Sprintf("waiting for gates to open: %s (%s)",
-					strings.Join(s.WaitingGates, ", "), d.in.Invocation.GateStateFile)}
+					strings.Join(s.WaitingGates(), ", "), d.in.Invocation.GateStateFile)}
 			}
 		}
 	}
