@@ -236,10 +236,10 @@ func note(s *runner.StepState) string {
 	switch {
 	case s.Status == runner.WaitingOnHuman && s.ManualInputPath != nil:
 		return "waiting on a human: " + *s.ManualInputPath
-	case s.WaitingFor != nil && s.Status == runner.Pending:
-		return "waiting for " + *s.WaitingFor
-	case len(s.WaitingGates) > 0 && s.Status == runner.Pending:
-		return "waiting for gates to open: " + strings.Join(s.WaitingGates, ", ")
+	case s.WaitingFor() != nil && s.Status == runner.Pending:
+		return "waiting for " + *s.WaitingFor()
+	case len(s.WaitingGates()) > 0 && s.Status == runner.Pending:
+		return "waiting for gates to open: " + strings.Join(s.WaitingGates(), ", ")
 	case s.BlockedByLoop != nil:
 		return "blocked by the loop-back of " + *s.BlockedByLoop
 	case s.LastError != nil:

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/user"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"sync"
 
@@ -245,6 +246,22 @@ func (a *app) runnerProcs() (stop func()) {
 	}
 	return gcpace.Start(heapHeadroom, heapFloor).Stop
 }
+
+// settle returns to the system the memory that loading a workflow of
+// many steps (and a run's record) left free, before the run starts: the
+// parse's garbage is collected by then, but its pages stay with the
+// process until Go's background scavenger gets to them, and at 20,000
+// steps they were the run's peak (bench/README.md, "What a plain step
+// holds"). It costs a collection and a scavenge: some milliseconds at
+// 20,000 steps; smaller workflows skip it.
+func settle(steps int) {
+	if steps >= settleSteps {
+		debug.FreeOSMemory()
+	}
+}
+
+// settleSteps is the size of workflow from which settle returns memory.
+const settleSteps = 2000
 
 // heapHeadroom and heapFloor pace a runner's collector: the heap may
 // grow by 4 MiB over what is live, or by a tenth of it when that is
