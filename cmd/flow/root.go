@@ -244,7 +244,7 @@ func (a *app) runnerProcs() (stop func()) {
 	if a.svc.Getenv("GOGC") != "" || a.svc.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
 	}
-	return gcpace.Start(heapHeadroom, heapFloor).Stop
+	return gcpace.Start(heapHeadroom, heapFloor).Taper(heapLarge, heapLargeHeadroom).Stop
 }
 
 // settle returns to the system the memory that loading a workflow of
@@ -265,11 +265,15 @@ const settleSteps = 2000
 
 // heapHeadroom and heapFloor pace a runner's collector: the heap may
 // grow by 4 MiB over what is live, or by a tenth of it when that is
-// more; runs of up to a couple of thousand steps, whose live heap is
-// under 4 MiB, are paced as Go paces them, and only runs whose live
-// heap passes 16 MiB (some 15,000 steps) collect more often than at a
-// quarter (bench/README.md, "A paced collector").
+// more; runs of up to a few thousand steps, whose live heap is under
+// 4 MiB, are paced as Go paces them. Past heapLarge live (some 13,000
+// plain steps) the heap may grow by heapLargeHeadroom only: a runner
+// that holds that much collects more often, for a few percent more of
+// its own time, so that it stays near 40 MB at 20,000 steps
+// (bench/README.md, "A paced collector", "What a plain step holds").
 const (
-	heapHeadroom = 4 << 20
-	heapFloor    = 10
+	heapHeadroom      = 4 << 20
+	heapFloor         = 10
+	heapLarge         = 12 << 20
+	heapLargeHeadroom = 2 << 20
 )

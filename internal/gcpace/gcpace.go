@@ -42,6 +42,9 @@ func Percent(live, headroom uint64, floor int) int {
 type Pacer struct {
 	headroom uint64
 	floor    int
+	// Past a live heap of large bytes (0: never), the heap may grow by
+	// largeHeadroom instead (see Taper).
+	large, largeHeadroom uint64
 
 	mu      sync.Mutex
 	stopped bool
@@ -90,12 +93,32 @@ func (p *Pacer) collected() {
 	}
 	metrics.Read(p.sample)
 	if p.sample[0].Value.Kind() == metrics.KindUint64 {
-		if pct := Percent(p.sample[0].Value.Uint64(), p.headroom, p.floor); pct != p.last {
+		live := p.sample[0].Value.Uint64()
+		if pct := Percent(live, p.headroomFor(live), p.floor); pct != p.last {
 			debug.SetGCPercent(pct)
 			p.last = pct
 		}
 	}
 	p.arm()
+}
+
+// Taper lets the heap grow by headroom bytes, not the Pacer's own,
+// once the live heap is above bytes: a process that holds much live
+// collects more often, so that what it holds plus what it lets grow
+// stays small. It returns p.
+func (p *Pacer) Taper(above, headroom uint64) *Pacer {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.large, p.largeHeadroom = above, headroom
+	return p
+}
+
+// headroomFor returns the bytes the heap may grow by over live.
+func (p *Pacer) headroomFor(live uint64) uint64 {
+	if p.large > 0 && live >= p.large {
+		return p.largeHeadroom
+	}
+	return p.headroom
 }
 
 // Last is the percentage the Pacer last set.

@@ -65,3 +65,21 @@ func TestPacerFollowsTheLiveHeap(t *testing.T) {
 		t.Errorf("percentage after Stop and two collections = %d, want 77", got)
 	}
 }
+
+func TestTaper(t *testing.T) {
+	const mib = 1 << 20
+	p := &Pacer{headroom: 4 * mib, floor: 10}
+	if got := p.headroomFor(64 * mib); got != 4*mib {
+		t.Errorf("untapered: %d", got)
+	}
+	p.Taper(12*mib, 2*mib)
+	for _, tt := range []struct{ live, want uint64 }{{0, 4 * mib}, {11 * mib, 4 * mib}, {12 * mib, 2 * mib}, {40 * mib, 2 * mib}} {
+		if got := p.headroomFor(tt.live); got != tt.want {
+			t.Errorf("live %d: headroom %d, want %d", tt.live, got, tt.want)
+		}
+	}
+	// 2 MiB over 20 MiB is 10%, the floor; over 40 MiB it is less.
+	if got := Percent(40*mib, p.headroomFor(40*mib), p.floor); got != 10 {
+		t.Errorf("percent at 40 MiB: %d", got)
+	}
+}
