@@ -291,7 +291,7 @@ func Apply(s *State, e Event) error {
 // UpdatedAt when it is the same instant, so that the events of one
 // decision (a step completes, the next starts) share one Time, as the
 // ended and started times of their steps do, instead of one each. A
-// state's pointers are never changed in place, so sharing is safe.
+// state's times are never changed in place, so sharing is safe.
 func eventTime(s *State, e Event) *Time {
 	if u := s.UpdatedAt; u != nil && *u == e.At {
 		return u

@@ -89,9 +89,10 @@ type State struct {
 	// noMetrics is the metrics of every step of the state that has none,
 	// and exitZero the exit code of every step whose session exited 0:
 	// one of each for all the steps (as internSignals shares signals),
-	// instead of one a step in a run of thousands. A state's maps and
-	// pointers are never changed in place (Clone copies them), so
-	// sharing is safe.
+	// instead of one a step in a run of thousands. A state's maps, and
+	// the values its pointers other than StepMore and StepWait point
+	// to, are never changed in place (Clone copies them), so sharing is
+	// safe.
 	noMetrics map[string]string
 	exitZero  *int
 }
@@ -438,6 +439,9 @@ func (s *State) Clone() *State {
 		x.Metrics = maps.Clone(st.Metrics)
 		x.Logs = slices.Clone(st.Logs)
 		x.Signals = maps.Clone(st.Signals)
+		if w := st.StepWait; w != nil {
+			x.StepWait = &StepWait{WaitingFor: w.WaitingFor, WaitingGates: slices.Clone(w.WaitingGates)}
+		}
 		if m := st.StepMore; m != nil {
 			y := *m
 			if m.Usage != nil {

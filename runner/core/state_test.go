@@ -137,3 +137,20 @@ func TestSharedEmptiesEncodeAsBefore(t *testing.T) {
 		t.Errorf("encoding:\n%s", got)
 	}
 }
+
+// TestCloneOwnsItsParts: a clone's steps have their own StepWait and
+// StepMore, which a change to the original's leaves alone.
+func TestCloneOwnsItsParts(t *testing.T) {
+	s := &State{Steps: map[string]*StepState{"a": newStepState()}}
+	a := s.Steps["a"]
+	a.Wait().WaitingGates = []string{"g"}
+	a.More().GateFailed = true
+	c := s.Clone()
+	a.Wait().WaitingGates[0] = "changed"
+	a.Wait().WaitingFor = strp("x")
+	a.More().GateFailed = false
+	ca := c.Steps["a"]
+	if ca.WaitingGates()[0] != "g" || ca.WaitingFor() != nil || !ca.GateFailed() {
+		t.Errorf("the clone changed with the original: %+v %+v", *ca.StepWait, *ca.StepMore)
+	}
+}
