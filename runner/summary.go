@@ -66,12 +66,19 @@ func stepNote(s *StepState) string {
 	return ""
 }
 
+// lineEnds makes each line end of a cell one space. One Replacer for
+// all cells: run-summary.md is written with every snapshot, a cell a
+// step, and a Replacer built per cell was most of a large run's garbage.
+var lineEnds = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ")
+
 // MarkdownCell makes s one cell of a Markdown table, for run-summary.md
 // and a CI job's summary: | escaped, line ends made spaces, cut after
 // 200 bytes at a character's start (never inside one) with an ellipsis.
 func MarkdownCell(s string) string {
-	s = strings.ReplaceAll(s, "|", `\|`)
-	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+	if strings.ContainsAny(s, "|\r\n") {
+		s = strings.ReplaceAll(s, "|", `\|`)
+		s = lineEnds.Replace(s)
+	}
 	if len(s) > 200 {
 		cut := 200
 		for cut > 0 && !utf8.RuneStart(s[cut]) {

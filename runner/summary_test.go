@@ -50,4 +50,11 @@ func TestMarkdownCell(t *testing.T) {
 			t.Errorf("MarkdownCell(%.20q…) = %.30q…, want %.30q…", in, got, want)
 		}
 	}
+	// run-summary.md makes a cell a step with every snapshot: a plain
+	// cell allocates nothing.
+	for _, in := range []string{"", "exit status 1", strings.Repeat("x", 200)} {
+		if n := testing.AllocsPerRun(100, func() { MarkdownCell(in) }); n != 0 {
+			t.Errorf("MarkdownCell(%.20q) allocates %.0f times", in, n)
+		}
+	}
 }
