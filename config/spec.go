@@ -194,13 +194,15 @@ func (w *Workflow) WriteSpec(out io.Writer) error {
 	// steps, then a newline, which is dropped.
 	enc := json.NewEncoder(&step)
 	enc.SetIndent("    ", "  ")
+	ss := new(specStep)
 	for k, s := range w.Steps {
 		step.Reset()
 		if k > 0 {
 			step.WriteByte(',')
 		}
 		step.WriteString("\n    ")
-		if err := enc.Encode(specStepOf(s)); err != nil {
+		specStepInto(ss, s)
+		if err := enc.Encode(ss); err != nil {
 			return fmt.Errorf("encode workflow %s: step %s: %w", w.Name, s.ID, err)
 		}
 		if _, err := out.Write(step.Bytes()[:step.Len()-1]); err != nil {
@@ -292,7 +294,15 @@ func (w *Workflow) spec() *specWorkflow {
 
 // specStepOf is the spec of a step, with its body when it is a loop.
 func specStepOf(s *Step) *specStep {
-	ss := &specStep{
+	ss := new(specStep)
+	specStepInto(ss, s)
+	return ss
+}
+
+// specStepInto writes the spec of a step into ss, so that WriteSpec
+// reuses one specStep for all the steps of the top level.
+func specStepInto(ss *specStep, s *Step) {
+	*ss = specStep{
 		ID:            s.ID,
 		Description:   s.Description(),
 		Feedback:      specFeedback(s.Feedback),
@@ -334,7 +344,6 @@ func specStepOf(s *Step) *specStep {
 		}
 		ss.ForEach = sf
 	}
-	return ss
 }
 
 func tsrc(t *Template) string {
