@@ -21,6 +21,7 @@ import (
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // instant is a proc.Starter whose sessions exit 0 the moment they start
@@ -75,7 +76,7 @@ func runOnce(tb testing.TB, fsys afero.Fs, wf *config.Workflow, repo string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if res.ExitCode != 0 || res.Status != runner.RunCompleted {
+	if res.ExitCode != 0 || res.Status != core.RunCompleted {
 		tb.Fatalf("run ended %s (exit %d): %s", res.Status, res.ExitCode, res.Reason)
 	}
 }
@@ -151,7 +152,7 @@ func TestInstantRun(t *testing.T) {
 	}
 	st := runs[0].State
 	for id, s := range st.Steps {
-		if s.Status != runner.Completed {
+		if s.Status != core.Completed {
 			t.Errorf("step %s is %s", id, s.Status)
 		}
 	}

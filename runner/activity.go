@@ -42,11 +42,11 @@ func (r *Runner) OpenRemote(opts Options) (*Remote, error) {
 	// A remote session runs on the caller's goroutine: its inputs (the
 	// session's process) are kept, not sent to a loop.
 	rc.Serial = true
-	x := &run{r: &rc, opts: opts, wf: opts.Workflow, inputs: make(chan Input, 1), stopped: make(chan struct{}),
+	x := &run{r: &rc, opts: opts, wf: opts.Workflow, inputs: make(chan core.Input, 1), stopped: make(chan struct{}),
 		outputs: map[string]string{}, reports: map[string]map[string]any{}, awaiting: map[string]bool{}, warned: map[string]string{},
 		environ: EnvironMap(rc.Environ)}
 	x.setWorkflow(x.wf)
-	if err := CheckRunID(opts.RunID); err != nil {
+	if err := core.CheckRunID(opts.RunID); err != nil {
 		return nil, err
 	}
 	x.dir = RunDir(opts.Repo, opts.RunID)
@@ -79,7 +79,7 @@ func (r *Runner) OpenRemote(opts Options) (*Remote, error) {
 func (m *Remote) Dir() string { return m.x.dir }
 
 // State returns the run's state as the worker's record has it.
-func (m *Remote) State() *State { return m.x.st }
+func (m *Remote) State() *core.State { return m.x.st }
 
 // Session runs the session of a step the core started (StartSession)
 // to its end, as the local driver does — its process group, timeouts,
@@ -90,7 +90,7 @@ func (m *Remote) State() *State { return m.x.st }
 //
 // started, when set, is told the session's process as soon as it has
 // started (a driver that reports a running session's pid).
-func (m *Remote) Session(ctx context.Context, e StartSession, started func(SessionPID)) (*SessionPID, SessionDone) {
+func (m *Remote) Session(ctx context.Context, e core.StartSession, started func(core.SessionPID)) (*core.SessionPID, core.SessionDone) {
 	x := m.x
 	x.sessCtx = ctx
 	x.queue = nil
@@ -100,7 +100,7 @@ func (m *Remote) Session(ctx context.Context, e StartSession, started func(Sessi
 		LogPath: x.names.log(e.Step, e.Iteration, e.Attempt), ReportPath: x.names.report(e.Step)}
 	s := x.stepOf(e.Step)
 	if s == nil {
-		return nil, SessionDone{Step: e.Step, Outcome: Outcome{Attempt: e.Attempt}, Invalid: fmt.Sprintf("step %s is not in the workflow", e.Step)}
+		return nil, core.SessionDone{Step: e.Step, Outcome: core.Outcome{Attempt: e.Attempt}, Invalid: fmt.Sprintf("step %s is not in the workflow", e.Step)}
 	}
 	facts := &stepFacts{step: e.Step, attempt: e.Attempt, iteration: e.Iteration}
 	env := x.env(facts)
@@ -109,14 +109,14 @@ func (m *Remote) Session(ctx context.Context, e StartSession, started func(Sessi
 		if private != "" {
 			_ = x.r.FS.Remove(private)
 		}
-		return nil, SessionDone{Step: e.Step, Outcome: Outcome{Attempt: e.Attempt}, Invalid: err.Error()}
+		return nil, core.SessionDone{Step: e.Step, Outcome: core.Outcome{Attempt: e.Attempt}, Invalid: err.Error()}
 	}
 	x.serialSession = true
 	done := x.session(s, sr, sp, pp, private, env, facts)
 	x.serialSession = false
-	var pid *SessionPID
+	var pid *core.SessionPID
 	for _, in := range x.queue {
-		if p, ok := in.(SessionPID); ok {
+		if p, ok := in.(core.SessionPID); ok {
 			pid = &p
 		}
 	}
@@ -125,25 +125,25 @@ func (m *Remote) Session(ctx context.Context, e StartSession, started func(Sessi
 }
 
 // Evaluate evaluates a step's when and auto_approve (Evaluate).
-func (m *Remote) Evaluate(step string) WhenResult {
-	in, _ := m.x.evaluate(step).(WhenResult)
+func (m *Remote) Evaluate(step string) core.WhenResult {
+	in, _ := m.x.evaluate(step).(core.WhenResult)
 	return in
 }
 
 // ExpandItems evaluates a loop step's items (ExpandItems).
-func (m *Remote) ExpandItems(step string) ItemsResult {
-	in, _ := m.x.expandItems(step).(ItemsResult)
+func (m *Remote) ExpandItems(step string) core.ItemsResult {
+	in, _ := m.x.expandItems(step).(core.ItemsResult)
 	return in
 }
 
 // PrepareHuman names the place a human step's decision goes, and makes
 // its directory (PrepareHuman).
-func (m *Remote) PrepareHuman(e PrepareHuman) (HumanReady, error) {
+func (m *Remote) PrepareHuman(e core.PrepareHuman) (core.HumanReady, error) {
 	path := m.x.names.manualInput(e.Step)
 	if err := m.x.r.FS.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return HumanReady{}, fmt.Errorf("create manual inputs directory: %w", err)
+		return core.HumanReady{}, fmt.Errorf("create manual inputs directory: %w", err)
 	}
-	return HumanReady{Step: e.Step, Attempt: e.Attempt, ManualInputPath: path}, nil
+	return core.HumanReady{Step: e.Step, Attempt: e.Attempt, ManualInputPath: path}, nil
 }
 
 // HumanTimeout evaluates the human.timeout of step (a step or an
@@ -164,7 +164,7 @@ func (m *Remote) HumanTimeout(step string) (time.Duration, error) {
 
 // Cleanup runs the workflow's cleanup session (StartCleanup) to its
 // end.
-func (m *Remote) Cleanup(ctx context.Context, e StartCleanup) CleanupDone {
+func (m *Remote) Cleanup(ctx context.Context, e core.StartCleanup) core.CleanupDone {
 	x := m.x
 	x.sessCtx = ctx
 	x.queue = nil
@@ -174,11 +174,11 @@ func (m *Remote) Cleanup(ctx context.Context, e StartCleanup) CleanupDone {
 	x.sessions.Wait()
 	x.serialSession = false
 	for _, in := range x.queue {
-		if d, ok := in.(CleanupDone); ok {
+		if d, ok := in.(core.CleanupDone); ok {
 			return d
 		}
 	}
-	return CleanupDone{Failed: true, Error: "the cleanup session did not report its end"}
+	return core.CleanupDone{Failed: true, Error: "the cleanup session did not report its end"}
 }
 
 // Announcer prints a run's progress from its events as the local
@@ -192,18 +192,18 @@ type Announcer struct {
 func NewAnnouncer(wf *config.Workflow, opts Options, out io.Writer) *Announcer {
 	r := &Runner{Stdout: out}
 	r.defaults()
-	x := &run{r: r, opts: opts, st: &State{}, warned: map[string]string{}, awaiting: map[string]bool{}}
+	x := &run{r: r, opts: opts, st: &core.State{}, warned: map[string]string{}, awaiting: map[string]bool{}}
 	x.wf, x.redact = wf, Secrets(wf, opts.Invocation.Env)
 	return &Announcer{x: x}
 }
 
 // Event applies e and prints what a person cares about.
-func (a *Announcer) Event(e Event) error {
+func (a *Announcer) Event(e core.Event) error {
 	x := a.x
 	if e.Seq != 0 && e.Seq <= x.st.Seq {
 		return nil
 	}
-	if err := Apply(x.st, e); err != nil {
+	if err := core.Apply(x.st, e); err != nil {
 		return err
 	}
 	x.st.Seq = e.Seq
@@ -220,11 +220,11 @@ func (a *Announcer) Event(e Event) error {
 
 // HumanWait reports whether e, once applied by Event, left its step
 // waiting on a human, and the step's rendered human.message.
-func (a *Announcer) HumanWait(e Event) (message string, ok bool) {
+func (a *Announcer) HumanWait(e core.Event) (message string, ok bool) {
 	if e.Type != core.EvStepWaiting {
 		return "", false
 	}
-	if s := a.x.st.Steps[e.Step]; s == nil || s.Status != WaitingOnHuman {
+	if s := a.x.st.Steps[e.Step]; s == nil || s.Status != core.WaitingOnHuman {
 		return "", false
 	}
 	return a.x.humanMessage(e.Step), true
@@ -234,12 +234,12 @@ func (a *Announcer) HumanWait(e Event) (message string, ok bool) {
 func (a *Announcer) HumanMessage(step string) string { return a.x.humanMessage(step) }
 
 // State returns the state the events so far make.
-func (a *Announcer) State() *State { return a.x.st }
+func (a *Announcer) State() *core.State { return a.x.st }
 
 // From makes the Announcer follow a run from st, the state its events
 // up to st.Seq make: it prints only what follows. A follower that
 // attaches to a run in flight starts so.
-func (a *Announcer) From(st *State) { a.x.st = st }
+func (a *Announcer) From(st *core.State) { a.x.st = st }
 
 // Retrying prints that step's next attempt starts after delay, as the
 // local driver prints it when it starts the wait.
@@ -266,7 +266,7 @@ type Mirrors struct {
 // lacks (those with a greater Seq than its last), syncs them and
 // rewrites run_state.json. A repeated call appends nothing twice. With
 // final set, the record is closed: the run has ended.
-func (m *Mirrors) Append(runDir string, events []Event, final bool) error {
+func (m *Mirrors) Append(runDir string, events []core.Event, final bool) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.logs == nil {
@@ -347,7 +347,7 @@ func WriteLoadedWorkflow(fsys afero.Fs, runDir string, wf *config.Workflow) erro
 // vars would: budget expressions see the vars and now, nothing of the
 // machine (no files, no environment), so that a driver that must decide
 // deterministically gets the same plan wherever it runs.
-func NewPlanOf(wf *config.Workflow, over Budgets, vars map[string]string, now time.Time) (*Plan, error) {
+func NewPlanOf(wf *config.Workflow, over Budgets, vars map[string]string, now time.Time) (*core.Plan, error) {
 	return NewPlan(wf, over, func(l *config.Limit) (int, error) {
 		v, err := l.Expr.Program().Eval(&gates.Env{Vars: vars, Steps: map[string]gates.StepInfo{}, Env: map[string]string{}, Now: now})
 		if err != nil {
@@ -359,7 +359,7 @@ func NewPlanOf(wf *config.Workflow, over Budgets, vars map[string]string, now ti
 
 // CreatedEvent returns the event that creates a run of wf in repo with
 // the --var overrides vars, as the local driver records it.
-func CreatedEvent(wf *config.Workflow, repo, runID string, vars map[string]string, now time.Time) Event {
+func CreatedEvent(wf *config.Workflow, repo, runID string, vars map[string]string, now time.Time) core.Event {
 	dir := RunDir(repo, runID)
 	all := make(map[string]string, len(wf.Vars)+len(vars))
 	for k, v := range wf.Vars {
@@ -369,7 +369,7 @@ func CreatedEvent(wf *config.Workflow, repo, runID string, vars map[string]strin
 		all[k] = v
 	}
 	digest := wf.Digest()
-	return newEvent(now, EvRunCreated, "", RunCreated{
+	return newEvent(now, core.EvRunCreated, "", core.RunCreated{
 		RunID: runID, WorkflowName: wf.Name, WorkflowFile: wf.File, WorkflowDigest: digest,
 		RepoDir: repo, ReportsDir: filepath.Join(dir, ReportsDir), ManualInputsDir: filepath.Join(dir, InputsDir),
 		Vars: all, VarOverrides: overrides(vars), Steps: stepIDs(wf),
@@ -377,4 +377,6 @@ func CreatedEvent(wf *config.Workflow, repo, runID string, vars map[string]strin
 }
 
 // LogPath returns where the session of a StartSession writes its log.
-func (m *Remote) LogPath(e StartSession) string { return m.x.names.log(e.Step, e.Iteration, e.Attempt) }
+func (m *Remote) LogPath(e core.StartSession) string {
+	return m.x.names.log(e.Step, e.Iteration, e.Attempt)
+}

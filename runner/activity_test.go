@@ -13,21 +13,21 @@ import (
 // remoteRun records the start of a run of e's workflow the way another
 // driver would: its events decided by a core, mirrored by Mirrors. It
 // returns the first decision's effects.
-func remoteRun(t *testing.T, e *env, m *Mirrors) []Effect {
+func remoteRun(t *testing.T, e *env, m *Mirrors) []core.Effect {
 	t.Helper()
 	now := e.clock.Now()
 	plan, err := NewPlanOf(e.wf, Budgets{}, nil, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &State{}
-	evs := []Event{CreatedEvent(e.wf, repo, "r1", nil, now), newEvent(now, EvRunnerStarted, "", RunnerStarted{Host: "w"})}
+	st := &core.State{}
+	evs := []core.Event{CreatedEvent(e.wf, repo, "r1", nil, now), newEvent(now, core.EvRunnerStarted, "", core.RunnerStarted{Host: "w"})}
 	for _, ev := range evs {
-		if err := Apply(st, ev); err != nil {
+		if err := core.Apply(st, ev); err != nil {
 			t.Fatal(err)
 		}
 	}
-	d := core.NewCore(plan).Decide(st, Begin{Control: Continuous}, now)
+	d := core.NewCore(plan).Decide(st, core.Begin{Control: core.Continuous}, now)
 	evs = append(evs, d.Events...)
 	for i := range evs {
 		evs[i].Seq = int64(i + 1)
@@ -51,9 +51,9 @@ func TestRemoteSessionRunsAsLocal(t *testing.T) {
 	m := &Mirrors{FS: e.fs}
 	defer m.Close()
 	effs := remoteRun(t, e, m)
-	var start StartSession
+	var start core.StartSession
 	for _, eff := range effs {
-		if s, ok := eff.(StartSession); ok {
+		if s, ok := eff.(core.StartSession); ok {
 			start = s
 		}
 	}
@@ -71,8 +71,8 @@ func TestRemoteSessionRunsAsLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var started *SessionPID
-	pid, done := rm.Session(context.Background(), start, func(p SessionPID) { started = &p })
+	var started *core.SessionPID
+	pid, done := rm.Session(context.Background(), start, func(p core.SessionPID) { started = &p })
 	if started == nil || pid == nil || *started != *pid {
 		t.Errorf("told of the session's start %+v, want %+v", started, pid)
 	}
@@ -86,7 +86,7 @@ func TestRemoteSessionRunsAsLocal(t *testing.T) {
 		t.Errorf("log %q", b)
 	}
 	st, _, err := LoadState(e.fs, RunDir(repo, "r1"), false, e.clock.Now())
-	if err != nil || st.Seq != 3 || st.Steps["a"].Status != Running {
+	if err != nil || st.Seq != 3 || st.Steps["a"].Status != core.Running {
 		t.Fatalf("mirrored state %v %+v", err, st)
 	}
 	b, _ := afero.ReadFile(e.fs, RunDir(repo, "r1")+"/"+EventsFile)

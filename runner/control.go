@@ -14,22 +14,23 @@ import (
 
 	"github.com/flow-run/flow/internal/atomicfile"
 	"github.com/flow-run/flow/internal/confine"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // Control is control.json: what humans want (DesiredState) and what the
 // runner does (CurrentState), with the seed's agent_state.json fields.
 type Control struct {
-	DesiredState ControlState `json:"desired_state"`
-	CurrentState ControlState `json:"current_state"`
-	Timestamp    string       `json:"timestamp"`
-	SetBy        string       `json:"setBy"`
-	Note         string       `json:"note"`
+	DesiredState core.ControlState `json:"desired_state"`
+	CurrentState core.ControlState `json:"current_state"`
+	Timestamp    string            `json:"timestamp"`
+	SetBy        string            `json:"setBy"`
+	Note         string            `json:"note"`
 }
 
 // validControl reports whether s is one of the four states.
-func validControl(s ControlState) bool {
+func validControl(s core.ControlState) bool {
 	switch s {
-	case Continuous, Pause, RunOnce, RunCleanup:
+	case core.Continuous, core.Pause, core.RunOnce, core.RunCleanup:
 		return true
 	}
 	return false
@@ -94,7 +95,7 @@ func updateControl(fsys afero.Fs, runDir string, now time.Time, durable bool, fn
 		c = &Control{}
 	}
 	fn(c)
-	c.Timestamp = Time{Time: now.UTC()}.String()
+	c.Timestamp = core.Time{Time: now.UTC()}.String()
 	b, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
 		return err
@@ -110,7 +111,7 @@ func updateControl(fsys afero.Fs, runDir string, now time.Time, durable bool, fn
 }
 
 // SetDesired records what a human wants the runner to do.
-func SetDesired(fsys afero.Fs, runDir string, desired ControlState, by, note string, now time.Time) error {
+func SetDesired(fsys afero.Fs, runDir string, desired core.ControlState, by, note string, now time.Time) error {
 	if !validControl(desired) {
 		return fmt.Errorf("unknown control state %q", desired)
 	}
@@ -119,7 +120,7 @@ func SetDesired(fsys afero.Fs, runDir string, desired ControlState, by, note str
 		c.SetBy = by
 		c.Note = note
 		if c.CurrentState == "" {
-			c.CurrentState = Pause
+			c.CurrentState = core.Pause
 		}
 	})
 }
@@ -174,10 +175,10 @@ func lockFile(fsys afero.Fs, path string) (func(), error) {
 // readControl returns the desired state for the runner. A missing file
 // means continuous; a malformed file or unknown state means pause, with
 // a warning event, and the file is rewritten valid.
-func (x *run) readControl() (ControlState, error) {
+func (x *run) readControl() (core.ControlState, error) {
 	c, err := readControlIn(x.root)
 	if err == nil && c == nil {
-		return Continuous, nil
+		return core.Continuous, nil
 	}
 	if err == nil {
 		return c.DesiredState, nil
@@ -186,24 +187,24 @@ func (x *run) readControl() (ControlState, error) {
 	x.warn("", err.Error()+"; treated as pause")
 	cur := x.core.Control()
 	if cur == "" {
-		cur = Pause
+		cur = core.Pause
 	}
 	if werr := UpdateControl(x.r.FS, x.dir, now, func(c *Control) {
-		*c = Control{DesiredState: Pause, CurrentState: cur, SetBy: "flow", Note: "rewritten: " + err.Error()}
+		*c = Control{DesiredState: core.Pause, CurrentState: cur, SetBy: "flow", Note: "rewritten: " + err.Error()}
 	}); werr != nil {
 		return "", werr
 	}
-	return Pause, nil
+	return core.Pause, nil
 }
 
 // writeControlCurrent records what the runner does. Desired is written
 // too only when the runner itself ends a one-shot state (run_once and
 // run_cleanup turn into pause), and then only if no human changed it
 // meanwhile.
-func (x *run) writeControlCurrent(desired, current ControlState, note string) error {
+func (x *run) writeControlCurrent(desired, current core.ControlState, note string) error {
 	return UpdateControl(x.r.FS, x.dir, x.r.Clock.Now(), func(c *Control) {
-		if desired == Pause && (c.DesiredState == RunOnce || c.DesiredState == RunCleanup || c.DesiredState == "") {
-			c.DesiredState = Pause
+		if desired == core.Pause && (c.DesiredState == core.RunOnce || c.DesiredState == core.RunCleanup || c.DesiredState == "") {
+			c.DesiredState = core.Pause
 			c.SetBy = "flow"
 			c.Note = note
 		}

@@ -28,14 +28,14 @@ const splitChunk = 128 << 10
 // and runs of whole steps, each closed into an object of its own (see
 // decodeSplit), each run read by core.DecodeSteps when it can and by
 // encoding/json when it cannot. Anything else is decoded whole.
-func decodeState(b []byte) *State {
+func decodeState(b []byte) *core.State {
 	if workers := runtime.GOMAXPROCS(0); len(b) >= splitMin {
 		// Two parts per goroutine even out parts that take longer.
 		if st := decodeSplit(b, max(splitChunk, len(b)/(2*workers)), workers); st != nil {
 			return st
 		}
 	}
-	var st State
+	var st core.State
 	if json.Unmarshal(b, &st) != nil {
 		return nil
 	}
@@ -61,7 +61,7 @@ const stepStart = ",\n    \""
 // where the state does, and b decodes whole to the same State: the
 // head's fields, and the steps of every part in order (a later
 // duplicate key winning, as in one decode).
-func decodeSplit(b []byte, size, workers int) *State {
+func decodeSplit(b []byte, size, workers int) *core.State {
 	at := bytes.Index(b, []byte(stepsKey))
 	open := at + len(stepsKey)
 	if at <= 0 || b[at-1] != ',' || open >= len(b) || b[open] != '{' {
@@ -106,8 +106,8 @@ func decodeSplit(b []byte, size, workers int) *State {
 	parts = append(parts, b[start:end])
 
 	var (
-		st    State
-		steps = make([]map[string]*StepState, len(parts))
+		st    core.State
+		steps = make([]map[string]*core.StepState, len(parts))
 		errs  = make([]error, len(parts)+1)
 		wg    sync.WaitGroup
 		next  = make(chan int, len(parts)+1)
@@ -141,7 +141,7 @@ func decodeSplit(b []byte, size, workers int) *State {
 			n += len(steps[i])
 		}
 	}
-	st.Steps = make(map[string]*StepState, n)
+	st.Steps = make(map[string]*core.StepState, n)
 	for _, m := range steps {
 		for id, s := range m {
 			st.Steps[id] = s

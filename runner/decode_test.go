@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flow-run/flow/runner/core"
 	"github.com/spf13/afero"
 )
 
@@ -25,8 +26,8 @@ func snapshotOf(t testing.TB, n int) []byte {
 
 // unmarshalState is what decodeState must return: json.Unmarshal's
 // state, or nil where it fails.
-func unmarshalState(b []byte) *State {
-	var st State
+func unmarshalState(b []byte) *core.State {
+	var st core.State
 	if json.Unmarshal(b, &st) != nil {
 		return nil
 	}

@@ -85,7 +85,7 @@ type stepFacts struct {
 	check     gates.CheckInfo
 }
 
-func (x *run) stepInfo(id string, s *StepState) gates.StepInfo {
+func (x *run) stepInfo(id string, s *core.StepState) gates.StepInfo {
 	info := gates.StepInfo{
 		Status:    string(s.Status),
 		Attempts:  s.Attempts,
@@ -118,7 +118,7 @@ func (x *run) stepInfo(id string, s *StepState) gates.StepInfo {
 // output of) steps that finished before this runner took the run.
 func (x *run) loadCaches() {
 	for id, s := range x.st.Steps {
-		if s.Status != Completed && s.Status != Failed {
+		if s.Status != core.Completed && s.Status != core.Failed {
 			continue
 		}
 		if s.ReportPath != nil {
@@ -259,7 +259,7 @@ func rawMap(b json.RawMessage) map[string]any {
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 // usageInfo is a record's usage as expressions read it.
-func usageInfo(u *AgentUsage) gates.Usage {
+func usageInfo(u *core.AgentUsage) gates.Usage {
 	if u == nil {
 		return gates.Usage{}
 	}

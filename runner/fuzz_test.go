@@ -13,6 +13,7 @@ import (
 
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/internal/confine"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // FuzzParseReport checks that parseReport never panics, that what it
@@ -131,8 +132,8 @@ func FuzzControl(f *testing.F) {
 			r:    &Runner{FS: fsys, Clock: clock.NewFake(time.Date(2025, 1, 15, 14, 30, 0, 0, time.UTC)), Stdout: io.Discard},
 			dir:  dir,
 			root: root,
-			st:   &State{Steps: map[string]*StepState{}},
-			core: &Core{},
+			st:   &core.State{Steps: map[string]*core.StepState{}},
+			core: &core.Core{},
 		}
 		state, rerr := x.readControl()
 		if rerr != nil {
@@ -144,14 +145,14 @@ func FuzzControl(f *testing.F) {
 			}
 			return
 		}
-		if state != Pause {
+		if state != core.Pause {
 			t.Fatalf("readControl of the malformed %q = %q; want pause", b, state)
 		}
-		if len(x.pending) != 1 || x.pending[0].Type != EvWarning || !strings.Contains(string(x.pending[0].Data), "treated as pause") {
+		if len(x.pending) != 1 || x.pending[0].Type != core.EvWarning || !strings.Contains(string(x.pending[0].Data), "treated as pause") {
 			t.Fatalf("readControl of the malformed %q: events %+v; want one warning", b, x.pending)
 		}
 		c, err = ReadControl(fsys, dir)
-		if err != nil || c == nil || c.DesiredState != Pause || !validControl(c.CurrentState) {
+		if err != nil || c == nil || c.DesiredState != core.Pause || !validControl(c.CurrentState) {
 			t.Fatalf("control.json after readControl of %q: %+v, %v; want a valid pause", b, c, err)
 		}
 	})

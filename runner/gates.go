@@ -14,6 +14,7 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/confine"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // The gate-state file (flow run --gate-state-file) says which gates are
@@ -134,7 +135,7 @@ func (x *run) pollGates() {
 	delete(x.warned, "gates")
 	if ok && !maps.Equal(gates, x.gates) {
 		x.gates = gates
-		x.queue = append(x.queue, GatesChanged{Gates: maps.Clone(gates)})
+		x.queue = append(x.queue, core.GatesChanged{Gates: maps.Clone(gates)})
 	}
 }
 

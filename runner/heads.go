@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/internal/eventlog"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // RunHead is a run as a list of runs shows it: its state without the
@@ -26,7 +27,7 @@ type RunHead struct {
 	Dir string
 	// State is the run's exact state without its steps (StepOrder and
 	// Steps are nil), or nil when the run cannot be read.
-	State *State
+	State *core.State
 	// Err is why the run could not be read, or nil. With State set, the
 	// run was read only up to a fault in its events.jsonl, which Err
 	// describes (as in RunRef).
@@ -84,7 +85,7 @@ func ListRunHeads(fsys afero.Fs, repo string) ([]RunHead, error) {
 	return runs, nil
 }
 
-func createdAt(st *State) time.Time {
+func createdAt(st *core.State) time.Time {
 	if st == nil || st.CreatedAt == nil {
 		return time.Time{}
 	}
@@ -101,7 +102,7 @@ type headReader struct {
 
 // read returns the state of the run in runDir without its steps, as
 // LoadState(fsys, runDir, false, …) returns it.
-func (r *headReader) read(fsys afero.Fs, runDir string) (*State, error) {
+func (r *headReader) read(fsys afero.Fs, runDir string) (*core.State, error) {
 	if st := r.snapshotHead(fsys, filepath.Join(runDir, StateFile)); st != nil {
 		// Every line is checked for order; only events after the
 		// snapshot's seq are decoded, and there are none unless the
@@ -139,7 +140,7 @@ const headTail = 4 << 10
 // It does not decode the steps: a snapshot is replaced atomically, never
 // torn, so a damaged steps object is a hand edit, which LoadState finds
 // when the run is shown.
-func (r *headReader) snapshotHead(fsys afero.Fs, path string) *State {
+func (r *headReader) snapshotHead(fsys afero.Fs, path string) *core.State {
 	f, err := fsys.Open(path)
 	if err != nil {
 		return nil
@@ -207,7 +208,7 @@ func (r *headReader) snapshotHead(fsys afero.Fs, path string) *State {
 		return nil
 	}
 	buf[at-1] = '}'
-	var st State
+	var st core.State
 	if json.Unmarshal(withoutStepOrder(buf[:at]), &st) != nil || st.RunID == "" {
 		return nil
 	}

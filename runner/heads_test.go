@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/internal/eventlog"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // recordRun writes the record of a finished run of n command steps, as a
@@ -29,33 +30,33 @@ func recordRun(t testing.TB, fsys afero.Fs, repo, id string, n int, created time
 	}
 	at := created
 	tick := func() time.Time { at = at.Add(time.Millisecond); return at }
-	events := []Event{
-		newEvent(created, EvRunCreated, "", RunCreated{RunID: id, WorkflowName: "seq", WorkflowFile: repo + "/wf.yaml",
+	events := []core.Event{
+		newEvent(created, core.EvRunCreated, "", core.RunCreated{RunID: id, WorkflowName: "seq", WorkflowFile: repo + "/wf.yaml",
 			WorkflowDigest: "sha256:0", RepoDir: repo, ReportsDir: dir + "/reports", ManualInputsDir: dir + "/manual_inputs",
 			Vars: map[string]string{}, VarOverrides: map[string]string{}, Steps: steps}),
-		newEvent(created, EvRunnerStarted, "", RunnerStarted{PID: 4242, Host: "host"}),
+		newEvent(created, core.EvRunnerStarted, "", core.RunnerStarted{PID: 4242, Host: "host"}),
 	}
 	zero := 0
 	for _, s := range steps {
 		report := fmt.Sprintf("%s/reports/%s__%s.json", dir, id, s)
 		events = append(events,
-			newEvent(tick(), EvStepStarted, s, StepStarted{Attempt: 1}),
-			newEvent(tick(), EvSessionStarted, s, SessionStarted{PID: 4243, Marker: "MARKER", LogPath: dir + "/logs/" + s + ".0.1.log", ReportPath: report}),
-			newEvent(tick(), EvStepCompleted, s, Outcome{Attempt: 1, ExitCode: &zero, Signals: map[string]bool{"DONE": false, "FAIL": false, "PASS": false}, Duration: "1ms"}))
+			newEvent(tick(), core.EvStepStarted, s, core.StepStarted{Attempt: 1}),
+			newEvent(tick(), core.EvSessionStarted, s, core.SessionStarted{PID: 4243, Marker: "MARKER", LogPath: dir + "/logs/" + s + ".0.1.log", ReportPath: report}),
+			newEvent(tick(), core.EvStepCompleted, s, core.Outcome{Attempt: 1, ExitCode: &zero, Signals: map[string]bool{"DONE": false, "FAIL": false, "PASS": false}, Duration: "1ms"}))
 	}
-	events = append(events, newEvent(tick(), EvRunFinished, "", RunFinished{Status: RunCompleted}))
+	events = append(events, newEvent(tick(), core.EvRunFinished, "", core.RunFinished{Status: core.RunCompleted}))
 	log, err := eventlog.Open(fsys, filepath.Join(dir, EventsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &State{}
+	st := &core.State{}
 	for i, e := range events {
 		e, err := log.Append(e)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if keep <= 0 || i < keep {
-			if err := Apply(st, e); err != nil {
+			if err := core.Apply(st, e); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -70,7 +71,7 @@ func recordRun(t testing.TB, fsys afero.Fs, repo, id string, n int, created time
 
 // headOf is what ListRunHeads must return for a run LoadState reads as
 // st: the state without its steps.
-func headOf(st *State) *State {
+func headOf(st *core.State) *core.State {
 	if st == nil {
 		return nil
 	}
@@ -207,23 +208,23 @@ func TestListRunHeadsIsLoadState(t *testing.T) {
 	}
 	// The snapshot of the live run says running at seq 8; the events
 	// after it finish the run.
-	if h := byID["b-live"]; h.State == nil || h.State.Status != RunCompleted || h.State.Seq != 15 {
+	if h := byID["b-live"]; h.State == nil || h.State.Status != core.RunCompleted || h.State.Seq != 15 {
 		t.Errorf("live run listed as %+v", h.State)
 	}
 	if h := byID["f-fault"]; h.Err == nil || !strings.Contains(h.Err.Error(), "seq 3 is not after 5") || h.State == nil {
 		t.Errorf("run with a fault listed with error %v, state %v", h.Err, h.State)
 	}
-	if h := byID["h-after"]; h.State == nil || h.State.Status != RunFailed {
+	if h := byID["h-after"]; h.State == nil || h.State.Status != core.RunFailed {
 		t.Errorf("field after the steps not read: %+v", h.State)
 	}
 	if h := byID["m-field"]; h.State == nil || h.State.Cleanups != 2 {
 		t.Errorf("field after step_order not read: %+v", h.State)
 	}
-	if h := byID["k-empty"]; h.State != nil || !errors.Is(h.Err, ErrNoRun) {
+	if h := byID["k-empty"]; h.State != nil || !errors.Is(h.Err, core.ErrNoRun) {
 		t.Errorf("empty run listed as %+v, %v", h.State, h.Err)
 	}
 	for _, id := range []string{"a-plain", "c-torn", "d-nostate", "e-noevents", "g-compact", "i-badstate", "l-copied"} {
-		if h := byID[id]; h.Err != nil || h.State == nil || h.State.Status != RunCompleted || h.State.RunID != id {
+		if h := byID[id]; h.Err != nil || h.State == nil || h.State.Status != core.RunCompleted || h.State.RunID != id {
 			t.Errorf("%s listed as %+v, %v", id, h.State, h.Err)
 		}
 	}
@@ -235,7 +236,7 @@ func TestListRunHeadsIsLoadState(t *testing.T) {
 		if (head != nil) != fast {
 			t.Errorf("%s: snapshot head %+v", id, head)
 		}
-		if id == "b-live" && (head == nil || head.Status != RunRunning || head.Seq != 8) {
+		if id == "b-live" && (head == nil || head.Status != core.RunRunning || head.Seq != 8) {
 			t.Errorf("the live run's snapshot is %+v", head)
 		}
 	}

@@ -16,12 +16,13 @@ import (
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/gates"
 	"github.com/flow-run/flow/internal/confine"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // checkHuman reads the manual input file of a waiting step. It returns
 // the input when a human has decided, or timedOut when human.timeout
 // passed first.
-func (x *run) checkHuman(id string) (in *HumanInput, timedOut bool, err error) {
+func (x *run) checkHuman(id string) (in *core.HumanInput, timedOut bool, err error) {
 	s := x.st.Steps[id]
 	if s == nil || s.ManualInputPath == nil {
 		return nil, false, nil
@@ -59,12 +60,12 @@ func (x *run) checkHuman(id string) (in *HumanInput, timedOut bool, err error) {
 // fillInputs gives an approval the defaults of the inputs its step
 // declares and it does not give: a decision file written by hand, or by
 // a tool other than flow approve, renders them as flow approve would.
-func (x *run) fillInputs(id string, in *HumanInput) { FillInputs(x.stepOf(id), in) }
+func (x *run) fillInputs(id string, in *core.HumanInput) { FillInputs(x.stepOf(id), in) }
 
 // FillInputs gives an approval of step the defaults of the inputs the
 // step declares and the approval does not give (a required input has
 // none); a rejection, or a step that declares none, is left as it is.
-func FillInputs(step *config.Step, in *HumanInput) {
+func FillInputs(step *config.Step, in *core.HumanInput) {
 	if !in.Approved || step == nil || step.Human == nil || len(step.Human.Inputs) == 0 {
 		return
 	}
@@ -83,7 +84,7 @@ func FillInputs(step *config.Step, in *HumanInput) {
 // yet. A file that is empty or ends before its JSON does is one being
 // written (flow approve creates it, then writes it): it is not there
 // yet either.
-func ReadManualInput(fsys afero.Fs, path string) (*HumanInput, error) {
+func ReadManualInput(fsys afero.Fs, path string) (*core.HumanInput, error) {
 	b, err := confine.ReadFile(fsys, path, maxManualInput, filepath.Dir(path))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -105,7 +106,7 @@ func ReadManualInput(fsys afero.Fs, path string) (*HumanInput, error) {
 	if _, ok := raw["approved"]; !ok {
 		return nil, fmt.Errorf("manual input %s has no \"approved\": true or false", path)
 	}
-	var in HumanInput
+	var in core.HumanInput
 	if err := json.Unmarshal(b, &in); err != nil {
 		return nil, fmt.Errorf("manual input %s: %w", path, err)
 	}
@@ -120,7 +121,7 @@ func ReadManualInput(fsys afero.Fs, path string) (*HumanInput, error) {
 // object approves, kept as the input; any other content approves, kept
 // as the input's "content". An empty file, or JSON cut short, is one
 // still being written.
-func readDecision(fsys afero.Fs, path string, anyFile bool) (*HumanInput, error) {
+func readDecision(fsys afero.Fs, path string, anyFile bool) (*core.HumanInput, error) {
 	if !anyFile {
 		return ReadManualInput(fsys, path)
 	}
@@ -141,17 +142,17 @@ func readDecision(fsys afero.Fs, path string, anyFile bool) (*HumanInput, error)
 	switch {
 	case err == nil && obj != nil:
 		if _, ok := obj["approved"].(bool); ok {
-			var in HumanInput
+			var in core.HumanInput
 			if err := json.Unmarshal(text, &in); err != nil {
 				return nil, fmt.Errorf("manual input %s: %w", path, err)
 			}
 			return &in, nil
 		}
-		return &HumanInput{Approved: true, Input: obj, By: "manual input file"}, nil
+		return &core.HumanInput{Approved: true, Input: obj, By: "manual input file"}, nil
 	case errors.As(err, &syn) && text[0] == '{' && syn.Offset >= int64(len(text)):
 		return nil, nil // cut short: still being written
 	}
-	return &HumanInput{Approved: true, Input: map[string]any{"content": string(text)}, By: "manual input file"}, nil
+	return &core.HumanInput{Approved: true, Input: map[string]any{"content": string(text)}, By: "manual input file"}, nil
 }
 
 // maxManualInput caps a manual input file: a decision and its inputs,
@@ -163,7 +164,7 @@ const maxManualInput = 1 << 20
 type Decided struct {
 	// Already is the decision that was there, identical to the one
 	// asked for.
-	Already HumanInput
+	Already core.HumanInput
 }
 
 // SubmitDecision records a human's decision for a step waiting in a run: what
@@ -174,16 +175,16 @@ type Decided struct {
 // reason) is not an error: it is returned as Decided.Already.
 // Deciding a step that is not waiting is an ExitRefused error that says
 // what the step is doing.
-func SubmitDecision(fsys afero.Fs, runDir, step string, in HumanInput, now time.Time) (*Decided, error) {
+func SubmitDecision(fsys afero.Fs, runDir, step string, in core.HumanInput, now time.Time) (*Decided, error) {
 	st, _, err := LoadState(fsys, runDir, false, now)
 	if err != nil {
 		return nil, err
 	}
 	s := st.Steps[step]
 	if s == nil {
-		return nil, Usage("run %s has no step %q", st.RunID, step)
+		return nil, core.Usage("run %s has no step %q", st.RunID, step)
 	}
-	if s.Status != WaitingOnHuman {
+	if s.Status != core.WaitingOnHuman {
 		return decidedAlready(st.RunID, step, s, in)
 	}
 	path := namesOf(runDir, st.RunID).manualInput(step)
@@ -191,7 +192,7 @@ func SubmitDecision(fsys afero.Fs, runDir, step string, in HumanInput, now time.
 		path = *s.ManualInputPath
 	}
 	if in.At == "" {
-		in.At = Time{Time: now.UTC()}.String()
+		in.At = core.Time{Time: now.UTC()}.String()
 	}
 	if prev, _ := ReadManualInput(fsys, path); prev != nil && decidedBefore(prev, s) {
 		// The decision of an earlier wait, left by a runner that died
@@ -204,12 +205,12 @@ func SubmitDecision(fsys afero.Fs, runDir, step string, in HumanInput, now time.
 	if errors.Is(err, fs.ErrExist) {
 		prev := awaitManualInput(fsys, path)
 		if prev == nil {
-			return nil, Refused("step %s of run %s is being decided by someone else; see flow status %s", step, st.RunID, st.RunID)
+			return nil, core.Refused("step %s of run %s is being decided by someone else; see flow status %s", step, st.RunID, st.RunID)
 		}
 		if sameDecision(*prev, in) {
 			return &Decided{Already: *prev}, nil
 		}
-		return nil, Refused("step %s of run %s was already %s; the runner has not recorded it yet", step, st.RunID, describeDecision(*prev))
+		return nil, core.Refused("step %s of run %s was already %s; the runner has not recorded it yet", step, st.RunID, describeDecision(*prev))
 	}
 	if err != nil {
 		return nil, err
@@ -222,7 +223,7 @@ func SubmitDecision(fsys afero.Fs, runDir, step string, in HumanInput, now time.
 	if err != nil {
 		return nil, err
 	}
-	if as := after.Steps[step]; as != nil && (as.Status != WaitingOnHuman || !sameTime(as.StartedAt, s.StartedAt)) {
+	if as := after.Steps[step]; as != nil && (as.Status != core.WaitingOnHuman || !sameTime(as.StartedAt, s.StartedAt)) {
 		_ = fsys.Remove(path)
 		return decidedAlready(st.RunID, step, as, in)
 	}
@@ -230,19 +231,19 @@ func SubmitDecision(fsys afero.Fs, runDir, step string, in HumanInput, now time.
 }
 
 // decidedAlready is Decide's answer for a step that no longer waits.
-func decidedAlready(runID, step string, s *StepState, in HumanInput) (*Decided, error) {
-	if s.Human() != nil && s.Status != Pending && s.Status != Running {
+func decidedAlready(runID, step string, s *core.StepState, in core.HumanInput) (*Decided, error) {
+	if s.Human() != nil && s.Status != core.Pending && s.Status != core.Running {
 		if sameDecision(*s.Human(), in) {
 			return &Decided{Already: *s.Human()}, nil
 		}
-		return nil, Refused("step %s of run %s was already %s; it is %s", step, runID, describeDecision(*s.Human()), s.Status)
+		return nil, core.Refused("step %s of run %s was already %s; it is %s", step, runID, describeDecision(*s.Human()), s.Status)
 	}
-	return nil, Refused("step %s of run %s is %s, not waiting on a human", step, runID, s.Status)
+	return nil, core.Refused("step %s of run %s is %s, not waiting on a human", step, runID, s.Status)
 }
 
 // sameDecision reports whether two decisions say the same thing:
 // approval, input and reason (who and when may differ).
-func sameDecision(a, b HumanInput) bool {
+func sameDecision(a, b core.HumanInput) bool {
 	if a.Approved != b.Approved || a.Reason != b.Reason {
 		return false
 	}
@@ -256,7 +257,7 @@ func sameDecision(a, b HumanInput) bool {
 
 // describeDecision says what a decision was, by whom and when:
 // "approved by alice at 2025-01-15T14:30:00.123456Z".
-func describeDecision(in HumanInput) string {
+func describeDecision(in core.HumanInput) string {
 	s := verb(in.Approved)
 	if in.By != "" {
 		s += " by " + in.By
@@ -270,7 +271,7 @@ func describeDecision(in HumanInput) string {
 	return s
 }
 
-func sameTime(a, b *Time) bool {
+func sameTime(a, b *core.Time) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
@@ -285,7 +286,7 @@ func staleDecisionPath(path string, now time.Time) string {
 // createManualInput writes a decision to a manual input file that must
 // not exist yet (fs.ErrExist otherwise): creating it is what makes a
 // decision win. The file is synced before it is closed.
-func createManualInput(fsys afero.Fs, path string, in HumanInput) error {
+func createManualInput(fsys afero.Fs, path string, in core.HumanInput) error {
 	b, err := json.MarshalIndent(in, "", "  ")
 	if err != nil {
 		return err
@@ -316,7 +317,7 @@ func createManualInput(fsys afero.Fs, path string, in HumanInput) error {
 
 // awaitManualInput reads a manual input file that another caller has
 // just created, giving it up to a second to be written in full.
-func awaitManualInput(fsys afero.Fs, path string) *HumanInput {
+func awaitManualInput(fsys afero.Fs, path string) *core.HumanInput {
 	for range 50 {
 		in, err := ReadManualInput(fsys, path)
 		if in != nil || err != nil {
@@ -331,7 +332,7 @@ func awaitManualInput(fsys afero.Fs, path string) *HumanInput {
 // step s: one written before the step began waiting this time. After a
 // rejection loops back, the file of that decision is still there when the
 // step waits again, and must not decide the new wait.
-func decidedBefore(in *HumanInput, s *StepState) bool {
+func decidedBefore(in *core.HumanInput, s *core.StepState) bool {
 	if in == nil || in.At == "" || s.StartedAt == nil {
 		return false
 	}
@@ -352,7 +353,7 @@ func verb(approved bool) string {
 // The question runs in its own goroutine, which is not waited for: a
 // read of the terminal cannot be cancelled, and the process may exit
 // while it waits.
-func (x *run) ask(e AwaitHuman, msg string) {
+func (x *run) ask(e core.AwaitHuman, msg string) {
 	if x.r.Ask == nil || x.opts.NoWait {
 		return
 	}
@@ -363,7 +364,7 @@ func (x *run) ask(e AwaitHuman, msg string) {
 			return
 		}
 		if in.At == "" {
-			in.At = Time{Time: now().UTC()}.String()
+			in.At = core.Time{Time: now().UTC()}.String()
 		}
 		if err := createManualInput(fsys, e.ManualInputPath, in); errors.Is(err, fs.ErrExist) {
 			x.printf("%s: already decided elsewhere; your answer was not recorded\n", e.Step)

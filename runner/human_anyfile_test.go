@@ -3,6 +3,7 @@ package runner
 import (
 	"testing"
 
+	"github.com/flow-run/flow/runner/core"
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/afero"
 )
@@ -14,20 +15,20 @@ func TestReadDecisionAnyFile(t *testing.T) {
 	const path = "/run/manual_inputs/r__s.json"
 	tests := []struct {
 		name, content string
-		want          *HumanInput
+		want          *core.HumanInput
 		// strict is what ReadManualInput makes of it: "" for the same
 		// as want, "error" for an error.
 		strict string
 	}{
 		{"no decision written", "", nil, ""},
 		{"still being written", `{"approved": tr`, nil, ""},
-		{"flow's own rejection", `{"approved": false, "reason": "no", "by": "bob"}`, &HumanInput{Approved: false, Reason: "no", By: "bob"}, ""},
+		{"flow's own rejection", `{"approved": false, "reason": "no", "by": "bob"}`, &core.HumanInput{Approved: false, Reason: "no", By: "bob"}, ""},
 		{"an object without approved", `{"summary": "looks fine"}`,
-			&HumanInput{Approved: true, Input: map[string]any{"summary": "looks fine"}, By: "manual input file"}, "error"},
+			&core.HumanInput{Approved: true, Input: map[string]any{"summary": "looks fine"}, By: "manual input file"}, "error"},
 		{"approved not a boolean", `{"approved": "yes"}`,
-			&HumanInput{Approved: true, Input: map[string]any{"approved": "yes"}, By: "manual input file"}, "error"},
+			&core.HumanInput{Approved: true, Input: map[string]any{"approved": "yes"}, By: "manual input file"}, "error"},
 		{"plain text", "LGTM, ship it\n",
-			&HumanInput{Approved: true, Input: map[string]any{"content": "LGTM, ship it"}, By: "manual input file"}, "error"},
+			&core.HumanInput{Approved: true, Input: map[string]any{"content": "LGTM, ship it"}, By: "manual input file"}, "error"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

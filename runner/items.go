@@ -88,7 +88,7 @@ func (x *run) fillItem(e *gates.Env, key string, runWide bool) {
 
 // loopItemsInfo returns steps.<loop>.items: each item's key, index,
 // value and status, and its instances' facts under their body step ids.
-func (x *run) loopItemsInfo(loop *config.Step, s *StepState) []map[string]any {
+func (x *run) loopItemsInfo(loop *config.Step, s *core.StepState) []map[string]any {
 	out := make([]map[string]any, 0, len(s.Items()))
 	for i, it := range s.Items() {
 		m := map[string]any{"key": it.Key, "index": i, "status": string(it.Status)}
@@ -111,21 +111,21 @@ func (x *run) loopItemsInfo(loop *config.Step, s *StepState) []map[string]any {
 
 // expandItems evaluates a loop step's list of items and the key of
 // each, for the core to record.
-func (x *run) expandItems(id string) Input {
+func (x *run) expandItems(id string) core.Input {
 	s := x.wf.Step(id)
 	if s == nil || s.ForEach == nil {
-		return ItemsResult{Step: id, Err: fmt.Sprintf("step %s is not a for_each loop in the workflow", id)}
+		return core.ItemsResult{Step: id, Err: fmt.Sprintf("step %s is not a for_each loop in the workflow", id)}
 	}
 	fe := s.ForEach
 	var list []any
 	if fe.Items != nil {
 		v, err := fe.Items.Program().Eval(x.env(&stepFacts{step: id, attempt: x.st.Steps[id].Attempts + 1, iteration: x.st.Steps[id].IterationCount}))
 		if err != nil {
-			return ItemsResult{Step: id, Err: exprError("for_each", fe.Items, err)}
+			return core.ItemsResult{Step: id, Err: exprError("for_each", fe.Items, err)}
 		}
 		l, ok := asList(v)
 		if !ok {
-			return ItemsResult{Step: id, Err: fmt.Sprintf("%s: for_each: `%s` is %s, not a list", posString(fe.Items.Pos), excerptSource(fe.Items.Src), typeName(v))}
+			return core.ItemsResult{Step: id, Err: fmt.Sprintf("%s: for_each: `%s` is %s, not a list", posString(fe.Items.Pos), excerptSource(fe.Items.Src), typeName(v))}
 		}
 		list = l
 	} else {
@@ -136,13 +136,13 @@ func (x *run) expandItems(id string) Input {
 		limit, limitBy = fe.MaxItems, "the loop's max_items"
 	}
 	if len(list) > limit {
-		return ItemsResult{Step: id, Err: fmt.Sprintf("for_each gave %d items; a loop has at most %d (%s)", len(list), limit, limitBy)}
+		return core.ItemsResult{Step: id, Err: fmt.Sprintf("for_each gave %d items; a loop has at most %d (%s)", len(list), limit, limitBy)}
 	}
 	items := make([]core.LoopItem, 0, len(list))
 	for i, v := range list {
 		raw, err := json.Marshal(v)
 		if err != nil {
-			return ItemsResult{Step: id, Err: fmt.Sprintf("for_each: item %d cannot be recorded as JSON: %v", i, err)}
+			return core.ItemsResult{Step: id, Err: fmt.Sprintf("for_each: item %d cannot be recorded as JSON: %v", i, err)}
 		}
 		key := strconv.Itoa(i)
 		if fe.Key != nil {
@@ -150,7 +150,7 @@ func (x *run) expandItems(id string) Input {
 			env.Item, env.Index = v, i
 			kv, err := fe.Key.Program().Eval(env)
 			if err != nil {
-				return ItemsResult{Step: id, Err: fmt.Sprintf("item %d: %s", i, exprError("key", fe.Key, err))}
+				return core.ItemsResult{Step: id, Err: fmt.Sprintf("item %d: %s", i, exprError("key", fe.Key, err))}
 			}
 			switch kv := kv.(type) {
 			case string:
@@ -158,7 +158,7 @@ func (x *run) expandItems(id string) Input {
 			case int, int64, float64:
 				key = fmt.Sprint(kv)
 			default:
-				return ItemsResult{Step: id, Err: fmt.Sprintf("item %d: %s: key: `%s` is %s; a key is a string or a number", i, posString(fe.Key.Pos), excerptSource(fe.Key.Src), typeName(kv))}
+				return core.ItemsResult{Step: id, Err: fmt.Sprintf("item %d: %s: key: `%s` is %s; a key is a string or a number", i, posString(fe.Key.Pos), excerptSource(fe.Key.Src), typeName(kv))}
 			}
 		}
 		items = append(items, core.LoopItem{Key: key, Value: raw})
@@ -167,7 +167,7 @@ func (x *run) expandItems(id string) Input {
 	if fe.Key != nil {
 		where = posString(fe.Key.Pos) + ": key"
 	}
-	return ItemsResult{Step: id, Items: items, Where: where}
+	return core.ItemsResult{Step: id, Items: items, Where: where}
 }
 
 // typeName names the type of an expression's value for a message.

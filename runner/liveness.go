@@ -66,15 +66,15 @@ type Liveness struct {
 // that waits while paused goes on after flow continue alone, while a
 // paused run that no live runner holds needs flow continue and then
 // flow resume.
-func Live(fsys afero.Fs, runDir string, st *State, wf *config.Workflow, now time.Time, alive func(runlock.Holder) bool) Liveness {
+func Live(fsys afero.Fs, runDir string, st *core.State, wf *config.Workflow, now time.Time, alive func(runlock.Holder) bool) Liveness {
 	switch st.Status {
-	case RunCompleted, RunFailed:
+	case core.RunCompleted, core.RunFailed:
 		return Liveness{State: LiveDone, Reason: "the run " + string(st.Status)}
-	case RunPaused:
+	case core.RunPaused:
 		return pausedLiveness(fsys, runDir, st, now, alive)
-	case RunInterrupted:
+	case core.RunInterrupted:
 		return Liveness{State: LiveStopped, Reason: "interrupted; flow resume continues it"}
-	case RunBudgetExceeded:
+	case core.RunBudgetExceeded:
 		return Liveness{State: LiveStopped, Reason: "a budget ran out; flow resume with a higher one (--budget-cost, --budget-tokens, --budget-sessions) continues it"}
 	}
 	if OnTemporal(fsys, runDir) {
@@ -84,7 +84,7 @@ func Live(fsys afero.Fs, runDir string, st *State, wf *config.Workflow, now time
 	}
 	var waiting []string
 	for _, id := range st.StepOrder {
-		if s := st.Steps[id]; s != nil && s.Status == WaitingOnHuman {
+		if s := st.Steps[id]; s != nil && s.Status == core.WaitingOnHuman {
 			waiting = append(waiting, id)
 		}
 	}
@@ -116,7 +116,7 @@ func Live(fsys afero.Fs, runDir string, st *State, wf *config.Workflow, now time
 	}
 	for _, id := range st.StepOrder {
 		s := st.Steps[id]
-		if s == nil || s.Status != Running || s.LoopIndex() != nil {
+		if s == nil || s.Status != core.Running || s.LoopIndex() != nil {
 			continue // a running loop runs no session: its instances do
 		}
 		l.Hook = id
@@ -151,7 +151,7 @@ func Live(fsys afero.Fs, runDir string, st *State, wf *config.Workflow, now time
 
 // pausedLiveness says of a paused run whether a live runner waits in it,
 // and which commands make it go on.
-func pausedLiveness(fsys afero.Fs, runDir string, st *State, now time.Time, alive func(runlock.Holder) bool) Liveness {
+func pausedLiveness(fsys afero.Fs, runDir string, st *core.State, now time.Time, alive func(runlock.Holder) bool) Liveness {
 	holder, live := LiveRunner(fsys, runDir, st, now, alive)
 	l := Liveness{State: LiveStopped, Holder: holder}
 	switch {
@@ -169,7 +169,7 @@ func pausedLiveness(fsys afero.Fs, runDir string, st *State, now time.Time, aliv
 // be read, and whether it holds the run alive: its process runs and its
 // heartbeat (when the state records one) is not older than DeadAfter.
 // A run that no live runner holds goes on only through flow resume.
-func LiveRunner(fsys afero.Fs, runDir string, st *State, now time.Time, alive func(runlock.Holder) bool) (*runlock.Holder, bool) {
+func LiveRunner(fsys afero.Fs, runDir string, st *core.State, now time.Time, alive func(runlock.Holder) bool) (*runlock.Holder, bool) {
 	holder, err := runlock.Read(fsys, filepath.Join(runDir, LockFile))
 	if err != nil {
 		return nil, false

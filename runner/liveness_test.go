@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/internal/runlock"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // TestPausedLiveness: a paused run says whether a live runner waits in
@@ -45,8 +46,8 @@ func TestPausedLiveness(t *testing.T) {
 				b, _ := json.Marshal(holder)
 				afero.WriteFile(fsys, filepath.Join(dir, LockFile), b, 0o644)
 			}
-			st := &State{RunID: "r1", Status: RunPaused, Steps: map[string]*StepState{},
-				Runner: &RunnerInfo{HeartbeatAt: &Time{Time: now.Add(-tt.beat)}}}
+			st := &core.State{RunID: "r1", Status: core.RunPaused, Steps: map[string]*core.StepState{},
+				Runner: &core.RunnerInfo{HeartbeatAt: &core.Time{Time: now.Add(-tt.beat)}}}
 			alive := func(runlock.Holder) bool { return tt.alive }
 			got := Live(fsys, dir, st, nil, now, alive)
 			if got.State != LiveStopped {
@@ -76,7 +77,7 @@ func TestPausedLiveness(t *testing.T) {
 func TestTemporalMirrorIsNotDead(t *testing.T) {
 	fsys := afero.NewMemMapFs()
 	dir := "/repo/.agents/runs/r1"
-	st := &State{RunID: "r1", Status: RunRunning, StepOrder: []string{"a"}, Steps: map[string]*StepState{"a": {Status: Running}}}
+	st := &core.State{RunID: "r1", Status: core.RunRunning, StepOrder: []string{"a"}, Steps: map[string]*core.StepState{"a": {Status: core.Running}}}
 	now := time.Date(2025, 1, 15, 15, 0, 0, 0, time.UTC)
 	never := func(runlock.Holder) bool { return false }
 	if l := Live(fsys, dir, st, nil, now, never); l.State != LiveDead {

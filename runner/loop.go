@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // loop feeds the core until the run finishes, idles with NoWait, or is
@@ -29,7 +30,7 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	x.queue = append(x.queue, Begin{Control: control, Gates: x.startGates()})
+	x.queue = append(x.queue, core.Begin{Control: control, Gates: x.startGates()})
 	heartbeat := x.r.Clock.After(x.r.HeartbeatEvery)
 	var poll <-chan time.Time
 	done := ctx.Done()
@@ -48,7 +49,7 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 			}
 			x.notifyOf(d.Events)
 			for _, e := range d.Events {
-				if e.Type == EvHumanInput {
+				if e.Type == core.EvHumanInput {
 					x.archiveManualInput(e.Step)
 				}
 			}
@@ -85,7 +86,7 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 				x.printf("stopping: the sessions in flight get SIGTERM and %s to end (interrupt again to stop at once)\n", x.r.KillGrace)
 			}
 			cancelSessions()
-			x.queue = append(x.queue, Interrupt{})
+			x.queue = append(x.queue, core.Interrupt{})
 		case d := <-x.noticeResults():
 			x.noticed(d)
 			if err := x.persist(false); err != nil {
@@ -112,8 +113,8 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 
 // send delivers an input from a goroutine to the loop, unless the loop
 // has ended.
-func (x *run) send(in Input) {
-	if p, ok := in.(SessionPID); ok && x.sessionStarted != nil {
+func (x *run) send(in core.Input) {
+	if p, ok := in.(core.SessionPID); ok && x.sessionStarted != nil {
 		x.sessionStarted(p)
 	}
 	if x.r.Serial && x.serialSession {
@@ -131,8 +132,8 @@ func (x *run) send(in Input) {
 
 // queueOnLoop is send for the loop's own goroutine, which must not
 // wait for itself to take the input.
-func (x *run) queueOnLoop(in Input) {
-	if p, ok := in.(SessionPID); ok && x.sessionStarted != nil {
+func (x *run) queueOnLoop(in core.Input) {
+	if p, ok := in.(core.SessionPID); ok && x.sessionStarted != nil {
 		x.sessionStarted(p)
 	}
 	x.queue = append(x.queue, in)
@@ -141,9 +142,9 @@ func (x *run) queueOnLoop(in Input) {
 // enqueue queues an input for the core. Between sessions the runner
 // reads control.json, so a pause asked for during a session holds the
 // next one.
-func (x *run) enqueue(in Input) error {
+func (x *run) enqueue(in core.Input) error {
 	switch in.(type) {
-	case SessionDone, CleanupDone, TimerFired:
+	case core.SessionDone, core.CleanupDone, core.TimerFired:
 		desired, err := x.readControl()
 		if err != nil {
 			return err
@@ -155,13 +156,13 @@ func (x *run) enqueue(in Input) error {
 }
 
 // perform carries out one effect. stop is true when the run ends here.
-func (x *run) perform(eff Effect) (Result, bool, error) {
+func (x *run) perform(eff core.Effect) (Result, bool, error) {
 	switch e := eff.(type) {
-	case Evaluate:
+	case core.Evaluate:
 		x.queue = append(x.queue, x.evaluate(e.Step))
-	case ExpandItems:
+	case core.ExpandItems:
 		x.queue = append(x.queue, x.expandItems(e.Step))
-	case StartSession:
+	case core.StartSession:
 		if err := x.ensureState(); err != nil {
 			return Result{}, false, err
 		}
@@ -169,22 +170,22 @@ func (x *run) perform(eff Effect) (Result, bool, error) {
 		if err := x.serialErr; err != nil {
 			return Result{}, false, err
 		}
-	case PrepareHuman:
+	case core.PrepareHuman:
 		// The decision goes to the seed's manual_inputs/<run>__<step>.json;
 		// its directory is there for whoever writes it by hand.
 		path := x.names.manualInput(e.Step)
 		if err := x.r.FS.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return Result{}, false, fmt.Errorf("create manual inputs directory: %w", err)
 		}
-		x.queue = append(x.queue, HumanReady{Step: e.Step, Attempt: e.Attempt, ManualInputPath: path})
-	case AwaitHuman:
+		x.queue = append(x.queue, core.HumanReady{Step: e.Step, Attempt: e.Attempt, ManualInputPath: path})
+	case core.AwaitHuman:
 		if x.awaiting[e.Step] {
 			break // already waiting (a new core over an edited workflow)
 		}
 		// A decision may already be there (approved while no runner ran).
 		in, timedOut, err := x.checkHuman(e.Step)
 		if err == nil && (in != nil || timedOut) {
-			d := HumanDecision{Step: e.Step, TimedOut: timedOut}
+			d := core.HumanDecision{Step: e.Step, TimedOut: timedOut}
 			if in != nil {
 				d.Input = *in
 			}
@@ -203,7 +204,7 @@ func (x *run) perform(eff Effect) (Result, bool, error) {
 		}
 		x.printf("%s: waiting on a human%s(flow approve %s %s, or flow reject)\n", e.Step, quoted, x.st.RunID, ShellArg(e.Step))
 		x.ask(e, msg)
-	case StartTimer:
+	case core.StartTimer:
 		if s := x.stepOf(e.Step); s != nil {
 			if r := x.wf.StepRetry(s); r != nil && r.Jitter {
 				// Full jitter over the upper half keeps retries of many
@@ -219,15 +220,15 @@ func (x *run) perform(eff Effect) (Result, bool, error) {
 			case <-x.r.Clock.After(e.Delay):
 			case <-x.sessCtx.Done():
 			}
-			x.send(TimerFired{Step: e.Step})
+			x.send(core.TimerFired{Step: e.Step})
 		}()
-	case SetControl:
+	case core.SetControl:
 		if err := x.writeControlCurrent(e.Desired, e.Current, e.Note); err != nil {
 			return Result{}, false, err
 		}
-	case StartCleanup:
+	case core.StartCleanup:
 		x.startCleanup()
-	case Idle:
+	case core.Idle:
 		if !x.opts.NoWait || len(x.queue) > 0 {
 			return Result{}, false, nil
 		}
@@ -235,14 +236,14 @@ func (x *run) perform(eff Effect) (Result, bool, error) {
 			return Result{}, false, err
 		}
 		if e.Paused && len(e.Waiting) == 0 {
-			return x.result(RunPaused, exitPaused, "paused"), true, nil
+			return x.result(core.RunPaused, exitPaused, "paused"), true, nil
 		}
 		if len(e.Waiting) == 0 && len(e.Gated) > 0 {
-			return x.result(RunWaitingOnHuman, exitHuman, "waiting on gates: "+strings.Join(e.Gated, ", ")), true, nil
+			return x.result(core.RunWaitingOnHuman, exitHuman, "waiting on gates: "+strings.Join(e.Gated, ", ")), true, nil
 		}
-		return x.result(RunWaitingOnHuman, exitHuman, "waiting on a human: "+strings.Join(e.Waiting, ", ")), true, nil
-	case Finish:
-		if e.Reason == AlreadyEnded {
+		return x.result(core.RunWaitingOnHuman, exitHuman, "waiting on a human: "+strings.Join(e.Waiting, ", ")), true, nil
+	case core.Finish:
+		if e.Reason == core.AlreadyEnded {
 			x.printf("run %s had already %s (exit %d); to run steps again: flow run %s --start-at-step STEP\n",
 				x.st.RunID, e.Status, e.ExitCode, x.st.WorkflowFile)
 		}
@@ -251,89 +252,89 @@ func (x *run) perform(eff Effect) (Result, bool, error) {
 	return Result{}, false, nil
 }
 
-func (x *run) result(status RunStatus, code int, reason string) Result {
+func (x *run) result(status core.RunStatus, code int, reason string) Result {
 	return Result{RunID: x.st.RunID, RunDir: x.dir, Status: status, ExitCode: code, Reason: reason, State: x.st}
 }
 
 // announce prints a line of progress for the events a person cares
 // about.
-func (x *run) announce(e Event) {
+func (x *run) announce(e core.Event) {
 	s := x.st.Steps[e.Step]
 	switch e.Type {
-	case EvStepStarted:
+	case core.EvStepStarted:
 		if st := x.stepOf(e.Step); st != nil && st.Kind == config.KindConsensus {
 			break // it runs no session: its decision is the next line
 		}
 		x.printf("%s: started (attempt %d, iteration %d)\n", e.Step, s.Attempts, s.IterationCount)
-	case EvStepCompleted:
+	case core.EvStepCompleted:
 		x.printf("%s: completed\n", e.Step)
-	case EvStepSkipped:
+	case core.EvStepSkipped:
 		x.printf("%s: skipped (%s)\n", e.Step, deref(s.LastError))
-	case EvGateFailed:
-		var d GateFailure
+	case core.EvGateFailed:
+		var d core.GateFailure
 		_ = jsonUnmarshal(e.Data, &d)
 		x.printf("%s: %s\n", e.Step, "gate failed: "+d.Reason)
 		if d.Target != "" {
 			x.printf("%s: looping back to %s (iteration %d)\n", e.Step, d.Target, x.st.Steps[d.Target].IterationCount)
-		} else if s != nil && s.Status == Failed {
+		} else if s != nil && s.Status == core.Failed {
 			x.printf("%s: FAILED: %s\n", e.Step, deref(s.LastError))
 		}
-	case EvAttemptFailed:
+	case core.EvAttemptFailed:
 		// The same decision may have started the next attempt already:
 		// the event, not the state, says which attempt failed.
-		var d Outcome
+		var d core.Outcome
 		_ = jsonUnmarshal(e.Data, &d)
 		x.printf("%s: attempt %d failed: %s\n", e.Step, d.Attempt, d.Error)
-	case EvStepFailed:
+	case core.EvStepFailed:
 		x.printf("%s: FAILED: %s\n", e.Step, deref(s.LastError))
-	case EvLoopItems:
+	case core.EvLoopItems:
 		keys := make([]string, len(s.Items()))
 		for i, it := range s.Items() {
 			keys[i] = it.Key
 		}
 		x.printf("%s: %s%s\n", e.Step, plural(len(keys), "1 item", fmt.Sprintf("%d items", len(keys))), listed(keys))
-	case EvItemFinished:
-		var d ItemEvent
+	case core.EvItemFinished:
+		var d core.ItemEvent
 		_ = jsonUnmarshal(e.Data, &d)
-		if d.Status == Failed {
+		if d.Status == core.Failed {
 			x.printf("%s[%s]: item FAILED: %s\n", e.Step, d.Key, d.Error)
 		} else {
 			x.printf("%s[%s]: item %s (%d/%d)\n", e.Step, d.Key, strings.ToLower(string(d.Status)), derefInt(s.LoopIndex()), len(s.Items()))
 		}
-	case EvStepInterrupted:
+	case core.EvStepInterrupted:
 		x.printf("%s: interrupted\n", e.Step)
-	case EvGatesWaiting:
+	case core.EvGatesWaiting:
 		x.printf("%s: waiting for gates to open: %s (%s)\n", e.Step, strings.Join(s.WaitingGates(), ", "), x.opts.Invocation.GateStateFile)
-	case EvStepRemoved:
+	case core.EvStepRemoved:
 		x.printf("%s: removed from the workflow; dropped from the run\n", e.Step)
-	case EvStepAdded:
+	case core.EvStepAdded:
 		x.printf("%s: new in the workflow; added to the run\n", e.Step)
-	case EvReconciled:
+	case core.EvReconciled:
 		x.printf("%s: was running when the last runner died; it runs again\n", e.Step)
-	case EvRunFinished:
-		var d RunFinished
+	case core.EvRunFinished:
+		var d core.RunFinished
 		_ = jsonUnmarshal(e.Data, &d)
 		if d.Reason != "" {
 			x.printf("run %s %s: %s\n", x.st.RunID, d.Status, d.Reason)
 		} else {
 			x.printf("run %s %s\n", x.st.RunID, d.Status)
 		}
-	case EvRunInterrupted:
+	case core.EvRunInterrupted:
 		x.printf("run %s interrupted; resume with: flow resume %s\n", x.st.RunID, x.st.RunID)
-	case EvBudgetExceeded:
-		var d BudgetExceeded
+	case core.EvBudgetExceeded:
+		var d core.BudgetExceeded
 		_ = jsonUnmarshal(e.Data, &d)
 		whose := "the run's"
 		if d.Step != "" {
 			whose = "step " + d.Step + "'s"
 		}
 		x.printf("budget: %s %s budget is spent (%s of %s); no session starts until it is raised\n", whose, d.What, fmtNum(d.Used), fmtNum(d.Limit))
-	case EvRunPaused:
+	case core.EvRunPaused:
 		if !x.opts.NoWait { // with --no-wait the run ends here, and says how to go on
 			x.printf("run %s is paused; it waits: flow continue %s to go on\n", x.st.RunID, x.st.RunID)
 		}
-	case EvWarning:
-		var d Note
+	case core.EvWarning:
+		var d core.Note
 		_ = jsonUnmarshal(e.Data, &d)
 		x.printf("warning: %s\n", d.Message)
 	}
@@ -350,7 +351,7 @@ func (x *run) pollWaiting() error {
 		}
 		if in != nil || timedOut {
 			delete(x.awaiting, step)
-			d := HumanDecision{Step: step, TimedOut: timedOut}
+			d := core.HumanDecision{Step: step, TimedOut: timedOut}
 			if in != nil {
 				d.Input = *in
 			}
@@ -372,12 +373,12 @@ func (x *run) pollWaiting() error {
 // A paused run that goes on, with no session in flight, first takes the
 // workflow file as it is now (see reload); an edit that does not load
 // keeps it paused.
-func (x *run) controlChange(desired ControlState) {
+func (x *run) controlChange(desired core.ControlState) {
 	cur := x.core.Control()
 	if desired == cur {
 		return
 	}
-	if cur == Pause && desired != Pause && x.core.Running() == 0 {
+	if cur == core.Pause && desired != core.Pause && x.core.Running() == 0 {
 		changed, err := x.reload()
 		if err != nil {
 			if msg := err.Error(); x.warned["reload"] != msg {
@@ -389,11 +390,11 @@ func (x *run) controlChange(desired ControlState) {
 		delete(x.warned, "reload")
 		if changed {
 			// A new core over the new plan takes the run from its state.
-			x.queue = append(x.queue, Begin{Control: desired, Gates: maps.Clone(x.gates)})
+			x.queue = append(x.queue, core.Begin{Control: desired, Gates: maps.Clone(x.gates)})
 			return
 		}
 	}
-	x.queue = append(x.queue, ControlChanged{Desired: desired})
+	x.queue = append(x.queue, core.ControlChanged{Desired: desired})
 }
 
 // listed lists keys for a line of progress: ": a, b, c", the first ten.

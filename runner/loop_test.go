@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/flow-run/flow/runner/core"
 	"github.com/spf13/afero"
 )
 
@@ -90,14 +91,14 @@ func TestLoopRun(t *testing.T) {
 	if want := []string{"stories[login].implement", "stories[reset_pw].implement", "stories[signup].implement", "stories[signup].implement"}; !slices.Equal(impl, want) {
 		t.Errorf("implement sessions %v", impl)
 	}
-	if s := st.Steps["stories[signup].implement"]; s.IterationCount != 1 || s.Status != Completed {
+	if s := st.Steps["stories[signup].implement"]; s.IterationCount != 1 || s.Status != core.Completed {
 		t.Errorf("signup.implement %s at %d", s.Status, s.IterationCount)
 	}
 	if s := st.Steps["stories[login].implement"]; s.IterationCount != 0 {
 		t.Errorf("the loop-back of signup touched login: iteration %d", s.IterationCount)
 	}
 	ls := st.Steps["stories"]
-	if ls.Status != Completed || *ls.LoopIndex() != 3 || !*ls.LoopCompleted() || len(ls.LoopItems()) != 3 {
+	if ls.Status != core.Completed || *ls.LoopIndex() != 3 || !*ls.LoopCompleted() || len(ls.LoopItems()) != 3 {
 		t.Errorf("loop: %+v", ls)
 	}
 	for _, name := range []string{"stories.signup.implement.0.1.log", "stories.signup.implement.1.1.log", "stories.reset_pw.review.0.1.log"} {
@@ -132,7 +133,7 @@ func TestLoopListRecorded(t *testing.T) {
 		return s.fn(c)
 	}}
 	res := e.run(stop, Options{RunID: "r1"})
-	if res.Status != RunInterrupted {
+	if res.Status != core.RunInterrupted {
 		t.Fatalf("status %s", res.Status)
 	}
 	res = e.run(storiesScript(e.fs), Options{RunID: "r1", Resume: true})
@@ -220,7 +221,7 @@ func TestLoopRetryRerunsFailedItems(t *testing.T) {
 	if want := []string{"l[q].b", "l[q].review", "l[r].b", "l[r].review", "c"}; !slices.Equal(keys, want) {
 		t.Errorf("retry ran %v, want %v", keys, want)
 	}
-	if st := e.state(e.fs); st.Steps["l[q].b"].Status != Completed || *st.Steps["l"].LoopIndex() != 3 {
+	if st := e.state(e.fs); st.Steps["l[q].b"].Status != core.Completed || *st.Steps["l"].LoopIndex() != 3 {
 		t.Errorf("after retry: %s, loop_index %d", st.Steps["l[q].b"].Status, *st.Steps["l"].LoopIndex())
 	}
 }
@@ -254,7 +255,7 @@ func TestLoopStartAtInstance(t *testing.T) {
 		t.Errorf("restart ran %v, want %v", keys, want)
 	}
 	st := e.state(e.fs)
-	if st.Generation != 1 || st.Steps["l"].Status != Completed {
+	if st.Generation != 1 || st.Steps["l"].Status != core.Completed {
 		t.Errorf("generation %d, loop %s", st.Generation, st.Steps["l"].Status)
 	}
 	if ok, _ := afero.Exists(e.fs, filepath.Join(RunDir(repo, "r1"), LogsDir, "l.q.review.g1.0.1.log")); !ok {
@@ -280,7 +281,7 @@ func TestLoopItemsOfAnyList(t *testing.T) {
 	}
 	e = newEnv(t, "name: r\nsteps:\n  - id: l\n    for_each: '{\"a\": 1}'\n    steps:\n      - {id: a, run: x}\n")
 	res := e.run(&scripted{fn: func(call) reply { return reply{} }}, Options{})
-	if ls := e.state(e.fs).Steps["l"]; res.ExitCode != 1 || ls.Status != Failed || !strings.Contains(deref(ls.LastError), "workflow.yaml:4:15: for_each: `{\"a\": 1}` is a map, not a list") {
+	if ls := e.state(e.fs).Steps["l"]; res.ExitCode != 1 || ls.Status != core.Failed || !strings.Contains(deref(ls.LastError), "workflow.yaml:4:15: for_each: `{\"a\": 1}` is a map, not a list") {
 		t.Errorf("exit %d, loop %s: %s", res.ExitCode, ls.Status, deref(ls.LastError))
 	}
 }
@@ -300,15 +301,15 @@ steps:
 `
 	e := newEnv(t, src)
 	s := &scripted{fn: func(call) reply { return reply{} }}
-	if res := e.run(s, Options{NoWait: true}); res.Status != RunWaitingOnHuman {
+	if res := e.run(s, Options{NoWait: true}); res.Status != core.RunWaitingOnHuman {
 		t.Fatalf("status %s", res.Status)
 	}
 	e.setWorkflow(src + "      - {id: extra, run: extra}\n")
-	if _, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "l[x].signoff", HumanInput{Approved: true, By: "t"}, e.clock.Now()); err != nil {
+	if _, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "l[x].signoff", core.HumanInput{Approved: true, By: "t"}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	res := e.run(s, Options{Resume: true, NoWait: true})
-	if res.Status != RunWaitingOnHuman {
+	if res.Status != core.RunWaitingOnHuman {
 		t.Fatalf("status %s: %s", res.Status, res.Reason)
 	}
 	st := e.state(e.fs)
@@ -319,7 +320,7 @@ steps:
 	if !slices.Equal(st.StepOrder, want) {
 		t.Errorf("order %v", st.StepOrder)
 	}
-	if _, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "l[y].signoff", HumanInput{Approved: true, By: "t"}, e.clock.Now()); err != nil {
+	if _, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "l[y].signoff", core.HumanInput{Approved: true, By: "t"}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if res := e.run(s, Options{Resume: true}); res.ExitCode != 0 {

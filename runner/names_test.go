@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/internal/clock"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // TestInstanceNames: the driver maps a step instance's key to its files
@@ -25,8 +26,8 @@ func TestInstanceNames(t *testing.T) {
 			t.Errorf("%s; want %s", got, want)
 		}
 	}
-	st := &State{RunID: "x", Steps: map[string]*StepState{
-		"stories[s1].code": {Status: Completed, Metrics: map[string]string{"lines": "12"}},
+	st := &core.State{RunID: "x", Steps: map[string]*core.StepState{
+		"stories[s1].code": {Status: core.Completed, Metrics: map[string]string{"lines": "12"}},
 	}, StepOrder: []string{"stories[s1].code"}}
 	x := &run{r: &Runner{FS: afero.NewMemMapFs(), Clock: clock.Real()}, st: st, outputs: map[string]string{}, reports: map[string]map[string]any{}}
 	env := x.env(nil)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/notify"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // Notifications (a workflow's notify:) tell people when the run waits
@@ -59,7 +60,7 @@ type noticeDone struct {
 }
 
 // notifyOf starts the notifications the events call for.
-func (x *run) notifyOf(events []Event) {
+func (x *run) notifyOf(events []core.Event) {
 	cfg := x.wf.Notify
 	if cfg == nil || x.r.Serial {
 		return
@@ -80,38 +81,38 @@ func (x *run) notifyOf(events []Event) {
 
 // noticesOf returns the notifications an event calls for, by the key of
 // their occurrence.
-func (x *run) noticesOf(e Event) map[string]notify.Notification {
+func (x *run) noticesOf(e core.Event) map[string]notify.Notification {
 	base := notify.Notification{RunID: x.st.RunID, Workflow: x.wf.Name, RunDir: x.dir, At: e.At.Time}
 	if x.r.RunURL != nil {
 		base.URL = x.r.RunURL(x.st.RunID, x.dir)
 	}
 	out := map[string]notify.Notification{}
 	switch e.Type {
-	case EvRunWaiting:
+	case core.EvRunWaiting:
 		for _, id := range x.st.StepOrder {
 			s := x.st.Steps[id]
-			if s == nil || s.Status != WaitingOnHuman || x.decided(s) {
+			if s == nil || s.Status != core.WaitingOnHuman || x.decided(s) {
 				continue
 			}
 			n := base
-			n.Event, n.Status, n.Step, n.Reason = notify.EventWaitingOnHuman, string(RunWaitingOnHuman), id, x.humanMessage(id)
+			n.Event, n.Status, n.Step, n.Reason = notify.EventWaitingOnHuman, string(core.RunWaitingOnHuman), id, x.humanMessage(id)
 			out[strings.Join([]string{n.Event, id, strconv.Itoa(s.Attempts), strconv.Itoa(s.IterationCount)}, ":")] = n
 		}
-	case EvRunFinished:
-		var d RunFinished
+	case core.EvRunFinished:
+		var d core.RunFinished
 		_ = jsonUnmarshal(e.Data, &d)
 		n := base
 		n.Status, n.Reason = string(d.Status), d.Reason
 		switch d.Status {
-		case RunCompleted:
+		case core.RunCompleted:
 			n.Event = notify.EventCompleted
-		case RunBudgetExceeded:
+		case core.RunBudgetExceeded:
 			n.Event = notify.EventBudgetExceeded
-		case RunFailed:
+		case core.RunFailed:
 			n.Event = notify.EventFailed
 			var failed []string
 			for _, id := range x.st.StepOrder {
-				if s := x.st.Steps[id]; s != nil && s.Status == Failed {
+				if s := x.st.Steps[id]; s != nil && s.Status == core.Failed {
 					failed = append(failed, id)
 					if n.Reason == "a step failed" && s.LastError != nil {
 						n.Reason = "step " + id + " failed: " + *s.LastError
@@ -134,7 +135,7 @@ func (x *run) noticesOf(e Event) map[string]notify.Notification {
 // decided reports whether a waiting step's decision is already there
 // (approved while no runner ran): a resumed run takes it at once, and
 // waits on nobody.
-func (x *run) decided(s *StepState) bool {
+func (x *run) decided(s *core.StepState) bool {
 	if s.ManualInputPath == nil {
 		return false
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/eventlog"
 	"github.com/flow-run/flow/internal/notify"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // hookServer is a webhook endpoint that records the payloads it gets
@@ -87,8 +88,8 @@ func notifiedEvents(t *testing.T, fsys afero.Fs) (notified []string, warnings []
 			var d Notified
 			_ = json.Unmarshal(e.Data, &d)
 			notified = append(notified, e.Step+":"+d.Event+"/"+d.Via)
-		case EvWarning:
-			var d Note
+		case core.EvWarning:
+			var d core.Note
 			_ = json.Unmarshal(e.Data, &d)
 			warnings = append(warnings, d.Message)
 		}
@@ -132,7 +133,7 @@ vars: {what: dark mode}
 	if res := run(Options{Resume: true, NoWait: true}); res.ExitCode != 3 {
 		t.Fatalf("resumed: exit %d, want 3 at the human step", res.ExitCode)
 	}
-	if _, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "approve", HumanInput{Approved: true, By: "alice"}, e.clock.Now()); err != nil {
+	if _, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "approve", core.HumanInput{Approved: true, By: "alice"}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if res := run(Options{Resume: true, NoWait: true}); res.ExitCode != 0 {
@@ -180,7 +181,7 @@ func TestNotifyFailure(t *testing.T) {
 	r := e.runner(e.fs, s)
 	r.Environ = []string{"HOOK_URL=" + hook.URL}
 	res, err := r.Run(context.Background(), Options{Workflow: e.wf, Repo: repo, RunID: "r1"})
-	if err != nil || res.ExitCode != 0 || res.Status != RunCompleted {
+	if err != nil || res.ExitCode != 0 || res.Status != core.RunCompleted {
 		t.Fatalf("run: %+v, %v", res, err)
 	}
 	notified, warnings := notifiedEvents(t, e.fs)
@@ -201,7 +202,7 @@ func TestNotifyFailure(t *testing.T) {
 	s = &scripted{fs: e.fs, fn: func(call) reply { return reply{Exit: 2} }}
 	r = e.runner(e.fs, s)
 	r.Environ = []string{"HOOK_URL=" + hook2.URL}
-	if res, err := r.Run(context.Background(), Options{Workflow: e.wf, Repo: repo, RunID: "r1"}); err != nil || res.Status != RunFailed {
+	if res, err := r.Run(context.Background(), Options{Workflow: e.wf, Repo: repo, RunID: "r1"}); err != nil || res.Status != core.RunFailed {
 		t.Fatalf("run: %+v, %v", res, err)
 	}
 	if got := hook2.texts(); len(got) != 1 || !strings.HasPrefix(got[0], "flow: run r1 of n failed at step a: step a failed: ") {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/flow-run/flow/internal/eventlog"
 	"github.com/flow-run/flow/internal/runlock"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // runAsync starts a run in the background; wait returns its result,
@@ -83,7 +84,7 @@ steps:
 	s := &scripted{fn: ok}
 	wait := e.runAsync(s, Options{})
 	e.tick(time.Millisecond) // the runner is waiting now
-	if _, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "gate", HumanInput{Approved: true, By: "alice", Input: map[string]any{"ticket": "OPS-7"}}, e.clock.Now()); err != nil {
+	if _, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "gate", core.HumanInput{Approved: true, By: "alice", Input: map[string]any{"ticket": "OPS-7"}}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if res := wait(250 * time.Millisecond); res.ExitCode != 0 {
@@ -95,19 +96,19 @@ steps:
 	// Approving again the same way is a no-op that says who decided;
 	// another input, or a rejection now, is refused with exit 8 and
 	// what was decided, by whom.
-	again, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "gate", HumanInput{Approved: true, By: "bob", Input: map[string]any{"ticket": "OPS-7"}}, e.clock.Now())
+	again, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "gate", core.HumanInput{Approved: true, By: "bob", Input: map[string]any{"ticket": "OPS-7"}}, e.clock.Now())
 	if err != nil || again == nil || again.Already.By != "alice" {
 		t.Errorf("identical second approval: %+v, %v", again, err)
 	}
-	_, err = SubmitDecision(e.fs, RunDir(repo, "r1"), "gate", HumanInput{Approved: true, Input: map[string]any{"ticket": "OPS-8"}}, e.clock.Now())
-	if CodeOf(err) != ExitRefused || !strings.Contains(err.Error(), "already approved by alice") {
-		t.Errorf("approval with another input: %v (exit %d)", err, CodeOf(err))
+	_, err = SubmitDecision(e.fs, RunDir(repo, "r1"), "gate", core.HumanInput{Approved: true, Input: map[string]any{"ticket": "OPS-8"}}, e.clock.Now())
+	if core.CodeOf(err) != core.ExitRefused || !strings.Contains(err.Error(), "already approved by alice") {
+		t.Errorf("approval with another input: %v (exit %d)", err, core.CodeOf(err))
 	}
-	_, err = SubmitDecision(e.fs, RunDir(repo, "r1"), "gate", HumanInput{Approved: false, Reason: "late"}, e.clock.Now())
-	if CodeOf(err) != ExitRefused || !strings.Contains(err.Error(), "already approved by alice") {
-		t.Errorf("late rejection: %v (exit %d)", err, CodeOf(err))
+	_, err = SubmitDecision(e.fs, RunDir(repo, "r1"), "gate", core.HumanInput{Approved: false, Reason: "late"}, e.clock.Now())
+	if core.CodeOf(err) != core.ExitRefused || !strings.Contains(err.Error(), "already approved by alice") {
+		t.Errorf("late rejection: %v (exit %d)", err, core.CodeOf(err))
 	}
-	if _, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "a", HumanInput{Approved: true}, e.clock.Now()); err == nil {
+	if _, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "a", core.HumanInput{Approved: true}, e.clock.Now()); err == nil {
 		t.Error("approving a command step was accepted")
 	}
 }
@@ -122,7 +123,7 @@ func TestHumanTimeout(t *testing.T) {
 		t.Errorf("the step failed after %s, want just after 1h", waited)
 	}
 	st := e.state(e.fs).Steps["gate"]
-	if res.ExitCode != 1 || st.Status != Failed || !strings.Contains(deref(st.LastError), "human.timeout") {
+	if res.ExitCode != 1 || st.Status != core.Failed || !strings.Contains(deref(st.LastError), "human.timeout") {
 		t.Fatalf("exit %d, gate %s %q", res.ExitCode, st.Status, deref(st.LastError))
 	}
 }
@@ -138,7 +139,7 @@ steps:
 `)
 	res := e.run(&scripted{fn: ok}, Options{NoWait: true})
 	st := e.state(e.fs).Steps["gate"]
-	if res.ExitCode != 0 || st.Status != Completed || st.Human() == nil || st.Human().By != "auto_approve" {
+	if res.ExitCode != 0 || st.Status != core.Completed || st.Human() == nil || st.Human().By != "auto_approve" {
 		t.Fatalf("exit %d, gate %+v", res.ExitCode, st)
 	}
 	e2 := newEnv(t, strings.Replace(e.wfSource(), "risk: low", "risk: high", 1))
@@ -156,11 +157,11 @@ func (e *env) wfSource() string {
 func TestHumanRejectedFails(t *testing.T) {
 	e := newEnv(t, "name: h\nsteps:\n  - {id: gate, human: {message: go}}\n  - {id: b, run: x}\n")
 	e.run(&scripted{fn: ok}, Options{NoWait: true})
-	_, _ = SubmitDecision(e.fs, RunDir(repo, "r1"), "gate", HumanInput{Approved: false, By: "bob", Reason: "not today"}, e.clock.Now())
+	_, _ = SubmitDecision(e.fs, RunDir(repo, "r1"), "gate", core.HumanInput{Approved: false, By: "bob", Reason: "not today"}, e.clock.Now())
 	s := &scripted{fn: ok}
 	res := e.run(s, Options{Resume: true, NoWait: true})
 	st := e.state(e.fs).Steps["gate"]
-	if res.ExitCode != 1 || st.Status != Failed || !strings.Contains(deref(st.LastError), "rejected by bob: not today") || s.count("b") != 0 {
+	if res.ExitCode != 1 || st.Status != core.Failed || !strings.Contains(deref(st.LastError), "rejected by bob: not today") || s.count("b") != 0 {
 		t.Fatalf("exit %d, gate %s %q, b ran %d", res.ExitCode, st.Status, deref(st.LastError), s.count("b"))
 	}
 }
@@ -174,7 +175,7 @@ func TestPauseDuringSession(t *testing.T) {
 	dir := RunDir(repo, "r1")
 	s := &scripted{fn: func(c call) reply {
 		if c.Step == "a" {
-			if err := SetDesired(e.fs, dir, Pause, "alice", "for the night", e.clock.Now()); err != nil {
+			if err := SetDesired(e.fs, dir, core.Pause, "alice", "for the night", e.clock.Now()); err != nil {
 				t.Error(err)
 			}
 		}
@@ -185,27 +186,27 @@ func TestPauseDuringSession(t *testing.T) {
 		t.Fatalf("exit %d, a %d b %d; want exit 4 after a only", res.ExitCode, s.count("a"), s.count("b"))
 	}
 	c, _ := ReadControl(e.fs, dir)
-	if c.DesiredState != Pause || c.CurrentState != Pause || c.SetBy != "alice" {
+	if c.DesiredState != core.Pause || c.CurrentState != core.Pause || c.SetBy != "alice" {
 		t.Errorf("control %+v", c)
 	}
-	if st := e.state(e.fs); st.Status != RunPaused || st.Steps["a"].Status != Completed {
+	if st := e.state(e.fs); st.Status != core.RunPaused || st.Steps["a"].Status != core.Completed {
 		t.Errorf("run %s, a %s", st.Status, st.Steps["a"].Status)
 	}
 
 	// run_once: exactly one more session, then both states are pause.
-	SetDesired(e.fs, dir, RunOnce, "alice", "", e.clock.Now())
+	SetDesired(e.fs, dir, core.RunOnce, "alice", "", e.clock.Now())
 	s2 := &scripted{fn: ok}
 	res = e.run(s2, Options{Resume: true, NoWait: true})
 	if res.ExitCode != 4 || len(s2.calls) != 1 || s2.count("b") != 1 {
 		t.Fatalf("run_once: exit %d, sessions %d", res.ExitCode, len(s2.calls))
 	}
 	c, _ = ReadControl(e.fs, dir)
-	if c.DesiredState != Pause || c.CurrentState != Pause {
+	if c.DesiredState != core.Pause || c.CurrentState != core.Pause {
 		t.Errorf("after run_once: control %+v, want pause/pause", c)
 	}
 
 	// continue: the rest runs.
-	SetDesired(e.fs, dir, Continuous, "alice", "", e.clock.Now())
+	SetDesired(e.fs, dir, core.Continuous, "alice", "", e.clock.Now())
 	s3 := &scripted{fn: ok}
 	if res := e.run(s3, Options{Resume: true, NoWait: true}); res.ExitCode != 0 || len(s3.calls) != 2 {
 		t.Fatalf("continue: exit %d, sessions %d", res.ExitCode, len(s3.calls))
@@ -218,7 +219,7 @@ func TestPausedRunWaitsForContinue(t *testing.T) {
 	e := newEnv(t, fourSteps)
 	dir := RunDir(repo, "r1")
 	e.fs.MkdirAll(dir, 0o755)
-	SetDesired(e.fs, dir, Pause, "alice", "", e.clock.Now())
+	SetDesired(e.fs, dir, core.Pause, "alice", "", e.clock.Now())
 	s := &scripted{fn: ok}
 	wait := e.runAsync(s, Options{})
 	e.tick(time.Second)
@@ -227,7 +228,7 @@ func TestPausedRunWaitsForContinue(t *testing.T) {
 	if n := len(s.calls); n != 0 {
 		t.Fatalf("paused run started %d sessions", n)
 	}
-	SetDesired(e.fs, dir, Continuous, "alice", "", e.clock.Now())
+	SetDesired(e.fs, dir, core.Continuous, "alice", "", e.clock.Now())
 	if res := wait(250 * time.Millisecond); res.ExitCode != 0 || len(s.calls) != 4 {
 		t.Fatalf("exit %d, sessions %d", res.ExitCode, len(s.calls))
 	}
@@ -242,20 +243,20 @@ func TestCleanupSession(t *testing.T) {
 	e := newEnv(t, fourSteps+"cleanup: {run: tidy up}\n")
 	dir := RunDir(repo, "r1")
 	e.fs.MkdirAll(dir, 0o755)
-	SetDesired(e.fs, dir, RunCleanup, "alice", "", e.clock.Now())
+	SetDesired(e.fs, dir, core.RunCleanup, "alice", "", e.clock.Now())
 	s := &scripted{fn: ok}
 	res := e.run(s, Options{NoWait: true})
 	if res.ExitCode != 4 || len(s.calls) != 1 || s.calls[0].Command != "tidy up" || s.calls[0].Step != "cleanup" {
 		t.Fatalf("exit %d, calls %+v", res.ExitCode, s.calls)
 	}
 	c, _ := ReadControl(e.fs, dir)
-	if c.DesiredState != Pause || c.CurrentState != Pause {
+	if c.DesiredState != core.Pause || c.CurrentState != core.Pause {
 		t.Errorf("after cleanup: control %+v", c)
 	}
 	// The cleanup session is in the record, and its log is named apart.
 	evs, _ := eventlog.Read(e.fs, filepath.Join(dir, EventsFile), 0)
 	types := eventTypes(evs)
-	if !slices.Contains(types, EvCleanupStarted) || !slices.Contains(types, EvCleanupFinished) || e.state(e.fs).Cleanups != 1 {
+	if !slices.Contains(types, core.EvCleanupStarted) || !slices.Contains(types, core.EvCleanupFinished) || e.state(e.fs).Cleanups != 1 {
 		t.Errorf("cleanup events: %v", types)
 	}
 }
@@ -277,11 +278,11 @@ func TestMalformedControl(t *testing.T) {
 			if res.ExitCode != 4 || len(s.calls) != 0 {
 				t.Fatalf("exit %d, sessions %d; want a paused run", res.ExitCode, len(s.calls))
 			}
-			if !slices.Contains(e.events(), EvWarning) {
+			if !slices.Contains(e.events(), core.EvWarning) {
 				t.Error("no warning event")
 			}
 			c, err := ReadControl(e.fs, dir)
-			if err != nil || c.DesiredState != Pause {
+			if err != nil || c.DesiredState != core.Pause {
 				t.Errorf("control.json not rewritten valid: %+v %v", c, err)
 			}
 		})
@@ -298,7 +299,7 @@ func TestControlWritersLoseNothing(t *testing.T) {
 			if err := fsys.MkdirAll(dir, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			states := []ControlState{Continuous, Pause, RunOnce, RunCleanup}
+			states := []core.ControlState{core.Continuous, core.Pause, core.RunOnce, core.RunCleanup}
 			now := time.Now()
 			for i := 0; i < 100; i++ {
 				want, cur := states[i%4], states[(i+1)%4]
@@ -332,12 +333,12 @@ func TestControlWritersLoseNothing(t *testing.T) {
 // TestLiveness derives the seed's liveness states from a run's record.
 func TestLiveness(t *testing.T) {
 	now := time.Date(2025, 1, 15, 15, 0, 0, 0, time.UTC)
-	at := func(ago time.Duration) *Time { return &Time{Time: now.Add(-ago)} }
+	at := func(ago time.Duration) *core.Time { return &core.Time{Time: now.Add(-ago)} }
 	holder := runlock.Holder{PID: 7, Host: "h", StartedAt: now.Add(-time.Hour), Token: "t"}
 	tests := []struct {
 		name   string
-		status RunStatus
-		steps  map[string]Status
+		status core.RunStatus
+		steps  map[string]core.Status
 		lock   bool
 		alive  bool
 		beat   time.Duration
@@ -345,21 +346,21 @@ func TestLiveness(t *testing.T) {
 		want   string
 		hook   string
 	}{
-		{name: "completed", status: RunCompleted, want: LiveDone},
-		{name: "failed", status: RunFailed, want: LiveDone},
-		{name: "paused, quiet for hours", status: RunPaused, beat: 5 * time.Hour, want: LiveStopped},
-		{name: "interrupted", status: RunInterrupted, want: LiveStopped},
-		{name: "paused, a foreground runner waits", status: RunPaused, lock: true, alive: true, beat: 2 * time.Second, want: LiveStopped},
-		{name: "paused, its runner gone", status: RunPaused, lock: true, alive: false, beat: 2 * time.Second, want: LiveStopped},
-		{name: "waiting on a human, no runner", status: RunWaitingOnHuman, steps: map[string]Status{"gate": WaitingOnHuman}, want: LiveStuck, hook: "gate"},
-		{name: "waiting on a human, live runner", status: RunRunning, steps: map[string]Status{"gate": WaitingOnHuman}, lock: true, alive: true, beat: 2 * time.Second, want: LiveStuck, hook: "gate"},
-		{name: "working", status: RunRunning, steps: map[string]Status{"coding": Running}, lock: true, alive: true, beat: time.Second, want: LiveWorking, hook: "coding"},
-		{name: "no output past idle_timeout", status: RunRunning, steps: map[string]Status{"coding": Running}, lock: true, alive: true, beat: time.Second, logAge: 11 * time.Minute, want: LiveStuck, hook: "coding"},
-		{name: "between sessions", status: RunRunning, steps: map[string]Status{"coding": Pending}, lock: true, alive: true, beat: time.Second, want: LiveSpawning},
-		{name: "stale heartbeat", status: RunRunning, steps: map[string]Status{"coding": Running}, lock: true, alive: true, beat: 20 * time.Second, want: LiveStale},
-		{name: "heartbeat older than a minute", status: RunRunning, steps: map[string]Status{"coding": Running}, lock: true, alive: true, beat: 61 * time.Second, want: LiveDead},
-		{name: "holder process gone", status: RunRunning, steps: map[string]Status{"coding": Running}, lock: true, alive: false, beat: time.Second, want: LiveDead},
-		{name: "running, no lock", status: RunRunning, steps: map[string]Status{"coding": Running}, want: LiveDead},
+		{name: "completed", status: core.RunCompleted, want: LiveDone},
+		{name: "failed", status: core.RunFailed, want: LiveDone},
+		{name: "paused, quiet for hours", status: core.RunPaused, beat: 5 * time.Hour, want: LiveStopped},
+		{name: "interrupted", status: core.RunInterrupted, want: LiveStopped},
+		{name: "paused, a foreground runner waits", status: core.RunPaused, lock: true, alive: true, beat: 2 * time.Second, want: LiveStopped},
+		{name: "paused, its runner gone", status: core.RunPaused, lock: true, alive: false, beat: 2 * time.Second, want: LiveStopped},
+		{name: "waiting on a human, no runner", status: core.RunWaitingOnHuman, steps: map[string]core.Status{"gate": core.WaitingOnHuman}, want: LiveStuck, hook: "gate"},
+		{name: "waiting on a human, live runner", status: core.RunRunning, steps: map[string]core.Status{"gate": core.WaitingOnHuman}, lock: true, alive: true, beat: 2 * time.Second, want: LiveStuck, hook: "gate"},
+		{name: "working", status: core.RunRunning, steps: map[string]core.Status{"coding": core.Running}, lock: true, alive: true, beat: time.Second, want: LiveWorking, hook: "coding"},
+		{name: "no output past idle_timeout", status: core.RunRunning, steps: map[string]core.Status{"coding": core.Running}, lock: true, alive: true, beat: time.Second, logAge: 11 * time.Minute, want: LiveStuck, hook: "coding"},
+		{name: "between sessions", status: core.RunRunning, steps: map[string]core.Status{"coding": core.Pending}, lock: true, alive: true, beat: time.Second, want: LiveSpawning},
+		{name: "stale heartbeat", status: core.RunRunning, steps: map[string]core.Status{"coding": core.Running}, lock: true, alive: true, beat: 20 * time.Second, want: LiveStale},
+		{name: "heartbeat older than a minute", status: core.RunRunning, steps: map[string]core.Status{"coding": core.Running}, lock: true, alive: true, beat: 61 * time.Second, want: LiveDead},
+		{name: "holder process gone", status: core.RunRunning, steps: map[string]core.Status{"coding": core.Running}, lock: true, alive: false, beat: time.Second, want: LiveDead},
+		{name: "running, no lock", status: core.RunRunning, steps: map[string]core.Status{"coding": core.Running}, want: LiveDead},
 	}
 	wf := loadWorkflow(t, "name: l\ndefaults: {idle_timeout: 10m}\nsteps:\n  - {id: coding, run: x}\n  - {id: gate, human: {message: go}}\n")
 	for _, tt := range tests {
@@ -367,9 +368,9 @@ func TestLiveness(t *testing.T) {
 			fsys := afero.NewMemMapFs()
 			dir := "/repo/.agents/runs/r1"
 			fsys.MkdirAll(dir+"/logs", 0o755)
-			st := &State{RunID: "r1", Status: tt.status, Steps: map[string]*StepState{}, Runner: &RunnerInfo{HeartbeatAt: at(tt.beat)}}
+			st := &core.State{RunID: "r1", Status: tt.status, Steps: map[string]*core.StepState{}, Runner: &core.RunnerInfo{HeartbeatAt: at(tt.beat)}}
 			for id, s := range tt.steps {
-				ss := &StepState{Status: s}
+				ss := &core.StepState{Status: s}
 				ss.LogPath = dir + "/logs/" + id + ".0.1.log"
 				afero.WriteFile(fsys, ss.LogPath, []byte("out"), 0o644)
 				fsys.Chtimes(ss.LogPath, now.Add(-tt.logAge), now.Add(-tt.logAge))
@@ -406,7 +407,7 @@ func TestHeartbeat(t *testing.T) {
 	cancel()
 	<-done
 	b, _ := afero.ReadFile(e.fs, filepath.Join(RunDir(repo, "r1"), StateFile))
-	var st State
+	var st core.State
 	json.Unmarshal(b, &st)
 	if st.Runner == nil || st.Runner.HeartbeatAt == nil || st.Runner.HeartbeatAt.Sub(start) < 25*time.Second {
 		t.Fatalf("heartbeat_at %v, want about 30 s after %v", st.Runner, start)
@@ -421,14 +422,14 @@ func TestEditWhilePaused(t *testing.T) {
 	e := newEnv(t, "name: ed\nvars: {a: '1'}\nsteps:\n  - {id: first, run: 'first {{ vars.a }}'}\n  - {id: second, run: 'second {{ vars.a }}'}\n")
 	dir := RunDir(repo, "r1")
 	e.fs.MkdirAll(dir, 0o755)
-	SetDesired(e.fs, dir, Pause, "alice", "", e.clock.Now())
+	SetDesired(e.fs, dir, core.Pause, "alice", "", e.clock.Now())
 	s := &scripted{fn: ok}
 	wait := e.runAsync(s, Options{})
 	e.tick(time.Second)
 	e.clock.BlockUntil(2, 10*time.Second)
 	// A broken edit: the run stays paused.
 	afero.WriteFile(e.fs, repo+"/workflow.yaml", []byte("name: ed\nsteps:\n  - {id: first, run: '{{ vars.nope }}'}\n"), 0o644)
-	SetDesired(e.fs, dir, Continuous, "alice", "", e.clock.Now())
+	SetDesired(e.fs, dir, core.Continuous, "alice", "", e.clock.Now())
 	e.tick(time.Second)
 	e.clock.BlockUntil(2, 10*time.Second)
 	e.tick(time.Second)

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/internal/eventlog"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // LogFile is one session log of a step, with what its name says.
@@ -123,7 +124,7 @@ func parseLogName(name, step string) (LogFile, bool) {
 // ReadEvents returns the events of the run in runDir with a seq
 // greater than after, oldest first. A log with a fault in it is read up
 // to the fault, and the error wraps *eventlog.CorruptError.
-func ReadEvents(fsys afero.Fs, runDir string, after int64) ([]Event, error) {
+func ReadEvents(fsys afero.Fs, runDir string, after int64) ([]core.Event, error) {
 	events, err := eventlog.Read(fsys, filepath.Join(runDir, EventsFile), after)
 	if err != nil {
 		return events, fmt.Errorf("read the events of %s: %w", filepath.Base(runDir), err)

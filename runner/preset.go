@@ -11,6 +11,7 @@ import (
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/runner/agents"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // This file drives the agents flow knows (DESIGN §14): a preset agent's
@@ -152,11 +153,11 @@ func (x *run) runPreset(pp *presetPlan, sp proc.Spec, e sessionRun, log io.Write
 }
 
 // agentUsage converts a preset's usage for the record.
-func agentUsage(u agents.Usage) *AgentUsage {
+func agentUsage(u agents.Usage) *core.AgentUsage {
 	if u == (agents.Usage{}) {
 		return nil
 	}
-	return &AgentUsage{TokensIn: u.TokensIn, TokensOut: u.TokensOut, TokensCached: u.TokensCached, CostUSD: u.CostUSD,
+	return &core.AgentUsage{TokensIn: u.TokensIn, TokensOut: u.TokensOut, TokensCached: u.TokensCached, CostUSD: u.CostUSD,
 		CostEstimated: u.CostEstimated, Turns: u.Turns, Sessions: u.Sessions}
 }
 

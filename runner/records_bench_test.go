@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flow-run/flow/runner/core"
 	"github.com/spf13/afero"
 )
 
@@ -111,7 +112,7 @@ func BenchmarkDecodeState(b *testing.B) {
 	b.Run("whole", func(b *testing.B) {
 		b.SetBytes(int64(len(snap)))
 		for b.Loop() {
-			var st State
+			var st core.State
 			if err := json.Unmarshal(snap, &st); err != nil {
 				b.Fatal(err)
 			}

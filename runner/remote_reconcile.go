@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // Reconcile records on st how the workflow of run st changed to wf
@@ -16,7 +17,7 @@ import (
 // in order and not numbered. It is for a driver that decides elsewhere
 // (the Temporal driver) and goes on with an edited workflow: it reads
 // nothing, writes nothing outside memory and prints nothing.
-func Reconcile(wf *config.Workflow, st *State, now time.Time) []Event {
+func Reconcile(wf *config.Workflow, st *core.State, now time.Time) []core.Event {
 	x := &run{r: &Runner{FS: afero.NewMemMapFs(), Stdout: io.Discard}, st: st, dir: "/run", warned: map[string]string{}}
 	x.setWorkflow(wf)
 	x.reconcileWorkflow(now)

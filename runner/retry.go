@@ -29,12 +29,12 @@ type RetryPlan struct {
 }
 
 // PlanRetry computes the plan of retrying the failed run st of wf.
-func PlanRetry(wf *config.Workflow, st *State) RetryPlan {
+func PlanRetry(wf *config.Workflow, st *core.State) RetryPlan {
 	p := RetryPlan{Failed: []string{}, Rerun: []string{}, Kept: []string{}}
 	rerun := map[string]bool{}
 	for _, id := range st.StepOrder {
 		s := st.Steps[id]
-		if s == nil || s.Status != Failed {
+		if s == nil || s.Status != core.Failed {
 			continue
 		}
 		p.Failed = append(p.Failed, id)
@@ -61,7 +61,7 @@ func PlanRetry(wf *config.Workflow, st *State) RetryPlan {
 		case rerun[id]:
 			p.Rerun = append(p.Rerun, id)
 			p.Reset = append(p.Reset, id)
-		case st.Steps[id] != nil && st.Steps[id].Status == Pending:
+		case st.Steps[id] != nil && st.Steps[id].Status == core.Pending:
 			// Never started (after a failed step, or a failed item): it
 			// runs as it would have.
 			p.Rerun = append(p.Rerun, id)

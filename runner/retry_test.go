@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flow-run/flow/runner/core"
 	"github.com/spf13/afero"
 )
 
@@ -25,8 +26,8 @@ func TestRetry(t *testing.T) {
 		t.Fatalf("first run: exit %d", res.ExitCode)
 	}
 	_, err := e.tryRun(e.fs, &scripted{fn: ok}, Options{Resume: true})
-	if CodeOf(err) != ExitRefused || !strings.Contains(err.Error(), "flow retry r1") || !strings.Contains(err.Error(), "--start-at-step") {
-		t.Fatalf("resume of a failed run: %v (exit %d)", err, CodeOf(err))
+	if core.CodeOf(err) != core.ExitRefused || !strings.Contains(err.Error(), "flow retry r1") || !strings.Contains(err.Error(), "--start-at-step") {
+		t.Fatalf("resume of a failed run: %v (exit %d)", err, core.CodeOf(err))
 	}
 	p := PlanRetry(e.wf, e.state(e.fs))
 	if !slices.Equal(p.Failed, []string{"b"}) || !slices.Equal(p.Rerun, []string{"b", "c", "side"}) || !slices.Equal(p.Reset, []string{"b", "c"}) || !slices.Equal(p.Kept, []string{"a"}) {
@@ -48,7 +49,7 @@ func TestRetry(t *testing.T) {
 			t.Errorf("%s = %q; want %q", name, b, want)
 		}
 	}
-	if _, err := e.tryRun(e.fs, &scripted{fn: ok}, Options{Resume: true, Retry: true}); CodeOf(err) != ExitRefused {
+	if _, err := e.tryRun(e.fs, &scripted{fn: ok}, Options{Resume: true, Retry: true}); core.CodeOf(err) != core.ExitRefused {
 		t.Errorf("retry of a completed run: %v", err)
 	}
 }
@@ -67,8 +68,8 @@ func TestRetryAtTheIterationCap(t *testing.T) {
 		t.Fatalf("first run: exit %d", res.ExitCode)
 	}
 	_, err := e.tryRun(e.fs, &scripted{fn: ok}, Options{Resume: true, Retry: true})
-	if CodeOf(err) != ExitUsage || !strings.Contains(err.Error(), "--max-iterations") {
-		t.Fatalf("retry without a higher budget: %v (exit %d)", err, CodeOf(err))
+	if core.CodeOf(err) != core.ExitUsage || !strings.Contains(err.Error(), "--max-iterations") {
+		t.Fatalf("retry without a higher budget: %v (exit %d)", err, core.CodeOf(err))
 	}
 	// Fails once more, then passes: within the raised budget of 4.
 	n := 0
@@ -94,14 +95,14 @@ func TestRetryAtTheIterationCap(t *testing.T) {
 func TestRetryRejectedHumanStep(t *testing.T) {
 	e := newEnv(t, "name: t\nsteps:\n  - {id: a, run: x}\n  - {id: ok, human: {message: go}}\n  - {id: b, run: x}\n")
 	e.run(&scripted{fn: ok}, Options{NoWait: true})
-	if _, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "ok", HumanInput{Approved: false, Reason: "not yet"}, e.clock.Now()); err != nil {
+	if _, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "ok", core.HumanInput{Approved: false, Reason: "not yet"}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if res := e.run(&scripted{fn: ok}, Options{Resume: true, NoWait: true}); res.ExitCode != 1 {
 		t.Fatalf("after the rejection: exit %d", res.ExitCode)
 	}
 	res := e.run(&scripted{fn: ok}, Options{Resume: true, Retry: true, NoWait: true})
-	if res.ExitCode != 3 || e.state(e.fs).Steps["ok"].Status != WaitingOnHuman {
+	if res.ExitCode != 3 || e.state(e.fs).Steps["ok"].Status != core.WaitingOnHuman {
 		t.Fatalf("retry: exit %d, ok is %s", res.ExitCode, e.state(e.fs).Steps["ok"].Status)
 	}
 }
@@ -190,7 +191,7 @@ func TestFindNewestRun(t *testing.T) {
 			t.Errorf("FindRun(%q) = %s, %v; want %s", wf, ref.ID, err, want)
 		}
 	}
-	if _, err := FindRun(e.fs, repo, "", "gamma"); !errors.Is(err, ErrNoRun) {
+	if _, err := FindRun(e.fs, repo, "", "gamma"); !errors.Is(err, core.ErrNoRun) {
 		t.Errorf("FindRun(gamma): %v", err)
 	}
 }

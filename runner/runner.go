@@ -67,14 +67,14 @@ type Runner struct {
 	// Ask, when set, asks a person at the terminal to decide a human
 	// step; it blocks until they answer (ok false: no answer, e.g. end
 	// of input). Files written by flow approve work alongside it.
-	Ask func(runID, step, message string) (in HumanInput, ok bool)
+	Ask func(runID, step, message string) (in core.HumanInput, ok bool)
 	// KillGrace is how long a session gets between SIGTERM and SIGKILL;
 	// 0 means 10 s.
 	KillGrace time.Duration
 	// OnEvent, when set, is called with each event as it is appended to
 	// the run's log (with its seq; secrets hidden), in order, from the
 	// runner's loop: flow run --json streams them.
-	OnEvent func(Event)
+	OnEvent func(core.Event)
 	// Serial runs each session to its end when the core starts it,
 	// before the next effect, instead of beside the others: for
 	// simulated sessions that end at once (flow test), so that which
@@ -134,23 +134,23 @@ type Options struct {
 	// a runner makes before it takes the run's lock — a finished run is
 	// refused without anything written — use it instead of reading the
 	// run again; what the runner runs is read again under the lock.
-	Read *State
+	Read *core.State
 }
 
 // Result is how a run ended.
 type Result struct {
 	RunID    string
 	RunDir   string
-	Status   RunStatus
+	Status   core.RunStatus
 	ExitCode int
 	Reason   string
-	State    *State
+	State    *core.State
 }
 
 // Exit codes beyond the core's.
 const (
-	exitHuman  = int(ExitHuman)
-	exitPaused = int(ExitPaused)
+	exitHuman  = int(core.ExitHuman)
+	exitPaused = int(core.ExitPaused)
 )
 
 func (r *Runner) defaults() {
@@ -190,13 +190,13 @@ type run struct {
 	opts   Options
 	wf     *config.Workflow
 	dir    string
-	st     *State
+	st     *core.State
 	log    *eventlog.Log
-	core   *Core
-	plan   *Plan
+	core   *core.Core
+	plan   *core.Plan
 	lock   *runlock.Lock
-	inputs chan Input
-	queue  []Input
+	inputs chan core.Input
+	queue  []core.Input
 	live   sync.Mutex
 	// lastSnap is when run_state.json was last written and snapCost
 	// how long that took; dirty is true when events were applied since.
@@ -222,7 +222,7 @@ type run struct {
 	// stopped is closed when the loop ends.
 	stopped chan struct{}
 	// pending are events applied to st but not yet appended.
-	pending []Event
+	pending []core.Event
 	// cacheMu guards outputs and reports, written by session goroutines.
 	cacheMu sync.Mutex
 	// warned remembers the last warning per waiting step, so that a bad
@@ -241,7 +241,7 @@ type run struct {
 	serialErr     error
 	// sessionStarted, when set, is told each session's process as it
 	// starts (Remote.Session).
-	sessionStarted func(SessionPID)
+	sessionStarted func(core.SessionPID)
 	// root is the run directory, resolved once for confined reads.
 	root *confine.Root
 	// notices are the run's notifications (notify.go).
@@ -254,7 +254,7 @@ type run struct {
 // another runner); how the run ended is in Result.
 func (r *Runner) Run(ctx context.Context, opts Options) (res Result, err error) {
 	r.defaults()
-	x := &run{r: r, opts: opts, wf: opts.Workflow, inputs: make(chan Input, 16),
+	x := &run{r: r, opts: opts, wf: opts.Workflow, inputs: make(chan core.Input, 16),
 		outputs: map[string]string{}, reports: map[string]map[string]any{}, awaiting: map[string]bool{}, warned: map[string]string{},
 		environ: EnvironMap(r.Environ)}
 	x.setWorkflow(x.wf)
@@ -287,7 +287,7 @@ func (x *run) open() error {
 	if runID == "" {
 		runID = NewRunID(now)
 	}
-	if err := CheckRunID(runID); err != nil {
+	if err := core.CheckRunID(runID); err != nil {
 		return err
 	}
 	x.dir = RunDir(opts.Repo, runID)
@@ -297,22 +297,22 @@ func (x *run) open() error {
 		return fmt.Errorf("look for run %s: %w", runID, err)
 	}
 	if opts.Resume && !exists {
-		return fmt.Errorf("resume run %s: %w", runID, ErrNoRun)
+		return fmt.Errorf("resume run %s: %w", runID, core.ErrNoRun)
 	}
 	if !opts.Resume && exists {
-		return Usage("run %s already exists in %s; use flow resume %s, or another --run-id", runID, x.dir, runID)
+		return core.Usage("run %s already exists in %s; use flow resume %s, or another --run-id", runID, x.dir, runID)
 	}
 	if exists && opts.StartAt == "" {
 		st, err := opts.Read, error(nil)
 		if st == nil || st.RunID != runID {
 			st, _, err = LoadState(fsys, x.dir, false, now)
 		}
-		if err == nil && opts.Retry && st.Status != RunFailed {
-			return Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", runID, st.Status)
+		if err == nil && opts.Retry && st.Status != core.RunFailed {
+			return core.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", runID, st.Status)
 		}
 		if err == nil && opts.Retry {
 			if p := PlanRetry(x.wf, st); len(p.Capped) > 0 && (opts.Budgets.MaxIterations == 0 || !opts.Budgets.ForceMaxIterations) {
-				return Usage("%s failed at %s iteration budget; retry with a higher one: flow retry %s --max-iterations N",
+				return core.Usage("%s failed at %s iteration budget; retry with a higher one: flow retry %s --max-iterations N",
 					strings.Join(p.Capped, ", "), plural(len(p.Capped), "its", "their"), runID)
 			}
 		}
@@ -325,11 +325,11 @@ func (x *run) open() error {
 					return err
 				}
 			}
-			if st.Status == RunFailed {
-				return Refused("run %s has already failed (exit %d); to run its failed steps again: flow retry %s; or from a step: flow run %s --start-at-step STEP",
+			if st.Status == core.RunFailed {
+				return core.Refused("run %s has already failed (exit %d); to run its failed steps again: flow retry %s; or from a step: flow run %s --start-at-step STEP",
 					runID, st.ExitCode, runID, st.WorkflowFile)
 			}
-			return Refused("run %s has already %s (exit %d); to run steps again: flow run %s --start-at-step STEP",
+			return core.Refused("run %s has already %s (exit %d); to run steps again: flow run %s --start-at-step STEP",
 				runID, st.Status, st.ExitCode, st.WorkflowFile)
 		}
 	}
@@ -347,7 +347,7 @@ func (x *run) open() error {
 	if err != nil {
 		var held *runlock.HeldError
 		if errors.As(err, &held) {
-			return &HeldError{RunID: runID, Holder: holderOf(held.Holder)}
+			return &core.HeldError{RunID: runID, Holder: holderOf(held.Holder)}
 		}
 		return fmt.Errorf("lock run %s: %w", runID, err)
 	}
@@ -359,7 +359,7 @@ func (x *run) open() error {
 	if err != nil {
 		var locked *eventlog.LockedError
 		if errors.As(err, &locked) {
-			return &HeldError{RunID: runID, Holder: x.recordedHolder(locked, now)}
+			return &core.HeldError{RunID: runID, Holder: x.recordedHolder(locked, now)}
 		}
 		return fmt.Errorf("open events of run %s: %w", runID, err)
 	}
@@ -370,7 +370,7 @@ func (x *run) open() error {
 			return fmt.Errorf("load run %s: %w", runID, err)
 		}
 		if st.Status.Terminal() && opts.StartAt == "" && !opts.Retry {
-			return Refused("run %s has already %s (exit %d); to run steps again: flow run %s --start-at-step STEP",
+			return core.Refused("run %s has already %s (exit %d); to run steps again: flow run %s --start-at-step STEP",
 				runID, st.Status, st.ExitCode, st.WorkflowFile)
 		}
 		if err := x.checkRecordedRunner(st, now); err != nil {
@@ -382,7 +382,7 @@ func (x *run) open() error {
 		}
 		x.reconcileWorkflow(now)
 	} else {
-		x.st = &State{}
+		x.st = &core.State{}
 		vars := make(map[string]string, len(x.wf.Vars))
 		for k, v := range x.wf.Vars {
 			vars[k] = v
@@ -390,7 +390,7 @@ func (x *run) open() error {
 		for k, v := range opts.Vars {
 			vars[k] = v
 		}
-		rc := RunCreated{
+		rc := core.RunCreated{
 			RunID: runID, WorkflowName: x.wf.Name, WorkflowFile: absPath(x.wf.File), WorkflowDigest: x.digest,
 			RepoDir: opts.Repo, ReportsDir: filepath.Join(x.dir, ReportsDir), ManualInputsDir: filepath.Join(x.dir, InputsDir),
 			Vars: vars, VarOverrides: overrides(opts.Vars), Steps: stepIDs(x.wf),
@@ -399,7 +399,7 @@ func (x *run) open() error {
 			rc.StartAt = opts.StartAt
 			rc.Skipped = StartAtSkipped(x.wf, opts.StartAt, rc.Steps)
 		}
-		x.emit(newEvent(now, EvRunCreated, "", rc))
+		x.emit(newEvent(now, core.EvRunCreated, "", rc))
 		if err := x.writeWorkflowJSON(); err != nil {
 			return err
 		}
@@ -409,7 +409,7 @@ func (x *run) open() error {
 	if x.st.Runner != nil && x.st.Runner.Host == r.Host {
 		for _, id := range x.st.StepOrder {
 			s := x.st.Steps[id]
-			if s == nil || s.Status != Running {
+			if s == nil || s.Status != core.Running {
 				continue
 			}
 			killed := s.PID > 0 && r.KillOrphans != nil && r.KillOrphans(s.PID)
@@ -424,28 +424,28 @@ func (x *run) open() error {
 	if err := x.writeInvocation(); err != nil {
 		return err
 	}
-	rs := RunnerStarted{PID: r.PID, Host: r.Host, By: opts.By}
+	rs := core.RunnerStarted{PID: r.PID, Host: r.Host, By: opts.By}
 	if x.st.RepoDir != opts.Repo {
 		rs.RepoDir, rs.ReportsDir, rs.ManualInputsDir = opts.Repo, filepath.Join(x.dir, ReportsDir), filepath.Join(x.dir, InputsDir)
 	}
-	x.emit(newEvent(now, EvRunnerStarted, "", rs))
+	x.emit(newEvent(now, core.EvRunnerStarted, "", rs))
 	if exists && opts.StartAt != "" {
 		reset, err := StartAtReset(x.wf, x.st, opts.StartAt)
 		if err != nil {
-			return Usage("--start-at-step: %v", err)
+			return core.Usage("--start-at-step: %v", err)
 		}
-		x.emit(newEvent(now, EvStartAt, opts.StartAt, StartAt{Step: opts.StartAt, Reset: reset}))
+		x.emit(newEvent(now, core.EvStartAt, opts.StartAt, core.StartAt{Step: opts.StartAt, Reset: reset}))
 	}
-	if exists && opts.Retry && x.st.Status == RunFailed {
+	if exists && opts.Retry && x.st.Status == core.RunFailed {
 		p := PlanRetry(x.wf, x.st)
-		r := Retry{Failed: p.Failed, Reset: p.Reset}
+		r := core.Retry{Failed: p.Failed, Reset: p.Reset}
 		if opts.Budgets.ForceMaxIterations {
 			r.MaxIterations = opts.Budgets.MaxIterations
 		}
-		x.emit(newEvent(now, EvRetry, "", r))
+		x.emit(newEvent(now, core.EvRetry, "", r))
 	}
 	if r := opts.Budgets.Raise; r.Set() {
-		x.emit(newEvent(now, EvBudgetRaised, "", r))
+		x.emit(newEvent(now, core.EvBudgetRaised, "", r))
 	}
 	// Sessions of this runner are named in the run's generation.
 	x.names.gen = x.st.Generation
@@ -487,12 +487,12 @@ func (x *run) budgets() Budgets {
 // the only witness, since anybody can delete it. A runner that ended
 // (its process is gone) or stopped beating more than three heartbeats
 // ago (stale) may be taken over.
-func (x *run) checkRecordedRunner(st *State, now time.Time) error {
+func (x *run) checkRecordedRunner(st *core.State, now time.Time) error {
 	rn := st.Runner
 	if rn == nil || rn.HeartbeatAt == nil || (rn.PID == x.r.PID && rn.Host == x.r.Host) {
 		return nil
 	}
-	if st.Status != RunRunning && st.Status != RunPending {
+	if st.Status != core.RunRunning && st.Status != core.RunPending {
 		return nil // a runner that paused, waited or was interrupted has let go
 	}
 	if now.Sub(rn.HeartbeatAt.Time) >= 3*x.r.HeartbeatEvery {
@@ -505,13 +505,13 @@ func (x *run) checkRecordedRunner(st *State, now time.Time) error {
 	if !x.r.Alive(h) {
 		return nil
 	}
-	return &HeldError{RunID: st.RunID, Holder: holderOf(h)}
+	return &core.HeldError{RunID: st.RunID, Holder: holderOf(h)}
 }
 
 // recordedHolder names the runner that holds a run's event log: the one
 // the log's lock names, or else the one the record names.
-func (x *run) recordedHolder(locked *eventlog.LockedError, now time.Time) Holder {
-	h := Holder{PID: locked.PID, Host: locked.Host}
+func (x *run) recordedHolder(locked *eventlog.LockedError, now time.Time) core.Holder {
+	h := core.Holder{PID: locked.PID, Host: locked.Host}
 	if h.PID == 0 {
 		if st, _, err := LoadState(x.r.FS, x.dir, false, now); st != nil && err == nil && st.Runner != nil {
 			h.PID, h.Host = st.Runner.PID, st.Runner.Host
@@ -573,7 +573,7 @@ func (x *run) reconcileWorkflow(now time.Time) {
 	ids := x.instanceOrder(top, order)
 	for _, id := range ids {
 		if x.st.Steps[id] == nil {
-			e := newEvent(now, EvStepAdded, id, nil)
+			e := newEvent(now, core.EvStepAdded, id, nil)
 			x.emit(e)
 			x.announce(e)
 		}
@@ -583,7 +583,7 @@ func (x *run) reconcileWorkflow(now time.Time) {
 		kept := setOf(ids)
 		for _, id := range order {
 			if !kept[id] {
-				e := newEvent(now, EvStepRemoved, id, Note{Message: "the workflow no longer has this step"})
+				e := newEvent(now, core.EvStepRemoved, id, core.Note{Message: "the workflow no longer has this step"})
 				x.emit(e)
 				x.announce(e)
 			}
@@ -591,11 +591,11 @@ func (x *run) reconcileWorkflow(now time.Time) {
 	}
 	vars := runVars(x.wf, x.st)
 	if d := x.digest; d != from || !same || !maps.Equal(vars, x.st.Vars) {
-		wc := WorkflowChanged{From: from, To: d, Order: ids}
+		wc := core.WorkflowChanged{From: from, To: d, Order: ids}
 		if !maps.Equal(vars, x.st.Vars) {
 			wc.Vars = vars
 		}
-		x.emit(newEvent(now, EvWorkflowChanged, "", wc))
+		x.emit(newEvent(now, core.EvWorkflowChanged, "", wc))
 		x.printf("workflow changed since the run last ran (%s -> %s)\n", short(from), short(d))
 		_ = x.writeWorkflowJSON()
 	}
@@ -630,7 +630,7 @@ func (x *run) instanceOrder(top, order []string) []string {
 		listed := map[string]bool{}
 		for _, it := range ls.Items() {
 			listed[it.Key] = true
-			if it.Status != Pending {
+			if it.Status != core.Pending {
 				out = append(out, byItem[it.Key]...)
 				continue
 			}
@@ -651,7 +651,7 @@ func (x *run) instanceOrder(top, order []string) []string {
 // runVars returns the vars of run st under workflow wf: the file's,
 // with the run's --var overrides winning. A run recorded before
 // overrides were recorded apart keeps the values it has.
-func runVars(wf *config.Workflow, st *State) map[string]string {
+func runVars(wf *config.Workflow, st *core.State) map[string]string {
 	vars := maps.Clone(wf.Vars)
 	if vars == nil {
 		vars = map[string]string{}
@@ -702,23 +702,23 @@ func short(d string) string {
 
 // warn records a warning event and prints it.
 func (x *run) warn(step, msg string) {
-	e := newEvent(x.r.Clock.Now(), EvWarning, step, Note{Message: msg})
+	e := newEvent(x.r.Clock.Now(), core.EvWarning, step, core.Note{Message: msg})
 	x.emit(e)
 	x.announce(e)
 }
 
 // emit appends an event to the log and applies it, secrets hidden.
-func (x *run) emit(e Event) {
+func (x *run) emit(e core.Event) {
 	e.Data = x.redact.Bytes(e.Data)
-	if err := Apply(x.st, e); err != nil {
+	if err := core.Apply(x.st, e); err != nil {
 		panic(err) // events built here always apply
 	}
-	x.queueEvents([]Event{e})
+	x.queueEvents([]core.Event{e})
 }
 
 // queueEvents takes events already applied to the state, to be appended
 // to the log by the next flush.
-func (x *run) queueEvents(evs []Event) {
+func (x *run) queueEvents(evs []core.Event) {
 	x.pending = append(x.pending, evs...)
 	x.dirty = true
 }
@@ -786,7 +786,7 @@ func (x *run) snapshotEvery() time.Duration {
 // heartbeat old.
 func (x *run) beat(now time.Time) error {
 	if x.st.Runner != nil {
-		t := Time{Time: now.UTC()}
+		t := core.Time{Time: now.UTC()}
 		x.st.Runner.HeartbeatAt = &t
 	}
 	x.dirty = true

@@ -21,6 +21,7 @@ import (
 	"github.com/flow-run/flow/internal/faultfs"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // call is one session started through the scripted starter.
@@ -175,7 +176,7 @@ func (e *env) tryRun(fsys afero.Fs, s *scripted, opts Options) (Result, error) {
 // state reads the run's state from disk, as flow status does, and
 // checks that the snapshot on disk plus events equals a replay of the
 // events alone.
-func (e *env) state(fsys afero.Fs) *State {
+func (e *env) state(fsys afero.Fs) *core.State {
 	e.t.Helper()
 	dir := RunDir(repo, "r1")
 	st, damaged, err := LoadState(fsys, dir, false, e.clock.Now())
@@ -186,12 +187,12 @@ func (e *env) state(fsys afero.Fs) *State {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	replay := &State{}
+	replay := &core.State{}
 	for i, ev := range events {
 		if ev.Seq != int64(i+1) {
 			e.t.Fatalf("event %d has seq %d", i+1, ev.Seq)
 		}
-		if err := Apply(replay, ev); err != nil {
+		if err := core.Apply(replay, ev); err != nil {
 			e.t.Fatal(err)
 		}
 	}
@@ -204,7 +205,7 @@ func (e *env) state(fsys afero.Fs) *State {
 
 // stripRuntime renders a state without the fields that only the live
 // runner refreshes (its heartbeat).
-func stripRuntime(st *State) string {
+func stripRuntime(st *core.State) string {
 	c := st.Clone()
 	c.Runner = nil
 	b, _ := json.Marshal(c)
@@ -279,14 +280,14 @@ func TestRunSDLC(t *testing.T) {
 		return reply{Out: c.Step + " done\n"}
 	}}
 	res := e.run(s, Options{})
-	if res.ExitCode != 0 || res.Status != RunCompleted {
+	if res.ExitCode != 0 || res.Status != core.RunCompleted {
 		t.Fatalf("result %+v\n%s", res, e.out.String())
 	}
 	st := e.state(e.fs)
 	want := map[string][2]int{"planning": {0, 1}, "coding": {1, 1}, "tests": {1, 1}, "code_review": {1, 1}, "merge": {1, 1}}
 	for id, w := range want {
 		s := st.Steps[id]
-		if s.Status != Completed || s.IterationCount != w[0] || s.Attempts != w[1] {
+		if s.Status != core.Completed || s.IterationCount != w[0] || s.Attempts != w[1] {
 			t.Errorf("%s: %s iteration %d attempts %d, want COMPLETED %v", id, s.Status, s.IterationCount, s.Attempts, w)
 		}
 	}
@@ -305,8 +306,8 @@ func TestRunSDLC(t *testing.T) {
 	}
 	// The snapshot on disk is the final state (written when the run ends).
 	b, _ := afero.ReadFile(e.fs, filepath.Join(dir, StateFile))
-	var disk State
-	if err := json.Unmarshal(b, &disk); err != nil || disk.Status != RunCompleted || disk.Seq != st.Seq {
+	var disk core.State
+	if err := json.Unmarshal(b, &disk); err != nil || disk.Status != core.RunCompleted || disk.Seq != st.Seq {
 		t.Errorf("run_state.json on disk: status %s seq %d, want completed seq %d (%v)", disk.Status, disk.Seq, st.Seq, err)
 	}
 	// Every seed field is present.
@@ -334,22 +335,22 @@ func TestSessionOutcomes(t *testing.T) {
 		name    string
 		step    string // step YAML after "- id: s"
 		reply   reply
-		status  Status
+		status  core.Status
 		lastErr string
 	}{
-		{"exit 0", "run: x", reply{}, Completed, ""},
-		{"exit 3", "run: x", reply{Exit: 3}, Failed, "exit code 3"},
-		{"report failed", "run: x", reply{Report: `{"status": "ERROR", "error": "no disk"}`}, Failed, "report status failed: no disk"},
-		{"report ok alias", "run: x", reply{Report: `{"status": "ok"}`}, Completed, ""},
-		{"report unreadable", "run: x", reply{Report: `{"status": "comp`}, Failed, "unreadable report"},
-		{"report unknown word", "run: x", reply{Report: `{"status": "maybe"}`}, Failed, `report status "maybe"`},
-		{"a FAIL line decides nothing in a command step", "run: x", reply{Out: "work\n  FAIL  \n"}, Completed, ""},
-		{"PASSWORD is no signal", "run: x\n    gate: {pass: signals.PASS}", reply{Out: "PASSWORD\ntests PASS\nlooks good\n"}, Failed, "gate.pass is false"},
-		{"review tag passes", "run: x\n    gate: {pass: signals.PASS}", reply{Out: "<review>PASS</review>\n"}, Completed, ""},
-		{"last verdict wins", "run: x\n    gate: {pass: verdict == \"PASS\"}", reply{Out: "PASS\nFAIL\n"}, Failed, "gate.pass is false"},
-		{"gate_failure in report", "run: x\n    gate: {pass: 'true'}", reply{Report: `{"status": "completed", "gate_failure": true}`}, Failed, "gate_failure"},
-		{"verdict FAIL fails a bare gate", "run: x\n    gate: {check: 'true'}", reply{Out: "FAIL\n"}, Failed, "verdict is FAIL"},
-		{"metric in gate", "run: x\n    gate: {fail: metrics.severity == \"high\"}", reply{Report: `{"metrics": {"severity": "high"}}`}, Failed, "gate.fail is true"},
+		{"exit 0", "run: x", reply{}, core.Completed, ""},
+		{"exit 3", "run: x", reply{Exit: 3}, core.Failed, "exit code 3"},
+		{"report failed", "run: x", reply{Report: `{"status": "ERROR", "error": "no disk"}`}, core.Failed, "report status failed: no disk"},
+		{"report ok alias", "run: x", reply{Report: `{"status": "ok"}`}, core.Completed, ""},
+		{"report unreadable", "run: x", reply{Report: `{"status": "comp`}, core.Failed, "unreadable report"},
+		{"report unknown word", "run: x", reply{Report: `{"status": "maybe"}`}, core.Failed, `report status "maybe"`},
+		{"a FAIL line decides nothing in a command step", "run: x", reply{Out: "work\n  FAIL  \n"}, core.Completed, ""},
+		{"PASSWORD is no signal", "run: x\n    gate: {pass: signals.PASS}", reply{Out: "PASSWORD\ntests PASS\nlooks good\n"}, core.Failed, "gate.pass is false"},
+		{"review tag passes", "run: x\n    gate: {pass: signals.PASS}", reply{Out: "<review>PASS</review>\n"}, core.Completed, ""},
+		{"last verdict wins", "run: x\n    gate: {pass: verdict == \"PASS\"}", reply{Out: "PASS\nFAIL\n"}, core.Failed, "gate.pass is false"},
+		{"gate_failure in report", "run: x\n    gate: {pass: 'true'}", reply{Report: `{"status": "completed", "gate_failure": true}`}, core.Failed, "gate_failure"},
+		{"verdict FAIL fails a bare gate", "run: x\n    gate: {check: 'true'}", reply{Out: "FAIL\n"}, core.Failed, "verdict is FAIL"},
+		{"metric in gate", "run: x\n    gate: {fail: metrics.severity == \"high\"}", reply{Report: `{"metrics": {"severity": "high"}}`}, core.Failed, "gate.fail is true"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -384,7 +385,7 @@ steps:
 	s := &scripted{fn: func(c call) reply { n++; return reply{Exit: codes[n-1]} }}
 	res := e.run(s, Options{})
 	st := e.state(e.fs).Steps["s"]
-	if res.ExitCode != 1 || st.Attempts != 2 || st.Status != Failed {
+	if res.ExitCode != 1 || st.Attempts != 2 || st.Status != core.Failed {
 		t.Errorf("exit %d, attempts %d, %s; want exit 1 after 2 attempts", res.ExitCode, st.Attempts, st.Status)
 	}
 }
@@ -412,7 +413,7 @@ steps:
 	}}
 	e.run(s, Options{})
 	st := e.state(e.fs)
-	if st.Steps["deploy"].Status != Completed || st.Steps["rollback"].Status != Skipped {
+	if st.Steps["deploy"].Status != core.Completed || st.Steps["rollback"].Status != core.Skipped {
 		t.Errorf("deploy %s rollback %s", st.Steps["deploy"].Status, st.Steps["rollback"].Status)
 	}
 	for _, c := range s.calls {
@@ -442,7 +443,7 @@ func TestInterruptAndResume(t *testing.T) {
 		t.Fatalf("interrupted run: %+v %v", res, err)
 	}
 	st := e.state(e.fs)
-	if st.Steps["b"].Status != Pending || st.Steps["b"].Attempts != 0 || st.Status != RunInterrupted {
+	if st.Steps["b"].Status != core.Pending || st.Steps["b"].Attempts != 0 || st.Status != core.RunInterrupted {
 		t.Fatalf("b after interrupt: %+v, run %s", st.Steps["b"], st.Status)
 	}
 	s2 := &scripted{fn: func(c call) reply { return reply{} }}
@@ -493,7 +494,7 @@ func TestStartAt(t *testing.T) {
 	fresh := &scripted{fn: ok.fn}
 	e2.run(fresh, Options{StartAt: "tests"})
 	st = e2.state(e2.fs)
-	if st.Steps["planning"].Status != Skipped || st.Steps["coding"].Status != Skipped || st.Steps["tests"].Status != Completed {
+	if st.Steps["planning"].Status != core.Skipped || st.Steps["coding"].Status != core.Skipped || st.Steps["tests"].Status != core.Completed {
 		t.Errorf("new run at tests: planning %s coding %s tests %s", st.Steps["planning"].Status, st.Steps["coding"].Status, st.Steps["tests"].Status)
 	}
 }
@@ -510,13 +511,13 @@ func TestEditedWorkflowOnResume(t *testing.T) {
 	}
 	before := e.state(e.fs).WorkflowDigest
 	e.setWorkflow("name: ed\nsteps:\n  - {id: a, run: x}\n  - {id: wait, human: {message: go}}\n  - {id: new, run: x}\n  - {id: c, run: x}\n")
-	if _, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "wait", HumanInput{Approved: true, By: "alice"}, e.clock.Now()); err != nil {
+	if _, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "wait", core.HumanInput{Approved: true, By: "alice"}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	s2 := &scripted{fn: s.fn}
 	res = e.run(s2, Options{Resume: true, NoWait: true})
 	st := e.state(e.fs)
-	if res.ExitCode != 0 || st.Steps["old"] != nil || st.Steps["new"].Status != Completed || s2.count("a") != 0 {
+	if res.ExitCode != 0 || st.Steps["old"] != nil || st.Steps["new"].Status != core.Completed || s2.count("a") != 0 {
 		t.Fatalf("exit %d, steps %v, a ran %d times", res.ExitCode, st.StepOrder, s2.count("a"))
 	}
 	if !slices.Equal(st.StepOrder, []string{"a", "wait", "new", "c"}) || st.WorkflowDigest == before {
@@ -524,7 +525,7 @@ func TestEditedWorkflowOnResume(t *testing.T) {
 	}
 	events, _ := eventlog.Read(e.fs, filepath.Join(RunDir(repo, "r1"), EventsFile), 0)
 	types := eventTypes(events)
-	for _, want := range []string{EvStepAdded, EvStepRemoved, EvWorkflowChanged, EvHumanInput} {
+	for _, want := range []string{core.EvStepAdded, core.EvStepRemoved, core.EvWorkflowChanged, core.EvHumanInput} {
 		if !slices.Contains(types, want) {
 			t.Errorf("no %s event", want)
 		}
@@ -539,10 +540,10 @@ func TestDamagedStateIsRebuilt(t *testing.T) {
 	path := filepath.Join(RunDir(repo, "r1"), StateFile)
 	afero.WriteFile(e.fs, path, []byte(`{"run_id": "r1", "steps": {"a": {"sta`), 0o644)
 	st, damaged, err := LoadState(e.fs, RunDir(repo, "r1"), false, e.clock.Now())
-	if err != nil || !damaged || st.Steps["a"].Status != Completed {
+	if err != nil || !damaged || st.Steps["a"].Status != core.Completed {
 		t.Fatalf("reader: %v damaged %v", err, damaged)
 	}
-	_, _ = SubmitDecision(e.fs, RunDir(repo, "r1"), "h", HumanInput{Approved: true}, e.clock.Now())
+	_, _ = SubmitDecision(e.fs, RunDir(repo, "r1"), "h", core.HumanInput{Approved: true}, e.clock.Now())
 	s := &scripted{fn: func(call) reply { return reply{} }}
 	res := e.run(s, Options{Resume: true})
 	if res.ExitCode != 0 || s.count("a") != 0 {
@@ -636,7 +637,7 @@ func faultInjection(t *testing.T, src string, script func() *scripted, stickines
 					var done []string
 					if st, _, err := LoadState(e.fs, RunDir(repo, "r1"), false, e.clock.Now()); err == nil {
 						for id, s := range st.Steps {
-							if s.Status == Completed {
+							if s.Status == core.Completed {
 								done = append(done, id)
 							}
 						}
@@ -651,7 +652,7 @@ func faultInjection(t *testing.T, src string, script func() *scripted, stickines
 						opts = Options{RunID: "r2"}
 					}
 					res, err = e.tryRun(e.fs, second, opts)
-					if CodeOf(err) == ExitRefused && e.state(e.fs).Status == RunCompleted {
+					if core.CodeOf(err) == core.ExitRefused && e.state(e.fs).Status == core.RunCompleted {
 						// The fault hit after the run's end was recorded: a
 						// finished run is not resumed.
 						err = nil
@@ -680,7 +681,7 @@ func faultInjection(t *testing.T, src string, script func() *scripted, stickines
 
 // finalSummary is the part of a final state that must not depend on
 // crashes: each step's status and iteration.
-func finalSummary(st *State) string {
+func finalSummary(st *core.State) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s:", st.Status)
 	for _, id := range st.StepOrder {
@@ -700,13 +701,13 @@ func TestStepsInWorkflowOrder(t *testing.T) {
 	if !(z >= 0 && z < a && a < m) {
 		t.Errorf("steps not in workflow order (zeta %d, alpha %d, mid %d)", z, a, m)
 	}
-	var st State
+	var st core.State
 	if err := json.Unmarshal(b, &st); err != nil || len(st.Steps) != 3 {
 		t.Errorf("ordered state does not read back: %v", err)
 	}
 }
 
-func eventTypes(evs []Event) []string {
+func eventTypes(evs []core.Event) []string {
 	out := make([]string, len(evs))
 	for i, e := range evs {
 		out[i] = e.Type
@@ -730,7 +731,7 @@ func TestStateExistsForSessions(t *testing.T) {
 			seen[c.Step] = err.Error()
 			return reply{}
 		}
-		var st State
+		var st core.State
 		if err := json.Unmarshal(b, &st); err != nil {
 			seen[c.Step] = err.Error()
 			return reply{}

@@ -19,19 +19,19 @@ import (
 
 // evaluate decides whether a step runs (its when) and, for a human
 // step, whether it is approved without asking (auto_approve).
-func (x *run) evaluate(id string) Input {
+func (x *run) evaluate(id string) core.Input {
 	s := x.stepOf(id)
-	res := WhenResult{Step: id, Run: true}
+	res := core.WhenResult{Step: id, Run: true}
 	env := x.env(&stepFacts{step: id, attempt: x.st.Steps[id].Attempts + 1, iteration: x.st.Steps[id].IterationCount})
 	if s.When != nil {
 		ok, err := s.When.Program().EvalBool(env)
 		if err != nil {
 			// An expression that cannot be evaluated fails the step: it
 			// never skips it.
-			return WhenResult{Step: id, Err: exprError("when", s.When, err)}
+			return core.WhenResult{Step: id, Err: exprError("when", s.When, err)}
 		}
 		if !ok {
-			return WhenResult{Step: id, Run: false, Reason: "when is false: " + s.When.Src}
+			return core.WhenResult{Step: id, Run: false, Reason: "when is false: " + s.When.Src}
 		}
 	}
 	if s.Human != nil && s.Human.AutoApprove != nil && s.Kind == config.KindHuman {
@@ -41,7 +41,7 @@ func (x *run) evaluate(id string) Input {
 		ok, err := s.Human.AutoApprove.Program().EvalBool(env)
 		if err != nil {
 			// Nor does it approve one.
-			return WhenResult{Step: id, Err: exprError("human.auto_approve", s.Human.AutoApprove, err)}
+			return core.WhenResult{Step: id, Err: exprError("human.auto_approve", s.Human.AutoApprove, err)}
 		}
 		res.AutoApprove = ok
 	}
@@ -96,19 +96,19 @@ type sessionRun struct {
 
 // startSession starts the session of a step; its end comes back as a
 // SessionDone input from the session's own goroutine.
-func (x *run) startSession(ss StartSession) {
+func (x *run) startSession(ss core.StartSession) {
 	e := sessionRun{Step: ss.Step, Attempt: ss.Attempt, Iteration: ss.Iteration,
 		LogPath: x.names.log(ss.Step, ss.Iteration, ss.Attempt), ReportPath: x.names.report(ss.Step)}
 	s := x.stepOf(e.Step)
 	facts := &stepFacts{step: e.Step, attempt: e.Attempt, iteration: e.Iteration}
 	env := x.env(facts)
 	sp, pp, private, err := x.sessionSpec(s, e, env)
-	done := func(in SessionDone) { x.send(in) }
+	done := func(in core.SessionDone) { x.send(in) }
 	if err != nil {
 		if private != "" {
 			_ = x.r.FS.Remove(private)
 		}
-		in := SessionDone{Step: e.Step, Outcome: Outcome{Attempt: e.Attempt}, Invalid: err.Error()}
+		in := core.SessionDone{Step: e.Step, Outcome: core.Outcome{Attempt: e.Attempt}, Invalid: err.Error()}
 		if x.r.Serial {
 			x.queue = append(x.queue, in)
 			return
@@ -287,7 +287,7 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 // feedbackText renders, for the end of a re-entered agent step's
 // prompt, why its last work was sent back: the gate step, the reason,
 // and the evidence (the tail of the failing output).
-func feedbackText(fb *Feedback) string {
+func feedbackText(fb *core.Feedback) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n\n---\nYour previous work was sent back by %s: %s\n", fb.Step, fb.Reason)
 	if out := strings.TrimSpace(fb.Output); out != "" {
@@ -329,7 +329,7 @@ func (x *run) duration(d *config.Duration, env *gates.Env) (time.Duration, error
 }
 
 // session runs one session and decides its outcome and its gate.
-func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, pp *presetPlan, private string, env *gates.Env, facts *stepFacts) SessionDone {
+func (x *run) session(s *config.Step, e sessionRun, sp proc.Spec, pp *presetPlan, private string, env *gates.Env, facts *stepFacts) core.SessionDone {
 	ls := x.prepareSession(s, e, sp, pp, private, env, facts)
 	if pp == nil {
 		x.startCommand(ls, x.send)
@@ -389,13 +389,13 @@ func (x *run) prepareSession(s *config.Step, e sessionRun, sp proc.Spec, pp *pre
 }
 
 // sessionPID is the input that tells the core a session's process.
-func sessionPID(e sessionRun, sess proc.Session) SessionPID {
-	return SessionPID{Step: e.Step, PID: sess.Pid(), Marker: proc.Marker(sess), LogPath: e.LogPath, ReportPath: e.ReportPath}
+func sessionPID(e sessionRun, sess proc.Session) core.SessionPID {
+	return core.SessionPID{Step: e.Step, PID: sess.Pid(), Marker: proc.Marker(sess), LogPath: e.LogPath, ReportPath: e.ReportPath}
 }
 
 // startCommand starts a command session (not a preset's), and gives
 // tell the input that names its process.
-func (x *run) startCommand(ls *liveSession, tell func(Input)) {
+func (x *run) startCommand(ls *liveSession, tell func(core.Input)) {
 	ls.hidden = x.redact.Writer(io.MultiWriter(ls.shown...))
 	out := &lockedWriter{ws: []io.Writer{ls.hidden, ls.tail, ls.scan}}
 	if ls.markers != nil {
@@ -410,7 +410,7 @@ func (x *run) startCommand(ls *liveSession, tell func(Input)) {
 
 // finishSession waits for a session to end (a preset's runs here from
 // its start) and decides its outcome and its gate.
-func (x *run) finishSession(ls *liveSession) SessionDone {
+func (x *run) finishSession(ls *liveSession) core.SessionDone {
 	s, e, sp, pp, env, facts := ls.s, ls.e, ls.sp, ls.pp, ls.env, ls.facts
 	fsys := x.r.FS
 	if ls.private != "" {
@@ -421,8 +421,8 @@ func (x *run) finishSession(ls *liveSession) SessionDone {
 	}
 	logf, capped, live, tail, scan, markers, started := ls.logf, ls.capped, ls.live, ls.tail, ls.scan, ls.markers, ls.started
 	defer capped.Close()
-	done := SessionDone{Step: e.Step, Outcome: Outcome{Attempt: e.Attempt}, Facts: core.SessionFacts{ExitCode: -1}}
-	fail := func(msg string) SessionDone {
+	done := core.SessionDone{Step: e.Step, Outcome: core.Outcome{Attempt: e.Attempt}, Facts: core.SessionFacts{ExitCode: -1}}
+	fail := func(msg string) core.SessionDone {
 		done.Facts.Err = msg
 		return done
 	}
@@ -714,7 +714,7 @@ func (x *run) startCleanup() {
 	c := x.wf.Cleanup
 	if c == nil {
 		x.printf("cleanup: the workflow declares no cleanup session\n")
-		x.queue = append(x.queue, CleanupDone{Failed: true})
+		x.queue = append(x.queue, core.CleanupDone{Failed: true})
 		return
 	}
 	x.cleanupN++
@@ -730,7 +730,7 @@ func (x *run) startCleanup() {
 			_ = x.r.FS.Remove(private)
 		}
 		x.printf("cleanup: %v\n", err)
-		x.queue = append(x.queue, CleanupDone{Failed: true})
+		x.queue = append(x.queue, core.CleanupDone{Failed: true})
 		return
 	}
 	x.printf("cleanup: started\n")
@@ -740,6 +740,6 @@ func (x *run) startCleanup() {
 		d := x.session(step, e, sp, pp, private, env, &stepFacts{step: "cleanup"})
 		failed := d.Invalid != "" || (!d.Interrupted && core.Failure(&core.PlanStep{Kind: core.Kind(step.Kind), PlanOptions: &core.PlanOptions{}}, d.Facts) != "")
 		x.printf("cleanup: finished (failed: %v)\n", failed)
-		x.send(CleanupDone{Failed: failed})
+		x.send(core.CleanupDone{Failed: failed})
 	}()
 }

@@ -37,7 +37,7 @@ type MissingArtifact struct {
 // evaluated afresh), or one item's instance of a body step
 // ("stories[login].review": that item runs again from there, and what
 // follows the loop runs again after it).
-func PlanStartAt(fsys afero.Fs, wf *config.Workflow, st *State, repo, step string) (StartAtPlan, error) {
+func PlanStartAt(fsys afero.Fs, wf *config.Workflow, st *core.State, repo, step string) (StartAtPlan, error) {
 	reset, err := StartAtReset(wf, st, step)
 	if err != nil {
 		return StartAtPlan{}, err
@@ -65,7 +65,7 @@ func PlanStartAt(fsys afero.Fs, wf *config.Workflow, st *State, repo, step strin
 				arts = append(arts, v)
 			}
 		}
-		if ss.Status != Completed {
+		if ss.Status != core.Completed {
 			continue
 		}
 		for _, a := range arts {
@@ -110,7 +110,7 @@ func setOf(ids []string) map[string]bool {
 // in the order the run records them: step and what depends on it, with
 // every instance of a loop among them; for an instance, what follows it
 // in its item and what follows its loop.
-func StartAtReset(wf *config.Workflow, st *State, step string) ([]string, error) {
+func StartAtReset(wf *config.Workflow, st *core.State, step string) ([]string, error) {
 	k, inst := core.SplitKey(step)
 	var top []string
 	var out []string
@@ -155,7 +155,7 @@ func StartAtReset(wf *config.Workflow, st *State, step string) ([]string, error)
 
 // instancesOf lists the instances of a loop that st records, in its
 // order.
-func instancesOf(st *State, loop string) []string {
+func instancesOf(st *core.State, loop string) []string {
 	var out []string
 	prefix := loop + "["
 	for _, id := range st.StepOrder {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/flow-run/flow/internal/atomicfile"
 	"github.com/flow-run/flow/internal/eventlog"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // The files of a run directory (DESIGN §6).
@@ -55,7 +56,7 @@ func RunDir(repo, runID string) string { return filepath.Join(RunsDir(repo), run
 // is read up to the fault: the state of the events before it is
 // returned together with an error wrapping *eventlog.CorruptError, so
 // that readers can still show it.
-func LoadState(fsys afero.Fs, runDir string, repair bool, now time.Time) (*State, bool, error) {
+func LoadState(fsys afero.Fs, runDir string, repair bool, now time.Time) (*core.State, bool, error) {
 	statePath := filepath.Join(runDir, StateFile)
 	eventsPath := filepath.Join(runDir, EventsFile)
 	// A runner replays every event and checks the snapshot against the
@@ -71,8 +72,8 @@ func LoadState(fsys afero.Fs, runDir string, repair bool, now time.Time) (*State
 		after = st.Seq
 	}
 	var applyErr error
-	readErr := eventlog.Each(fsys, eventsPath, after, func(e Event) error {
-		if applyErr = Apply(st, e); applyErr != nil {
+	readErr := eventlog.Each(fsys, eventsPath, after, func(e core.Event) error {
+		if applyErr = core.Apply(st, e); applyErr != nil {
 			return applyErr
 		}
 		if repair && hadSnap && e.Seq == check.seq {
@@ -90,7 +91,7 @@ func LoadState(fsys afero.Fs, runDir string, repair bool, now time.Time) (*State
 		// A fault in the log: the events before it still tell the run.
 	case errors.Is(readErr, fs.ErrNotExist):
 		if !hadSnap {
-			return nil, false, fmt.Errorf("%w: %s has no %s", ErrNoRun, runDir, EventsFile)
+			return nil, false, fmt.Errorf("%w: %s has no %s", core.ErrNoRun, runDir, EventsFile)
 		}
 		readErr = nil
 	default:
@@ -100,7 +101,7 @@ func LoadState(fsys afero.Fs, runDir string, repair bool, now time.Time) (*State
 		if readErr != nil {
 			return nil, damaged, fmt.Errorf("read events: %w", readErr)
 		}
-		return nil, damaged, fmt.Errorf("%w: %s records no run", ErrNoRun, runDir)
+		return nil, damaged, fmt.Errorf("%w: %s records no run", core.ErrNoRun, runDir)
 	}
 	if readErr != nil {
 		return st, damaged, fmt.Errorf("read events of run %s: %w", st.RunID, readErr)
@@ -141,7 +142,7 @@ type snapshotCheck struct {
 	runner    bool
 	pid       int
 	host      string
-	heartbeat *Time
+	heartbeat *core.Time
 
 	// fast: file is the digest of the snapshot's bytes, and the
 	// snapshot is decoded only if the replay's encoding differs.
@@ -181,14 +182,14 @@ func fastSnapshotCheck(fsys afero.Fs, path string) (c snapshotCheck, ok bool) {
 	return c, true
 }
 
-func (c *snapshotCheck) setRunner(r *RunnerInfo) {
+func (c *snapshotCheck) setRunner(r *core.RunnerInfo) {
 	if r != nil {
 		c.runner, c.pid, c.host, c.heartbeat = true, r.PID, r.Host, r.HeartbeatAt
 	}
 }
 
 // at records the replay st at the snapshot's seq.
-func (c *snapshotCheck) at(st *State) {
+func (c *snapshotCheck) at(st *core.State) {
 	if c.fast {
 		if sum, ok := snapshotDigest(st, c.heartbeat); ok && sum == c.file {
 			c.same = true
@@ -220,10 +221,10 @@ func (c *snapshotCheck) agreed(fsys afero.Fs, statePath string) (bool, error) {
 // events complete it); for a runner (repair) an empty state, the
 // snapshot kept only as a snapshotCheck (a reader's check holds only
 // whether there was one, and its seq).
-func startReplay(fsys afero.Fs, statePath string, repair bool) (*State, snapshotCheck, bool, error) {
+func startReplay(fsys afero.Fs, statePath string, repair bool) (*core.State, snapshotCheck, bool, error) {
 	if repair {
 		if c, ok := fastSnapshotCheck(fsys, statePath); ok {
-			return &State{}, c, false, nil
+			return &core.State{}, c, false, nil
 		}
 	}
 	snap, damaged, err := readSnapshot(fsys, statePath)
@@ -231,15 +232,15 @@ func startReplay(fsys afero.Fs, statePath string, repair bool) (*State, snapshot
 	case err != nil:
 		return nil, snapshotCheck{}, false, err
 	case snap == nil:
-		return &State{}, snapshotCheck{}, damaged, nil
+		return &core.State{}, snapshotCheck{}, damaged, nil
 	case !repair:
 		return snap, snapshotCheck{present: true, seq: snap.Seq}, damaged, nil
 	}
-	return &State{}, newSnapshotCheck(snap), damaged, nil
+	return &core.State{}, newSnapshotCheck(snap), damaged, nil
 }
 
 // newSnapshotCheck is the check of a decoded snapshot.
-func newSnapshotCheck(snap *State) snapshotCheck {
+func newSnapshotCheck(snap *core.State) snapshotCheck {
 	c := snapshotCheck{present: true, seq: snap.Seq}
 	c.sum, c.encoded = digest(snap)
 	c.setRunner(snap.Runner)
@@ -248,7 +249,7 @@ func newSnapshotCheck(snap *State) snapshotCheck {
 
 // readSnapshot reads run_state.json: nil when there is none, and
 // damaged when it is not a run's state.
-func readSnapshot(fsys afero.Fs, path string) (st *State, damaged bool, err error) {
+func readSnapshot(fsys afero.Fs, path string) (st *core.State, damaged bool, err error) {
 	b, err := afero.ReadFile(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
@@ -266,7 +267,7 @@ func readSnapshot(fsys afero.Fs, path string) (st *State, damaged bool, err erro
 // snapshotDigest is the SHA-256 of run_state.json as a runner writes
 // it for st, with heartbeat as the runner's heartbeat. The encoding
 // streams through the hash a step at a time.
-func snapshotDigest(st *State, heartbeat *Time) (sum [sha256.Size]byte, ok bool) {
+func snapshotDigest(st *core.State, heartbeat *core.Time) (sum [sha256.Size]byte, ok bool) {
 	if st.Runner != nil {
 		hb := st.Runner.HeartbeatAt
 		st.Runner.HeartbeatAt = heartbeat
@@ -285,7 +286,7 @@ func snapshotDigest(st *State, heartbeat *Time) (sum [sha256.Size]byte, ok bool)
 // which only the snapshot records: two states with the same digest
 // write the same run_state.json but for the heartbeat. A state that
 // cannot be encoded has none (ok is false), and matches nothing.
-func digest(st *State) (sum [sha256.Size]byte, ok bool) {
+func digest(st *core.State) (sum [sha256.Size]byte, ok bool) {
 	return snapshotDigest(st, nil)
 }
 
@@ -299,7 +300,7 @@ func keepAside(fsys afero.Fs, statePath string, now time.Time) error {
 }
 
 // writeSnapshot replaces run_state.json atomically.
-func writeSnapshot(fsys afero.Fs, runDir string, st *State) error {
+func writeSnapshot(fsys afero.Fs, runDir string, st *core.State) error {
 	b, err := st.Indented()
 	if err != nil {
 		return fmt.Errorf("encode run state: %w", err)
@@ -315,7 +316,7 @@ func writeSnapshot(fsys afero.Fs, runDir string, st *State) error {
 type RunRef struct {
 	ID    string
 	Dir   string
-	State *State
+	State *core.State
 	// Err is why the run could not be read, or nil. With State set, the
 	// run was read only up to a fault in its events.jsonl, which Err
 	// describes.
@@ -443,7 +444,7 @@ func created(r RunRef) time.Time {
 // with workflow set, the newest run of that workflow.
 func FindRun(fsys afero.Fs, repo, id, workflow string) (RunRef, error) {
 	if id != "" {
-		if err := CheckRunID(id); err != nil {
+		if err := core.CheckRunID(id); err != nil {
 			return RunRef{}, err
 		}
 		rd := RunDir(repo, id)
@@ -473,7 +474,7 @@ func FindRun(fsys afero.Fs, repo, id, workflow string) (RunRef, error) {
 		return RunRef{ID: h.id, Dir: rd, State: st}, nil
 	}
 	if workflow != "" {
-		return RunRef{}, fmt.Errorf("%w of workflow %s in %s", ErrNoRun, workflow, RunsDir(repo))
+		return RunRef{}, fmt.Errorf("%w of workflow %s in %s", core.ErrNoRun, workflow, RunsDir(repo))
 	}
-	return RunRef{}, fmt.Errorf("%w in %s", ErrNoRun, RunsDir(repo))
+	return RunRef{}, fmt.Errorf("%w in %s", core.ErrNoRun, RunsDir(repo))
 }

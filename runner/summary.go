@@ -5,21 +5,23 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/flow-run/flow/runner/core"
 )
 
 // Summary renders run-summary.md: the run at a glance, for people.
-func Summary(st *State) string {
+func Summary(st *core.State) string {
 	var b strings.Builder
 	writeSummary(&b, st)
 	return b.String()
 }
 
 // writeSummary writes what Summary returns to b.
-func writeSummary(b io.Writer, st *State) {
+func writeSummary(b io.Writer, st *core.State) {
 	fmt.Fprintf(b, "# Run %s\n\n", st.RunID)
 	fmt.Fprintf(b, "- workflow: %s (`%s`)\n", st.WorkflowName, st.WorkflowFile)
 	fmt.Fprintf(b, "- status: **%s**", st.Status)
-	if st.Status.Terminal() || st.Status == RunInterrupted || st.Status == RunBudgetExceeded {
+	if st.Status.Terminal() || st.Status == core.RunInterrupted || st.Status == core.RunBudgetExceeded {
 		fmt.Fprintf(b, " (exit %d)", st.ExitCode)
 	}
 	io.WriteString(b, "\n")
@@ -43,7 +45,7 @@ func writeSummary(b io.Writer, st *State) {
 
 // stepNote is the one-line explanation of a step's status: a loop's
 // begins with how far its items got.
-func stepNote(s *StepState) string {
+func stepNote(s *core.StepState) string {
 	if p, ok := ItemsProgress(s); ok {
 		note := p.String()
 		if s.LastError != nil {
@@ -52,11 +54,11 @@ func stepNote(s *StepState) string {
 		return note
 	}
 	switch {
-	case s.Status == WaitingOnHuman:
+	case s.Status == core.WaitingOnHuman:
 		return "waiting on a human: " + deref(s.ManualInputPath)
-	case s.WaitingFor() != nil && s.Status == Pending:
+	case s.WaitingFor() != nil && s.Status == core.Pending:
 		return "waiting for " + *s.WaitingFor()
-	case len(s.WaitingGates()) > 0 && s.Status == Pending:
+	case len(s.WaitingGates()) > 0 && s.Status == core.Pending:
 		return "waiting for gates to open: " + strings.Join(s.WaitingGates(), ", ")
 	case s.BlockedByLoop != nil:
 		return "blocked by the loop-back of " + *s.BlockedByLoop
@@ -122,18 +124,18 @@ func (p LoopProgress) String() string {
 // ItemsProgress counts the items of loop step s by their status; ok is
 // false for a step that is not a loop, or a loop whose items are not
 // known yet.
-func ItemsProgress(s *StepState) (p LoopProgress, ok bool) {
+func ItemsProgress(s *core.StepState) (p LoopProgress, ok bool) {
 	if s == nil || s.LoopIndex() == nil {
 		return p, false
 	}
 	p.Items, p.Removed = len(s.Items()), len(s.RemovedItems())
 	for _, it := range s.Items() {
 		switch it.Status {
-		case Completed:
+		case core.Completed:
 			p.Completed++
-		case Failed:
+		case core.Failed:
 			p.Failed++
-		case Running:
+		case core.Running:
 			p.Running++
 		}
 	}

@@ -3,6 +3,8 @@ package runner
 import (
 	"strings"
 	"testing"
+
+	"github.com/flow-run/flow/runner/core"
 )
 
 // TestSummaryNotes: run-summary.md explains each step's status in a
@@ -10,16 +12,16 @@ import (
 func TestSummaryNotes(t *testing.T) {
 	zero, two := 0, 2
 	reason, target, manual := "1 of 3 items failed: b", "fix", "/r/manual_inputs/r__ok.json"
-	st := &State{RunID: "r", StepOrder: []string{"items", "done", "pending_loop", "fix_it", "ok", "check"}, Steps: map[string]*StepState{
+	st := &core.State{RunID: "r", StepOrder: []string{"items", "done", "pending_loop", "fix_it", "ok", "check"}, Steps: map[string]*core.StepState{
 		"items": {
-			Status: Failed, LastError: &reason, StepMore: &StepMore{LoopIndex: &two, Items: []Item{
-				{Key: "a", Status: Completed}, {Key: "b", Status: Failed}, {Key: "c", Status: Running}}, RemovedItems: []string{"d"}},
+			Status: core.Failed, LastError: &reason, StepMore: &core.StepMore{LoopIndex: &two, Items: []core.Item{
+				{Key: "a", Status: core.Completed}, {Key: "b", Status: core.Failed}, {Key: "c", Status: core.Running}}, RemovedItems: []string{"d"}},
 		},
-		"done":         {Status: Completed, StepMore: &StepMore{LoopIndex: &zero, Items: []Item{{Key: "a", Status: Completed}}}},
-		"pending_loop": {Status: Pending},
-		"fix_it":       {Status: Pending, StepWait: &StepWait{WaitingFor: &target}},
-		"ok":           {Status: WaitingOnHuman, ManualInputPath: &manual},
-		"check":        {Status: Pending, StepWait: &StepWait{WaitingGates: []string{"window"}}},
+		"done":         {Status: core.Completed, StepMore: &core.StepMore{LoopIndex: &zero, Items: []core.Item{{Key: "a", Status: core.Completed}}}},
+		"pending_loop": {Status: core.Pending},
+		"fix_it":       {Status: core.Pending, StepWait: &core.StepWait{WaitingFor: &target}},
+		"ok":           {Status: core.WaitingOnHuman, ManualInputPath: &manual},
+		"check":        {Status: core.Pending, StepWait: &core.StepWait{WaitingGates: []string{"window"}}},
 	}}
 	got := Summary(st)
 	for _, want := range []string{

@@ -18,6 +18,7 @@ import (
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/countfs"
 	"github.com/flow-run/flow/internal/runlock"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // TestEvaluationErrorFailsTheStep: an expression that cannot be
@@ -82,7 +83,7 @@ steps:
 			res := e.run(s, Options{})
 			st := e.state(e.fs)
 			step := st.Steps[tt.step]
-			if res.ExitCode != 1 || step.Status != Failed {
+			if res.ExitCode != 1 || step.Status != core.Failed {
 				t.Fatalf("exit %d, %s is %s; want exit 1 and FAILED\n%s", res.ExitCode, tt.step, step.Status, e.out.String())
 			}
 			if le := deref(step.LastError); !strings.HasPrefix(le, "/repo/"+tt.pos) {
@@ -108,7 +109,7 @@ func TestErrorsAreExcerpted(t *testing.T) {
 	}}
 	res := e.run(s, Options{})
 	le := deref(e.state(e.fs).Steps["a"].LastError)
-	if res.ExitCode != 1 || len(le) > MaxExcerpt+64 {
+	if res.ExitCode != 1 || len(le) > core.MaxExcerpt+64 {
 		t.Fatalf("exit %d, last_error of %d bytes", res.ExitCode, len(le))
 	}
 }
@@ -120,23 +121,23 @@ func TestRunIDs(t *testing.T) {
 	good := []string{"r1", "20250115-143000-f8c1a4", "a.b_c-d", "A", strings.Repeat("a", 64)}
 	bad := []string{"", ".", "..", "../../../tmp/x", "a/b", "/abs", "-rf", "with space", "new\nline", ".hidden", strings.Repeat("a", 65), "tab\t", "ünïcode"}
 	for _, id := range good {
-		if err := CheckRunID(id); err != nil {
+		if err := core.CheckRunID(id); err != nil {
 			t.Errorf("CheckRunID(%q) = %v", id, err)
 		}
 	}
 	for _, id := range bad {
-		err := CheckRunID(id)
-		if CodeOf(err) != ExitUsage || !strings.Contains(err.Error(), "1 to 64 characters") {
-			t.Errorf("CheckRunID(%q) = %v (exit %d); want exit 2 with the rule", id, err, CodeOf(err))
+		err := core.CheckRunID(id)
+		if core.CodeOf(err) != core.ExitUsage || !strings.Contains(err.Error(), "1 to 64 characters") {
+			t.Errorf("CheckRunID(%q) = %v (exit %d); want exit 2 with the rule", id, err, core.CodeOf(err))
 		}
 	}
 	e := newEnv(t, "name: t\nsteps:\n  - {id: a, run: x}\n")
 	for _, id := range []string{"../../../tmp/x", "a/b", "-rf"} {
 		_, err := e.tryRun(e.fs, &scripted{fn: ok}, Options{RunID: id})
-		if CodeOf(err) != ExitUsage {
+		if core.CodeOf(err) != core.ExitUsage {
 			t.Errorf("run --run-id %q: %v", id, err)
 		}
-		if _, err := FindRun(e.fs, repo, id, ""); CodeOf(err) != ExitUsage {
+		if _, err := FindRun(e.fs, repo, id, ""); core.CodeOf(err) != core.ExitUsage {
 			t.Errorf("FindRun(%q): %v", id, err)
 		}
 	}
@@ -154,8 +155,8 @@ func TestFinishedRunIsNotResumed(t *testing.T) {
 	before, _ := afero.ReadFile(e.fs, path)
 	for range 3 {
 		_, err := e.tryRun(e.fs, &scripted{fn: ok}, Options{Resume: true})
-		if CodeOf(err) != ExitRefused || !strings.Contains(err.Error(), "--start-at-step") {
-			t.Fatalf("resume of a finished run: %v (exit %d)", err, CodeOf(err))
+		if core.CodeOf(err) != core.ExitRefused || !strings.Contains(err.Error(), "--start-at-step") {
+			t.Fatalf("resume of a finished run: %v (exit %d)", err, core.CodeOf(err))
 		}
 	}
 	if after, _ := afero.ReadFile(e.fs, path); !bytes.Equal(before, after) {
@@ -168,9 +169,9 @@ func TestFinishedRunIsNotResumed(t *testing.T) {
 // not trusted by a runner: the state is rebuilt from events.jsonl and
 // the edited file kept aside.
 func TestSnapshotThatDisagreesIsRebuilt(t *testing.T) {
-	for name, edit := range map[string]func(st *State){
-		"seq beyond the log":  func(st *State) { st.Seq = 999; st.Steps["b"].Status = Completed },
-		"a status never seen": func(st *State) { st.Steps["b"].Status = Completed },
+	for name, edit := range map[string]func(st *core.State){
+		"seq beyond the log":  func(st *core.State) { st.Seq = 999; st.Steps["b"].Status = core.Completed },
+		"a status never seen": func(st *core.State) { st.Steps["b"].Status = core.Completed },
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, "name: t\nsteps:\n  - {id: a, run: x}\n  - {id: h, human: {message: go}}\n  - {id: b, run: x}\n")
@@ -184,7 +185,7 @@ func TestSnapshotThatDisagreesIsRebuilt(t *testing.T) {
 			if err := writeSnapshot(e.fs, dir, st); err != nil {
 				t.Fatal(err)
 			}
-			_, _ = SubmitDecision(e.fs, dir, "h", HumanInput{Approved: true}, e.clock.Now())
+			_, _ = SubmitDecision(e.fs, dir, "h", core.HumanInput{Approved: true}, e.clock.Now())
 			s := &scripted{fn: ok}
 			res := e.run(s, Options{Resume: true})
 			if res.ExitCode != 0 || s.count("b") != 1 {
@@ -285,9 +286,9 @@ func TestRecordedRunnerIsChecked(t *testing.T) {
 	second := e.runner(e.fs, &scripted{fs: e.fs, fn: ok})
 	second.Alive = func(h runlock.Holder) bool { return h.PID == 777 }
 	_, err := second.Run(t.Context(), Options{Workflow: e.wf, Repo: repo, RunID: "r1", Resume: true})
-	var held *HeldError
-	if !errors.As(err, &held) || CodeOf(err) != ExitHeld {
-		t.Fatalf("second runner: %v (exit %d); want held by a live runner, exit 7", err, CodeOf(err))
+	var held *core.HeldError
+	if !errors.As(err, &held) || core.CodeOf(err) != core.ExitHeld {
+		t.Fatalf("second runner: %v (exit %d); want held by a live runner, exit 7", err, core.CodeOf(err))
 	}
 	if ok, _ := afero.Exists(e.fs, filepath.Join(dir, LockFile)); ok {
 		t.Error("the refused runner left a lock file behind")
@@ -300,27 +301,27 @@ func TestRecordedRunnerIsChecked(t *testing.T) {
 // beating, one that let go of the run, or this very runner are not.
 func TestCheckRecordedRunner(t *testing.T) {
 	now := time.Date(2025, 1, 15, 14, 30, 0, 0, time.UTC)
-	beat := func(ago time.Duration) *Time { return &Time{Time: now.Add(-ago)} }
+	beat := func(ago time.Duration) *core.Time { return &core.Time{Time: now.Add(-ago)} }
 	tests := []struct {
 		name   string
-		runner *RunnerInfo
-		status RunStatus
+		runner *core.RunnerInfo
+		status core.RunStatus
 		alive  bool
 		held   bool
 	}{
-		{"live and beating", &RunnerInfo{PID: 777, Host: "h", HeartbeatAt: beat(2 * time.Second)}, RunRunning, true, true},
-		{"process gone", &RunnerInfo{PID: 777, Host: "h", HeartbeatAt: beat(2 * time.Second)}, RunRunning, false, false},
-		{"stale heartbeat", &RunnerInfo{PID: 777, Host: "h", HeartbeatAt: beat(20 * time.Second)}, RunRunning, true, false},
-		{"waiting on a human", &RunnerInfo{PID: 777, Host: "h", HeartbeatAt: beat(time.Second)}, RunWaitingOnHuman, true, false},
-		{"this runner", &RunnerInfo{PID: 4242, Host: "test", HeartbeatAt: beat(time.Second)}, RunRunning, true, false},
-		{"no runner yet", nil, RunPending, true, false},
+		{"live and beating", &core.RunnerInfo{PID: 777, Host: "h", HeartbeatAt: beat(2 * time.Second)}, core.RunRunning, true, true},
+		{"process gone", &core.RunnerInfo{PID: 777, Host: "h", HeartbeatAt: beat(2 * time.Second)}, core.RunRunning, false, false},
+		{"stale heartbeat", &core.RunnerInfo{PID: 777, Host: "h", HeartbeatAt: beat(20 * time.Second)}, core.RunRunning, true, false},
+		{"waiting on a human", &core.RunnerInfo{PID: 777, Host: "h", HeartbeatAt: beat(time.Second)}, core.RunWaitingOnHuman, true, false},
+		{"this runner", &core.RunnerInfo{PID: 4242, Host: "test", HeartbeatAt: beat(time.Second)}, core.RunRunning, true, false},
+		{"no runner yet", nil, core.RunPending, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &Runner{PID: 4242, Host: "test", HeartbeatEvery: 5 * time.Second, Alive: func(runlock.Holder) bool { return tt.alive }}
 			x := &run{r: r}
-			err := x.checkRecordedRunner(&State{RunID: "r1", Status: tt.status, Runner: tt.runner}, now)
-			if held := CodeOf(err) == ExitHeld; held != tt.held {
+			err := x.checkRecordedRunner(&core.State{RunID: "r1", Status: tt.status, Runner: tt.runner}, now)
+			if held := core.CodeOf(err) == core.ExitHeld; held != tt.held {
 				t.Errorf("checkRecordedRunner = %v; want held %v", err, tt.held)
 			}
 		})
@@ -359,7 +360,7 @@ func TestOneDecisionWins(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			in := HumanInput{Approved: i%2 == 0, By: fmt.Sprintf("user%d", i)}
+			in := core.HumanInput{Approved: i%2 == 0, By: fmt.Sprintf("user%d", i)}
 			if !in.Approved {
 				in.Reason = "no"
 			}
@@ -385,8 +386,8 @@ func TestOneDecisionWins(t *testing.T) {
 				t.Errorf("caller %d was told the same decision was made, but %s was recorded", i, describeDecision(*in))
 			}
 		default:
-			if CodeOf(a.err) != ExitRefused || !strings.Contains(a.err.Error(), "already "+verb(in.Approved)+" by "+in.By) {
-				t.Errorf("caller %d: %v (exit %d)", i, a.err, CodeOf(a.err))
+			if core.CodeOf(a.err) != core.ExitRefused || !strings.Contains(a.err.Error(), "already "+verb(in.Approved)+" by "+in.By) {
+				t.Errorf("caller %d: %v (exit %d)", i, a.err, core.CodeOf(a.err))
 			}
 		}
 	}
@@ -559,7 +560,7 @@ func TestResumeUsesTheStateItWasGiven(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opens := func(given *State) int {
+	opens := func(given *core.State) int {
 		c := countfs.New(e.fs)
 		if _, err := e.tryRun(c, &scripted{fn: ok}, Options{Resume: true, NoWait: true, Read: given}); err != nil {
 			t.Fatal(err)
@@ -570,9 +571,9 @@ func TestResumeUsesTheStateItWasGiven(t *testing.T) {
 		t.Errorf("run_state.json opened %d times with the state given, %d without: want one fewer", with, without)
 	}
 	done := *read
-	done.Status, done.ExitCode = RunCompleted, 0
+	done.Status, done.ExitCode = core.RunCompleted, 0
 	_, err = e.tryRun(e.fs, &scripted{fn: ok}, Options{Resume: true, Read: &done})
-	if CodeOf(err) != ExitRefused {
-		t.Errorf("resume given a completed run's state: %v (exit %d), want refused (exit 8)", err, CodeOf(err))
+	if core.CodeOf(err) != core.ExitRefused {
+		t.Errorf("resume given a completed run's state: %v (exit %d), want refused (exit 8)", err, core.CodeOf(err))
 	}
 }

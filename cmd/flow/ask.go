@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
 
@@ -27,7 +27,7 @@ type asker struct {
 // empty answer leaves an optional input to its default and asks again
 // for a required one. A rejection asks for a reason and no inputs. The
 // end of the input is no answer.
-func (k *asker) Ask(q ops.Question) (runner.HumanInput, bool) {
+func (k *asker) Ask(q ops.Question) (core.HumanInput, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if q.Message != "" {
@@ -37,19 +37,19 @@ func (k *asker) Ask(q ops.Question) (runner.HumanInput, bool) {
 		fmt.Fprintf(k.out, "Approve %s of run %s? [y]es, [n]o (or wait for flow approve): ", q.Step, q.RunID)
 		line, ok := k.line()
 		if !ok {
-			return runner.HumanInput{}, false
+			return core.HumanInput{}, false
 		}
 		switch strings.ToLower(line) {
 		case "y", "yes":
 			input, ok := k.inputs(q.Inputs)
 			if !ok {
-				return runner.HumanInput{}, false
+				return core.HumanInput{}, false
 			}
-			return runner.HumanInput{Approved: true, By: k.by, Input: input}, true
+			return core.HumanInput{Approved: true, By: k.by, Input: input}, true
 		case "n", "no":
 			fmt.Fprint(k.out, "Reason: ")
 			reason, _ := k.line()
-			return runner.HumanInput{Approved: false, By: k.by, Reason: reason}, true
+			return core.HumanInput{Approved: false, By: k.by, Reason: reason}, true
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
 
@@ -40,7 +41,7 @@ func detectCI(flag string, getenv func(string) string) (ciMode, error) {
 		return m, nil
 	case "":
 	default:
-		return ciOff, runner.Usage("--ci=%s: want github, gitlab, plain or off", flag)
+		return ciOff, core.Usage("--ci=%s: want github, gitlab, plain or off", flag)
 	}
 	switch {
 	case strings.EqualFold(strings.TrimSpace(getenv("GITHUB_ACTIONS")), "true"):
@@ -134,10 +135,10 @@ type ciReporter struct {
 
 // event writes the markup one event calls for. Groups do not nest: a
 // session that starts while another's group is open closes it.
-func (r *ciReporter) event(e runner.Event) {
+func (r *ciReporter) event(e core.Event) {
 	switch e.Type {
-	case runner.EvStepStarted:
-		var d runner.StepStarted
+	case core.EvStepStarted:
+		var d core.StepStarted
 		_ = json.Unmarshal(e.Data, &d)
 		r.close(e)
 		header := fmt.Sprintf("%s (attempt %d, iteration %d)", e.Step, d.Attempt, d.Iteration)
@@ -149,15 +150,15 @@ func (r *ciReporter) event(e runner.Event) {
 			fmt.Fprintf(r.w, "\x1b[0Ksection_start:%d:%s[collapsed=true]\r\x1b[0K%s\n", e.At.Unix(), r.section, header)
 		}
 		r.open = e.Step
-	case runner.EvStepCompleted, runner.EvAttemptFailed, runner.EvStepInterrupted:
+	case core.EvStepCompleted, core.EvAttemptFailed, core.EvStepInterrupted:
 		if r.open == e.Step {
 			r.close(e)
 		}
-	case runner.EvStepFailed:
+	case core.EvStepFailed:
 		if r.open == e.Step {
 			r.close(e)
 		}
-		var d runner.Outcome
+		var d core.Outcome
 		_ = json.Unmarshal(e.Data, &d)
 		if r.mode == ciGitHub {
 			title := "flow: step " + e.Step + " failed"
@@ -166,11 +167,11 @@ func (r *ciReporter) event(e runner.Event) {
 			}
 			io.WriteString(r.w, ghCommand("error", orDefault(d.Error, "failed"), "title", title))
 		}
-	case runner.EvGateFailed:
+	case core.EvGateFailed:
 		if r.open == e.Step {
 			r.close(e)
 		}
-		var d runner.GateFailure
+		var d core.GateFailure
 		_ = json.Unmarshal(e.Data, &d)
 		if r.mode != ciGitHub {
 			return
@@ -182,13 +183,13 @@ func (r *ciReporter) event(e runner.Event) {
 		case d.Target != "":
 			io.WriteString(r.w, ghCommand("warning", d.Reason, "title", "flow: "+e.Step+" looped back to "+d.Target))
 		}
-	case runner.EvRunFinished, runner.EvRunInterrupted, runner.EvRunPaused, runner.EvRunWaiting:
+	case core.EvRunFinished, core.EvRunInterrupted, core.EvRunPaused, core.EvRunWaiting:
 		r.close(e)
 	}
 }
 
 // close closes the open group or section, if any.
-func (r *ciReporter) close(e runner.Event) {
+func (r *ciReporter) close(e core.Event) {
 	if r.open == "" {
 		return
 	}
@@ -313,7 +314,7 @@ func ghSummary(v ops.Status, res ops.RunResult) string {
 	b.WriteString("\n| step | status | attempts | iteration | duration | note |\n|---|---|---|---|---|---|\n")
 	all := len(st.StepOrder) <= summaryRows
 	rows := 0
-	left := map[runner.Status]int{}
+	left := map[core.Status]int{}
 	for _, id := range st.StepOrder {
 		s := st.Steps[id]
 		if s == nil {
@@ -330,7 +331,7 @@ func ghSummary(v ops.Status, res ops.RunResult) string {
 		}
 		note := ""
 		switch {
-		case s.Status == runner.WaitingOnHuman:
+		case s.Status == core.WaitingOnHuman:
 			note = "waiting on a human"
 		case s.LastError != nil:
 			note = *s.LastError
@@ -342,10 +343,10 @@ func ghSummary(v ops.Status, res ops.RunResult) string {
 	}
 	if len(left) > 0 {
 		var parts []string
-		for _, status := range []runner.Status{runner.Completed, runner.Skipped, runner.Pending, runner.Failed, runner.Running, runner.WaitingOnHuman} {
+		for _, status := range []core.Status{core.Completed, core.Skipped, core.Pending, core.Failed, core.Running, core.WaitingOnHuman} {
 			if n := left[status]; n > 0 {
 				word := strings.ToLower(string(status))
-				if status == runner.WaitingOnHuman {
+				if status == core.WaitingOnHuman {
 					word = "waiting on a human"
 				}
 				parts = append(parts, fmt.Sprintf("%d %s", n, word))
@@ -356,7 +357,7 @@ func ghSummary(v ops.Status, res ops.RunResult) string {
 	shown := 0
 	for _, id := range st.StepOrder {
 		s := st.Steps[id]
-		if s == nil || s.Status != runner.Failed || s.Feedback() == nil || s.Feedback().Output == "" {
+		if s == nil || s.Status != core.Failed || s.Feedback() == nil || s.Feedback().Output == "" {
 			continue
 		}
 		if shown == summaryEvidence {
@@ -382,11 +383,11 @@ const (
 
 // notable reports whether a step of a large run is listed in its job
 // summary: it failed, waits on a human or runs.
-func notable(s runner.Status) bool {
-	return s == runner.Failed || s == runner.WaitingOnHuman || s == runner.Running
+func notable(s core.Status) bool {
+	return s == core.Failed || s == core.WaitingOnHuman || s == core.Running
 }
 
-func sumOf(m map[runner.Status]int) int {
+func sumOf(m map[core.Status]int) int {
 	n := 0
 	for _, v := range m {
 		n += v

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
 
@@ -105,12 +105,12 @@ func TestGitHubSummaryEvidence(t *testing.T) {
 	}
 	out.WriteString("```` not the end\n")
 	errText := "gate.pass is false"
-	st := &runner.State{
+	st := &core.State{
 		WorkflowName: "wf",
 		StepOrder:    []string{"build", "review"},
-		Steps: map[string]*runner.StepState{
-			"build":  {Status: runner.Completed, Attempts: 1},
-			"review": {Status: runner.Failed, Attempts: 1, LastError: &errText, StepMore: &runner.StepMore{Feedback: &runner.Feedback{Step: "review", Output: out.String()}}},
+		Steps: map[string]*core.StepState{
+			"build":  {Status: core.Completed, Attempts: 1},
+			"review": {Status: core.Failed, Attempts: 1, LastError: &errText, StepMore: &core.StepMore{Feedback: &core.Feedback{Step: "review", Output: out.String()}}},
 		},
 	}
 	got := ghSummary(ops.Status{State: st}, ops.RunResult{RunID: "r1", Status: "failed", ExitCode: 1})
@@ -130,11 +130,11 @@ func TestGitHubSummaryEvidence(t *testing.T) {
 	// A loop's row says how far its items got.
 	one := 1
 	st.StepOrder = append(st.StepOrder, "items")
-	st.Steps["items"] = &runner.StepState{Status: runner.Running, StepMore: &runner.StepMore{LoopIndex: &one, Items: []runner.Item{{Key: "a", Status: runner.Completed}, {Key: "b", Status: runner.Running}}}}
+	st.Steps["items"] = &core.StepState{Status: core.Running, StepMore: &core.StepMore{LoopIndex: &one, Items: []core.Item{{Key: "a", Status: core.Completed}, {Key: "b", Status: core.Running}}}}
 	if got := ghSummary(ops.Status{State: st}, ops.RunResult{RunID: "r1", Status: "running"}); !strings.Contains(got, "| items | RUNNING | 0 | 0 |  | 1/2 items, 1 running |\n") {
 		t.Errorf("no loop progress:\n%s", got)
 	}
-	st.Usage = &runner.AgentUsage{Sessions: 2, Turns: 5, TokensIn: 1000, TokensCached: 400, TokensOut: 90, CostUSD: 0.031, CostEstimated: true}
+	st.Usage = &core.AgentUsage{Sessions: 2, Turns: 5, TokensIn: 1000, TokensCached: 400, TokensOut: 90, CostUSD: 0.031, CostEstimated: true}
 	got = ghSummary(ops.Status{State: st}, ops.RunResult{RunID: "r1", Status: "failed", ExitCode: 1})
 	if !strings.Contains(got, "- usage: 2 sessions, 5 turns, 1000 tokens in (400 cached), 90 out, ~$0.03\n") {
 		t.Errorf("no usage line:\n%s", got)
@@ -148,21 +148,21 @@ func TestGitHubSummaryEvidence(t *testing.T) {
 func TestGitHubSummaryOfALargeRun(t *testing.T) {
 	long := strings.Repeat("é|", 2048) // 6 KiB of error, every second byte escaped
 	evidence := strings.Repeat(strings.Repeat("x", 800)+"\n", 20)
-	st := &runner.State{WorkflowName: "big", Steps: map[string]*runner.StepState{}}
+	st := &core.State{WorkflowName: "big", Steps: map[string]*core.StepState{}}
 	var waiting []string
 	for i := range 3000 {
 		id := fmt.Sprintf("step_%04d_%s", i, strings.Repeat("n", 30))
 		st.StepOrder = append(st.StepOrder, id)
-		s := &runner.StepState{Status: runner.Completed, Attempts: 1}
+		s := &core.StepState{Status: core.Completed, Attempts: 1}
 		switch {
 		case i%5 == 0:
-			s.Status, s.LastError = runner.Failed, &long
-			s.More().Feedback = &runner.Feedback{Step: id, Output: evidence}
+			s.Status, s.LastError = core.Failed, &long
+			s.More().Feedback = &core.Feedback{Step: id, Output: evidence}
 		case i%5 == 1:
-			s.Status = runner.WaitingOnHuman
+			s.Status = core.WaitingOnHuman
 			waiting = append(waiting, id)
 		case i >= 2500:
-			s.Status = runner.Pending
+			s.Status = core.Pending
 		}
 		st.Steps[id] = s
 	}
@@ -187,11 +187,11 @@ func TestGitHubSummaryOfALargeRun(t *testing.T) {
 		t.Error("the waiting steps are not bounded")
 	}
 	// A run of up to summaryRows steps lists every one.
-	small := &runner.State{WorkflowName: "small", Steps: map[string]*runner.StepState{}}
+	small := &core.State{WorkflowName: "small", Steps: map[string]*core.StepState{}}
 	for i := range summaryRows {
 		id := fmt.Sprintf("s%d", i)
 		small.StepOrder = append(small.StepOrder, id)
-		small.Steps[id] = &runner.StepState{Status: runner.Completed}
+		small.Steps[id] = &core.StepState{Status: core.Completed}
 	}
 	got = ghSummary(ops.Status{State: small}, ops.RunResult{RunID: "r2", Status: "completed"})
 	if n := strings.Count(got, "| COMPLETED |"); n != summaryRows || strings.Contains(got, "not listed") {

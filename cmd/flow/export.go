@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
 
@@ -26,7 +26,7 @@ standard output.`,
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
-				return runner.Usage("export needs -o FILE (or -o - for the standard output)")
+				return core.Usage("export needs -o FILE (or -o - for the standard output)")
 			}
 			if out == "-" {
 				id, err := a.svc.ExportRun(repo, argOr(args), a.stdio.Out)
@@ -66,7 +66,7 @@ this repository on its next flow resume. - reads the archive from the standard i
 			if args[0] != "-" {
 				f, err := a.svc.FS.Open(args[0])
 				if err != nil {
-					return runner.Usage("import: %v", err)
+					return core.Usage("import: %v", err)
 				}
 				defer f.Close()
 				archive = f

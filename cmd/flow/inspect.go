@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
 
@@ -150,7 +150,7 @@ func printStatus(out io.Writer, v ops.Status, items bool) {
 	defer w.Flush()
 	st, live := v.State, v.Liveness
 	fmt.Fprintf(w, "run %s  workflow %s  status %s", st.RunID, st.WorkflowName, st.Status)
-	if st.Status.Terminal() || st.Status == runner.RunInterrupted || st.Status == runner.RunBudgetExceeded {
+	if st.Status.Terminal() || st.Status == core.RunInterrupted || st.Status == core.RunBudgetExceeded {
 		fmt.Fprintf(w, " (exit %d)", st.ExitCode)
 	}
 	fmt.Fprintln(w)
@@ -174,10 +174,10 @@ func printStatus(out io.Writer, v ops.Status, items bool) {
 	var row []byte
 	for _, id := range st.StepOrder {
 		s := st.Steps[id]
-		if s == nil || !items && runner.IsInstance(id) {
+		if s == nil || !items && core.IsInstance(id) {
 			continue
 		}
-		if items && runner.IsInstance(id) {
+		if items && core.IsInstance(id) {
 			id = "  " + id
 		}
 		dur := "-"
@@ -213,14 +213,14 @@ func printStatus(out io.Writer, v ops.Status, items bool) {
 
 // usageText says what a run's agents consumed: "3 sessions, 12 turns,
 // 5200 tokens in (3100 cached), 900 out, $0.42".
-func usageText(u *runner.AgentUsage) string {
+func usageText(u *core.AgentUsage) string {
 	return fmt.Sprintf("%d %s, %d turns, %d tokens in (%d cached), %d out, %s", u.Sessions, plural(u.Sessions, "session", "sessions"),
 		u.Turns, u.TokensIn, u.TokensCached, u.TokensOut, costText(u))
 }
 
 // costText writes a cost in USD, "~" marking one estimated from the
 // workflow's prices.
-func costText(u *runner.AgentUsage) string {
+func costText(u *core.AgentUsage) string {
 	c := fmt.Sprintf("$%.2f", u.CostUSD)
 	if u.CostUSD > 0 && u.CostUSD < 0.01 {
 		c = fmt.Sprintf("$%.4f", u.CostUSD)
@@ -232,13 +232,13 @@ func costText(u *runner.AgentUsage) string {
 }
 
 // note says why a step is where it is.
-func note(s *runner.StepState) string {
+func note(s *core.StepState) string {
 	switch {
-	case s.Status == runner.WaitingOnHuman && s.ManualInputPath != nil:
+	case s.Status == core.WaitingOnHuman && s.ManualInputPath != nil:
 		return "waiting on a human: " + *s.ManualInputPath
-	case s.WaitingFor() != nil && s.Status == runner.Pending:
+	case s.WaitingFor() != nil && s.Status == core.Pending:
 		return "waiting for " + *s.WaitingFor()
-	case len(s.WaitingGates()) > 0 && s.Status == runner.Pending:
+	case len(s.WaitingGates()) > 0 && s.Status == core.Pending:
 		return "waiting for gates to open: " + strings.Join(s.WaitingGates(), ", ")
 	case s.BlockedByLoop != nil:
 		return "blocked by the loop-back of " + *s.BlockedByLoop
@@ -407,7 +407,7 @@ func (a *app) decide(req ops.DecideRequest) error {
 	return nil
 }
 
-func (a *app) controlCmd(name string, state runner.ControlState, short string) *cobra.Command {
+func (a *app) controlCmd(name string, state core.ControlState, short string) *cobra.Command {
 	var repo, note string
 	cmd := &cobra.Command{
 		Use:   name + " [RUN_ID]",
@@ -422,7 +422,7 @@ sessions and never interrupts one.`,
 				return err
 			}
 			fmt.Fprintf(a.stdio.Out, "run %s: desired state %s\n", res.RunID, res.DesiredState)
-			if !res.RunnerLive && state != runner.Pause {
+			if !res.RunnerLive && state != core.Pause {
 				fmt.Fprintf(a.stdio.Out, "run %s has no live runner; it also needs: flow resume %s\n", res.RunID, res.RunID)
 			}
 			return nil

@@ -21,18 +21,18 @@ import (
 	"github.com/flow-run/flow/internal/gcpace"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
-	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
 
 // Exit codes of the flow command: the table of DESIGN §8, defined
 // once in runner.
 const (
-	ExitOK          = int(runner.ExitOK)
-	ExitUsage       = int(runner.ExitUsage)
-	ExitHuman       = int(runner.ExitHuman)
-	ExitPaused      = int(runner.ExitPaused)
-	ExitInterrupted = int(runner.ExitInterrupted)
+	ExitOK          = int(core.ExitOK)
+	ExitUsage       = int(core.ExitUsage)
+	ExitHuman       = int(core.ExitHuman)
+	ExitPaused      = int(core.ExitPaused)
+	ExitInterrupted = int(core.ExitInterrupted)
 )
 
 // Stdio holds the streams a command reads and writes.
@@ -63,7 +63,7 @@ func (e *quietError) Unwrap() error { return e.err }
 
 // exitQuietly ends a command with code and no message.
 func exitQuietly(code int) error {
-	return &quietError{&runner.ExitError{Code: runner.ExitCode(code), Err: fmt.Errorf("exit %d", code)}}
+	return &quietError{&core.ExitError{Code: core.ExitCode(code), Err: fmt.Errorf("exit %d", code)}}
 }
 
 // Run runs the flow command line args and returns its exit code. It is
@@ -96,7 +96,7 @@ func Run(ctx context.Context, args []string, stdio Stdio) int {
 }
 
 // exit runs the command line and maps its end to an exit code: the
-// code of the error (runner.CodeOf), 2 for cobra's own usage errors.
+// code of the error (core.CodeOf), 2 for cobra's own usage errors.
 // Diagnostics are shown with their source lines; other errors as
 // "flow: message".
 func (a *app) exit(ctx context.Context, root *cobra.Command, args []string) int {
@@ -121,11 +121,11 @@ func (a *app) code(err error) int {
 	default:
 		fmt.Fprintf(a.stdio.Err, "flow: %v\n", err)
 	}
-	var ee *runner.ExitError
+	var ee *core.ExitError
 	if !errors.As(err, &ee) && isUsage(err) {
 		return ExitUsage
 	}
-	return int(runner.CodeOf(err))
+	return int(core.CodeOf(err))
 }
 
 // renderDiagnostics prints diagnostics on stderr with their source lines.
@@ -181,7 +181,7 @@ func (a *app) rootCmd() *cobra.Command {
 		return err
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return runner.Usage("%w\ntry: %s --help", err, c.CommandPath())
+		return core.Usage("%w\ntry: %s --help", err, c.CommandPath())
 	})
 	root.AddCommand(
 		a.validateCmd(),

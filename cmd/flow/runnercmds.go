@@ -11,6 +11,7 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
 
@@ -25,10 +26,10 @@ func (a *app) addRunnerCmds(root *cobra.Command) {
 		a.logsCmd(),
 		a.approveCmd(),
 		a.rejectCmd(),
-		a.controlCmd("pause", runner.Pause, "Pause a run after its current session"),
-		a.controlCmd("continue", runner.Continuous, "Let a paused run go on"),
-		a.controlCmd("run-once", runner.RunOnce, "Let a paused run start exactly one more session, then pause"),
-		a.controlCmd("cleanup", runner.RunCleanup, "Run the workflow's cleanup session, then pause"),
+		a.controlCmd("pause", core.Pause, "Pause a run after its current session"),
+		a.controlCmd("continue", core.Continuous, "Let a paused run go on"),
+		a.controlCmd("run-once", core.RunOnce, "Let a paused run start exactly one more session, then pause"),
+		a.controlCmd("cleanup", core.RunCleanup, "Run the workflow's cleanup session, then pause"),
 	)
 }
 
@@ -93,12 +94,12 @@ func (f *runFlags) checkInvocation() error {
 	switch f.inv.Format {
 	case "", config.FormatFlow, config.FormatOrchestrator:
 	default:
-		return runner.Usage("--format %q: want flow or orchestrator", f.inv.Format)
+		return core.Usage("--format %q: want flow or orchestrator", f.inv.Format)
 	}
 	for _, kv := range f.inv.Env {
 		name, _, ok := strings.Cut(kv, "=")
 		if !ok || name == "" || strings.ContainsAny(name, " \t\n") {
-			return runner.Usage("--env %q: want NAME=value", kv)
+			return core.Usage("--env %q: want NAME=value", kv)
 		}
 	}
 	return nil
@@ -118,7 +119,7 @@ func (a *app) notices(cmd *cobra.Command, wf *config.Workflow) {
 
 func (f *runFlags) budgets() runner.Budgets {
 	return runner.Budgets{MaxAttempts: f.maxAttempts, MaxIterations: f.maxIterations,
-		Raise: runner.Budget{CostUSD: f.budgetCost, Tokens: f.budgetTokens, Sessions: f.budgetSess}}
+		Raise: core.Budget{CostUSD: f.budgetCost, Tokens: f.budgetTokens, Sessions: f.budgetSess}}
 }
 
 func (a *app) runCmd() *cobra.Command {
@@ -156,7 +157,7 @@ ran out, 130 interrupted.`,
 				StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv, By: f.by}
 			if f.dryRun {
 				if f.startAt != "" {
-					return runner.Usage("--dry-run plans a new run; it does not go with --start-at-step")
+					return core.Usage("--dry-run plans a new run; it does not go with --start-at-step")
 				}
 				return a.dryRun(req, f.asJSON)
 			}
@@ -281,12 +282,12 @@ func (a *app) execute(cmd *cobra.Command, l *ops.Launch, asJSON bool) error {
 		// recorded, then the result.
 		enc := json.NewEncoder(a.stdio.Out)
 		enc.SetEscapeHTML(false)
-		att.Events = func(e runner.Event) { _ = enc.Encode(e) }
+		att.Events = func(e core.Event) { _ = enc.Encode(e) }
 	}
 	if mode == ciGitHub || mode == ciGitLab {
 		rep := &ciReporter{mode: mode, w: out}
 		if prev := att.Events; prev != nil {
-			att.Events = func(e runner.Event) { prev(e); rep.event(e) }
+			att.Events = func(e core.Event) { prev(e); rep.event(e) }
 		} else {
 			att.Events = rep.event
 		}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/serve"
 )
 
@@ -70,7 +70,7 @@ one it makes one and prints a login link once. --read-only refuses every change.
 			}
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
-				return runner.Usage("--addr %s: %v", addr, err)
+				return core.Usage("--addr %s: %v", addr, err)
 			}
 			url := "http://" + displayAddr(ln.Addr().String(), a.svc.Host) + "/"
 			fmt.Fprintf(a.stdio.Out, "flow serve: %s\n", url)

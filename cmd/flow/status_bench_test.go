@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
 
@@ -14,12 +15,12 @@ import (
 // steps, as flow status does.
 func BenchmarkPrintStatus(b *testing.B) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	st := &runner.State{RunID: "r1", WorkflowName: "seq", Status: runner.RunCompleted, Steps: map[string]*runner.StepState{}}
+	st := &core.State{RunID: "r1", WorkflowName: "seq", Status: core.RunCompleted, Steps: map[string]*core.StepState{}}
 	for i := range 5000 {
 		id := fmt.Sprintf("s%d", i+1)
-		start, end := runner.Time{Time: t0.Add(time.Duration(i) * time.Millisecond)}, runner.Time{Time: t0.Add(time.Duration(i+1) * time.Millisecond)}
+		start, end := core.Time{Time: t0.Add(time.Duration(i) * time.Millisecond)}, core.Time{Time: t0.Add(time.Duration(i+1) * time.Millisecond)}
 		st.StepOrder = append(st.StepOrder, id)
-		st.Steps[id] = &runner.StepState{Status: runner.Completed, Attempts: 1, StartedAt: &start, EndedAt: &end}
+		st.Steps[id] = &core.StepState{Status: core.Completed, Attempts: 1, StartedAt: &start, EndedAt: &end}
 	}
 	v := ops.Status{State: st, Liveness: runner.Liveness{State: runner.LiveDone, Reason: "the run completed"}, At: t0}
 	for b.Loop() {

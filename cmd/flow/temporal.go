@@ -12,6 +12,7 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
 
@@ -48,8 +49,8 @@ const minHeartbeat = 3 * time.Second
 type temporalCLI struct {
 	engine  func(ctx context.Context, a *app, f *temporalFlags) (ops.Engine, func(), error)
 	worker  func(ctx context.Context, a *app, f *temporalFlags, repo string, shared bool) error
-	decide  func(ctx context.Context, a *app, f *temporalFlags, runID, step string, in runner.HumanInput) error
-	control func(ctx context.Context, a *app, f *temporalFlags, runID string, state runner.ControlState) error
+	decide  func(ctx context.Context, a *app, f *temporalFlags, runID, step string, in core.HumanInput) error
+	control func(ctx context.Context, a *app, f *temporalFlags, runID string, state core.ControlState) error
 	status  func(ctx context.Context, a *app, f *temporalFlags, runID string, asJSON, watch bool) error
 	// restart runs flow resume, flow retry and flow run --start-at-step
 	// (with fresh, the launch of a new run at the step when the workflow
@@ -155,13 +156,13 @@ func (a *app) withEngine(c *cobra.Command) {
 		switch engine {
 		case "local":
 			if f.detach {
-				return runner.Usage("--detach is for --engine temporal")
+				return core.Usage("--detach is for --engine temporal")
 			}
 			if f.move {
-				return runner.Usage("--move is for --engine temporal: a local run goes on in its own checkout")
+				return core.Usage("--move is for --engine temporal: a local run goes on in its own checkout")
 			}
 			if f.heartbeat != 0 {
-				return runner.Usage("--heartbeat-timeout is for --engine temporal")
+				return core.Usage("--heartbeat-timeout is for --engine temporal")
 			}
 			if c.Name() == "run" || c.Name() == "resume" || c.Name() == "retry" {
 				defer a.runnerProcs()()
@@ -169,13 +170,13 @@ func (a *app) withEngine(c *cobra.Command) {
 			return local(cmd, args)
 		case "temporal":
 			if by, _ := cmd.Flags().GetString("by"); by != "" && c.Name() != "approve" && c.Name() != "reject" {
-				return runner.Usage("--by is recorded by the local engine: a run on Temporal has its server's history")
+				return core.Usage("--by is recorded by the local engine: a run on Temporal has its server's history")
 			}
 			if f.heartbeat != 0 && f.heartbeat < minHeartbeat {
-				return runner.Usage("--heartbeat-timeout %s: at least %s", f.heartbeat, minHeartbeat)
+				return core.Usage("--heartbeat-timeout %s: at least %s", f.heartbeat, minHeartbeat)
 			}
 		default:
-			return runner.Usage("--engine %q: want local or temporal", engine)
+			return core.Usage("--engine %q: want local or temporal", engine)
 		}
 		h := temporalHooks
 		if h == nil {
@@ -187,7 +188,7 @@ func (a *app) withEngine(c *cobra.Command) {
 		switch cmd.Name() {
 		case "run", "resume", "retry":
 			if j, _ := fl.GetString("junit"); j != "" && f.detach {
-				return runner.Usage("--junit writes the run's report when it ends: not with --detach")
+				return core.Usage("--junit writes the run's report when it ends: not with --detach")
 			}
 			if cmd.Name() != "run" || fl.Changed("start-at-step") {
 				req, err := a.restartRequestOf(cmd, args)
@@ -207,7 +208,7 @@ func (a *app) withEngine(c *cobra.Command) {
 			return local(cmd, args)
 		case "approve", "reject":
 			by, _ := fl.GetString("by")
-			in := runner.HumanInput{Approved: cmd.Name() == "approve", By: a.svc.Who(by)}
+			in := core.HumanInput{Approved: cmd.Name() == "approve", By: a.svc.Who(by)}
 			if in.Approved {
 				raw, _ := fl.GetStringArray("input")
 				vals, err := ops.ParseInputs(raw)
@@ -221,11 +222,11 @@ func (a *app) withEngine(c *cobra.Command) {
 			return h.decide(ctx, a, f, args[0], args[1], in)
 		case "logs":
 			if all, _ := fl.GetBool("all"); all {
-				return runner.Usage("logs --all is for local runs: a run on Temporal keeps the tail of each step's last session")
+				return core.Usage("logs --all is for local runs: a run on Temporal keeps the tail of each step's last session")
 			}
 			follow, _ := fl.GetBool("follow")
 			if follow && len(args) < 2 {
-				return runner.Usage("logs --follow follows one step's session: flow logs %s STEP --follow --engine temporal", args[0])
+				return core.Usage("logs --follow follows one step's session: flow logs %s STEP --follow --engine temporal", args[0])
 			}
 			return h.logs(ctx, a, f, args[0], argAt(args, 1), follow)
 		case "status":
@@ -236,9 +237,9 @@ func (a *app) withEngine(c *cobra.Command) {
 			return h.status(ctx, a, f, argAt(args, 0), asJSON, watch)
 		default:
 			if len(args) == 0 {
-				return runner.Usage("%s --engine temporal needs a RUN_ID", cmd.Name())
+				return core.Usage("%s --engine temporal needs a RUN_ID", cmd.Name())
 			}
-			states := map[string]runner.ControlState{"pause": runner.Pause, "continue": runner.Continuous, "run-once": runner.RunOnce, "cleanup": runner.RunCleanup}
+			states := map[string]core.ControlState{"pause": core.Pause, "continue": core.Continuous, "run-once": core.RunOnce, "cleanup": core.RunCleanup}
 			return h.control(ctx, a, f, args[0], states[cmd.Name()])
 		}
 	}
@@ -350,7 +351,7 @@ func (a *app) execTemporal(ctx context.Context) error {
 	if path == "" {
 		p, err := exec.LookPath(flowTemporal)
 		if err != nil {
-			return runner.Usage("the Temporal engine is in %s, which is neither next to flow nor on PATH; build it with: go build -tags temporal -o %s ./cmd/flow", flowTemporal, flowTemporal)
+			return core.Usage("the Temporal engine is in %s, which is neither next to flow nor on PATH; build it with: go build -tags temporal -o %s ./cmd/flow", flowTemporal, flowTemporal)
 		}
 		path = p
 	}

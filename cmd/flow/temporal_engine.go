@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
-	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/temporal"
 )
@@ -58,7 +58,7 @@ func temporalWorker(ctx context.Context, a *app, f *temporalFlags, repo string, 
 	return temporal.Serve(ctx, c, f.queue, shared, acts)
 }
 
-func temporalDecide(ctx context.Context, a *app, f *temporalFlags, runID, step string, in runner.HumanInput) error {
+func temporalDecide(ctx context.Context, a *app, f *temporalFlags, runID, step string, in core.HumanInput) error {
 	c, err := dial(ctx, a, f)
 	if err != nil {
 		return err
@@ -76,7 +76,7 @@ func temporalDecide(ctx context.Context, a *app, f *temporalFlags, runID, step s
 	return nil
 }
 
-func temporalControl(ctx context.Context, a *app, f *temporalFlags, runID string, state runner.ControlState) error {
+func temporalControl(ctx context.Context, a *app, f *temporalFlags, runID string, state core.ControlState) error {
 	c, err := dial(ctx, a, f)
 	if err != nil {
 		return err
@@ -100,7 +100,7 @@ func temporalStatus(ctx context.Context, a *app, f *temporalFlags, runID string,
 			return err
 		}
 		if runID == "" {
-			return runner.Usage("no run on Temporal (namespace %s); start one with flow run WORKFLOW --engine temporal", f.namespace)
+			return core.Usage("no run on Temporal (namespace %s); start one with flow run WORKFLOW --engine temporal", f.namespace)
 		}
 	}
 	if watch {
@@ -139,15 +139,15 @@ func temporalRestart(ctx context.Context, a *app, f *temporalFlags, cmd *cobra.C
 	}
 	if req.runID == "" {
 		if req.fresh == nil {
-			return runner.Usage("no run on Temporal to %s", cmd.Name())
+			return core.Usage("no run on Temporal to %s", cmd.Name())
 		}
 		// No run of the workflow: a new one starts at the step.
 		l := req.fresh
-		if runner.IsInstance(req.startAt) {
-			return runner.Usage("--start-at-step %s: no run of %s to restart; a new run starts at a step of the top level (its loops' items are known once they start)", req.startAt, l.Workflow.Name)
+		if core.IsInstance(req.startAt) {
+			return core.Usage("--start-at-step %s: no run of %s to restart; a new run starts at a step of the top level (its loops' items are known once they start)", req.startAt, l.Workflow.Name)
 		}
 		if l.Workflow.Step(req.startAt) == nil {
-			return runner.Usage("--start-at-step: unknown step %q", req.startAt)
+			return core.Usage("--start-at-step: unknown step %q", req.startAt)
 		}
 		l.Options.StartAt = req.startAt
 		l.Plan = &ops.StartAtPlan{Workflow: l.Workflow.Name, Step: req.startAt, NewRun: true, Kept: []string{}, Rerun: []string{}, Missing: []ops.MissingArtifact{}}

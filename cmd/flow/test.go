@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/wftest"
 )
 
@@ -35,16 +35,16 @@ file:line:col, and exits 1 when a test fails, 2 when a test file is invalid.`,
 			if run != "" {
 				re, err := regexp.Compile(run)
 				if err != nil {
-					return runner.Usage("-run %q: %v", run, err)
+					return core.Usage("-run %q: %v", run, err)
 				}
 				filter = re
 			}
 			files, err := wftest.Expand(a.svc.FS, args)
 			if err != nil {
-				return runner.Usage("%v", err)
+				return core.Usage("%v", err)
 			}
 			if len(files) == 0 {
-				return runner.Usage("no *.test.yaml or *.test.hcl files in %s", strings.Join(args, " "))
+				return core.Usage("no *.test.yaml or *.test.hcl files in %s", strings.Join(args, " "))
 			}
 			code := ExitOK
 			var reports []*wftest.FileResult
@@ -57,7 +57,7 @@ file:line:col, and exits 1 when a test fails, 2 when a test file is invalid.`,
 				// A report that cannot be written is a mistake in the
 				// invocation: it exits 2, at least as high as any test.
 				if err := wftest.WriteJUnit(a.svc.FS, junit, reports); err != nil {
-					return runner.Usage("--junit: %v", err)
+					return core.Usage("--junit: %v", err)
 				}
 			}
 			if code != ExitOK {

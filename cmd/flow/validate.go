@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 )
 
 func (a *app) validateCmd() *cobra.Command {
@@ -30,7 +30,7 @@ In GitHub Actions each problem is also an ::error annotation on its line.
 				asJSON = true
 			case "gitlab":
 			default:
-				return runner.Usage("--format %s: want text, json or gitlab", format)
+				return core.Usage("--format %s: want text, json or gitlab", format)
 			}
 			gitlab := format == "gitlab"
 			res, err := a.svc.Validate(args)

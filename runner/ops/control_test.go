@@ -9,6 +9,7 @@ import (
 
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // TestControlSaysWhetherARunnerIsLive: the result of Control says
@@ -26,7 +27,7 @@ func TestControlSaysWhetherARunnerIsLive(t *testing.T) {
 			}
 			s.Alive = func(h runlock.Holder) bool { return h.PID == 99 }
 		}
-		res, err := s.Control(ControlRequest{RunID: "r1", State: runner.Continuous})
+		res, err := s.Control(ControlRequest{RunID: "r1", State: core.Continuous})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // ConvertRequest asks for a workflow file in flow's own format.
@@ -36,7 +37,7 @@ func (s *Service) Convert(req ConvertRequest) ([]byte, error) {
 		to = "yaml"
 	case "yaml", "hcl":
 	default:
-		return nil, runner.Usage("--to %s: want yaml or hcl", req.To)
+		return nil, core.Usage("--to %s: want yaml or hcl", req.To)
 	}
 	wf, err := s.loadInvoked(req.Workflow, "", req.Invocation)
 	if err != nil {

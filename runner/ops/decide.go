@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // DecideRequest is a human's decision on a step that waits.
@@ -55,7 +56,7 @@ type Decision struct {
 // (ResolveInputs); a rejection needs none.
 func (s *Service) Decide(req DecideRequest) (Decision, error) {
 	if !req.Approve && strings.TrimSpace(req.Reason) == "" {
-		return Decision{}, runner.Usage("reject needs --reason\ntry: flow reject %s %s --reason 'why'", req.RunID, runner.ShellArg(req.Step))
+		return Decision{}, core.Usage("reject needs --reason\ntry: flow reject %s %s --reason 'why'", req.RunID, runner.ShellArg(req.Step))
 	}
 	repo, ref, err := s.openRun(req.Repo, req.RunID)
 	if err != nil {
@@ -64,7 +65,7 @@ func (s *Service) Decide(req DecideRequest) (Decision, error) {
 	if ref.State.Steps[req.Step] == nil {
 		return Decision{}, unknownStep(ref.ID, ref.State, req.Step)
 	}
-	in := runner.HumanInput{Approved: req.Approve, By: s.Who(req.By), Reason: req.Reason}
+	in := core.HumanInput{Approved: req.Approve, By: s.Who(req.By), Reason: req.Reason}
 	if req.Approve {
 		if in.Input, err = ResolveInputs(req.Step, s.stepInputs(repo, ref, req.Step), req.Input); err != nil {
 			return Decision{}, err
@@ -75,7 +76,7 @@ func (s *Service) Decide(req DecideRequest) (Decision, error) {
 	if err != nil {
 		return Decision{}, err
 	}
-	d := Decision{RunID: ref.ID, Step: req.Step, Approved: req.Approve, By: in.By, At: runner.Time{Time: now.UTC()}.String()}
+	d := Decision{RunID: ref.ID, Step: req.Step, Approved: req.Approve, By: in.By, At: core.Time{Time: now.UTC()}.String()}
 	if already != nil {
 		d.Already, d.By, d.At = true, already.Already.By, already.Already.At
 	}
@@ -91,7 +92,7 @@ type ControlRequest struct {
 	RunID string
 	// State is the desired state: pause, continuous, run_once or
 	// run_cleanup.
-	State runner.ControlState
+	State core.ControlState
 	// By names who asks; "" is the Service's user.
 	By string
 	// Note is kept in control.json.
@@ -103,7 +104,7 @@ type ControlResult struct {
 	// RunID is the run's id.
 	RunID string `json:"run_id"`
 	// DesiredState is the state asked for.
-	DesiredState runner.ControlState `json:"desired_state"`
+	DesiredState core.ControlState `json:"desired_state"`
 	// By is who asked.
 	By string `json:"by"`
 	// Note is the note kept with it.
@@ -115,11 +116,11 @@ type ControlResult struct {
 }
 
 // controlVerbs names the command of each desired state, for messages.
-var controlVerbs = map[runner.ControlState]string{
-	runner.Pause:      "pause",
-	runner.Continuous: "continue",
-	runner.RunOnce:    "run-once",
-	runner.RunCleanup: "cleanup",
+var controlVerbs = map[core.ControlState]string{
+	core.Pause:      "pause",
+	core.Continuous: "continue",
+	core.RunOnce:    "run-once",
+	core.RunCleanup: "cleanup",
 }
 
 // Control writes the desired state of a run (the newest when it names
@@ -132,14 +133,14 @@ var controlVerbs = map[runner.ControlState]string{
 func (s *Service) Control(req ControlRequest) (ControlResult, error) {
 	verb, ok := controlVerbs[req.State]
 	if !ok {
-		return ControlResult{}, runner.Usage("unknown desired state %q", req.State)
+		return ControlResult{}, core.Usage("unknown desired state %q", req.State)
 	}
 	_, ref, err := s.openRun(req.Repo, req.RunID)
 	if err != nil {
 		return ControlResult{}, err
 	}
 	if st := ref.State; st.Status.Terminal() {
-		return ControlResult{}, runner.Refused("run %s has already %s (exit %d); %s applies to a run that has not ended; to run steps again: flow run %s --start-at-step STEP",
+		return ControlResult{}, core.Refused("run %s has already %s (exit %d); %s applies to a run that has not ended; to run steps again: flow run %s --start-at-step STEP",
 			ref.ID, st.Status, st.ExitCode, verb, st.WorkflowFile)
 	}
 	by := s.Who(req.By)

@@ -19,10 +19,10 @@
 //
 // # Errors and exit codes
 //
-// Errors that carry an exit code are *runner.ExitError (runner.Usage,
-// runner.Refused), or errors runner.CodeOf maps to one: a run held by a
-// live runner is runner.ExitHeld (7), an unknown run runner.ExitUsage
-// (2). A front end maps runner.CodeOf(err) to its exit code. Any other
+// Errors that carry an exit code are *core.ExitError (core.Usage,
+// core.Refused), or errors core.CodeOf maps to one: a run held by a
+// live runner is core.ExitHeld (7), an unknown run core.ExitUsage
+// (2). A front end maps core.CodeOf(err) to its exit code. Any other
 // error is a failure of flow itself (exit 1). How a run ended — failed,
 // waiting on a human, paused, interrupted — is not an error: it is
 // RunResult.ExitCode.

@@ -11,6 +11,7 @@ import (
 	"github.com/flow-run/flow/internal/redact"
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/agents"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // DryRun is the plan of a run that has not started (flow run --dry-run):
@@ -30,7 +31,7 @@ type DryRun struct {
 	MaxParallel int `json:"max_parallel"`
 	// Budget is the run's cost, token and session budget, when it has
 	// one (with --budget-* raises applied).
-	Budget *runner.Budget `json:"budget,omitempty"`
+	Budget *core.Budget `json:"budget,omitempty"`
 	// Groups are the steps level by level of the dependency graph: the
 	// steps of a group need only steps of earlier groups, so they may
 	// run at the same time (up to MaxParallel) once those are done. It is

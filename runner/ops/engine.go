@@ -13,6 +13,7 @@ import (
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // Engine runs a run until it ends, waits on a human with NoWait, or ctx
@@ -21,7 +22,7 @@ import (
 // ends never know which one runs a run: they call Service.Start.
 type Engine interface {
 	// Run runs (or resumes) the run opts describes. Its errors are
-	// failures of flow itself, with their exit code for runner.CodeOf
+	// failures of flow itself, with their exit code for core.CodeOf
 	// (a run held by a live runner is ExitHeld); how the run ended is in
 	// the result.
 	Run(ctx context.Context, opts runner.Options, att Attach) (runner.Result, error)
@@ -40,10 +41,10 @@ type Attach struct {
 	// step's declared inputs (Question.Inputs); Service.Start checks
 	// them and fills in their defaults, as Decide does. Decisions made
 	// with Service.Decide work alongside it.
-	Ask func(q Question) (in runner.HumanInput, ok bool)
+	Ask func(q Question) (in core.HumanInput, ok bool)
 	// Events, when set, receives each event of the run as it is
 	// recorded, in order.
-	Events func(runner.Event)
+	Events func(core.Event)
 }
 
 // Question is what Attach.Ask asks a person: to decide a human step.
@@ -97,7 +98,7 @@ func (l *Local) Run(ctx context.Context, opts runner.Options, att Attach) (runne
 	}
 	if att.Ask != nil {
 		wf := opts.Workflow
-		r.Ask = func(runID, step, message string) (runner.HumanInput, bool) {
+		r.Ask = func(runID, step, message string) (core.HumanInput, bool) {
 			return att.Ask(NewQuestion(wf, runID, step, message))
 		}
 	}

@@ -101,7 +101,7 @@ func exportFile(fsys afero.Fs, tw *tar.Writer, p, name string, fi fs.FileInfo) e
 func (s *Service) ExportRunFile(repo, id, out string) (string, error) {
 	dst, err := s.abs(out)
 	if err != nil {
-		return "", runner.Usage("-o %s: %v", out, err)
+		return "", core.Usage("-o %s: %v", out, err)
 	}
 	f, err := afero.TempFile(s.FS, filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-")
 	if err != nil {
@@ -179,18 +179,18 @@ func (s *Service) ImportRun(req ImportRequest) (string, error) {
 		return "", err
 	}
 	if _, _, err := runner.LoadState(s.FS, filepath.Join(tmp, id), false, time.Time{}); err != nil {
-		return "", runner.Usage("import: the archive holds no readable run %s: %v", id, err)
+		return "", core.Usage("import: the archive holds no readable run %s: %v", id, err)
 	}
 	target := runner.RunDir(repo, id)
 	_, statErr := s.FS.Stat(target)
 	exists := statErr == nil
 	if exists && !req.Force {
-		return "", runner.Usage("import: run %s already exists in %s; pass --force to replace it", id, runs)
+		return "", core.Usage("import: run %s already exists in %s; pass --force to replace it", id, runs)
 	}
 	var old string
 	if exists {
 		if h, err := runlock.Read(s.FS, filepath.Join(target, runner.LockFile)); err == nil && s.alive()(h) {
-			return "", &runner.ExitError{Code: runner.ExitHeld,
+			return "", &core.ExitError{Code: core.ExitHeld,
 				Err: fmt.Errorf("import: run %s is held by a live runner (pid %d on %s); it is not replaced", id, h.PID, h.Host)}
 		}
 		old = filepath.Join(tmp, ".replaced")
@@ -214,7 +214,7 @@ func (s *Service) ImportRun(req ImportRequest) (string, error) {
 func (s *Service) extract(r io.Reader, dir string) (string, error) {
 	gz, err := gzip.NewReader(r)
 	if err != nil {
-		return "", runner.Usage("import: not a gzip archive: %v", err)
+		return "", core.Usage("import: not a gzip archive: %v", err)
 	}
 	tr := tar.NewReader(gz)
 	id := ""
@@ -226,11 +226,11 @@ func (s *Service) extract(r io.Reader, dir string) (string, error) {
 			break
 		}
 		if err != nil {
-			return "", runner.Usage("import: not a tar archive: %v", err)
+			return "", core.Usage("import: not a tar archive: %v", err)
 		}
 		entries++
 		if entries > MaxImportEntries {
-			return "", runner.Usage("import: the archive has more than %d entries", MaxImportEntries)
+			return "", core.Usage("import: the archive has more than %d entries", MaxImportEntries)
 		}
 		top, rel, err := entryName(h.Name)
 		if err != nil {
@@ -239,7 +239,7 @@ func (s *Service) extract(r io.Reader, dir string) (string, error) {
 		if id == "" {
 			id = top
 		} else if top != id {
-			return "", runner.Usage("import: entry %q is outside %s/: an archive holds one run", h.Name, id)
+			return "", core.Usage("import: entry %q is outside %s/: an archive holds one run", h.Name, id)
 		}
 		dst := filepath.Join(dir, id, filepath.FromSlash(rel))
 		switch h.Typeflag {
@@ -249,7 +249,7 @@ func (s *Service) extract(r io.Reader, dir string) (string, error) {
 			}
 		case tar.TypeReg, tar.TypeRegA:
 			if h.Size < 0 || h.Size > MaxImportBytes-total {
-				return "", runner.Usage("import: the archive holds more than %d bytes", MaxImportBytes)
+				return "", core.Usage("import: the archive holds more than %d bytes", MaxImportBytes)
 			}
 			total += h.Size
 			if rel == runner.LockFile {
@@ -259,11 +259,11 @@ func (s *Service) extract(r io.Reader, dir string) (string, error) {
 				return "", err
 			}
 		default:
-			return "", runner.Usage("import: entry %q is a %s; a run holds only directories and regular files", h.Name, kindOf(h.Typeflag))
+			return "", core.Usage("import: entry %q is a %s; a run holds only directories and regular files", h.Name, kindOf(h.Typeflag))
 		}
 	}
 	if id == "" {
-		return "", runner.Usage("import: the archive is empty")
+		return "", core.Usage("import: the archive is empty")
 	}
 	return id, nil
 }
@@ -282,7 +282,7 @@ func (s *Service) extractFile(r io.Reader, dst string, size int64) error {
 		err = cerr
 	}
 	if err != nil {
-		return runner.Usage("import: %s: %v", dst, err)
+		return core.Usage("import: %s: %v", dst, err)
 	}
 	return nil
 }
@@ -292,7 +292,7 @@ func (s *Service) extractFile(r io.Reader, dst string, size int64) error {
 // and anything that is not plainly under the top directory.
 func entryName(name string) (top, rel string, err error) {
 	bad := func(why string) (string, string, error) {
-		return "", "", runner.Usage("import: entry %q: %s", name, why)
+		return "", "", core.Usage("import: entry %q: %s", name, why)
 	}
 	switch {
 	case name == "":

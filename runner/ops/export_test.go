@@ -15,6 +15,7 @@ import (
 
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // TestExportImportResume exports a run that waits on a human from one
@@ -23,7 +24,7 @@ import (
 func TestExportImportResume(t *testing.T) {
 	s, _ := newService(t, humanSteps, nil)
 	res := run(t, s, RunRequest{Workflow: wf, RunID: "r1", NoWait: true})
-	if res.ExitCode != int(runner.ExitHuman) {
+	if res.ExitCode != int(core.ExitHuman) {
 		t.Fatalf("run exit %d; want 3", res.ExitCode)
 	}
 	// A lock left behind is not exported.
@@ -60,7 +61,7 @@ func TestExportImportResume(t *testing.T) {
 		t.Fatalf("ImportRun = %q, %v", got, err)
 	}
 	_, err = s2.ImportRun(ImportRequest{Archive: bytes.NewReader(buf.Bytes())})
-	wantCode(t, err, runner.ExitUsage, "already exists", "--force")
+	wantCode(t, err, core.ExitUsage, "already exists", "--force")
 	// --force never replaces a run a live runner holds.
 	lock := filepath.Join(runner.RunDir(other, "r1"), runner.LockFile)
 	if err := afero.WriteFile(s2.FS, lock, []byte(`{"pid":4242,"host":"h","token":"t"}`), 0o644); err != nil {
@@ -69,7 +70,7 @@ func TestExportImportResume(t *testing.T) {
 	alive := s2.Alive
 	s2.Alive = func(runlock.Holder) bool { return true }
 	_, err = s2.ImportRun(ImportRequest{Archive: bytes.NewReader(buf.Bytes()), Force: true})
-	wantCode(t, err, runner.ExitHeld)
+	wantCode(t, err, core.ExitHeld)
 	if ok, _ := afero.Exists(s2.FS, lock); !ok {
 		t.Fatal("the refused import touched the held run")
 	}
@@ -126,7 +127,7 @@ func TestExportRunFile(t *testing.T) {
 		}
 	}
 	_, err = s.ExportRunFile("", "nope", "x.tar.gz")
-	wantCode(t, err, runner.ExitUsage)
+	wantCode(t, err, core.ExitUsage)
 }
 
 // entry is one entry of a test archive.
@@ -175,7 +176,7 @@ func TestImportRefusesHostileArchives(t *testing.T) {
 				b = makeArchive(t, tt.entries)
 			}
 			_, err := s.ImportRun(ImportRequest{Archive: bytes.NewReader(b)})
-			wantCode(t, err, runner.ExitUsage, tt.want)
+			wantCode(t, err, core.ExitUsage, tt.want)
 			if names := dirNames(t, s.FS, runner.RunsDir(repo)); len(names) != 0 {
 				t.Errorf("left in the runs directory: %v", names)
 			}

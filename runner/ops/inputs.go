@@ -46,7 +46,7 @@ func ResolveInputs(step string, declared []config.Input, given map[string]any) (
 		if c, ok := suggest.Closest(k, names); ok {
 			msg += fmt.Sprintf(" (did you mean %q?)", c)
 		}
-		return nil, runner.Usage("%s; its inputs: %s", msg, strings.Join(names, ", "))
+		return nil, core.Usage("%s; its inputs: %s", msg, strings.Join(names, ", "))
 	}
 	var missing []string
 	for _, in := range declared {
@@ -68,7 +68,7 @@ func ResolveInputs(step string, declared []config.Input, given map[string]any) (
 		if len(missing) > 1 {
 			what = "inputs " + strings.Join(missing, ", ")
 		}
-		return nil, runner.Usage("step %s needs the %s to be approved\ntry: flow approve RUN_ID %s%s", step, what, runner.ShellArg(step), try.String())
+		return nil, core.Usage("step %s needs the %s to be approved\ntry: flow approve RUN_ID %s%s", step, what, runner.ShellArg(step), try.String())
 	}
 	return out, nil
 }
@@ -79,7 +79,7 @@ func ResolveInputs(step string, declared []config.Input, given map[string]any) (
 // file. A step of neither declares none.
 func (s *Service) stepInputs(repo string, ref runner.RunRef, step string) []config.Input {
 	// An instance of a loop's body declares its body step's inputs.
-	if i := strings.LastIndex(step, "]."); i >= 0 && runner.IsInstance(step) {
+	if i := strings.LastIndex(step, "]."); i >= 0 && core.IsInstance(step) {
 		step = step[i+2:]
 	}
 	b, err := confine.ReadFile(s.FS, filepath.Join(ref.Dir, runner.LoadedWorkflowFile), maxLoadedWorkflow, ref.Dir)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 )
 
 var releaseInputs = []config.Input{
@@ -42,7 +43,7 @@ func TestResolveInputs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := ResolveInputs("approval", tt.declared, tt.given)
 			if tt.err != nil {
-				wantCode(t, err, runner.ExitUsage, tt.err...)
+				wantCode(t, err, core.ExitUsage, tt.err...)
 				return
 			}
 			if err != nil || !maps.Equal(got, tt.want) {
@@ -74,9 +75,9 @@ func TestDecideInputs(t *testing.T) {
 	run(t, s, RunRequest{Workflow: wf, RunID: "r1", NoWait: true})
 
 	_, err := s.Decide(DecideRequest{RunID: "r1", Step: "ship_it", Approve: true, Input: map[string]any{"ticket": "OPS-1", "evn": "prod"}})
-	wantCode(t, err, runner.ExitUsage, `no input "evn" (did you mean "env"?)`)
+	wantCode(t, err, core.ExitUsage, `no input "evn" (did you mean "env"?)`)
 	_, err = s.Decide(DecideRequest{RunID: "r1", Step: "ship_it", Approve: true})
-	wantCode(t, err, runner.ExitUsage, "needs the input ticket")
+	wantCode(t, err, core.ExitUsage, "needs the input ticket")
 	// The workflow file changing under the run does not change what the
 	// run's step declares.
 	if err := afero.WriteFile(s.FS, wf, []byte(strings.ReplaceAll(inputSteps, "ticket", "tiket")), 0o644); err != nil {
@@ -109,19 +110,19 @@ func TestDecideRejectionNeedsNoInputs(t *testing.T) {
 // completed as flow approve's is; one that does not fit is not recorded.
 func TestCheckedAsk(t *testing.T) {
 	q := Question{RunID: "r1", Step: "approval", Inputs: releaseInputs}
-	answer := func(in runner.HumanInput, ok bool) func(Question) (runner.HumanInput, bool) {
-		return func(Question) (runner.HumanInput, bool) { return in, ok }
+	answer := func(in core.HumanInput, ok bool) func(Question) (core.HumanInput, bool) {
+		return func(Question) (core.HumanInput, bool) { return in, ok }
 	}
 	var out strings.Builder
-	in, ok := checkedAsk(answer(runner.HumanInput{Approved: true, Input: map[string]any{"ticket": "OPS-2"}}, true), &out)(q)
+	in, ok := checkedAsk(answer(core.HumanInput{Approved: true, Input: map[string]any{"ticket": "OPS-2"}}, true), &out)(q)
 	if want := map[string]any{"ticket": "OPS-2", "env": "staging", "note": ""}; !ok || !maps.Equal(in.Input, want) {
 		t.Errorf("approval = %+v, %v; want inputs %v", in, ok, want)
 	}
-	in, ok = checkedAsk(answer(runner.HumanInput{Approved: true, Input: map[string]any{"tikcet": "OPS-2"}}, true), &out)(q)
+	in, ok = checkedAsk(answer(core.HumanInput{Approved: true, Input: map[string]any{"tikcet": "OPS-2"}}, true), &out)(q)
 	if ok || !strings.Contains(out.String(), `did you mean "ticket"`) {
 		t.Errorf("approval with a misspelt input = %+v, %v; printed %q", in, ok, out.String())
 	}
-	in, ok = checkedAsk(answer(runner.HumanInput{Approved: false, Reason: "no"}, true), &out)(q)
+	in, ok = checkedAsk(answer(core.HumanInput{Approved: false, Reason: "no"}, true), &out)(q)
 	if !ok || in.Approved || in.Input != nil {
 		t.Errorf("rejection = %+v, %v", in, ok)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // absInvocation makes the paths an invocation gives (the wrapper, the
@@ -49,7 +50,7 @@ func (s *Service) loadInvoked(path, repo string, v runner.Invocation) (*config.W
 // is not parsed twice).
 func (s *Service) loadInvokedFrom(read *loaded, path, repo string, v runner.Invocation) (*config.Workflow, error) {
 	if v.Wrapper != "" && v.CommandTemplate != "" {
-		return nil, runner.Usage("--wrapper and --command-template both say how an agent runs; give one")
+		return nil, core.Usage("--wrapper and --command-template both say how an agent runs; give one")
 	}
 	if repo == "" {
 		repo = s.cwd()
@@ -60,12 +61,12 @@ func (s *Service) loadInvokedFrom(read *loaded, path, repo string, v runner.Invo
 		wf, err = config.LoadWith(s.FS, path, opts)
 	}
 	if err != nil {
-		return nil, &runner.ExitError{Code: runner.ExitUsage, Err: err}
+		return nil, &core.ExitError{Code: core.ExitUsage, Err: err}
 	}
 	if v.GateStateFile == "" {
 		for _, st := range wf.AllSteps() {
 			if len(st.Gates()) > 0 {
-				return nil, runner.Usage("step %s waits on gates (%s) but no --gate-state-file says whether they are open", st.ID, strings.Join(st.Gates(), ", "))
+				return nil, core.Usage("step %s waits on gates (%s) but no --gate-state-file says whether they are open", st.ID, strings.Join(st.Gates(), ", "))
 			}
 		}
 	}
@@ -79,7 +80,7 @@ func (s *Service) loadInvokedFrom(read *loaded, path, repo string, v runner.Invo
 		}
 	}
 	if len(missing) > 0 {
-		return nil, runner.Usage("%s is in agent_orchestrator's format, whose agents (%s) are run by a wrapper: give --wrapper PATH or --command-template CMD", path, strings.Join(missing, ", "))
+		return nil, core.Usage("%s is in agent_orchestrator's format, whose agents (%s) are run by a wrapper: give --wrapper PATH or --command-template CMD", path, strings.Join(missing, ", "))
 	}
 	return wf, nil
 }

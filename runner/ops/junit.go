@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/flow-run/flow/internal/junit"
-	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // RunJUnit returns run id of repo ("" for the Service's directory) as
@@ -38,7 +38,7 @@ func (s *Service) RunJUnit(ctx context.Context, repo, id string) (junit.Suites, 
 // it answers for them.
 type StateReader interface {
 	// RunState returns the state of run id.
-	RunState(ctx context.Context, id string) (*runner.State, error)
+	RunState(ctx context.Context, id string) (*core.State, error)
 }
 
 // WriteRunJUnit writes RunJUnit's report to path (relative to the
@@ -50,13 +50,13 @@ func (s *Service) WriteRunJUnit(ctx context.Context, repo, id, path string) erro
 	}
 	dst, err := s.abs(path)
 	if err != nil {
-		return runner.Usage("--junit %s: %v", path, err)
+		return core.Usage("--junit %s: %v", path, err)
 	}
 	return junit.Write(s.FS, dst, suites)
 }
 
 // runSuites turns a run's state into JUnit's suites.
-func runSuites(st *runner.State) junit.Suites {
+func runSuites(st *core.State) junit.Suites {
 	suite := junit.Suite{Name: st.WorkflowName}
 	var total time.Duration
 	for _, id := range st.StepOrder {
@@ -73,7 +73,7 @@ func runSuites(st *runner.State) junit.Suites {
 		}}
 		suite.Tests++
 		switch ss.Status {
-		case runner.Failed:
+		case core.Failed:
 			suite.Failures++
 			msg := "failed"
 			if ss.LastError != nil && *ss.LastError != "" {
@@ -86,7 +86,7 @@ func runSuites(st *runner.State) junit.Suites {
 			p := junit.NewProblem("step failed", text)
 			p.Message = junit.Text(msg)
 			c.Failure = p
-		case runner.Skipped:
+		case core.Skipped:
 			suite.Skipped++
 			c.Skipped = &junit.Skipped{}
 		}
@@ -101,7 +101,7 @@ func runSuites(st *runner.State) junit.Suites {
 
 // stepDuration is how long a step ran: from its start to its end, or 0
 // when it has not both.
-func stepDuration(ss *runner.StepState) time.Duration {
+func stepDuration(ss *core.StepState) time.Duration {
 	if ss.StartedAt == nil || ss.EndedAt == nil {
 		return 0
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/internal/junit"
-	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 )
 
 const failingSteps = `name: wf
@@ -32,7 +32,7 @@ steps:
 func TestRunJUnit(t *testing.T) {
 	s, _ := newService(t, failingSteps, map[string]reply{"broken": {Out: "something <broke> \x01\n", Exit: 3}})
 	res := run(t, s, RunRequest{Workflow: wf, RunID: "r1"})
-	if res.ExitCode != int(runner.ExitFailed) {
+	if res.ExitCode != int(core.ExitFailed) {
 		t.Fatalf("run exit %d; want 1", res.ExitCode)
 	}
 	if err := s.WriteRunJUnit(context.Background(), "", "r1", "out.xml"); err != nil {
@@ -89,5 +89,5 @@ func TestRunJUnit(t *testing.T) {
 func TestRunJUnitUnknownRun(t *testing.T) {
 	s, _ := newService(t, failingSteps, nil)
 	_, err := s.RunJUnit(context.Background(), "", "nope")
-	wantCode(t, err, runner.ExitUsage)
+	wantCode(t, err, core.ExitUsage)
 }

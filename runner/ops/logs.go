@@ -9,6 +9,7 @@ import (
 
 	"github.com/flow-run/flow/internal/suggest"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // StepLogs is the result of Logs: the session logs of one step.
@@ -52,7 +53,7 @@ func (s *Service) Logs(repo, runID, step string, all bool) (StepLogs, error) {
 		if ss := ref.State.Steps[step]; ss != nil && ss.StartedAt != nil {
 			return out, nil
 		}
-		return StepLogs{}, runner.Refused("step %s of run %s has not run yet", step, ref.ID)
+		return StepLogs{}, core.Refused("step %s of run %s has not run yet", step, ref.ID)
 	}
 	if !all {
 		// The latest session's own log, not its gate.check's.
@@ -111,7 +112,7 @@ func (s *Service) Follow(ctx context.Context, logs StepLogs, w io.Writer) error 
 			return err
 		}
 		ss := st.Steps[logs.Step]
-		if ss == nil || ss.Status != runner.Running || ss.LogPath != path {
+		if ss == nil || ss.Status != core.Running || ss.LogPath != path {
 			read()
 			return nil
 		}
@@ -124,11 +125,11 @@ func (s *Service) Follow(ctx context.Context, logs StepLogs, w io.Writer) error 
 // unknownStep says that a run has no step (or instance) of that name,
 // and what it has: its steps of the top level, and for a step of a
 // loop's body, how its instances are named.
-func unknownStep(runID string, st *runner.State, step string) error {
+func unknownStep(runID string, st *core.State, step string) error {
 	var top []string
 	example := ""
 	for _, id := range st.StepOrder {
-		if !runner.IsInstance(id) {
+		if !core.IsInstance(id) {
 			top = append(top, id)
 			continue
 		}
@@ -137,11 +138,11 @@ func unknownStep(runID string, st *runner.State, step string) error {
 		}
 	}
 	if example != "" {
-		return runner.Usage("step %q of run %s runs once per item of its loop: name an instance, e.g. %s (flow status %s --items lists them)", step, runID, example, runID)
+		return core.Usage("step %q of run %s runs once per item of its loop: name an instance, e.g. %s (flow status %s --items lists them)", step, runID, example, runID)
 	}
 	msg := fmt.Sprintf("run %s has no step %q", runID, step)
 	if c, ok := suggest.Closest(step, st.StepOrder); ok {
 		msg += fmt.Sprintf(" (did you mean %q?)", c)
 	}
-	return runner.Usage("%s; its steps: %s", msg, strings.Join(top, ", "))
+	return core.Usage("%s; its steps: %s", msg, strings.Join(top, ", "))
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden JSON files in testdata")
@@ -109,12 +110,12 @@ func run(t *testing.T, s *Service, req RunRequest) RunResult {
 
 // wantCode checks that err carries code, and that its message contains
 // each of msgs.
-func wantCode(t *testing.T, err error, code runner.ExitCode, msgs ...string) {
+func wantCode(t *testing.T, err error, code core.ExitCode, msgs ...string) {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("no error; want exit %d", code)
 	}
-	if got := runner.CodeOf(err); got != code {
+	if got := core.CodeOf(err); got != code {
 		t.Errorf("exit %d; want %d (%v)", got, code, err)
 	}
 	for _, m := range msgs {
@@ -183,7 +184,7 @@ func TestPrepareRunRefusals(t *testing.T) {
 				tt.req.Workflow = wf
 			}
 			_, err := s.PrepareRun(tt.req)
-			wantCode(t, err, runner.ExitUsage, tt.msgs...)
+			wantCode(t, err, core.ExitUsage, tt.msgs...)
 		})
 	}
 }
@@ -195,7 +196,7 @@ func TestLoadWorkflowDiagnostics(t *testing.T) {
 	if !errors.As(err, &ds) || len(ds) == 0 {
 		t.Fatalf("error %v does not wrap diagnostics", err)
 	}
-	wantCode(t, err, runner.ExitUsage)
+	wantCode(t, err, core.ExitUsage)
 }
 
 func TestRunResults(t *testing.T) {
@@ -205,12 +206,12 @@ func TestRunResults(t *testing.T) {
 		replies map[string]reply
 		noWait  bool
 		code    int
-		status  runner.RunStatus
+		status  core.RunStatus
 		waiting []string
 	}{
-		{"completed", twoSteps, nil, false, 0, runner.RunCompleted, []string{}},
-		{"failed", twoSteps, map[string]reply{"code": {Exit: 3}}, false, 1, runner.RunFailed, []string{}},
-		{"waiting on a human", humanSteps, nil, true, 3, runner.RunWaitingOnHuman, []string{"ship_it"}},
+		{"completed", twoSteps, nil, false, 0, core.RunCompleted, []string{}},
+		{"failed", twoSteps, map[string]reply{"code": {Exit: 3}}, false, 1, core.RunFailed, []string{}},
+		{"waiting on a human", humanSteps, nil, true, 3, core.RunWaitingOnHuman, []string{"ship_it"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -234,7 +235,7 @@ func TestRunIDTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = s.Start(context.Background(), l, Attach{})
-	wantCode(t, err, runner.ExitUsage, "r1")
+	wantCode(t, err, core.ExitUsage, "r1")
 }
 
 // engineFunc is an Engine made of a function.
@@ -251,7 +252,7 @@ func TestStartUsesTheEngine(t *testing.T) {
 	s.Stdout = &bytes.Buffer{}
 	s.Engine = engineFunc(func(_ context.Context, opts runner.Options, att Attach) (runner.Result, error) {
 		got, out = opts, att.Output
-		return runner.Result{RunID: "x", Status: runner.RunCompleted}, nil
+		return runner.Result{RunID: "x", Status: core.RunCompleted}, nil
 	})
 	l, err := s.PrepareRun(RunRequest{Workflow: wf, Vars: []string{"feature=dark"}, NoWait: true, Budgets: runner.Budgets{MaxAttempts: 3}})
 	if err != nil {
@@ -316,7 +317,7 @@ func TestStartAtPlan(t *testing.T) {
 		t.Fatalf("plan %+v, options %+v", l.Plan, l.Options)
 	}
 	_, err = s.Start(context.Background(), l, Attach{})
-	wantCode(t, err, runner.ExitUsage, "artifacts are missing", "--force")
+	wantCode(t, err, core.ExitUsage, "artifacts are missing", "--force")
 
 	l, err = s.PrepareResume(ResumeRequest{RunID: "r1", StartAt: "code", Force: true})
 	if err != nil {
@@ -367,12 +368,12 @@ func TestResumeReroots(t *testing.T) {
 func TestFindRunErrors(t *testing.T) {
 	s, _ := newService(t, twoSteps, nil)
 	_, err := s.Status("", "")
-	wantCode(t, err, runner.ExitUsage, "no such run", "try: flow run WORKFLOW")
+	wantCode(t, err, core.ExitUsage, "no such run", "try: flow run WORKFLOW")
 	run(t, s, RunRequest{Workflow: wf, RunID: "one"})
 	_, err = s.Status("", "onw")
-	wantCode(t, err, runner.ExitUsage, `did you mean "one"`, "try: flow runs")
+	wantCode(t, err, core.ExitUsage, `did you mean "one"`, "try: flow runs")
 	_, err = s.Status("", "../one")
-	wantCode(t, err, runner.ExitUsage, "path separator")
+	wantCode(t, err, core.ExitUsage, "path separator")
 }
 
 func TestStatusAndRuns(t *testing.T) {
@@ -400,13 +401,13 @@ func TestStatusAndRuns(t *testing.T) {
 // watch's updates on a status built by hand, so that it does not
 // depend on what a run records.
 func TestStatusJSON(t *testing.T) {
-	at := runner.Time{Time: t0}
+	at := core.Time{Time: t0}
 	msg := "exit code 4"
 	st := Status{
-		State: &runner.State{SchemaVersion: 1, RunID: "r1", WorkflowName: "wf", RepoDir: repo, CreatedAt: &at, UpdatedAt: &at,
-			Status: runner.RunFailed, ExitCode: 1, WorkflowFile: wf, Vars: map[string]string{}, Seq: 7,
+		State: &core.State{SchemaVersion: 1, RunID: "r1", WorkflowName: "wf", RepoDir: repo, CreatedAt: &at, UpdatedAt: &at,
+			Status: core.RunFailed, ExitCode: 1, WorkflowFile: wf, Vars: map[string]string{}, Seq: 7,
 			StepOrder: []string{"a"},
-			Steps: map[string]*runner.StepState{"a": {Status: runner.Failed, Attempts: 1, StartedAt: &at, EndedAt: &at,
+			Steps: map[string]*core.StepState{"a": {Status: core.Failed, Attempts: 1, StartedAt: &at, EndedAt: &at,
 				LastError: &msg, Artifacts: []string{}, Metrics: map[string]string{}, Logs: []string{}}}},
 		Liveness: runner.Liveness{State: runner.LiveDone, Reason: "the run failed"},
 		RunDir:   runner.RunDir(repo, "r1"),
@@ -418,9 +419,9 @@ func TestStatusJSON(t *testing.T) {
 	st.Fault = "events.jsonl:9: seq 3 after seq 8"
 	golden(t, "status_fault", st)
 	streamed(t, st)
-	st.State.Steps, st.State.StepOrder = map[string]*runner.StepState{}, nil
+	st.State.Steps, st.State.StepOrder = map[string]*core.StepState{}, nil
 	streamed(t, st)
-	golden(t, "update_event", Update{Event: &runner.Event{Seq: 3, At: at, Type: "step_started", Step: "a", Data: json.RawMessage(`{"attempt":1}`)}})
+	golden(t, "update_event", Update{Event: &core.Event{Seq: 3, At: at, Type: "step_started", Step: "a", Data: json.RawMessage(`{"attempt":1}`)}})
 }
 
 // streamed checks that the status flow status --json streams is what
@@ -468,11 +469,11 @@ func TestDecide(t *testing.T) {
 	run(t, s, RunRequest{Workflow: wf, RunID: "r1", NoWait: true})
 
 	_, err := s.Decide(DecideRequest{RunID: "r1", Step: "ship_it"})
-	wantCode(t, err, runner.ExitUsage, "reject needs --reason")
+	wantCode(t, err, core.ExitUsage, "reject needs --reason")
 	_, err = s.Decide(DecideRequest{RunID: "r1", Step: "ship_ti", Approve: true})
-	wantCode(t, err, runner.ExitUsage, `did you mean "ship_it"`, "its steps: build, ship_it, deploy")
+	wantCode(t, err, core.ExitUsage, `did you mean "ship_it"`, "its steps: build, ship_it, deploy")
 	_, err = s.Decide(DecideRequest{RunID: "r1", Step: "build", Approve: true})
-	wantCode(t, err, runner.ExitRefused)
+	wantCode(t, err, core.ExitRefused)
 
 	in, err := ParseInputs([]string{"ticket=OPS-12"})
 	if err != nil {
@@ -492,7 +493,7 @@ func TestDecide(t *testing.T) {
 		t.Errorf("the same decision again = %+v, %v; want it already made at %s", again, err, d.At)
 	}
 	_, err = s.Decide(DecideRequest{RunID: "r1", Step: "ship_it", Reason: "no", By: "bob"})
-	wantCode(t, err, runner.ExitRefused, "approved")
+	wantCode(t, err, core.ExitRefused, "approved")
 
 	l, err := s.PrepareResume(ResumeRequest{})
 	if err != nil {
@@ -504,28 +505,28 @@ func TestDecide(t *testing.T) {
 	}
 	golden(t, "run_result", res)
 	_, err = ParseInputs([]string{"=x"})
-	wantCode(t, err, runner.ExitUsage, "want key=value")
+	wantCode(t, err, core.ExitUsage, "want key=value")
 }
 
 func TestControl(t *testing.T) {
 	s, _ := newService(t, humanSteps, nil)
 	run(t, s, RunRequest{Workflow: wf, RunID: "r1", NoWait: true})
-	res, err := s.Control(ControlRequest{State: runner.Pause, Note: "lunch"})
+	res, err := s.Control(ControlRequest{State: core.Pause, Note: "lunch"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "control_result", res)
 	c, err := runner.ReadControl(s.FS, runner.RunDir(repo, "r1"))
-	if err != nil || c.DesiredState != runner.Pause || c.SetBy != "tester" {
+	if err != nil || c.DesiredState != core.Pause || c.SetBy != "tester" {
 		t.Errorf("control.json = %+v, %v", c, err)
 	}
 	_, err = s.Control(ControlRequest{State: "sleep"})
-	wantCode(t, err, runner.ExitUsage, "unknown desired state")
+	wantCode(t, err, core.ExitUsage, "unknown desired state")
 
 	s2, _ := newService(t, twoSteps, nil)
 	run(t, s2, RunRequest{Workflow: wf, RunID: "done"})
-	_, err = s2.Control(ControlRequest{RunID: "done", State: runner.RunOnce})
-	wantCode(t, err, runner.ExitRefused, "has already completed", "run-once applies to a run that has not ended")
+	_, err = s2.Control(ControlRequest{RunID: "done", State: core.RunOnce})
+	wantCode(t, err, core.ExitRefused, "has already completed", "run-once applies to a run that has not ended")
 }
 
 func TestLogs(t *testing.T) {
@@ -559,9 +560,9 @@ func TestLogs(t *testing.T) {
 		t.Errorf("a step that printed nothing: %+v, %v", quiet, err)
 	}
 	_, err = s.Logs("", "r1", "after", false)
-	wantCode(t, err, runner.ExitRefused, "has not run yet")
+	wantCode(t, err, core.ExitRefused, "has not run yet")
 	_, err = s.Logs("", "r1", "cod", false)
-	wantCode(t, err, runner.ExitUsage, `has no step "cod"`, "plan, quiet, code, after")
+	wantCode(t, err, core.ExitUsage, `has no step "cod"`, "plan, quiet, code, after")
 }
 
 func TestValidate(t *testing.T) {
@@ -628,7 +629,7 @@ func TestWatch(t *testing.T) {
 		}
 		statuses = append(statuses, u.Status)
 	}
-	if len(statuses) != 2 || statuses[0].State.Status != runner.RunWaitingOnHuman || statuses[1].State.Status != runner.RunCompleted {
+	if len(statuses) != 2 || statuses[0].State.Status != core.RunWaitingOnHuman || statuses[1].State.Status != core.RunCompleted {
 		t.Fatalf("statuses %+v", statuses)
 	}
 	last := updates[len(updates)-1]
@@ -714,7 +715,7 @@ func TestWatchGoesOnThroughAPause(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := log.Append(eventlog.Event{At: eventlog.NewTime(t0), Type: runner.EvRunPaused, Data: json.RawMessage(`{}`)}); err != nil {
+	if _, err := log.Append(eventlog.Event{At: eventlog.NewTime(t0), Type: core.EvRunPaused, Data: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
 	log.Close()
@@ -732,7 +733,7 @@ func TestWatchGoesOnThroughAPause(t *testing.T) {
 	go func() {
 		done <- s.Watch(context.Background(), "", "r1", WatchOptions{Every: true}, func(u Update) error {
 			looks.Add(1)
-			if u.Status.State.Status != runner.RunPaused {
+			if u.Status.State.Status != core.RunPaused {
 				return fmt.Errorf("status %s, want paused", u.Status.State.Status)
 			}
 			return nil
@@ -793,8 +794,8 @@ func TestRunnerStartedBy(t *testing.T) {
 		}
 		var out []string
 		for _, e := range events {
-			if e.Type == runner.EvRunnerStarted {
-				var d runner.RunnerStarted
+			if e.Type == core.EvRunnerStarted {
+				var d core.RunnerStarted
 				if err := json.Unmarshal(e.Data, &d); err != nil {
 					t.Fatal(err)
 				}

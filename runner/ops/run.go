@@ -8,6 +8,7 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // RunRequest asks for a new run of a workflow, or — with StartAt — for
@@ -129,7 +130,7 @@ type RunResult struct {
 	RunDir string `json:"run_dir"`
 	// Status is the run's status: completed, failed, waiting_on_human,
 	// paused, interrupted, ...
-	Status runner.RunStatus `json:"status"`
+	Status core.RunStatus `json:"status"`
 	// ExitCode is the run's exit code (the table of DESIGN §8).
 	ExitCode int `json:"exit_code"`
 	// Reason says why the run ended so, in a sentence.
@@ -180,9 +181,9 @@ func (s *Service) PrepareRun(req RunRequest) (*Launch, error) {
 			return nil, err
 		}
 		l.Options.Resume, l.Options.RunID = true, ref.ID
-	case errors.Is(err, runner.ErrNoRun):
-		if runner.IsInstance(req.StartAt) {
-			return nil, runner.Usage("--start-at-step %s: no run of %s to restart; a new run starts at a step of the top level (its loops' items are known once they start)", req.StartAt, wf.Name)
+	case errors.Is(err, core.ErrNoRun):
+		if core.IsInstance(req.StartAt) {
+			return nil, core.Usage("--start-at-step %s: no run of %s to restart; a new run starts at a step of the top level (its loops' items are known once they start)", req.StartAt, wf.Name)
 		}
 		l.Plan = &StartAtPlan{Workflow: wf.Name, Step: req.StartAt, NewRun: true,
 			Kept: []string{}, Rerun: []string{}, Missing: []MissingArtifact{}}
@@ -204,7 +205,7 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 	if runner.OnTemporal(s.FS, ref.Dir) {
 		// A local runner would run its sessions a second time, beside
 		// the workflow that drives them.
-		return nil, runner.Refused("run %s is driven by a Temporal server (this is a worker's mirror of it): go on with --engine temporal", ref.ID)
+		return nil, core.Refused("run %s is driven by a Temporal server (this is a worker's mirror of it): go on with --engine temporal", ref.ID)
 	}
 	path := req.Workflow
 	if path == "" {
@@ -212,7 +213,7 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 	}
 	recorded, err := runner.ReadInvocation(s.FS, ref.Dir)
 	if err != nil {
-		return nil, runner.Usage("run %s: %v", ref.ID, err)
+		return nil, core.Usage("run %s: %v", ref.ID, err)
 	}
 	inv := recorded.Merge(s.absInvocation(req.Invocation))
 	wf, err := s.loadInvoked(path, repo, inv)
@@ -225,8 +226,8 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 		l.Options.Read = ref.State
 	}
 	if req.Retry {
-		if ref.State.Status != runner.RunFailed {
-			return nil, runner.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", ref.ID, ref.State.Status)
+		if ref.State.Status != core.RunFailed {
+			return nil, core.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", ref.ID, ref.State.Status)
 		}
 		p := runner.PlanRetry(wf, ref.State)
 		l.RetryPlan = &p
@@ -253,7 +254,7 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 func (s *Service) plan(wf *config.Workflow, ref runner.RunRef, repo, step string, force bool) (*StartAtPlan, error) {
 	p, err := runner.PlanStartAt(s.FS, wf, ref.State, repo, step)
 	if err != nil {
-		return nil, runner.Usage("%v", err)
+		return nil, core.Usage("%v", err)
 	}
 	out := &StartAtPlan{Workflow: wf.Name, RunID: ref.ID, Step: step, Kept: nonNil(p.Kept), Rerun: nonNil(p.Rerun),
 		Missing: []MissingArtifact{}}
@@ -269,11 +270,11 @@ func (s *Service) plan(wf *config.Workflow, ref runner.RunRef, repo, step string
 // cancelled. A plan with missing artifacts and no Force is refused
 // first (ExitUsage). The run's own end — failed, waiting, paused,
 // interrupted — is not an error: it is the result's ExitCode. Errors
-// are failures of flow itself, with their code for runner.CodeOf: a run
+// are failures of flow itself, with their code for core.CodeOf: a run
 // held by a live runner is ExitHeld, a run id that exists ExitUsage.
 func (s *Service) Start(ctx context.Context, l *Launch, att Attach) (RunResult, error) {
 	if l.Plan != nil && l.Plan.Refused {
-		return RunResult{}, runner.Usage("kept steps' artifacts are missing; re-run from an earlier step, or pass --force")
+		return RunResult{}, core.Usage("kept steps' artifacts are missing; re-run from an earlier step, or pass --force")
 	}
 	if att.Output == nil {
 		att.Output = s.stdout()
@@ -294,7 +295,7 @@ func resultOf(res runner.Result) RunResult {
 		Reason: res.Reason, Waiting: []string{}}
 	if st := res.State; st != nil {
 		for _, id := range st.StepOrder {
-			if ss := st.Steps[id]; ss != nil && ss.Status == runner.WaitingOnHuman {
+			if ss := st.Steps[id]; ss != nil && ss.Status == core.WaitingOnHuman {
 				out.Waiting = append(out.Waiting, id)
 			}
 		}
@@ -313,8 +314,8 @@ func nonNil(s []string) []string {
 // in their defaults, as Decide does (ResolveInputs). An approval whose
 // inputs do not fit is not recorded: it is said on out, and the step
 // goes on waiting for flow approve.
-func checkedAsk(ask func(Question) (runner.HumanInput, bool), out io.Writer) func(Question) (runner.HumanInput, bool) {
-	return func(q Question) (runner.HumanInput, bool) {
+func checkedAsk(ask func(Question) (core.HumanInput, bool), out io.Writer) func(Question) (core.HumanInput, bool) {
+	return func(q Question) (core.HumanInput, bool) {
 		in, ok := ask(q)
 		if !ok || !in.Approved {
 			return in, ok
@@ -322,7 +323,7 @@ func checkedAsk(ask func(Question) (runner.HumanInput, bool), out io.Writer) fun
 		resolved, err := ResolveInputs(q.Step, q.Inputs, in.Input)
 		if err != nil {
 			fmt.Fprintf(out, "%s: %v\nnot recorded; flow approve %s %s --input ... decides it\n", q.Step, err, q.RunID, runner.ShellArg(q.Step))
-			return runner.HumanInput{}, false
+			return core.HumanInput{}, false
 		}
 		in.Input = resolved
 		return in, true

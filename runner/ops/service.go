@@ -16,6 +16,7 @@ import (
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/internal/suggest"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // Service performs flow's operations for a front end. Every side effect
@@ -159,10 +160,10 @@ func (s *Service) Repo(repo string) (string, error) {
 	}
 	abs, err := s.abs(dir)
 	if err != nil {
-		return "", runner.Usage("--repo %s: %v", repo, err)
+		return "", core.Usage("--repo %s: %v", repo, err)
 	}
 	if fi, err := s.FS.Stat(abs); err != nil || !fi.IsDir() {
-		return "", runner.Usage("--repo %s: not a directory", dir)
+		return "", core.Usage("--repo %s: not a directory", dir)
 	}
 	return abs, nil
 }
@@ -172,7 +173,7 @@ func (s *Service) Repo(repo string) (string, error) {
 // too.
 func (s *Service) findRun(repo, id string) (runner.RunRef, error) {
 	if id != "" {
-		if err := runner.CheckRunID(id); err != nil {
+		if err := core.CheckRunID(id); err != nil {
 			return runner.RunRef{}, err
 		}
 	}
@@ -180,15 +181,15 @@ func (s *Service) findRun(repo, id string) (runner.RunRef, error) {
 	switch {
 	case err == nil:
 		return ref, nil
-	case errors.Is(err, runner.ErrNoRun) && id != "":
+	case errors.Is(err, core.ErrNoRun) && id != "":
 		ids, _ := runner.RunIDs(s.FS, repo)
 		msg := err.Error()
 		if c, ok := suggest.Closest(id, ids); ok {
 			msg += fmt.Sprintf(" (did you mean %q?)", c)
 		}
-		return ref, runner.Usage("%s\ntry: flow runs", msg)
-	case errors.Is(err, runner.ErrNoRun):
-		return ref, runner.Usage("%v\ntry: flow run WORKFLOW", err)
+		return ref, core.Usage("%s\ntry: flow runs", msg)
+	case errors.Is(err, core.ErrNoRun):
+		return ref, core.Usage("%v\ntry: flow run WORKFLOW", err)
 	}
 	return ref, err
 }

@@ -14,12 +14,13 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // Status is a run as flow status shows it: its exact state and the
 // liveness of its runner.
 //
-// Its JSON is run_state.json's object (every field of runner.State,
+// Its JSON is run_state.json's object (every field of core.State,
 // the seed schema's and flow's) with two more keys: "liveness", the
 // runner.Liveness object {"state", "hook", "reason", "holder"}, and
 // "fault", present only when the run's event log has a fault and the
@@ -27,7 +28,7 @@ import (
 type Status struct {
 	// State is the run's state: run_state.json with every newer event
 	// applied.
-	State *runner.State
+	State *core.State
 	// Liveness is what the run's record says of its runner.
 	Liveness runner.Liveness
 	// Fault is the fault in the run's event log up to which State was
@@ -48,7 +49,7 @@ func (v Status) MarshalJSON() ([]byte, error) {
 
 // WriteIndented writes the status to w as json.MarshalIndent(v, "",
 // "  ") would, streaming the state's steps one at a time (see
-// runner.State.WriteIndented) rather than building and re-reading
+// core.State.WriteIndented) rather than building and re-reading
 // megabytes for a large run.
 func (v Status) WriteIndented(w io.Writer) error {
 	if v.State == nil {
@@ -177,7 +178,7 @@ func (s *Service) statusOf(repo string, ref runner.RunRef, wf *config.Workflow) 
 // needed to act on it: runner.Live reads the workflow only for the
 // idle_timeout of the session it finds working, and tellDead only for a
 // dead run.
-func needsWorkflow(st *runner.State, l runner.Liveness) bool {
+func needsWorkflow(st *core.State, l runner.Liveness) bool {
 	switch l.State {
 	case runner.LiveDead:
 		return true
@@ -218,7 +219,7 @@ type RunSummary struct {
 	// and Dir are then empty.
 	Error string `json:"error,omitempty"`
 	// Usage is what the run's agents consumed, when they reported it.
-	Usage *runner.AgentUsage `json:"usage,omitempty"`
+	Usage *core.AgentUsage `json:"usage,omitempty"`
 }
 
 // RunList is the result of ListRuns.
@@ -287,7 +288,7 @@ type Update struct {
 	// Status is set on a status update.
 	Status *Status
 	// Event is set on an event update.
-	Event *runner.Event
+	Event *core.Event
 	// First is true on the first status update.
 	First bool
 	// Changed is true when the status differs from the last one
@@ -385,7 +386,7 @@ func (s *Service) Watch(ctx context.Context, repo, runID string, opts WatchOptio
 // runnerWaits reports whether a paused run's runner is alive and waits
 // in it: flow continue lets it go on, so a watch of it goes on too.
 func (s *Service) runnerWaits(st Status) bool {
-	if st.State == nil || st.State.Status != runner.RunPaused {
+	if st.State == nil || st.State.Status != core.RunPaused {
 		return false
 	}
 	_, live := runner.LiveRunner(s.FS, st.RunDir, st.State, st.At, s.alive())
@@ -431,11 +432,11 @@ func changes(prev, cur map[string]string) []Change {
 }
 
 // tails returns the last n lines of the output of each running session.
-func (s *Service) tails(st *runner.State, n int) []Tail {
+func (s *Service) tails(st *core.State, n int) []Tail {
 	var out []Tail
 	for _, id := range st.StepOrder {
 		ss := st.Steps[id]
-		if ss == nil || ss.Status != runner.Running || ss.LogPath == "" {
+		if ss == nil || ss.Status != core.Running || ss.LogPath == "" {
 			continue
 		}
 		tail := runner.ReadTail(s.FS, ss.LogPath, 8<<10)
@@ -457,13 +458,13 @@ type LoopProgress = runner.LoopProgress
 // Progress returns the progress of loop step id's items in st; ok is
 // false for a step that is not a loop, or a loop whose items are not
 // known yet.
-func Progress(st *runner.State, id string) (p LoopProgress, ok bool) {
+func Progress(st *core.State, id string) (p LoopProgress, ok bool) {
 	if p, ok = runner.ItemsProgress(st.Steps[id]); !ok {
 		return p, false
 	}
 	prefix := id + "["
 	for _, key := range st.StepOrder {
-		if is := st.Steps[key]; is != nil && is.Status == runner.WaitingOnHuman && strings.HasPrefix(key, prefix) {
+		if is := st.Steps[key]; is != nil && is.Status == core.WaitingOnHuman && strings.HasPrefix(key, prefix) {
 			p.Waiting++
 		}
 	}

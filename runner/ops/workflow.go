@@ -13,7 +13,6 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/suggest"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
 )
 
@@ -29,7 +28,7 @@ func (s *Service) LoadWorkflow(path, repo string) (*config.Workflow, error) {
 	}
 	w, err := config.LoadWith(s.FS, path, config.Options{Repo: repo})
 	if err != nil {
-		return nil, &runner.ExitError{Code: runner.ExitUsage, Err: err}
+		return nil, &core.ExitError{Code: core.ExitUsage, Err: err}
 	}
 	return w, nil
 }
@@ -150,7 +149,7 @@ func (s *Service) workflowPaths(args []string) ([]string, error) {
 		}
 		entries, err := afero.ReadDir(s.FS, arg)
 		if err != nil {
-			return nil, runner.Usage("read workflow directory: %w", err)
+			return nil, core.Usage("read workflow directory: %w", err)
 		}
 		for _, e := range entries {
 			switch filepath.Ext(e.Name()) {
@@ -178,13 +177,13 @@ func ParseVars(wf *config.Workflow, kvs []string) (map[string]string, error) {
 	for _, kv := range kvs {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return nil, runner.Usage("--var %q: want key=value\ntry: flow run %s --var key=value", kv, wf.File)
+			return nil, core.Usage("--var %q: want key=value\ntry: flow run %s --var key=value", kv, wf.File)
 		}
 		if !utf8.ValidString(kv) {
-			return nil, runner.Usage("--var %s: the value is not valid UTF-8", strings.ToValidUTF8(k, "?"))
+			return nil, core.Usage("--var %s: the value is not valid UTF-8", strings.ToValidUTF8(k, "?"))
 		}
 		if config.IsSecretName(k, wf.Secrets) {
-			return nil, runner.Usage("--var %s: %q names a secret, and vars are recorded in the run; pass it through the environment instead (export %s=...; flow reads it at every start, hides its value in everything it writes, and never records it)",
+			return nil, core.Usage("--var %s: %q names a secret, and vars are recorded in the run; pass it through the environment instead (export %s=...; flow reads it at every start, hides its value in everything it writes, and never records it)",
 				k, k, strings.ToUpper(k))
 		}
 		if _, known := wf.Vars[k]; !known {
@@ -195,7 +194,7 @@ func ParseVars(wf *config.Workflow, kvs []string) (map[string]string, error) {
 			if len(names) > 0 {
 				msg += "; its vars: " + strings.Join(names, ", ")
 			}
-			return nil, runner.Usage("%s", msg)
+			return nil, core.Usage("%s", msg)
 		}
 		vars[k] = v
 	}
@@ -209,7 +208,7 @@ func ParseInputs(kvs []string) (map[string]any, error) {
 	for _, kv := range kvs {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return nil, runner.Usage("--input %q: want key=value", kv)
+			return nil, core.Usage("--input %q: want key=value", kv)
 		}
 		in[k] = v
 	}
@@ -219,25 +218,25 @@ func ParseInputs(kvs []string) (map[string]any, error) {
 // checkStep rejects a step name the workflow does not have, suggesting
 // the closest one.
 func checkStep(wf *config.Workflow, id string) error {
-	if runner.IsInstance(id) {
+	if core.IsInstance(id) {
 		// An instance: its loop and body step must exist; the run's
 		// record says whether the item does.
 		k, err := core.ParseStepKey(id)
 		if err != nil {
-			return runner.Usage("--start-at-step: %v", err)
+			return core.Usage("--start-at-step: %v", err)
 		}
 		if l := wf.Step(k.Loop); l == nil || l.ForEach == nil {
-			return runner.Usage("%s: --start-at-step %s: %q is not a for_each loop of the workflow", wf.File, id, k.Loop)
+			return core.Usage("%s: --start-at-step %s: %q is not a for_each loop of the workflow", wf.File, id, k.Loop)
 		}
 		if b := wf.Step(k.Step); b == nil || b.Loop != k.Loop {
-			return runner.Usage("%s: --start-at-step %s: %q is not a step of the body of %q", wf.File, id, k.Step, k.Loop)
+			return core.Usage("%s: --start-at-step %s: %q is not a step of the body of %q", wf.File, id, k.Step, k.Loop)
 		}
 		return nil
 	}
 	if s := wf.Step(id); s != nil && s.Loop == "" {
 		return nil
 	} else if s != nil {
-		return runner.Usage("%s: --start-at-step: %q is a step of the body of loop %q: start at %s to run all its items again, or at %s[KEY].%s for one item", wf.File, id, s.Loop, s.Loop, s.Loop, id)
+		return core.Usage("%s: --start-at-step: %q is a step of the body of loop %q: start at %s to run all its items again, or at %s[KEY].%s for one item", wf.File, id, s.Loop, s.Loop, s.Loop, id)
 	}
 	ids := make([]string, len(wf.Steps))
 	for i, s := range wf.Steps {
@@ -247,14 +246,14 @@ func checkStep(wf *config.Workflow, id string) error {
 	if c, ok := suggest.Closest(id, ids); ok {
 		msg += fmt.Sprintf(" (did you mean %q?)", c)
 	}
-	return runner.Usage("%s\nsteps: %s", msg, strings.Join(ids, ", "))
+	return core.Usage("%s\nsteps: %s", msg, strings.Join(ids, ", "))
 }
 
 // LocateWorkflow finds the workflow file of a run: where the run
 // recorded it, or — when the run directory was copied to another
 // checkout (a CI artifact) — at the same place relative to repo. It
 // returns the recorded path when neither exists.
-func LocateWorkflow(fsys afero.Fs, st *runner.State, repo string) string {
+func LocateWorkflow(fsys afero.Fs, st *core.State, repo string) string {
 	if ok, _ := afero.Exists(fsys, st.WorkflowFile); ok {
 		return st.WorkflowFile
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
 
@@ -84,11 +85,11 @@ func formInputs(r *http.Request) (map[string]any, error) {
 }
 
 // controlStates maps the verbs of the control route to desired states.
-var controlStates = map[string]runner.ControlState{
-	"pause":    runner.Pause,
-	"continue": runner.Continuous,
-	"run-once": runner.RunOnce,
-	"cleanup":  runner.RunCleanup,
+var controlStates = map[string]core.ControlState{
+	"pause":    core.Pause,
+	"continue": core.Continuous,
+	"run-once": core.RunOnce,
+	"cleanup":  core.RunCleanup,
 }
 
 // control writes a run's desired state (pause, continue, run-once,
@@ -111,7 +112,7 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	done := r.PathValue("verb")
-	if !res.RunnerLive && state != runner.Pause {
+	if !res.RunnerLive && state != core.Pause {
 		done = "idle"
 	}
 	http.Redirect(w, r, runURL(t.repo, t.runID)+"?done="+done, http.StatusSeeOther)
@@ -143,10 +144,10 @@ func (s *Server) relaunch(retry bool) http.HandlerFunc {
 		}
 		switch {
 		case !retry && st.State.Status.Terminal():
-			s.fail(w, r, runner.Refused("run %s has already %s; to run its failed steps again, retry it", t.runID, st.State.Status))
+			s.fail(w, r, core.Refused("run %s has already %s; to run its failed steps again, retry it", t.runID, st.State.Status))
 			return
 		case s.heldByLiveRunner(st):
-			s.fail(w, r, runner.Refused("run %s is held by a live runner (%s); it needs no %s", t.runID, st.Liveness.State, verb))
+			s.fail(w, r, core.Refused("run %s is held by a live runner (%s); it needs no %s", t.runID, st.Liveness.State, verb))
 			return
 		}
 		if _, err := s.svc.PrepareResume(ops.ResumeRequest{Repo: t.repoDir, RunID: t.runID, Retry: retry}); err != nil {

@@ -28,7 +28,7 @@
 //	POST /runs/{repo}/{run}/retry            start flow retry RUN --repo DIR, detached
 //
 // {repo} is an index into the configured repositories, {run} a run id
-// (runner.CheckRunID) and {step} a step key (core.ParseStepKey); nothing
+// (core.CheckRunID) and {step} a step key (core.ParseStepKey); nothing
 // else from a request reaches the file system.
 //
 // # Security

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
 
@@ -41,7 +41,7 @@ type gnode struct {
 // group holding its body's steps. Without the workflow (wf nil) it draws
 // the run's steps in a row, without edges. Every text is escaped; the
 // SVG uses classes and presentation attributes, no inline style.
-func graphSVG(wf *config.Workflow, st *runner.State) template.HTML {
+func graphSVG(wf *config.Workflow, st *core.State) template.HTML {
 	var nodes []*gnode
 	if wf != nil {
 		for _, step := range wf.Steps {
@@ -55,7 +55,7 @@ func graphSVG(wf *config.Workflow, st *runner.State) template.HTML {
 		}
 	} else {
 		for _, key := range st.StepOrder {
-			if !runner.IsInstance(key) {
+			if !core.IsInstance(key) {
 				nodes = append(nodes, &gnode{id: key})
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // keepAlive is how often an idle stream sends a comment, so that
@@ -127,7 +128,7 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 	// (the run's shared watcher reads the state, once).
 	dir := runner.RunDir(t.repoDir, t.runID)
 	if _, err := s.svc.FS.Stat(filepath.Join(dir, runner.EventsFile)); err != nil {
-		s.fail(w, r, runner.Usage("run %s has no events: %v", t.runID, err))
+		s.fail(w, r, core.Usage("run %s has no events: %v", t.runID, err))
 		return
 	}
 	stream, ok := startSSE(w)
@@ -292,17 +293,17 @@ const (
 // a run that goes on (an attempt failed, or a loop-back sent the run
 // back to it); it tells the page of the next session once the step runs
 // one; it ends otherwise.
-func tailNext(st *runner.State, step, path string) int {
+func tailNext(st *core.State, step, path string) int {
 	ss := st.Steps[step]
 	switch {
 	case ss == nil:
 		return tailEnd
-	case ss.Status == runner.Running:
+	case ss.Status == core.Running:
 		if path != "" && ss.LogPath != "" && ss.LogPath != path {
 			return tailNextSession
 		}
 		return tailGoOn
-	case ss.Status == runner.Pending && st.Status == runner.RunRunning:
+	case ss.Status == core.Pending && st.Status == core.RunRunning:
 		return tailGoOn
 	}
 	return tailEnd

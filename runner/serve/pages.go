@@ -224,7 +224,7 @@ func stepRows(base string, st ops.Status, wf *config.Workflow) []stepRow {
 			return
 		}
 		row := stepRow{Key: key, Status: string(ss.Status), Attempts: ss.Attempts, Iteration: ss.IterationCount,
-			Verdict: ss.Verdict, Instance: runner.IsInstance(key)}
+			Verdict: ss.Verdict, Instance: core.IsInstance(key)}
 		if ss.StartedAt != nil {
 			end := st.At
 			if ss.EndedAt != nil {
@@ -239,7 +239,7 @@ func stepRows(base string, st ops.Status, wf *config.Workflow) []stepRow {
 		if p, ok := ops.Progress(state, key); ok {
 			row.Progress = p.String()
 		}
-		if ss.Status == runner.Pending {
+		if ss.Status == core.Pending {
 			switch {
 			case ss.WaitingFor() != nil:
 				row.Waits = *ss.WaitingFor()
@@ -247,7 +247,7 @@ func stepRows(base string, st ops.Status, wf *config.Workflow) []stepRow {
 				row.Waits = "gates: " + strings.Join(ss.WaitingGates(), ", ")
 			}
 		}
-		if ss.Status == runner.WaitingOnHuman {
+		if ss.Status == core.WaitingOnHuman {
 			row.Waiting = &humanForm{Free: true}
 			if in := declaredInputs(wf, key); in != nil {
 				row.Waiting = &humanForm{Inputs: in}
@@ -290,7 +290,7 @@ type eventRow struct {
 }
 
 // eventRowOf shortens an event for the timeline.
-func eventRowOf(e runner.Event) eventRow {
+func eventRowOf(e core.Event) eventRow {
 	return eventRow{Seq: e.Seq, At: e.At.String(), Type: e.Type, Step: e.Step, Data: clip(string(e.Data), 300)}
 }
 
@@ -388,7 +388,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	terminal := state.Status.Terminal()
 	d.CanControl = !terminal
 	d.CanResume = !terminal && s.launcher != nil && !s.heldByLiveRunner(st)
-	d.CanRetry = state.Status == runner.RunFailed && s.launcher != nil
+	d.CanRetry = state.Status == core.RunFailed && s.launcher != nil
 	s.render(w, r, http.StatusOK, "run", d)
 }
 
@@ -423,7 +423,7 @@ func pageOf(rows []stepRow, size int, query, base string) ([]stepRow, *pager) {
 		n = 1
 		if i := slices.IndexFunc(rows, active); i >= 0 {
 			n = i/size + 1
-		} else if i := slices.IndexFunc(rows, func(r stepRow) bool { return r.Status == string(runner.Failed) }); i >= 0 {
+		} else if i := slices.IndexFunc(rows, func(r stepRow) bool { return r.Status == string(core.Failed) }); i >= 0 {
 			n = i/size + 1
 		}
 	}
@@ -447,16 +447,16 @@ func pageOf(rows []stepRow, size int, query, base string) ([]stepRow, *pager) {
 
 // active reports whether a row's step runs or waits on a human.
 func active(r stepRow) bool {
-	return r.Status == string(runner.Running) || r.Status == string(runner.WaitingOnHuman)
+	return r.Status == string(core.Running) || r.Status == string(core.WaitingOnHuman)
 }
 
 // graphSteps counts the boxes graphSVG would draw: the workflow's steps
 // and its loops' bodies, or the run's top-level steps without it.
-func graphSteps(wf *config.Workflow, st *runner.State) int {
+func graphSteps(wf *config.Workflow, st *core.State) int {
 	n := 0
 	if wf == nil {
 		for _, key := range st.StepOrder {
-			if !runner.IsInstance(key) {
+			if !core.IsInstance(key) {
 				n++
 			}
 		}
@@ -532,7 +532,7 @@ func (t *tailWriter) Write(p []byte) (int, error) {
 }
 
 // timeText writes a time for people, or "" for none.
-func timeText(t *runner.Time) string {
+func timeText(t *core.Time) string {
 	if t == nil {
 		return ""
 	}
@@ -549,7 +549,7 @@ func duration(d time.Duration) string {
 
 // cost writes what a run's agents cost, or "" when they reported
 // nothing; "~" marks a cost partly computed from prices.
-func cost(u *runner.AgentUsage) string {
+func cost(u *core.AgentUsage) string {
 	if u == nil {
 		return ""
 	}

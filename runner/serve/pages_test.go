@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
 
@@ -14,11 +14,11 @@ import (
 // else does.
 func TestStepRowsWaits(t *testing.T) {
 	fix := "fix"
-	st := &runner.State{StepOrder: []string{"code", "review", "deploy", "docs"}, Steps: map[string]*runner.StepState{
-		"code":   {Status: runner.Completed},
-		"review": {Status: runner.Pending, StepWait: &runner.StepWait{WaitingFor: &fix}},
-		"deploy": {Status: runner.Pending, StepWait: &runner.StepWait{WaitingGates: []string{"ci", "window"}}},
-		"docs":   {Status: runner.Running, StepWait: &runner.StepWait{WaitingGates: []string{"stale"}}},
+	st := &core.State{StepOrder: []string{"code", "review", "deploy", "docs"}, Steps: map[string]*core.StepState{
+		"code":   {Status: core.Completed},
+		"review": {Status: core.Pending, StepWait: &core.StepWait{WaitingFor: &fix}},
+		"deploy": {Status: core.Pending, StepWait: &core.StepWait{WaitingGates: []string{"ci", "window"}}},
+		"docs":   {Status: core.Running, StepWait: &core.StepWait{WaitingGates: []string{"stale"}}},
 	}}
 	want := map[string]string{"code": "", "review": "fix", "deploy": "gates: ci, window", "docs": ""}
 	for _, row := range stepRows("/runs/0/r", ops.Status{State: st}, nil) {
@@ -32,14 +32,14 @@ func TestStepRowsWaits(t *testing.T) {
 // first running or waiting step, else its first failed one — unless a
 // page is asked for, and links every page.
 func TestPageOf(t *testing.T) {
-	rows := func(statuses ...runner.Status) []stepRow {
+	rows := func(statuses ...core.Status) []stepRow {
 		var out []stepRow
 		for i, s := range statuses {
 			out = append(out, stepRow{Key: string(rune('a' + i)), Status: string(s)})
 		}
 		return out
 	}
-	done, failed, running, waiting := runner.Completed, runner.Failed, runner.Running, runner.WaitingOnHuman
+	done, failed, running, waiting := core.Completed, core.Failed, core.Running, core.WaitingOnHuman
 	for _, tc := range []struct {
 		name        string
 		rows        []stepRow
@@ -90,7 +90,7 @@ func TestStatusSendsChangedRows(t *testing.T) {
 	w := &watcher{subs: map[*subscription]struct{}{}}
 	sub := &subscription{ch: make(chan message, 10), wake: make(chan struct{}, 1)}
 	w.subs[sub] = struct{}{}
-	row := func(key string, s runner.Status) stepRow { return stepRow{Key: key, Status: string(s)} }
+	row := func(key string, s core.Status) stepRow { return stepRow{Key: key, Status: string(s)} }
 	keys := func(m message) []string {
 		var ls liveStatus
 		if err := json.Unmarshal(m.data, &ls); err != nil {
@@ -102,23 +102,23 @@ func TestStatusSendsChangedRows(t *testing.T) {
 		}
 		return out
 	}
-	w.update(&liveStatus{Status: "running", Steps: []stepRow{row("a", runner.Running), row("b", runner.Pending)}})
+	w.update(&liveStatus{Status: "running", Steps: []stepRow{row("a", core.Running), row("b", core.Pending)}})
 	if got := keys(<-sub.ch); !slices.Equal(got, []string{"a=RUNNING", "b=PENDING"}) {
 		t.Errorf("first status %v, want the whole table", got)
 	}
 	// Nothing changed: nothing is sent.
-	w.update(&liveStatus{Status: "running", Steps: []stepRow{row("a", runner.Running), row("b", runner.Pending)}})
+	w.update(&liveStatus{Status: "running", Steps: []stepRow{row("a", core.Running), row("b", core.Pending)}})
 	// a completes, b starts, c appears (a loop's new instance).
-	w.update(&liveStatus{Status: "running", Steps: []stepRow{row("a", runner.Completed), row("b", runner.Running), row("c", runner.Pending)}})
+	w.update(&liveStatus{Status: "running", Steps: []stepRow{row("a", core.Completed), row("b", core.Running), row("c", core.Pending)}})
 	if got := keys(<-sub.ch); !slices.Equal(got, []string{"a=COMPLETED", "b=RUNNING", "c=PENDING"}) {
 		t.Errorf("second status %v", got)
 	}
 	// Only the run's liveness changed: the status says so, with no rows.
-	w.update(&liveStatus{Status: "running", Live: "stale", Steps: []stepRow{row("a", runner.Completed), row("b", runner.Running), row("c", runner.Pending)}})
+	w.update(&liveStatus{Status: "running", Live: "stale", Steps: []stepRow{row("a", core.Completed), row("b", core.Running), row("c", core.Pending)}})
 	if got := keys(<-sub.ch); len(got) != 0 {
 		t.Errorf("a liveness change sent rows %v", got)
 	}
-	w.update(&liveStatus{Status: "running", Live: "stale", Steps: []stepRow{row("a", runner.Completed), row("b", runner.Completed), row("c", runner.Pending)}})
+	w.update(&liveStatus{Status: "running", Live: "stale", Steps: []stepRow{row("a", core.Completed), row("b", core.Completed), row("c", core.Pending)}})
 	if got := keys(<-sub.ch); !slices.Equal(got, []string{"b=COMPLETED"}) {
 		t.Errorf("third status %v, want b alone", got)
 	}
@@ -142,23 +142,23 @@ func TestTailNext(t *testing.T) {
 	const l1, l2 = "/r/logs/a.0.1.log", "/r/logs/a.0.2.log"
 	for _, tc := range []struct {
 		name string
-		run  runner.RunStatus
-		step *runner.StepState
+		run  core.RunStatus
+		step *core.StepState
 		path string
 		want int
 	}{
-		{"its session runs", runner.RunRunning, &runner.StepState{Status: runner.Running, LogPath: l1}, l1, tailGoOn},
-		{"no log yet", runner.RunRunning, &runner.StepState{Status: runner.Running}, "", tailGoOn},
-		{"the first log appears", runner.RunRunning, &runner.StepState{Status: runner.Running, LogPath: l1}, "", tailGoOn},
-		{"another session", runner.RunRunning, &runner.StepState{Status: runner.Running, LogPath: l2}, l1, tailNextSession},
-		{"waits to run again", runner.RunRunning, &runner.StepState{Status: runner.Pending, Attempts: 1, LogPath: l1}, l1, tailGoOn},
-		{"pending in a paused run", runner.RunPaused, &runner.StepState{Status: runner.Pending, LogPath: l1}, l1, tailEnd},
-		{"completed", runner.RunRunning, &runner.StepState{Status: runner.Completed, LogPath: l1}, l1, tailEnd},
-		{"failed", runner.RunFailed, &runner.StepState{Status: runner.Failed, LogPath: l1}, l1, tailEnd},
-		{"waits on a human", runner.RunWaitingOnHuman, &runner.StepState{Status: runner.WaitingOnHuman, LogPath: l1}, l1, tailEnd},
-		{"no such step", runner.RunRunning, nil, l1, tailEnd},
+		{"its session runs", core.RunRunning, &core.StepState{Status: core.Running, LogPath: l1}, l1, tailGoOn},
+		{"no log yet", core.RunRunning, &core.StepState{Status: core.Running}, "", tailGoOn},
+		{"the first log appears", core.RunRunning, &core.StepState{Status: core.Running, LogPath: l1}, "", tailGoOn},
+		{"another session", core.RunRunning, &core.StepState{Status: core.Running, LogPath: l2}, l1, tailNextSession},
+		{"waits to run again", core.RunRunning, &core.StepState{Status: core.Pending, Attempts: 1, LogPath: l1}, l1, tailGoOn},
+		{"pending in a paused run", core.RunPaused, &core.StepState{Status: core.Pending, LogPath: l1}, l1, tailEnd},
+		{"completed", core.RunRunning, &core.StepState{Status: core.Completed, LogPath: l1}, l1, tailEnd},
+		{"failed", core.RunFailed, &core.StepState{Status: core.Failed, LogPath: l1}, l1, tailEnd},
+		{"waits on a human", core.RunWaitingOnHuman, &core.StepState{Status: core.WaitingOnHuman, LogPath: l1}, l1, tailEnd},
+		{"no such step", core.RunRunning, nil, l1, tailEnd},
 	} {
-		st := &runner.State{Status: tc.run, Steps: map[string]*runner.StepState{}}
+		st := &core.State{Status: tc.run, Steps: map[string]*core.StepState{}}
 		if tc.step != nil {
 			st.Steps["a"] = tc.step
 		}

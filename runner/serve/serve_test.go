@@ -25,6 +25,7 @@ import (
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
 
@@ -347,7 +348,7 @@ func next(t *testing.T, ch <-chan string, d time.Duration) string {
 }
 
 // decision reads the decision recorded for ship_it in r1.
-func decision(t *testing.T, s *Server) *runner.HumanInput {
+func decision(t *testing.T, s *Server) *core.HumanInput {
 	t.Helper()
 	st, err := s.svc.Status(repo, "r1")
 	if err != nil {
@@ -585,7 +586,7 @@ func TestGraphLoopBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &runner.State{StepOrder: []string{"code", "review"}, Steps: map[string]*runner.StepState{"code": {Status: runner.Completed}, "review": {Status: runner.Failed}}}
+	st := &core.State{StepOrder: []string{"code", "review"}, Steps: map[string]*core.StepState{"code": {Status: core.Completed}, "review": {Status: core.Failed}}}
 	svg := string(graphSVG(wf, st))
 	for _, want := range []string{`<line class="edge"`, `class="edge loopback" stroke-dasharray="6 4"`, "review loops back to code",
 		`class="node s-completed" data-key="code"`, `class="node s-failed" data-key="review"`, ">FAILED<"} {
@@ -738,12 +739,12 @@ func TestFinishedRunsReadOnce(t *testing.T) {
 // maxCachedWorkflows workflows, dropping the one used longest ago.
 func TestWorkflowCacheKeepsTheLastUsed(t *testing.T) {
 	s, _ := newServer(t)
-	state := func(i int) *runner.State {
+	state := func(i int) *core.State {
 		path := fmt.Sprintf("%s/wf%d.yaml", repo, i)
 		if err := afero.WriteFile(s.svc.FS, path, []byte(workflow), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		return &runner.State{WorkflowFile: path, RepoDir: repo}
+		return &core.State{WorkflowFile: path, RepoDir: repo}
 	}
 	for i := range maxCachedWorkflows {
 		if s.workflow(repo, state(i)) == nil {

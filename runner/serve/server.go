@@ -94,7 +94,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("serve: no operations service")
 	}
 	if len(cfg.Tokens) == 0 && !cfg.Loopback {
-		return nil, runner.Usage("a server on a non-loopback address needs a token (--token NAME=SECRET)")
+		return nil, core.Usage("a server on a non-loopback address needs a token (--token NAME=SECRET)")
 	}
 	s := &Server{svc: cfg.Service, tokens: cfg.Tokens, loopback: cfg.Loopback, readOnly: cfg.ReadOnly,
 		launcher: cfg.Launcher, poll: cfg.Poll, loginCode: cfg.LoginCode, pageSteps: pageSteps, maxGraphSteps: maxGraphSteps}
@@ -197,7 +197,7 @@ func (s *Server) target(w http.ResponseWriter, r *http.Request) (target, bool) {
 		return target{}, false
 	}
 	t := target{repo: i, repoDir: s.repos[i], runID: r.PathValue("run")}
-	if err := runner.CheckRunID(t.runID); err != nil {
+	if err := core.CheckRunID(t.runID); err != nil {
 		s.message(w, r, http.StatusBadRequest, "Bad run id", err.Error())
 		return target{}, false
 	}
@@ -221,7 +221,7 @@ func (s *Server) target(w http.ResponseWriter, r *http.Request) (target, bool) {
 // the run's page in the first repository that has it.
 func (s *Server) findRun(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("run")
-	if err := runner.CheckRunID(id); err != nil {
+	if err := core.CheckRunID(id); err != nil {
 		s.message(w, r, http.StatusBadRequest, "Bad run id", err.Error())
 		return
 	}
@@ -243,10 +243,10 @@ func runURL(repo int, runID string) string {
 // runner holds it), 500 otherwise.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	code, title := http.StatusInternalServerError, "Error"
-	switch runner.CodeOf(err) {
-	case runner.ExitUsage:
+	switch core.CodeOf(err) {
+	case core.ExitUsage:
 		code, title = http.StatusBadRequest, "Not done"
-	case runner.ExitRefused, runner.ExitHeld:
+	case core.ExitRefused, core.ExitHeld:
 		code, title = http.StatusConflict, "Refused"
 	}
 	s.message(w, r, code, title, err.Error())
@@ -262,7 +262,7 @@ type messageData struct {
 // message renders a page that says one thing, with the status code.
 func (s *Server) message(w http.ResponseWriter, r *http.Request, code int, title, text string) {
 	back := "/"
-	if i, err := strconv.Atoi(r.PathValue("repo")); err == nil && i >= 0 && i < len(s.repos) && runner.CheckRunID(r.PathValue("run")) == nil {
+	if i, err := strconv.Atoi(r.PathValue("repo")); err == nil && i >= 0 && i < len(s.repos) && core.CheckRunID(r.PathValue("run")) == nil {
 		back = runURL(i, r.PathValue("run"))
 	}
 	s.render(w, r, code, "message", &messageData{page: s.page(r, title), Text: text, Back: back})

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
 
@@ -35,7 +35,7 @@ type cachedWorkflow struct {
 
 // workflow loads a run's workflow, or returns nil when it cannot; a
 // workflow loaded before from the same unchanged file is reused.
-func (s *Server) workflow(repoDir string, state *runner.State) *config.Workflow {
+func (s *Server) workflow(repoDir string, state *core.State) *config.Workflow {
 	path := ops.LocateWorkflow(s.svc.FS, state, repoDir)
 	fi, err := s.svc.FS.Stat(path)
 	if err != nil {

@@ -67,9 +67,9 @@ type Moved struct {
 
 // MirrorRequest hands a worker events to mirror.
 type MirrorRequest struct {
-	RunID  string         `json:"run_id"`
-	Events []runner.Event `json:"events"`
-	Final  bool           `json:"final"`
+	RunID  string       `json:"run_id"`
+	Events []core.Event `json:"events"`
+	Final  bool         `json:"final"`
 }
 
 // SessionRequest runs a step's session.
@@ -228,7 +228,7 @@ func (a *Activities) fs() afero.Fs { return a.Runner.FS }
 // was started with there. A run id already used by another run is
 // refused.
 func (a *Activities) Open(ctx context.Context, req OpenRequest) (Host, error) {
-	if err := runner.CheckRunID(req.RunID); err != nil {
+	if err := core.CheckRunID(req.RunID); err != nil {
 		return Host{}, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 	}
 	dir := runner.RunDir(a.Repo, req.RunID)
@@ -273,7 +273,7 @@ func (a *Activities) Open(ctx context.Context, req OpenRequest) (Host, error) {
 // mirrored from now on go on after it. The events before it stay in the
 // lost worker's record.
 func (a *Activities) adopt(dir string, m *Moved) error {
-	var st runner.State
+	var st core.State
 	if err := json.Unmarshal(m.State, &st); err != nil {
 		return temporal.NewNonRetryableApplicationError("read the moved run's state: "+err.Error(), "refused", nil)
 	}
@@ -307,7 +307,7 @@ func readLaunch(fsys afero.Fs, dir string) (launch, error) {
 
 // Mirror appends the events to the run's record on this worker.
 func (a *Activities) Mirror(ctx context.Context, req MirrorRequest) error {
-	if err := runner.CheckRunID(req.RunID); err != nil {
+	if err := core.CheckRunID(req.RunID); err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 	}
 	a.mu.Lock()
@@ -320,7 +320,7 @@ func (a *Activities) Mirror(ctx context.Context, req MirrorRequest) error {
 
 // remote opens the run on this worker.
 func (a *Activities) remote(runID string) (*runner.Remote, error) {
-	if err := runner.CheckRunID(runID); err != nil {
+	if err := core.CheckRunID(runID); err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 	}
 	dir := runner.RunDir(a.Repo, runID)
@@ -391,7 +391,7 @@ func (a *Activities) Session(ctx context.Context, req SessionRequest) (SessionRe
 			}
 		}
 	}()
-	pid, done := m.Session(ctx, req.Start, func(p runner.SessionPID) {
+	pid, done := m.Session(ctx, req.Start, func(p core.SessionPID) {
 		running.Store(int64(p.PID))
 		beat()
 	})
@@ -462,7 +462,7 @@ func (a *Activities) Cleanup(ctx context.Context, req CleanupRequest) (core.Clea
 
 // Gates reads the run's gate-state file, as the local driver polls it.
 func (a *Activities) Gates(ctx context.Context, req GatesRequest) (GatesReply, error) {
-	if err := runner.CheckRunID(req.RunID); err != nil {
+	if err := core.CheckRunID(req.RunID); err != nil {
 		return GatesReply{}, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 	}
 	path := req.Path
@@ -480,14 +480,14 @@ func (a *Activities) Gates(ctx context.Context, req GatesRequest) (GatesReply, e
 // this worker's checkout, as a local --start-at-step does
 // (runner.PlanStartAt).
 func (a *Activities) Artifacts(ctx context.Context, req ArtifactsRequest) (ArtifactsReply, error) {
-	if err := runner.CheckRunID(req.RunID); err != nil {
+	if err := core.CheckRunID(req.RunID); err != nil {
 		return ArtifactsReply{}, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 	}
 	wf, err := ParseSource(a.Repo, req.Source, req.Invocation)
 	if err != nil {
 		return ArtifactsReply{}, temporal.NewNonRetryableApplicationError("the run's workflow does not load: "+err.Error(), "refused", nil)
 	}
-	var st runner.State
+	var st core.State
 	if err := json.Unmarshal(req.State, &st); err != nil {
 		return ArtifactsReply{}, temporal.NewNonRetryableApplicationError("read the run's state: "+err.Error(), "refused", nil)
 	}

@@ -67,7 +67,7 @@ func (e *Engine) Run(ctx context.Context, opts runner.Options, att ops.Attach) (
 		}
 		opts.RunID = runner.NewRunID(now())
 	}
-	if err := runner.CheckRunID(opts.RunID); err != nil {
+	if err := core.CheckRunID(opts.RunID); err != nil {
 		return runner.Result{}, err
 	}
 	in, err := NewInput(e.FS, opts, e.TaskQueue)
@@ -85,14 +85,14 @@ func (e *Engine) Run(ctx context.Context, opts runner.Options, att ops.Attach) (
 	}, WorkflowName, in)
 	if err != nil {
 		if temporal.IsWorkflowExecutionAlreadyStartedError(err) {
-			return runner.Result{}, runner.Usage("run %s already exists on Temporal; use another --run-id", opts.RunID)
+			return runner.Result{}, core.Usage("run %s already exists on Temporal; use another --run-id", opts.RunID)
 		}
 		return runner.Result{}, fmt.Errorf("start run %s on Temporal: %w", opts.RunID, err)
 	}
 	out := att.Output
 	if e.Detach {
 		fmt.Fprintf(out, "run %s started on Temporal (task queue %s); follow it with: flow status %s --engine temporal\n", opts.RunID, e.TaskQueue, opts.RunID)
-		return runner.Result{RunID: opts.RunID, Status: runner.RunRunning}, nil
+		return runner.Result{RunID: opts.RunID, Status: core.RunRunning}, nil
 	}
 	return e.follow(ctx, opts, run, nil, true, att)
 }
@@ -104,7 +104,7 @@ func (e *Engine) Run(ctx context.Context, opts runner.Options, att ops.Attach) (
 // state is not the run's until it has recorded its first event. An
 // interrupt (ctx) cancels the workflow, which interrupts the run as
 // SIGINT does locally; its end is still followed.
-func (e *Engine) follow(ctx context.Context, opts runner.Options, run client.WorkflowRun, from *runner.State, started bool, att ops.Attach) (runner.Result, error) {
+func (e *Engine) follow(ctx context.Context, opts runner.Options, run client.WorkflowRun, from *core.State, started bool, att ops.Attach) (runner.Result, error) {
 	every := e.PollEvery
 	if every <= 0 {
 		every = 200 * time.Millisecond
@@ -119,7 +119,7 @@ func (e *Engine) follow(ctx context.Context, opts runner.Options, run client.Wor
 			// Attached to a run that waits already: ask, as for a wait
 			// it sees begin.
 			for _, id := range from.StepOrder {
-				if s := from.Steps[id]; s != nil && s.Status == runner.WaitingOnHuman {
+				if s := from.Steps[id]; s != nil && s.Status == core.WaitingOnHuman {
 					e.ask(context.WithoutCancel(ctx), opts, id, ann.HumanMessage(id), att)
 				}
 			}
@@ -154,7 +154,7 @@ func (e *Engine) follow(ctx context.Context, opts runner.Options, run client.Wor
 					e.ask(bg, opts, ev.Step, msg, att)
 				}
 				if ev.Type == core.EvWorkflowChanged {
-					var wc runner.WorkflowChanged
+					var wc core.WorkflowChanged
 					if json.Unmarshal(ev.Data, &wc) == nil {
 						fmt.Fprintf(att.Output, "workflow changed since the run last ran (%s -> %s)\n", shortDigest(wc.From), shortDigest(wc.To))
 					}
@@ -200,10 +200,10 @@ func (e *Engine) follow(ctx context.Context, opts runner.Options, run client.Wor
 				break
 			}
 			switch st.Status {
-			case runner.RunWaitingOnHuman:
+			case core.RunWaitingOnHuman:
 				var waiting []string
 				for _, id := range st.StepOrder {
-					if s := st.Steps[id]; s != nil && s.Status == runner.WaitingOnHuman {
+					if s := st.Steps[id]; s != nil && s.Status == core.WaitingOnHuman {
 						waiting = append(waiting, id)
 					}
 				}
@@ -213,15 +213,15 @@ func (e *Engine) follow(ctx context.Context, opts runner.Options, run client.Wor
 					// ends here as a local one does.
 					var gated []string
 					for _, id := range st.StepOrder {
-						if s := st.Steps[id]; s != nil && s.Status == runner.Pending && len(s.WaitingGates()) > 0 {
+						if s := st.Steps[id]; s != nil && s.Status == core.Pending && len(s.WaitingGates()) > 0 {
 							gated = append(gated, id)
 						}
 					}
 					reason = "waiting on gates: " + strings.Join(gated, ", ")
 				}
-				return runner.Result{RunID: opts.RunID, Status: st.Status, ExitCode: int(runner.ExitHuman), Reason: reason, State: st}, nil
-			case runner.RunPaused:
-				return runner.Result{RunID: opts.RunID, Status: st.Status, ExitCode: int(runner.ExitPaused), Reason: "paused", State: st}, nil
+				return runner.Result{RunID: opts.RunID, Status: st.Status, ExitCode: int(core.ExitHuman), Reason: reason, State: st}, nil
+			case core.RunPaused:
+				return runner.Result{RunID: opts.RunID, Status: st.Status, ExitCode: int(core.ExitPaused), Reason: "paused", State: st}, nil
 			}
 		}
 	}
@@ -257,7 +257,7 @@ func Decide(ctx context.Context, c client.Client, runID string, req DecideReques
 
 // Control changes the desired control state of a run on Temporal by
 // Update.
-func Control(ctx context.Context, c client.Client, runID string, desired runner.ControlState) error {
+func Control(ctx context.Context, c client.Client, runID string, desired core.ControlState) error {
 	var s string
 	return update(ctx, c, runID, UpdateControl, ControlRequest{Desired: desired}, &s)
 }
@@ -274,7 +274,7 @@ func update(ctx context.Context, c client.Client, runID, name string, arg, resul
 // RunState returns the state of run id, asked of its workflow (a
 // worker answers for a closed one): the Engine is an ops.StateReader,
 // so that flow run --junit reports a run on Temporal.
-func (e *Engine) RunState(ctx context.Context, id string) (*runner.State, error) {
+func (e *Engine) RunState(ctx context.Context, id string) (*core.State, error) {
 	st, err := Status(ctx, e.Client, id)
 	if err != nil {
 		return nil, err
@@ -306,7 +306,7 @@ func Status(ctx context.Context, c client.Client, runID string) (ops.Status, err
 // runningPIDs records on st the processes of the sessions that run, as
 // their activities last beat: the workflow learns a session's pid when
 // it ends. A server that cannot say leaves st as it is.
-func runningPIDs(ctx context.Context, c client.Client, runID string, st *runner.State) {
+func runningPIDs(ctx context.Context, c client.Client, runID string, st *core.State) {
 	if st == nil {
 		return
 	}
@@ -322,7 +322,7 @@ func runningPIDs(ctx context.Context, c client.Client, runID string, st *runner.
 		if converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &t) != nil || t.PID == 0 {
 			continue
 		}
-		if s := st.Steps[t.Step]; s != nil && s.Status == runner.Running && s.PID == 0 &&
+		if s := st.Steps[t.Step]; s != nil && s.Status == core.Running && s.PID == 0 &&
 			s.IterationCount == t.Iteration && s.Attempts == t.Attempt {
 			s.PID = t.PID
 		}
@@ -424,7 +424,7 @@ const StartingWait = 30 * time.Second
 // runningTails returns the last n lines of the output of each running
 // session of run runID, as its activity last beat (a watch on a
 // terminal shows them, as it shows a local run's).
-func runningTails(ctx context.Context, c client.Client, runID string, st *runner.State, n int) []ops.Tail {
+func runningTails(ctx context.Context, c client.Client, runID string, st *core.State, n int) []ops.Tail {
 	if st == nil {
 		return nil
 	}
@@ -435,7 +435,7 @@ func runningTails(ctx context.Context, c client.Client, runID string, st *runner
 	var out []ops.Tail
 	for _, t := range tails {
 		s := st.Steps[t.Step]
-		if s == nil || s.Status != runner.Running || t.Tail == "" || s.IterationCount != t.Iteration || s.Attempts != t.Attempt {
+		if s == nil || s.Status != core.Running || t.Tail == "" || s.IterationCount != t.Iteration || s.Attempts != t.Attempt {
 			continue
 		}
 		lines := strings.Split(strings.TrimRight(t.Tail, "\n"), "\n")
@@ -467,11 +467,11 @@ func runError(runID string, err error) error {
 	}
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
-		return runner.Usage("no run %s on Temporal", runID)
+		return core.Usage("no run %s on Temporal", runID)
 	}
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) {
-		return runner.Refused("%s", app.Message())
+		return core.Refused("%s", app.Message())
 	}
 	return fmt.Errorf("run %s on Temporal: %w", runID, err)
 }

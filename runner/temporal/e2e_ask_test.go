@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
 
@@ -46,7 +47,7 @@ steps:
 		mu    sync.Mutex
 		asked []ops.Question
 	)
-	ask := func(q ops.Question) (runner.HumanInput, bool) {
+	ask := func(q ops.Question) (core.HumanInput, bool) {
 		mu.Lock()
 		asked = append(asked, q)
 		mu.Unlock()
@@ -54,7 +55,7 @@ steps:
 		for _, i := range q.Inputs {
 			in[i.Name] = "from " + q.Step
 		}
-		return runner.HumanInput{Approved: true, By: "terminal", Input: in}, true
+		return core.HumanInput{Approved: true, By: "terminal", Input: in}, true
 	}
 	eng := &Engine{Client: c, TaskQueue: "asked", FS: fsys, PollEvery: 50 * time.Millisecond}
 	var out bytes.Buffer

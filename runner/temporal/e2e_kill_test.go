@@ -24,6 +24,7 @@ import (
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/syncbuf"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
 
@@ -148,7 +149,7 @@ steps:
 	case <-ctx.Done():
 		t.Fatalf("the run did not end\n%s", out.String())
 	}
-	if res.Status != runner.RunCompleted {
+	if res.Status != core.RunCompleted {
 		t.Fatalf("result %+v\n%s", res, out.String())
 	}
 	if l, r := read("left.by"), read("right.by"); l == r {
@@ -164,7 +165,7 @@ steps:
 		t.Errorf("finished sessions %v, want each step once: %v", ran, want)
 	}
 	st, _, err := runner.LoadState(fsys, runner.RunDir(repo, "killed-1"), false, time.Now())
-	if err != nil || st.Status != runner.RunCompleted || st.Steps["long"].Attempts != 1 {
+	if err != nil || st.Status != core.RunCompleted || st.Steps["long"].Attempts != 1 {
 		t.Errorf("the record: %v %+v", err, st)
 	}
 }
@@ -203,14 +204,14 @@ func TestEndToEndRetry(t *testing.T) {
 		t.Errorf("retry plan re-runs %v, want [b]", got)
 	}
 	res, err = eng.Run(ctx, l.Options, ops.Attach{Output: &out})
-	if err != nil || res.Status != runner.RunCompleted {
+	if err != nil || res.Status != core.RunCompleted {
 		t.Fatalf("retry: %+v %v\n%s", res, err, out.String())
 	}
-	if _, err := eng.PrepareRestart(ctx, RestartRequest{RunID: "retry-1"}); runner.CodeOf(err) != runner.ExitRefused {
+	if _, err := eng.PrepareRestart(ctx, RestartRequest{RunID: "retry-1"}); core.CodeOf(err) != core.ExitRefused {
 		t.Errorf("resuming a completed run: %v, want refused (exit 8)", err)
 	}
 	st, _, err := runner.LoadState(fsys, runner.RunDir(repo, "retry-1"), false, time.Now())
-	if err != nil || st.Status != runner.RunCompleted || st.Generation != 1 || st.Steps["a"].Attempts != 1 {
+	if err != nil || st.Status != core.RunCompleted || st.Generation != 1 || st.Steps["a"].Attempts != 1 {
 		t.Errorf("the worker's record: %v %+v", err, st)
 	}
 }

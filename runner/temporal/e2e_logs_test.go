@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
 
@@ -35,7 +36,7 @@ func TestEndToEndFollowLogs(t *testing.T) {
 	}
 	for {
 		st, err := Status(ctx, c, "talk-1")
-		if err == nil && st.State.Steps["talk"].Status == runner.Running {
+		if err == nil && st.State.Steps["talk"].Status == core.Running {
 			break
 		}
 		if ctx.Err() != nil {
@@ -56,7 +57,7 @@ func TestEndToEndFollowLogs(t *testing.T) {
 		t.Errorf("the follow returned after %s, before the session ended", d)
 	}
 	st, err := Status(ctx, c, "talk-1")
-	if err != nil || st.State.Steps["talk"].Status != runner.Completed || st.State.Status.Terminal() {
+	if err != nil || st.State.Steps["talk"].Status != core.Completed || st.State.Status.Terminal() {
 		t.Errorf("when the follow returned: %v %+v", err, st.State)
 	}
 	if ended := time.Now(); out.first.IsZero() || ended.Sub(out.first) < time.Second {
@@ -121,7 +122,7 @@ func TestEndToEndWatchTails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := st.State.Steps["talk"]; s.Status != runner.Running || s.PID <= 0 {
+	if s := st.State.Steps["talk"]; s.Status != core.Running || s.PID <= 0 {
 		t.Errorf("talk while it runs: %s, pid %d", s.Status, s.PID)
 	} else if err := syscall.Kill(s.PID, 0); err != nil {
 		t.Errorf("the running session's pid %d: %v", s.PID, err)

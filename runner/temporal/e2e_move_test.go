@@ -15,6 +15,7 @@ import (
 
 	"github.com/flow-run/flow/internal/syncbuf"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
 
@@ -81,7 +82,7 @@ steps:
 	actsB.Host = "spare"
 	serveE2E(t, ctx, c, "move", false, actsB)
 	time.Sleep(3 * time.Second) // past the session's heartbeat timeout
-	if st, err := Status(ctx, c, "move-1"); err != nil || st.State.Steps["long"].Status != runner.Running {
+	if st, err := Status(ctx, c, "move-1"); err != nil || st.State.Steps["long"].Status != core.Running {
 		t.Fatalf("before the move: %v %+v", err, st.State)
 	}
 	if _, err := os.Stat(filepath.Join(repoB, "ran")); err == nil {
@@ -93,7 +94,7 @@ steps:
 		t.Fatal(err)
 	}
 	res, err := eng.Run(ctx, l.Options, ops.Attach{Output: &out})
-	if err != nil || res.Status != runner.RunCompleted || res.RunDir != runner.RunDir(repoB, "move-1") {
+	if err != nil || res.Status != core.RunCompleted || res.RunDir != runner.RunDir(repoB, "move-1") {
 		t.Fatalf("the moved run: %+v %v\n%s", res, err, out.String())
 	}
 	for _, want := range []string{"run move-1 moves off worker lost (" + repoA + ")", "warning: moved on purpose (--move) off worker lost",
@@ -113,7 +114,7 @@ steps:
 		t.Errorf("sessions finished on the spare worker: %v, want %v", got, want)
 	}
 	st, _, err := runner.LoadState(fsys, runner.RunDir(repoB, "move-1"), false, time.Now())
-	if err != nil || st.Status != runner.RunCompleted || st.RepoDir != repoB || st.Steps["a"].Attempts != 1 {
+	if err != nil || st.Status != core.RunCompleted || st.RepoDir != repoB || st.Steps["a"].Attempts != 1 {
 		t.Errorf("the spare worker's record: %v %+v", err, st)
 	}
 	// The run stays on the worker it moved to.

@@ -13,6 +13,7 @@ import (
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/syncbuf"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
 
@@ -51,7 +52,7 @@ func TestEndToEndEditedRestart(t *testing.T) {
 		t.Errorf("plan keeps %v and re-runs %v, want [a] and [b c]", l.Plan.Kept, l.Plan.Rerun)
 	}
 	out = syncbuf.Buffer{}
-	if res, err := eng.Run(ctx, l.Options, ops.Attach{Output: &out}); err != nil || res.Status != runner.RunCompleted {
+	if res, err := eng.Run(ctx, l.Options, ops.Attach{Output: &out}); err != nil || res.Status != core.RunCompleted {
 		t.Fatalf("start at b: %+v %v\n%s", res, err, out.String())
 	}
 	for _, want := range []string{"c: new in the workflow; added to the run", "workflow changed since the run last ran", "c: completed"} {
@@ -66,18 +67,18 @@ func TestEndToEndEditedRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := eng.Run(ctx, l.Options, ops.Attach{Output: &out}); err != nil || res.Status != runner.RunCompleted {
+	if res, err := eng.Run(ctx, l.Options, ops.Attach{Output: &out}); err != nil || res.Status != core.RunCompleted {
 		t.Fatalf("start at d: %+v %v\n%s", res, err, out.String())
 	}
 	st, _, err := runner.LoadState(fsys, runner.RunDir(repo, "edit-1"), false, time.Now())
-	if err != nil || !slices.Equal(st.StepOrder, []string{"a", "b", "c", "d"}) || st.Steps["d"].Status != runner.Completed {
+	if err != nil || !slices.Equal(st.StepOrder, []string{"a", "b", "c", "d"}) || st.Steps["d"].Status != core.Completed {
 		t.Errorf("the worker's record: %v %+v", err, st)
 	}
 	// flow resume of a run that waits on a human, its file edited: the
 	// waiting workflow is interrupted and the run goes on with the edit.
 	hsrc := "name: wait\nsteps:\n  - {id: h, human: {message: go}}\n"
 	_, hwf := e2eWorkflow(t, repo, "wait.yaml", hsrc)
-	if res, err := eng.Run(ctx, runner.Options{Workflow: hwf, Repo: repo, RunID: "wait-1", NoWait: true}, ops.Attach{Output: &out}); err != nil || res.ExitCode != int(runner.ExitHuman) {
+	if res, err := eng.Run(ctx, runner.Options{Workflow: hwf, Repo: repo, RunID: "wait-1", NoWait: true}, ops.Attach{Output: &out}); err != nil || res.ExitCode != int(core.ExitHuman) {
 		t.Fatalf("run to its human step: %+v %v\n%s", res, err, out.String())
 	}
 	e2eWorkflow(t, repo, "wait.yaml", hsrc+"  - {id: after, needs: [h], run: \"echo after >> ran\"}\n")
@@ -85,13 +86,13 @@ func TestEndToEndEditedRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := eng.Run(ctx, l.Options, ops.Attach{Output: &out}); err != nil || res.ExitCode != int(runner.ExitHuman) || res.State.Steps["after"] == nil {
+	if res, err := eng.Run(ctx, l.Options, ops.Attach{Output: &out}); err != nil || res.ExitCode != int(core.ExitHuman) || res.State.Steps["after"] == nil {
 		t.Fatalf("resume with the edit: %+v %v\n%s", res, err, out.String())
 	}
-	if _, err := Decide(ctx, c, "wait-1", DecideRequest{Step: "h", Input: runner.HumanInput{Approved: true}}); err != nil {
+	if _, err := Decide(ctx, c, "wait-1", DecideRequest{Step: "h", Input: core.HumanInput{Approved: true}}); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := eng.Run(ctx, l.Options, ops.Attach{Output: &out}); err != nil || res.Status != runner.RunCompleted {
+	if res, err := eng.Run(ctx, l.Options, ops.Attach{Output: &out}); err != nil || res.Status != core.RunCompleted {
 		t.Fatalf("after the approval: %+v %v\n%s", res, err, out.String())
 	}
 	b, _ := os.ReadFile(filepath.Join(repo, "ran"))
@@ -100,7 +101,7 @@ func TestEndToEndEditedRestart(t *testing.T) {
 	}
 	// A file of another workflow at the run's path is refused.
 	edit("name: other\nsteps:\n  - {id: a, run: \"true\"}\n")
-	if _, err := eng.PrepareRestart(ctx, RestartRequest{RunID: "edit-1", Repo: repo, StartAt: "a"}); runner.CodeOf(err) != runner.ExitUsage {
+	if _, err := eng.PrepareRestart(ctx, RestartRequest{RunID: "edit-1", Repo: repo, StartAt: "a"}); core.CodeOf(err) != core.ExitUsage {
 		t.Errorf("restart with another workflow's file: %v, want bad usage (exit 2)", err)
 	}
 }
@@ -126,7 +127,7 @@ func TestEndToEndGatedStartAt(t *testing.T) {
 	var out syncbuf.Buffer
 	opts := runner.Options{Workflow: wf, Repo: repo, RunID: "gated-1", NoWait: true, Invocation: runner.Invocation{GateStateFile: "gates.json"}}
 	res, err := eng.Run(ctx, opts, ops.Attach{Output: &out})
-	if err != nil || res.ExitCode != int(runner.ExitHuman) || res.Reason != "waiting on gates: deploy" {
+	if err != nil || res.ExitCode != int(core.ExitHuman) || res.Reason != "waiting on gates: deploy" {
 		t.Fatalf("run to its gates: %+v %v\n%s", res, err, out.String())
 	}
 	st, err := Status(ctx, c, "gated-1")
@@ -140,7 +141,7 @@ func TestEndToEndGatedStartAt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := eng.Run(ctx, l.Options, ops.Attach{Output: &out}); err != nil || res.Status != runner.RunCompleted {
+	if res, err := eng.Run(ctx, l.Options, ops.Attach{Output: &out}); err != nil || res.Status != core.RunCompleted {
 		t.Fatalf("start at build: %+v %v\n%s", res, err, out.String())
 	}
 	b, _ := os.ReadFile(filepath.Join(repo, "ran"))
@@ -192,7 +193,7 @@ func TestEndToEndStartAtArtifacts(t *testing.T) {
 	other := e2eActivities(fsys, t.TempDir())
 	other.Host = "other"
 	serveE2E(t, ctx, c, "arts", false, other)
-	if _, err := plan(false); runner.CodeOf(err) != runner.ExitUsage || !strings.Contains(err.Error(), "--force") {
+	if _, err := plan(false); core.CodeOf(err) != core.ExitUsage || !strings.Contains(err.Error(), "--force") {
 		t.Errorf("plan with the run's worker gone: %v, want bad usage naming --force", err)
 	}
 	if p, err := plan(true); err != nil || len(p.Missing) != 0 || p.Refused {

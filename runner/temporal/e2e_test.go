@@ -22,6 +22,7 @@ import (
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
 
@@ -145,7 +146,7 @@ steps:
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		st, err := Status(ctx, c, "e2e-1")
-		if err == nil && st.State.Steps["approve"].Status == runner.WaitingOnHuman {
+		if err == nil && st.State.Steps["approve"].Status == core.WaitingOnHuman {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -159,14 +160,14 @@ steps:
 	if err := Watch(ctx, c, "e2e-1", 10*time.Millisecond, ops.WatchOptions{}, func(u ops.Update) error { updates = append(updates, u); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if len(updates) != 1 || !updates[0].First || updates[0].Status.State.Steps["approve"].Status != runner.WaitingOnHuman || !updates[0].Status.Over() {
+	if len(updates) != 1 || !updates[0].First || updates[0].Status.State.Steps["approve"].Status != core.WaitingOnHuman || !updates[0].Status.Over() {
 		t.Errorf("watch of a run waiting on a human: %+v", updates)
 	}
-	if _, err := Decide(ctx, c, "e2e-1", DecideRequest{Step: "approve", Input: runner.HumanInput{Approved: true, By: "ann"}}); err != nil {
+	if _, err := Decide(ctx, c, "e2e-1", DecideRequest{Step: "approve", Input: core.HumanInput{Approved: true, By: "ann"}}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Decide(ctx, c, "e2e-1", DecideRequest{Step: "approve", Input: runner.HumanInput{Approved: true, By: "bob"}})
-	if code := runner.CodeOf(err); code != runner.ExitRefused {
+	_, err := Decide(ctx, c, "e2e-1", DecideRequest{Step: "approve", Input: core.HumanInput{Approved: true, By: "bob"}})
+	if code := core.CodeOf(err); code != core.ExitRefused {
 		t.Errorf("a second decision: %v (exit %d), want refused (exit 8)", err, code)
 	}
 	var res runner.Result
@@ -183,11 +184,11 @@ steps:
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
-	if _, err := eng.Run(ctx, runner.Options{Workflow: wf, Repo: repo, RunID: "e2e-1"}, ops.Attach{Output: io.Discard}); runner.CodeOf(err) != runner.ExitUsage {
+	if _, err := eng.Run(ctx, runner.Options{Workflow: wf, Repo: repo, RunID: "e2e-1"}, ops.Attach{Output: io.Discard}); core.CodeOf(err) != core.ExitUsage {
 		t.Errorf("a second run e2e-1: %v, want refused as bad usage (exit 2)", err)
 	}
 	st, _, err := runner.LoadState(fsys, runner.RunDir(repo, "e2e-1"), false, time.Now())
-	if err != nil || st.Status != runner.RunCompleted || st.Steps["approve"].Human().By != "ann" {
+	if err != nil || st.Status != core.RunCompleted || st.Steps["approve"].Human().By != "ann" {
 		t.Errorf("the worker's record: %v %+v", err, st)
 	}
 
@@ -205,7 +206,7 @@ steps:
 			id := fmt.Sprintf("many-%d", i)
 			many := &Engine{Client: c, TaskQueue: "e2e-shared", FS: fsys, PollEvery: 100 * time.Millisecond}
 			res, err := many.Run(ctx, runner.Options{Workflow: wf, Repo: repo, RunID: id, NoWait: true}, ops.Attach{Output: io.Discard})
-			if err != nil || res.ExitCode != int(runner.ExitHuman) {
+			if err != nil || res.ExitCode != int(core.ExitHuman) {
 				t.Errorf("%s: %+v %v", id, res, err)
 			}
 		}()

@@ -22,12 +22,13 @@ import (
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/agents"
+	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
 
 // runLocal runs src on the local engine with the same scripted sessions
 // and returns its run's event lines and state.
-func runLocal(t *testing.T, file, src string, files map[string]string, fn func(call) reply) ([]string, *runner.State) {
+func runLocal(t *testing.T, file, src string, files map[string]string, fn func(call) reply) ([]string, *core.State) {
 	t.Helper()
 	fsys := repoFS(t, file, src, files)
 	wf, err := config.Load(fsys, path.Join(repo, file))

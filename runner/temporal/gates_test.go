@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 )
 
 const gatedFlow = `
@@ -46,12 +47,12 @@ func TestWorkflowGateStateFile(t *testing.T) {
 	h.env.RegisterDelayedCallback(func() { broken = h.query(QueryStatus) }, 20*time.Minute)
 	h.env.RegisterDelayedCallback(func() { write(`{"gates": {"ci": "open"}}`); opened = h.env.Now() }, 30*time.Minute)
 	res := h.run()
-	if res.Status != runner.RunCompleted {
+	if res.Status != core.RunCompleted {
 		t.Fatalf("result %+v", res)
 	}
 	for name, s := range map[string]StatusReply{"5m": waiting, "20m": broken} {
 		st := s.State
-		if st == nil || st.Steps["deploy"].Status != runner.Pending || !slices.Equal(st.Steps["deploy"].WaitingGates(), []string{"ci"}) {
+		if st == nil || st.Steps["deploy"].Status != core.Pending || !slices.Equal(st.Steps["deploy"].WaitingGates(), []string{"ci"}) {
 			t.Errorf("status at %s: deploy is not waiting for ci: %+v", name, st)
 		}
 		// It waits, as a local run does: not busy (a start step may
@@ -83,7 +84,7 @@ func TestWorkflowGatesOpenAtStart(t *testing.T) {
 	if err := afero.WriteFile(h.fs, repo+"/gates.json", []byte(`{"ci": true}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if res := h.run(); res.Status != runner.RunCompleted {
+	if res := h.run(); res.Status != core.RunCompleted {
 		t.Fatalf("result %+v", res)
 	}
 	if d := h.env.Now().Sub(start); d >= DefaultGatePoll {
@@ -120,7 +121,7 @@ func TestWorkflowGatesContinueAsNew(t *testing.T) {
 			t.Error(err)
 		}
 	}, time.Hour)
-	if res := h.run(); res.Status != runner.RunCompleted {
+	if res := h.run(); res.Status != core.RunCompleted {
 		t.Fatalf("continued run: %+v", res)
 	}
 	if got := h.starter.steps(); !slices.Equal(got, []string{"build.0.1", "deploy.0.1"}) {

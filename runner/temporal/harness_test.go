@@ -21,6 +21,7 @@ import (
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 )
 
 const repo = "/repo"
@@ -173,7 +174,7 @@ func (h *harness) run() Result {
 }
 
 // state reads the state the worker mirrored.
-func (h *harness) state() *runner.State {
+func (h *harness) state() *core.State {
 	h.t.Helper()
 	st, _, err := runner.LoadState(h.fs, runner.RunDir(repo, "r1"), false, start)
 	if err != nil {

@@ -102,7 +102,7 @@ type Restart struct {
 	// Control is the desired control state the last execution ended
 	// with: a paused run started again stays paused until flow
 	// continue, as a local run reads control.json. "" is continuous.
-	Control runner.ControlState `json:"control,omitempty"`
+	Control core.ControlState `json:"control,omitempty"`
 	// Move moves the run off Host, whose worker is lost (flow resume
 	// --move): the run goes on on whichever worker of the run's task
 	// queue opens it, in that worker's repository, from State; the
@@ -130,17 +130,17 @@ type Carried struct {
 
 // Result is how a run ended: the workflow's result.
 type Result struct {
-	RunID    string           `json:"run_id"`
-	Status   runner.RunStatus `json:"status"`
-	ExitCode int              `json:"exit_code"`
-	Reason   string           `json:"reason"`
-	RunDir   string           `json:"run_dir"`
+	RunID    string         `json:"run_id"`
+	Status   core.RunStatus `json:"status"`
+	ExitCode int            `json:"exit_code"`
+	Reason   string         `json:"reason"`
+	RunDir   string         `json:"run_dir"`
 }
 
 // DecideRequest decides a human step (flow approve, flow reject).
 type DecideRequest struct {
-	Step  string            `json:"step"`
-	Input runner.HumanInput `json:"input"`
+	Step  string          `json:"step"`
+	Input core.HumanInput `json:"input"`
 }
 
 // Decided is the answer to a decision that won.
@@ -154,26 +154,26 @@ type Decided struct {
 // ControlRequest asks for a desired control state: pause, continuous
 // (flow continue), run_once or run_cleanup.
 type ControlRequest struct {
-	Desired runner.ControlState `json:"desired"`
+	Desired core.ControlState `json:"desired"`
 }
 
 // StatusReply is the answer to QueryStatus: the run's state and the
 // liveness of its driver, which ops.Status writes as flow status --json
 // does.
 type StatusReply struct {
-	State    *runner.State   `json:"state"`
+	State    *core.State     `json:"state"`
 	Liveness runner.Liveness `json:"liveness"`
 	RunDir   string          `json:"run_dir"`
 	Host     Host            `json:"host"`
 	// Control is the desired control state the run acts on.
-	Control runner.ControlState `json:"control,omitempty"`
+	Control core.ControlState `json:"control,omitempty"`
 }
 
 // EventsPage is the answer to QueryEvents: events after the seq asked
 // for, at most maxPage of them, and whether the run has ended.
 type EventsPage struct {
-	Events []runner.Event `json:"events"`
-	Done   bool           `json:"done"`
+	Events []core.Event `json:"events"`
+	Done   bool         `json:"done"`
 	// Retries are the retries' waits after the first of Events.
 	Retries []RetryNote `json:"retries,omitempty"`
 }
@@ -229,7 +229,7 @@ type TaggedInput struct {
 
 // carried maps the kind of each core input a run carries across
 // continue-as-new to its decoder; tag gives an input its kind.
-var carried = map[string]func([]byte) (runner.Input, error){
+var carried = map[string]func([]byte) (core.Input, error){
 	"begin":          decodeInput[core.Begin],
 	"when":           decodeInput[core.WhenResult],
 	"items":          decodeInput[core.ItemsResult],
@@ -245,14 +245,14 @@ var carried = map[string]func([]byte) (runner.Input, error){
 }
 
 // decodeInput decodes a carried input of type T.
-func decodeInput[T runner.Input](b []byte) (runner.Input, error) {
+func decodeInput[T core.Input](b []byte) (core.Input, error) {
 	var v T
 	err := json.Unmarshal(b, &v)
 	return v, err
 }
 
 // tag encodes a core input.
-func tag(in runner.Input) (TaggedInput, error) {
+func tag(in core.Input) (TaggedInput, error) {
 	var kind string
 	switch in.(type) {
 	case core.Begin:
@@ -290,7 +290,7 @@ func tag(in runner.Input) (TaggedInput, error) {
 }
 
 // untag decodes a carried input.
-func untag(t TaggedInput) (runner.Input, error) {
+func untag(t TaggedInput) (core.Input, error) {
 	dec, ok := carried[t.Kind]
 	if !ok {
 		return nil, fmt.Errorf("unknown carried input %q", t.Kind)

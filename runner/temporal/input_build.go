@@ -8,6 +8,7 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // NewInput makes the workflow input of a new run from what the local
@@ -21,7 +22,7 @@ func NewInput(fsys afero.Fs, opts runner.Options, queue string) (Input, error) {
 	}
 	in := Input{RunID: opts.RunID, Source: src, Invocation: opts.Invocation, Vars: opts.Vars, Budgets: opts.Budgets, TaskQueue: queue}
 	if err := checkSize("the run's input (its workflow and prompt files)", in); err != nil {
-		return Input{}, runner.Usage("%v", err)
+		return Input{}, core.Usage("%v", err)
 	}
 	return in, nil
 }

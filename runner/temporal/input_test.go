@@ -13,7 +13,7 @@ import (
 // new is tagged and decoded back to itself, and every tag has a decoder.
 func TestCarriedInputs(t *testing.T) {
 	yes := true
-	ins := []runner.Input{
+	ins := []core.Input{
 		core.Begin{Control: core.Pause, Gates: map[string]bool{"ci": true}},
 		core.WhenResult{Step: "a", Run: true},
 		core.ItemsResult{Step: "l"},

@@ -6,9 +6,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/flow-run/flow/runner/core"
 	"go.temporal.io/sdk/client"
-
-	"github.com/flow-run/flow/runner"
 )
 
 // FollowLogs writes the output of the latest session of step of a run
@@ -58,7 +57,7 @@ func FollowLogs(ctx context.Context, c client.Client, runID, step string, interv
 			return err
 		}
 		ss := st.State.Steps[step]
-		if ss == nil || ss.Status != runner.Running {
+		if ss == nil || ss.Status != core.Running {
 			// The session ended: its end carries its last output.
 			if len(tails) > 0 && (cur == nil || same(tails[0], cur.Iteration, cur.Attempt)) {
 				write(tails[0])

@@ -15,6 +15,7 @@ import (
 
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // TestWorkflowMove: a run moved off its worker (--move) is opened by
@@ -42,7 +43,7 @@ func TestWorkflowMove(t *testing.T) {
 		defer mu.Unlock()
 		queues[info.ActivityType.Name] = append(queues[info.ActivityType.Name], info.TaskQueue)
 	})
-	if res := h.run(); res.Status != runner.RunCompleted || res.RunDir != runner.RunDir(repo2, "r1") {
+	if res := h.run(); res.Status != core.RunCompleted || res.RunDir != runner.RunDir(repo2, "r1") {
 		t.Fatalf("the moved retry: %+v", res)
 	}
 	if got := queues[ActivityOpen]; !slices.Equal(got, []string{"q"}) {
@@ -60,12 +61,12 @@ func TestWorkflowMove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if moved.Status != runner.RunCompleted || moved.RepoDir != repo2 || moved.Runner.Host != "w2" ||
-		!strings.HasPrefix(moved.Steps["c"].LogPath, repo2+"/") || moved.Steps["a"].Status != runner.Completed {
+	if moved.Status != core.RunCompleted || moved.RepoDir != repo2 || moved.Runner.Host != "w2" ||
+		!strings.HasPrefix(moved.Steps["c"].LogPath, repo2+"/") || moved.Steps["a"].Status != core.Completed {
 		t.Errorf("the record on w2: status %s, repo %s, runner %+v, c's log %s, a %s",
 			moved.Status, moved.RepoDir, moved.Runner, moved.Steps["c"].LogPath, moved.Steps["a"].Status)
 	}
-	var carried runner.State
+	var carried core.State
 	if err := json.Unmarshal(st, &carried); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestWorkflowMove(t *testing.T) {
 		!strings.Contains(b, `"seq":`+jsonInt(carried.Seq+1)) {
 		t.Errorf("w2's events do not go on from seq %d with the move's warning:\n%s", carried.Seq, b)
 	}
-	if old := h.state(); old.Status != runner.RunFailed || old.Seq != carried.Seq {
+	if old := h.state(); old.Status != core.RunFailed || old.Seq != carried.Seq {
 		t.Errorf("the lost worker's record changed: %s at seq %d", old.Status, old.Seq)
 	}
 }

@@ -55,7 +55,7 @@ func lookup(ctx context.Context, c client.Client, runID string) (recorded, error
 	}
 	info := desc.GetWorkflowExecutionInfo()
 	if info.GetType().GetName() != WorkflowName {
-		return r, runner.Usage("workflow %s on Temporal is not a flow run (its type is %s)", runID, info.GetType().GetName())
+		return r, core.Usage("workflow %s on Temporal is not a flow run (its type is %s)", runID, info.GetType().GetName())
 	}
 	r.running = info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 	for name, v := range map[string]any{QueryLaunch: &r.launch, QueryStatus: &r.status} {
@@ -146,19 +146,19 @@ func (e *Engine) PrepareRestart(ctx context.Context, req RestartRequest) (*ops.L
 		NoWait: req.NoWait, Budgets: req.Budgets, Invocation: inv}}
 	switch {
 	case req.Retry:
-		if st.Status != runner.RunFailed {
-			return nil, runner.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", req.RunID, st.Status)
+		if st.Status != core.RunFailed {
+			return nil, core.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", req.RunID, st.Status)
 		}
 		p := runner.PlanRetry(wf, st)
 		if len(p.Capped) > 0 && req.Budgets.MaxIterations == 0 {
-			return nil, runner.Usage("%v failed at their iteration budget; retry with a higher one: flow retry %s --max-iterations N --engine temporal", p.Capped, req.RunID)
+			return nil, core.Usage("%v failed at their iteration budget; retry with a higher one: flow retry %s --max-iterations N --engine temporal", p.Capped, req.RunID)
 		}
 		l.RetryPlan, l.Options.Retry = &p, true
 		l.Options.Budgets.ForceMaxIterations = req.Budgets.MaxIterations > 0
 	case req.StartAt != "":
 		p, err := runner.PlanStartAt(afero.NewMemMapFs(), wf, st, host.Repo, req.StartAt)
 		if err != nil {
-			return nil, runner.Usage("--start-at-step: %v", err)
+			return nil, core.Usage("--start-at-step: %v", err)
 		}
 		l.Options.StartAt = req.StartAt
 		l.Plan = &ops.StartAtPlan{Workflow: wf.Name, RunID: req.RunID, Step: req.StartAt, Kept: nonNil(p.Kept), Rerun: nonNil(p.Rerun),
@@ -203,7 +203,7 @@ func (e *Engine) missingArtifacts(ctx context.Context, req RestartRequest, rec r
 		err = run.Get(ctx, &reply)
 	}
 	if err != nil {
-		return nil, runner.Usage("could not look for the kept steps' artifacts on worker %s (%s): %v; pass --force to go on without, or, if its host is lost, --move",
+		return nil, core.Usage("could not look for the kept steps' artifacts on worker %s (%s): %v; pass --force to go on without, or, if its host is lost, --move",
 			host.Name, host.Repo, err)
 	}
 	out := []ops.MissingArtifact{}
@@ -224,7 +224,7 @@ const DefaultArtifactsWait = 30 * time.Second
 func (e *Engine) restartSource(req RestartRequest, in Input, host Host, inv runner.Invocation) (Source, *config.Workflow, error) {
 	own, err := ParseSource(host.Repo, in.Source, inv)
 	if err != nil {
-		return Source{}, nil, runner.Usage("run %s: its workflow does not load: %v", req.RunID, err)
+		return Source{}, nil, core.Usage("run %s: its workflow does not load: %v", req.RunID, err)
 	}
 	file := req.WorkflowPath
 	if req.Workflow != nil {
@@ -246,10 +246,10 @@ func (e *Engine) restartSource(req RestartRequest, in Input, host Host, inv runn
 	}
 	now, err := config.LoadWith(e.FS, file, inv.LoadOptions(repo))
 	if err != nil {
-		return Source{}, nil, &runner.ExitError{Code: runner.ExitUsage, Err: err}
+		return Source{}, nil, &core.ExitError{Code: core.ExitUsage, Err: err}
 	}
 	if now.Name != own.Name {
-		return Source{}, nil, runner.Usage("run %s is a run of %s; %s is the workflow %s", req.RunID, own.Name, file, now.Name)
+		return Source{}, nil, core.Usage("run %s is a run of %s; %s is the workflow %s", req.RunID, own.Name, file, now.Name)
 	}
 	src, err := ReadSource(e.FS, now, repo)
 	if err != nil {
@@ -260,7 +260,7 @@ func (e *Engine) restartSource(req RestartRequest, in Input, host Host, inv runn
 	}
 	wf, err := ParseSource(host.Repo, src, inv)
 	if err != nil {
-		return Source{}, nil, runner.Usage("run %s: %s does not load as its worker reads it: %v", req.RunID, file, err)
+		return Source{}, nil, core.Usage("run %s: %s does not load as its worker reads it: %v", req.RunID, file, err)
 	}
 	return src, wf, nil
 }
@@ -279,12 +279,12 @@ func sameSource(a, b Source) bool {
 }
 
 // ended refuses to resume a run that has ended, as locally.
-func ended(st *runner.State) error {
-	if st.Status == runner.RunFailed {
-		return runner.Refused("run %s has already failed (exit %d); to run its failed steps again: flow retry %s --engine temporal; or from a step: flow resume %s --engine temporal --start-at-step STEP",
+func ended(st *core.State) error {
+	if st.Status == core.RunFailed {
+		return core.Refused("run %s has already failed (exit %d); to run its failed steps again: flow retry %s --engine temporal; or from a step: flow resume %s --engine temporal --start-at-step STEP",
 			st.RunID, st.ExitCode, st.RunID, st.RunID)
 	}
-	return runner.Refused("run %s has already %s (exit %d); to run steps again: flow resume %s --engine temporal --start-at-step STEP",
+	return core.Refused("run %s has already %s (exit %d); to run steps again: flow resume %s --engine temporal --start-at-step STEP",
 		st.RunID, st.Status, st.ExitCode, st.RunID)
 }
 
@@ -333,7 +333,7 @@ func (e *Engine) restart(ctx context.Context, opts runner.Options, att ops.Attac
 	}
 	if rec.running && !move {
 		if opts.Retry {
-			return runner.Result{}, runner.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", opts.RunID, st.Status)
+			return runner.Result{}, core.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", opts.RunID, st.Status)
 		}
 		if working {
 			return runner.Result{}, &core.ExitError{Code: core.ExitHeld, Err: fmt.Errorf(
@@ -372,7 +372,7 @@ func (e *Engine) restart(ctx context.Context, opts runner.Options, att ops.Attac
 		in.SessionHeartbeat = e.SessionHeartbeat
 	}
 	if err := checkSize("the run's recorded state", in); err != nil {
-		return runner.Result{}, runner.Usage("%v", err)
+		return runner.Result{}, core.Usage("%v", err)
 	}
 	run, err := e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: opts.RunID, TaskQueue: e.TaskQueue, Memo: map[string]any{memoWorkflow: opts.Workflow.Name},
@@ -389,7 +389,7 @@ func (e *Engine) restart(ctx context.Context, opts runner.Options, att ops.Attac
 	}
 	if e.Detach {
 		fmt.Fprintf(att.Output, "run %s goes on on Temporal (task queue %s); follow it with: flow resume %s --engine temporal\n", opts.RunID, e.TaskQueue, opts.RunID)
-		return runner.Result{RunID: opts.RunID, Status: runner.RunRunning}, nil
+		return runner.Result{RunID: opts.RunID, Status: core.RunRunning}, nil
 	}
 	return e.follow(ctx, opts, run, st, true, att)
 }
@@ -508,7 +508,7 @@ func Logs(ctx context.Context, c client.Client, runID, step string) ([]LogTail, 
 	}
 	var st StatusReply
 	if v, err := c.QueryWorkflow(ctx, runID, "", QueryStatus); err == nil && v.Get(&st) == nil && st.State != nil && st.State.Steps[step] == nil {
-		return nil, runner.Usage("run %s has no step %s", runID, step)
+		return nil, core.Usage("run %s has no step %s", runID, step)
 	}
 	return nil, nil
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 )
 
 const restartable = `
@@ -38,7 +38,7 @@ func (h *harness) restartFrom(startAt string, retry bool) Result {
 // prepareRestart readies a new execution of the harness's run from the
 // state its worker mirrored, with the control state the last one
 // ended with; delayed callbacks registered after it reach the new one.
-func (h *harness) prepareRestart(startAt string, retry bool, control runner.ControlState) {
+func (h *harness) prepareRestart(startAt string, retry bool, control core.ControlState) {
 	h.t.Helper()
 	st, err := json.Marshal(h.state())
 	if err != nil {
@@ -59,18 +59,18 @@ func (h *harness) prepareRestart(startAt string, retry bool, control runner.Cont
 func TestWorkflowRetryAndStartAt(t *testing.T) {
 	h := failedRestartable(t)
 	res := h.restartFrom("", true)
-	if res.Status != runner.RunCompleted {
+	if res.Status != core.RunCompleted {
 		t.Fatalf("retry: %+v", res)
 	}
 	if got, want := h.starter.steps(), []string{"b.0.1", "c.0.1"}; !slices.Equal(got, want) {
 		t.Errorf("retry ran %v, want %v", got, want)
 	}
 	st := h.state()
-	if st.Generation != 1 || st.Status != runner.RunCompleted {
+	if st.Generation != 1 || st.Status != core.RunCompleted {
 		t.Errorf("after the retry: generation %d, status %s", st.Generation, st.Status)
 	}
 	res = h.restartFrom("b", false)
-	if res.Status != runner.RunCompleted {
+	if res.Status != core.RunCompleted {
 		t.Fatalf("start at b: %+v", res)
 	}
 	if got, want := h.starter.steps(), []string{"b.0.1", "c.0.1"}; !slices.Equal(got, want) {
@@ -92,13 +92,13 @@ func TestWorkflowRetryAndStartAt(t *testing.T) {
 func TestWorkflowNewRunAtStep(t *testing.T) {
 	h := newHarness(t, restartable, func(c call) reply { return reply{Out: "ok\n"} })
 	h.in.StartAt = "b"
-	if res := h.run(); res.Status != runner.RunCompleted {
+	if res := h.run(); res.Status != core.RunCompleted {
 		t.Fatalf("result %+v", res)
 	}
 	if got, want := h.starter.steps(), []string{"b.0.1", "c.0.1"}; !slices.Equal(got, want) {
 		t.Errorf("ran %v, want %v", got, want)
 	}
-	if s := h.state().Steps["a"]; s.Status != runner.Skipped {
+	if s := h.state().Steps["a"]; s.Status != core.Skipped {
 		t.Errorf("a is %s, want skipped", s.Status)
 	}
 }
@@ -156,28 +156,28 @@ func TestWorkflowRestartKeepsPause(t *testing.T) {
 	h := newHarness(t, src, func(c call) reply { return reply{} })
 	var perr error
 	var pdone bool
-	h.update(time.Minute, UpdateControl, ControlRequest{Desired: runner.Pause}, &perr, &pdone)
+	h.update(time.Minute, UpdateControl, ControlRequest{Desired: core.Pause}, &perr, &pdone)
 	var before StatusReply
 	h.env.RegisterDelayedCallback(func() { before = h.query(QueryStatus) }, 30*time.Minute)
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Hour)
-	if res := h.run(); res.Status != runner.RunInterrupted || perr != nil || !pdone {
+	if res := h.run(); res.Status != core.RunInterrupted || perr != nil || !pdone {
 		t.Fatalf("first execution: %+v; pause %v", res, perr)
 	}
-	if before.Control != runner.Pause {
+	if before.Control != core.Pause {
 		t.Fatalf("status while paused says control %q", before.Control)
 	}
 	h.prepareRestart("", false, before.Control)
 	var aerr, cerr error
 	var adone, cdone bool
-	h.update(time.Minute, UpdateDecide, DecideRequest{Step: "h", Input: runner.HumanInput{Approved: true}}, &aerr, &adone)
+	h.update(time.Minute, UpdateDecide, DecideRequest{Step: "h", Input: core.HumanInput{Approved: true}}, &aerr, &adone)
 	var paused StatusReply
 	h.env.RegisterDelayedCallback(func() { paused = h.query(QueryStatus) }, time.Hour)
-	h.update(2*time.Hour, UpdateControl, ControlRequest{Desired: runner.Continuous}, &cerr, &cdone)
+	h.update(2*time.Hour, UpdateControl, ControlRequest{Desired: core.Continuous}, &cerr, &cdone)
 	began := h.env.Now()
-	if res := h.run(); res.Status != runner.RunCompleted || aerr != nil || cerr != nil || !adone || !cdone {
+	if res := h.run(); res.Status != core.RunCompleted || aerr != nil || cerr != nil || !adone || !cdone {
 		t.Fatalf("restart: %+v; approve %v continue %v", res, aerr, cerr)
 	}
-	if st := paused.State; st == nil || st.Status != runner.RunPaused || st.Steps["b"].Status != runner.Pending || paused.Control != runner.Pause {
+	if st := paused.State; st == nil || st.Status != core.RunPaused || st.Steps["b"].Status != core.Pending || paused.Control != core.Pause {
 		t.Errorf("status an hour into the restart: %+v", paused)
 	}
 	if got := h.env.Now().Sub(began); got < 2*time.Hour {
@@ -198,7 +198,7 @@ func TestWorkflowRestartEditedWorkflow(t *testing.T) {
 		"  - id: d\n    needs: [c]\n    run: d\nvars:\n  greeting: hi\n"
 	h.prepareRestart("", true, "")
 	h.in.Source.Data = []byte(edited)
-	if res := h.run(); res.Status != runner.RunCompleted {
+	if res := h.run(); res.Status != core.RunCompleted {
 		t.Fatalf("retry with the edited workflow: %+v", res)
 	}
 	if got, want := h.starter.steps(), []string{"b.0.1", "c.0.1", "d.0.1"}; !slices.Equal(got, want) {
@@ -210,7 +210,7 @@ func TestWorkflowRestartEditedWorkflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	digest := wf.Digest()
-	if st.Steps["side"] != nil || st.Steps["d"] == nil || st.Steps["d"].Status != runner.Completed ||
+	if st.Steps["side"] != nil || st.Steps["d"] == nil || st.Steps["d"].Status != core.Completed ||
 		!slices.Equal(st.StepOrder, []string{"a", "b", "c", "d"}) || st.Vars["greeting"] != "hi" || st.WorkflowDigest != digest {
 		t.Errorf("the record after the retry: order %v, vars %v, digest %s (want %s), side %+v, d %+v",
 			st.StepOrder, st.Vars, st.WorkflowDigest, digest, st.Steps["side"], st.Steps["d"])
@@ -235,7 +235,7 @@ func failedRestartable(t *testing.T) *harness {
 		}
 		return reply{Out: c.Step + "\n"}
 	})
-	if res := h.run(); res.Status != runner.RunFailed {
+	if res := h.run(); res.Status != core.RunFailed {
 		t.Fatalf("first execution: %+v", res)
 	}
 	failB = false

@@ -33,12 +33,12 @@ type driver struct {
 	wf   *config.Workflow
 	plan *core.Plan
 	core *core.Core
-	st   *runner.State
+	st   *core.State
 	// events are the events of this segment, for QueryEvents.
-	events []runner.Event
+	events []core.Event
 	// inbox holds the inputs the core has not yet decided, in the order
 	// they came.
-	inbox []runner.Input
+	inbox []core.Input
 	// inflight counts the activities and retry timers whose inputs
 	// have not come back.
 	inflight int
@@ -119,7 +119,7 @@ func (d *driver) start() error {
 	now := workflow.Now(ctx)
 	var begin *core.Begin
 	if c := in.Carried; c != nil {
-		d.st = &runner.State{}
+		d.st = &core.State{}
 		if err := json.Unmarshal(c.State, d.st); err != nil {
 			return fmt.Errorf("read the carried state: %w", err)
 		}
@@ -138,7 +138,7 @@ func (d *driver) start() error {
 		}
 		// The waits of human steps are the driver's: they go on.
 		for _, id := range d.st.StepOrder {
-			if s := d.st.Steps[id]; s != nil && s.Status == runner.WaitingOnHuman && !d.decidedInInbox(id) {
+			if s := d.st.Steps[id]; s != nil && s.Status == core.WaitingOnHuman && !d.decidedInInbox(id) {
 				d.await(id)
 			}
 		}
@@ -166,10 +166,10 @@ func (d *driver) start() error {
 		if d.plan, err = runner.NewPlanOf(wf, in.Budgets, vars, now); err != nil {
 			return temporal.NewNonRetryableApplicationError("resolve budgets: "+err.Error(), "refused", nil)
 		}
-		d.st = &runner.State{}
-		d.record([]runner.Event{created, core.NewEvent(now, core.EvRunnerStarted, "", runner.RunnerStarted{Host: d.host.Name})}, false)
+		d.st = &core.State{}
+		d.record([]core.Event{created, core.NewEvent(now, core.EvRunnerStarted, "", core.RunnerStarted{Host: d.host.Name})}, false)
 		if r := in.Budgets.Raise; r.Set() {
-			d.record([]runner.Event{core.NewEvent(now, core.EvBudgetRaised, "", r)}, false)
+			d.record([]core.Event{core.NewEvent(now, core.EvBudgetRaised, "", r)}, false)
 		}
 		d.core = core.NewCore(d.plan)
 		begin = &core.Begin{Control: core.Continuous}
@@ -195,7 +195,7 @@ func (d *driver) start() error {
 // runner, the steps a start step or a retry resets, a raised budget.
 func (d *driver) restart(wf *config.Workflow, now time.Time) error {
 	in, r := d.in, d.in.Restart
-	d.st = &runner.State{}
+	d.st = &core.State{}
 	if err := json.Unmarshal(r.State, d.st); err != nil {
 		return temporal.NewNonRetryableApplicationError("read the run's recorded state: "+err.Error(), "refused", nil)
 	}
@@ -206,33 +206,33 @@ func (d *driver) restart(wf *config.Workflow, now time.Time) error {
 	if r.Move {
 		msg := fmt.Sprintf("moved on purpose (--move) off worker %s (%s) to worker %s (%s): the run goes on in %s's checkout; its record before the move stays on %s",
 			r.Host.Name, r.Host.Repo, d.host.Name, d.host.Repo, d.host.Name, r.Host.Name)
-		d.record([]runner.Event{core.NewEvent(now, core.EvWarning, "", core.Note{Message: msg})}, false)
+		d.record([]core.Event{core.NewEvent(now, core.EvWarning, "", core.Note{Message: msg})}, false)
 	}
-	rs := runner.RunnerStarted{Host: d.host.Name}
+	rs := core.RunnerStarted{Host: d.host.Name}
 	if d.st.RepoDir != d.host.Repo {
 		// Its record and checkout are another repository's now (a run
 		// moved to another worker): its paths are re-rooted there.
 		dir := runner.RunDir(d.host.Repo, in.RunID)
 		rs.RepoDir, rs.ReportsDir, rs.ManualInputsDir = d.host.Repo, path.Join(dir, runner.ReportsDir), path.Join(dir, runner.InputsDir)
 	}
-	d.record([]runner.Event{core.NewEvent(now, core.EvRunnerStarted, "", rs)}, false)
+	d.record([]core.Event{core.NewEvent(now, core.EvRunnerStarted, "", rs)}, false)
 	if r.StartAt != "" {
 		reset, err := runner.StartAtReset(wf, d.st, r.StartAt)
 		if err != nil {
 			return temporal.NewNonRetryableApplicationError("--start-at-step: "+err.Error(), "refused", nil)
 		}
-		d.record([]runner.Event{core.NewEvent(now, core.EvStartAt, r.StartAt, runner.StartAt{Step: r.StartAt, Reset: reset})}, false)
+		d.record([]core.Event{core.NewEvent(now, core.EvStartAt, r.StartAt, core.StartAt{Step: r.StartAt, Reset: reset})}, false)
 	}
-	if r.Retry && d.st.Status == runner.RunFailed {
+	if r.Retry && d.st.Status == core.RunFailed {
 		p := runner.PlanRetry(wf, d.st)
-		rt := runner.Retry{Failed: p.Failed, Reset: p.Reset}
+		rt := core.Retry{Failed: p.Failed, Reset: p.Reset}
 		if in.Budgets.ForceMaxIterations {
 			rt.MaxIterations = in.Budgets.MaxIterations
 		}
-		d.record([]runner.Event{core.NewEvent(now, core.EvRetry, "", rt)}, false)
+		d.record([]core.Event{core.NewEvent(now, core.EvRetry, "", rt)}, false)
 	}
 	if b := in.Budgets.Raise; b.Set() {
-		d.record([]runner.Event{core.NewEvent(now, core.EvBudgetRaised, "", b)}, false)
+		d.record([]core.Event{core.NewEvent(now, core.EvBudgetRaised, "", b)}, false)
 	}
 	budgets := in.Budgets
 	if b := d.st.BudgetRaised; b != nil {
@@ -249,8 +249,8 @@ func (d *driver) restart(wf *config.Workflow, now time.Time) error {
 // startingAt makes the event that creates a run start at step: the
 // steps of the top level before it, those it does not lead to, are
 // skipped, as the local driver records it.
-func startingAt(created runner.Event, wf *config.Workflow, step string) (runner.Event, error) {
-	var rc runner.RunCreated
+func startingAt(created core.Event, wf *config.Workflow, step string) (core.Event, error) {
+	var rc core.RunCreated
 	if err := json.Unmarshal(created.Data, &rc); err != nil {
 		return created, err
 	}
@@ -366,12 +366,12 @@ func (d *driver) carry() error {
 
 // record numbers events and keeps them; applied is false for events the
 // core did not apply itself.
-func (d *driver) record(evs []runner.Event, applied bool) {
+func (d *driver) record(evs []core.Event, applied bool) {
 	for _, e := range evs {
 		d.seq++
 		e.Seq = d.seq
 		if !applied {
-			if err := runner.Apply(d.st, e); err != nil {
+			if err := core.Apply(d.st, e); err != nil {
 				panic(fmt.Sprintf("apply %s: %v", e.Type, err)) // events built here always apply
 			}
 		}
@@ -382,9 +382,9 @@ func (d *driver) record(evs []runner.Event, applied bool) {
 
 // mirror hands the worker the events it has not mirrored yet.
 func (d *driver) mirror(final bool) error {
-	var evs []runner.Event
+	var evs []core.Event
 	for i := len(d.events) - 1; i >= 0 && d.events[i].Seq > d.mirrorSeq; i-- {
-		evs = append([]runner.Event{d.events[i]}, evs...)
+		evs = append([]core.Event{d.events[i]}, evs...)
 	}
 	if len(evs) == 0 && !final {
 		return nil
@@ -401,17 +401,17 @@ func (d *driver) mirror(final bool) error {
 }
 
 // perform turns one effect into an activity, a timer or a wait.
-func (d *driver) perform(eff runner.Effect) {
+func (d *driver) perform(eff core.Effect) {
 	switch e := eff.(type) {
 	case core.Evaluate:
-		runActivity(d, ActivityEvaluate, StepRequest{RunID: d.in.RunID, Step: e.Step}, func(err error, res WhenResultReply) runner.Input {
+		runActivity(d, ActivityEvaluate, StepRequest{RunID: d.in.RunID, Step: e.Step}, func(err error, res WhenResultReply) core.Input {
 			if err != nil {
 				return core.WhenResult{Step: e.Step, Err: "evaluate on the worker: " + err.Error()}
 			}
 			return res.Result
 		})
 	case core.ExpandItems:
-		runActivity(d, ActivityExpand, StepRequest{RunID: d.in.RunID, Step: e.Step}, func(err error, res ItemsReply) runner.Input {
+		runActivity(d, ActivityExpand, StepRequest{RunID: d.in.RunID, Step: e.Step}, func(err error, res ItemsReply) core.Input {
 			if err != nil {
 				return core.ItemsResult{Step: e.Step, Err: "evaluate the items on the worker: " + err.Error()}
 			}
@@ -420,7 +420,7 @@ func (d *driver) perform(eff runner.Effect) {
 	case core.StartSession:
 		d.session(e)
 	case core.PrepareHuman:
-		runActivity(d, ActivityPrepareHuman, PrepareRequest{RunID: d.in.RunID, Prepare: e}, func(err error, res core.HumanReady) runner.Input {
+		runActivity(d, ActivityPrepareHuman, PrepareRequest{RunID: d.in.RunID, Prepare: e}, func(err error, res core.HumanReady) core.Input {
 			if err != nil {
 				// The decision comes by Update: the file is only a
 				// convenience for the worker's host.
@@ -447,7 +447,7 @@ func (d *driver) perform(eff runner.Effect) {
 			d.inbox = append(d.inbox, core.TimerFired{Step: e.Step})
 		})
 	case core.StartCleanup:
-		runActivity(d, ActivityCleanup, CleanupRequest{RunID: d.in.RunID, Cleanup: e}, func(err error, res core.CleanupDone) runner.Input {
+		runActivity(d, ActivityCleanup, CleanupRequest{RunID: d.in.RunID, Cleanup: e}, func(err error, res core.CleanupDone) core.Input {
 			if err != nil {
 				return core.CleanupDone{Failed: true, Error: err.Error()}
 			}
@@ -463,7 +463,7 @@ func (d *driver) perform(eff runner.Effect) {
 
 // runActivity runs an activity beside the loop; answer turns its end
 // into the core's input.
-func runActivity[T any](d *driver, name string, req any, answer func(error, T) runner.Input) {
+func runActivity[T any](d *driver, name string, req any, answer func(error, T) core.Input) {
 	d.inflight++
 	ctx := workflow.WithActivityOptions(d.ctx, shortOptions(d.host.Queue))
 	f := workflow.ExecuteActivity(ctx, name, req)

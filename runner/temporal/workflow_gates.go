@@ -5,7 +5,6 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
 )
 
@@ -33,7 +32,7 @@ func (d *driver) usesGates() bool {
 // gated reports whether a step waits for gates.
 func (d *driver) gated() bool {
 	for _, id := range d.st.StepOrder {
-		if s := d.st.Steps[id]; s != nil && s.Status == runner.Pending && len(s.WaitingGates()) > 0 {
+		if s := d.st.Steps[id]; s != nil && s.Status == core.Pending && len(s.WaitingGates()) > 0 {
 			return true
 		}
 	}
@@ -52,7 +51,7 @@ func (d *driver) readGates(ctx workflow.Context) (map[string]bool, bool) {
 	if reply.Err != "" {
 		if reply.Err != d.gateWarned {
 			d.gateWarned = reply.Err
-			d.record([]runner.Event{core.NewEvent(workflow.Now(ctx), core.EvWarning, "", core.Note{Message: reply.Err})}, false)
+			d.record([]core.Event{core.NewEvent(workflow.Now(ctx), core.EvWarning, "", core.Note{Message: reply.Err})}, false)
 		}
 		return nil, false
 	}

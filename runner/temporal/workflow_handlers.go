@@ -53,30 +53,30 @@ func (d *driver) status() (StatusReply, error) {
 func (d *driver) liveness() runner.Liveness {
 	st := d.st
 	switch st.Status {
-	case runner.RunCompleted, runner.RunFailed:
+	case core.RunCompleted, core.RunFailed:
 		return runner.Liveness{State: runner.LiveDone, Reason: "the run " + string(st.Status)}
-	case runner.RunPaused:
+	case core.RunPaused:
 		return runner.Liveness{State: runner.LiveStopped, Reason: "paused; flow continue --engine temporal goes on"}
-	case runner.RunInterrupted:
+	case core.RunInterrupted:
 		return runner.Liveness{State: runner.LiveStopped, Reason: "interrupted"}
-	case runner.RunBudgetExceeded:
+	case core.RunBudgetExceeded:
 		return runner.Liveness{State: runner.LiveStopped, Reason: "a budget ran out"}
 	}
 	for _, id := range st.StepOrder {
-		if s := st.Steps[id]; s != nil && s.Status == runner.Running && s.LoopIndex() == nil {
+		if s := st.Steps[id]; s != nil && s.Status == core.Running && s.LoopIndex() == nil {
 			return runner.Liveness{State: runner.LiveWorking, Hook: id, Reason: "a session runs on " + d.host.Name}
 		}
 	}
 	for _, id := range st.StepOrder {
-		if s := st.Steps[id]; s != nil && s.Status == runner.WaitingOnHuman {
+		if s := st.Steps[id]; s != nil && s.Status == core.WaitingOnHuman {
 			return runner.Liveness{State: runner.LiveStopped, Hook: id, Reason: "waiting on a human"}
 		}
 	}
 	// A run that waits for the gates of its gate-state file waits as
 	// one that waits on a human does: nothing runs until they open.
-	if st.Status == runner.RunWaitingOnHuman {
+	if st.Status == core.RunWaitingOnHuman {
 		for _, id := range st.StepOrder {
-			if s := st.Steps[id]; s != nil && s.Status == runner.Pending && len(s.WaitingGates()) > 0 {
+			if s := st.Steps[id]; s != nil && s.Status == core.Pending && len(s.WaitingGates()) > 0 {
 				return runner.Liveness{State: runner.LiveStopped, Hook: id, Reason: fmt.Sprintf("waiting for gates to open: %s (%s)",
 					strings.Join(s.WaitingGates(), ", "), d.in.Invocation.GateStateFile)}
 			}
@@ -87,7 +87,7 @@ func (d *driver) liveness() runner.Liveness {
 
 // eventsAfter answers QueryEvents.
 func (d *driver) eventsAfter(after int64) (EventsPage, error) {
-	page := EventsPage{Events: []runner.Event{}, Done: d.done}
+	page := EventsPage{Events: []core.Event{}, Done: d.done}
 	for _, e := range d.events {
 		if e.Seq > after {
 			page.Events = append(page.Events, e)
@@ -144,7 +144,7 @@ func (d *driver) validDecision(req DecideRequest) error {
 		return fmt.Errorf("run %s has no step %s", d.in.RunID, req.Step)
 	case d.done || d.st.Status.Terminal():
 		return fmt.Errorf("run %s has already %s", d.in.RunID, d.st.Status)
-	case s.Status == runner.WaitingOnHuman && !d.decidedInInbox(req.Step):
+	case s.Status == core.WaitingOnHuman && !d.decidedInInbox(req.Step):
 		// The state is the truth: the wait may be recorded before the
 		// driver has performed it (the worker mirrors the record first).
 		return nil

@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flow-run/flow/runner/core"
 	"go.temporal.io/sdk/testsuite"
-
-	"github.com/flow-run/flow/runner"
 )
 
 const reviewLoop = `
@@ -49,7 +48,7 @@ func reviewer(n int) func(call) reply {
 func TestWorkflowLoopBackProgression(t *testing.T) {
 	h := newHarness(t, reviewLoop, reviewer(1))
 	res := h.run()
-	if res.Status != runner.RunCompleted || res.ExitCode != 0 {
+	if res.Status != core.RunCompleted || res.ExitCode != 0 {
 		t.Fatalf("result %+v", res)
 	}
 	want := []string{"planning.0.1", "coding.0.1", "code_review.0.1", "coding.1.1", "code_review.1.1", "merge.1.1"}
@@ -57,7 +56,7 @@ func TestWorkflowLoopBackProgression(t *testing.T) {
 		t.Errorf("sessions %v, want %v", got, want)
 	}
 	st := h.state()
-	if st.Status != runner.RunCompleted || st.Steps["coding"].IterationCount != 1 || st.Steps["merge"].Status != runner.Completed {
+	if st.Status != core.RunCompleted || st.Steps["coding"].IterationCount != 1 || st.Steps["merge"].Status != core.Completed {
 		t.Errorf("mirrored state: %s, coding iteration %d", st.Status, st.Steps["coding"].IterationCount)
 	}
 	ev := strings.Join(h.events(), "\n")
@@ -73,7 +72,7 @@ func TestWorkflowLoopBackProgression(t *testing.T) {
 func TestWorkflowIterationCap(t *testing.T) {
 	h := newHarness(t, reviewLoop, reviewer(100))
 	res := h.run()
-	if res.Status != runner.RunFailed || res.ExitCode != 5 {
+	if res.Status != core.RunFailed || res.ExitCode != 5 {
 		t.Fatalf("result %+v", res)
 	}
 	// max_iterations 3: the review runs at iterations 0, 1 and 2.
@@ -145,9 +144,9 @@ func TestWorkflowHumanApprovedByUpdate(t *testing.T) {
 	h := newHarness(t, humanFlow, func(c call) reply { return reply{} })
 	var early, first, second error
 	var earlyDone, firstDone, secondDone bool
-	h.update(time.Millisecond, UpdateDecide, DecideRequest{Step: "release", Input: runner.HumanInput{Approved: true}}, &early, &earlyDone)
-	h.update(time.Hour, UpdateDecide, DecideRequest{Step: "approve", Input: runner.HumanInput{Approved: true, By: "ann"}}, &first, &firstDone)
-	h.update(2*time.Hour, UpdateDecide, DecideRequest{Step: "approve", Input: runner.HumanInput{Approved: false, By: "bob"}}, &second, &secondDone)
+	h.update(time.Millisecond, UpdateDecide, DecideRequest{Step: "release", Input: core.HumanInput{Approved: true}}, &early, &earlyDone)
+	h.update(time.Hour, UpdateDecide, DecideRequest{Step: "approve", Input: core.HumanInput{Approved: true, By: "ann"}}, &first, &firstDone)
+	h.update(2*time.Hour, UpdateDecide, DecideRequest{Step: "approve", Input: core.HumanInput{Approved: false, By: "bob"}}, &second, &secondDone)
 	var status StatusReply
 	h.env.RegisterDelayedCallback(func() {
 		v, err := h.env.QueryWorkflow(QueryStatus)
@@ -169,7 +168,7 @@ func TestWorkflowHumanApprovedByUpdate(t *testing.T) {
 	if !firstDone || first != nil {
 		t.Errorf("approval: %v (done %v)", first, firstDone)
 	}
-	if st := status.State; st == nil || st.Steps["approve"].Status != runner.WaitingOnHuman || st.Status != runner.RunWaitingOnHuman {
+	if st := status.State; st == nil || st.Steps["approve"].Status != core.WaitingOnHuman || st.Status != core.RunWaitingOnHuman {
 		t.Errorf("status while waiting: %+v", status.State)
 	}
 	st := h.state()
@@ -177,7 +176,7 @@ func TestWorkflowHumanApprovedByUpdate(t *testing.T) {
 	if hi == nil || !hi.Approved || hi.By != "ann" || hi.Input["channel"] != "stable" {
 		t.Errorf("recorded decision %+v", hi)
 	}
-	if st.Steps["release"].Status != runner.Completed {
+	if st.Steps["release"].Status != core.Completed {
 		t.Errorf("release %s", st.Steps["release"].Status)
 	}
 	// The workflow ended before the second decision came: it is lost.
@@ -193,9 +192,9 @@ func TestWorkflowPauseContinue(t *testing.T) {
 	h := newHarness(t, src, func(c call) reply { return reply{} })
 	var perr, aerr, cerr error
 	var pdone, adone, cdone bool
-	h.update(time.Minute, UpdateControl, ControlRequest{Desired: runner.Pause}, &perr, &pdone)
-	h.update(2*time.Minute, UpdateDecide, DecideRequest{Step: "h", Input: runner.HumanInput{Approved: true}}, &aerr, &adone)
-	var paused *runner.State
+	h.update(time.Minute, UpdateControl, ControlRequest{Desired: core.Pause}, &perr, &pdone)
+	h.update(2*time.Minute, UpdateDecide, DecideRequest{Step: "h", Input: core.HumanInput{Approved: true}}, &aerr, &adone)
+	var paused *core.State
 	h.env.RegisterDelayedCallback(func() {
 		v, err := h.env.QueryWorkflow(QueryStatus)
 		if err != nil {
@@ -208,12 +207,12 @@ func TestWorkflowPauseContinue(t *testing.T) {
 		}
 		paused = s.State
 	}, time.Hour)
-	h.update(2*time.Hour, UpdateControl, ControlRequest{Desired: runner.Continuous}, &cerr, &cdone)
+	h.update(2*time.Hour, UpdateControl, ControlRequest{Desired: core.Continuous}, &cerr, &cdone)
 	res := h.run()
 	if res.ExitCode != 0 || perr != nil || aerr != nil || cerr != nil || !pdone || !adone || !cdone {
 		t.Fatalf("result %+v; pause %v approve %v continue %v", res, perr, aerr, cerr)
 	}
-	if paused == nil || paused.Status != runner.RunPaused || paused.Steps["b"].Status != runner.Pending {
+	if paused == nil || paused.Status != core.RunPaused || paused.Steps["b"].Status != core.Pending {
 		t.Fatalf("status while paused: %+v", paused)
 	}
 	if got := h.env.Now().Sub(start); got < 2*time.Hour {
@@ -227,10 +226,10 @@ func TestWorkflowCancelInterrupts(t *testing.T) {
 	h := newHarness(t, humanFlow, func(c call) reply { return reply{} })
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Hour)
 	res := h.run()
-	if res.Status != runner.RunInterrupted || res.ExitCode != 130 {
+	if res.Status != core.RunInterrupted || res.ExitCode != 130 {
 		t.Fatalf("result %+v", res)
 	}
-	if st := h.state(); st.Status != runner.RunInterrupted {
+	if st := h.state(); st.Status != core.RunInterrupted {
 		t.Errorf("mirrored status %s", st.Status)
 	}
 }
@@ -251,11 +250,11 @@ func TestWorkflowHumanTimeout(t *testing.T) {
 			h := newHarness(t, src, func(c call) reply { return reply{} })
 			began := h.env.Now()
 			res := h.run()
-			if res.Status != runner.RunFailed {
+			if res.Status != core.RunFailed {
 				t.Fatalf("result %+v", res)
 			}
 			st := h.state()
-			if s := st.Steps["approve"]; s.Status != runner.Failed || s.LastError == nil {
+			if s := st.Steps["approve"]; s.Status != core.Failed || s.LastError == nil {
 				t.Errorf("approve %+v", s)
 			}
 			if got := h.env.Now().Sub(began); got < tc.want || got > tc.want+time.Minute {

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // Coverage is what the tests of a workflow exercised of it.
@@ -51,28 +51,28 @@ func Cover(wf *config.Workflow, results []Result) Coverage {
 			// An instance covers its body step.
 			e.Step = bodyStep(e.Step)
 			switch e.Type {
-			case runner.EvStepStarted, runner.EvStepWaiting, runner.EvLoopItems:
+			case core.EvStepStarted, core.EvStepWaiting, core.EvLoopItems:
 				seen["run "+e.Step] = true
 				seen["when "+e.Step+" true"] = true
-			case runner.EvStepCompleted:
+			case core.EvStepCompleted:
 				seen["gate "+e.Step+" pass"] = true
-			case runner.EvGateFailed:
+			case core.EvGateFailed:
 				seen["gate "+e.Step+" fail"] = true
-				var gf runner.GateFailure
+				var gf core.GateFailure
 				if json.Unmarshal(e.Data, &gf) == nil && gf.Target != "" && !gf.Budget {
 					seen["loop "+e.Step+" -> "+bodyStep(gf.Target)] = true
 				}
-			case runner.EvStepSkipped:
-				var sk runner.Skip
+			case core.EvStepSkipped:
+				var sk core.Skip
 				if json.Unmarshal(e.Data, &sk) == nil && strings.HasPrefix(sk.Reason, "when is false") {
 					seen["when "+e.Step+" false"] = true
 				}
-			case runner.EvHumanInput:
-				var in runner.HumanInput
+			case core.EvHumanInput:
+				var in core.HumanInput
 				if json.Unmarshal(e.Data, &in) == nil {
 					seen[fmt.Sprintf("human %s %s", e.Step, map[bool]string{true: "approved", false: "rejected"}[in.Approved])] = true
 				}
-			case runner.EvAttemptFailed:
+			case core.EvAttemptFailed:
 				retries[e.Step]++
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/agents"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // never is longer than any test runs in fake time: the runner's
@@ -214,16 +215,16 @@ func writeFile(fs afero.Fs, p, content string) error {
 // session is a scripted session that has already ended.
 // controlState maps a scripted state, named as its command is, to the
 // state control.json holds.
-func controlState(s string) runner.ControlState {
+func controlState(s string) core.ControlState {
 	switch s {
 	case "pause":
-		return runner.Pause
+		return core.Pause
 	case "run_once":
-		return runner.RunOnce
+		return core.RunOnce
 	case "cleanup":
-		return runner.RunCleanup
+		return core.RunCleanup
 	}
-	return runner.Continuous
+	return core.Continuous
 }
 
 // uniq returns a and b, or a alone when they are equal or b is empty.

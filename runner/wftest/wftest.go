@@ -17,6 +17,7 @@ import (
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // Options say which tests of a file to run.
@@ -43,7 +44,7 @@ type Result struct {
 	// Duration is the real time the test took.
 	Duration time.Duration `json:"-"`
 	// Events are the run's events, for coverage.
-	Events []runner.Event `json:"-"`
+	Events []core.Event `json:"-"`
 }
 
 // epoch is the fake time every test starts at.
@@ -110,12 +111,12 @@ func runOne(ctx context.Context, tf *config.TestFile, t *config.WorkflowTest) Re
 		if rr.State == nil || round >= maxResumes {
 			break
 		}
-		if rr.Status == runner.RunPaused {
+		if rr.Status == core.RunPaused {
 			// The run stopped paused: go on with the next scripted state.
 			if !goOn(mem, runDir, t, controlled, fake.Now(), fail) {
 				break
 			}
-		} else if rr.Status != runner.RunWaitingOnHuman {
+		} else if rr.Status != core.RunWaitingOnHuman {
 			break
 		} else if !decide(mem, rr, t, decided, fake.Now(), fail) && !waitOut(tf.Workflow, rr, fake) {
 			break
@@ -148,12 +149,12 @@ func decide(mem afero.Fs, rr runner.Result, t *config.WorkflowTest, decided map[
 		if len(list) == 0 {
 			list = t.Human[bodyStep(id)] // every item's instance of a body step
 		}
-		if s == nil || s.Status != runner.WaitingOnHuman || len(list) == 0 {
+		if s == nil || s.Status != core.WaitingOnHuman || len(list) == 0 {
 			continue
 		}
 		d := list[min(decided[id], len(list)-1)]
 		decided[id]++
-		in := runner.HumanInput{Approved: d.Approved, Input: d.Input, Reason: d.Reason, By: "flow test"}
+		in := core.HumanInput{Approved: d.Approved, Input: d.Input, Reason: d.Reason, By: "flow test"}
 		if _, err := runner.SubmitDecision(mem, rr.RunDir, id, in, now); err != nil {
 			fail(d.Pos, "decide %s: %v", id, err)
 			return false
@@ -165,10 +166,10 @@ func decide(mem afero.Fs, rr runner.Result, t *config.WorkflowTest, decided map[
 
 // pathOf lists the steps in the order they started: step_started and
 // step_waiting events, and loop_items (a loop starting its items).
-func pathOf(events []runner.Event) []string {
+func pathOf(events []core.Event) []string {
 	path := []string{}
 	for _, e := range events {
-		if e.Type == runner.EvStepStarted || e.Type == runner.EvStepWaiting || e.Type == runner.EvLoopItems {
+		if e.Type == core.EvStepStarted || e.Type == core.EvStepWaiting || e.Type == core.EvLoopItems {
 			path = append(path, e.Step)
 		}
 	}
@@ -176,7 +177,7 @@ func pathOf(events []runner.Event) []string {
 }
 
 // check compares the run with the test's expectations.
-func check(res *Result, t *config.WorkflowTest, st *runner.State, mem afero.Fs, s *starter, fail func(config.Pos, string, ...any)) {
+func check(res *Result, t *config.WorkflowTest, st *core.State, mem afero.Fs, s *starter, fail func(config.Pos, string, ...any)) {
 	e := t.Expect
 	if e.ExitCode != nil && e.ExitCode.Value != res.ExitCode {
 		fail(e.ExitCode.Pos, "exit_code: got %d, want %d", res.ExitCode, e.ExitCode.Value)
@@ -218,8 +219,8 @@ func check(res *Result, t *config.WorkflowTest, st *runner.State, mem afero.Fs, 
 	}
 }
 
-func checkStep(se config.StepExpect, st *runner.State, fail func(config.Pos, string, ...any)) {
-	var s *runner.StepState
+func checkStep(se config.StepExpect, st *core.State, fail func(config.Pos, string, ...any)) {
+	var s *core.StepState
 	if st != nil {
 		s = st.Steps[se.Step]
 	}
@@ -349,7 +350,7 @@ func waitOut(wf *config.Workflow, rr runner.Result, fake *clock.Fake) bool {
 	var until time.Time
 	for _, id := range rr.State.StepOrder {
 		s, st := rr.State.Steps[id], wf.Step(bodyStep(id))
-		if s == nil || s.Status != runner.WaitingOnHuman || s.StartedAt == nil || st == nil || st.Human == nil {
+		if s == nil || s.Status != core.WaitingOnHuman || s.StartedAt == nil || st == nil || st.Human == nil {
 			continue
 		}
 		if to := st.Human.Timeout; to != nil && to.Expr == nil && to.D > 0 {
@@ -368,7 +369,7 @@ func waitOut(wf *config.Workflow, rr runner.Result, fake *clock.Fake) bool {
 // bodyStep returns the body step of an instance key
 // ("stories[a].review" gives "review"), or the key itself.
 func bodyStep(key string) string {
-	if i := strings.LastIndex(key, "]."); i >= 0 && runner.IsInstance(key) {
+	if i := strings.LastIndex(key, "]."); i >= 0 && core.IsInstance(key) {
 		return key[i+2:]
 	}
 	return key
