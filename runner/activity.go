@@ -50,13 +50,13 @@ func (r *Runner) OpenRemote(opts Options) (*Remote, error) {
 		return nil, err
 	}
 	x.dir = RunDir(opts.Repo, opts.RunID)
-	x.names = namesOf(x.dir, opts.RunID)
+	x.names = LayoutOf(x.dir, opts.RunID)
 	st, _, err := LoadState(rc.FS, x.dir, false, rc.Clock.Now())
 	if err != nil {
 		return nil, fmt.Errorf("open run %s: %w", opts.RunID, err)
 	}
 	x.st = st
-	x.names.gen = st.Generation
+	x.names.Gen = st.Generation
 	if x.root, err = confine.NewRoot(rc.FS, x.dir); err != nil {
 		return nil, fmt.Errorf("open run directory: %w", err)
 	}
@@ -97,7 +97,7 @@ func (m *Remote) Session(ctx context.Context, e core.StartSession, started func(
 	x.sessionStarted = started
 	defer func() { x.sessionStarted = nil }()
 	sr := sessionRun{Step: e.Step, Attempt: e.Attempt, Iteration: e.Iteration,
-		LogPath: x.names.log(e.Step, e.Iteration, e.Attempt), ReportPath: x.names.report(e.Step)}
+		LogPath: x.names.Log(e.Step, e.Iteration, e.Attempt), ReportPath: x.names.Report(e.Step)}
 	s := x.stepOf(e.Step)
 	if s == nil {
 		return nil, core.SessionDone{Step: e.Step, Outcome: core.Outcome{Attempt: e.Attempt}, Invalid: fmt.Sprintf("step %s is not in the workflow", e.Step)}
@@ -139,7 +139,7 @@ func (m *Remote) ExpandItems(step string) core.ItemsResult {
 // PrepareHuman names the place a human step's decision goes, and makes
 // its directory (PrepareHuman).
 func (m *Remote) PrepareHuman(e core.PrepareHuman) (core.HumanReady, error) {
-	path := m.x.names.manualInput(e.Step)
+	path := m.x.names.ManualInput(e.Step)
 	if err := m.x.r.FS.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return core.HumanReady{}, fmt.Errorf("create manual inputs directory: %w", err)
 	}
@@ -303,11 +303,11 @@ func (m *Mirrors) Append(runDir string, events []core.Event, final bool) error {
 		if err != nil {
 			return fail(err)
 		}
-		if err := writeSnapshot(m.FS, runDir, st); err != nil {
+		if err := WriteSnapshot(m.FS, runDir, st); err != nil {
 			return fail(err)
 		}
 		if err := atomicfile.ReplaceWith(m.FS, filepath.Join(runDir, SummaryFile), 0o644, func(w io.Writer) error {
-			writeSummary(w, st)
+			WriteSummary(w, st)
 			return nil
 		}); err != nil {
 			return fail(fmt.Errorf("write run summary: %w", err))
@@ -378,5 +378,5 @@ func CreatedEvent(wf *config.Workflow, repo, runID string, vars map[string]strin
 
 // LogPath returns where the session of a StartSession writes its log.
 func (m *Remote) LogPath(e core.StartSession) string {
-	return m.x.names.log(e.Step, e.Iteration, e.Attempt)
+	return m.x.names.Log(e.Step, e.Iteration, e.Attempt)
 }

@@ -28,7 +28,7 @@ type Control struct {
 }
 
 // validControl reports whether s is one of the four states.
-func validControl(s core.ControlState) bool {
+func ValidControl(s core.ControlState) bool {
 	switch s {
 	case core.Continuous, core.Pause, core.RunOnce, core.RunCleanup:
 		return true
@@ -49,11 +49,11 @@ func ReadControl(fsys afero.Fs, runDir string) (*Control, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", ControlFile, err)
 	}
-	return readControlIn(root)
+	return ReadControlIn(root)
 }
 
 // readControlIn is ReadControl in a run directory resolved once.
-func readControlIn(root *confine.Root) (*Control, error) {
+func ReadControlIn(root *confine.Root) (*Control, error) {
 	path := filepath.Join(root.Dir(), ControlFile)
 	b, err := root.ReadFile(path, maxControl)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -66,7 +66,7 @@ func readControlIn(root *confine.Root) (*Control, error) {
 	if err := json.Unmarshal(b, &c); err != nil {
 		return nil, fmt.Errorf("%s is malformed: %w", path, err)
 	}
-	if !validControl(c.DesiredState) {
+	if !ValidControl(c.DesiredState) {
 		return &c, fmt.Errorf("%s: unknown desired_state %q", path, c.DesiredState)
 	}
 	return &c, nil
@@ -112,7 +112,7 @@ func updateControl(fsys afero.Fs, runDir string, now time.Time, durable bool, fn
 
 // SetDesired records what a human wants the runner to do.
 func SetDesired(fsys afero.Fs, runDir string, desired core.ControlState, by, note string, now time.Time) error {
-	if !validControl(desired) {
+	if !ValidControl(desired) {
 		return fmt.Errorf("unknown control state %q", desired)
 	}
 	return UpdateControl(fsys, runDir, now, func(c *Control) {
@@ -176,7 +176,7 @@ func lockFile(fsys afero.Fs, path string) (func(), error) {
 // means continuous; a malformed file or unknown state means pause, with
 // a warning event, and the file is rewritten valid.
 func (x *run) readControl() (core.ControlState, error) {
-	c, err := readControlIn(x.root)
+	c, err := ReadControlIn(x.root)
 	if err == nil && c == nil {
 		return core.Continuous, nil
 	}

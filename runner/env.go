@@ -122,7 +122,7 @@ func (x *run) loadCaches() {
 			continue
 		}
 		if s.ReportPath != nil {
-			if rep, err := readReport(x.r.FS, *s.ReportPath, x.dir, x.limits.Report); err == nil && rep != nil {
+			if rep, err := ReadReport(x.r.FS, *s.ReportPath, x.dir, x.limits.Report); err == nil && rep != nil {
 				x.reports[id] = rep.Raw
 			}
 		}

@@ -22,23 +22,23 @@ import (
 func FuzzParseReport(f *testing.F) {
 	f.Add([]byte(`{"status": "completed", "artifacts": ["a"], "metrics": {"n": 1}, "logs": "x", "gate_failure": false, "error": ""}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := parseReport(b)
+		r, err := ParseReport(b)
 		if err != nil {
 			if r != nil {
 				t.Fatalf("parseReport returned a report and the error %v", err)
 			}
 			return
 		}
-		if len(r.Metrics) > maxReportEntries || len(r.Artifacts) > maxReportEntries || len(r.Logs) > maxReportEntries {
+		if len(r.Metrics) > MaxReportEntries || len(r.Artifacts) > MaxReportEntries || len(r.Logs) > MaxReportEntries {
 			t.Fatalf("a report with %d metrics, %d artifacts, %d logs was accepted", len(r.Metrics), len(r.Artifacts), len(r.Logs))
 		}
 		for _, s := range append(append([]string{r.Error}, r.Artifacts...), r.Logs...) {
-			if len(s) > maxReportValue {
+			if len(s) > MaxReportValue {
 				t.Fatalf("a value of %d bytes was accepted", len(s))
 			}
 		}
 		for k, v := range r.Metrics {
-			if len(k) > maxReportValue || len(v) > maxReportValue {
+			if len(k) > MaxReportValue || len(v) > MaxReportValue {
 				t.Fatalf("a metric of %d+%d bytes was accepted", len(k), len(v))
 			}
 		}
@@ -51,7 +51,7 @@ func FuzzParseReport(f *testing.F) {
 		if err != nil {
 			t.Fatalf("the accepted report does not encode: %v", err)
 		}
-		r2, err := parseReport(again)
+		r2, err := ParseReport(again)
 		if err != nil {
 			t.Fatalf("the accepted report %q, written again as %q, is refused: %v", b, again, err)
 		}
@@ -95,7 +95,7 @@ func FuzzReadManualInput(f *testing.F) {
 		if err := fsys.Remove(path); err != nil {
 			t.Fatal(err)
 		}
-		if err := createManualInput(fsys, path, *in); err != nil {
+		if err := CreateManualInput(fsys, path, *in); err != nil {
 			t.Fatal(err)
 		}
 		in2, err := ReadManualInput(fsys, path)
@@ -121,7 +121,7 @@ func FuzzControl(f *testing.F) {
 			t.Fatal(err)
 		}
 		c, err := ReadControl(fsys, dir)
-		if err == nil && (c == nil || !validControl(c.DesiredState)) {
+		if err == nil && (c == nil || !ValidControl(c.DesiredState)) {
 			t.Fatalf("ReadControl(%q) = %+v without an error", b, c)
 		}
 		root, rootErr := confine.NewRoot(fsys, dir)
@@ -152,7 +152,7 @@ func FuzzControl(f *testing.F) {
 			t.Fatalf("readControl of the malformed %q: events %+v; want one warning", b, x.pending)
 		}
 		c, err = ReadControl(fsys, dir)
-		if err != nil || c == nil || c.DesiredState != core.Pause || !validControl(c.CurrentState) {
+		if err != nil || c == nil || c.DesiredState != core.Pause || !ValidControl(c.CurrentState) {
 			t.Fatalf("control.json after readControl of %q: %+v, %v; want a valid pause", b, c, err)
 		}
 	})

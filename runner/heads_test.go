@@ -64,7 +64,7 @@ func recordRun(t testing.TB, fsys afero.Fs, repo, id string, n int, created time
 	if err := log.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeSnapshot(fsys, dir, st); err != nil {
+	if err := WriteSnapshot(fsys, dir, st); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -29,7 +29,7 @@ func (x *run) checkHuman(id string) (in *core.HumanInput, timedOut bool, err err
 	}
 	step := x.stepOf(id)
 	anyFile := step != nil && step.Human != nil && step.Human.AnyFile
-	in, err = readDecision(x.r.FS, *s.ManualInputPath, anyFile)
+	in, err = ReadDecision(x.r.FS, *s.ManualInputPath, anyFile)
 	if err != nil {
 		if x.warned[id] == err.Error() {
 			return nil, false, nil
@@ -37,7 +37,7 @@ func (x *run) checkHuman(id string) (in *core.HumanInput, timedOut bool, err err
 		x.warned[id] = err.Error()
 		return nil, false, err
 	}
-	if in != nil && decidedBefore(in, s) {
+	if in != nil && DecidedBefore(in, s) {
 		in = nil
 	}
 	if in != nil {
@@ -121,7 +121,7 @@ func ReadManualInput(fsys afero.Fs, path string) (*core.HumanInput, error) {
 // object approves, kept as the input; any other content approves, kept
 // as the input's "content". An empty file, or JSON cut short, is one
 // still being written.
-func readDecision(fsys afero.Fs, path string, anyFile bool) (*core.HumanInput, error) {
+func ReadDecision(fsys afero.Fs, path string, anyFile bool) (*core.HumanInput, error) {
 	if !anyFile {
 		return ReadManualInput(fsys, path)
 	}
@@ -187,21 +187,21 @@ func SubmitDecision(fsys afero.Fs, runDir, step string, in core.HumanInput, now 
 	if s.Status != core.WaitingOnHuman {
 		return decidedAlready(st.RunID, step, s, in)
 	}
-	path := namesOf(runDir, st.RunID).manualInput(step)
+	path := LayoutOf(runDir, st.RunID).ManualInput(step)
 	if s.ManualInputPath != nil {
 		path = *s.ManualInputPath
 	}
 	if in.At == "" {
 		in.At = core.Time{Time: now.UTC()}.String()
 	}
-	if prev, _ := ReadManualInput(fsys, path); prev != nil && decidedBefore(prev, s) {
+	if prev, _ := ReadManualInput(fsys, path); prev != nil && DecidedBefore(prev, s) {
 		// The decision of an earlier wait, left by a runner that died
 		// before moving it aside: it does not decide this wait.
 		if err := fsys.Rename(path, staleDecisionPath(path, now)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("move aside the decision of an earlier wait: %w", err)
 		}
 	}
-	err = createManualInput(fsys, path, in)
+	err = CreateManualInput(fsys, path, in)
 	if errors.Is(err, fs.ErrExist) {
 		prev := awaitManualInput(fsys, path)
 		if prev == nil {
@@ -210,7 +210,7 @@ func SubmitDecision(fsys afero.Fs, runDir, step string, in core.HumanInput, now 
 		if sameDecision(*prev, in) {
 			return &Decided{Already: *prev}, nil
 		}
-		return nil, core.Refused("step %s of run %s was already %s; the runner has not recorded it yet", step, st.RunID, describeDecision(*prev))
+		return nil, core.Refused("step %s of run %s was already %s; the runner has not recorded it yet", step, st.RunID, DescribeDecision(*prev))
 	}
 	if err != nil {
 		return nil, err
@@ -236,7 +236,7 @@ func decidedAlready(runID, step string, s *core.StepState, in core.HumanInput) (
 		if sameDecision(*s.Human(), in) {
 			return &Decided{Already: *s.Human()}, nil
 		}
-		return nil, core.Refused("step %s of run %s was already %s; it is %s", step, runID, describeDecision(*s.Human()), s.Status)
+		return nil, core.Refused("step %s of run %s was already %s; it is %s", step, runID, DescribeDecision(*s.Human()), s.Status)
 	}
 	return nil, core.Refused("step %s of run %s is %s, not waiting on a human", step, runID, s.Status)
 }
@@ -257,8 +257,8 @@ func sameDecision(a, b core.HumanInput) bool {
 
 // describeDecision says what a decision was, by whom and when:
 // "approved by alice at 2025-01-15T14:30:00.123456Z".
-func describeDecision(in core.HumanInput) string {
-	s := verb(in.Approved)
+func DescribeDecision(in core.HumanInput) string {
+	s := Verb(in.Approved)
 	if in.By != "" {
 		s += " by " + in.By
 	}
@@ -286,7 +286,7 @@ func staleDecisionPath(path string, now time.Time) string {
 // createManualInput writes a decision to a manual input file that must
 // not exist yet (fs.ErrExist otherwise): creating it is what makes a
 // decision win. The file is synced before it is closed.
-func createManualInput(fsys afero.Fs, path string, in core.HumanInput) error {
+func CreateManualInput(fsys afero.Fs, path string, in core.HumanInput) error {
 	b, err := json.MarshalIndent(in, "", "  ")
 	if err != nil {
 		return err
@@ -332,7 +332,7 @@ func awaitManualInput(fsys afero.Fs, path string) *core.HumanInput {
 // step s: one written before the step began waiting this time. After a
 // rejection loops back, the file of that decision is still there when the
 // step waits again, and must not decide the new wait.
-func decidedBefore(in *core.HumanInput, s *core.StepState) bool {
+func DecidedBefore(in *core.HumanInput, s *core.StepState) bool {
 	if in == nil || in.At == "" || s.StartedAt == nil {
 		return false
 	}
@@ -340,7 +340,7 @@ func decidedBefore(in *core.HumanInput, s *core.StepState) bool {
 	return err == nil && t.Before(s.StartedAt.Time)
 }
 
-func verb(approved bool) string {
+func Verb(approved bool) string {
 	if approved {
 		return "approved"
 	}
@@ -366,7 +366,7 @@ func (x *run) ask(e core.AwaitHuman, msg string) {
 		if in.At == "" {
 			in.At = core.Time{Time: now().UTC()}.String()
 		}
-		if err := createManualInput(fsys, e.ManualInputPath, in); errors.Is(err, fs.ErrExist) {
+		if err := CreateManualInput(fsys, e.ManualInputPath, in); errors.Is(err, fs.ErrExist) {
 			x.printf("%s: already decided elsewhere; your answer was not recorded\n", e.Step)
 		}
 	}()
@@ -395,7 +395,7 @@ func (x *run) archiveManualInput(step string) {
 		return
 	}
 	path := *s.ManualInputPath
-	aside := x.names.archivedDecision(step, s.IterationCount, s.Attempts)
+	aside := x.names.ArchivedDecision(step, s.IterationCount, s.Attempts)
 	if err := x.r.FS.Rename(path, aside); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		x.printf("warning: keep decision of %s aside: %v\n", step, err)
 	}

@@ -38,14 +38,14 @@ func TestReadDecisionAnyFile(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got, err := readDecision(fsys, path, true)
+			got, err := ReadDecision(fsys, path, true)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("any file (-want +got):\n%s", diff)
 			}
-			strict, err := readDecision(fsys, path, false)
+			strict, err := ReadDecision(fsys, path, false)
 			switch {
 			case tt.strict == "error" && err == nil:
 				t.Errorf("without AnyFile: got %+v, want an error", strict)

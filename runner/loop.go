@@ -173,7 +173,7 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 	case core.PrepareHuman:
 		// The decision goes to the seed's manual_inputs/<run>__<step>.json;
 		// its directory is there for whoever writes it by hand.
-		path := x.names.manualInput(e.Step)
+		path := x.names.ManualInput(e.Step)
 		if err := x.r.FS.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return Result{}, false, fmt.Errorf("create manual inputs directory: %w", err)
 		}

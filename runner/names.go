@@ -8,15 +8,15 @@ import (
 	"github.com/flow-run/flow/runner/core"
 )
 
-// names maps the logical names of a run — a step, its iteration and
+// Layout maps the logical Layout of a run — a step, its iteration and
 // attempt — to the files of its run directory (DESIGN §6). The core
-// speaks only of logical names; this is the one place that turns them
+// speaks only of logical Layout; this is the one place that turns them
 // into paths.
-type names struct {
-	dir, runID string
+type Layout struct {
+	Dir, RunID string
 	// gen is the run's generation: from 1 on, names of sessions carry
 	// it (g<N>), so that a restarted run overwrites nothing.
-	gen int
+	Gen int
 }
 
 // CleanupSession is the logical name of the workflow's cleanup session
@@ -25,7 +25,7 @@ type names struct {
 const CleanupSession = "@cleanup"
 
 // namesOf returns the names of the run in dir.
-func namesOf(dir, runID string) names { return names{dir: dir, runID: runID} }
+func LayoutOf(dir, runID string) Layout { return Layout{Dir: dir, RunID: runID} }
 
 // file returns a step instance's key as file names carry it
 // (core.StepKey.FileName): "loop.item.step" for "loop[item].step".
@@ -41,60 +41,60 @@ func file(step string) string {
 
 // session names one session of a step: "step.<iteration>.<attempt>",
 // or "step.g<N>.<iteration>.<attempt>" from generation 1 on.
-func (n names) session(step string, iteration, attempt int) string {
-	if n.gen > 0 {
-		return fmt.Sprintf("%s.g%d.%d.%d", file(step), n.gen, iteration, attempt)
+func (n Layout) Session(step string, iteration, attempt int) string {
+	if n.Gen > 0 {
+		return fmt.Sprintf("%s.g%d.%d.%d", file(step), n.Gen, iteration, attempt)
 	}
 	return fmt.Sprintf("%s.%d.%d", file(step), iteration, attempt)
 }
 
 // log is the output of one session of a step.
-func (n names) log(step string, iteration, attempt int) string {
-	return filepath.Join(n.dir, LogsDir, n.session(step, iteration, attempt)+".log")
+func (n Layout) Log(step string, iteration, attempt int) string {
+	return filepath.Join(n.Dir, LogsDir, n.Session(step, iteration, attempt)+".log")
 }
 
 // checkLog is the output of a step's gate.check for one session.
-func (n names) checkLog(step string, iteration, attempt int) string {
-	return filepath.Join(n.dir, LogsDir, n.session(step, iteration, attempt)+".check.log")
+func (n Layout) CheckLog(step string, iteration, attempt int) string {
+	return filepath.Join(n.Dir, LogsDir, n.Session(step, iteration, attempt)+".check.log")
 }
 
 // cleanupLog is the output of the run's k-th cleanup session (counted
 // over the whole run).
-func (n names) cleanupLog(k int) string {
-	return filepath.Join(n.dir, LogsDir, fmt.Sprintf("%s.%d.log", CleanupSession, k))
+func (n Layout) CleanupLog(k int) string {
+	return filepath.Join(n.Dir, LogsDir, fmt.Sprintf("%s.%d.log", CleanupSession, k))
 }
 
 // archivedReport is where the report of one session is kept once read:
 // reports/archive/<run>__<session>.json.
-func (n names) archivedReport(step string, iteration, attempt int) string {
-	return filepath.Join(n.dir, ReportsDir, "archive", n.runID+"__"+n.session(step, iteration, attempt)+".json")
+func (n Layout) ArchivedReport(step string, iteration, attempt int) string {
+	return filepath.Join(n.Dir, ReportsDir, "archive", n.RunID+"__"+n.Session(step, iteration, attempt)+".json")
 }
 
 // archivedDecision is where a human decision is kept once recorded,
 // beside the decision file: <run>__<session>.json.
-func (n names) archivedDecision(step string, iteration, attempt int) string {
-	return filepath.Join(n.dir, InputsDir, n.runID+"__"+n.session(step, iteration, attempt)+".json")
+func (n Layout) ArchivedDecision(step string, iteration, attempt int) string {
+	return filepath.Join(n.Dir, InputsDir, n.RunID+"__"+n.Session(step, iteration, attempt)+".json")
 }
 
 // report is where a step's session may write its report (the seed's
 // reports/<run_id>__<step>.json).
-func (n names) report(step string) string {
-	return filepath.Join(n.dir, ReportsDir, n.runID+"__"+file(step)+".json")
+func (n Layout) Report(step string) string {
+	return filepath.Join(n.Dir, ReportsDir, n.RunID+"__"+file(step)+".json")
 }
 
 // manualInput is where a human step's decision goes (the seed's
 // manual_inputs/<run_id>__<step>.json).
-func (n names) manualInput(step string) string {
-	return filepath.Join(n.dir, InputsDir, n.runID+"__"+file(step)+".json")
+func (n Layout) ManualInput(step string) string {
+	return filepath.Join(n.Dir, InputsDir, n.RunID+"__"+file(step)+".json")
 }
 
 // prompt is the record of the prompt of one session of a step.
-func (n names) prompt(step string, iteration, attempt int) string {
-	return filepath.Join(n.dir, PromptsDir, n.session(step, iteration, attempt)+".md")
+func (n Layout) Prompt(step string, iteration, attempt int) string {
+	return filepath.Join(n.Dir, PromptsDir, n.Session(step, iteration, attempt)+".md")
 }
 
 // feedback is the gate failure that sent a step back, for one of its
 // sessions.
-func (n names) feedback(step string, iteration, attempt int) string {
-	return filepath.Join(n.dir, PromptsDir, n.session(step, iteration, attempt)+".feedback.json")
+func (n Layout) Feedback(step string, iteration, attempt int) string {
+	return filepath.Join(n.Dir, PromptsDir, n.Session(step, iteration, attempt)+".feedback.json")
 }

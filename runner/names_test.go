@@ -13,14 +13,14 @@ import (
 // (loop.item.step) and puts the instance in the expression environment
 // under its key.
 func TestInstanceNames(t *testing.T) {
-	n := namesOf("/r/.agents/runs/x", "x")
+	n := LayoutOf("/r/.agents/runs/x", "x")
 	for got, want := range map[string]string{
-		n.log("stories[s1].code", 2, 1):      "/r/.agents/runs/x/logs/stories.s1.code.2.1.log",
-		n.report("stories[s1].code"):         "/r/.agents/runs/x/reports/x__stories.s1.code.json",
-		n.manualInput("stories[s1].approve"): "/r/.agents/runs/x/manual_inputs/x__stories.s1.approve.json",
-		n.prompt("stories[s1].code", 0, 1):   "/r/.agents/runs/x/prompts/stories.s1.code.0.1.md",
-		n.log("plain", 0, 1):                 "/r/.agents/runs/x/logs/plain.0.1.log",
-		n.report("plain"):                    "/r/.agents/runs/x/reports/x__plain.json",
+		n.Log("stories[s1].code", 2, 1):      "/r/.agents/runs/x/logs/stories.s1.code.2.1.log",
+		n.Report("stories[s1].code"):         "/r/.agents/runs/x/reports/x__stories.s1.code.json",
+		n.ManualInput("stories[s1].approve"): "/r/.agents/runs/x/manual_inputs/x__stories.s1.approve.json",
+		n.Prompt("stories[s1].code", 0, 1):   "/r/.agents/runs/x/prompts/stories.s1.code.0.1.md",
+		n.Log("plain", 0, 1):                 "/r/.agents/runs/x/logs/plain.0.1.log",
+		n.Report("plain"):                    "/r/.agents/runs/x/reports/x__plain.json",
 	} {
 		if got != want {
 			t.Errorf("%s; want %s", got, want)
@@ -41,11 +41,11 @@ func TestInstanceNames(t *testing.T) {
 // TestCleanupSessionNames: the workflow's cleanup session and a step
 // named cleanup never share a file.
 func TestCleanupSessionNames(t *testing.T) {
-	n := namesOf("/r", "x")
+	n := LayoutOf("/r", "x")
 	pairs := [][2]string{
-		{n.cleanupLog(1), n.log("cleanup", 0, 1)},
-		{n.report(CleanupSession), n.report("cleanup")},
-		{n.prompt(CleanupSession, 0, 1), n.prompt("cleanup", 0, 1)},
+		{n.CleanupLog(1), n.Log("cleanup", 0, 1)},
+		{n.Report(CleanupSession), n.Report("cleanup")},
+		{n.Prompt(CleanupSession, 0, 1), n.Prompt("cleanup", 0, 1)},
 	}
 	for _, p := range pairs {
 		if p[0] == p[1] {

@@ -140,7 +140,7 @@ func (x *run) decided(s *core.StepState) bool {
 		return false
 	}
 	in, err := ReadManualInput(x.r.FS, *s.ManualInputPath)
-	return err == nil && in != nil && !decidedBefore(in, s)
+	return err == nil && in != nil && !DecidedBefore(in, s)
 }
 
 // startNotice sends n on a goroutine of its own; its results come back

@@ -120,7 +120,7 @@ func (x *run) orchestratorEnv(s *config.Step, e sessionRun, promptPath string) [
 		"REPO_DIR=" + x.opts.Repo,
 		"PROMPT_PATH=" + promptPath,
 		"REPORT_PATH=" + e.ReportPath,
-		"MANUAL_RESULT_PATH=" + x.names.manualInput(e.Step),
+		"MANUAL_RESULT_PATH=" + x.names.ManualInput(e.Step),
 		"STEP_ATTEMPT=" + strconv.Itoa(e.Attempt),
 		"ARTIFACTS_DIR=" + artifacts,
 		"STEP_MODEL=" + s.Model,

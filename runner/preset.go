@@ -76,7 +76,7 @@ func (x *run) presetFresh(pp *presetPlan, sp proc.Spec, e sessionRun, prompt str
 	if err != nil {
 		return err
 	}
-	pf := strings.TrimSuffix(x.names.prompt(e.Step, e.Iteration, e.Attempt), ".md") + ".fresh.md"
+	pf := strings.TrimSuffix(x.names.Prompt(e.Step, e.Iteration, e.Attempt), ".md") + ".fresh.md"
 	use, private, err := x.writePrompt(pf, prompt)
 	if err != nil {
 		return err
@@ -196,7 +196,7 @@ func (x *run) writePrompt(path, prompt string) (use, private string, err error) 
 		return "", "", fmt.Errorf("write prompt file: %w", err)
 	}
 	recorded := x.redact.String(prompt)
-	if err := writeFile(fsys, path, []byte(recorded)); err != nil {
+	if err := WriteFile(fsys, path, []byte(recorded)); err != nil {
 		return "", "", fmt.Errorf("write prompt file: %w", err)
 	}
 	if recorded == prompt {

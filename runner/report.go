@@ -22,10 +22,10 @@ import (
 const (
 	// maxReportEntries bounds the metrics, the artifacts and the logs
 	// entries of a report, each.
-	maxReportEntries = 1000
+	MaxReportEntries = 1000
 	// maxReportValue bounds each metric name and value, artifact, logs
 	// entry and the error string, in bytes.
-	maxReportValue = 4 << 10
+	MaxReportValue = 4 << 10
 )
 
 // Report is a session's report file, read leniently: the
@@ -64,16 +64,16 @@ var statusWords = map[string]string{
 // belongs. Each of those, and a report whose entries break the bounds
 // parseReport checks, is an error that names the report by its path in
 // the run directory. A missing file is (nil, nil).
-func readReport(fsys afero.Fs, path, runDir string, limit int64) (*Report, error) {
+func ReadReport(fsys afero.Fs, path, runDir string, limit int64) (*Report, error) {
 	root, err := confine.NewRoot(fsys, runDir)
 	if err != nil {
 		return nil, fmt.Errorf("read report %s: %w", path, err)
 	}
-	return readReportIn(root, path, limit)
+	return ReadReportIn(root, path, limit)
 }
 
 // readReportIn is readReport below a run directory resolved once.
-func readReportIn(root *confine.Root, path string, limit int64) (*Report, error) {
+func ReadReportIn(root *confine.Root, path string, limit int64) (*Report, error) {
 	b, err := root.ReadFile(path, limit)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -85,7 +85,7 @@ func readReportIn(root *confine.Root, path string, limit int64) (*Report, error)
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil, fmt.Errorf("report %s is empty", name)
 	}
-	return parseReport(b)
+	return ParseReport(b)
 }
 
 // reportName is path relative to the run directory when it lies
@@ -142,7 +142,7 @@ func (e *reportReadError) Unwrap() error { return e.err }
 // or value, artifact, logs entry or error longer than maxReportValue
 // bytes: those values go into events and run_state.json, whose size
 // must not be the session's to choose.
-func parseReport(b []byte) (*Report, error) {
+func ParseReport(b []byte) (*Report, error) {
 	var raw map[string]any
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
@@ -169,15 +169,15 @@ func parseReport(b []byte) (*Report, error) {
 		return nil, err
 	}
 	if m, ok := raw["metrics"].(map[string]any); ok {
-		if len(m) > maxReportEntries {
+		if len(m) > MaxReportEntries {
 			return nil, tooManyEntries("metrics", len(m))
 		}
 		for k, v := range m {
-			if len(k) > maxReportValue {
-				return nil, fmt.Errorf("report has a metric name (%s) longer than %s", excerpt(k), confine.Size(maxReportValue))
+			if len(k) > MaxReportValue {
+				return nil, fmt.Errorf("report has a metric name (%s) longer than %s", excerpt(k), confine.Size(MaxReportValue))
 			}
 			s := scalarString(v)
-			if len(s) > maxReportValue {
+			if len(s) > MaxReportValue {
 				return nil, tooLong(metricKey(k), len(s))
 			}
 			r.Metrics[k] = s
@@ -192,7 +192,7 @@ func parseReport(b []byte) (*Report, error) {
 	}
 	if e, ok := raw["error"]; ok && e != nil {
 		r.Error = scalarString(e)
-		if len(r.Error) > maxReportValue {
+		if len(r.Error) > MaxReportValue {
 			return nil, tooLong("error", len(r.Error))
 		}
 	}
@@ -202,12 +202,12 @@ func parseReport(b []byte) (*Report, error) {
 // boundedList reads the list (or single string) under key with
 // stringList, refusing one with too many entries or too long an entry.
 func boundedList(key string, v any) ([]string, error) {
-	if l, ok := v.([]any); ok && len(l) > maxReportEntries {
+	if l, ok := v.([]any); ok && len(l) > MaxReportEntries {
 		return nil, tooManyEntries(key, len(l))
 	}
 	out := stringList(v)
 	for i, s := range out {
-		if len(s) > maxReportValue {
+		if len(s) > MaxReportValue {
 			if _, one := v.(string); one {
 				return nil, tooLong(key, len(s))
 			}
@@ -218,11 +218,11 @@ func boundedList(key string, v any) ([]string, error) {
 }
 
 func tooManyEntries(key string, n int) error {
-	return fmt.Errorf("report %s has %d entries, more than the limit of %d", key, n, maxReportEntries)
+	return fmt.Errorf("report %s has %d entries, more than the limit of %d", key, n, MaxReportEntries)
 }
 
 func tooLong(key string, n int) error {
-	return fmt.Errorf("report %s is %d bytes, longer than the limit of %s", key, n, confine.Size(maxReportValue))
+	return fmt.Errorf("report %s is %d bytes, longer than the limit of %s", key, n, confine.Size(MaxReportValue))
 }
 
 // metricKey names a metric in an error message: metrics.<name>, or
@@ -307,7 +307,7 @@ func jsonKind(v any) string {
 
 // mergeArtifacts returns the report's artifacts followed by the
 // declared ones it does not already list.
-func mergeArtifacts(reported, declared []string) []string {
+func MergeArtifacts(reported, declared []string) []string {
 	out := slices.Clone(reported)
 	for _, a := range declared {
 		if !slices.Contains(out, a) {

@@ -28,7 +28,7 @@ func readReportWithin(t *testing.T, fsys afero.Fs, path, runDir string, limit in
 	}
 	done := make(chan result, 1)
 	go func() {
-		r, err := readReport(fsys, path, runDir, limit)
+		r, err := ReadReport(fsys, path, runDir, limit)
 		done <- result{r, err}
 	}()
 	select {
@@ -218,7 +218,7 @@ func TestReadReportMemMapFs(t *testing.T) {
 			if err := afero.WriteFile(fsys, path, []byte(tt.json), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			r, err := readReport(fsys, path, "/repo/.agents/runs/r", config.DefaultReportLimit)
+			r, err := ReadReport(fsys, path, "/repo/.agents/runs/r", config.DefaultReportLimit)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("readReport error = %v; want %q", err, tt.err)
@@ -238,7 +238,7 @@ func TestReadReportMemMapFs(t *testing.T) {
 		})
 	}
 	t.Run("missing", func(t *testing.T) {
-		r, err := readReport(afero.NewMemMapFs(), "/run/reports/r__x.json", "/run", config.DefaultReportLimit)
+		r, err := ReadReport(afero.NewMemMapFs(), "/run/reports/r__x.json", "/run", config.DefaultReportLimit)
 		if r != nil || err != nil {
 			t.Fatalf("readReport of a missing file = %v, %v; want nil, nil", r, err)
 		}
@@ -246,7 +246,7 @@ func TestReadReportMemMapFs(t *testing.T) {
 	t.Run("outside the run", func(t *testing.T) {
 		fsys := afero.NewMemMapFs()
 		_ = afero.WriteFile(fsys, "/elsewhere/r.json", []byte(`{}`), 0o644)
-		_, err := readReport(fsys, "/elsewhere/r.json", "/run", config.DefaultReportLimit)
+		_, err := ReadReport(fsys, "/elsewhere/r.json", "/run", config.DefaultReportLimit)
 		if err == nil || !strings.Contains(err.Error(), "report /elsewhere/r.json is outside /run") {
 			t.Fatalf("readReport outside the run: %v", err)
 		}

@@ -234,7 +234,7 @@ type run struct {
 	// writes or prints (nil when there are none).
 	redact *redact.Redactor
 	// names maps the run's logical names to its files.
-	names names
+	names Layout
 	// serialSession is true while a Serial session runs on the loop's
 	// goroutine: its inputs go straight to the queue.
 	serialSession bool
@@ -291,7 +291,7 @@ func (x *run) open() error {
 		return err
 	}
 	x.dir = RunDir(opts.Repo, runID)
-	x.names = namesOf(x.dir, runID)
+	x.names = LayoutOf(x.dir, runID)
 	exists, err := runBegun(fsys, filepath.Join(x.dir, EventsFile))
 	if err != nil {
 		return fmt.Errorf("look for run %s: %w", runID, err)
@@ -320,8 +320,8 @@ func (x *run) open() error {
 		// taken. Only a snapshot left behind by a crash at the very end
 		// is brought up to date, for the readers of run_state.json.
 		if err == nil && st.Status.Terminal() && !opts.Retry {
-			if snap, _, _ := readSnapshot(fsys, filepath.Join(x.dir, StateFile)); snap == nil || snap.Seq != st.Seq {
-				if err := writeSnapshot(fsys, x.dir, st); err != nil {
+			if snap, _, _ := ReadSnapshot(fsys, filepath.Join(x.dir, StateFile)); snap == nil || snap.Seq != st.Seq {
+				if err := WriteSnapshot(fsys, x.dir, st); err != nil {
 					return err
 				}
 			}
@@ -448,7 +448,7 @@ func (x *run) open() error {
 		x.emit(newEvent(now, core.EvBudgetRaised, "", r))
 	}
 	// Sessions of this runner are named in the run's generation.
-	x.names.gen = x.st.Generation
+	x.names.Gen = x.st.Generation
 	// Nothing has run yet: the record needs no sync, and no snapshot
 	// (readers replay the events) until the first one is due.
 	x.lastSnap = now
@@ -828,7 +828,7 @@ func (x *run) snapshot() error {
 		return err
 	}
 	err := atomicfile.ReplaceWith(x.r.FS, filepath.Join(x.dir, SummaryFile), 0o644, func(w io.Writer) error {
-		writeSummary(w, x.st)
+		WriteSummary(w, x.st)
 		return nil
 	})
 	if err != nil {
@@ -926,7 +926,7 @@ func Secrets(wf *config.Workflow, environ []string) *redact.Redactor {
 // that ids sort by age.
 func NewRunID(now time.Time) string {
 	var b [3]byte
-	if _, err := randRead(b[:]); err != nil {
+	if _, err := RandRead(b[:]); err != nil {
 		return now.UTC().Format("20060102-150405.000000")
 	}
 	return fmt.Sprintf("%s-%x", now.UTC().Format("20060102-150405"), b)

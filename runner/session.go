@@ -98,7 +98,7 @@ type sessionRun struct {
 // SessionDone input from the session's own goroutine.
 func (x *run) startSession(ss core.StartSession) {
 	e := sessionRun{Step: ss.Step, Attempt: ss.Attempt, Iteration: ss.Iteration,
-		LogPath: x.names.log(ss.Step, ss.Iteration, ss.Attempt), ReportPath: x.names.report(ss.Step)}
+		LogPath: x.names.Log(ss.Step, ss.Iteration, ss.Attempt), ReportPath: x.names.Report(ss.Step)}
 	s := x.stepOf(e.Step)
 	facts := &stepFacts{step: e.Step, attempt: e.Attempt, iteration: e.Iteration}
 	env := x.env(facts)
@@ -221,10 +221,10 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 	}
 	vars = append(vars, x.itemEnv(e.Step)...)
 	// A report left by an earlier attempt must not speak for this one.
-	removeStale(fsys, e.ReportPath)
+	RemoveStale(fsys, e.ReportPath)
 	private := ""
 	if s.Kind == config.KindAgent {
-		use, priv, err := x.writePrompt(x.names.prompt(e.Step, e.Iteration, e.Attempt), sent)
+		use, priv, err := x.writePrompt(x.names.Prompt(e.Step, e.Iteration, e.Attempt), sent)
 		if err != nil {
 			return proc.Spec{}, pp, "", err
 		}
@@ -248,9 +248,9 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 	}
 	if ss := x.st.Steps[e.Step]; ss != nil && ss.Feedback() != nil {
 		fb := ss.Feedback()
-		ff := x.names.feedback(e.Step, e.Iteration, e.Attempt)
+		ff := x.names.Feedback(e.Step, e.Iteration, e.Attempt)
 		b, _ := json.MarshalIndent(fb, "", "  ")
-		if err := fsys.MkdirAll(filepath.Dir(ff), 0o755); err == nil && writeFile(fsys, ff, b) == nil {
+		if err := fsys.MkdirAll(filepath.Dir(ff), 0o755); err == nil && WriteFile(fsys, ff, b) == nil {
 			vars = append(vars, "FLOW_FEEDBACK_FILE="+ff)
 		}
 	}
@@ -498,14 +498,14 @@ func (x *run) finishSession(ls *liveSession) core.SessionDone {
 	if res.Idle {
 		f.IdleTimeout = sp.IdleTimeout
 	}
-	report, rerr := readReportIn(x.root, e.ReportPath, x.limits.Report)
+	report, rerr := ReadReportIn(x.root, e.ReportPath, x.limits.Report)
 	if report == nil && rerr == nil && markers != nil && markers.report() != nil {
 		// No report file, but one printed between the markers: it is
 		// the report, kept where the file would be.
-		if err := writeFile(fsys, e.ReportPath, markers.report()); err != nil {
+		if err := WriteFile(fsys, e.ReportPath, markers.report()); err != nil {
 			rerr = fmt.Errorf("keep the run report printed on stdout: %w", err)
 		} else {
-			report, rerr = readReportIn(x.root, e.ReportPath, x.limits.Report)
+			report, rerr = ReadReportIn(x.root, e.ReportPath, x.limits.Report)
 		}
 	}
 	if rerr != nil {
@@ -542,7 +542,7 @@ func (x *run) finishSession(ls *liveSession) core.SessionDone {
 		return done
 	}
 	if report != nil {
-		o.Artifacts = mergeArtifacts(report.Artifacts, declared)
+		o.Artifacts = MergeArtifacts(report.Artifacts, declared)
 	} else {
 		o.Artifacts = declared
 	}
@@ -587,11 +587,11 @@ func (x *run) finishSession(ls *liveSession) core.SessionDone {
 // archiveReport keeps a copy of a session's report under
 // reports/archive, named after the session.
 func (x *run) archiveReport(e sessionRun, b []byte) error {
-	path := x.names.archivedReport(e.Step, e.Iteration, e.Attempt)
+	path := x.names.ArchivedReport(e.Step, e.Iteration, e.Attempt)
 	if err := x.r.FS.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("keep report: %w", err)
 	}
-	if err := writeFile(x.r.FS, path, b); err != nil {
+	if err := WriteFile(x.r.FS, path, b); err != nil {
 		return fmt.Errorf("keep report: %w", err)
 	}
 	return nil
@@ -648,7 +648,7 @@ func (x *run) gate(s *config.Step, e sessionRun, env *gates.Env, facts *stepFact
 
 // runCheck runs a gate's verification command.
 func (x *run) runCheck(s *config.Step, e sessionRun, cmd string) (gates.CheckInfo, error) {
-	path := x.names.checkLog(e.Step, e.Iteration, e.Attempt)
+	path := x.names.CheckLog(e.Step, e.Iteration, e.Attempt)
 	f, err := createFile(x.r.FS, path)
 	if err != nil {
 		return gates.CheckInfo{}, fmt.Errorf("create check log: %w", err)
@@ -722,7 +722,7 @@ func (x *run) startCleanup() {
 	if c.Run == nil {
 		step.Kind = config.KindAgent // c.Agent has defaults.agent filled in at load
 	}
-	e := sessionRun{Step: CleanupSession, Attempt: x.cleanupN, LogPath: x.names.cleanupLog(x.cleanupN), ReportPath: x.names.report(CleanupSession)}
+	e := sessionRun{Step: CleanupSession, Attempt: x.cleanupN, LogPath: x.names.CleanupLog(x.cleanupN), ReportPath: x.names.Report(CleanupSession)}
 	env := x.env(nil)
 	sp, pp, private, err := x.sessionSpec(step, e, env)
 	if err != nil {

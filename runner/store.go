@@ -162,7 +162,7 @@ type snapshotCheck struct {
 // fastSnapshotCheck is the check of the snapshot at path without
 // decoding its steps, or ok false when it is not in flow's layout or
 // cannot be read.
-func fastSnapshotCheck(fsys afero.Fs, path string) (c snapshotCheck, ok bool) {
+func FastSnapshotCheck(fsys afero.Fs, path string) (c snapshotCheck, ok bool) {
 	head := (&headReader{}).snapshotHead(fsys, path)
 	if head == nil {
 		return c, false
@@ -196,7 +196,7 @@ func (c *snapshotCheck) at(st *core.State) {
 			return
 		}
 	}
-	c.replayed, c.reached = digest(st)
+	c.replayed, c.reached = Digest(st)
 }
 
 // agreed reports whether the snapshot agrees with the replay at its
@@ -207,11 +207,11 @@ func (c *snapshotCheck) agreed(fsys afero.Fs, statePath string) (bool, error) {
 		return true, nil
 	}
 	if c.fast {
-		snap, damaged, err := readSnapshot(fsys, statePath)
+		snap, damaged, err := ReadSnapshot(fsys, statePath)
 		if err != nil || damaged || snap == nil {
 			return false, err
 		}
-		c.sum, c.encoded = digest(snap)
+		c.sum, c.encoded = Digest(snap)
 	}
 	return c.reached && c.encoded && c.replayed == c.sum, nil
 }
@@ -223,11 +223,11 @@ func (c *snapshotCheck) agreed(fsys afero.Fs, statePath string) (bool, error) {
 // whether there was one, and its seq).
 func startReplay(fsys afero.Fs, statePath string, repair bool) (*core.State, snapshotCheck, bool, error) {
 	if repair {
-		if c, ok := fastSnapshotCheck(fsys, statePath); ok {
+		if c, ok := FastSnapshotCheck(fsys, statePath); ok {
 			return &core.State{}, c, false, nil
 		}
 	}
-	snap, damaged, err := readSnapshot(fsys, statePath)
+	snap, damaged, err := ReadSnapshot(fsys, statePath)
 	switch {
 	case err != nil:
 		return nil, snapshotCheck{}, false, err
@@ -242,14 +242,14 @@ func startReplay(fsys afero.Fs, statePath string, repair bool) (*core.State, sna
 // newSnapshotCheck is the check of a decoded snapshot.
 func newSnapshotCheck(snap *core.State) snapshotCheck {
 	c := snapshotCheck{present: true, seq: snap.Seq}
-	c.sum, c.encoded = digest(snap)
+	c.sum, c.encoded = Digest(snap)
 	c.setRunner(snap.Runner)
 	return c
 }
 
 // readSnapshot reads run_state.json: nil when there is none, and
 // damaged when it is not a run's state.
-func readSnapshot(fsys afero.Fs, path string) (st *core.State, damaged bool, err error) {
+func ReadSnapshot(fsys afero.Fs, path string) (st *core.State, damaged bool, err error) {
 	b, err := afero.ReadFile(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
@@ -286,7 +286,7 @@ func snapshotDigest(st *core.State, heartbeat *core.Time) (sum [sha256.Size]byte
 // which only the snapshot records: two states with the same digest
 // write the same run_state.json but for the heartbeat. A state that
 // cannot be encoded has none (ok is false), and matches nothing.
-func digest(st *core.State) (sum [sha256.Size]byte, ok bool) {
+func Digest(st *core.State) (sum [sha256.Size]byte, ok bool) {
 	return snapshotDigest(st, nil)
 }
 
@@ -300,7 +300,7 @@ func keepAside(fsys afero.Fs, statePath string, now time.Time) error {
 }
 
 // writeSnapshot replaces run_state.json atomically.
-func writeSnapshot(fsys afero.Fs, runDir string, st *core.State) error {
+func WriteSnapshot(fsys afero.Fs, runDir string, st *core.State) error {
 	b, err := st.Indented()
 	if err != nil {
 		return fmt.Errorf("encode run state: %w", err)

@@ -12,12 +12,12 @@ import (
 // Summary renders run-summary.md: the run at a glance, for people.
 func Summary(st *core.State) string {
 	var b strings.Builder
-	writeSummary(&b, st)
+	WriteSummary(&b, st)
 	return b.String()
 }
 
 // writeSummary writes what Summary returns to b.
-func writeSummary(b io.Writer, st *core.State) {
+func WriteSummary(b io.Writer, st *core.State) {
 	fmt.Fprintf(b, "# Run %s\n\n", st.RunID)
 	fmt.Fprintf(b, "- workflow: %s (`%s`)\n", st.WorkflowName, st.WorkflowFile)
 	fmt.Fprintf(b, "- status: **%s**", st.Status)

@@ -182,7 +182,7 @@ func TestSnapshotThatDisagreesIsRebuilt(t *testing.T) {
 				t.Fatal(err)
 			}
 			edit(st)
-			if err := writeSnapshot(e.fs, dir, st); err != nil {
+			if err := WriteSnapshot(e.fs, dir, st); err != nil {
 				t.Fatal(err)
 			}
 			_, _ = SubmitDecision(e.fs, dir, "h", core.HumanInput{Approved: true}, e.clock.Now())
@@ -210,7 +210,7 @@ func TestSnapshotThatAgreesIsKept(t *testing.T) {
 	e := newEnv(t, "name: t\nsteps:\n  - {id: a, run: x}\n  - {id: h, human: {message: go}}\n  - {id: b, run: x}\n")
 	e.run(&scripted{fn: ok}, Options{NoWait: true})
 	dir := RunDir(repo, "r1")
-	snap, _, err := readSnapshot(e.fs, dir+"/"+StateFile)
+	snap, _, err := ReadSnapshot(e.fs, dir+"/"+StateFile)
 	if err != nil || snap == nil || snap.Runner == nil || snap.Runner.HeartbeatAt == nil {
 		t.Fatalf("snapshot %+v, %v: want one with a runner's heartbeat", snap, err)
 	}
@@ -224,12 +224,12 @@ func TestSnapshotThatAgreesIsKept(t *testing.T) {
 	if aside, _ := afero.Glob(e.fs, filepath.Join(dir, StateFile+".corrupt-*")); len(aside) != 0 {
 		t.Errorf("an untouched snapshot was kept aside: %v", aside)
 	}
-	if d1, ok1 := digest(st); !ok1 {
+	if d1, ok1 := Digest(st); !ok1 {
 		t.Error("the replayed state has no digest")
-	} else if d2, _ := digest(snap); d1 != d2 {
+	} else if d2, _ := Digest(snap); d1 != d2 {
 		t.Error("the replay and the snapshot it agrees with have different digests")
 	}
-	if _, fast := fastSnapshotCheck(e.fs, filepath.Join(dir, StateFile)); !fast {
+	if _, fast := FastSnapshotCheck(e.fs, filepath.Join(dir, StateFile)); !fast {
 		t.Error("a snapshot as flow writes it is not checked by its bytes")
 	}
 	// Checked by its bytes, it is read twice (its head, its digest) and
@@ -379,14 +379,14 @@ func TestOneDecisionWins(t *testing.T) {
 		case a.err == nil && a.already == nil:
 			winners++
 			if a.approved != in.Approved {
-				t.Errorf("caller %d was told its decision won, but %s was recorded", i, describeDecision(*in))
+				t.Errorf("caller %d was told its decision won, but %s was recorded", i, DescribeDecision(*in))
 			}
 		case a.err == nil:
 			if a.approved != in.Approved {
-				t.Errorf("caller %d was told the same decision was made, but %s was recorded", i, describeDecision(*in))
+				t.Errorf("caller %d was told the same decision was made, but %s was recorded", i, DescribeDecision(*in))
 			}
 		default:
-			if core.CodeOf(a.err) != core.ExitRefused || !strings.Contains(a.err.Error(), "already "+verb(in.Approved)+" by "+in.By) {
+			if core.CodeOf(a.err) != core.ExitRefused || !strings.Contains(a.err.Error(), "already "+Verb(in.Approved)+" by "+in.By) {
 				t.Errorf("caller %d: %v (exit %d)", i, a.err, core.CodeOf(a.err))
 			}
 		}
