@@ -22,6 +22,7 @@ import (
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // instant is a proc.Starter whose sessions exit 0 the moment they start
@@ -146,7 +147,7 @@ func TestInstantRun(t *testing.T) {
 	fsys := afero.NewMemMapFs()
 	wf := loadWorkflow(t, fsys, "/wf", 20)
 	runOnce(t, fsys, wf, "/repo")
-	runs, err := runner.ListRuns(fsys, "/repo")
+	runs, err := record.ListRuns(fsys, "/repo")
 	if err != nil || len(runs) != 1 || runs[0].Err != nil {
 		t.Fatalf("runs: %v %v", runs, err)
 	}

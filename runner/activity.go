@@ -17,6 +17,7 @@ import (
 	"github.com/flow-run/flow/internal/confine"
 	"github.com/flow-run/flow/internal/eventlog"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // This file serves a driver that decides elsewhere (the Temporal
@@ -49,9 +50,9 @@ func (r *Runner) OpenRemote(opts Options) (*Remote, error) {
 	if err := core.CheckRunID(opts.RunID); err != nil {
 		return nil, err
 	}
-	x.dir = RunDir(opts.Repo, opts.RunID)
-	x.names = LayoutOf(x.dir, opts.RunID)
-	st, _, err := LoadState(rc.FS, x.dir, false, rc.Clock.Now())
+	x.dir = record.RunDir(opts.Repo, opts.RunID)
+	x.names = record.LayoutOf(x.dir, opts.RunID)
+	st, _, err := record.LoadState(rc.FS, x.dir, false, rc.Clock.Now())
 	if err != nil {
 		return nil, fmt.Errorf("open run %s: %w", opts.RunID, err)
 	}
@@ -274,7 +275,7 @@ func (m *Mirrors) Append(runDir string, events []core.Event, final bool) error {
 	}
 	log := m.logs[runDir]
 	if log == nil {
-		l, err := eventlog.Open(m.FS, filepath.Join(runDir, EventsFile))
+		l, err := eventlog.Open(m.FS, filepath.Join(runDir, record.EventsFile))
 		if err != nil {
 			return fmt.Errorf("open events of %s: %w", runDir, err)
 		}
@@ -299,15 +300,15 @@ func (m *Mirrors) Append(runDir string, events []core.Event, final bool) error {
 		if err := log.Sync(); err != nil {
 			return fail(fmt.Errorf("sync events: %w", err))
 		}
-		st, _, err := LoadState(m.FS, runDir, false, time.Time{})
+		st, _, err := record.LoadState(m.FS, runDir, false, time.Time{})
 		if err != nil {
 			return fail(err)
 		}
-		if err := WriteSnapshot(m.FS, runDir, st); err != nil {
+		if err := record.WriteSnapshot(m.FS, runDir, st); err != nil {
 			return fail(err)
 		}
-		if err := atomicfile.ReplaceWith(m.FS, filepath.Join(runDir, SummaryFile), 0o644, func(w io.Writer) error {
-			WriteSummary(w, st)
+		if err := atomicfile.ReplaceWith(m.FS, filepath.Join(runDir, record.SummaryFile), 0o644, func(w io.Writer) error {
+			record.WriteSummary(w, st)
 			return nil
 		}); err != nil {
 			return fail(fmt.Errorf("write run summary: %w", err))
@@ -340,7 +341,7 @@ func WriteLoadedWorkflow(fsys afero.Fs, runDir string, wf *config.Workflow) erro
 	if err := fsys.MkdirAll(runDir, 0o755); err != nil {
 		return fmt.Errorf("create run directory: %w", err)
 	}
-	return writeLoadedWorkflow(fsys, filepath.Join(runDir, LoadedWorkflowFile), wf.File, wf.Digest(), wf)
+	return writeLoadedWorkflow(fsys, filepath.Join(runDir, record.LoadedWorkflowFile), wf.File, wf.Digest(), wf)
 }
 
 // NewPlanOf resolves wf into the core's plan as a new run of it with
@@ -360,7 +361,7 @@ func NewPlanOf(wf *config.Workflow, over Budgets, vars map[string]string, now ti
 // CreatedEvent returns the event that creates a run of wf in repo with
 // the --var overrides vars, as the local driver records it.
 func CreatedEvent(wf *config.Workflow, repo, runID string, vars map[string]string, now time.Time) core.Event {
-	dir := RunDir(repo, runID)
+	dir := record.RunDir(repo, runID)
 	all := make(map[string]string, len(wf.Vars)+len(vars))
 	for k, v := range wf.Vars {
 		all[k] = v
@@ -371,7 +372,7 @@ func CreatedEvent(wf *config.Workflow, repo, runID string, vars map[string]strin
 	digest := wf.Digest()
 	return newEvent(now, core.EvRunCreated, "", core.RunCreated{
 		RunID: runID, WorkflowName: wf.Name, WorkflowFile: wf.File, WorkflowDigest: digest,
-		RepoDir: repo, ReportsDir: filepath.Join(dir, ReportsDir), ManualInputsDir: filepath.Join(dir, InputsDir),
+		RepoDir: repo, ReportsDir: filepath.Join(dir, record.ReportsDir), ManualInputsDir: filepath.Join(dir, record.InputsDir),
 		Vars: all, VarOverrides: overrides(vars), Steps: stepIDs(wf),
 	})
 }

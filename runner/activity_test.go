@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // remoteRun records the start of a run of e's workflow the way another
@@ -32,11 +33,11 @@ func remoteRun(t *testing.T, e *env, m *Mirrors) []core.Effect {
 	for i := range evs {
 		evs[i].Seq = int64(i + 1)
 	}
-	if err := m.Append(RunDir(repo, "r1"), evs, false); err != nil {
+	if err := m.Append(record.RunDir(repo, "r1"), evs, false); err != nil {
 		t.Fatal(err)
 	}
 	// A second delivery of the same events appends nothing.
-	if err := m.Append(RunDir(repo, "r1"), evs[1:], false); err != nil {
+	if err := m.Append(record.RunDir(repo, "r1"), evs[1:], false); err != nil {
 		t.Fatal(err)
 	}
 	return d.Effects
@@ -85,11 +86,11 @@ func TestRemoteSessionRunsAsLocal(t *testing.T) {
 	if b, _ := afero.ReadFile(e.fs, rm.LogPath(start)); !strings.Contains(string(b), "built") {
 		t.Errorf("log %q", b)
 	}
-	st, _, err := LoadState(e.fs, RunDir(repo, "r1"), false, e.clock.Now())
+	st, _, err := record.LoadState(e.fs, record.RunDir(repo, "r1"), false, e.clock.Now())
 	if err != nil || st.Seq != 3 || st.Steps["a"].Status != core.Running {
 		t.Fatalf("mirrored state %v %+v", err, st)
 	}
-	b, _ := afero.ReadFile(e.fs, RunDir(repo, "r1")+"/"+EventsFile)
+	b, _ := afero.ReadFile(e.fs, record.RunDir(repo, "r1")+"/"+record.EventsFile)
 	if n := strings.Count(string(b), "\n"); n != 3 {
 		t.Errorf("%d events mirrored, want 3:\n%s", n, b)
 	}

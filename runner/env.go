@@ -8,6 +8,7 @@ import (
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/gates"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // env builds the expression environment of the run, with cur (the step
@@ -122,7 +123,7 @@ func (x *run) loadCaches() {
 			continue
 		}
 		if s.ReportPath != nil {
-			if rep, err := ReadReport(x.r.FS, *s.ReportPath, x.dir, x.limits.Report); err == nil && rep != nil {
+			if rep, err := record.ReadReport(x.r.FS, *s.ReportPath, x.dir, x.limits.Report); err == nil && rep != nil {
 				x.reports[id] = rep.Raw
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/internal/confine"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // FuzzParseReport checks that parseReport never panics, that what it
@@ -22,23 +23,23 @@ import (
 func FuzzParseReport(f *testing.F) {
 	f.Add([]byte(`{"status": "completed", "artifacts": ["a"], "metrics": {"n": 1}, "logs": "x", "gate_failure": false, "error": ""}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := ParseReport(b)
+		r, err := record.ParseReport(b)
 		if err != nil {
 			if r != nil {
 				t.Fatalf("parseReport returned a report and the error %v", err)
 			}
 			return
 		}
-		if len(r.Metrics) > MaxReportEntries || len(r.Artifacts) > MaxReportEntries || len(r.Logs) > MaxReportEntries {
+		if len(r.Metrics) > record.MaxReportEntries || len(r.Artifacts) > record.MaxReportEntries || len(r.Logs) > record.MaxReportEntries {
 			t.Fatalf("a report with %d metrics, %d artifacts, %d logs was accepted", len(r.Metrics), len(r.Artifacts), len(r.Logs))
 		}
 		for _, s := range append(append([]string{r.Error}, r.Artifacts...), r.Logs...) {
-			if len(s) > MaxReportValue {
+			if len(s) > record.MaxReportValue {
 				t.Fatalf("a value of %d bytes was accepted", len(s))
 			}
 		}
 		for k, v := range r.Metrics {
-			if len(k) > MaxReportValue || len(v) > MaxReportValue {
+			if len(k) > record.MaxReportValue || len(v) > record.MaxReportValue {
 				t.Fatalf("a metric of %d+%d bytes was accepted", len(k), len(v))
 			}
 		}
@@ -51,7 +52,7 @@ func FuzzParseReport(f *testing.F) {
 		if err != nil {
 			t.Fatalf("the accepted report does not encode: %v", err)
 		}
-		r2, err := ParseReport(again)
+		r2, err := record.ParseReport(again)
 		if err != nil {
 			t.Fatalf("the accepted report %q, written again as %q, is refused: %v", b, again, err)
 		}
@@ -74,7 +75,7 @@ func FuzzReadManualInput(f *testing.F) {
 		if err := afero.WriteFile(fsys, path, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		in, err := ReadManualInput(fsys, path)
+		in, err := record.ReadManualInput(fsys, path)
 		if err != nil {
 			if in != nil {
 				t.Fatalf("ReadManualInput returned a decision and the error %v", err)
@@ -95,10 +96,10 @@ func FuzzReadManualInput(f *testing.F) {
 		if err := fsys.Remove(path); err != nil {
 			t.Fatal(err)
 		}
-		if err := CreateManualInput(fsys, path, *in); err != nil {
+		if err := record.CreateManualInput(fsys, path, *in); err != nil {
 			t.Fatal(err)
 		}
-		in2, err := ReadManualInput(fsys, path)
+		in2, err := record.ReadManualInput(fsys, path)
 		if in2 != nil && len(in.Input) == 0 && len(in2.Input) == 0 {
 			in2.Input = in.Input // {} is written as no input at all
 		}
@@ -117,11 +118,11 @@ func FuzzControl(f *testing.F) {
 	const dir = "/run"
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fsys := afero.NewMemMapFs()
-		if err := afero.WriteFile(fsys, dir+"/"+ControlFile, b, 0o644); err != nil {
+		if err := afero.WriteFile(fsys, dir+"/"+record.ControlFile, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		c, err := ReadControl(fsys, dir)
-		if err == nil && (c == nil || !ValidControl(c.DesiredState)) {
+		c, err := record.ReadControl(fsys, dir)
+		if err == nil && (c == nil || !record.ValidControl(c.DesiredState)) {
 			t.Fatalf("ReadControl(%q) = %+v without an error", b, c)
 		}
 		root, rootErr := confine.NewRoot(fsys, dir)
@@ -151,8 +152,8 @@ func FuzzControl(f *testing.F) {
 		if len(x.pending) != 1 || x.pending[0].Type != core.EvWarning || !strings.Contains(string(x.pending[0].Data), "treated as pause") {
 			t.Fatalf("readControl of the malformed %q: events %+v; want one warning", b, x.pending)
 		}
-		c, err = ReadControl(fsys, dir)
-		if err != nil || c == nil || c.DesiredState != core.Pause || !ValidControl(c.CurrentState) {
+		c, err = record.ReadControl(fsys, dir)
+		if err != nil || c == nil || c.DesiredState != core.Pause || !record.ValidControl(c.CurrentState) {
 			t.Fatalf("control.json after readControl of %q: %+v, %v; want a valid pause", b, c, err)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 	"github.com/spf13/afero"
 )
 
@@ -102,7 +103,7 @@ func TestLoopRun(t *testing.T) {
 		t.Errorf("loop: %+v", ls)
 	}
 	for _, name := range []string{"stories.signup.implement.0.1.log", "stories.signup.implement.1.1.log", "stories.reset_pw.review.0.1.log"} {
-		if ok, _ := afero.Exists(e.fs, filepath.Join(RunDir(repo, "r1"), LogsDir, name)); !ok {
+		if ok, _ := afero.Exists(e.fs, filepath.Join(record.RunDir(repo, "r1"), record.LogsDir, name)); !ok {
 			t.Errorf("no log %s", name)
 		}
 	}
@@ -258,7 +259,7 @@ func TestLoopStartAtInstance(t *testing.T) {
 	if st.Generation != 1 || st.Steps["l"].Status != core.Completed {
 		t.Errorf("generation %d, loop %s", st.Generation, st.Steps["l"].Status)
 	}
-	if ok, _ := afero.Exists(e.fs, filepath.Join(RunDir(repo, "r1"), LogsDir, "l.q.review.g1.0.1.log")); !ok {
+	if ok, _ := afero.Exists(e.fs, filepath.Join(record.RunDir(repo, "r1"), record.LogsDir, "l.q.review.g1.0.1.log")); !ok {
 		t.Error("the restarted instance's log is not named in generation 1")
 	}
 }
@@ -305,7 +306,7 @@ steps:
 		t.Fatalf("status %s", res.Status)
 	}
 	e.setWorkflow(src + "      - {id: extra, run: extra}\n")
-	if _, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "l[x].signoff", core.HumanInput{Approved: true, By: "t"}, e.clock.Now()); err != nil {
+	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), "l[x].signoff", core.HumanInput{Approved: true, By: "t"}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	res := e.run(s, Options{Resume: true, NoWait: true})
@@ -320,7 +321,7 @@ steps:
 	if !slices.Equal(st.StepOrder, want) {
 		t.Errorf("order %v", st.StepOrder)
 	}
-	if _, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "l[y].signoff", core.HumanInput{Approved: true, By: "t"}, e.clock.Now()); err != nil {
+	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), "l[y].signoff", core.HumanInput{Approved: true, By: "t"}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if res := e.run(s, Options{Resume: true}); res.ExitCode != 0 {

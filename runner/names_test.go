@@ -7,13 +7,14 @@ import (
 
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // TestInstanceNames: the driver maps a step instance's key to its files
 // (loop.item.step) and puts the instance in the expression environment
 // under its key.
 func TestInstanceNames(t *testing.T) {
-	n := LayoutOf("/r/.agents/runs/x", "x")
+	n := record.LayoutOf("/r/.agents/runs/x", "x")
 	for got, want := range map[string]string{
 		n.Log("stories[s1].code", 2, 1):      "/r/.agents/runs/x/logs/stories.s1.code.2.1.log",
 		n.Report("stories[s1].code"):         "/r/.agents/runs/x/reports/x__stories.s1.code.json",
@@ -41,11 +42,11 @@ func TestInstanceNames(t *testing.T) {
 // TestCleanupSessionNames: the workflow's cleanup session and a step
 // named cleanup never share a file.
 func TestCleanupSessionNames(t *testing.T) {
-	n := LayoutOf("/r", "x")
+	n := record.LayoutOf("/r", "x")
 	pairs := [][2]string{
 		{n.CleanupLog(1), n.Log("cleanup", 0, 1)},
-		{n.Report(CleanupSession), n.Report("cleanup")},
-		{n.Prompt(CleanupSession, 0, 1), n.Prompt("cleanup", 0, 1)},
+		{n.Report(record.CleanupSession), n.Report("cleanup")},
+		{n.Prompt(record.CleanupSession, 0, 1), n.Prompt("cleanup", 0, 1)},
 	}
 	for _, p := range pairs {
 		if p[0] == p[1] {

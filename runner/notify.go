@@ -9,6 +9,7 @@ import (
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/notify"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // Notifications (a workflow's notify:) tell people when the run waits
@@ -139,8 +140,8 @@ func (x *run) decided(s *core.StepState) bool {
 	if s.ManualInputPath == nil {
 		return false
 	}
-	in, err := ReadManualInput(x.r.FS, *s.ManualInputPath)
-	return err == nil && in != nil && !DecidedBefore(in, s)
+	in, err := record.ReadManualInput(x.r.FS, *s.ManualInputPath)
+	return err == nil && in != nil && !record.DecidedBefore(in, s)
 }
 
 // startNotice sends n on a goroutine of its own; its results come back

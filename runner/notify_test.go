@@ -18,6 +18,7 @@ import (
 	"github.com/flow-run/flow/internal/eventlog"
 	"github.com/flow-run/flow/internal/notify"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // hookServer is a webhook endpoint that records the payloads it gets
@@ -78,7 +79,7 @@ func (r *stdinRecorder) Run(_ context.Context, c notify.Command) error {
 // warnings.
 func notifiedEvents(t *testing.T, fsys afero.Fs) (notified []string, warnings []string) {
 	t.Helper()
-	events, err := eventlog.Read(fsys, filepath.Join(RunDir(repo, "r1"), EventsFile), 0)
+	events, err := eventlog.Read(fsys, filepath.Join(record.RunDir(repo, "r1"), record.EventsFile), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ vars: {what: dark mode}
 	if res := run(Options{Resume: true, NoWait: true}); res.ExitCode != 3 {
 		t.Fatalf("resumed: exit %d, want 3 at the human step", res.ExitCode)
 	}
-	if _, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "approve", core.HumanInput{Approved: true, By: "alice"}, e.clock.Now()); err != nil {
+	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), "approve", core.HumanInput{Approved: true, By: "alice"}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if res := run(Options{Resume: true, NoWait: true}); res.ExitCode != 0 {
@@ -150,7 +151,7 @@ vars: {what: dark mode}
 	}
 	first := rec.stdins[0]
 	if first.Event != "waiting_on_human" || first.RunID != "r1" || first.Workflow != "notified" || first.Status != "waiting_on_human" ||
-		first.Step != "approve" || first.Reason != "Ship dark mode?" || first.RunDir != RunDir(repo, "r1") || !first.At.Equal(e.clock.Now()) {
+		first.Step != "approve" || first.Reason != "Ship dark mode?" || first.RunDir != record.RunDir(repo, "r1") || !first.At.Equal(e.clock.Now()) {
 		t.Errorf("stdin %+v", first)
 	}
 	if !slices.Contains(rec.envs[2], "FLOW_NOTIFY_EVENT=completed") || rec.stdins[2].Status != "completed" || rec.stdins[2].Step != "" {
@@ -191,7 +192,7 @@ func TestNotifyFailure(t *testing.T) {
 	if len(hook.texts()) != 1 {
 		t.Errorf("webhook got %v", hook.texts())
 	}
-	data, _ := afero.ReadFile(e.fs, filepath.Join(RunDir(repo, "r1"), EventsFile))
+	data, _ := afero.ReadFile(e.fs, filepath.Join(record.RunDir(repo, "r1"), record.EventsFile))
 	if strings.Contains(string(data), "s3cr3t") || strings.Contains(string(data), hook.URL) || !strings.Contains(e.out.String(), "warning: notify via webhook failed") {
 		t.Errorf("events show the webhook, or the warning is not printed:\n%s\n%s", data, e.out.String())
 	}

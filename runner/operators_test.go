@@ -16,6 +16,7 @@ import (
 	"github.com/flow-run/flow/internal/eventlog"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // runAsync starts a run in the background; wait returns its result,
@@ -62,7 +63,7 @@ func (e *env) tick(d time.Duration) {
 }
 
 func (e *env) events() []string {
-	evs, err := eventlog.Read(e.fs, filepath.Join(RunDir(repo, "r1"), EventsFile), 0)
+	evs, err := eventlog.Read(e.fs, filepath.Join(record.RunDir(repo, "r1"), record.EventsFile), 0)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ steps:
 	s := &scripted{fn: ok}
 	wait := e.runAsync(s, Options{})
 	e.tick(time.Millisecond) // the runner is waiting now
-	if _, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "gate", core.HumanInput{Approved: true, By: "alice", Input: map[string]any{"ticket": "OPS-7"}}, e.clock.Now()); err != nil {
+	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), "gate", core.HumanInput{Approved: true, By: "alice", Input: map[string]any{"ticket": "OPS-7"}}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if res := wait(250 * time.Millisecond); res.ExitCode != 0 {
@@ -96,19 +97,19 @@ steps:
 	// Approving again the same way is a no-op that says who decided;
 	// another input, or a rejection now, is refused with exit 8 and
 	// what was decided, by whom.
-	again, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "gate", core.HumanInput{Approved: true, By: "bob", Input: map[string]any{"ticket": "OPS-7"}}, e.clock.Now())
+	again, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), "gate", core.HumanInput{Approved: true, By: "bob", Input: map[string]any{"ticket": "OPS-7"}}, e.clock.Now())
 	if err != nil || again == nil || again.Already.By != "alice" {
 		t.Errorf("identical second approval: %+v, %v", again, err)
 	}
-	_, err = SubmitDecision(e.fs, RunDir(repo, "r1"), "gate", core.HumanInput{Approved: true, Input: map[string]any{"ticket": "OPS-8"}}, e.clock.Now())
+	_, err = record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), "gate", core.HumanInput{Approved: true, Input: map[string]any{"ticket": "OPS-8"}}, e.clock.Now())
 	if core.CodeOf(err) != core.ExitRefused || !strings.Contains(err.Error(), "already approved by alice") {
 		t.Errorf("approval with another input: %v (exit %d)", err, core.CodeOf(err))
 	}
-	_, err = SubmitDecision(e.fs, RunDir(repo, "r1"), "gate", core.HumanInput{Approved: false, Reason: "late"}, e.clock.Now())
+	_, err = record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), "gate", core.HumanInput{Approved: false, Reason: "late"}, e.clock.Now())
 	if core.CodeOf(err) != core.ExitRefused || !strings.Contains(err.Error(), "already approved by alice") {
 		t.Errorf("late rejection: %v (exit %d)", err, core.CodeOf(err))
 	}
-	if _, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "a", core.HumanInput{Approved: true}, e.clock.Now()); err == nil {
+	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), "a", core.HumanInput{Approved: true}, e.clock.Now()); err == nil {
 		t.Error("approving a command step was accepted")
 	}
 }
@@ -157,7 +158,7 @@ func (e *env) wfSource() string {
 func TestHumanRejectedFails(t *testing.T) {
 	e := newEnv(t, "name: h\nsteps:\n  - {id: gate, human: {message: go}}\n  - {id: b, run: x}\n")
 	e.run(&scripted{fn: ok}, Options{NoWait: true})
-	_, _ = SubmitDecision(e.fs, RunDir(repo, "r1"), "gate", core.HumanInput{Approved: false, By: "bob", Reason: "not today"}, e.clock.Now())
+	_, _ = record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), "gate", core.HumanInput{Approved: false, By: "bob", Reason: "not today"}, e.clock.Now())
 	s := &scripted{fn: ok}
 	res := e.run(s, Options{Resume: true, NoWait: true})
 	st := e.state(e.fs).Steps["gate"]
@@ -172,10 +173,10 @@ const fourSteps = "name: c\nsteps:\n  - {id: a, run: x}\n  - {id: b, run: x}\n  
 // session finish and holds the next; continue goes on.
 func TestPauseDuringSession(t *testing.T) {
 	e := newEnv(t, fourSteps)
-	dir := RunDir(repo, "r1")
+	dir := record.RunDir(repo, "r1")
 	s := &scripted{fn: func(c call) reply {
 		if c.Step == "a" {
-			if err := SetDesired(e.fs, dir, core.Pause, "alice", "for the night", e.clock.Now()); err != nil {
+			if err := record.SetDesired(e.fs, dir, core.Pause, "alice", "for the night", e.clock.Now()); err != nil {
 				t.Error(err)
 			}
 		}
@@ -185,7 +186,7 @@ func TestPauseDuringSession(t *testing.T) {
 	if res.ExitCode != 4 || s.count("a") != 1 || s.count("b") != 0 {
 		t.Fatalf("exit %d, a %d b %d; want exit 4 after a only", res.ExitCode, s.count("a"), s.count("b"))
 	}
-	c, _ := ReadControl(e.fs, dir)
+	c, _ := record.ReadControl(e.fs, dir)
 	if c.DesiredState != core.Pause || c.CurrentState != core.Pause || c.SetBy != "alice" {
 		t.Errorf("control %+v", c)
 	}
@@ -194,19 +195,19 @@ func TestPauseDuringSession(t *testing.T) {
 	}
 
 	// run_once: exactly one more session, then both states are pause.
-	SetDesired(e.fs, dir, core.RunOnce, "alice", "", e.clock.Now())
+	record.SetDesired(e.fs, dir, core.RunOnce, "alice", "", e.clock.Now())
 	s2 := &scripted{fn: ok}
 	res = e.run(s2, Options{Resume: true, NoWait: true})
 	if res.ExitCode != 4 || len(s2.calls) != 1 || s2.count("b") != 1 {
 		t.Fatalf("run_once: exit %d, sessions %d", res.ExitCode, len(s2.calls))
 	}
-	c, _ = ReadControl(e.fs, dir)
+	c, _ = record.ReadControl(e.fs, dir)
 	if c.DesiredState != core.Pause || c.CurrentState != core.Pause {
 		t.Errorf("after run_once: control %+v, want pause/pause", c)
 	}
 
 	// continue: the rest runs.
-	SetDesired(e.fs, dir, core.Continuous, "alice", "", e.clock.Now())
+	record.SetDesired(e.fs, dir, core.Continuous, "alice", "", e.clock.Now())
 	s3 := &scripted{fn: ok}
 	if res := e.run(s3, Options{Resume: true, NoWait: true}); res.ExitCode != 0 || len(s3.calls) != 2 {
 		t.Fatalf("continue: exit %d, sessions %d", res.ExitCode, len(s3.calls))
@@ -217,9 +218,9 @@ func TestPauseDuringSession(t *testing.T) {
 // and goes on within a poll of flow continue.
 func TestPausedRunWaitsForContinue(t *testing.T) {
 	e := newEnv(t, fourSteps)
-	dir := RunDir(repo, "r1")
+	dir := record.RunDir(repo, "r1")
 	e.fs.MkdirAll(dir, 0o755)
-	SetDesired(e.fs, dir, core.Pause, "alice", "", e.clock.Now())
+	record.SetDesired(e.fs, dir, core.Pause, "alice", "", e.clock.Now())
 	s := &scripted{fn: ok}
 	wait := e.runAsync(s, Options{})
 	e.tick(time.Second)
@@ -228,7 +229,7 @@ func TestPausedRunWaitsForContinue(t *testing.T) {
 	if n := len(s.calls); n != 0 {
 		t.Fatalf("paused run started %d sessions", n)
 	}
-	SetDesired(e.fs, dir, core.Continuous, "alice", "", e.clock.Now())
+	record.SetDesired(e.fs, dir, core.Continuous, "alice", "", e.clock.Now())
 	if res := wait(250 * time.Millisecond); res.ExitCode != 0 || len(s.calls) != 4 {
 		t.Fatalf("exit %d, sessions %d", res.ExitCode, len(s.calls))
 	}
@@ -241,20 +242,20 @@ func TestPausedRunWaitsForContinue(t *testing.T) {
 // then pauses.
 func TestCleanupSession(t *testing.T) {
 	e := newEnv(t, fourSteps+"cleanup: {run: tidy up}\n")
-	dir := RunDir(repo, "r1")
+	dir := record.RunDir(repo, "r1")
 	e.fs.MkdirAll(dir, 0o755)
-	SetDesired(e.fs, dir, core.RunCleanup, "alice", "", e.clock.Now())
+	record.SetDesired(e.fs, dir, core.RunCleanup, "alice", "", e.clock.Now())
 	s := &scripted{fn: ok}
 	res := e.run(s, Options{NoWait: true})
 	if res.ExitCode != 4 || len(s.calls) != 1 || s.calls[0].Command != "tidy up" || s.calls[0].Step != "cleanup" {
 		t.Fatalf("exit %d, calls %+v", res.ExitCode, s.calls)
 	}
-	c, _ := ReadControl(e.fs, dir)
+	c, _ := record.ReadControl(e.fs, dir)
 	if c.DesiredState != core.Pause || c.CurrentState != core.Pause {
 		t.Errorf("after cleanup: control %+v", c)
 	}
 	// The cleanup session is in the record, and its log is named apart.
-	evs, _ := eventlog.Read(e.fs, filepath.Join(dir, EventsFile), 0)
+	evs, _ := eventlog.Read(e.fs, filepath.Join(dir, record.EventsFile), 0)
 	types := eventTypes(evs)
 	if !slices.Contains(types, core.EvCleanupStarted) || !slices.Contains(types, core.EvCleanupFinished) || e.state(e.fs).Cleanups != 1 {
 		t.Errorf("cleanup events: %v", types)
@@ -270,9 +271,9 @@ func TestMalformedControl(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, fourSteps)
-			dir := RunDir(repo, "r1")
+			dir := record.RunDir(repo, "r1")
 			e.fs.MkdirAll(dir, 0o755)
-			afero.WriteFile(e.fs, filepath.Join(dir, ControlFile), []byte(content), 0o644)
+			afero.WriteFile(e.fs, filepath.Join(dir, record.ControlFile), []byte(content), 0o644)
 			s := &scripted{fn: ok}
 			res := e.run(s, Options{NoWait: true})
 			if res.ExitCode != 4 || len(s.calls) != 0 {
@@ -281,7 +282,7 @@ func TestMalformedControl(t *testing.T) {
 			if !slices.Contains(e.events(), core.EvWarning) {
 				t.Error("no warning event")
 			}
-			c, err := ReadControl(e.fs, dir)
+			c, err := record.ReadControl(e.fs, dir)
 			if err != nil || c.DesiredState != core.Pause {
 				t.Errorf("control.json not rewritten valid: %+v %v", c, err)
 			}
@@ -307,18 +308,18 @@ func TestControlWritersLoseNothing(t *testing.T) {
 				wg.Add(2)
 				go func() {
 					defer wg.Done()
-					if err := SetDesired(fsys, dir, want, "human", fmt.Sprint(i), now); err != nil {
+					if err := record.SetDesired(fsys, dir, want, "human", fmt.Sprint(i), now); err != nil {
 						t.Error(err)
 					}
 				}()
 				go func() {
 					defer wg.Done()
-					if err := UpdateControl(fsys, dir, now, func(c *Control) { c.CurrentState = cur }); err != nil {
+					if err := record.UpdateControl(fsys, dir, now, func(c *record.Control) { c.CurrentState = cur }); err != nil {
 						t.Error(err)
 					}
 				}()
 				wg.Wait()
-				c, err := ReadControl(fsys, dir)
+				c, err := record.ReadControl(fsys, dir)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -346,21 +347,21 @@ func TestLiveness(t *testing.T) {
 		want   string
 		hook   string
 	}{
-		{name: "completed", status: core.RunCompleted, want: LiveDone},
-		{name: "failed", status: core.RunFailed, want: LiveDone},
-		{name: "paused, quiet for hours", status: core.RunPaused, beat: 5 * time.Hour, want: LiveStopped},
-		{name: "interrupted", status: core.RunInterrupted, want: LiveStopped},
-		{name: "paused, a foreground runner waits", status: core.RunPaused, lock: true, alive: true, beat: 2 * time.Second, want: LiveStopped},
-		{name: "paused, its runner gone", status: core.RunPaused, lock: true, alive: false, beat: 2 * time.Second, want: LiveStopped},
-		{name: "waiting on a human, no runner", status: core.RunWaitingOnHuman, steps: map[string]core.Status{"gate": core.WaitingOnHuman}, want: LiveStuck, hook: "gate"},
-		{name: "waiting on a human, live runner", status: core.RunRunning, steps: map[string]core.Status{"gate": core.WaitingOnHuman}, lock: true, alive: true, beat: 2 * time.Second, want: LiveStuck, hook: "gate"},
-		{name: "working", status: core.RunRunning, steps: map[string]core.Status{"coding": core.Running}, lock: true, alive: true, beat: time.Second, want: LiveWorking, hook: "coding"},
-		{name: "no output past idle_timeout", status: core.RunRunning, steps: map[string]core.Status{"coding": core.Running}, lock: true, alive: true, beat: time.Second, logAge: 11 * time.Minute, want: LiveStuck, hook: "coding"},
-		{name: "between sessions", status: core.RunRunning, steps: map[string]core.Status{"coding": core.Pending}, lock: true, alive: true, beat: time.Second, want: LiveSpawning},
-		{name: "stale heartbeat", status: core.RunRunning, steps: map[string]core.Status{"coding": core.Running}, lock: true, alive: true, beat: 20 * time.Second, want: LiveStale},
-		{name: "heartbeat older than a minute", status: core.RunRunning, steps: map[string]core.Status{"coding": core.Running}, lock: true, alive: true, beat: 61 * time.Second, want: LiveDead},
-		{name: "holder process gone", status: core.RunRunning, steps: map[string]core.Status{"coding": core.Running}, lock: true, alive: false, beat: time.Second, want: LiveDead},
-		{name: "running, no lock", status: core.RunRunning, steps: map[string]core.Status{"coding": core.Running}, want: LiveDead},
+		{name: "completed", status: core.RunCompleted, want: record.LiveDone},
+		{name: "failed", status: core.RunFailed, want: record.LiveDone},
+		{name: "paused, quiet for hours", status: core.RunPaused, beat: 5 * time.Hour, want: record.LiveStopped},
+		{name: "interrupted", status: core.RunInterrupted, want: record.LiveStopped},
+		{name: "paused, a foreground runner waits", status: core.RunPaused, lock: true, alive: true, beat: 2 * time.Second, want: record.LiveStopped},
+		{name: "paused, its runner gone", status: core.RunPaused, lock: true, alive: false, beat: 2 * time.Second, want: record.LiveStopped},
+		{name: "waiting on a human, no runner", status: core.RunWaitingOnHuman, steps: map[string]core.Status{"gate": core.WaitingOnHuman}, want: record.LiveStuck, hook: "gate"},
+		{name: "waiting on a human, live runner", status: core.RunRunning, steps: map[string]core.Status{"gate": core.WaitingOnHuman}, lock: true, alive: true, beat: 2 * time.Second, want: record.LiveStuck, hook: "gate"},
+		{name: "working", status: core.RunRunning, steps: map[string]core.Status{"coding": core.Running}, lock: true, alive: true, beat: time.Second, want: record.LiveWorking, hook: "coding"},
+		{name: "no output past idle_timeout", status: core.RunRunning, steps: map[string]core.Status{"coding": core.Running}, lock: true, alive: true, beat: time.Second, logAge: 11 * time.Minute, want: record.LiveStuck, hook: "coding"},
+		{name: "between sessions", status: core.RunRunning, steps: map[string]core.Status{"coding": core.Pending}, lock: true, alive: true, beat: time.Second, want: record.LiveSpawning},
+		{name: "stale heartbeat", status: core.RunRunning, steps: map[string]core.Status{"coding": core.Running}, lock: true, alive: true, beat: 20 * time.Second, want: record.LiveStale},
+		{name: "heartbeat older than a minute", status: core.RunRunning, steps: map[string]core.Status{"coding": core.Running}, lock: true, alive: true, beat: 61 * time.Second, want: record.LiveDead},
+		{name: "holder process gone", status: core.RunRunning, steps: map[string]core.Status{"coding": core.Running}, lock: true, alive: false, beat: time.Second, want: record.LiveDead},
+		{name: "running, no lock", status: core.RunRunning, steps: map[string]core.Status{"coding": core.Running}, want: record.LiveDead},
 	}
 	wf := loadWorkflow(t, "name: l\ndefaults: {idle_timeout: 10m}\nsteps:\n  - {id: coding, run: x}\n  - {id: gate, human: {message: go}}\n")
 	for _, tt := range tests {
@@ -379,9 +380,9 @@ func TestLiveness(t *testing.T) {
 			}
 			if tt.lock {
 				b, _ := json.Marshal(holder)
-				afero.WriteFile(fsys, filepath.Join(dir, LockFile), b, 0o644)
+				afero.WriteFile(fsys, filepath.Join(dir, record.LockFile), b, 0o644)
 			}
-			got := Live(fsys, dir, st, wf, now, func(runlock.Holder) bool { return tt.alive })
+			got := record.Live(fsys, dir, st, wf, now, func(runlock.Holder) bool { return tt.alive })
 			if got.State != tt.want || got.Hook != tt.hook {
 				t.Errorf("liveness %s [%s] (%s), want %s [%s]", got.State, got.Hook, got.Reason, tt.want, tt.hook)
 			}
@@ -406,7 +407,7 @@ func TestHeartbeat(t *testing.T) {
 	}
 	cancel()
 	<-done
-	b, _ := afero.ReadFile(e.fs, filepath.Join(RunDir(repo, "r1"), StateFile))
+	b, _ := afero.ReadFile(e.fs, filepath.Join(record.RunDir(repo, "r1"), record.StateFile))
 	var st core.State
 	json.Unmarshal(b, &st)
 	if st.Runner == nil || st.Runner.HeartbeatAt == nil || st.Runner.HeartbeatAt.Sub(start) < 25*time.Second {
@@ -420,16 +421,16 @@ func TestHeartbeat(t *testing.T) {
 // is fixed.
 func TestEditWhilePaused(t *testing.T) {
 	e := newEnv(t, "name: ed\nvars: {a: '1'}\nsteps:\n  - {id: first, run: 'first {{ vars.a }}'}\n  - {id: second, run: 'second {{ vars.a }}'}\n")
-	dir := RunDir(repo, "r1")
+	dir := record.RunDir(repo, "r1")
 	e.fs.MkdirAll(dir, 0o755)
-	SetDesired(e.fs, dir, core.Pause, "alice", "", e.clock.Now())
+	record.SetDesired(e.fs, dir, core.Pause, "alice", "", e.clock.Now())
 	s := &scripted{fn: ok}
 	wait := e.runAsync(s, Options{})
 	e.tick(time.Second)
 	e.clock.BlockUntil(2, 10*time.Second)
 	// A broken edit: the run stays paused.
 	afero.WriteFile(e.fs, repo+"/workflow.yaml", []byte("name: ed\nsteps:\n  - {id: first, run: '{{ vars.nope }}'}\n"), 0o644)
-	SetDesired(e.fs, dir, core.Continuous, "alice", "", e.clock.Now())
+	record.SetDesired(e.fs, dir, core.Continuous, "alice", "", e.clock.Now())
 	e.tick(time.Second)
 	e.clock.BlockUntil(2, 10*time.Second)
 	e.tick(time.Second)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/flow-run/flow/runner/record"
 	"github.com/spf13/afero"
 )
 
@@ -319,12 +320,12 @@ func (l *lazyFile) Close() error {
 // createFile creates (or truncates) a file for writing, making its
 // directory when it is missing.
 func createFile(fsys afero.Fs, path string) (afero.File, error) {
-	f, err := fsys.OpenFile(path, CreateTrunc, 0o644)
+	f, err := fsys.OpenFile(path, record.CreateTrunc, 0o644)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := fsys.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return nil, err
 		}
-		f, err = fsys.OpenFile(path, CreateTrunc, 0o644)
+		f, err = fsys.OpenFile(path, record.CreateTrunc, 0o644)
 	}
 	return f, err
 }

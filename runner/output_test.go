@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/flow-run/flow/internal/redact"
+	"github.com/flow-run/flow/runner/record"
 	"github.com/spf13/afero"
 )
 
@@ -223,7 +224,7 @@ func TestSessionLongLineLive(t *testing.T) {
 	if step.Verdict != "PASS" {
 		t.Errorf("verdict %q; want PASS", step.Verdict)
 	}
-	log, err := afero.ReadFile(e.fs, filepath.Join(RunDir(repo, "r1"), step.LogPath))
+	log, err := afero.ReadFile(e.fs, filepath.Join(record.RunDir(repo, "r1"), step.LogPath))
 	if err != nil {
 		log, err = afero.ReadFile(e.fs, step.LogPath)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/runner/agents"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // This file drives the agents flow knows (DESIGN §14): a preset agent's
@@ -196,7 +197,7 @@ func (x *run) writePrompt(path, prompt string) (use, private string, err error) 
 		return "", "", fmt.Errorf("write prompt file: %w", err)
 	}
 	recorded := x.redact.String(prompt)
-	if err := WriteFile(fsys, path, []byte(recorded)); err != nil {
+	if err := record.WriteFile(fsys, path, []byte(recorded)); err != nil {
 		return "", "", fmt.Errorf("write prompt file: %w", err)
 	}
 	if recorded == prompt {

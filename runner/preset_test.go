@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/flow-run/flow/runner/record"
 	"github.com/spf13/afero"
 )
 
@@ -100,7 +101,7 @@ func TestPresets(t *testing.T) {
 		t.Errorf("run usage %+v", st.Usage)
 	}
 	// The log keeps the tool's raw output.
-	if b, _ := afero.ReadFile(e.fs, filepath.Join(RunDir(repo, "r1"), LogsDir, "review.0.1.log")); !strings.Contains(string(b), `"type":"turn.completed"`) {
+	if b, _ := afero.ReadFile(e.fs, filepath.Join(record.RunDir(repo, "r1"), record.LogsDir, "review.0.1.log")); !strings.Contains(string(b), `"type":"turn.completed"`) {
 		t.Errorf("review log: %s", b)
 	}
 }

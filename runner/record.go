@@ -28,14 +28,14 @@ func newEvent(at time.Time, typ, step string, data any) core.Event {
 	return core.NewEvent(at, typ, step, data)
 }
 
+// holderOf names a lock's holder as the core does.
+func holderOf(h runlock.Holder) core.Holder {
+	return core.Holder{PID: h.PID, Host: h.Host, StartedAt: h.StartedAt}
+}
+
 func deref(s *string) string {
 	if s == nil {
 		return ""
 	}
 	return *s
-}
-
-// holderOf names a lock's holder as the core does.
-func holderOf(h runlock.Holder) core.Holder {
-	return core.Holder{PID: h.PID, Host: h.Host, StartedAt: h.StartedAt}
 }

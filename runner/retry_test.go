@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 	"github.com/spf13/afero"
 )
 
@@ -43,7 +44,7 @@ func TestRetry(t *testing.T) {
 	if st.Generation != 1 {
 		t.Errorf("generation %d", st.Generation)
 	}
-	logs := RunDir(repo, "r1") + "/logs/"
+	logs := record.RunDir(repo, "r1") + "/logs/"
 	for name, want := range map[string]string{"b.0.1.log": "broken\n", "b.g1.0.1.log": "fixed\n", "a.0.1.log": "ok\n"} {
 		if b, _ := afero.ReadFile(e.fs, logs+name); string(b) != want {
 			t.Errorf("%s = %q; want %q", name, b, want)
@@ -95,7 +96,7 @@ func TestRetryAtTheIterationCap(t *testing.T) {
 func TestRetryRejectedHumanStep(t *testing.T) {
 	e := newEnv(t, "name: t\nsteps:\n  - {id: a, run: x}\n  - {id: ok, human: {message: go}}\n  - {id: b, run: x}\n")
 	e.run(&scripted{fn: ok}, Options{NoWait: true})
-	if _, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "ok", core.HumanInput{Approved: false, Reason: "not yet"}, e.clock.Now()); err != nil {
+	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), "ok", core.HumanInput{Approved: false, Reason: "not yet"}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if res := e.run(&scripted{fn: ok}, Options{Resume: true, NoWait: true}); res.ExitCode != 1 {
@@ -113,13 +114,13 @@ func TestStartAtKeepsOldLogs(t *testing.T) {
 	e := newEnv(t, "name: t\nsteps:\n  - {id: one, run: x}\n  - {id: two, run: x}\n")
 	e.run(&scripted{fn: func(call) reply { return reply{Out: "first\n"} }}, Options{})
 	e.run(&scripted{fn: func(call) reply { return reply{Out: "second\n"} }}, Options{Resume: true, StartAt: "two"})
-	logs := RunDir(repo, "r1") + "/logs/"
+	logs := record.RunDir(repo, "r1") + "/logs/"
 	for name, want := range map[string]string{"two.0.1.log": "first\n", "two.g1.0.1.log": "second\n"} {
 		if b, _ := afero.ReadFile(e.fs, logs+name); string(b) != want {
 			t.Errorf("%s = %q; want %q", name, b, want)
 		}
 	}
-	got, err := StepLogs(e.fs, RunDir(repo, "r1"), "two")
+	got, err := record.StepLogs(e.fs, record.RunDir(repo, "r1"), "two")
 	if err != nil || len(got) != 2 || got[1].Generation != 1 {
 		t.Errorf("StepLogs = %+v, %v", got, err)
 	}
@@ -163,7 +164,7 @@ func TestFeedbackInPrompt(t *testing.T) {
 func TestHandWrittenDecisionDefaults(t *testing.T) {
 	e := newEnv(t, "name: t\nsteps:\n  - id: ok\n    human:\n      message: go\n      inputs: [{name: env, default: staging}, {name: ticket}]\n  - {id: b, run: 'deploy {{ steps.ok.input.env }}'}\n")
 	e.run(&scripted{fn: ok}, Options{NoWait: true})
-	path := RunDir(repo, "r1") + "/manual_inputs/r1__ok.json"
+	path := record.RunDir(repo, "r1") + "/manual_inputs/r1__ok.json"
 	if err := afero.WriteFile(e.fs, path, []byte(`{"approved": true, "input": {"ticket": "T-1"}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -184,14 +185,14 @@ func TestFindNewestRun(t *testing.T) {
 	e.clock.Advance(time.Minute)
 	e.run(&scripted{fn: ok}, Options{RunID: "mm-beta"})
 	// A run directory with a broken log is passed over.
-	_ = afero.WriteFile(e.fs, RunDir(repo, "broken")+"/events.jsonl", []byte("not json\n"), 0o644)
+	_ = afero.WriteFile(e.fs, record.RunDir(repo, "broken")+"/events.jsonl", []byte("not json\n"), 0o644)
 	for wf, want := range map[string]string{"": "mm-beta", "alpha": "aa-new", "beta": "mm-beta"} {
-		ref, err := FindRun(e.fs, repo, "", wf)
+		ref, err := record.FindRun(e.fs, repo, "", wf)
 		if err != nil || ref.ID != want || ref.State == nil {
 			t.Errorf("FindRun(%q) = %s, %v; want %s", wf, ref.ID, err, want)
 		}
 	}
-	if _, err := FindRun(e.fs, repo, "", "gamma"); !errors.Is(err, core.ErrNoRun) {
+	if _, err := record.FindRun(e.fs, repo, "", "gamma"); !errors.Is(err, core.ErrNoRun) {
 		t.Errorf("FindRun(gamma): %v", err)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/flow-run/flow/internal/redact"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // Runner is the local driver of the decision core: it performs the
@@ -120,7 +121,7 @@ type Options struct {
 	// replaced when a resume gives flags. Its Env are more variables for
 	// every session, as NAME=value, after the runner's own environment
 	// and before flow's variables.
-	Invocation Invocation
+	Invocation record.Invocation
 	// By names who starts this runner, for its runner_started event; ""
 	// leaves it out.
 	By string
@@ -234,7 +235,7 @@ type run struct {
 	// writes or prints (nil when there are none).
 	redact *redact.Redactor
 	// names maps the run's logical names to its files.
-	names Layout
+	names record.Layout
 	// serialSession is true while a Serial session runs on the loop's
 	// goroutine: its inputs go straight to the queue.
 	serialSession bool
@@ -278,7 +279,7 @@ func (x *run) open() error {
 	now := r.Clock.Now()
 	runID := opts.RunID
 	if opts.Resume && runID == "" {
-		ref, err := FindRun(fsys, opts.Repo, "", x.wf.Name)
+		ref, err := record.FindRun(fsys, opts.Repo, "", x.wf.Name)
 		if err != nil {
 			return err
 		}
@@ -290,9 +291,9 @@ func (x *run) open() error {
 	if err := core.CheckRunID(runID); err != nil {
 		return err
 	}
-	x.dir = RunDir(opts.Repo, runID)
-	x.names = LayoutOf(x.dir, runID)
-	exists, err := runBegun(fsys, filepath.Join(x.dir, EventsFile))
+	x.dir = record.RunDir(opts.Repo, runID)
+	x.names = record.LayoutOf(x.dir, runID)
+	exists, err := runBegun(fsys, filepath.Join(x.dir, record.EventsFile))
 	if err != nil {
 		return fmt.Errorf("look for run %s: %w", runID, err)
 	}
@@ -305,7 +306,7 @@ func (x *run) open() error {
 	if exists && opts.StartAt == "" {
 		st, err := opts.Read, error(nil)
 		if st == nil || st.RunID != runID {
-			st, _, err = LoadState(fsys, x.dir, false, now)
+			st, _, err = record.LoadState(fsys, x.dir, false, now)
 		}
 		if err == nil && opts.Retry && st.Status != core.RunFailed {
 			return core.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", runID, st.Status)
@@ -320,8 +321,8 @@ func (x *run) open() error {
 		// taken. Only a snapshot left behind by a crash at the very end
 		// is brought up to date, for the readers of run_state.json.
 		if err == nil && st.Status.Terminal() && !opts.Retry {
-			if snap, _, _ := ReadSnapshot(fsys, filepath.Join(x.dir, StateFile)); snap == nil || snap.Seq != st.Seq {
-				if err := WriteSnapshot(fsys, x.dir, st); err != nil {
+			if snap, _, _ := record.ReadSnapshot(fsys, filepath.Join(x.dir, record.StateFile)); snap == nil || snap.Seq != st.Seq {
+				if err := record.WriteSnapshot(fsys, x.dir, st); err != nil {
 					return err
 				}
 			}
@@ -334,7 +335,7 @@ func (x *run) open() error {
 		}
 	}
 	// manual_inputs/ and logs/ are made when first written to.
-	for _, d := range []string{x.dir, filepath.Join(x.dir, ReportsDir)} {
+	for _, d := range []string{x.dir, filepath.Join(x.dir, record.ReportsDir)} {
 		if err := fsys.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("create run directory: %w", err)
 		}
@@ -343,7 +344,7 @@ func (x *run) open() error {
 		return fmt.Errorf("open run directory: %w", err)
 	}
 	holder := runlock.Holder{PID: r.PID, Host: r.Host, StartedAt: now}
-	lock, err := runlock.Acquire(fsys, filepath.Join(x.dir, LockFile), holder, r.Alive)
+	lock, err := runlock.Acquire(fsys, filepath.Join(x.dir, record.LockFile), holder, r.Alive)
 	if err != nil {
 		var held *runlock.HeldError
 		if errors.As(err, &held) {
@@ -355,7 +356,7 @@ func (x *run) open() error {
 	// The lock file is only the first witness: anybody can delete it.
 	// The event log refuses a second writer for as long as the first
 	// has it open.
-	log, err := eventlog.Open(fsys, filepath.Join(x.dir, EventsFile))
+	log, err := eventlog.Open(fsys, filepath.Join(x.dir, record.EventsFile))
 	if err != nil {
 		var locked *eventlog.LockedError
 		if errors.As(err, &locked) {
@@ -365,7 +366,7 @@ func (x *run) open() error {
 	}
 	x.log = log
 	if exists {
-		st, damaged, err := LoadState(fsys, x.dir, true, now)
+		st, damaged, err := record.LoadState(fsys, x.dir, true, now)
 		if err != nil {
 			return fmt.Errorf("load run %s: %w", runID, err)
 		}
@@ -392,7 +393,7 @@ func (x *run) open() error {
 		}
 		rc := core.RunCreated{
 			RunID: runID, WorkflowName: x.wf.Name, WorkflowFile: absPath(x.wf.File), WorkflowDigest: x.digest,
-			RepoDir: opts.Repo, ReportsDir: filepath.Join(x.dir, ReportsDir), ManualInputsDir: filepath.Join(x.dir, InputsDir),
+			RepoDir: opts.Repo, ReportsDir: filepath.Join(x.dir, record.ReportsDir), ManualInputsDir: filepath.Join(x.dir, record.InputsDir),
 			Vars: vars, VarOverrides: overrides(opts.Vars), Steps: stepIDs(x.wf),
 		}
 		if opts.StartAt != "" {
@@ -426,7 +427,7 @@ func (x *run) open() error {
 	}
 	rs := core.RunnerStarted{PID: r.PID, Host: r.Host, By: opts.By}
 	if x.st.RepoDir != opts.Repo {
-		rs.RepoDir, rs.ReportsDir, rs.ManualInputsDir = opts.Repo, filepath.Join(x.dir, ReportsDir), filepath.Join(x.dir, InputsDir)
+		rs.RepoDir, rs.ReportsDir, rs.ManualInputsDir = opts.Repo, filepath.Join(x.dir, record.ReportsDir), filepath.Join(x.dir, record.InputsDir)
 	}
 	x.emit(newEvent(now, core.EvRunnerStarted, "", rs))
 	if exists && opts.StartAt != "" {
@@ -513,7 +514,7 @@ func (x *run) checkRecordedRunner(st *core.State, now time.Time) error {
 func (x *run) recordedHolder(locked *eventlog.LockedError, now time.Time) core.Holder {
 	h := core.Holder{PID: locked.PID, Host: locked.Host}
 	if h.PID == 0 {
-		if st, _, err := LoadState(x.r.FS, x.dir, false, now); st != nil && err == nil && st.Runner != nil {
+		if st, _, err := record.LoadState(x.r.FS, x.dir, false, now); st != nil && err == nil && st.Runner != nil {
 			h.PID, h.Host = st.Runner.PID, st.Runner.Host
 			if st.Runner.StartedAt != nil {
 				h.StartedAt = st.Runner.StartedAt.Time
@@ -827,8 +828,8 @@ func (x *run) snapshot() error {
 	if err := x.writeState(); err != nil {
 		return err
 	}
-	err := atomicfile.ReplaceWith(x.r.FS, filepath.Join(x.dir, SummaryFile), 0o644, func(w io.Writer) error {
-		WriteSummary(w, x.st)
+	err := atomicfile.ReplaceWith(x.r.FS, filepath.Join(x.dir, record.SummaryFile), 0o644, func(w io.Writer) error {
+		record.WriteSummary(w, x.st)
 		return nil
 	})
 	if err != nil {
@@ -845,7 +846,7 @@ func (x *run) snapshot() error {
 // the machine damaged is rebuilt from it (DESIGN §6); its two syncs
 // cost half a millisecond.
 func (x *run) writeState() error {
-	err := atomicfile.ReplaceWith(x.r.FS, filepath.Join(x.dir, StateFile), 0o644, func(w io.Writer) error {
+	err := atomicfile.ReplaceWith(x.r.FS, filepath.Join(x.dir, record.StateFile), 0o644, func(w io.Writer) error {
 		if err := x.st.WriteIndented(w); err != nil {
 			return err
 		}
@@ -868,7 +869,7 @@ func (x *run) ensureState() error {
 	if x.stateOnDisk {
 		return nil
 	}
-	if _, err := x.r.FS.Stat(filepath.Join(x.dir, StateFile)); err == nil {
+	if _, err := x.r.FS.Stat(filepath.Join(x.dir, record.StateFile)); err == nil {
 		x.stateOnDisk = true
 		return nil
 	}
@@ -879,7 +880,7 @@ func (x *run) ensureState() error {
 }
 
 func (x *run) writeWorkflowJSON() error {
-	return writeLoadedWorkflow(x.r.FS, filepath.Join(x.dir, LoadedWorkflowFile), absPath(x.wf.File), x.digest, x.wf)
+	return writeLoadedWorkflow(x.r.FS, filepath.Join(x.dir, record.LoadedWorkflowFile), absPath(x.wf.File), x.digest, x.wf)
 }
 
 // writeLoadedWorkflow writes workflow.json at path: the workflow's
@@ -926,7 +927,7 @@ func Secrets(wf *config.Workflow, environ []string) *redact.Redactor {
 // that ids sort by age.
 func NewRunID(now time.Time) string {
 	var b [3]byte
-	if _, err := RandRead(b[:]); err != nil {
+	if _, err := record.RandRead(b[:]); err != nil {
 		return now.UTC().Format("20060102-150405.000000")
 	}
 	return fmt.Sprintf("%s-%x", now.UTC().Format("20060102-150405"), b)

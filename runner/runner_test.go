@@ -22,6 +22,7 @@ import (
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // call is one session started through the scripted starter.
@@ -178,12 +179,12 @@ func (e *env) tryRun(fsys afero.Fs, s *scripted, opts Options) (Result, error) {
 // events alone.
 func (e *env) state(fsys afero.Fs) *core.State {
 	e.t.Helper()
-	dir := RunDir(repo, "r1")
-	st, damaged, err := LoadState(fsys, dir, false, e.clock.Now())
+	dir := record.RunDir(repo, "r1")
+	st, damaged, err := record.LoadState(fsys, dir, false, e.clock.Now())
 	if err != nil || damaged {
 		e.t.Fatalf("load state: %v (damaged %v)", err, damaged)
 	}
-	events, err := eventlog.Read(fsys, filepath.Join(dir, EventsFile), 0)
+	events, err := eventlog.Read(fsys, filepath.Join(dir, record.EventsFile), 0)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -298,14 +299,14 @@ func TestRunSDLC(t *testing.T) {
 	if s.count("planning") != 1 || s.count("coding") != 2 || s.count("code_review") != 2 {
 		t.Errorf("sessions: planning %d coding %d review %d", s.count("planning"), s.count("coding"), s.count("code_review"))
 	}
-	dir := RunDir(repo, "r1")
-	for _, f := range []string{StateFile, EventsFile, LoadedWorkflowFile, SummaryFile, "logs/coding.1.1.log", "reports/r1__planning.json"} {
+	dir := record.RunDir(repo, "r1")
+	for _, f := range []string{record.StateFile, record.EventsFile, record.LoadedWorkflowFile, record.SummaryFile, "logs/coding.1.1.log", "reports/r1__planning.json"} {
 		if ok, _ := afero.Exists(e.fs, filepath.Join(dir, f)); !ok {
 			t.Errorf("run directory has no %s", f)
 		}
 	}
 	// The snapshot on disk is the final state (written when the run ends).
-	b, _ := afero.ReadFile(e.fs, filepath.Join(dir, StateFile))
+	b, _ := afero.ReadFile(e.fs, filepath.Join(dir, record.StateFile))
 	var disk core.State
 	if err := json.Unmarshal(b, &disk); err != nil || disk.Status != core.RunCompleted || disk.Seq != st.Seq {
 		t.Errorf("run_state.json on disk: status %s seq %d, want completed seq %d (%v)", disk.Status, disk.Seq, st.Seq, err)
@@ -511,7 +512,7 @@ func TestEditedWorkflowOnResume(t *testing.T) {
 	}
 	before := e.state(e.fs).WorkflowDigest
 	e.setWorkflow("name: ed\nsteps:\n  - {id: a, run: x}\n  - {id: wait, human: {message: go}}\n  - {id: new, run: x}\n  - {id: c, run: x}\n")
-	if _, err := SubmitDecision(e.fs, RunDir(repo, "r1"), "wait", core.HumanInput{Approved: true, By: "alice"}, e.clock.Now()); err != nil {
+	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), "wait", core.HumanInput{Approved: true, By: "alice"}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	s2 := &scripted{fn: s.fn}
@@ -523,7 +524,7 @@ func TestEditedWorkflowOnResume(t *testing.T) {
 	if !slices.Equal(st.StepOrder, []string{"a", "wait", "new", "c"}) || st.WorkflowDigest == before {
 		t.Errorf("order %v digest %s (before %s)", st.StepOrder, st.WorkflowDigest, before)
 	}
-	events, _ := eventlog.Read(e.fs, filepath.Join(RunDir(repo, "r1"), EventsFile), 0)
+	events, _ := eventlog.Read(e.fs, filepath.Join(record.RunDir(repo, "r1"), record.EventsFile), 0)
 	types := eventTypes(events)
 	for _, want := range []string{core.EvStepAdded, core.EvStepRemoved, core.EvWorkflowChanged, core.EvHumanInput} {
 		if !slices.Contains(types, want) {
@@ -537,13 +538,13 @@ func TestEditedWorkflowOnResume(t *testing.T) {
 func TestDamagedStateIsRebuilt(t *testing.T) {
 	e := newEnv(t, "name: d\nsteps:\n  - {id: a, run: x}\n  - {id: h, human: {message: go}}\n")
 	e.run(&scripted{fn: func(call) reply { return reply{} }}, Options{NoWait: true})
-	path := filepath.Join(RunDir(repo, "r1"), StateFile)
+	path := filepath.Join(record.RunDir(repo, "r1"), record.StateFile)
 	afero.WriteFile(e.fs, path, []byte(`{"run_id": "r1", "steps": {"a": {"sta`), 0o644)
-	st, damaged, err := LoadState(e.fs, RunDir(repo, "r1"), false, e.clock.Now())
+	st, damaged, err := record.LoadState(e.fs, record.RunDir(repo, "r1"), false, e.clock.Now())
 	if err != nil || !damaged || st.Steps["a"].Status != core.Completed {
 		t.Fatalf("reader: %v damaged %v", err, damaged)
 	}
-	_, _ = SubmitDecision(e.fs, RunDir(repo, "r1"), "h", core.HumanInput{Approved: true}, e.clock.Now())
+	_, _ = record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), "h", core.HumanInput{Approved: true}, e.clock.Now())
 	s := &scripted{fn: func(call) reply { return reply{} }}
 	res := e.run(s, Options{Resume: true})
 	if res.ExitCode != 0 || s.count("a") != 0 {
@@ -560,8 +561,8 @@ func TestDamagedStateIsRebuilt(t *testing.T) {
 func TestSecondRunnerRefused(t *testing.T) {
 	e := newEnv(t, "name: l\nsteps:\n  - {id: h, human: {message: go}}\n  - {id: a, run: x}\n")
 	e.run(&scripted{fn: ok}, Options{NoWait: true})
-	dir := RunDir(repo, "r1")
-	if _, err := runlock.Acquire(e.fs, filepath.Join(dir, LockFile), runlock.Holder{PID: 99, Host: "other"}, nil); err != nil {
+	dir := record.RunDir(repo, "r1")
+	if _, err := runlock.Acquire(e.fs, filepath.Join(dir, record.LockFile), runlock.Holder{PID: 99, Host: "other"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	r := e.runner(e.fs, &scripted{fn: func(call) reply { return reply{} }})
@@ -635,7 +636,7 @@ func faultInjection(t *testing.T, src string, script func() *scripted, stickines
 					}
 					// What a reader sees after the crash.
 					var done []string
-					if st, _, err := LoadState(e.fs, RunDir(repo, "r1"), false, e.clock.Now()); err == nil {
+					if st, _, err := record.LoadState(e.fs, record.RunDir(repo, "r1"), false, e.clock.Now()); err == nil {
 						for id, s := range st.Steps {
 							if s.Status == core.Completed {
 								done = append(done, id)
@@ -644,9 +645,9 @@ func faultInjection(t *testing.T, src string, script func() *scripted, stickines
 					}
 					second := script()
 					opts := Options{RunID: "r1", Resume: true}
-					if ok, _ := afero.Exists(e.fs, filepath.Join(RunDir(repo, "r1"), EventsFile)); !ok {
+					if ok, _ := afero.Exists(e.fs, filepath.Join(record.RunDir(repo, "r1"), record.EventsFile)); !ok {
 						opts.Resume = false
-					} else if _, _, err := LoadState(e.fs, RunDir(repo, "r1"), false, e.clock.Now()); err != nil {
+					} else if _, _, err := record.LoadState(e.fs, record.RunDir(repo, "r1"), false, e.clock.Now()); err != nil {
 						// The crash came before the run was recorded at all:
 						// start it afresh under another id.
 						opts = Options{RunID: "r2"}
@@ -696,7 +697,7 @@ func finalSummary(st *core.State) string {
 func TestStepsInWorkflowOrder(t *testing.T) {
 	e := newEnv(t, "name: ord\nsteps:\n  - {id: zeta, run: x}\n  - {id: alpha, run: x}\n  - {id: mid, run: x}\n")
 	e.run(&scripted{fn: func(call) reply { return reply{} }}, Options{})
-	b, _ := afero.ReadFile(e.fs, filepath.Join(RunDir(repo, "r1"), StateFile))
+	b, _ := afero.ReadFile(e.fs, filepath.Join(record.RunDir(repo, "r1"), record.StateFile))
 	z, a, m := strings.Index(string(b), `"zeta":`), strings.Index(string(b), `"alpha":`), strings.Index(string(b), `"mid":`)
 	if !(z >= 0 && z < a && a < m) {
 		t.Errorf("steps not in workflow order (zeta %d, alpha %d, mid %d)", z, a, m)

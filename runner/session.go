@@ -15,6 +15,7 @@ import (
 	"github.com/flow-run/flow/gates"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // evaluate decides whether a step runs (its when) and, for a human
@@ -216,12 +217,12 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 		"FLOW_ATTEMPT=" + strconv.Itoa(e.Attempt),
 		"FLOW_ITERATION=" + strconv.Itoa(e.Iteration),
 		"FLOW_REPORT_PATH=" + e.ReportPath,
-		"FLOW_STATE_PATH=" + filepath.Join(x.dir, StateFile),
+		"FLOW_STATE_PATH=" + filepath.Join(x.dir, record.StateFile),
 		"FLOW_RUN_DIR=" + x.dir,
 	}
 	vars = append(vars, x.itemEnv(e.Step)...)
 	// A report left by an earlier attempt must not speak for this one.
-	RemoveStale(fsys, e.ReportPath)
+	record.RemoveStale(fsys, e.ReportPath)
 	private := ""
 	if s.Kind == config.KindAgent {
 		use, priv, err := x.writePrompt(x.names.Prompt(e.Step, e.Iteration, e.Attempt), sent)
@@ -250,7 +251,7 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 		fb := ss.Feedback()
 		ff := x.names.Feedback(e.Step, e.Iteration, e.Attempt)
 		b, _ := json.MarshalIndent(fb, "", "  ")
-		if err := fsys.MkdirAll(filepath.Dir(ff), 0o755); err == nil && WriteFile(fsys, ff, b) == nil {
+		if err := fsys.MkdirAll(filepath.Dir(ff), 0o755); err == nil && record.WriteFile(fsys, ff, b) == nil {
 			vars = append(vars, "FLOW_FEEDBACK_FILE="+ff)
 		}
 	}
@@ -498,14 +499,14 @@ func (x *run) finishSession(ls *liveSession) core.SessionDone {
 	if res.Idle {
 		f.IdleTimeout = sp.IdleTimeout
 	}
-	report, rerr := ReadReportIn(x.root, e.ReportPath, x.limits.Report)
+	report, rerr := record.ReadReportIn(x.root, e.ReportPath, x.limits.Report)
 	if report == nil && rerr == nil && markers != nil && markers.report() != nil {
 		// No report file, but one printed between the markers: it is
 		// the report, kept where the file would be.
-		if err := WriteFile(fsys, e.ReportPath, markers.report()); err != nil {
+		if err := record.WriteFile(fsys, e.ReportPath, markers.report()); err != nil {
 			rerr = fmt.Errorf("keep the run report printed on stdout: %w", err)
 		} else {
-			report, rerr = ReadReportIn(x.root, e.ReportPath, x.limits.Report)
+			report, rerr = record.ReadReportIn(x.root, e.ReportPath, x.limits.Report)
 		}
 	}
 	if rerr != nil {
@@ -542,7 +543,7 @@ func (x *run) finishSession(ls *liveSession) core.SessionDone {
 		return done
 	}
 	if report != nil {
-		o.Artifacts = MergeArtifacts(report.Artifacts, declared)
+		o.Artifacts = record.MergeArtifacts(report.Artifacts, declared)
 	} else {
 		o.Artifacts = declared
 	}
@@ -591,7 +592,7 @@ func (x *run) archiveReport(e sessionRun, b []byte) error {
 	if err := x.r.FS.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("keep report: %w", err)
 	}
-	if err := WriteFile(x.r.FS, path, b); err != nil {
+	if err := record.WriteFile(x.r.FS, path, b); err != nil {
 		return fmt.Errorf("keep report: %w", err)
 	}
 	return nil
@@ -722,7 +723,7 @@ func (x *run) startCleanup() {
 	if c.Run == nil {
 		step.Kind = config.KindAgent // c.Agent has defaults.agent filled in at load
 	}
-	e := sessionRun{Step: CleanupSession, Attempt: x.cleanupN, LogPath: x.names.CleanupLog(x.cleanupN), ReportPath: x.names.Report(CleanupSession)}
+	e := sessionRun{Step: record.CleanupSession, Attempt: x.cleanupN, LogPath: x.names.CleanupLog(x.cleanupN), ReportPath: x.names.Report(record.CleanupSession)}
 	env := x.env(nil)
 	sp, pp, private, err := x.sessionSpec(step, e, env)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/flow-run/flow/internal/countfs"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // TestEvaluationErrorFailsTheStep: an expression that cannot be
@@ -137,7 +138,7 @@ func TestRunIDs(t *testing.T) {
 		if core.CodeOf(err) != core.ExitUsage {
 			t.Errorf("run --run-id %q: %v", id, err)
 		}
-		if _, err := FindRun(e.fs, repo, id, ""); core.CodeOf(err) != core.ExitUsage {
+		if _, err := record.FindRun(e.fs, repo, id, ""); core.CodeOf(err) != core.ExitUsage {
 			t.Errorf("FindRun(%q): %v", id, err)
 		}
 	}
@@ -151,7 +152,7 @@ func TestRunIDs(t *testing.T) {
 func TestFinishedRunIsNotResumed(t *testing.T) {
 	e := newEnv(t, "name: t\nsteps:\n  - {id: a, run: x}\n")
 	e.run(&scripted{fn: ok}, Options{})
-	path := filepath.Join(RunDir(repo, "r1"), EventsFile)
+	path := filepath.Join(record.RunDir(repo, "r1"), record.EventsFile)
 	before, _ := afero.ReadFile(e.fs, path)
 	for range 3 {
 		_, err := e.tryRun(e.fs, &scripted{fn: ok}, Options{Resume: true})
@@ -176,22 +177,22 @@ func TestSnapshotThatDisagreesIsRebuilt(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, "name: t\nsteps:\n  - {id: a, run: x}\n  - {id: h, human: {message: go}}\n  - {id: b, run: x}\n")
 			e.run(&scripted{fn: ok}, Options{NoWait: true})
-			dir := RunDir(repo, "r1")
-			st, _, err := LoadState(e.fs, dir, false, e.clock.Now())
+			dir := record.RunDir(repo, "r1")
+			st, _, err := record.LoadState(e.fs, dir, false, e.clock.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
 			edit(st)
-			if err := WriteSnapshot(e.fs, dir, st); err != nil {
+			if err := record.WriteSnapshot(e.fs, dir, st); err != nil {
 				t.Fatal(err)
 			}
-			_, _ = SubmitDecision(e.fs, dir, "h", core.HumanInput{Approved: true}, e.clock.Now())
+			_, _ = record.SubmitDecision(e.fs, dir, "h", core.HumanInput{Approved: true}, e.clock.Now())
 			s := &scripted{fn: ok}
 			res := e.run(s, Options{Resume: true})
 			if res.ExitCode != 0 || s.count("b") != 1 {
 				t.Fatalf("exit %d, b ran %d times\n%s", res.ExitCode, s.count("b"), e.out.String())
 			}
-			aside, _ := afero.Glob(e.fs, filepath.Join(dir, StateFile+".corrupt-*"))
+			aside, _ := afero.Glob(e.fs, filepath.Join(dir, record.StateFile+".corrupt-*"))
 			if len(aside) != 1 {
 				t.Errorf("kept aside: %v", aside)
 			}
@@ -209,48 +210,48 @@ func TestSnapshotThatDisagreesIsRebuilt(t *testing.T) {
 func TestSnapshotThatAgreesIsKept(t *testing.T) {
 	e := newEnv(t, "name: t\nsteps:\n  - {id: a, run: x}\n  - {id: h, human: {message: go}}\n  - {id: b, run: x}\n")
 	e.run(&scripted{fn: ok}, Options{NoWait: true})
-	dir := RunDir(repo, "r1")
-	snap, _, err := ReadSnapshot(e.fs, dir+"/"+StateFile)
+	dir := record.RunDir(repo, "r1")
+	snap, _, err := record.ReadSnapshot(e.fs, dir+"/"+record.StateFile)
 	if err != nil || snap == nil || snap.Runner == nil || snap.Runner.HeartbeatAt == nil {
 		t.Fatalf("snapshot %+v, %v: want one with a runner's heartbeat", snap, err)
 	}
-	st, damaged, err := LoadState(e.fs, dir, true, e.clock.Now())
+	st, damaged, err := record.LoadState(e.fs, dir, true, e.clock.Now())
 	if err != nil || damaged {
 		t.Fatalf("LoadState for a runner: damaged %v, %v", damaged, err)
 	}
 	if st.Runner == nil || st.Runner.HeartbeatAt == nil || !st.Runner.HeartbeatAt.Equal(snap.Runner.HeartbeatAt.Time) {
 		t.Errorf("heartbeat after the replay %+v, want the snapshot's %v", st.Runner, snap.Runner.HeartbeatAt)
 	}
-	if aside, _ := afero.Glob(e.fs, filepath.Join(dir, StateFile+".corrupt-*")); len(aside) != 0 {
+	if aside, _ := afero.Glob(e.fs, filepath.Join(dir, record.StateFile+".corrupt-*")); len(aside) != 0 {
 		t.Errorf("an untouched snapshot was kept aside: %v", aside)
 	}
-	if d1, ok1 := Digest(st); !ok1 {
+	if d1, ok1 := record.Digest(st); !ok1 {
 		t.Error("the replayed state has no digest")
-	} else if d2, _ := Digest(snap); d1 != d2 {
+	} else if d2, _ := record.Digest(snap); d1 != d2 {
 		t.Error("the replay and the snapshot it agrees with have different digests")
 	}
-	if _, fast := FastSnapshotCheck(e.fs, filepath.Join(dir, StateFile)); !fast {
+	if _, fast := record.FastSnapshotCheck(e.fs, filepath.Join(dir, record.StateFile)); !fast {
 		t.Error("a snapshot as flow writes it is not checked by its bytes")
 	}
 	// Checked by its bytes, it is read twice (its head, its digest) and
 	// never decoded whole (a third reading).
 	counted := countfs.New(e.fs)
-	if _, damaged, err := LoadState(counted, dir, true, e.clock.Now()); err != nil || damaged || counted.Opens(filepath.Join(dir, StateFile)) != 2 {
-		t.Errorf("LoadState for a runner: damaged %v, %v; the snapshot opened %d times, want 2", damaged, err, counted.Opens(filepath.Join(dir, StateFile)))
+	if _, damaged, err := record.LoadState(counted, dir, true, e.clock.Now()); err != nil || damaged || counted.Opens(filepath.Join(dir, record.StateFile)) != 2 {
+		t.Errorf("LoadState for a runner: damaged %v, %v; the snapshot opened %d times, want 2", damaged, err, counted.Opens(filepath.Join(dir, record.StateFile)))
 	}
 
 	// The same state in other bytes — a blank line at the end, the
 	// whole file compact — is decoded and still agrees.
-	raw, _ := afero.ReadFile(e.fs, filepath.Join(dir, StateFile))
+	raw, _ := afero.ReadFile(e.fs, filepath.Join(dir, record.StateFile))
 	compact, err := json.Marshal(snap)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, b := range map[string][]byte{"a blank line at the end": append(raw, '\n'), "compact": compact} {
-		if err := afero.WriteFile(e.fs, filepath.Join(dir, StateFile), b, 0o644); err != nil {
+		if err := afero.WriteFile(e.fs, filepath.Join(dir, record.StateFile), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		st, damaged, err := LoadState(e.fs, dir, true, e.clock.Now())
+		st, damaged, err := record.LoadState(e.fs, dir, true, e.clock.Now())
 		if err != nil || damaged {
 			t.Errorf("%s: damaged %v, %v", name, damaged, err)
 			continue
@@ -259,7 +260,7 @@ func TestSnapshotThatAgreesIsKept(t *testing.T) {
 			t.Errorf("%s: heartbeat %+v, want the snapshot's", name, st.Runner)
 		}
 	}
-	if aside, _ := afero.Glob(e.fs, filepath.Join(dir, StateFile+".corrupt-*")); len(aside) != 0 {
+	if aside, _ := afero.Glob(e.fs, filepath.Join(dir, record.StateFile+".corrupt-*")); len(aside) != 0 {
 		t.Errorf("a snapshot in other bytes was kept aside: %v", aside)
 	}
 }
@@ -269,7 +270,7 @@ func TestSnapshotThatAgreesIsKept(t *testing.T) {
 // alive and beating.
 func TestRecordedRunnerIsChecked(t *testing.T) {
 	e := newEnv(t, "name: t\nsteps:\n  - {id: a, run: x}\n  - {id: b, run: x}\n")
-	dir := RunDir(repo, "r1")
+	dir := record.RunDir(repo, "r1")
 	// A runner (pid 777) that is running a: its record, without a lock.
 	first := &scripted{fs: e.fs, fn: func(c call) reply { return reply{Block: c.Step == "a"} }, started: make(chan call, 4)}
 	r := e.runner(e.fs, first)
@@ -280,7 +281,7 @@ func TestRecordedRunnerIsChecked(t *testing.T) {
 		done <- err
 	}()
 	<-first.started
-	if err := e.fs.Remove(filepath.Join(dir, LockFile)); err != nil {
+	if err := e.fs.Remove(filepath.Join(dir, record.LockFile)); err != nil {
 		t.Fatal(err)
 	}
 	second := e.runner(e.fs, &scripted{fs: e.fs, fn: ok})
@@ -290,7 +291,7 @@ func TestRecordedRunnerIsChecked(t *testing.T) {
 	if !errors.As(err, &held) || core.CodeOf(err) != core.ExitHeld {
 		t.Fatalf("second runner: %v (exit %d); want held by a live runner, exit 7", err, core.CodeOf(err))
 	}
-	if ok, _ := afero.Exists(e.fs, filepath.Join(dir, LockFile)); ok {
+	if ok, _ := afero.Exists(e.fs, filepath.Join(dir, record.LockFile)); ok {
 		t.Error("the refused runner left a lock file behind")
 	}
 }
@@ -348,10 +349,10 @@ func TestOneDecisionWins(t *testing.T) {
 	if res, err := r.Run(t.Context(), Options{Workflow: wf, Repo: dir, RunID: "r1", NoWait: true}); err != nil || res.ExitCode != 3 {
 		t.Fatalf("run: %+v %v", res, err)
 	}
-	runDir := RunDir(dir, "r1")
+	runDir := record.RunDir(dir, "r1")
 	type answer struct {
 		approved bool
-		already  *Decided
+		already  *record.Decided
 		err      error
 	}
 	answers := make([]answer, 20)
@@ -364,12 +365,12 @@ func TestOneDecisionWins(t *testing.T) {
 			if !in.Approved {
 				in.Reason = "no"
 			}
-			d, err := SubmitDecision(fsys, runDir, "h", in, time.Now())
+			d, err := record.SubmitDecision(fsys, runDir, "h", in, time.Now())
 			answers[i] = answer{in.Approved, d, err}
 		}()
 	}
 	wg.Wait()
-	in, err := ReadManualInput(fsys, filepath.Join(runDir, InputsDir, "r1__h.json"))
+	in, err := record.ReadManualInput(fsys, filepath.Join(runDir, record.InputsDir, "r1__h.json"))
 	if err != nil || in == nil {
 		t.Fatalf("decision file: %v %v", in, err)
 	}
@@ -379,14 +380,14 @@ func TestOneDecisionWins(t *testing.T) {
 		case a.err == nil && a.already == nil:
 			winners++
 			if a.approved != in.Approved {
-				t.Errorf("caller %d was told its decision won, but %s was recorded", i, DescribeDecision(*in))
+				t.Errorf("caller %d was told its decision won, but %s was recorded", i, record.DescribeDecision(*in))
 			}
 		case a.err == nil:
 			if a.approved != in.Approved {
-				t.Errorf("caller %d was told the same decision was made, but %s was recorded", i, DescribeDecision(*in))
+				t.Errorf("caller %d was told the same decision was made, but %s was recorded", i, record.DescribeDecision(*in))
 			}
 		default:
-			if core.CodeOf(a.err) != core.ExitRefused || !strings.Contains(a.err.Error(), "already "+Verb(in.Approved)+" by "+in.By) {
+			if core.CodeOf(a.err) != core.ExitRefused || !strings.Contains(a.err.Error(), "already "+record.Verb(in.Approved)+" by "+in.By) {
 				t.Errorf("caller %d: %v (exit %d)", i, a.err, core.CodeOf(a.err))
 			}
 		}
@@ -448,11 +449,11 @@ steps:
 			t.Errorf("the terminal shows %q:\n%s", v, e.out.String())
 		}
 	}
-	err = afero.Walk(e.fs, RunDir(repo, "r1"), func(path string, fi fs.FileInfo, err error) error {
+	err = afero.Walk(e.fs, record.RunDir(repo, "r1"), func(path string, fi fs.FileInfo, err error) error {
 		if err != nil || fi.IsDir() {
 			return err
 		}
-		if filepath.Base(filepath.Dir(path)) == ReportsDir {
+		if filepath.Base(filepath.Dir(path)) == record.ReportsDir {
 			return nil // written by the session itself, not by flow
 		}
 		b, _ := afero.ReadFile(e.fs, path)
@@ -470,7 +471,7 @@ steps:
 	if le := deref(st.Steps["bad"].LastError); !strings.Contains(le, "***") {
 		t.Errorf("bad: last_error %q does not show where the secret was hidden", le)
 	}
-	if b, _ := afero.ReadFile(e.fs, filepath.Join(RunDir(repo, "r1"), PromptsDir, "talk.0.1.md")); string(b) != "use *** and ***" {
+	if b, _ := afero.ReadFile(e.fs, filepath.Join(record.RunDir(repo, "r1"), record.PromptsDir, "talk.0.1.md")); string(b) != "use *** and ***" {
 		t.Errorf("recorded prompt %q", b)
 	}
 }
@@ -517,7 +518,7 @@ func TestRenderedTemplatesAreCapped(t *testing.T) {
 			if res.ExitCode != 1 || s.count("a") != 0 || !strings.Contains(deref(st.Steps["a"].LastError), tt.want) {
 				t.Fatalf("exit %d, %d sessions, last_error %q", res.ExitCode, s.count("a"), deref(st.Steps["a"].LastError))
 			}
-			if fi, _ := e.fs.Stat(filepath.Join(RunDir(repo, "r1"), EventsFile)); fi.Size() > 64<<10 {
+			if fi, _ := e.fs.Stat(filepath.Join(record.RunDir(repo, "r1"), record.EventsFile)); fi.Size() > 64<<10 {
 				t.Errorf("events.jsonl is %d bytes", fi.Size())
 			}
 		})
@@ -555,8 +556,8 @@ steps:
 func TestResumeUsesTheStateItWasGiven(t *testing.T) {
 	e := newEnv(t, "name: t\nsteps:\n  - {id: a, run: x}\n  - {id: h, human: {message: go}}\n  - {id: b, run: x}\n")
 	e.run(&scripted{fn: ok}, Options{NoWait: true})
-	dir := RunDir(repo, "r1")
-	read, _, err := LoadState(e.fs, dir, false, e.clock.Now())
+	dir := record.RunDir(repo, "r1")
+	read, _, err := record.LoadState(e.fs, dir, false, e.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,7 +566,7 @@ func TestResumeUsesTheStateItWasGiven(t *testing.T) {
 		if _, err := e.tryRun(c, &scripted{fn: ok}, Options{Resume: true, NoWait: true, Read: given}); err != nil {
 			t.Fatal(err)
 		}
-		return c.Opens(filepath.Join(dir, StateFile))
+		return c.Opens(filepath.Join(dir, record.StateFile))
 	}
 	if without, with := opens(nil), opens(read); with != without-1 {
 		t.Errorf("run_state.json opened %d times with the state given, %d without: want one fewer", with, without)

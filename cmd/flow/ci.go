@@ -16,6 +16,7 @@ import (
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // ciMode is how flow shows itself to a CI service (DESIGN §13).
@@ -296,10 +297,10 @@ func ghSummary(v ops.Status, res ops.RunResult) string {
 	st := v.State
 	var b strings.Builder
 	fmt.Fprintf(&b, "## flow run `%s`\n\n", res.RunID)
-	fmt.Fprintf(&b, "- workflow: %s\n", runner.MarkdownCell(st.WorkflowName))
+	fmt.Fprintf(&b, "- workflow: %s\n", record.MarkdownCell(st.WorkflowName))
 	fmt.Fprintf(&b, "- status: **%s** (exit %d)\n", res.Status, res.ExitCode)
 	if res.Reason != "" {
-		fmt.Fprintf(&b, "- reason: %s\n", runner.MarkdownCell(res.Reason))
+		fmt.Fprintf(&b, "- reason: %s\n", record.MarkdownCell(res.Reason))
 	}
 	if st.Usage != nil {
 		fmt.Fprintf(&b, "- usage: %s\n", usageText(st.Usage))
@@ -309,7 +310,7 @@ func ghSummary(v ops.Status, res ops.RunResult) string {
 			fmt.Fprintf(&b, "- and %d more steps waiting on a human: `flow status %s`\n", len(res.Waiting)-i, res.RunID)
 			break
 		}
-		fmt.Fprintf(&b, "- waiting on a human: **%s** — `flow approve %s %s`\n", runner.MarkdownCell(id), res.RunID, runner.ShellArg(id))
+		fmt.Fprintf(&b, "- waiting on a human: **%s** — `flow approve %s %s`\n", record.MarkdownCell(id), res.RunID, runner.ShellArg(id))
 	}
 	b.WriteString("\n| step | status | attempts | iteration | duration | note |\n|---|---|---|---|---|---|\n")
 	all := len(st.StepOrder) <= summaryRows
@@ -336,10 +337,10 @@ func ghSummary(v ops.Status, res ops.RunResult) string {
 		case s.LastError != nil:
 			note = *s.LastError
 		}
-		if p, ok := runner.ItemsProgress(s); ok {
+		if p, ok := record.ItemsProgress(s); ok {
 			note = strings.TrimSuffix(p.String()+": "+note, ": ")
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s |\n", runner.MarkdownCell(id), s.Status, s.Attempts, s.IterationCount, dur, runner.MarkdownCell(note))
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s |\n", record.MarkdownCell(id), s.Status, s.Attempts, s.IterationCount, dur, record.MarkdownCell(note))
 	}
 	if len(left) > 0 {
 		var parts []string
@@ -367,7 +368,7 @@ func ghSummary(v ops.Status, res ops.RunResult) string {
 		shown++
 		fence := mdFence(s.Feedback().Output)
 		fmt.Fprintf(&b, "\n<details><summary>%s: evidence (last %d lines)</summary>\n\n%s\n%s\n%s\n\n</details>\n",
-			runner.MarkdownCell(id), summaryTail, fence, lastLines(s.Feedback().Output, summaryTail), fence)
+			record.MarkdownCell(id), summaryTail, fence, lastLines(s.Feedback().Output, summaryTail), fence)
 	}
 	return b.String() + "\n"
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // addRunnerCmds adds the commands that run and inspect runs.
@@ -50,7 +51,7 @@ type runFlags struct {
 	budgetTokens  int64
 	budgetSess    int
 	by            string
-	inv           runner.Invocation
+	inv           record.Invocation
 }
 
 func (f *runFlags) add(cmd *cobra.Command, isRun bool) {
@@ -76,7 +77,7 @@ func (f *runFlags) add(cmd *cobra.Command, isRun bool) {
 }
 
 // addInvocation adds the flags that say how a workflow file is read and
-// its sessions started beyond it (runner.Invocation).
+// its sessions started beyond it (record.Invocation).
 func (f *runFlags) addInvocation(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.inv.Format, "format", "", "read the workflow in this format: flow or orchestrator (agent_orchestrator's); default: detected")

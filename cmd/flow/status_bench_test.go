@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // BenchmarkPrintStatus prints the table of a finished run of 5,000
@@ -22,7 +22,7 @@ func BenchmarkPrintStatus(b *testing.B) {
 		st.StepOrder = append(st.StepOrder, id)
 		st.Steps[id] = &core.StepState{Status: core.Completed, Attempts: 1, StartedAt: &start, EndedAt: &end}
 	}
-	v := ops.Status{State: st, Liveness: runner.Liveness{State: runner.LiveDone, Reason: "the run completed"}, At: t0}
+	v := ops.Status{State: st, Liveness: record.Liveness{State: record.LiveDone, Reason: "the run completed"}, At: t0}
 	for b.Loop() {
 		printStatus(io.Discard, v, false)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // This file wires the Temporal engine (DESIGN §16) into flow's
@@ -68,7 +69,7 @@ type restartRequest struct {
 	move, force bool
 	asJSON      bool
 	budgets     runner.Budgets
-	inv         runner.Invocation
+	inv         record.Invocation
 	// wf is the workflow flow run names, and fresh its launch as a new
 	// run; nil for flow resume and flow retry.
 	wf    *config.Workflow

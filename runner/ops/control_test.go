@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/internal/runlock"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // TestControlSaysWhetherARunnerIsLive: the result of Control says
@@ -22,7 +22,7 @@ func TestControlSaysWhetherARunnerIsLive(t *testing.T) {
 		if live {
 			// A foreground runner holds the run's lock while it waits.
 			b, _ := json.Marshal(runlock.Holder{PID: 99, Host: "test", Token: "t"})
-			if err := afero.WriteFile(s.FS, filepath.Join(runner.RunDir(repo, "r1"), runner.LockFile), b, 0o644); err != nil {
+			if err := afero.WriteFile(s.FS, filepath.Join(record.RunDir(repo, "r1"), record.LockFile), b, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			s.Alive = func(h runlock.Holder) bool { return h.PID == 99 }

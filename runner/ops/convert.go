@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 
 	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // ConvertRequest asks for a workflow file in flow's own format.
@@ -18,7 +18,7 @@ type ConvertRequest struct {
 	// Invocation says how the file is read and, for agent_orchestrator's
 	// format, how its agents run: the agents become commands running
 	// the wrapper or the command template.
-	Invocation runner.Invocation
+	Invocation record.Invocation
 	// MaxIterations is agent_orchestrator's --max-iterations (N
 	// loop-backs): written as the default budget, N+1 in flow's terms.
 	MaxIterations int

@@ -9,7 +9,7 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/notify"
-	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // A runner cannot tell of its own death. A reader of the record that
@@ -31,7 +31,7 @@ const deadMarkers = "notified"
 // tellDead tells the notifiers of wf that the run of st is dead, when
 // it is, wf asks to hear it, and no reader told of this death before.
 func (s *Service) tellDead(repo string, st Status, wf *config.Workflow) {
-	if st.Liveness.State != runner.LiveDead || wf == nil || wf.Notify == nil || !wf.Notify.Notifies(notify.EventDead) || st.State == nil {
+	if st.Liveness.State != record.LiveDead || wf == nil || wf.Notify == nil || !wf.Notify.Notifies(notify.EventDead) || st.State == nil {
 		return
 	}
 	var beat time.Time

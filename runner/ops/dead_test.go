@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/internal/notify"
-	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // fakeNotifier records what it is told.
@@ -50,8 +50,8 @@ steps:
 	}
 	// A runner took the run and died: its record says running, and no
 	// lock is held.
-	dir := runner.RunDir(repo, "r1")
-	events, err := runner.ReadEvents(s.FS, dir, 0)
+	dir := record.RunDir(repo, "r1")
+	events, err := record.ReadEvents(s.FS, dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ steps:
 		seq++
 		line += fmt.Sprintf(`{"seq":%d,"at":"2025-01-15T14:31:00.000000Z",%s}`+"\n", seq, e)
 	}
-	f, err := s.FS.OpenFile(filepath.Join(dir, runner.EventsFile), 1|64|1024, 0o644) // O_WRONLY|O_CREATE|O_APPEND
+	f, err := s.FS.OpenFile(filepath.Join(dir, record.EventsFile), 1|64|1024, 0o644) // O_WRONLY|O_CREATE|O_APPEND
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ steps:
 	_ = f.Close()
 	for i := 0; i < 3; i++ {
 		st, err := s.Status(repo, "r1")
-		if err != nil || st.Liveness.State != runner.LiveDead {
+		if err != nil || st.Liveness.State != record.LiveDead {
 			t.Fatalf("liveness %s (%v)", st.Liveness.State, err)
 		}
 	}

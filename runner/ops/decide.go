@@ -5,6 +5,7 @@ import (
 
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // DecideRequest is a human's decision on a step that waits.
@@ -46,7 +47,7 @@ type Decision struct {
 }
 
 // Decide records a human's decision on a step waiting in a run: what
-// flow approve and flow reject do (runner.SubmitDecision). Exactly one decision
+// flow approve and flow reject do (record.SubmitDecision). Exactly one decision
 // wins per wait. A rejection without a reason, an unknown run or step
 // are ExitUsage errors; a step that is not waiting, or was already
 // decided otherwise, is an ExitRefused error saying what was decided,
@@ -72,7 +73,7 @@ func (s *Service) Decide(req DecideRequest) (Decision, error) {
 		}
 	}
 	now := s.clock().Now()
-	already, err := runner.SubmitDecision(s.FS, ref.Dir, req.Step, in, now)
+	already, err := record.SubmitDecision(s.FS, ref.Dir, req.Step, in, now)
 	if err != nil {
 		return Decision{}, err
 	}
@@ -111,7 +112,7 @@ type ControlResult struct {
 	Note string `json:"note"`
 	// RunnerLive is true when a live runner holds the run and reads the
 	// desired state between its sessions; when false, nothing happens
-	// until flow resume starts a runner (runner.LiveRunner).
+	// until flow resume starts a runner (record.LiveRunner).
 	RunnerLive bool `json:"runner_live"`
 }
 
@@ -144,10 +145,10 @@ func (s *Service) Control(req ControlRequest) (ControlResult, error) {
 			ref.ID, st.Status, st.ExitCode, verb, st.WorkflowFile)
 	}
 	by := s.Who(req.By)
-	if err := runner.SetDesired(s.FS, ref.Dir, req.State, by, req.Note, s.clock().Now()); err != nil {
+	if err := record.SetDesired(s.FS, ref.Dir, req.State, by, req.Note, s.clock().Now()); err != nil {
 		return ControlResult{}, err
 	}
 	now := s.clock().Now()
-	_, live := runner.LiveRunner(s.FS, ref.Dir, ref.State, now, s.alive())
+	_, live := record.LiveRunner(s.FS, ref.Dir, ref.State, now, s.alive())
 	return ControlResult{RunID: ref.ID, DesiredState: req.State, By: by, Note: req.Note, RunnerLive: live}, nil
 }

@@ -89,7 +89,7 @@
 // "updated_at", "dir", "error"}.
 //
 // Logs lists the session logs of a step (the latest, or all) as the
-// runner names them, parsed by runner.StepLogs: {"run_id", "run_dir",
+// runner names them, parsed by record.StepLogs: {"run_id", "run_dir",
 // "step", "logs": [{"path", "name", "generation", "iteration",
 // "attempt"}]}; an unknown step is ExitUsage, a step that has not run
 // ExitRefused, and a step whose sessions printed nothing has no logs.
@@ -97,7 +97,7 @@
 // until its session ends.
 //
 // Decide records an approval or a rejection of a step that waits
-// (runner.SubmitDecision): exactly one decision wins per wait; the loser gets
+// (record.SubmitDecision): exactly one decision wins per wait; the loser gets
 // ExitRefused saying what was decided, by whom and when; asking again
 // for the decision already made returns it with "already": true. A
 // Decision is {"run_id", "step", "approved", "by", "at", "already"}.

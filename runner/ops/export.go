@@ -17,8 +17,8 @@ import (
 
 	"github.com/flow-run/flow/internal/atomicfile"
 	"github.com/flow-run/flow/internal/runlock"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // Limits of an archive ImportRun accepts.
@@ -49,7 +49,7 @@ func (s *Service) ExportRun(repo, id string, w io.Writer) (string, error) {
 		if err != nil {
 			return err
 		}
-		if rel == runner.LockFile || atomicfile.IsTemp(p) {
+		if rel == record.LockFile || atomicfile.IsTemp(p) {
 			return nil
 		}
 		name := ref.ID
@@ -160,7 +160,7 @@ func (s *Service) ImportRun(req ImportRequest) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	runs := runner.RunsDir(repo)
+	runs := record.RunsDir(repo)
 	if err := s.FS.MkdirAll(runs, 0o755); err != nil {
 		return "", fmt.Errorf("import: %w", err)
 	}
@@ -178,10 +178,10 @@ func (s *Service) ImportRun(req ImportRequest) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, _, err := runner.LoadState(s.FS, filepath.Join(tmp, id), false, time.Time{}); err != nil {
+	if _, _, err := record.LoadState(s.FS, filepath.Join(tmp, id), false, time.Time{}); err != nil {
 		return "", core.Usage("import: the archive holds no readable run %s: %v", id, err)
 	}
-	target := runner.RunDir(repo, id)
+	target := record.RunDir(repo, id)
 	_, statErr := s.FS.Stat(target)
 	exists := statErr == nil
 	if exists && !req.Force {
@@ -189,7 +189,7 @@ func (s *Service) ImportRun(req ImportRequest) (string, error) {
 	}
 	var old string
 	if exists {
-		if h, err := runlock.Read(s.FS, filepath.Join(target, runner.LockFile)); err == nil && s.alive()(h) {
+		if h, err := runlock.Read(s.FS, filepath.Join(target, record.LockFile)); err == nil && s.alive()(h) {
 			return "", &core.ExitError{Code: core.ExitHeld,
 				Err: fmt.Errorf("import: run %s is held by a live runner (pid %d on %s); it is not replaced", id, h.PID, h.Host)}
 		}
@@ -252,7 +252,7 @@ func (s *Service) extract(r io.Reader, dir string) (string, error) {
 				return "", core.Usage("import: the archive holds more than %d bytes", MaxImportBytes)
 			}
 			total += h.Size
-			if rel == runner.LockFile {
+			if rel == record.LockFile {
 				continue
 			}
 			if err := s.extractFile(tr, dst, h.Size); err != nil {

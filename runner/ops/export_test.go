@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/internal/runlock"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // TestExportImportResume exports a run that waits on a human from one
@@ -28,7 +28,7 @@ func TestExportImportResume(t *testing.T) {
 		t.Fatalf("run exit %d; want 3", res.ExitCode)
 	}
 	// A lock left behind is not exported.
-	if err := afero.WriteFile(s.FS, filepath.Join(runner.RunDir(repo, "r1"), runner.LockFile), []byte("{}"), 0o644); err != nil {
+	if err := afero.WriteFile(s.FS, filepath.Join(record.RunDir(repo, "r1"), record.LockFile), []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
@@ -63,7 +63,7 @@ func TestExportImportResume(t *testing.T) {
 	_, err = s2.ImportRun(ImportRequest{Archive: bytes.NewReader(buf.Bytes())})
 	wantCode(t, err, core.ExitUsage, "already exists", "--force")
 	// --force never replaces a run a live runner holds.
-	lock := filepath.Join(runner.RunDir(other, "r1"), runner.LockFile)
+	lock := filepath.Join(record.RunDir(other, "r1"), record.LockFile)
 	if err := afero.WriteFile(s2.FS, lock, []byte(`{"pid":4242,"host":"h","token":"t"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestExportImportResume(t *testing.T) {
 	if _, err := s2.ImportRun(ImportRequest{Archive: bytes.NewReader(buf.Bytes()), Force: true}); err != nil {
 		t.Fatalf("ImportRun --force: %v", err)
 	}
-	if entries := dirNames(t, s2.FS, runner.RunsDir(other)); strings.Join(entries, ",") != "r1" {
+	if entries := dirNames(t, s2.FS, record.RunsDir(other)); strings.Join(entries, ",") != "r1" {
 		t.Errorf("runs dir holds %v; want only r1", entries)
 	}
 	if _, err := s2.Decide(DecideRequest{RunID: "r1", Step: "ship_it", Approve: true}); err != nil {
@@ -95,11 +95,11 @@ func TestExportImportResume(t *testing.T) {
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("resume = %+v, %v", res, err)
 	}
-	st, _, err := runner.LoadState(s2.FS, runner.RunDir(other, "r1"), false, t0)
+	st, _, err := record.LoadState(s2.FS, record.RunDir(other, "r1"), false, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.RepoDir != other || st.ReportsDir != filepath.Join(runner.RunDir(other, "r1"), runner.ReportsDir) {
+	if st.RepoDir != other || st.ReportsDir != filepath.Join(record.RunDir(other, "r1"), record.ReportsDir) {
 		t.Errorf("repo_dir %s, reports_dir %s; want them in %s", st.RepoDir, st.ReportsDir, other)
 	}
 	if p := st.Steps["deploy"].ReportPath; p == nil || !strings.HasPrefix(*p, other+"/") {
@@ -177,7 +177,7 @@ func TestImportRefusesHostileArchives(t *testing.T) {
 			}
 			_, err := s.ImportRun(ImportRequest{Archive: bytes.NewReader(b)})
 			wantCode(t, err, core.ExitUsage, tt.want)
-			if names := dirNames(t, s.FS, runner.RunsDir(repo)); len(names) != 0 {
+			if names := dirNames(t, s.FS, record.RunsDir(repo)); len(names) != 0 {
 				t.Errorf("left in the runs directory: %v", names)
 			}
 			if _, err := s.FS.Stat("/etc/x"); err == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/flow-run/flow/internal/suggest"
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // ResolveInputs checks what an approval of step gives against the
@@ -77,12 +78,12 @@ func ResolveInputs(step string, declared []config.Input, given map[string]any) (
 // the workflow the run's runner loaded (workflow.json in the run
 // directory) or, when that cannot be read, from the run's workflow
 // file. A step of neither declares none.
-func (s *Service) stepInputs(repo string, ref runner.RunRef, step string) []config.Input {
+func (s *Service) stepInputs(repo string, ref record.RunRef, step string) []config.Input {
 	// An instance of a loop's body declares its body step's inputs.
 	if i := strings.LastIndex(step, "]."); i >= 0 && core.IsInstance(step) {
 		step = step[i+2:]
 	}
-	b, err := confine.ReadFile(s.FS, filepath.Join(ref.Dir, runner.LoadedWorkflowFile), maxLoadedWorkflow, ref.Dir)
+	b, err := confine.ReadFile(s.FS, filepath.Join(ref.Dir, record.LoadedWorkflowFile), maxLoadedWorkflow, ref.Dir)
 	if err == nil {
 		type specStep struct {
 			ID    string `json:"id"`

@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 var releaseInputs = []config.Input{
@@ -86,7 +86,7 @@ func TestDecideInputs(t *testing.T) {
 	if _, err := s.Decide(DecideRequest{RunID: "r1", Step: "ship_it", Approve: true, Input: map[string]any{"ticket": "OPS-1"}}); err != nil {
 		t.Fatal(err)
 	}
-	in, err := runner.ReadManualInput(s.FS, runner.RunDir(repo, "r1")+"/manual_inputs/r1__ship_it.json")
+	in, err := record.ReadManualInput(s.FS, record.RunDir(repo, "r1")+"/manual_inputs/r1__ship_it.json")
 	if err != nil || in == nil {
 		t.Fatalf("decision file: %v, %v", in, err)
 	}

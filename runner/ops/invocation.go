@@ -10,12 +10,13 @@ import (
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // absInvocation makes the paths an invocation gives (the wrapper, the
 // gate-state file) absolute against the Service's directory, since
 // sessions run in the repository.
-func (s *Service) absInvocation(v runner.Invocation) runner.Invocation {
+func (s *Service) absInvocation(v record.Invocation) record.Invocation {
 	abs := func(p string) string {
 		if p == "" || filepath.IsAbs(p) {
 			return p
@@ -41,14 +42,14 @@ func (s *Service) exists(path string) bool {
 // loadInvoked loads the workflow at path as the invocation says, and
 // refuses a workflow in agent_orchestrator's format whose agents have
 // nothing to run them, before anything is created.
-func (s *Service) loadInvoked(path, repo string, v runner.Invocation) (*config.Workflow, error) {
+func (s *Service) loadInvoked(path, repo string, v record.Invocation) (*config.Workflow, error) {
 	return s.loadInvokedFrom(nil, path, repo, v)
 }
 
 // loadInvokedFrom is loadInvoked, taking the workflow from read when
 // read was loaded from path with the same options (a large workflow
 // is not parsed twice).
-func (s *Service) loadInvokedFrom(read *loaded, path, repo string, v runner.Invocation) (*config.Workflow, error) {
+func (s *Service) loadInvokedFrom(read *loaded, path, repo string, v record.Invocation) (*config.Workflow, error) {
 	if v.Wrapper != "" && v.CommandTemplate != "" {
 		return nil, core.Usage("--wrapper and --command-template both say how an agent runs; give one")
 	}
@@ -91,18 +92,18 @@ func (s *Service) loadInvokedFrom(read *loaded, path, repo string, v runner.Invo
 //
 // It returns, too, the workflow it read to find the run, with the
 // options it read it with, for loadInvokedFrom.
-func (s *Service) restartInvocation(path, repo, runID string, v runner.Invocation) (runner.Invocation, *loaded) {
+func (s *Service) restartInvocation(path, repo, runID string, v record.Invocation) (record.Invocation, *loaded) {
 	opts := v.LoadOptions(repo)
 	wf, err := config.LoadWith(s.FS, path, opts)
 	read := &loaded{path: path, opts: opts, wf: wf, err: err}
 	if err != nil {
 		return v, read
 	}
-	ref, err := runner.FindRun(s.FS, repo, runID, wf.Name)
+	ref, err := record.FindRun(s.FS, repo, runID, wf.Name)
 	if err != nil {
 		return v, read
 	}
-	kept, err := runner.ReadInvocation(s.FS, ref.Dir)
+	kept, err := record.ReadInvocation(s.FS, ref.Dir)
 	if err != nil {
 		return v, read
 	}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/flow-run/flow/internal/suggest"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // StepLogs is the result of Logs: the session logs of one step.
@@ -23,7 +23,7 @@ type StepLogs struct {
 	// Logs are the step's session logs, oldest first: every one, or the
 	// latest only. Empty when the step's sessions printed nothing (a
 	// session that prints nothing leaves no log).
-	Logs []runner.LogFile `json:"logs"`
+	Logs []record.LogFile `json:"logs"`
 }
 
 // Logs lists the session logs of a step of a run (the newest run when
@@ -37,18 +37,18 @@ func (s *Service) Logs(repo, runID, step string, all bool) (StepLogs, error) {
 	if err != nil {
 		return StepLogs{}, err
 	}
-	if ref.State.Steps[step] == nil && (step == "cleanup" || step == runner.CleanupSession) {
+	if ref.State.Steps[step] == nil && (step == "cleanup" || step == record.CleanupSession) {
 		// The workflow's cleanup session, unless a step is named so.
-		step = runner.CleanupSession
+		step = record.CleanupSession
 	}
-	if ref.State.Steps[step] == nil && step != runner.CleanupSession {
+	if ref.State.Steps[step] == nil && step != record.CleanupSession {
 		return StepLogs{}, unknownStep(ref.ID, ref.State, step)
 	}
-	logs, err := runner.StepLogs(s.FS, ref.Dir, step)
+	logs, err := record.StepLogs(s.FS, ref.Dir, step)
 	if err != nil {
 		return StepLogs{}, err
 	}
-	out := StepLogs{RunID: ref.ID, RunDir: ref.Dir, Step: step, Logs: []runner.LogFile{}}
+	out := StepLogs{RunID: ref.ID, RunDir: ref.Dir, Step: step, Logs: []record.LogFile{}}
 	if len(logs) == 0 {
 		if ss := ref.State.Steps[step]; ss != nil && ss.StartedAt != nil {
 			return out, nil
@@ -69,7 +69,7 @@ func (s *Service) Logs(repo, runID, step string, all bool) (StepLogs, error) {
 
 // CopyLog writes a session log to w, streaming it: a log of any size
 // is never held in memory whole.
-func (s *Service) CopyLog(w io.Writer, l runner.LogFile) error {
+func (s *Service) CopyLog(w io.Writer, l record.LogFile) error {
 	f, err := s.FS.Open(l.Path)
 	if err != nil {
 		return fmt.Errorf("read log %s: %w", l.Name, err)
@@ -107,7 +107,7 @@ func (s *Service) Follow(ctx context.Context, logs StepLogs, w io.Writer) error 
 	}
 	for {
 		read()
-		st, _, err := runner.LoadState(s.FS, logs.RunDir, false, s.clock().Now())
+		st, _, err := record.LoadState(s.FS, logs.RunDir, false, s.clock().Now())
 		if err != nil {
 			return err
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden JSON files in testdata")
@@ -217,7 +218,7 @@ func TestRunResults(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s, _ := newService(t, tt.src, tt.replies)
 			res := run(t, s, RunRequest{Workflow: wf, RunID: "r1", NoWait: tt.noWait})
-			if res.Type != "result" || res.RunID != "r1" || res.RunDir != runner.RunDir(repo, "r1") {
+			if res.Type != "result" || res.RunID != "r1" || res.RunDir != record.RunDir(repo, "r1") {
 				t.Errorf("result %+v", res)
 			}
 			if res.ExitCode != tt.code || res.Status != tt.status || fmt.Sprint(res.Waiting) != fmt.Sprint(tt.waiting) {
@@ -284,7 +285,7 @@ func TestStartAtReadsTheWorkflowOnce(t *testing.T) {
 	if n := count.Opens(wf); n != 1 {
 		t.Errorf("a restart read the workflow %d times, want once", n)
 	}
-	run(t, s, RunRequest{Workflow: wf, RunID: "flow", Invocation: runner.Invocation{Format: config.FormatFlow}})
+	run(t, s, RunRequest{Workflow: wf, RunID: "flow", Invocation: record.Invocation{Format: config.FormatFlow}})
 	count.Reset()
 	l, err := s.PrepareRun(RunRequest{Workflow: wf, StartAt: "code", RunID: "flow", Force: true})
 	if err != nil {
@@ -383,14 +384,14 @@ func TestStatusAndRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.State.RunID != "r1" || st.Liveness.State != runner.LiveDone || !st.Over() || st.Fault != "" {
+	if st.State.RunID != "r1" || st.Liveness.State != record.LiveDone || !st.Over() || st.Fault != "" {
 		t.Errorf("status %+v", st)
 	}
 	list, err := s.ListRuns("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if list.RunsDir != runner.RunsDir(repo) || len(list.Runs) != 1 {
+	if list.RunsDir != record.RunsDir(repo) || len(list.Runs) != 1 {
 		t.Fatalf("runs %+v", list)
 	}
 	golden(t, "run_summary", list.Runs[0])
@@ -409,8 +410,8 @@ func TestStatusJSON(t *testing.T) {
 			StepOrder: []string{"a"},
 			Steps: map[string]*core.StepState{"a": {Status: core.Failed, Attempts: 1, StartedAt: &at, EndedAt: &at,
 				LastError: &msg, Artifacts: []string{}, Metrics: map[string]string{}, Logs: []string{}}}},
-		Liveness: runner.Liveness{State: runner.LiveDone, Reason: "the run failed"},
-		RunDir:   runner.RunDir(repo, "r1"),
+		Liveness: record.Liveness{State: record.LiveDone, Reason: "the run failed"},
+		RunDir:   record.RunDir(repo, "r1"),
 		At:       t0,
 	}
 	golden(t, "status", st)
@@ -448,7 +449,7 @@ func TestStatusLiveness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Liveness.State != runner.LiveStuck || st.Liveness.Hook != "ship_it" || st.Over() {
+	if st.Liveness.State != record.LiveStuck || st.Liveness.Hook != "ship_it" || st.Over() {
 		t.Errorf("liveness %+v", st.Liveness)
 	}
 }
@@ -516,7 +517,7 @@ func TestControl(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "control_result", res)
-	c, err := runner.ReadControl(s.FS, runner.RunDir(repo, "r1"))
+	c, err := record.ReadControl(s.FS, record.RunDir(repo, "r1"))
 	if err != nil || c.DesiredState != core.Pause || c.SetBy != "tester" {
 		t.Errorf("control.json = %+v, %v", c, err)
 	}
@@ -710,8 +711,8 @@ func TestPublicURL(t *testing.T) {
 func TestWatchGoesOnThroughAPause(t *testing.T) {
 	s, _ := newService(t, humanSteps, nil)
 	run(t, s, RunRequest{Workflow: wf, RunID: "r1", NoWait: true})
-	dir := runner.RunDir(repo, "r1")
-	log, err := eventlog.Open(s.FS, filepath.Join(dir, runner.EventsFile))
+	dir := record.RunDir(repo, "r1")
+	log, err := eventlog.Open(s.FS, filepath.Join(dir, record.EventsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -720,7 +721,7 @@ func TestWatchGoesOnThroughAPause(t *testing.T) {
 	}
 	log.Close()
 	holder := runlock.Holder{PID: 777, Host: "test", StartedAt: t0}
-	if _, err := runlock.Acquire(s.FS, filepath.Join(dir, runner.LockFile), holder, func(runlock.Holder) bool { return false }); err != nil {
+	if _, err := runlock.Acquire(s.FS, filepath.Join(dir, record.LockFile), holder, func(runlock.Holder) bool { return false }); err != nil {
 		t.Fatal(err)
 	}
 	var alive atomic.Bool
@@ -788,7 +789,7 @@ func TestRunnerStartedBy(t *testing.T) {
 	s.Environ = s.Environ[:len(s.Environ)-1]
 	run(t, s, RunRequest{Workflow: wf, RunID: "r2", NoWait: true})
 	by := func(id string) []string {
-		events, err := runner.ReadEvents(s.FS, runner.RunDir(repo, id), 0)
+		events, err := record.ReadEvents(s.FS, record.RunDir(repo, id), 0)
 		if err != nil {
 			t.Fatal(err)
 		}

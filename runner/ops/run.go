@@ -9,6 +9,7 @@ import (
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // RunRequest asks for a new run of a workflow, or — with StartAt — for
@@ -38,8 +39,8 @@ type RunRequest struct {
 	Budgets runner.Budgets
 	// Invocation says how to read the workflow file and start its
 	// sessions beyond it: its format, agent_orchestrator's flags, more
-	// environment (see runner.Invocation).
-	Invocation runner.Invocation
+	// environment (see record.Invocation).
+	Invocation record.Invocation
 	// By names who starts the run, recorded in its runner_started
 	// event; "" is $USER (left out when that is unset too).
 	By string
@@ -61,7 +62,7 @@ type ResumeRequest struct {
 	Budgets runner.Budgets
 	// Invocation, when it gives flags, replaces the run's recorded one;
 	// its Env is put over the recorded environment.
-	Invocation runner.Invocation
+	Invocation record.Invocation
 	// Retry re-runs a failed run's failed steps and what depends on
 	// them (flow retry): the launch carries a RetryPlan. A
 	// Budgets.MaxIterations then overrides the steps' and gates' own
@@ -174,7 +175,7 @@ func (s *Service) PrepareRun(req RunRequest) (*Launch, error) {
 		return nil, err
 	}
 	l.Options.StartAt = req.StartAt
-	ref, err := runner.FindRun(s.FS, repo, req.RunID, wf.Name)
+	ref, err := record.FindRun(s.FS, repo, req.RunID, wf.Name)
 	switch {
 	case err == nil:
 		if l.Plan, err = s.plan(wf, ref, repo, req.StartAt, req.Force); err != nil {
@@ -202,7 +203,7 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 	if err != nil {
 		return nil, err
 	}
-	if runner.OnTemporal(s.FS, ref.Dir) {
+	if record.OnTemporal(s.FS, ref.Dir) {
 		// A local runner would run its sessions a second time, beside
 		// the workflow that drives them.
 		return nil, core.Refused("run %s is driven by a Temporal server (this is a worker's mirror of it): go on with --engine temporal", ref.ID)
@@ -211,7 +212,7 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 	if path == "" {
 		path = LocateWorkflow(s.FS, ref.State, repo)
 	}
-	recorded, err := runner.ReadInvocation(s.FS, ref.Dir)
+	recorded, err := record.ReadInvocation(s.FS, ref.Dir)
 	if err != nil {
 		return nil, core.Usage("run %s: %v", ref.ID, err)
 	}
@@ -251,7 +252,7 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 }
 
 // plan computes the plan of restarting ref at step.
-func (s *Service) plan(wf *config.Workflow, ref runner.RunRef, repo, step string, force bool) (*StartAtPlan, error) {
+func (s *Service) plan(wf *config.Workflow, ref record.RunRef, repo, step string, force bool) (*StartAtPlan, error) {
 	p, err := runner.PlanStartAt(s.FS, wf, ref.State, repo, step)
 	if err != nil {
 		return nil, core.Usage("%v", err)

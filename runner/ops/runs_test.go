@@ -12,7 +12,7 @@ import (
 
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
-	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // summaryOf is what ListRuns must say of a run that Status shows as st.
@@ -36,9 +36,9 @@ func TestListRunsDamaged(t *testing.T) {
 		run(t, s, RunRequest{Workflow: wf, RunID: id})
 		clk.Advance(time.Minute)
 	}
-	dir := func(id string) string { return runner.RunDir(repo, id) }
+	dir := func(id string) string { return record.RunDir(repo, id) }
 	// r1: a second writer's line in the middle of its log.
-	events := filepath.Join(dir("r1"), runner.EventsFile)
+	events := filepath.Join(dir("r1"), record.EventsFile)
 	b, err := afero.ReadFile(s.FS, events)
 	if err != nil {
 		t.Fatal(err)
@@ -49,10 +49,10 @@ func TestListRunsDamaged(t *testing.T) {
 		t.Fatal(err)
 	}
 	// r2: no run_state.json; r3: a torn last line.
-	if err := s.FS.Remove(filepath.Join(dir("r2"), runner.StateFile)); err != nil {
+	if err := s.FS.Remove(filepath.Join(dir("r2"), record.StateFile)); err != nil {
 		t.Fatal(err)
 	}
-	events = filepath.Join(dir("r3"), runner.EventsFile)
+	events = filepath.Join(dir("r3"), record.EventsFile)
 	if b, err = afero.ReadFile(s.FS, events); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestListRunsDamaged(t *testing.T) {
 	if r := list.Runs[3]; !strings.Contains(r.Error, "events.jsonl:5: seq 2 is not after 4") || r.Status != "" {
 		t.Errorf("r1 listed as %+v", r)
 	}
-	if r := list.Runs[4]; !strings.Contains(r.Error, "no "+runner.EventsFile) {
+	if r := list.Runs[4]; !strings.Contains(r.Error, "no "+record.EventsFile) {
 		t.Errorf("r5 listed as %+v", r)
 	}
 }
@@ -152,7 +152,7 @@ steps:
 	if len(list.Runs) != 1 || list.Runs[0] != summaryOf(st) || list.Runs[0].Status != "running" {
 		t.Errorf("live run listed as %+v; status %+v", list.Runs, summaryOf(st))
 	}
-	if st.Liveness.State != runner.LiveWorking || st.Liveness.Hook != "b" {
+	if st.Liveness.State != record.LiveWorking || st.Liveness.Hook != "b" {
 		t.Errorf("live run's liveness %+v", st.Liveness)
 	}
 	close(bl.release)

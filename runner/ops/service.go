@@ -15,8 +15,8 @@ import (
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/internal/suggest"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // Service performs flow's operations for a front end. Every side effect
@@ -171,18 +171,18 @@ func (s *Service) Repo(repo string) (string, error) {
 // findRun returns the run id in repo, or its newest run when id is "".
 // An unknown run is an ExitUsage error with a did-you-mean; a bad id
 // too.
-func (s *Service) findRun(repo, id string) (runner.RunRef, error) {
+func (s *Service) findRun(repo, id string) (record.RunRef, error) {
 	if id != "" {
 		if err := core.CheckRunID(id); err != nil {
-			return runner.RunRef{}, err
+			return record.RunRef{}, err
 		}
 	}
-	ref, err := runner.FindRun(s.FS, repo, id, "")
+	ref, err := record.FindRun(s.FS, repo, id, "")
 	switch {
 	case err == nil:
 		return ref, nil
 	case errors.Is(err, core.ErrNoRun) && id != "":
-		ids, _ := runner.RunIDs(s.FS, repo)
+		ids, _ := record.RunIDs(s.FS, repo)
 		msg := err.Error()
 		if c, ok := suggest.Closest(id, ids); ok {
 			msg += fmt.Sprintf(" (did you mean %q?)", c)
@@ -196,10 +196,10 @@ func (s *Service) findRun(repo, id string) (runner.RunRef, error) {
 
 // openRun resolves repo and finds the run id in it (the newest when id
 // is "").
-func (s *Service) openRun(repo, id string) (string, runner.RunRef, error) {
+func (s *Service) openRun(repo, id string) (string, record.RunRef, error) {
 	dir, err := s.Repo(repo)
 	if err != nil {
-		return "", runner.RunRef{}, err
+		return "", record.RunRef{}, err
 	}
 	ref, err := s.findRun(dir, id)
 	return dir, ref, err

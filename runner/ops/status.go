@@ -15,6 +15,7 @@ import (
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // Status is a run as flow status shows it: its exact state and the
@@ -22,7 +23,7 @@ import (
 //
 // Its JSON is run_state.json's object (every field of core.State,
 // the seed schema's and flow's) with two more keys: "liveness", the
-// runner.Liveness object {"state", "hook", "reason", "holder"}, and
+// record.Liveness object {"state", "hook", "reason", "holder"}, and
 // "fault", present only when the run's event log has a fault and the
 // state is the one recorded before it.
 type Status struct {
@@ -30,7 +31,7 @@ type Status struct {
 	// applied.
 	State *core.State
 	// Liveness is what the run's record says of its runner.
-	Liveness runner.Liveness
+	Liveness record.Liveness
 	// Fault is the fault in the run's event log up to which State was
 	// read, or "".
 	Fault string
@@ -152,21 +153,21 @@ func (s *Service) StatusWith(repo, runID string, wf *config.Workflow) (Status, e
 	return s.statusOf(dir, ref, wf), nil
 }
 
-func (s *Service) statusOf(repo string, ref runner.RunRef, wf *config.Workflow) Status {
+func (s *Service) statusOf(repo string, ref record.RunRef, wf *config.Workflow) Status {
 	now := s.clock().Now()
 	st := Status{State: ref.State, RunDir: ref.Dir, At: now}
 	if ref.Err != nil {
 		st.Fault = ref.Err.Error()
 	}
-	st.Liveness = runner.Live(s.FS, ref.Dir, ref.State, wf, now, s.alive())
+	st.Liveness = record.Live(s.FS, ref.Dir, ref.State, wf, now, s.alive())
 	if wf == nil && needsWorkflow(ref.State, st.Liveness) {
 		// Loading a large workflow costs more than reading its run, so
 		// it is loaded only when it can change what is shown: a
 		// working session may be stuck past its idle_timeout, and a
 		// dead run's notifiers are told.
 		wf, _ = config.Load(s.FS, LocateWorkflow(s.FS, ref.State, repo))
-		if wf != nil && st.Liveness.State == runner.LiveWorking {
-			st.Liveness = runner.Live(s.FS, ref.Dir, ref.State, wf, now, s.alive())
+		if wf != nil && st.Liveness.State == record.LiveWorking {
+			st.Liveness = record.Live(s.FS, ref.Dir, ref.State, wf, now, s.alive())
 		}
 	}
 	s.tellDead(repo, st, wf)
@@ -175,14 +176,14 @@ func (s *Service) statusOf(repo string, ref runner.RunRef, wf *config.Workflow) 
 
 // needsWorkflow reports whether the liveness l, derived without the
 // run's workflow, could be different with it, or the workflow is
-// needed to act on it: runner.Live reads the workflow only for the
+// needed to act on it: record.Live reads the workflow only for the
 // idle_timeout of the session it finds working, and tellDead only for a
 // dead run.
-func needsWorkflow(st *core.State, l runner.Liveness) bool {
+func needsWorkflow(st *core.State, l record.Liveness) bool {
 	switch l.State {
-	case runner.LiveDead:
+	case record.LiveDead:
 		return true
-	case runner.LiveWorking:
+	case record.LiveWorking:
 		s := st.Steps[l.Hook]
 		return s != nil && s.LogPath != ""
 	}
@@ -193,7 +194,7 @@ func needsWorkflow(st *core.State, l runner.Liveness) bool {
 // itself: it is done, stopped or dead.
 func (v Status) Over() bool {
 	switch v.Liveness.State {
-	case runner.LiveDone, runner.LiveDead, runner.LiveStopped:
+	case record.LiveDone, record.LiveDead, record.LiveStopped:
 		return true
 	}
 	return false
@@ -238,11 +239,11 @@ func (s *Service) ListRuns(repo string) (RunList, error) {
 	if err != nil {
 		return RunList{}, err
 	}
-	runs, err := runner.ListRunHeads(s.FS, dir)
+	runs, err := record.ListRunHeads(s.FS, dir)
 	if err != nil {
 		return RunList{}, err
 	}
-	out := RunList{RunsDir: runner.RunsDir(dir), Runs: []RunSummary{}}
+	out := RunList{RunsDir: record.RunsDir(dir), Runs: []RunSummary{}}
 	for _, r := range runs {
 		x := RunSummary{RunID: r.ID, Dir: r.Dir}
 		if r.Err != nil {
@@ -360,7 +361,7 @@ func (s *Service) Watch(ctx context.Context, repo, runID string, opts WatchOptio
 		// run starts meanwhile.
 		runID = ref.ID
 		if opts.Events {
-			events, _ := runner.ReadEvents(s.FS, ref.Dir, after)
+			events, _ := record.ReadEvents(s.FS, ref.Dir, after)
 			for i := range events {
 				if err := fn(Update{Event: &events[i]}); err != nil {
 					return err
@@ -389,7 +390,7 @@ func (s *Service) runnerWaits(st Status) bool {
 	if st.State == nil || st.State.Status != core.RunPaused {
 		return false
 	}
-	_, live := runner.LiveRunner(s.FS, st.RunDir, st.State, st.At, s.alive())
+	_, live := record.LiveRunner(s.FS, st.RunDir, st.State, st.At, s.alive())
 	return live
 }
 
@@ -453,13 +454,13 @@ func (s *Service) tails(st *core.State, n int) []Tail {
 }
 
 // LoopProgress is how far a for_each step has got with its items.
-type LoopProgress = runner.LoopProgress
+type LoopProgress = record.LoopProgress
 
 // Progress returns the progress of loop step id's items in st; ok is
 // false for a step that is not a loop, or a loop whose items are not
 // known yet.
 func Progress(st *core.State, id string) (p LoopProgress, ok bool) {
-	if p, ok = runner.ItemsProgress(st.Steps[id]); !ok {
+	if p, ok = record.ItemsProgress(st.Steps[id]); !ok {
 		return p, false
 	}
 	prefix := id + "["

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/flow-run/flow/internal/runlock"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // inputField is the prefix of the form fields that carry an approval's
@@ -168,7 +168,7 @@ func (s *Server) heldByLiveRunner(st ops.Status) bool {
 	if alive == nil {
 		alive = runlock.ProcessAlive
 	}
-	_, live := runner.LiveRunner(s.svc.FS, st.RunDir, st.State, s.now(), alive)
+	_, live := record.LiveRunner(s.svc.FS, st.RunDir, st.State, s.now(), alive)
 	return live
 }
 

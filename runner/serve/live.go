@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // keepAlive is how often an idle stream sends a comment, so that
@@ -126,8 +126,8 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 	// The stream reads the run's events, not its state: fifty browsers
 	// that open a large run's page at once would each decode megabytes
 	// (the run's shared watcher reads the state, once).
-	dir := runner.RunDir(t.repoDir, t.runID)
-	if _, err := s.svc.FS.Stat(filepath.Join(dir, runner.EventsFile)); err != nil {
+	dir := record.RunDir(t.repoDir, t.runID)
+	if _, err := s.svc.FS.Stat(filepath.Join(dir, record.EventsFile)); err != nil {
 		s.fail(w, r, core.Usage("run %s has no events: %v", t.runID, err))
 		return
 	}
@@ -140,7 +140,7 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 	sub, last, cancel := s.subscribe(t)
 	defer cancel()
 	catchUp := func() bool {
-		events, _ := runner.ReadEvents(s.svc.FS, dir, after)
+		events, _ := record.ReadEvents(s.svc.FS, dir, after)
 		for _, e := range events {
 			if stream.send("event", strconv.FormatInt(e.Seq, 10), eventRowOf(e)) != nil {
 				return false
@@ -249,7 +249,7 @@ func (s *Server) logTail(w http.ResponseWriter, r *http.Request) {
 		}
 		if time.Since(checked) >= statusShare*cost {
 			start := time.Now()
-			state, _, err := runner.LoadState(s.svc.FS, logs.RunDir, false, start)
+			state, _, err := record.LoadState(s.svc.FS, logs.RunDir, false, start)
 			if err != nil {
 				return
 			}

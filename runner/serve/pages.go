@@ -13,9 +13,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // maxListed bounds the runs listed per repository.
@@ -375,7 +375,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	// The newest events are those after the snapshot's seq less
 	// maxEvents (and any the snapshot does not hold yet); the log's
 	// lines before them are skipped undecoded.
-	events, _ := runner.ReadEvents(s.svc.FS, st.RunDir, max(0, state.Seq-maxEvents))
+	events, _ := record.ReadEvents(s.svc.FS, st.RunDir, max(0, state.Seq-maxEvents))
 	if len(events) > maxEvents {
 		events = events[len(events)-maxEvents:]
 	}

@@ -24,9 +24,9 @@ import (
 	"github.com/flow-run/flow/internal/countfs"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
+	"github.com/flow-run/flow/runner/record"
 )
 
 const repo = "/repo"
@@ -354,7 +354,7 @@ func decision(t *testing.T, s *Server) *core.HumanInput {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := runner.ReadManualInput(s.svc.FS, *st.State.Steps["ship_it"].ManualInputPath)
+	in, err := record.ReadManualInput(s.svc.FS, *st.State.Steps["ship_it"].ManualInputPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,7 +422,7 @@ func TestControl(t *testing.T) {
 	for verb, state := range controlStates {
 		w := post(s, "/runs/0/r1/control/"+verb, url.Values{"note": {"from the web"}})
 		wantStatus(t, w, http.StatusSeeOther)
-		c, err := runner.ReadControl(s.svc.FS, runner.RunDir(repo, "r1"))
+		c, err := record.ReadControl(s.svc.FS, record.RunDir(repo, "r1"))
 		if err != nil || c.DesiredState != state || c.SetBy != "local" || c.Note != "from the web" {
 			t.Errorf("%s: control %+v, %v", verb, c, err)
 		}
@@ -442,7 +442,7 @@ func TestResumeAndRetry(t *testing.T) {
 	}
 	// A run a live runner holds is not resumed.
 	s.svc.Alive = func(runlock.Holder) bool { return true }
-	afero.WriteFile(s.svc.FS, filepath.Join(runner.RunDir(repo, "r1"), runner.LockFile), []byte(`{"pid":99,"host":"test","token":"t"}`), 0o644)
+	afero.WriteFile(s.svc.FS, filepath.Join(record.RunDir(repo, "r1"), record.LockFile), []byte(`{"pid":99,"host":"test","token":"t"}`), 0o644)
 	wantStatus(t, post(s, "/runs/0/r1/resume", nil), http.StatusConflict, "live runner")
 	if len(l.got()) != 2 {
 		t.Errorf("launched %q", l.got())
@@ -483,7 +483,7 @@ func TestAuth(t *testing.T) {
 	wantStatus(t, get(s, "/", "Cookie", tokenCookie+"="+secret), http.StatusOK, "signed in as alice")
 	// Changes are recorded as the token's name.
 	wantStatus(t, post(s, "/runs/0/r1/control/pause", nil, "Authorization", "Bearer bob-secret-0123456789"), http.StatusSeeOther)
-	if ctl, _ := runner.ReadControl(s.svc.FS, runner.RunDir(repo, "r1")); ctl == nil || ctl.SetBy != "bob" {
+	if ctl, _ := record.ReadControl(s.svc.FS, record.RunDir(repo, "r1")); ctl == nil || ctl.SetBy != "bob" {
 		t.Errorf("control %+v, want set by bob", ctl)
 	}
 	wantStatus(t, post(s, "/runs/0/r1/control/pause", nil), http.StatusUnauthorized)
@@ -544,7 +544,7 @@ func TestReadOnly(t *testing.T) {
 	if len(l.got()) != 0 {
 		t.Errorf("a read-only server launched %q", l.got())
 	}
-	if c, _ := runner.ReadControl(s.svc.FS, runner.RunDir(repo, "r1")); c != nil {
+	if c, _ := record.ReadControl(s.svc.FS, record.RunDir(repo, "r1")); c != nil {
 		t.Errorf("a read-only server wrote control %+v", c)
 	}
 }

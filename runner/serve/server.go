@@ -14,9 +14,9 @@ import (
 
 	"github.com/spf13/afero"
 
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
+	"github.com/flow-run/flow/runner/record"
 )
 
 //go:embed assets
@@ -201,7 +201,7 @@ func (s *Server) target(w http.ResponseWriter, r *http.Request) (target, bool) {
 		s.message(w, r, http.StatusBadRequest, "Bad run id", err.Error())
 		return target{}, false
 	}
-	if ok, _ := afero.DirExists(s.svc.FS, runner.RunDir(t.repoDir, t.runID)); !ok {
+	if ok, _ := afero.DirExists(s.svc.FS, record.RunDir(t.repoDir, t.runID)); !ok {
 		s.message(w, r, http.StatusNotFound, "No such run", "There is no run "+t.runID+" in "+t.repoDir+".")
 		return target{}, false
 	}
@@ -226,7 +226,7 @@ func (s *Server) findRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for i, dir := range s.repos {
-		if ok, _ := afero.DirExists(s.svc.FS, runner.RunDir(dir, id)); ok {
+		if ok, _ := afero.DirExists(s.svc.FS, record.RunDir(dir, id)); ok {
 			http.Redirect(w, r, runURL(i, id), http.StatusSeeOther)
 			return
 		}

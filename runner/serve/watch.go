@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/flow-run/flow/runner"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // A run's live streams share one watcher: however many browsers follow
@@ -208,9 +208,9 @@ func (w *watcher) run() {
 	defer tick.Stop()
 	for !w.done() {
 		changed := false
-		if fi, err := s.svc.FS.Stat(filepath.Join(dir, runner.EventsFile)); err == nil && fi.Size() != size {
+		if fi, err := s.svc.FS.Stat(filepath.Join(dir, record.EventsFile)); err == nil && fi.Size() != size {
 			size = fi.Size()
-			events, _ := runner.ReadEvents(s.svc.FS, dir, after)
+			events, _ := record.ReadEvents(s.svc.FS, dir, after)
 			for _, e := range events {
 				b, _ := json.Marshal(eventRowOf(e))
 				w.broadcast(message{event: "event", id: strconv.FormatInt(e.Seq, 10), seq: e.Seq, data: b})

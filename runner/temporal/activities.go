@@ -22,6 +22,7 @@ import (
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // The activities of a run, by name.
@@ -41,14 +42,14 @@ const (
 // LaunchFile keeps, in a run directory on a worker, what the run was
 // started with: its workflow's source and how to read it, so that every
 // activity parses the same workflow as the run's workflow code.
-const LaunchFile = runner.TemporalLaunchFile
+const LaunchFile = record.TemporalLaunchFile
 
 // OpenRequest opens a run on a worker.
 type OpenRequest struct {
 	WorkflowID string            `json:"workflow_id"`
 	RunID      string            `json:"run_id"`
 	Source     Source            `json:"source"`
-	Invocation runner.Invocation `json:"invocation"`
+	Invocation record.Invocation `json:"invocation"`
 	Vars       map[string]string `json:"vars,omitempty"`
 	Budgets    runner.Budgets    `json:"budgets"`
 	// Reopen opens a run again that this worker's repository records (a
@@ -135,7 +136,7 @@ type GatesReply struct {
 type ArtifactsRequest struct {
 	RunID      string            `json:"run_id"`
 	Source     Source            `json:"source"`
-	Invocation runner.Invocation `json:"invocation"`
+	Invocation record.Invocation `json:"invocation"`
 	State      json.RawMessage   `json:"state"`
 	StartAt    string            `json:"start_at"`
 }
@@ -201,7 +202,7 @@ func ActivitiesOf(s *ops.Service, out io.Writer, repo string) *Activities {
 type launch struct {
 	WorkflowID string            `json:"workflow_id"`
 	Source     Source            `json:"source"`
-	Invocation runner.Invocation `json:"invocation"`
+	Invocation record.Invocation `json:"invocation"`
 	Vars       map[string]string `json:"vars,omitempty"`
 	Budgets    runner.Budgets    `json:"budgets"`
 }
@@ -231,20 +232,20 @@ func (a *Activities) Open(ctx context.Context, req OpenRequest) (Host, error) {
 	if err := core.CheckRunID(req.RunID); err != nil {
 		return Host{}, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 	}
-	dir := runner.RunDir(a.Repo, req.RunID)
+	dir := record.RunDir(a.Repo, req.RunID)
 	if req.Moved != nil {
 		if err := a.adopt(dir, req.Moved); err != nil {
 			return Host{}, err
 		}
 	} else if req.Reopen {
-		if _, err := a.fs().Stat(filepath.Join(dir, runner.EventsFile)); err != nil {
+		if _, err := a.fs().Stat(filepath.Join(dir, record.EventsFile)); err != nil {
 			return Host{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s has no record in %s on %s: it cannot go on here", req.RunID, dir, a.Host), "refused", nil)
 		}
 	} else if prev, err := readLaunch(a.fs(), dir); err == nil {
 		if prev.WorkflowID != req.WorkflowID {
 			return Host{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s already exists in %s", req.RunID, dir), "refused", nil)
 		}
-	} else if _, err := a.fs().Stat(filepath.Join(dir, runner.EventsFile)); err == nil {
+	} else if _, err := a.fs().Stat(filepath.Join(dir, record.EventsFile)); err == nil {
 		return Host{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s already exists in %s", req.RunID, dir), "refused", nil)
 	}
 	wf, err := ParseSource(a.Repo, req.Source, req.Invocation)
@@ -255,7 +256,7 @@ func (a *Activities) Open(ctx context.Context, req OpenRequest) (Host, error) {
 	if err != nil {
 		return Host{}, err
 	}
-	if err := a.fs().MkdirAll(filepath.Join(dir, runner.ReportsDir), 0o755); err != nil {
+	if err := a.fs().MkdirAll(filepath.Join(dir, record.ReportsDir), 0o755); err != nil {
 		return Host{}, fmt.Errorf("create run directory: %w", err)
 	}
 	if err := atomicfile.Replace(a.fs(), filepath.Join(dir, LaunchFile), b, 0o644); err != nil {
@@ -277,18 +278,18 @@ func (a *Activities) adopt(dir string, m *Moved) error {
 	if err := json.Unmarshal(m.State, &st); err != nil {
 		return temporal.NewNonRetryableApplicationError("read the moved run's state: "+err.Error(), "refused", nil)
 	}
-	if here, _, err := runner.LoadState(a.fs(), dir, false, time.Time{}); err == nil && here.Seq >= st.Seq {
+	if here, _, err := record.LoadState(a.fs(), dir, false, time.Time{}); err == nil && here.Seq >= st.Seq {
 		return nil
 	}
 	b, err := st.Indented()
 	if err != nil {
 		return fmt.Errorf("encode the moved run's state: %w", err)
 	}
-	if err := a.fs().MkdirAll(filepath.Join(dir, runner.ReportsDir), 0o755); err != nil {
+	if err := a.fs().MkdirAll(filepath.Join(dir, record.ReportsDir), 0o755); err != nil {
 		return fmt.Errorf("create run directory: %w", err)
 	}
-	if err := atomicfile.Replace(a.fs(), filepath.Join(dir, runner.StateFile), append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", runner.StateFile, err)
+	if err := atomicfile.Replace(a.fs(), filepath.Join(dir, record.StateFile), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", record.StateFile, err)
 	}
 	return nil
 }
@@ -315,7 +316,7 @@ func (a *Activities) Mirror(ctx context.Context, req MirrorRequest) error {
 		a.mirrors.FS, a.mirrors.Shared = a.fs(), a.Shared
 	}
 	a.mu.Unlock()
-	return a.mirrors.Append(runner.RunDir(a.Repo, req.RunID), req.Events, req.Final)
+	return a.mirrors.Append(record.RunDir(a.Repo, req.RunID), req.Events, req.Final)
 }
 
 // remote opens the run on this worker.
@@ -323,7 +324,7 @@ func (a *Activities) remote(runID string) (*runner.Remote, error) {
 	if err := core.CheckRunID(runID); err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 	}
-	dir := runner.RunDir(a.Repo, runID)
+	dir := record.RunDir(a.Repo, runID)
 	fi, err := a.fs().Stat(filepath.Join(dir, LaunchFile))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

@@ -19,6 +19,7 @@ import (
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // Engine is the Temporal engine (ops.Engine): it starts a run as a
@@ -294,7 +295,7 @@ func Status(ctx context.Context, c client.Client, runID string) (ops.Status, err
 		return ops.Status{}, err
 	}
 	st := ops.Status{State: r.State, Liveness: r.Liveness, RunDir: r.RunDir, At: time.Now()}
-	if st.Liveness.State == runner.LiveWorking {
+	if st.Liveness.State == record.LiveWorking {
 		if l, ok := unserved(ctx, c, runID, r.Host, st.At); ok {
 			st.Liveness = l
 		}
@@ -340,13 +341,13 @@ const LostAfter = 2 * time.Minute
 // for that worker, and a move is the way on if its host is lost. ok is
 // false when a worker serves the queue, the run is not pinned to one
 // (the workers share the repository), or the server cannot say.
-func unserved(ctx context.Context, c client.Client, runID string, host Host, now time.Time) (runner.Liveness, bool) {
+func unserved(ctx context.Context, c client.Client, runID string, host Host, now time.Time) (record.Liveness, bool) {
 	if !strings.Contains(host.Queue, "@") {
-		return runner.Liveness{}, false
+		return record.Liveness{}, false
 	}
 	resp, err := c.DescribeTaskQueue(ctx, host.Queue, enumspb.TASK_QUEUE_TYPE_ACTIVITY)
 	if err != nil {
-		return runner.Liveness{}, false
+		return record.Liveness{}, false
 	}
 	var last time.Time
 	for _, p := range resp.GetPollers() {
@@ -359,15 +360,15 @@ func unserved(ctx context.Context, c client.Client, runID string, host Host, now
 
 // lostLiveness is the liveness of a run whose host queue a worker last
 // asked for at last (zero: none in the server's memory).
-func lostLiveness(runID string, host Host, last, now time.Time) (runner.Liveness, bool) {
+func lostLiveness(runID string, host Host, last, now time.Time) (record.Liveness, bool) {
 	if !last.IsZero() && now.Sub(last) < LostAfter {
-		return runner.Liveness{}, false
+		return record.Liveness{}, false
 	}
 	since := "in the server's memory"
 	if !last.IsZero() {
 		since = "for " + now.Sub(last).Round(time.Second).String()
 	}
-	return runner.Liveness{State: runner.LiveStale, Reason: fmt.Sprintf(
+	return record.Liveness{State: record.LiveStale, Reason: fmt.Sprintf(
 		"no worker has asked for the tasks of worker %s (%s) %s: the run waits for it; if its host is lost, flow resume %s --engine temporal --move moves the run to another worker",
 		host.Name, host.Queue, since, runID)}, true
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // TestMain lets this test binary be a worker process of its own, one
@@ -164,7 +165,7 @@ steps:
 	if want := []string{"after", "left", "long", "right"}; !slices.Equal(ran, want) {
 		t.Errorf("finished sessions %v, want each step once: %v", ran, want)
 	}
-	st, _, err := runner.LoadState(fsys, runner.RunDir(repo, "killed-1"), false, time.Now())
+	st, _, err := record.LoadState(fsys, record.RunDir(repo, "killed-1"), false, time.Now())
 	if err != nil || st.Status != core.RunCompleted || st.Steps["long"].Attempts != 1 {
 		t.Errorf("the record: %v %+v", err, st)
 	}
@@ -210,7 +211,7 @@ func TestEndToEndRetry(t *testing.T) {
 	if _, err := eng.PrepareRestart(ctx, RestartRequest{RunID: "retry-1"}); core.CodeOf(err) != core.ExitRefused {
 		t.Errorf("resuming a completed run: %v, want refused (exit 8)", err)
 	}
-	st, _, err := runner.LoadState(fsys, runner.RunDir(repo, "retry-1"), false, time.Now())
+	st, _, err := record.LoadState(fsys, record.RunDir(repo, "retry-1"), false, time.Now())
 	if err != nil || st.Status != core.RunCompleted || st.Generation != 1 || st.Steps["a"].Attempts != 1 {
 		t.Errorf("the worker's record: %v %+v", err, st)
 	}

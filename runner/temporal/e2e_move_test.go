@@ -17,6 +17,7 @@ import (
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // TestEndToEndMove: on a real server, a run whose worker — a process
@@ -94,7 +95,7 @@ steps:
 		t.Fatal(err)
 	}
 	res, err := eng.Run(ctx, l.Options, ops.Attach{Output: &out})
-	if err != nil || res.Status != core.RunCompleted || res.RunDir != runner.RunDir(repoB, "move-1") {
+	if err != nil || res.Status != core.RunCompleted || res.RunDir != record.RunDir(repoB, "move-1") {
 		t.Fatalf("the moved run: %+v %v\n%s", res, err, out.String())
 	}
 	for _, want := range []string{"run move-1 moves off worker lost (" + repoA + ")", "warning: moved on purpose (--move) off worker lost",
@@ -113,7 +114,7 @@ steps:
 	if got, want := read(repoB), []string{"long", "after"}; !slices.Equal(got, want) {
 		t.Errorf("sessions finished on the spare worker: %v, want %v", got, want)
 	}
-	st, _, err := runner.LoadState(fsys, runner.RunDir(repoB, "move-1"), false, time.Now())
+	st, _, err := record.LoadState(fsys, record.RunDir(repoB, "move-1"), false, time.Now())
 	if err != nil || st.Status != core.RunCompleted || st.RepoDir != repoB || st.Steps["a"].Attempts != 1 {
 		t.Errorf("the spare worker's record: %v %+v", err, st)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // TestEndToEndEditedRestart: on a real server, a run restarted at a
@@ -70,7 +71,7 @@ func TestEndToEndEditedRestart(t *testing.T) {
 	if res, err := eng.Run(ctx, l.Options, ops.Attach{Output: &out}); err != nil || res.Status != core.RunCompleted {
 		t.Fatalf("start at d: %+v %v\n%s", res, err, out.String())
 	}
-	st, _, err := runner.LoadState(fsys, runner.RunDir(repo, "edit-1"), false, time.Now())
+	st, _, err := record.LoadState(fsys, record.RunDir(repo, "edit-1"), false, time.Now())
 	if err != nil || !slices.Equal(st.StepOrder, []string{"a", "b", "c", "d"}) || st.Steps["d"].Status != core.Completed {
 		t.Errorf("the worker's record: %v %+v", err, st)
 	}
@@ -125,13 +126,13 @@ func TestEndToEndGatedStartAt(t *testing.T) {
 	serveE2E(t, ctx, c, "gated", false, acts)
 	eng := &Engine{Client: c, TaskQueue: "gated", FS: fsys, PollEvery: 50 * time.Millisecond}
 	var out syncbuf.Buffer
-	opts := runner.Options{Workflow: wf, Repo: repo, RunID: "gated-1", NoWait: true, Invocation: runner.Invocation{GateStateFile: "gates.json"}}
+	opts := runner.Options{Workflow: wf, Repo: repo, RunID: "gated-1", NoWait: true, Invocation: record.Invocation{GateStateFile: "gates.json"}}
 	res, err := eng.Run(ctx, opts, ops.Attach{Output: &out})
 	if err != nil || res.ExitCode != int(core.ExitHuman) || res.Reason != "waiting on gates: deploy" {
 		t.Fatalf("run to its gates: %+v %v\n%s", res, err, out.String())
 	}
 	st, err := Status(ctx, c, "gated-1")
-	if err != nil || st.Liveness.State != runner.LiveStopped || st.Liveness.Hook != "deploy" {
+	if err != nil || st.Liveness.State != record.LiveStopped || st.Liveness.Hook != "deploy" {
 		t.Errorf("status of the gated run: %+v %v", st.Liveness, err)
 	}
 	if err := os.WriteFile(gates, []byte(`{"ci": "open"}`), 0o644); err != nil {

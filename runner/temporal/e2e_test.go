@@ -24,6 +24,7 @@ import (
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // devServer starts a real Temporal dev server from the binary
@@ -187,7 +188,7 @@ steps:
 	if _, err := eng.Run(ctx, runner.Options{Workflow: wf, Repo: repo, RunID: "e2e-1"}, ops.Attach{Output: io.Discard}); core.CodeOf(err) != core.ExitUsage {
 		t.Errorf("a second run e2e-1: %v, want refused as bad usage (exit 2)", err)
 	}
-	st, _, err := runner.LoadState(fsys, runner.RunDir(repo, "e2e-1"), false, time.Now())
+	st, _, err := record.LoadState(fsys, record.RunDir(repo, "e2e-1"), false, time.Now())
 	if err != nil || st.Status != core.RunCompleted || st.Steps["approve"].Human().By != "ann" {
 		t.Errorf("the worker's record: %v %+v", err, st)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/flow-run/flow/runner/agents"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // runLocal runs src on the local engine with the same scripted sessions
@@ -43,11 +44,11 @@ func runLocal(t *testing.T, file, src string, files map[string]string, fn func(c
 	if res.ExitCode != 0 {
 		t.Fatalf("local run: %+v", res)
 	}
-	st, _, err := runner.LoadState(fsys, runner.RunDir(repo, "r1"), false, start)
+	st, _, err := record.LoadState(fsys, record.RunDir(repo, "r1"), false, start)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return eventLines(t, fsys, runner.RunDir(repo, "r1")), st
+	return eventLines(t, fsys, record.RunDir(repo, "r1")), st
 }
 
 // demoSessions plays the shipped demo's agents: the first review
@@ -200,7 +201,7 @@ func TestEnginesDecideAlike(t *testing.T) {
 			if err := v.Get(&reply); err != nil {
 				t.Fatal(err)
 			}
-			lk := jsonKeys(t, ops.Status{State: localSt, Liveness: runner.Liveness{State: runner.LiveDone}})
+			lk := jsonKeys(t, ops.Status{State: localSt, Liveness: record.Liveness{State: record.LiveDone}})
 			rk := jsonKeys(t, ops.Status{State: reply.State, Liveness: reply.Liveness})
 			if !slices.Equal(lk, rk) {
 				t.Errorf("status keys differ\nlocal:    %v\ntemporal: %v", lk, rk)

@@ -11,8 +11,8 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 const gatedFlow = `
@@ -57,7 +57,7 @@ func TestWorkflowGateStateFile(t *testing.T) {
 		}
 		// It waits, as a local run does: not busy (a start step may
 		// interrupt it), nor done.
-		if l := s.Liveness; l.State != runner.LiveStopped || l.Hook != "deploy" || l.Reason != "waiting for gates to open: ci (gates.json)" {
+		if l := s.Liveness; l.State != record.LiveStopped || l.Hook != "deploy" || l.Reason != "waiting for gates to open: ci (gates.json)" {
 			t.Errorf("liveness at %s: %+v", name, l)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 const repo = "/repo"
@@ -176,7 +177,7 @@ func (h *harness) run() Result {
 // state reads the state the worker mirrored.
 func (h *harness) state() *core.State {
 	h.t.Helper()
-	st, _, err := runner.LoadState(h.fs, runner.RunDir(repo, "r1"), false, start)
+	st, _, err := record.LoadState(h.fs, record.RunDir(repo, "r1"), false, start)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -186,12 +187,12 @@ func (h *harness) state() *core.State {
 // events returns the mirrored events as "type step" lines.
 func (h *harness) events() []string {
 	h.t.Helper()
-	return eventLines(h.t, h.fs, runner.RunDir(repo, "r1"))
+	return eventLines(h.t, h.fs, record.RunDir(repo, "r1"))
 }
 
 func eventLines(t *testing.T, fsys afero.Fs, dir string) []string {
 	t.Helper()
-	b, err := afero.ReadFile(fsys, dir+"/"+runner.EventsFile)
+	b, err := afero.ReadFile(fsys, dir+"/"+record.EventsFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // WorkflowName is the Temporal workflow type of a flow run; its
@@ -63,7 +64,7 @@ type Source struct {
 type Input struct {
 	RunID      string            `json:"run_id"`
 	Source     Source            `json:"source"`
-	Invocation runner.Invocation `json:"invocation"`
+	Invocation record.Invocation `json:"invocation"`
 	Vars       map[string]string `json:"vars,omitempty"`
 	Budgets    runner.Budgets    `json:"budgets"`
 	// TaskQueue is where the run's first activity goes; later ones go
@@ -162,7 +163,7 @@ type ControlRequest struct {
 // does.
 type StatusReply struct {
 	State    *core.State     `json:"state"`
-	Liveness runner.Liveness `json:"liveness"`
+	Liveness record.Liveness `json:"liveness"`
 	RunDir   string          `json:"run_dir"`
 	Host     Host            `json:"host"`
 	// Control is the desired control state the run acts on.
@@ -303,7 +304,7 @@ func untag(t TaggedInput) (core.Input, error) {
 // at their places under repo, read as the invocation says. It reads
 // nothing else, so that the workflow code and every worker get the same
 // model from the same input.
-func ParseSource(repo string, src Source, inv runner.Invocation) (*config.Workflow, error) {
+func ParseSource(repo string, src Source, inv record.Invocation) (*config.Workflow, error) {
 	fsys := afero.NewMemMapFs()
 	file := path.Join(repo, src.Path)
 	if err := afero.WriteFile(fsys, file, src.Data, 0o644); err != nil {

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // TestCarriedInputs: every input a run may hold when it continues as
@@ -69,7 +69,7 @@ func TestReadSourcePrompts(t *testing.T) {
 	if want := map[string][]byte{"prompts/a.md": []byte("do a")}; !reflect.DeepEqual(got.Prompts, want) {
 		t.Errorf("prompts %q, want %q", got.Prompts, want)
 	}
-	back, err := ParseSource(repo, got, runner.Invocation{})
+	back, err := ParseSource(repo, got, record.Invocation{})
 	if err != nil {
 		t.Fatalf("the source does not parse on its own: %v", err)
 	}

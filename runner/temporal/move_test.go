@@ -16,6 +16,7 @@ import (
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // TestWorkflowMove: a run moved off its worker (--move) is opened by
@@ -43,7 +44,7 @@ func TestWorkflowMove(t *testing.T) {
 		defer mu.Unlock()
 		queues[info.ActivityType.Name] = append(queues[info.ActivityType.Name], info.TaskQueue)
 	})
-	if res := h.run(); res.Status != core.RunCompleted || res.RunDir != runner.RunDir(repo2, "r1") {
+	if res := h.run(); res.Status != core.RunCompleted || res.RunDir != record.RunDir(repo2, "r1") {
 		t.Fatalf("the moved retry: %+v", res)
 	}
 	if got := queues[ActivityOpen]; !slices.Equal(got, []string{"q"}) {
@@ -57,7 +58,7 @@ func TestWorkflowMove(t *testing.T) {
 	if got, want := h.starter.steps(), []string{"b.0.1", "c.0.1"}; !slices.Equal(got, want) {
 		t.Errorf("the moved retry ran %v, want %v", got, want)
 	}
-	moved, _, err := runner.LoadState(h.fs, runner.RunDir(repo2, "r1"), false, start)
+	moved, _, err := record.LoadState(h.fs, record.RunDir(repo2, "r1"), false, start)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,11 +71,11 @@ func TestWorkflowMove(t *testing.T) {
 	if err := json.Unmarshal(st, &carried); err != nil {
 		t.Fatal(err)
 	}
-	ev := eventLines(t, h.fs, runner.RunDir(repo2, "r1"))
+	ev := eventLines(t, h.fs, record.RunDir(repo2, "r1"))
 	if len(ev) < 3 || !slices.Equal(ev[:3], []string{"warning", "runner_started", "retry"}) {
 		t.Errorf("w2's events begin %v, want the move's warning, runner_started, retry", ev)
 	}
-	if b := readFile(t, h, runner.RunDir(repo2, "r1")+"/"+runner.EventsFile); !strings.Contains(b, "moved on purpose (--move) off worker w1 (/repo) to worker w2 (/repo2)") ||
+	if b := readFile(t, h, record.RunDir(repo2, "r1")+"/"+record.EventsFile); !strings.Contains(b, "moved on purpose (--move) off worker w1 (/repo) to worker w2 (/repo2)") ||
 		!strings.Contains(b, `"seq":`+jsonInt(carried.Seq+1)) {
 		t.Errorf("w2's events do not go on from seq %d with the move's warning:\n%s", carried.Seq, b)
 	}
@@ -117,7 +118,7 @@ func TestLostLiveness(t *testing.T) {
 			if lost != tc.lost {
 				t.Fatalf("lost = %v, want %v", lost, tc.lost)
 			}
-			if lost && (l.State != runner.LiveStale || !strings.Contains(l.Reason, "flow resume r1 --engine temporal --move")) {
+			if lost && (l.State != record.LiveStale || !strings.Contains(l.Reason, "flow resume r1 --engine temporal --move")) {
 				t.Errorf("liveness %+v", l)
 			}
 		})

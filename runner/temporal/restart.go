@@ -20,6 +20,7 @@ import (
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // A run on Temporal goes on (flow resume, flow retry, --start-at-step)
@@ -94,7 +95,7 @@ type RestartRequest struct {
 	NoWait  bool
 	Budgets runner.Budgets
 	// Invocation, when it gives flags, is put over the run's own.
-	Invocation runner.Invocation
+	Invocation record.Invocation
 	// Force goes on with a start step though kept steps' artifacts are
 	// missing from the worker's checkout (--force).
 	Force bool
@@ -183,7 +184,7 @@ func (e *Engine) PrepareRestart(ctx context.Context, req RestartRequest) (*ops.L
 // a restart at req.StartAt keeps are missing from its checkout, as a
 // local --start-at-step looks for them; a worker that does not answer
 // within ArtifactsWait is an error that says how to go on without.
-func (e *Engine) missingArtifacts(ctx context.Context, req RestartRequest, rec recorded, src Source, inv runner.Invocation) ([]ops.MissingArtifact, error) {
+func (e *Engine) missingArtifacts(ctx context.Context, req RestartRequest, rec recorded, src Source, inv record.Invocation) ([]ops.MissingArtifact, error) {
 	state, err := json.Marshal(rec.status.State)
 	if err != nil {
 		return nil, err
@@ -221,7 +222,7 @@ const DefaultArtifactsWait = 30 * time.Second
 // as the run's worker reads it: the file the request names or finds in
 // the caller's repository when it differs from the run's, else the
 // run's own.
-func (e *Engine) restartSource(req RestartRequest, in Input, host Host, inv runner.Invocation) (Source, *config.Workflow, error) {
+func (e *Engine) restartSource(req RestartRequest, in Input, host Host, inv record.Invocation) (Source, *config.Workflow, error) {
 	own, err := ParseSource(host.Repo, in.Source, inv)
 	if err != nil {
 		return Source{}, nil, core.Usage("run %s: its workflow does not load: %v", req.RunID, err)
@@ -308,7 +309,7 @@ func (e *Engine) restart(ctx context.Context, opts runner.Options, att ops.Attac
 	}
 	move := e.prepared != nil && e.prepared.runID == opts.RunID && e.prepared.move
 	edited := !sameSource(src, prev.Source)
-	working := rec.status.Liveness.State == runner.LiveWorking
+	working := rec.status.Liveness.State == record.LiveWorking
 	if move {
 		if st.Status.Terminal() && !opts.Retry && opts.StartAt == "" {
 			return runner.Result{}, ended(st)

@@ -14,6 +14,7 @@ import (
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // The workflow code: everything here runs inside Temporal's
@@ -212,8 +213,8 @@ func (d *driver) restart(wf *config.Workflow, now time.Time) error {
 	if d.st.RepoDir != d.host.Repo {
 		// Its record and checkout are another repository's now (a run
 		// moved to another worker): its paths are re-rooted there.
-		dir := runner.RunDir(d.host.Repo, in.RunID)
-		rs.RepoDir, rs.ReportsDir, rs.ManualInputsDir = d.host.Repo, path.Join(dir, runner.ReportsDir), path.Join(dir, runner.InputsDir)
+		dir := record.RunDir(d.host.Repo, in.RunID)
+		rs.RepoDir, rs.ReportsDir, rs.ManualInputsDir = d.host.Repo, path.Join(dir, record.ReportsDir), path.Join(dir, record.InputsDir)
 	}
 	d.record([]core.Event{core.NewEvent(now, core.EvRunnerStarted, "", rs)}, false)
 	if r.StartAt != "" {
@@ -457,7 +458,7 @@ func (d *driver) perform(eff core.Effect) {
 		// The core's state holds control; an idle run waits for Updates.
 	case core.Finish:
 		d.done = true
-		d.result = Result{RunID: d.in.RunID, Status: e.Status, ExitCode: e.ExitCode, Reason: e.Reason, RunDir: runner.RunDir(d.host.Repo, d.in.RunID)}
+		d.result = Result{RunID: d.in.RunID, Status: e.Status, ExitCode: e.ExitCode, Reason: e.Reason, RunDir: record.RunDir(d.host.Repo, d.in.RunID)}
 	}
 }
 

@@ -8,8 +8,8 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // handlers registers the run's queries and Updates. They read the
@@ -41,7 +41,7 @@ func (d *driver) status() (StatusReply, error) {
 	if d.st == nil || d.st.RunID == "" {
 		return StatusReply{}, errStarting
 	}
-	r := StatusReply{State: d.st, Liveness: d.liveness(), RunDir: runner.RunDir(d.host.Repo, d.in.RunID), Host: d.host}
+	r := StatusReply{State: d.st, Liveness: d.liveness(), RunDir: record.RunDir(d.host.Repo, d.in.RunID), Host: d.host}
 	if d.core != nil {
 		r.Control = d.core.Control()
 	}
@@ -49,27 +49,27 @@ func (d *driver) status() (StatusReply, error) {
 }
 
 // liveness says what the driver of the run is doing, in the words of
-// runner.Live: Temporal holds the run, so it is never dead or stale.
-func (d *driver) liveness() runner.Liveness {
+// record.Live: Temporal holds the run, so it is never dead or stale.
+func (d *driver) liveness() record.Liveness {
 	st := d.st
 	switch st.Status {
 	case core.RunCompleted, core.RunFailed:
-		return runner.Liveness{State: runner.LiveDone, Reason: "the run " + string(st.Status)}
+		return record.Liveness{State: record.LiveDone, Reason: "the run " + string(st.Status)}
 	case core.RunPaused:
-		return runner.Liveness{State: runner.LiveStopped, Reason: "paused; flow continue --engine temporal goes on"}
+		return record.Liveness{State: record.LiveStopped, Reason: "paused; flow continue --engine temporal goes on"}
 	case core.RunInterrupted:
-		return runner.Liveness{State: runner.LiveStopped, Reason: "interrupted"}
+		return record.Liveness{State: record.LiveStopped, Reason: "interrupted"}
 	case core.RunBudgetExceeded:
-		return runner.Liveness{State: runner.LiveStopped, Reason: "a budget ran out"}
+		return record.Liveness{State: record.LiveStopped, Reason: "a budget ran out"}
 	}
 	for _, id := range st.StepOrder {
 		if s := st.Steps[id]; s != nil && s.Status == core.Running && s.LoopIndex() == nil {
-			return runner.Liveness{State: runner.LiveWorking, Hook: id, Reason: "a session runs on " + d.host.Name}
+			return record.Liveness{State: record.LiveWorking, Hook: id, Reason: "a session runs on " + d.host.Name}
 		}
 	}
 	for _, id := range st.StepOrder {
 		if s := st.Steps[id]; s != nil && s.Status == core.WaitingOnHuman {
-			return runner.Liveness{State: runner.LiveStopped, Hook: id, Reason: "waiting on a human"}
+			return record.Liveness{State: record.LiveStopped, Hook: id, Reason: "waiting on a human"}
 		}
 	}
 	// A run that waits for the gates of its gate-state file waits as
@@ -77,12 +77,12 @@ func (d *driver) liveness() runner.Liveness {
 	if st.Status == core.RunWaitingOnHuman {
 		for _, id := range st.StepOrder {
 			if s := st.Steps[id]; s != nil && s.Status == core.Pending && len(s.WaitingGates()) > 0 {
-				return runner.Liveness{State: runner.LiveStopped, Hook: id, Reason: fmt.Sprintf("waiting for gates to open: %s (%s)",
+				return record.Liveness{State: record.LiveStopped, Hook: id, Reason: fmt.Sprintf("waiting for gates to open: %s (%s)",
 					strings.Join(s.WaitingGates(), ", "), d.in.Invocation.GateStateFile)}
 			}
 		}
 	}
-	return runner.Liveness{State: runner.LiveWorking, Reason: "Temporal drives the run"}
+	return record.Liveness{State: record.LiveWorking, Reason: "Temporal drives the run"}
 }
 
 // eventsAfter answers QueryEvents.
@@ -171,7 +171,7 @@ func (d *driver) decide(ctx workflow.Context, req DecideRequest) (Decided, error
 	if in.At == "" {
 		in.At = workflow.Now(ctx).UTC().Format(time.RFC3339)
 	}
-	runner.FillInputs(d.wf.Step(stepOf(req.Step)), &in)
+	record.FillInputs(d.wf.Step(stepOf(req.Step)), &in)
 	delete(d.awaiting, req.Step)
 	d.inbox = append(d.inbox, core.HumanDecision{Step: req.Step, Input: in})
 	return Decided{RunID: d.in.RunID, Step: req.Step, Approved: in.Approved, By: in.By}, nil

@@ -18,6 +18,7 @@ import (
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // Options say which tests of a file to run.
@@ -90,7 +91,7 @@ func runOne(ctx context.Context, tf *config.TestFile, t *config.WorkflowTest) Re
 		fail(t.Pos, "make the repository: %v", err)
 	}
 	fake := clock.NewFake(epoch)
-	runDir := runner.RunDir(repo, runID)
+	runDir := record.RunDir(repo, runID)
 	st := newStarter(mem, fake, repo, runDir, tf.Workflow, t)
 	st.def = tf.Default
 	// Serial: sessions end in the order the core started them, so that a
@@ -124,7 +125,7 @@ func runOne(ctx context.Context, tf *config.TestFile, t *config.WorkflowTest) Re
 		ro.Resume = true
 	}
 	res.ExitCode, res.Status = rr.ExitCode, string(rr.Status)
-	if events, err := runner.ReadEvents(mem, runDir, 0); err == nil {
+	if events, err := record.ReadEvents(mem, runDir, 0); err == nil {
 		res.Events = events
 	} else if len(res.Failures) == 0 {
 		fail(t.Pos, "read the run's events: %v", err)
@@ -155,7 +156,7 @@ func decide(mem afero.Fs, rr runner.Result, t *config.WorkflowTest, decided map[
 		d := list[min(decided[id], len(list)-1)]
 		decided[id]++
 		in := core.HumanInput{Approved: d.Approved, Input: d.Input, Reason: d.Reason, By: "flow test"}
-		if _, err := runner.SubmitDecision(mem, rr.RunDir, id, in, now); err != nil {
+		if _, err := record.SubmitDecision(mem, rr.RunDir, id, in, now); err != nil {
 			fail(d.Pos, "decide %s: %v", id, err)
 			return false
 		}
@@ -333,7 +334,7 @@ func goOn(fs afero.Fs, runDir string, t *config.WorkflowTest, used map[string]in
 			continue
 		}
 		used[step] = n
-		if err := runner.SetDesired(fs, runDir, controlState(cs[n].State), "flow test", "", now); err != nil {
+		if err := record.SetDesired(fs, runDir, controlState(cs[n].State), "flow test", "", now); err != nil {
 			fail(cs[n].Pos, "set control: %v", err)
 			return false
 		}

@@ -1,4 +1,4 @@
-package runner
+package record
 
 import (
 	"encoding/json"
@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/internal/atomicfile"
 )
 
 // InvocationFile is the file in a run directory that keeps how the run
@@ -103,30 +102,4 @@ func ReadInvocation(fsys afero.Fs, runDir string) (Invocation, error) {
 		return v, fmt.Errorf("read %s: %w", InvocationFile, err)
 	}
 	return v, nil
-}
-
-// writeInvocation keeps the run's invocation in its directory, without
-// the values of secret variables; an invocation that asks for nothing
-// removes the file.
-func (x *run) writeInvocation() error {
-	v := x.opts.Invocation
-	path := filepath.Join(x.dir, InvocationFile)
-	if v.IsZero() {
-		if err := x.r.FS.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("remove %s: %w", InvocationFile, err)
-		}
-		return nil
-	}
-	v.Env = slices.DeleteFunc(slices.Clone(v.Env), func(kv string) bool {
-		name, _, _ := strings.Cut(kv, "=")
-		return config.IsSecretName(name, x.wf.Secrets)
-	})
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", InvocationFile, err)
-	}
-	if err := atomicfile.Replace(x.r.FS, path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", InvocationFile, err)
-	}
-	return nil
 }

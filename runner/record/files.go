@@ -1,4 +1,4 @@
-package runner
+package record
 
 import (
 	"crypto/rand"
@@ -34,4 +34,11 @@ func RemoveStale(fsys afero.Fs, path string) {
 		}
 	}
 	_ = fsys.Remove(path)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
