@@ -1,5 +1,5 @@
 // Package bench measures flow's own per-step cost. The Go benchmarks here
-// drive runner.Runner with sessions that end at once, so that what they
+// drive local.Runner with sessions that end at once, so that what they
 // time is the runner (decision core, event log, snapshots, logs, reports)
 // and not process spawns; run.sh times the real binary against a shell
 // loop and the floor of a durable runner (bench/floor).
@@ -20,8 +20,8 @@ import (
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/internal/proc"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
 )
 
@@ -65,7 +65,7 @@ func runOnce(tb testing.TB, fsys afero.Fs, wf *config.Workflow, repo string) {
 	if err := fsys.MkdirAll(repo, 0o755); err != nil {
 		tb.Fatal(err)
 	}
-	r := &runner.Runner{
+	r := &local.Runner{
 		FS:      fsys,
 		Clock:   clock.Real(),
 		Starter: instant{},
@@ -73,7 +73,7 @@ func runOnce(tb testing.TB, fsys afero.Fs, wf *config.Workflow, repo string) {
 		Host:    "bench",
 		PID:     os.Getpid(),
 	}
-	res, err := r.Run(context.Background(), runner.Options{Workflow: wf, Repo: repo})
+	res, err := r.Run(context.Background(), local.Options{Workflow: wf, Repo: repo})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func BenchmarkNewPlan(b *testing.B) {
 				runtime.GC()
 				runtime.ReadMemStats(&before)
 				b.StartTimer()
-				p, err := runner.NewPlan(wf, runner.Budgets{}, noLimits)
+				p, err := local.NewPlan(wf, local.Budgets{}, noLimits)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -212,7 +212,7 @@ func BenchmarkNewPlanChained(b *testing.B) {
 	noLimits := func(*config.Limit) (int, error) { return 0, nil }
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := runner.NewPlan(wf, runner.Budgets{}, noLimits); err != nil {
+		if _, err := local.NewPlan(wf, local.Budgets{}, noLimits); err != nil {
 			b.Fatal(err)
 		}
 	}

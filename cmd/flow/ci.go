@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
 )
@@ -213,7 +213,7 @@ func orDefault(s, def string) string {
 // ghMasks registers every secret value of the run with GitHub's log
 // masker, before anything else is printed.
 func (a *app) ghMasks(w io.Writer, wf *config.Workflow) {
-	for _, v := range runner.SecretValues(wf, a.svc.Environ) {
+	for _, v := range local.SecretValues(wf, a.svc.Environ) {
 		// A multi-line value is masked line by line.
 		for _, line := range strings.Split(strings.ReplaceAll(v, "\r\n", "\n"), "\n") {
 			if line != "" {
@@ -310,7 +310,7 @@ func ghSummary(v ops.Status, res ops.RunResult) string {
 			fmt.Fprintf(&b, "- and %d more steps waiting on a human: `flow status %s`\n", len(res.Waiting)-i, res.RunID)
 			break
 		}
-		fmt.Fprintf(&b, "- waiting on a human: **%s** — `flow approve %s %s`\n", record.MarkdownCell(id), res.RunID, runner.ShellArg(id))
+		fmt.Fprintf(&b, "- waiting on a human: **%s** — `flow approve %s %s`\n", record.MarkdownCell(id), res.RunID, local.ShellArg(id))
 	}
 	b.WriteString("\n| step | status | attempts | iteration | duration | note |\n|---|---|---|---|---|---|\n")
 	all := len(st.StepOrder) <= summaryRows

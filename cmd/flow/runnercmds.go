@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
 )
@@ -118,8 +118,8 @@ func (a *app) notices(cmd *cobra.Command, wf *config.Workflow) {
 	}
 }
 
-func (f *runFlags) budgets() runner.Budgets {
-	return runner.Budgets{MaxAttempts: f.maxAttempts, MaxIterations: f.maxIterations,
+func (f *runFlags) budgets() local.Budgets {
+	return local.Budgets{MaxAttempts: f.maxAttempts, MaxIterations: f.maxIterations,
 		Raise: core.Budget{CostUSD: f.budgetCost, Tokens: f.budgetTokens, Sessions: f.budgetSess}}
 }
 
@@ -317,7 +317,7 @@ func (a *app) execute(cmd *cobra.Command, l *ops.Launch, asJSON bool) error {
 	switch res.ExitCode {
 	case ExitHuman:
 		for _, id := range res.Waiting {
-			arg := runner.ShellArg(id)
+			arg := local.ShellArg(id)
 			fmt.Fprintf(out, "run %s is waiting on a human: flow approve %s %s%s (or flow reject %s %s%s --reason ...), then: flow resume %s%s\n",
 				res.RunID, res.RunID, arg, eng, res.RunID, arg, eng, res.RunID, eng)
 		}

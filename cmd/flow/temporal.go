@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
 )
@@ -68,7 +68,7 @@ type restartRequest struct {
 	// though kept steps' artifacts are missing (--force).
 	move, force bool
 	asJSON      bool
-	budgets     runner.Budgets
+	budgets     local.Budgets
 	inv         record.Invocation
 	// wf is the workflow flow run names, and fresh its launch as a new
 	// run; nil for flow resume and flow retry.

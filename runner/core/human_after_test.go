@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/local"
 )
 
 // humanAfter is a command step with an approval after its session.
@@ -32,7 +32,7 @@ func built(h *coreHarness) []core.Effect {
 // succeeded the step waits on a human (its session's facts kept), and
 // the approval completes it with the input.
 func TestHumanAfterSessionApproved(t *testing.T) {
-	h := newCoreHarness(t, humanAfter, runner.Budgets{})
+	h := newCoreHarness(t, humanAfter, local.Budgets{})
 	h.expect("build", core.Running, 0, 1)
 	effs := built(h)
 	h.expect("build", core.WaitingOnHuman, 0, 1)
@@ -76,7 +76,7 @@ func TestHumanAfterSessionApproved(t *testing.T) {
 // TestHumanAfterSessionRejected: a rejection fails the step, with the
 // reason, as for a human step.
 func TestHumanAfterSessionRejected(t *testing.T) {
-	h := newCoreHarness(t, humanAfter, runner.Budgets{})
+	h := newCoreHarness(t, humanAfter, local.Budgets{})
 	built(h)
 	h.decide(core.HumanDecision{Step: "build", Input: core.HumanInput{Approved: false, By: "bob", Reason: "too big"}})
 	s := h.st.Steps["build"]
@@ -102,7 +102,7 @@ steps:
     run: make
     loop_back_to: code
     human: {message: "ok?"}
-`, runner.Budgets{})
+`, local.Budgets{})
 	h.ok("code")
 	h.ok("build")
 	h.expect("build", core.WaitingOnHuman, 0, 1)
@@ -127,7 +127,7 @@ steps:
 // (after its attempts) fails the step without asking a human, and a
 // failed gate loops back without asking either.
 func TestHumanAfterSessionFailedSessionAsksNobody(t *testing.T) {
-	h := newCoreHarness(t, humanAfter, runner.Budgets{})
+	h := newCoreHarness(t, humanAfter, local.Budgets{})
 	h.fail("build", true)
 	h.expect("build", core.Running, 0, 2)
 	h.fail("build", true)
@@ -141,7 +141,7 @@ func TestHumanAfterSessionFailedSessionAsksNobody(t *testing.T) {
 // TestHumanAfterSessionResumeWhileWaiting: a new core over a run that
 // waits after a session waits again, without running the session.
 func TestHumanAfterSessionResumeWhileWaiting(t *testing.T) {
-	h := newCoreHarness(t, humanAfter, runner.Budgets{})
+	h := newCoreHarness(t, humanAfter, local.Budgets{})
 	built(h)
 	h.core = core.NewCore(h.plan)
 	effs := h.decide(core.Begin{})
@@ -176,7 +176,7 @@ steps:
     human: {auto_approve: 'output == "tiny"'}
 `
 	for _, approve := range []bool{true, false} {
-		h := newCoreHarness(t, wf, runner.Budgets{})
+		h := newCoreHarness(t, wf, local.Budgets{})
 		// Not conditional: the session starts at once.
 		h.expect("build", core.Running, 0, 1)
 		h.decide(core.SessionDone{Step: "build", Outcome: core.Outcome{Attempt: 1, ExitCode: &exitZero}, AutoApprove: &approve})

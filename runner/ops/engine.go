@@ -12,8 +12,8 @@ import (
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/local"
 )
 
 // Engine runs a run until it ends, waits on a human with NoWait, or ctx
@@ -25,7 +25,7 @@ type Engine interface {
 	// failures of flow itself, with their exit code for core.CodeOf
 	// (a run held by a live runner is ExitHeld); how the run ended is in
 	// the result.
-	Run(ctx context.Context, opts runner.Options, att Attach) (runner.Result, error)
+	Run(ctx context.Context, opts local.Options, att Attach) (local.Result, error)
 }
 
 // Attach is what one run shows of itself to the front end that started
@@ -61,7 +61,7 @@ type Question struct {
 	Inputs []config.Input
 }
 
-// Local is the local engine: runner.Runner over a file system, a clock
+// Local is the local engine: local.Runner over a file system, a clock
 // and a process starter.
 type Local struct {
 	FS          afero.Fs
@@ -75,9 +75,9 @@ type Local struct {
 	KillMarked  func(marker string) int
 }
 
-// Run implements Engine with a runner.Runner.
-func (l *Local) Run(ctx context.Context, opts runner.Options, att Attach) (runner.Result, error) {
-	r := &runner.Runner{
+// Run implements Engine with a local.Runner.
+func (l *Local) Run(ctx context.Context, opts local.Options, att Attach) (local.Result, error) {
+	r := &local.Runner{
 		FS:          l.FS,
 		Clock:       l.Clock,
 		Starter:     l.Starter,

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
 )
 
@@ -130,7 +130,7 @@ func (l *loaded) reuse(path string, opts config.Options) (*config.Workflow, erro
 
 // orchestratorBudgets reads --max-iterations as agent_orchestrator does
 // for a workflow in its format: N loop-backs, which flow counts as N+1.
-func orchestratorBudgets(wf *config.Workflow, b runner.Budgets) runner.Budgets {
+func orchestratorBudgets(wf *config.Workflow, b local.Budgets) local.Budgets {
 	if wf.Dialect == config.DialectOrchestrator && b.MaxIterations > 0 {
 		b.MaxIterations++
 	}

@@ -25,8 +25,8 @@ import (
 	"github.com/flow-run/flow/internal/eventlog"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
 )
 
@@ -240,22 +240,22 @@ func TestRunIDTaken(t *testing.T) {
 }
 
 // engineFunc is an Engine made of a function.
-type engineFunc func(ctx context.Context, opts runner.Options, att Attach) (runner.Result, error)
+type engineFunc func(ctx context.Context, opts local.Options, att Attach) (local.Result, error)
 
-func (f engineFunc) Run(ctx context.Context, opts runner.Options, att Attach) (runner.Result, error) {
+func (f engineFunc) Run(ctx context.Context, opts local.Options, att Attach) (local.Result, error) {
 	return f(ctx, opts, att)
 }
 
 func TestStartUsesTheEngine(t *testing.T) {
 	s, _ := newService(t, twoSteps, nil)
-	var got runner.Options
+	var got local.Options
 	var out io.Writer
 	s.Stdout = &bytes.Buffer{}
-	s.Engine = engineFunc(func(_ context.Context, opts runner.Options, att Attach) (runner.Result, error) {
+	s.Engine = engineFunc(func(_ context.Context, opts local.Options, att Attach) (local.Result, error) {
 		got, out = opts, att.Output
-		return runner.Result{RunID: "x", Status: core.RunCompleted}, nil
+		return local.Result{RunID: "x", Status: core.RunCompleted}, nil
 	})
-	l, err := s.PrepareRun(RunRequest{Workflow: wf, Vars: []string{"feature=dark"}, NoWait: true, Budgets: runner.Budgets{MaxAttempts: 3}})
+	l, err := s.PrepareRun(RunRequest{Workflow: wf, Vars: []string{"feature=dark"}, NoWait: true, Budgets: local.Budgets{MaxAttempts: 3}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -533,7 +533,7 @@ func TestControl(t *testing.T) {
 func TestLogs(t *testing.T) {
 	src := "name: wf\nsteps:\n  - id: plan\n    run: echo\n  - id: quiet\n    run: 'true'\n  - id: code\n    run: echo\n  - id: after\n    run: 'true'\n"
 	s, _ := newService(t, src, map[string]reply{"plan": {Out: "the plan\n"}, "code": {Out: "coded\n", Exit: 1}})
-	run(t, s, RunRequest{Workflow: wf, RunID: "r1", Budgets: runner.Budgets{MaxAttempts: 2}})
+	run(t, s, RunRequest{Workflow: wf, RunID: "r1", Budgets: local.Budgets{MaxAttempts: 2}})
 
 	logs, err := s.Logs("", "r1", "code", true)
 	if err != nil {

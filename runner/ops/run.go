@@ -7,8 +7,8 @@ import (
 	"io"
 
 	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
 )
 
@@ -36,7 +36,7 @@ type RunRequest struct {
 	// (exit 4) instead of waiting.
 	NoWait bool
 	// Budgets override the workflow's default budgets.
-	Budgets runner.Budgets
+	Budgets local.Budgets
 	// Invocation says how to read the workflow file and start its
 	// sessions beyond it: its format, agent_orchestrator's flags, more
 	// environment (see record.Invocation).
@@ -59,7 +59,7 @@ type ResumeRequest struct {
 	StartAt string
 	Force   bool
 	NoWait  bool
-	Budgets runner.Budgets
+	Budgets local.Budgets
 	// Invocation, when it gives flags, replaces the run's recorded one;
 	// its Env is put over the recorded environment.
 	Invocation record.Invocation
@@ -79,11 +79,11 @@ type Launch struct {
 	// Workflow is the loaded workflow.
 	Workflow *config.Workflow
 	// Options are what the engine is asked to do.
-	Options runner.Options
+	Options local.Options
 	// Plan is the plan of a start step, or nil without one.
 	Plan *StartAtPlan
 	// RetryPlan is the plan of a retry, or nil without one.
-	RetryPlan *runner.RetryPlan
+	RetryPlan *local.RetryPlan
 }
 
 // StartAtPlan says what starting at a step will do.
@@ -166,7 +166,7 @@ func (s *Service) PrepareRun(req RunRequest) (*Launch, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Launch{Workflow: wf, Options: runner.Options{Workflow: wf, Repo: repo, RunID: req.RunID, Vars: vars,
+	l := &Launch{Workflow: wf, Options: local.Options{Workflow: wf, Repo: repo, RunID: req.RunID, Vars: vars,
 		NoWait: req.NoWait, Budgets: orchestratorBudgets(wf, req.Budgets), Invocation: inv, By: s.starter(req.By)}}
 	if req.StartAt == "" {
 		return l, nil
@@ -221,7 +221,7 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Launch{Workflow: wf, Options: runner.Options{Workflow: wf, Repo: repo, RunID: ref.ID, Resume: true,
+	l := &Launch{Workflow: wf, Options: local.Options{Workflow: wf, Repo: repo, RunID: ref.ID, Resume: true,
 		NoWait: req.NoWait, Budgets: orchestratorBudgets(wf, req.Budgets), Invocation: inv, By: s.starter(req.By)}}
 	if ref.Err == nil {
 		l.Options.Read = ref.State
@@ -230,7 +230,7 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 		if ref.State.Status != core.RunFailed {
 			return nil, core.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", ref.ID, ref.State.Status)
 		}
-		p := runner.PlanRetry(wf, ref.State)
+		p := local.PlanRetry(wf, ref.State)
 		l.RetryPlan = &p
 		l.Options.Retry = true
 		if req.Budgets.MaxIterations > 0 {
@@ -253,7 +253,7 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 
 // plan computes the plan of restarting ref at step.
 func (s *Service) plan(wf *config.Workflow, ref record.RunRef, repo, step string, force bool) (*StartAtPlan, error) {
-	p, err := runner.PlanStartAt(s.FS, wf, ref.State, repo, step)
+	p, err := local.PlanStartAt(s.FS, wf, ref.State, repo, step)
 	if err != nil {
 		return nil, core.Usage("%v", err)
 	}
@@ -291,7 +291,7 @@ func (s *Service) Start(ctx context.Context, l *Launch, att Attach) (RunResult, 
 }
 
 // resultOf turns an engine's result into a RunResult.
-func resultOf(res runner.Result) RunResult {
+func resultOf(res local.Result) RunResult {
 	out := RunResult{Type: "result", RunID: res.RunID, RunDir: res.RunDir, Status: res.Status, ExitCode: res.ExitCode,
 		Reason: res.Reason, Waiting: []string{}}
 	if st := res.State; st != nil {
@@ -323,7 +323,7 @@ func checkedAsk(ask func(Question) (core.HumanInput, bool), out io.Writer) func(
 		}
 		resolved, err := ResolveInputs(q.Step, q.Inputs, in.Input)
 		if err != nil {
-			fmt.Fprintf(out, "%s: %v\nnot recorded; flow approve %s %s --input ... decides it\n", q.Step, err, q.RunID, runner.ShellArg(q.Step))
+			fmt.Fprintf(out, "%s: %v\nnot recorded; flow approve %s %s --input ... decides it\n", q.Step, err, q.RunID, local.ShellArg(q.Step))
 			return core.HumanInput{}, false
 		}
 		in.Input = resolved

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
 )
 
@@ -440,7 +440,7 @@ func (s *Service) tails(st *core.State, n int) []Tail {
 		if ss == nil || ss.Status != core.Running || ss.LogPath == "" {
 			continue
 		}
-		tail := runner.ReadTail(s.FS, ss.LogPath, 8<<10)
+		tail := local.ReadTail(s.FS, ss.LogPath, 8<<10)
 		if tail == "" {
 			continue
 		}

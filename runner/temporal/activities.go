@@ -19,8 +19,8 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/atomicfile"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
 )
@@ -51,7 +51,7 @@ type OpenRequest struct {
 	Source     Source            `json:"source"`
 	Invocation record.Invocation `json:"invocation"`
 	Vars       map[string]string `json:"vars,omitempty"`
-	Budgets    runner.Budgets    `json:"budgets"`
+	Budgets    local.Budgets     `json:"budgets"`
 	// Reopen opens a run again that this worker's repository records (a
 	// restarted run): what it is started with now replaces what it was.
 	Reopen bool `json:"reopen,omitempty"`
@@ -144,17 +144,17 @@ type ArtifactsRequest struct {
 // ArtifactsReply lists the missing artifacts, and the worker that
 // looked.
 type ArtifactsReply struct {
-	Missing []runner.MissingArtifact `json:"missing"`
-	Host    string                   `json:"host"`
+	Missing []local.MissingArtifact `json:"missing"`
+	Host    string                  `json:"host"`
 }
 
 // Activities are a worker's activities: they perform the effects of
-// runs in its repository with the runner's own code (runner.Remote),
+// runs in its repository with the runner's own code (local.Remote),
 // and mirror their records.
 type Activities struct {
 	// Runner performs the effects: its FS, clock, process starter,
 	// environment and kill grace are the worker's.
-	Runner *runner.Runner
+	Runner *local.Runner
 	// Repo is the worker's repository (absolute).
 	Repo string
 	// Host names the worker; Queue is the task queue that reaches it:
@@ -171,7 +171,7 @@ type Activities struct {
 	// the SDK's default (1,000).
 	Slots int
 
-	mirrors runner.Mirrors
+	mirrors local.Mirrors
 	mu      sync.Mutex
 	// opened are the runs this worker has read the launch of, by
 	// directory.
@@ -193,7 +193,7 @@ type opened struct {
 // starter, environment and host), printing to out.
 func ActivitiesOf(s *ops.Service, out io.Writer, repo string) *Activities {
 	return &Activities{
-		Runner: &runner.Runner{FS: s.FS, Clock: s.Clock, Starter: s.Starter, Stdout: out, Environ: s.Environ, Host: s.Host, PID: s.PID},
+		Runner: &local.Runner{FS: s.FS, Clock: s.Clock, Starter: s.Starter, Stdout: out, Environ: s.Environ, Host: s.Host, PID: s.PID},
 		Repo:   repo, Host: s.Host,
 	}
 }
@@ -204,7 +204,7 @@ type launch struct {
 	Source     Source            `json:"source"`
 	Invocation record.Invocation `json:"invocation"`
 	Vars       map[string]string `json:"vars,omitempty"`
-	Budgets    runner.Budgets    `json:"budgets"`
+	Budgets    local.Budgets     `json:"budgets"`
 }
 
 // Register names the activities for a worker.
@@ -262,7 +262,7 @@ func (a *Activities) Open(ctx context.Context, req OpenRequest) (Host, error) {
 	if err := atomicfile.Replace(a.fs(), filepath.Join(dir, LaunchFile), b, 0o644); err != nil {
 		return Host{}, fmt.Errorf("write %s: %w", LaunchFile, err)
 	}
-	if err := runner.WriteLoadedWorkflow(a.fs(), dir, wf); err != nil {
+	if err := local.WriteLoadedWorkflow(a.fs(), dir, wf); err != nil {
 		return Host{}, err
 	}
 	return Host{Name: a.Host, Repo: a.Repo, Queue: a.Queue}, nil
@@ -320,7 +320,7 @@ func (a *Activities) Mirror(ctx context.Context, req MirrorRequest) error {
 }
 
 // remote opens the run on this worker.
-func (a *Activities) remote(runID string) (*runner.Remote, error) {
+func (a *Activities) remote(runID string) (*local.Remote, error) {
 	if err := core.CheckRunID(runID); err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 	}
@@ -351,7 +351,7 @@ func (a *Activities) remote(runID string) (*runner.Remote, error) {
 		a.mu.Unlock()
 	}
 	l := o.launch
-	return a.Runner.OpenRemote(runner.Options{Workflow: o.wf, Repo: a.Repo, RunID: runID, Resume: true, Invocation: l.Invocation, Budgets: l.Budgets})
+	return a.Runner.OpenRemote(local.Options{Workflow: o.wf, Repo: a.Repo, RunID: runID, Resume: true, Invocation: l.Invocation, Budgets: l.Budgets})
 }
 
 // Session runs a step's session, beating with the tail of its log.
@@ -406,7 +406,7 @@ func (a *Activities) tail(e core.StartSession, log string) LogTail {
 	// The size is the one the tail ends at, not the file's a moment
 	// before or after: a follower prints what two beats' sizes differ
 	// by (FollowLogs).
-	t.Tail, t.Size = runner.ReadTailSize(a.fs(), log, TailBytes)
+	t.Tail, t.Size = local.ReadTailSize(a.fs(), log, TailBytes)
 	return t
 }
 
@@ -470,7 +470,7 @@ func (a *Activities) Gates(ctx context.Context, req GatesRequest) (GatesReply, e
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(a.Repo, path)
 	}
-	gates, err := runner.ReadGateFile(a.fs(), path)
+	gates, err := local.ReadGateFile(a.fs(), path)
 	if err != nil {
 		return GatesReply{Err: err.Error()}, nil
 	}
@@ -479,7 +479,7 @@ func (a *Activities) Gates(ctx context.Context, req GatesRequest) (GatesReply, e
 
 // Artifacts looks for the artifacts of the steps a restart keeps in
 // this worker's checkout, as a local --start-at-step does
-// (runner.PlanStartAt).
+// (local.PlanStartAt).
 func (a *Activities) Artifacts(ctx context.Context, req ArtifactsRequest) (ArtifactsReply, error) {
 	if err := core.CheckRunID(req.RunID); err != nil {
 		return ArtifactsReply{}, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
@@ -492,7 +492,7 @@ func (a *Activities) Artifacts(ctx context.Context, req ArtifactsRequest) (Artif
 	if err := json.Unmarshal(req.State, &st); err != nil {
 		return ArtifactsReply{}, temporal.NewNonRetryableApplicationError("read the run's state: "+err.Error(), "refused", nil)
 	}
-	p, err := runner.PlanStartAt(a.fs(), wf, &st, a.Repo, req.StartAt)
+	p, err := local.PlanStartAt(a.fs(), wf, &st, a.Repo, req.StartAt)
 	if err != nil {
 		return ArtifactsReply{}, temporal.NewNonRetryableApplicationError("--start-at-step: "+err.Error(), "refused", nil)
 	}

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/afero"
 
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/local"
 )
 
 // staleStat is a file system whose Stat of a path says what the file
@@ -36,7 +36,7 @@ func TestTailSizeIsTheTails(t *testing.T) {
 	if err := afero.WriteFile(fsys, "/log", []byte("line 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a := &Activities{Runner: &runner.Runner{FS: fsys}, Host: "w"}
+	a := &Activities{Runner: &local.Runner{FS: fsys}, Host: "w"}
 	got := a.tail(core.StartSession{Step: "s", Iteration: 0, Attempt: 1}, "/log")
 	if got.Tail != "line 1\n" || got.Size != int64(len(got.Tail)) {
 		t.Errorf("tail %q of size %d", got.Tail, got.Size)

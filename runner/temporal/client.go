@@ -16,8 +16,8 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
 )
@@ -56,7 +56,7 @@ type Engine struct {
 func (e *Engine) Name() string { return "temporal" }
 
 // Run implements ops.Engine.
-func (e *Engine) Run(ctx context.Context, opts runner.Options, att ops.Attach) (runner.Result, error) {
+func (e *Engine) Run(ctx context.Context, opts local.Options, att ops.Attach) (local.Result, error) {
 	switch {
 	case opts.Resume:
 		return e.restart(ctx, opts, att)
@@ -66,14 +66,14 @@ func (e *Engine) Run(ctx context.Context, opts runner.Options, att ops.Attach) (
 		if e.Now != nil {
 			now = e.Now
 		}
-		opts.RunID = runner.NewRunID(now())
+		opts.RunID = local.NewRunID(now())
 	}
 	if err := core.CheckRunID(opts.RunID); err != nil {
-		return runner.Result{}, err
+		return local.Result{}, err
 	}
 	in, err := NewInput(e.FS, opts, e.TaskQueue)
 	if err != nil {
-		return runner.Result{}, err
+		return local.Result{}, err
 	}
 	in.SessionHeartbeat, in.StartAt = e.SessionHeartbeat, opts.StartAt
 	run, err := e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
@@ -86,14 +86,14 @@ func (e *Engine) Run(ctx context.Context, opts runner.Options, att ops.Attach) (
 	}, WorkflowName, in)
 	if err != nil {
 		if temporal.IsWorkflowExecutionAlreadyStartedError(err) {
-			return runner.Result{}, core.Usage("run %s already exists on Temporal; use another --run-id", opts.RunID)
+			return local.Result{}, core.Usage("run %s already exists on Temporal; use another --run-id", opts.RunID)
 		}
-		return runner.Result{}, fmt.Errorf("start run %s on Temporal: %w", opts.RunID, err)
+		return local.Result{}, fmt.Errorf("start run %s on Temporal: %w", opts.RunID, err)
 	}
 	out := att.Output
 	if e.Detach {
 		fmt.Fprintf(out, "run %s started on Temporal (task queue %s); follow it with: flow status %s --engine temporal\n", opts.RunID, e.TaskQueue, opts.RunID)
-		return runner.Result{RunID: opts.RunID, Status: core.RunRunning}, nil
+		return local.Result{RunID: opts.RunID, Status: core.RunRunning}, nil
 	}
 	return e.follow(ctx, opts, run, nil, true, att)
 }
@@ -105,12 +105,12 @@ func (e *Engine) Run(ctx context.Context, opts runner.Options, att ops.Attach) (
 // state is not the run's until it has recorded its first event. An
 // interrupt (ctx) cancels the workflow, which interrupts the run as
 // SIGINT does locally; its end is still followed.
-func (e *Engine) follow(ctx context.Context, opts runner.Options, run client.WorkflowRun, from *core.State, started bool, att ops.Attach) (runner.Result, error) {
+func (e *Engine) follow(ctx context.Context, opts local.Options, run client.WorkflowRun, from *core.State, started bool, att ops.Attach) (local.Result, error) {
 	every := e.PollEvery
 	if every <= 0 {
 		every = 200 * time.Millisecond
 	}
-	ann := runner.NewAnnouncer(opts.Workflow, opts, att.Output)
+	ann := local.NewAnnouncer(opts.Workflow, opts, att.Output)
 	var after int64
 	seen := !started
 	if from != nil {
@@ -183,14 +183,14 @@ func (e *Engine) follow(ctx context.Context, opts runner.Options, run client.Wor
 		case <-done:
 			done = nil
 			if err := e.Client.CancelWorkflow(bg, opts.RunID, ""); err != nil {
-				return runner.Result{}, fmt.Errorf("interrupt run %s: %w", opts.RunID, err)
+				return local.Result{}, fmt.Errorf("interrupt run %s: %w", opts.RunID, err)
 			}
 		case x := <-end:
 			_ = pull() // the last events, when the workflow still answers
 			if x.err != nil {
-				return runner.Result{}, fmt.Errorf("run %s on Temporal: %w", opts.RunID, x.err)
+				return local.Result{}, fmt.Errorf("run %s on Temporal: %w", opts.RunID, x.err)
 			}
-			return runner.Result{RunID: opts.RunID, RunDir: x.res.RunDir, Status: x.res.Status, ExitCode: x.res.ExitCode,
+			return local.Result{RunID: opts.RunID, RunDir: x.res.RunDir, Status: x.res.Status, ExitCode: x.res.ExitCode,
 				Reason: x.res.Reason, State: ann.State()}, nil
 		case <-tick.C:
 			if err := pull(); err != nil {
@@ -220,9 +220,9 @@ func (e *Engine) follow(ctx context.Context, opts runner.Options, run client.Wor
 					}
 					reason = "waiting on gates: " + strings.Join(gated, ", ")
 				}
-				return runner.Result{RunID: opts.RunID, Status: st.Status, ExitCode: int(core.ExitHuman), Reason: reason, State: st}, nil
+				return local.Result{RunID: opts.RunID, Status: st.Status, ExitCode: int(core.ExitHuman), Reason: reason, State: st}, nil
 			case core.RunPaused:
-				return runner.Result{RunID: opts.RunID, Status: st.Status, ExitCode: int(core.ExitPaused), Reason: "paused", State: st}, nil
+				return local.Result{RunID: opts.RunID, Status: st.Status, ExitCode: int(core.ExitPaused), Reason: "paused", State: st}, nil
 			}
 		}
 	}
@@ -234,7 +234,7 @@ func (e *Engine) follow(ctx context.Context, opts runner.Options, run client.Wor
 // question runs in its own goroutine, which is not waited for: a read
 // of the terminal cannot be cancelled, and the process may exit while
 // it waits (the step decided elsewhere, say).
-func (e *Engine) ask(ctx context.Context, opts runner.Options, step, msg string, att ops.Attach) {
+func (e *Engine) ask(ctx context.Context, opts local.Options, step, msg string, att ops.Attach) {
 	q := ops.NewQuestion(opts.Workflow, opts.RunID, step, msg)
 	go func() {
 		in, ok := att.Ask(q)

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
 )
 
@@ -59,7 +59,7 @@ steps:
 	}
 	eng := &Engine{Client: c, TaskQueue: "asked", FS: fsys, PollEvery: 50 * time.Millisecond}
 	var out bytes.Buffer
-	res, err := eng.Run(ctx, runner.Options{Workflow: wf, Repo: repo, RunID: "asked-1"}, ops.Attach{Output: &out, Ask: ask})
+	res, err := eng.Run(ctx, local.Options{Workflow: wf, Repo: repo, RunID: "asked-1"}, ops.Attach{Output: &out, Ask: ask})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("run: %+v %v\n%s", res, err, out.String())
 	}

@@ -23,8 +23,8 @@ import (
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/syncbuf"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
 )
@@ -56,7 +56,7 @@ func serveTestWorker(addr string) error {
 	}
 	defer c.Close()
 	host := os.Getenv("FLOW_TEST_HOST")
-	acts := &Activities{Runner: &runner.Runner{FS: afero.NewOsFs(), Clock: clock.Real(), Starter: proc.OS(), Environ: os.Environ(), Host: host, PID: os.Getpid()},
+	acts := &Activities{Runner: &local.Runner{FS: afero.NewOsFs(), Clock: clock.Real(), Starter: proc.OS(), Environ: os.Environ(), Host: host, PID: os.Getpid()},
 		Repo: os.Getenv("FLOW_TEST_REPO"), Host: host, HeartbeatEvery: 200 * time.Millisecond, Slots: 1}
 	return Serve(ctx, c, os.Getenv("FLOW_TEST_QUEUE"), os.Getenv("FLOW_TEST_PINNED") == "", acts)
 }
@@ -116,9 +116,9 @@ steps:
 	defer cancel()
 	eng := &Engine{Client: c, TaskQueue: "killed", FS: fsys, PollEvery: 50 * time.Millisecond, SessionHeartbeat: 2 * time.Second}
 	var out syncbuf.Buffer
-	ended := make(chan runner.Result, 1)
+	ended := make(chan local.Result, 1)
 	go func() {
-		res, err := eng.Run(ctx, runner.Options{Workflow: wf, Repo: repo, RunID: "killed-1"}, ops.Attach{Output: &out})
+		res, err := eng.Run(ctx, local.Options{Workflow: wf, Repo: repo, RunID: "killed-1"}, ops.Attach{Output: &out})
 		if err != nil {
 			t.Error(err)
 		}
@@ -144,7 +144,7 @@ steps:
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	var res runner.Result
+	var res local.Result
 	select {
 	case res = <-ended:
 	case <-ctx.Done():
@@ -186,7 +186,7 @@ func TestEndToEndRetry(t *testing.T) {
 	serveE2E(t, ctx, c, "retry", false, acts)
 	eng := &Engine{Client: c, TaskQueue: "retry", FS: fsys, PollEvery: 50 * time.Millisecond}
 	var out syncbuf.Buffer
-	res, err := eng.Run(ctx, runner.Options{Workflow: wf, Repo: repo, RunID: "retry-1"}, ops.Attach{Output: &out})
+	res, err := eng.Run(ctx, local.Options{Workflow: wf, Repo: repo, RunID: "retry-1"}, ops.Attach{Output: &out})
 	if err != nil || res.ExitCode != 1 {
 		t.Fatalf("first run: %+v %v\n%s", res, err, out.String())
 	}

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/flow-run/flow/internal/syncbuf"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
 )
@@ -61,7 +61,7 @@ steps:
 	defer cancel()
 	eng := &Engine{Client: c, TaskQueue: "move", FS: fsys, PollEvery: 50 * time.Millisecond, SessionHeartbeat: time.Second, Detach: true}
 	var out syncbuf.Buffer
-	if _, err := eng.Run(ctx, runner.Options{Workflow: wf, Repo: repoA, RunID: "move-1"}, ops.Attach{Output: &out}); err != nil {
+	if _, err := eng.Run(ctx, local.Options{Workflow: wf, Repo: repoA, RunID: "move-1"}, ops.Attach{Output: &out}); err != nil {
 		t.Fatal(err)
 	}
 	var session int

@@ -21,8 +21,8 @@ import (
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/internal/proc"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
 )
@@ -48,7 +48,7 @@ func e2eWorkflow(t *testing.T, repo, name, src string) (afero.Fs, *config.Workfl
 // e2eActivities are the activities of a worker in repo that runs real
 // processes.
 func e2eActivities(fsys afero.Fs, repo string) *Activities {
-	return &Activities{Runner: &runner.Runner{FS: fsys, Clock: clock.Real(), Starter: proc.OS(), Environ: os.Environ(), Host: "e2e", PID: os.Getpid()},
+	return &Activities{Runner: &local.Runner{FS: fsys, Clock: clock.Real(), Starter: proc.OS(), Environ: os.Environ(), Host: "e2e", PID: os.Getpid()},
 		Repo: repo, Host: "e2e"}
 }
 
@@ -136,9 +136,9 @@ steps:
 	serveE2E(t, ctx, c, "e2e", false, acts)
 	eng := &Engine{Client: c, TaskQueue: "e2e", FS: fsys, PollEvery: 50 * time.Millisecond}
 	var out bytes.Buffer
-	ended := make(chan runner.Result, 1)
+	ended := make(chan local.Result, 1)
 	go func() {
-		res, err := eng.Run(ctx, runner.Options{Workflow: wf, Repo: repo, RunID: "e2e-1"}, ops.Attach{Output: &out})
+		res, err := eng.Run(ctx, local.Options{Workflow: wf, Repo: repo, RunID: "e2e-1"}, ops.Attach{Output: &out})
 		if err != nil {
 			t.Error(err)
 		}
@@ -171,7 +171,7 @@ steps:
 	if code := core.CodeOf(err); code != core.ExitRefused {
 		t.Errorf("a second decision: %v (exit %d), want refused (exit 8)", err, code)
 	}
-	var res runner.Result
+	var res local.Result
 	select {
 	case res = <-ended:
 	case <-time.After(30 * time.Second):
@@ -185,7 +185,7 @@ steps:
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
-	if _, err := eng.Run(ctx, runner.Options{Workflow: wf, Repo: repo, RunID: "e2e-1"}, ops.Attach{Output: io.Discard}); core.CodeOf(err) != core.ExitUsage {
+	if _, err := eng.Run(ctx, local.Options{Workflow: wf, Repo: repo, RunID: "e2e-1"}, ops.Attach{Output: io.Discard}); core.CodeOf(err) != core.ExitUsage {
 		t.Errorf("a second run e2e-1: %v, want refused as bad usage (exit 2)", err)
 	}
 	st, _, err := record.LoadState(fsys, record.RunDir(repo, "e2e-1"), false, time.Now())
@@ -206,7 +206,7 @@ steps:
 			defer wg.Done()
 			id := fmt.Sprintf("many-%d", i)
 			many := &Engine{Client: c, TaskQueue: "e2e-shared", FS: fsys, PollEvery: 100 * time.Millisecond}
-			res, err := many.Run(ctx, runner.Options{Workflow: wf, Repo: repo, RunID: id, NoWait: true}, ops.Attach{Output: io.Discard})
+			res, err := many.Run(ctx, local.Options{Workflow: wf, Repo: repo, RunID: id, NoWait: true}, ops.Attach{Output: io.Discard})
 			if err != nil || res.ExitCode != int(core.ExitHuman) {
 				t.Errorf("%s: %+v %v", id, res, err)
 			}

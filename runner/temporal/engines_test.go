@@ -20,9 +20,9 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/clock"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/agents"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
 )
@@ -36,8 +36,8 @@ func runLocal(t *testing.T, file, src string, files map[string]string, fn func(c
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &runner.Runner{FS: fsys, Clock: clock.NewFake(start), Starter: &scripted{fs: fsys, fn: fn}, Host: "local", PID: 1, Serial: true}
-	res, err := r.Run(context.Background(), runner.Options{Workflow: wf, Repo: repo, RunID: "r1"})
+	r := &local.Runner{FS: fsys, Clock: clock.NewFake(start), Starter: &scripted{fs: fsys, fn: fn}, Host: "local", PID: 1, Serial: true}
+	res, err := r.Run(context.Background(), local.Options{Workflow: wf, Repo: repo, RunID: "r1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,8 +20,8 @@ import (
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/internal/proc"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
 )
 
@@ -50,7 +50,7 @@ type scripted struct {
 }
 
 func (s *scripted) Start(ctx context.Context, spec proc.Spec) (proc.Session, error) {
-	env := runner.EnvironMap(spec.Env)
+	env := local.EnvironMap(spec.Env)
 	c := call{Step: env["FLOW_STEP_KEY"]}
 	fmt.Sscan(env["FLOW_ATTEMPT"], &c.Attempt)
 	fmt.Sscan(env["FLOW_ITERATION"], &c.Iteration)
@@ -113,11 +113,11 @@ func newHarnessWith(t *testing.T, file, src string, files map[string]string, fn 
 	}
 	s := &scripted{fs: fsys, fn: fn}
 	h := &harness{t: t, fs: fsys, starter: s, wf: wf}
-	h.acts = &Activities{Runner: &runner.Runner{FS: fsys, Clock: clock.NewFake(start), Starter: s, Host: "w1", PID: 1},
+	h.acts = &Activities{Runner: &local.Runner{FS: fsys, Clock: clock.NewFake(start), Starter: s, Host: "w1", PID: 1},
 		Repo: repo, Host: "w1", Queue: "q"}
 	t.Cleanup(func() { h.acts.Close() })
 	h.newEnv()
-	h.in, err = NewInput(fsys, runner.Options{Workflow: wf, Repo: repo, RunID: "r1"}, "q")
+	h.in, err = NewInput(fsys, local.Options{Workflow: wf, Repo: repo, RunID: "r1"}, "q")
 	if err != nil {
 		t.Fatal(err)
 	}

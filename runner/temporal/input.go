@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
 )
 
@@ -66,7 +66,7 @@ type Input struct {
 	Source     Source            `json:"source"`
 	Invocation record.Invocation `json:"invocation"`
 	Vars       map[string]string `json:"vars,omitempty"`
-	Budgets    runner.Budgets    `json:"budgets"`
+	Budgets    local.Budgets     `json:"budgets"`
 	// TaskQueue is where the run's first activity goes; later ones go
 	// to the queue its worker names (Host.Queue).
 	TaskQueue string `json:"task_queue"`

@@ -7,15 +7,15 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/local"
 )
 
 // NewInput makes the workflow input of a new run from what the local
 // engine would be given: the workflow's file and its prompt files are
 // read through fsys and carried by their paths relative to the
 // repository. An input over MaxPayload is refused, saying so.
-func NewInput(fsys afero.Fs, opts runner.Options, queue string) (Input, error) {
+func NewInput(fsys afero.Fs, opts local.Options, queue string) (Input, error) {
 	src, err := ReadSource(fsys, opts.Workflow, opts.Repo)
 	if err != nil {
 		return Input{}, err

@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/flow-run/flow/internal/clock"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
 )
 
@@ -33,7 +33,7 @@ func TestWorkflowMove(t *testing.T) {
 	h.in.Restart = &Restart{Host: lost, State: st, Retry: true, Move: true}
 	// The worker that takes the run: another host, another checkout.
 	const repo2 = "/repo2"
-	h.acts = &Activities{Runner: &runner.Runner{FS: h.fs, Clock: clock.NewFake(start), Starter: h.starter, Host: "w2", PID: 2},
+	h.acts = &Activities{Runner: &local.Runner{FS: h.fs, Clock: clock.NewFake(start), Starter: h.starter, Host: "w2", PID: 2},
 		Repo: repo2, Host: "w2", Queue: HostQueue("q", "w2", repo2)}
 	t.Cleanup(func() { h.acts.Close() })
 	h.newEnv()

@@ -17,8 +17,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
 )
@@ -93,7 +93,7 @@ type RestartRequest struct {
 	StartAt string
 	Retry   bool
 	NoWait  bool
-	Budgets runner.Budgets
+	Budgets local.Budgets
 	// Invocation, when it gives flags, is put over the run's own.
 	Invocation record.Invocation
 	// Force goes on with a start step though kept steps' artifacts are
@@ -143,21 +143,21 @@ func (e *Engine) PrepareRestart(ctx context.Context, req RestartRequest) (*ops.L
 		return nil, err
 	}
 	e.prepared = &prepared{runID: req.RunID, source: src, move: req.Move}
-	l := &ops.Launch{Workflow: wf, Options: runner.Options{Workflow: wf, Repo: host.Repo, RunID: req.RunID, Resume: true,
+	l := &ops.Launch{Workflow: wf, Options: local.Options{Workflow: wf, Repo: host.Repo, RunID: req.RunID, Resume: true,
 		NoWait: req.NoWait, Budgets: req.Budgets, Invocation: inv}}
 	switch {
 	case req.Retry:
 		if st.Status != core.RunFailed {
 			return nil, core.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", req.RunID, st.Status)
 		}
-		p := runner.PlanRetry(wf, st)
+		p := local.PlanRetry(wf, st)
 		if len(p.Capped) > 0 && req.Budgets.MaxIterations == 0 {
 			return nil, core.Usage("%v failed at their iteration budget; retry with a higher one: flow retry %s --max-iterations N --engine temporal", p.Capped, req.RunID)
 		}
 		l.RetryPlan, l.Options.Retry = &p, true
 		l.Options.Budgets.ForceMaxIterations = req.Budgets.MaxIterations > 0
 	case req.StartAt != "":
-		p, err := runner.PlanStartAt(afero.NewMemMapFs(), wf, st, host.Repo, req.StartAt)
+		p, err := local.PlanStartAt(afero.NewMemMapFs(), wf, st, host.Repo, req.StartAt)
 		if err != nil {
 			return nil, core.Usage("--start-at-step: %v", err)
 		}
@@ -296,10 +296,10 @@ func ended(st *core.State) error {
 // human, or is paused, and no session runs — first interrupts that
 // workflow; one with a session running is refused (exit 7), as a run
 // held by a live runner is locally.
-func (e *Engine) restart(ctx context.Context, opts runner.Options, att ops.Attach) (runner.Result, error) {
+func (e *Engine) restart(ctx context.Context, opts local.Options, att ops.Attach) (local.Result, error) {
 	rec, err := lookup(ctx, e.Client, opts.RunID)
 	if err != nil {
-		return runner.Result{}, err
+		return local.Result{}, err
 	}
 	st := rec.status.State
 	prev := rec.launch.Input
@@ -312,10 +312,10 @@ func (e *Engine) restart(ctx context.Context, opts runner.Options, att ops.Attac
 	working := rec.status.Liveness.State == record.LiveWorking
 	if move {
 		if st.Status.Terminal() && !opts.Retry && opts.StartAt == "" {
-			return runner.Result{}, ended(st)
+			return local.Result{}, ended(st)
 		}
 		if rec, err = e.leave(ctx, opts.RunID, rec, att); err != nil {
-			return runner.Result{}, err
+			return local.Result{}, err
 		}
 		st = rec.status.State
 	} else if !opts.Retry && opts.StartAt == "" {
@@ -329,38 +329,38 @@ func (e *Engine) restart(ctx context.Context, opts runner.Options, att ops.Attac
 			return e.follow(ctx, opts, run, st, false, att)
 		}
 		if !rec.running && st.Status.Terminal() {
-			return runner.Result{}, ended(st)
+			return local.Result{}, ended(st)
 		}
 	}
 	if rec.running && !move {
 		if opts.Retry {
-			return runner.Result{}, core.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", opts.RunID, st.Status)
+			return local.Result{}, core.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", opts.RunID, st.Status)
 		}
 		if working {
-			return runner.Result{}, &core.ExitError{Code: core.ExitHeld, Err: fmt.Errorf(
+			return local.Result{}, &core.ExitError{Code: core.ExitHeld, Err: fmt.Errorf(
 				"run %s is in flight on Temporal (%s); pause it (flow pause %s --engine temporal) and restart it once it is paused, or, if its worker's host is lost, move it: flow resume %s --engine temporal --move",
 				opts.RunID, rec.status.Liveness.Reason, opts.RunID, opts.RunID)}
 		}
 		// Nothing runs: the workflow is interrupted, and the run goes on
 		// from where it ended.
 		if err := e.Client.CancelWorkflow(ctx, opts.RunID, ""); err != nil {
-			return runner.Result{}, fmt.Errorf("interrupt run %s: %w", opts.RunID, err)
+			return local.Result{}, fmt.Errorf("interrupt run %s: %w", opts.RunID, err)
 		}
 		var res Result
 		if err := e.Client.GetWorkflow(ctx, opts.RunID, "").Get(ctx, &res); err != nil {
 			var canceled *temporal.CanceledError
 			if !errors.As(err, &canceled) {
-				return runner.Result{}, fmt.Errorf("interrupt run %s: %w", opts.RunID, err)
+				return local.Result{}, fmt.Errorf("interrupt run %s: %w", opts.RunID, err)
 			}
 		}
 		if rec, err = lookup(ctx, e.Client, opts.RunID); err != nil {
-			return runner.Result{}, err
+			return local.Result{}, err
 		}
 		st = rec.status.State
 	}
 	state, err := json.Marshal(st)
 	if err != nil {
-		return runner.Result{}, err
+		return local.Result{}, err
 	}
 	if !move {
 		e.noteUnserved(ctx, opts.RunID, rec.launch.Host, att)
@@ -373,7 +373,7 @@ func (e *Engine) restart(ctx context.Context, opts runner.Options, att ops.Attac
 		in.SessionHeartbeat = e.SessionHeartbeat
 	}
 	if err := checkSize("the run's recorded state", in); err != nil {
-		return runner.Result{}, core.Usage("%v", err)
+		return local.Result{}, core.Usage("%v", err)
 	}
 	run, err := e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: opts.RunID, TaskQueue: e.TaskQueue, Memo: map[string]any{memoWorkflow: opts.Workflow.Name},
@@ -384,13 +384,13 @@ func (e *Engine) restart(ctx context.Context, opts runner.Options, att ops.Attac
 	}, WorkflowName, in)
 	if err != nil {
 		if temporal.IsWorkflowExecutionAlreadyStartedError(err) {
-			return runner.Result{}, &core.ExitError{Code: core.ExitHeld, Err: fmt.Errorf("run %s was started again meanwhile; follow it: flow resume %s --engine temporal", opts.RunID, opts.RunID)}
+			return local.Result{}, &core.ExitError{Code: core.ExitHeld, Err: fmt.Errorf("run %s was started again meanwhile; follow it: flow resume %s --engine temporal", opts.RunID, opts.RunID)}
 		}
-		return runner.Result{}, fmt.Errorf("restart run %s on Temporal: %w", opts.RunID, err)
+		return local.Result{}, fmt.Errorf("restart run %s on Temporal: %w", opts.RunID, err)
 	}
 	if e.Detach {
 		fmt.Fprintf(att.Output, "run %s goes on on Temporal (task queue %s); follow it with: flow resume %s --engine temporal\n", opts.RunID, e.TaskQueue, opts.RunID)
-		return runner.Result{RunID: opts.RunID, Status: core.RunRunning}, nil
+		return local.Result{RunID: opts.RunID, Status: core.RunRunning}, nil
 	}
 	return e.follow(ctx, opts, run, st, true, att)
 }

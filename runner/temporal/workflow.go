@@ -12,8 +12,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/runner"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
 )
 
@@ -124,7 +124,7 @@ func (d *driver) start() error {
 		if err := json.Unmarshal(c.State, d.st); err != nil {
 			return fmt.Errorf("read the carried state: %w", err)
 		}
-		if d.plan, err = runner.NewPlanOf(wf, in.Budgets, d.st.Vars, now); err != nil {
+		if d.plan, err = local.NewPlanOf(wf, in.Budgets, d.st.Vars, now); err != nil {
 			return temporal.NewNonRetryableApplicationError("resolve budgets: "+err.Error(), "refused", nil)
 		}
 		d.core = core.Restore(d.plan, d.st, c.Core)
@@ -151,7 +151,7 @@ func (d *driver) start() error {
 		// local run's control.json does: a paused run stays paused.
 		begin = &core.Begin{Control: in.Restart.Control}
 	} else {
-		created := runner.CreatedEvent(wf, d.host.Repo, in.RunID, in.Vars, now)
+		created := local.CreatedEvent(wf, d.host.Repo, in.RunID, in.Vars, now)
 		if in.StartAt != "" {
 			if created, err = startingAt(created, wf, in.StartAt); err != nil {
 				return err
@@ -164,7 +164,7 @@ func (d *driver) start() error {
 		for k, v := range in.Vars {
 			vars[k] = v
 		}
-		if d.plan, err = runner.NewPlanOf(wf, in.Budgets, vars, now); err != nil {
+		if d.plan, err = local.NewPlanOf(wf, in.Budgets, vars, now); err != nil {
 			return temporal.NewNonRetryableApplicationError("resolve budgets: "+err.Error(), "refused", nil)
 		}
 		d.st = &core.State{}
@@ -175,7 +175,7 @@ func (d *driver) start() error {
 		d.core = core.NewCore(d.plan)
 		begin = &core.Begin{Control: core.Continuous}
 	}
-	d.core.HideSecrets(runner.Secrets(wf, in.Invocation.Env))
+	d.core.HideSecrets(local.Secrets(wf, in.Invocation.Env))
 	if begin != nil {
 		if d.usesGates() {
 			if gates, ok := d.readGates(ctx); ok {
@@ -203,7 +203,7 @@ func (d *driver) restart(wf *config.Workflow, now time.Time) error {
 	d.seq, d.mirrorSeq = d.st.Seq, d.st.Seq
 	// The run goes on with its workflow as the restart gave it: an
 	// edit is recorded as the local driver records it on resume.
-	d.record(runner.Reconcile(wf, d.st, now), true)
+	d.record(local.Reconcile(wf, d.st, now), true)
 	if r.Move {
 		msg := fmt.Sprintf("moved on purpose (--move) off worker %s (%s) to worker %s (%s): the run goes on in %s's checkout; its record before the move stays on %s",
 			r.Host.Name, r.Host.Repo, d.host.Name, d.host.Repo, d.host.Name, r.Host.Name)
@@ -218,14 +218,14 @@ func (d *driver) restart(wf *config.Workflow, now time.Time) error {
 	}
 	d.record([]core.Event{core.NewEvent(now, core.EvRunnerStarted, "", rs)}, false)
 	if r.StartAt != "" {
-		reset, err := runner.StartAtReset(wf, d.st, r.StartAt)
+		reset, err := local.StartAtReset(wf, d.st, r.StartAt)
 		if err != nil {
 			return temporal.NewNonRetryableApplicationError("--start-at-step: "+err.Error(), "refused", nil)
 		}
 		d.record([]core.Event{core.NewEvent(now, core.EvStartAt, r.StartAt, core.StartAt{Step: r.StartAt, Reset: reset})}, false)
 	}
 	if r.Retry && d.st.Status == core.RunFailed {
-		p := runner.PlanRetry(wf, d.st)
+		p := local.PlanRetry(wf, d.st)
 		rt := core.Retry{Failed: p.Failed, Reset: p.Reset}
 		if in.Budgets.ForceMaxIterations {
 			rt.MaxIterations = in.Budgets.MaxIterations
@@ -240,7 +240,7 @@ func (d *driver) restart(wf *config.Workflow, now time.Time) error {
 		budgets.Raise = *b
 	}
 	var err error
-	if d.plan, err = runner.NewPlanOf(wf, budgets, d.st.Vars, now); err != nil {
+	if d.plan, err = local.NewPlanOf(wf, budgets, d.st.Vars, now); err != nil {
 		return temporal.NewNonRetryableApplicationError("resolve budgets: "+err.Error(), "refused", nil)
 	}
 	d.core = core.NewCore(d.plan)
@@ -259,7 +259,7 @@ func startingAt(created core.Event, wf *config.Workflow, step string) (core.Even
 		return created, temporal.NewNonRetryableApplicationError(fmt.Sprintf("--start-at-step: unknown step %q", step), "refused", nil)
 	}
 	rc.StartAt = step
-	rc.Skipped = runner.StartAtSkipped(wf, step, rc.Steps)
+	rc.Skipped = local.StartAtSkipped(wf, step, rc.Steps)
 	return core.NewEvent(created.At.Time, core.EvRunCreated, "", rc), nil
 }
 

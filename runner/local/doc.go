@@ -1,0 +1,33 @@
+// Package local is flow's local driver: it runs a workflow's sessions
+// as processes on this machine and keeps the run's durable record under
+// <repo>/.agents/runs/<run_id>/ through package record
+// (docs/architecture.md).
+//
+// The decisions are not made here: package core, which does no I/O,
+// decides what happens next from the run's state and what happened
+// (a session ended, a human decided, a timer fired, control changed),
+// records it as events, and asks for effects (start a session, prepare a
+// human wait, start a timer, write control.json, finish). Runner.Run
+// feeds the core those inputs and performs its effects: it starts
+// sessions through a proc.Starter, evaluates the workflow's expressions
+// (when, gates, retry_if — the core receives their values, so that a
+// replay never evaluates anything again), appends the events to
+// events.jsonl and snapshots run_state.json, all through an afero.Fs and
+// an injected clock. The files of a run are named in one place,
+// record.Layout.
+//
+// What can go wrong, and what the driver does about it:
+//
+//   - A crash at any instant: events.jsonl is the truth; the event that
+//     finishes a session is synced before the next session starts; a
+//     runner that takes the run over replays the log, rebuilds a
+//     snapshot that disagrees with it, and runs the step that was in
+//     flight again, killing what the dead runner's session left behind.
+//   - Two runners: the lock file names the holder; the event log refuses
+//     a second writer; the record's runner (pid, host, heartbeat) is
+//     checked before a takeover.
+//   - Hostile input: reports, control.json, decision files and the
+//     expression file functions are read confined and bounded
+//     (internal/confine); rendered templates and logs are capped; secret
+//     values are hidden in everything the driver writes or prints.
+package local

@@ -1,0 +1,419 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/runner/core"
+)
+
+// loop feeds the core until the run finishes, idles with NoWait, or is
+// interrupted.
+func (x *run) loop(ctx context.Context) (Result, error) {
+	sessCtx, cancelSessions := context.WithCancel(context.WithoutCancel(ctx))
+	x.sessCtx = sessCtx
+	x.stopped = make(chan struct{})
+	// On the way out: stop delivering inputs, stop sessions, wait for
+	// their goroutines.
+	defer x.sessions.Wait()
+	defer cancelSessions()
+	defer close(x.stopped)
+
+	control, err := x.readControl()
+	if err != nil {
+		return Result{}, err
+	}
+	x.queue = append(x.queue, core.Begin{Control: control, Gates: x.startGates()})
+	heartbeat := x.r.Clock.After(x.r.HeartbeatEvery)
+	var poll <-chan time.Time
+	done := ctx.Done()
+	for {
+		for len(x.queue) > 0 {
+			in := x.queue[0]
+			x.queue = x.queue[1:]
+			d := x.core.Decide(x.st, in, x.r.Clock.Now())
+			x.queueEvents(d.Events)
+			if err := x.persist(d.Durable()); err != nil {
+				cancelSessions()
+				return Result{}, err
+			}
+			for _, e := range d.Events {
+				x.announce(e)
+			}
+			x.notifyOf(d.Events)
+			for _, e := range d.Events {
+				if e.Type == core.EvHumanInput {
+					x.archiveManualInput(e.Step)
+				}
+			}
+			for _, eff := range d.Effects {
+				res, stop, err := x.perform(eff)
+				if err != nil {
+					cancelSessions()
+					return Result{}, err
+				}
+				if stop {
+					x.awaitNotices()
+					if err := x.snapshot(); err != nil {
+						return Result{}, err
+					}
+					return res, nil
+				}
+			}
+		}
+		if len(x.awaiting) > 0 || x.core.Paused() || x.usesGates() {
+			if poll == nil {
+				poll = x.r.Clock.After(x.r.PollEvery)
+			}
+		} else {
+			poll = nil
+		}
+		select {
+		case in := <-x.inputs:
+			if err := x.enqueue(in); err != nil {
+				return Result{}, err
+			}
+		case <-done:
+			done = nil
+			if x.core.Running() > 0 {
+				x.printf("stopping: the sessions in flight get SIGTERM and %s to end (interrupt again to stop at once)\n", x.r.KillGrace)
+			}
+			cancelSessions()
+			x.queue = append(x.queue, core.Interrupt{})
+		case d := <-x.noticeResults():
+			x.noticed(d)
+			if err := x.persist(false); err != nil {
+				return Result{}, err
+			}
+		case <-heartbeat:
+			heartbeat = x.r.Clock.After(x.r.HeartbeatEvery)
+			// A lock file deleted by hand is put back, so that flow
+			// status names the live runner again.
+			if x.lock != nil {
+				_ = x.lock.Restore()
+			}
+			if err := x.beat(x.r.Clock.Now()); err != nil {
+				return Result{}, err
+			}
+		case <-poll:
+			poll = nil
+			if err := x.pollWaiting(); err != nil {
+				return Result{}, err
+			}
+		}
+	}
+}
+
+// send delivers an input from a goroutine to the loop, unless the loop
+// has ended.
+func (x *run) send(in core.Input) {
+	if p, ok := in.(core.SessionPID); ok && x.sessionStarted != nil {
+		x.sessionStarted(p)
+	}
+	if x.r.Serial && x.serialSession {
+		// A serial session runs on the loop's goroutine.
+		if err := x.enqueue(in); err != nil && x.serialErr == nil {
+			x.serialErr = err
+		}
+		return
+	}
+	select {
+	case x.inputs <- in:
+	case <-x.stopped:
+	}
+}
+
+// queueOnLoop is send for the loop's own goroutine, which must not
+// wait for itself to take the input.
+func (x *run) queueOnLoop(in core.Input) {
+	if p, ok := in.(core.SessionPID); ok && x.sessionStarted != nil {
+		x.sessionStarted(p)
+	}
+	x.queue = append(x.queue, in)
+}
+
+// enqueue queues an input for the core. Between sessions the runner
+// reads control.json, so a pause asked for during a session holds the
+// next one.
+func (x *run) enqueue(in core.Input) error {
+	switch in.(type) {
+	case core.SessionDone, core.CleanupDone, core.TimerFired:
+		desired, err := x.readControl()
+		if err != nil {
+			return err
+		}
+		x.controlChange(desired)
+	}
+	x.queue = append(x.queue, in)
+	return nil
+}
+
+// perform carries out one effect. stop is true when the run ends here.
+func (x *run) perform(eff core.Effect) (Result, bool, error) {
+	switch e := eff.(type) {
+	case core.Evaluate:
+		x.queue = append(x.queue, x.evaluate(e.Step))
+	case core.ExpandItems:
+		x.queue = append(x.queue, x.expandItems(e.Step))
+	case core.StartSession:
+		if err := x.ensureState(); err != nil {
+			return Result{}, false, err
+		}
+		x.startSession(e)
+		if err := x.serialErr; err != nil {
+			return Result{}, false, err
+		}
+	case core.PrepareHuman:
+		// The decision goes to the seed's manual_inputs/<run>__<step>.json;
+		// its directory is there for whoever writes it by hand.
+		path := x.names.ManualInput(e.Step)
+		if err := x.r.FS.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return Result{}, false, fmt.Errorf("create manual inputs directory: %w", err)
+		}
+		x.queue = append(x.queue, core.HumanReady{Step: e.Step, Attempt: e.Attempt, ManualInputPath: path})
+	case core.AwaitHuman:
+		if x.awaiting[e.Step] {
+			break // already waiting (a new core over an edited workflow)
+		}
+		// A decision may already be there (approved while no runner ran).
+		in, timedOut, err := x.checkHuman(e.Step)
+		if err == nil && (in != nil || timedOut) {
+			d := core.HumanDecision{Step: e.Step, TimedOut: timedOut}
+			if in != nil {
+				d.Input = *in
+			}
+			x.queue = append(x.queue, d)
+			break
+		}
+		x.awaiting[e.Step] = true
+		// The directory is there for whoever writes the decision by hand.
+		if err := x.r.FS.MkdirAll(filepath.Dir(e.ManualInputPath), 0o755); err != nil {
+			return Result{}, false, fmt.Errorf("create manual inputs directory: %w", err)
+		}
+		msg := x.humanMessage(e.Step)
+		quoted := " "
+		if msg != "" {
+			quoted = fmt.Sprintf(": %q ", msg)
+		}
+		x.printf("%s: waiting on a human%s(flow approve %s %s, or flow reject)\n", e.Step, quoted, x.st.RunID, ShellArg(e.Step))
+		x.ask(e, msg)
+	case core.StartTimer:
+		if s := x.stepOf(e.Step); s != nil {
+			if r := x.wf.StepRetry(s); r != nil && r.Jitter {
+				// Full jitter over the upper half keeps retries of many
+				// runs from hitting a shared service in step.
+				e.Delay = e.Delay/2 + rand.N(e.Delay/2+1)
+			}
+		}
+		x.printf("%s: retrying in %s\n", e.Step, e.Delay)
+		x.sessions.Add(1)
+		go func() {
+			defer x.sessions.Done()
+			select {
+			case <-x.r.Clock.After(e.Delay):
+			case <-x.sessCtx.Done():
+			}
+			x.send(core.TimerFired{Step: e.Step})
+		}()
+	case core.SetControl:
+		if err := x.writeControlCurrent(e.Desired, e.Current, e.Note); err != nil {
+			return Result{}, false, err
+		}
+	case core.StartCleanup:
+		x.startCleanup()
+	case core.Idle:
+		if !x.opts.NoWait || len(x.queue) > 0 {
+			return Result{}, false, nil
+		}
+		if err := x.snapshot(); err != nil {
+			return Result{}, false, err
+		}
+		if e.Paused && len(e.Waiting) == 0 {
+			return x.result(core.RunPaused, exitPaused, "paused"), true, nil
+		}
+		if len(e.Waiting) == 0 && len(e.Gated) > 0 {
+			return x.result(core.RunWaitingOnHuman, exitHuman, "waiting on gates: "+strings.Join(e.Gated, ", ")), true, nil
+		}
+		return x.result(core.RunWaitingOnHuman, exitHuman, "waiting on a human: "+strings.Join(e.Waiting, ", ")), true, nil
+	case core.Finish:
+		if e.Reason == core.AlreadyEnded {
+			x.printf("run %s had already %s (exit %d); to run steps again: flow run %s --start-at-step STEP\n",
+				x.st.RunID, e.Status, e.ExitCode, x.st.WorkflowFile)
+		}
+		return x.result(e.Status, e.ExitCode, e.Reason), true, nil
+	}
+	return Result{}, false, nil
+}
+
+func (x *run) result(status core.RunStatus, code int, reason string) Result {
+	return Result{RunID: x.st.RunID, RunDir: x.dir, Status: status, ExitCode: code, Reason: reason, State: x.st}
+}
+
+// announce prints a line of progress for the events a person cares
+// about.
+func (x *run) announce(e core.Event) {
+	s := x.st.Steps[e.Step]
+	switch e.Type {
+	case core.EvStepStarted:
+		if st := x.stepOf(e.Step); st != nil && st.Kind == config.KindConsensus {
+			break // it runs no session: its decision is the next line
+		}
+		x.printf("%s: started (attempt %d, iteration %d)\n", e.Step, s.Attempts, s.IterationCount)
+	case core.EvStepCompleted:
+		x.printf("%s: completed\n", e.Step)
+	case core.EvStepSkipped:
+		x.printf("%s: skipped (%s)\n", e.Step, deref(s.LastError))
+	case core.EvGateFailed:
+		var d core.GateFailure
+		_ = jsonUnmarshal(e.Data, &d)
+		x.printf("%s: %s\n", e.Step, "gate failed: "+d.Reason)
+		if d.Target != "" {
+			x.printf("%s: looping back to %s (iteration %d)\n", e.Step, d.Target, x.st.Steps[d.Target].IterationCount)
+		} else if s != nil && s.Status == core.Failed {
+			x.printf("%s: FAILED: %s\n", e.Step, deref(s.LastError))
+		}
+	case core.EvAttemptFailed:
+		// The same decision may have started the next attempt already:
+		// the event, not the state, says which attempt failed.
+		var d core.Outcome
+		_ = jsonUnmarshal(e.Data, &d)
+		x.printf("%s: attempt %d failed: %s\n", e.Step, d.Attempt, d.Error)
+	case core.EvStepFailed:
+		x.printf("%s: FAILED: %s\n", e.Step, deref(s.LastError))
+	case core.EvLoopItems:
+		keys := make([]string, len(s.Items()))
+		for i, it := range s.Items() {
+			keys[i] = it.Key
+		}
+		x.printf("%s: %s%s\n", e.Step, plural(len(keys), "1 item", fmt.Sprintf("%d items", len(keys))), listed(keys))
+	case core.EvItemFinished:
+		var d core.ItemEvent
+		_ = jsonUnmarshal(e.Data, &d)
+		if d.Status == core.Failed {
+			x.printf("%s[%s]: item FAILED: %s\n", e.Step, d.Key, d.Error)
+		} else {
+			x.printf("%s[%s]: item %s (%d/%d)\n", e.Step, d.Key, strings.ToLower(string(d.Status)), derefInt(s.LoopIndex()), len(s.Items()))
+		}
+	case core.EvStepInterrupted:
+		x.printf("%s: interrupted\n", e.Step)
+	case core.EvGatesWaiting:
+		x.printf("%s: waiting for gates to open: %s (%s)\n", e.Step, strings.Join(s.WaitingGates(), ", "), x.opts.Invocation.GateStateFile)
+	case core.EvStepRemoved:
+		x.printf("%s: removed from the workflow; dropped from the run\n", e.Step)
+	case core.EvStepAdded:
+		x.printf("%s: new in the workflow; added to the run\n", e.Step)
+	case core.EvReconciled:
+		x.printf("%s: was running when the last runner died; it runs again\n", e.Step)
+	case core.EvRunFinished:
+		var d core.RunFinished
+		_ = jsonUnmarshal(e.Data, &d)
+		if d.Reason != "" {
+			x.printf("run %s %s: %s\n", x.st.RunID, d.Status, d.Reason)
+		} else {
+			x.printf("run %s %s\n", x.st.RunID, d.Status)
+		}
+	case core.EvRunInterrupted:
+		x.printf("run %s interrupted; resume with: flow resume %s\n", x.st.RunID, x.st.RunID)
+	case core.EvBudgetExceeded:
+		var d core.BudgetExceeded
+		_ = jsonUnmarshal(e.Data, &d)
+		whose := "the run's"
+		if d.Step != "" {
+			whose = "step " + d.Step + "'s"
+		}
+		x.printf("budget: %s %s budget is spent (%s of %s); no session starts until it is raised\n", whose, d.What, fmtNum(d.Used), fmtNum(d.Limit))
+	case core.EvRunPaused:
+		if !x.opts.NoWait { // with --no-wait the run ends here, and says how to go on
+			x.printf("run %s is paused; it waits: flow continue %s to go on\n", x.st.RunID, x.st.RunID)
+		}
+	case core.EvWarning:
+		var d core.Note
+		_ = jsonUnmarshal(e.Data, &d)
+		x.printf("warning: %s\n", d.Message)
+	}
+}
+
+// pollWaiting looks at the manual input files of waiting steps, their
+// human timeouts, and control.json.
+func (x *run) pollWaiting() error {
+	for step := range x.awaiting {
+		in, timedOut, err := x.checkHuman(step)
+		if err != nil {
+			x.warn(step, err.Error())
+			continue
+		}
+		if in != nil || timedOut {
+			delete(x.awaiting, step)
+			d := core.HumanDecision{Step: step, TimedOut: timedOut}
+			if in != nil {
+				d.Input = *in
+			}
+			x.queue = append(x.queue, d)
+		}
+	}
+	if x.usesGates() {
+		x.pollGates()
+	}
+	desired, err := x.readControl()
+	if err != nil {
+		return err
+	}
+	x.controlChange(desired)
+	return nil
+}
+
+// controlChange hands the core a new desired state of control.json.
+// A paused run that goes on, with no session in flight, first takes the
+// workflow file as it is now (see reload); an edit that does not load
+// keeps it paused.
+func (x *run) controlChange(desired core.ControlState) {
+	cur := x.core.Control()
+	if desired == cur {
+		return
+	}
+	if cur == core.Pause && desired != core.Pause && x.core.Running() == 0 {
+		changed, err := x.reload()
+		if err != nil {
+			if msg := err.Error(); x.warned["reload"] != msg {
+				x.warned["reload"] = msg
+				x.warn("", "the edited workflow does not load; the run stays paused until it does:\n"+msg)
+			}
+			return
+		}
+		delete(x.warned, "reload")
+		if changed {
+			// A new core over the new plan takes the run from its state.
+			x.queue = append(x.queue, core.Begin{Control: desired, Gates: maps.Clone(x.gates)})
+			return
+		}
+	}
+	x.queue = append(x.queue, core.ControlChanged{Desired: desired})
+}
+
+// listed lists keys for a line of progress: ": a, b, c", the first ten.
+func listed(keys []string) string {
+	switch {
+	case len(keys) == 0:
+		return ""
+	case len(keys) > 10:
+		return ": " + strings.Join(keys[:10], ", ") + fmt.Sprintf(", … (%d more)", len(keys)-10)
+	}
+	return ": " + strings.Join(keys, ", ")
+}
+
+func derefInt(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// fmtNum writes a number without a needless fraction.
+func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }

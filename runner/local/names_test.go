@@ -1,0 +1,70 @@
+package local
+
+import (
+	"testing"
+
+	"github.com/spf13/afero"
+
+	"github.com/flow-run/flow/internal/clock"
+	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
+)
+
+// TestInstanceNames: the driver maps a step instance's key to its files
+// (loop.item.step) and puts the instance in the expression environment
+// under its key.
+func TestInstanceNames(t *testing.T) {
+	n := record.LayoutOf("/r/.agents/runs/x", "x")
+	for got, want := range map[string]string{
+		n.Log("stories[s1].code", 2, 1):      "/r/.agents/runs/x/logs/stories.s1.code.2.1.log",
+		n.Report("stories[s1].code"):         "/r/.agents/runs/x/reports/x__stories.s1.code.json",
+		n.ManualInput("stories[s1].approve"): "/r/.agents/runs/x/manual_inputs/x__stories.s1.approve.json",
+		n.Prompt("stories[s1].code", 0, 1):   "/r/.agents/runs/x/prompts/stories.s1.code.0.1.md",
+		n.Log("plain", 0, 1):                 "/r/.agents/runs/x/logs/plain.0.1.log",
+		n.Report("plain"):                    "/r/.agents/runs/x/reports/x__plain.json",
+	} {
+		if got != want {
+			t.Errorf("%s; want %s", got, want)
+		}
+	}
+	st := &core.State{RunID: "x", Steps: map[string]*core.StepState{
+		"stories[s1].code": {Status: core.Completed, Metrics: map[string]string{"lines": "12"}},
+	}, StepOrder: []string{"stories[s1].code"}}
+	x := &run{r: &Runner{FS: afero.NewMemMapFs(), Clock: clock.Real()}, st: st, outputs: map[string]string{}, reports: map[string]map[string]any{}}
+	env := x.env(nil)
+	// An instance is steps.<body step> inside its item, and an entry of
+	// steps.<loop>.items after the loop; never a key of steps.
+	if _, ok := env.Steps["stories[s1].code"]; ok {
+		t.Errorf("the environment's steps hold an instance key: %+v", env.Steps)
+	}
+}
+
+// TestCleanupSessionNames: the workflow's cleanup session and a step
+// named cleanup never share a file.
+func TestCleanupSessionNames(t *testing.T) {
+	n := record.LayoutOf("/r", "x")
+	pairs := [][2]string{
+		{n.CleanupLog(1), n.Log("cleanup", 0, 1)},
+		{n.Report(record.CleanupSession), n.Report("cleanup")},
+		{n.Prompt(record.CleanupSession, 0, 1), n.Prompt("cleanup", 0, 1)},
+	}
+	for _, p := range pairs {
+		if p[0] == p[1] {
+			t.Errorf("the cleanup session and the step cleanup share %s", p[0])
+		}
+	}
+}
+
+func TestShellArg(t *testing.T) {
+	for in, want := range map[string]string{
+		"review":                "review",
+		"stories[login].review": "'stories[login].review'",
+		"a b":                   "'a b'",
+		"it's":                  `'it'\''s'`,
+		"":                      "''",
+	} {
+		if got := ShellArg(in); got != want {
+			t.Errorf("ShellArg(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

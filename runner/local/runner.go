@@ -1,0 +1,968 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/afero"
+
+	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/gates"
+	"github.com/flow-run/flow/internal/atomicfile"
+	"github.com/flow-run/flow/internal/clock"
+	"github.com/flow-run/flow/internal/confine"
+	"github.com/flow-run/flow/internal/eventlog"
+	"github.com/flow-run/flow/internal/proc"
+	"github.com/flow-run/flow/internal/redact"
+	"github.com/flow-run/flow/internal/runlock"
+	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
+)
+
+// Runner is the local driver of the decision core: it performs the
+// core's effects with an afero.Fs, a clock and a process starter, and
+// feeds it what happens. Every side effect goes through its fields.
+type Runner struct {
+	FS      afero.Fs
+	Clock   clock.Clock
+	Starter proc.Starter
+	// Stdout receives the progress of the run and, when Live is set,
+	// the sessions' output with a step prefix.
+	Stdout io.Writer
+	Live   bool
+	// Environ is the environment of the runner (os.Environ()); sessions
+	// inherit it.
+	Environ []string
+	Host    string
+	PID     int
+	// Alive reports whether the holder of a run's lock still runs.
+	Alive func(runlock.Holder) bool
+	// SnapshotEvery is how often run_state.json is rewritten while
+	// events are appended; 0 means one second. A run whose snapshots
+	// are slow to write (thousands of steps) writes them less often, at
+	// most one heartbeat apart (snapshotShare).
+	SnapshotEvery time.Duration
+	// HeartbeatEvery is how often runner.heartbeat_at is refreshed; 0
+	// means five seconds.
+	HeartbeatEvery time.Duration
+	// PollEvery is how often a waiting runner looks at control.json and
+	// manual input files; 0 means 250 ms.
+	PollEvery time.Duration
+	// KillOrphans, when set, kills what is left of the process group of
+	// a session whose runner died (proc.KillOrphans).
+	KillOrphans func(pgid int) bool
+	// KillMarked, when set, kills the processes that carry the marker of
+	// a session whose runner died, wherever they are (proc.KillMarked):
+	// daemons that left the group.
+	KillMarked func(marker string) int
+	// Ask, when set, asks a person at the terminal to decide a human
+	// step; it blocks until they answer (ok false: no answer, e.g. end
+	// of input). Files written by flow approve work alongside it.
+	Ask func(runID, step, message string) (in core.HumanInput, ok bool)
+	// KillGrace is how long a session gets between SIGTERM and SIGKILL;
+	// 0 means 10 s.
+	KillGrace time.Duration
+	// OnEvent, when set, is called with each event as it is appended to
+	// the run's log (with its seq; secrets hidden), in order, from the
+	// runner's loop: flow run --json streams them.
+	OnEvent func(core.Event)
+	// Serial runs each session to its end when the core starts it,
+	// before the next effect, instead of beside the others: for
+	// simulated sessions that end at once (flow test), so that which
+	// of several parallel sessions ends first never depends on how
+	// goroutines are scheduled. The core still schedules as it would:
+	// parallel sessions start in the same decision. A Serial run
+	// sends no notifications.
+	Serial bool
+	// Notifier sends the workflow's notifications (notify.go); nil
+	// means a notify.Sender over the network and the operating system,
+	// in Environ. RunURL, when set, gives the link to a run's page
+	// (flow serve --public-url) that notifications carry.
+	Notifier Notifier
+	RunURL   func(runID, runDir string) string
+	// TempDir is where a prompt holding a secret is handed to its
+	// session, in a private file removed when the session ends; ""
+	// means os.TempDir().
+	TempDir string
+}
+
+// Options says which run to run and how.
+type Options struct {
+	Workflow *config.Workflow
+	// Repo is the absolute path of the repository the sessions work in.
+	Repo string
+	// RunID names the run; "" makes a new id (or, with Resume, takes
+	// the newest run).
+	RunID string
+	// Resume continues an existing run instead of creating one.
+	Resume bool
+	// Vars override the workflow's vars (new runs only).
+	Vars map[string]string
+	// Budgets override the workflow's default budgets.
+	Budgets Budgets
+	// StartAt resets a step and everything downstream of it before the
+	// run goes on (or, in a new run, skips the steps before it).
+	StartAt string
+	// NoWait ends the run with exit 3 at a human step, or exit 4 when
+	// paused, instead of waiting.
+	NoWait bool
+	// Invocation is how the run is asked to run beyond its workflow
+	// file: kept in the run directory when the run is created, or
+	// replaced when a resume gives flags. Its Env are more variables for
+	// every session, as NAME=value, after the runner's own environment
+	// and before flow's variables.
+	Invocation record.Invocation
+	// By names who starts this runner, for its runner_started event; ""
+	// leaves it out.
+	By string
+	// Retry puts a failed run's failed steps, and what depends on them,
+	// back to PENDING before the run goes on (flow retry; see
+	// PlanRetry). Budgets.MaxIterations with ForceMaxIterations raises
+	// the iteration budgets for it.
+	Retry bool
+	// Read is the run's state as the caller read it just before (the
+	// operations layer reads it to find the run), or nil. The checks
+	// a runner makes before it takes the run's lock — a finished run is
+	// refused without anything written — use it instead of reading the
+	// run again; what the runner runs is read again under the lock.
+	Read *core.State
+}
+
+// Result is how a run ended.
+type Result struct {
+	RunID    string
+	RunDir   string
+	Status   core.RunStatus
+	ExitCode int
+	Reason   string
+	State    *core.State
+}
+
+// Exit codes beyond the core's.
+const (
+	exitHuman  = int(core.ExitHuman)
+	exitPaused = int(core.ExitPaused)
+)
+
+func (r *Runner) defaults() {
+	if r.Clock == nil {
+		r.Clock = clock.Real()
+	}
+	if r.Stdout == nil {
+		r.Stdout = io.Discard
+	}
+	if r.SnapshotEvery <= 0 {
+		r.SnapshotEvery = time.Second
+	}
+	if r.HeartbeatEvery <= 0 {
+		r.HeartbeatEvery = 5 * time.Second
+	}
+	if r.PollEvery <= 0 {
+		r.PollEvery = 250 * time.Millisecond
+	}
+	if r.KillGrace <= 0 {
+		r.KillGrace = 10 * time.Second
+	}
+	if r.Alive == nil {
+		r.Alive = runlock.ProcessAlive
+	}
+	if r.TempDir == "" {
+		r.TempDir = os.TempDir()
+	}
+}
+
+// run is one execution of a run by this runner.
+type run struct {
+	// gates are the gates of the gate-state file as last read; gated is
+	// true when a step of the workflow waits on gates.
+	gates  map[string]bool
+	gated  bool
+	r      *Runner
+	opts   Options
+	wf     *config.Workflow
+	dir    string
+	st     *core.State
+	log    *eventlog.Log
+	core   *core.Core
+	plan   *core.Plan
+	lock   *runlock.Lock
+	inputs chan core.Input
+	queue  []core.Input
+	live   sync.Mutex
+	// lastSnap is when run_state.json was last written and snapCost
+	// how long that took; dirty is true when events were applied since.
+	lastSnap time.Time
+	snapCost time.Duration
+	dirty    bool
+	// stateOnDisk is true once run_state.json is known to exist.
+	stateOnDisk bool
+	// outputs and reports cache what expressions may read of finished
+	// steps.
+	outputs map[string]string
+	reports map[string]map[string]any
+	keepOut map[string]bool
+	// runWide holds the steps whose expressions read steps.* or run.*.
+	runWide map[string]bool
+	// digest is the digest of the workflow's canonical form.
+	digest   string
+	sessions sync.WaitGroup
+	awaiting map[string]bool
+	environ  map[string]string
+	cleanupN int
+	sessCtx  context.Context
+	// stopped is closed when the loop ends.
+	stopped chan struct{}
+	// pending are events applied to st but not yet appended.
+	pending []core.Event
+	// cacheMu guards outputs and reports, written by session goroutines.
+	cacheMu sync.Mutex
+	// warned remembers the last warning per waiting step, so that a bad
+	// manual input file is reported once, not on every poll.
+	warned map[string]string
+	// limits are the workflow's size limits, defaults filled in.
+	limits config.Limits
+	// redact hides the values of the secrets in everything the run
+	// writes or prints (nil when there are none).
+	redact *redact.Redactor
+	// names maps the run's logical names to its files.
+	names record.Layout
+	// serialSession is true while a Serial session runs on the loop's
+	// goroutine: its inputs go straight to the queue.
+	serialSession bool
+	serialErr     error
+	// sessionStarted, when set, is told each session's process as it
+	// starts (Remote.Session).
+	sessionStarted func(core.SessionPID)
+	// root is the run directory, resolved once for confined reads.
+	root *confine.Root
+	// notices are the run's notifications (notify.go).
+	notices *notices
+}
+
+// Run runs (or resumes) a run until it ends, waits on a human with
+// NoWait, or is interrupted through ctx. Errors are failures of flow
+// itself (the run record could not be written, the run is held by
+// another runner); how the run ended is in Result.
+func (r *Runner) Run(ctx context.Context, opts Options) (res Result, err error) {
+	r.defaults()
+	x := &run{r: r, opts: opts, wf: opts.Workflow, inputs: make(chan core.Input, 16),
+		outputs: map[string]string{}, reports: map[string]map[string]any{}, awaiting: map[string]bool{}, warned: map[string]string{},
+		environ: EnvironMap(r.Environ)}
+	x.setWorkflow(x.wf)
+	if err := x.open(); err != nil {
+		_ = x.close()
+		return Result{}, err
+	}
+	defer func() {
+		if cerr := x.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	return x.loop(ctx)
+}
+
+// open creates or opens the run directory, takes the lock and records
+// that this runner took the run.
+func (x *run) open() error {
+	r, opts := x.r, x.opts
+	fsys := r.FS
+	now := r.Clock.Now()
+	runID := opts.RunID
+	if opts.Resume && runID == "" {
+		ref, err := record.FindRun(fsys, opts.Repo, "", x.wf.Name)
+		if err != nil {
+			return err
+		}
+		runID = ref.ID
+	}
+	if runID == "" {
+		runID = NewRunID(now)
+	}
+	if err := core.CheckRunID(runID); err != nil {
+		return err
+	}
+	x.dir = record.RunDir(opts.Repo, runID)
+	x.names = record.LayoutOf(x.dir, runID)
+	exists, err := runBegun(fsys, filepath.Join(x.dir, record.EventsFile))
+	if err != nil {
+		return fmt.Errorf("look for run %s: %w", runID, err)
+	}
+	if opts.Resume && !exists {
+		return fmt.Errorf("resume run %s: %w", runID, core.ErrNoRun)
+	}
+	if !opts.Resume && exists {
+		return core.Usage("run %s already exists in %s; use flow resume %s, or another --run-id", runID, x.dir, runID)
+	}
+	if exists && opts.StartAt == "" {
+		st, err := opts.Read, error(nil)
+		if st == nil || st.RunID != runID {
+			st, _, err = record.LoadState(fsys, x.dir, false, now)
+		}
+		if err == nil && opts.Retry && st.Status != core.RunFailed {
+			return core.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", runID, st.Status)
+		}
+		if err == nil && opts.Retry {
+			if p := PlanRetry(x.wf, st); len(p.Capped) > 0 && (opts.Budgets.MaxIterations == 0 || !opts.Budgets.ForceMaxIterations) {
+				return core.Usage("%s failed at %s iteration budget; retry with a higher one: flow retry %s --max-iterations N",
+					strings.Join(p.Capped, ", "), plural(len(p.Capped), "its", "their"), runID)
+			}
+		}
+		// A finished run is not resumed: nothing is appended, no lock
+		// taken. Only a snapshot left behind by a crash at the very end
+		// is brought up to date, for the readers of run_state.json.
+		if err == nil && st.Status.Terminal() && !opts.Retry {
+			if snap, _, _ := record.ReadSnapshot(fsys, filepath.Join(x.dir, record.StateFile)); snap == nil || snap.Seq != st.Seq {
+				if err := record.WriteSnapshot(fsys, x.dir, st); err != nil {
+					return err
+				}
+			}
+			if st.Status == core.RunFailed {
+				return core.Refused("run %s has already failed (exit %d); to run its failed steps again: flow retry %s; or from a step: flow run %s --start-at-step STEP",
+					runID, st.ExitCode, runID, st.WorkflowFile)
+			}
+			return core.Refused("run %s has already %s (exit %d); to run steps again: flow run %s --start-at-step STEP",
+				runID, st.Status, st.ExitCode, st.WorkflowFile)
+		}
+	}
+	// manual_inputs/ and logs/ are made when first written to.
+	for _, d := range []string{x.dir, filepath.Join(x.dir, record.ReportsDir)} {
+		if err := fsys.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("create run directory: %w", err)
+		}
+	}
+	if x.root, err = confine.NewRoot(fsys, x.dir); err != nil {
+		return fmt.Errorf("open run directory: %w", err)
+	}
+	holder := runlock.Holder{PID: r.PID, Host: r.Host, StartedAt: now}
+	lock, err := runlock.Acquire(fsys, filepath.Join(x.dir, record.LockFile), holder, r.Alive)
+	if err != nil {
+		var held *runlock.HeldError
+		if errors.As(err, &held) {
+			return &core.HeldError{RunID: runID, Holder: holderOf(held.Holder)}
+		}
+		return fmt.Errorf("lock run %s: %w", runID, err)
+	}
+	x.lock = lock
+	// The lock file is only the first witness: anybody can delete it.
+	// The event log refuses a second writer for as long as the first
+	// has it open.
+	log, err := eventlog.Open(fsys, filepath.Join(x.dir, record.EventsFile))
+	if err != nil {
+		var locked *eventlog.LockedError
+		if errors.As(err, &locked) {
+			return &core.HeldError{RunID: runID, Holder: x.recordedHolder(locked, now)}
+		}
+		return fmt.Errorf("open events of run %s: %w", runID, err)
+	}
+	x.log = log
+	if exists {
+		st, damaged, err := record.LoadState(fsys, x.dir, true, now)
+		if err != nil {
+			return fmt.Errorf("load run %s: %w", runID, err)
+		}
+		if st.Status.Terminal() && opts.StartAt == "" && !opts.Retry {
+			return core.Refused("run %s has already %s (exit %d); to run steps again: flow run %s --start-at-step STEP",
+				runID, st.Status, st.ExitCode, st.WorkflowFile)
+		}
+		if err := x.checkRecordedRunner(st, now); err != nil {
+			return err
+		}
+		x.st = st
+		if damaged {
+			x.warn("", "run_state.json was damaged or disagreed with events.jsonl; rebuilt from events.jsonl and kept aside")
+		}
+		x.reconcileWorkflow(now)
+	} else {
+		x.st = &core.State{}
+		vars := make(map[string]string, len(x.wf.Vars))
+		for k, v := range x.wf.Vars {
+			vars[k] = v
+		}
+		for k, v := range opts.Vars {
+			vars[k] = v
+		}
+		rc := core.RunCreated{
+			RunID: runID, WorkflowName: x.wf.Name, WorkflowFile: absPath(x.wf.File), WorkflowDigest: x.digest,
+			RepoDir: opts.Repo, ReportsDir: filepath.Join(x.dir, record.ReportsDir), ManualInputsDir: filepath.Join(x.dir, record.InputsDir),
+			Vars: vars, VarOverrides: overrides(opts.Vars), Steps: stepIDs(x.wf),
+		}
+		if opts.StartAt != "" {
+			rc.StartAt = opts.StartAt
+			rc.Skipped = StartAtSkipped(x.wf, opts.StartAt, rc.Steps)
+		}
+		x.emit(newEvent(now, core.EvRunCreated, "", rc))
+		if err := x.writeWorkflowJSON(); err != nil {
+			return err
+		}
+	}
+	// Sessions of a dead runner on this host may have left processes
+	// behind; they must not race the session that runs again.
+	if x.st.Runner != nil && x.st.Runner.Host == r.Host {
+		for _, id := range x.st.StepOrder {
+			s := x.st.Steps[id]
+			if s == nil || s.Status != core.Running {
+				continue
+			}
+			killed := s.PID > 0 && r.KillOrphans != nil && r.KillOrphans(s.PID)
+			if s.SessionMarker != "" && r.KillMarked != nil && r.KillMarked(s.SessionMarker) > 0 {
+				killed = true
+			}
+			if killed {
+				x.printf("%s: killed processes left by the dead runner's session (group %d)\n", id, s.PID)
+			}
+		}
+	}
+	if err := x.writeInvocation(); err != nil {
+		return err
+	}
+	rs := core.RunnerStarted{PID: r.PID, Host: r.Host, By: opts.By}
+	if x.st.RepoDir != opts.Repo {
+		rs.RepoDir, rs.ReportsDir, rs.ManualInputsDir = opts.Repo, filepath.Join(x.dir, record.ReportsDir), filepath.Join(x.dir, record.InputsDir)
+	}
+	x.emit(newEvent(now, core.EvRunnerStarted, "", rs))
+	if exists && opts.StartAt != "" {
+		reset, err := StartAtReset(x.wf, x.st, opts.StartAt)
+		if err != nil {
+			return core.Usage("--start-at-step: %v", err)
+		}
+		x.emit(newEvent(now, core.EvStartAt, opts.StartAt, core.StartAt{Step: opts.StartAt, Reset: reset}))
+	}
+	if exists && opts.Retry && x.st.Status == core.RunFailed {
+		p := PlanRetry(x.wf, x.st)
+		r := core.Retry{Failed: p.Failed, Reset: p.Reset}
+		if opts.Budgets.ForceMaxIterations {
+			r.MaxIterations = opts.Budgets.MaxIterations
+		}
+		x.emit(newEvent(now, core.EvRetry, "", r))
+	}
+	if r := opts.Budgets.Raise; r.Set() {
+		x.emit(newEvent(now, core.EvBudgetRaised, "", r))
+	}
+	// Sessions of this runner are named in the run's generation.
+	x.names.Gen = x.st.Generation
+	// Nothing has run yet: the record needs no sync, and no snapshot
+	// (readers replay the events) until the first one is due.
+	x.lastSnap = now
+	if err := x.persist(false); err != nil {
+		return err
+	}
+	plan, err := NewPlan(x.wf, x.budgets(), func(l *config.Limit) (int, error) {
+		v, err := l.Expr.Program().Eval(x.env(nil))
+		if err != nil {
+			return 0, err
+		}
+		return gates.Int(v)
+	})
+	if err != nil {
+		return fmt.Errorf("resolve budgets: %w", err)
+	}
+	x.plan = plan
+	x.core = core.NewCore(plan)
+	x.core.HideSecrets(x.redact)
+	x.loadCaches()
+	return nil
+}
+
+// budgets returns the run's budget overrides: the command line's, with
+// the cost, token and session budgets raised so far in the run.
+func (x *run) budgets() Budgets {
+	b := x.opts.Budgets
+	if r := x.st.BudgetRaised; r != nil {
+		b.Raise = *r
+	}
+	return b
+}
+
+// checkRecordedRunner refuses to take over a run whose record names
+// another runner that is still alive and beating: the lock file is not
+// the only witness, since anybody can delete it. A runner that ended
+// (its process is gone) or stopped beating more than three heartbeats
+// ago (stale) may be taken over.
+func (x *run) checkRecordedRunner(st *core.State, now time.Time) error {
+	rn := st.Runner
+	if rn == nil || rn.HeartbeatAt == nil || (rn.PID == x.r.PID && rn.Host == x.r.Host) {
+		return nil
+	}
+	if st.Status != core.RunRunning && st.Status != core.RunPending {
+		return nil // a runner that paused, waited or was interrupted has let go
+	}
+	if now.Sub(rn.HeartbeatAt.Time) >= 3*x.r.HeartbeatEvery {
+		return nil
+	}
+	h := runlock.Holder{PID: rn.PID, Host: rn.Host}
+	if rn.StartedAt != nil {
+		h.StartedAt = rn.StartedAt.Time
+	}
+	if !x.r.Alive(h) {
+		return nil
+	}
+	return &core.HeldError{RunID: st.RunID, Holder: holderOf(h)}
+}
+
+// recordedHolder names the runner that holds a run's event log: the one
+// the log's lock names, or else the one the record names.
+func (x *run) recordedHolder(locked *eventlog.LockedError, now time.Time) core.Holder {
+	h := core.Holder{PID: locked.PID, Host: locked.Host}
+	if h.PID == 0 {
+		if st, _, err := record.LoadState(x.r.FS, x.dir, false, now); st != nil && err == nil && st.Runner != nil {
+			h.PID, h.Host = st.Runner.PID, st.Runner.Host
+			if st.Runner.StartedAt != nil {
+				h.StartedAt = st.Runner.StartedAt.Time
+			}
+		}
+	}
+	return h
+}
+
+// setWorkflow makes wf the run's workflow, with what is derived from it.
+func (x *run) setWorkflow(wf *config.Workflow) {
+	x.wf = wf
+	x.keepOut, x.runWide = sourceRefs(wf)
+	x.limits = wf.Limits()
+	x.redact = Secrets(wf, x.r.Environ)
+	x.digest = wf.Digest()
+	x.gated = hasGates(wf)
+}
+
+// reload takes the workflow file as it is now, for a paused run that
+// goes on (DESIGN §8: edits are picked up): when it changed, its new
+// steps, vars and limits are recorded (reconcileWorkflow) and a new core
+// over the new plan replaces the old one. An edit that does not load is
+// an error, and changes nothing.
+func (x *run) reload() (changed bool, err error) {
+	wf, err := config.LoadWith(x.r.FS, x.wf.File, x.opts.Invocation.LoadOptions(x.opts.Repo))
+	if err != nil {
+		return false, err
+	}
+	if wf.Digest() == x.digest {
+		return false, nil
+	}
+	plan, err := NewPlan(wf, x.budgets(), func(l *config.Limit) (int, error) {
+		v, err := l.Expr.Program().Eval(x.env(nil))
+		if err != nil {
+			return 0, err
+		}
+		return gates.Int(v)
+	})
+	if err != nil {
+		return false, fmt.Errorf("resolve budgets: %w", err)
+	}
+	x.setWorkflow(wf)
+	x.reconcileWorkflow(x.r.Clock.Now())
+	x.plan = plan
+	x.core = core.NewCore(plan)
+	x.core.HideSecrets(x.redact)
+	return true, nil
+}
+
+// reconcileWorkflow records how the workflow changed since the run
+// last ran: steps added and removed, and the new digest.
+func (x *run) reconcileWorkflow(now time.Time) {
+	top := stepIDs(x.wf)
+	// from is read before any event is applied: applying them changes it.
+	from, order := x.st.WorkflowDigest, slices.Clone(x.st.StepOrder)
+	ids := x.instanceOrder(top, order)
+	for _, id := range ids {
+		if x.st.Steps[id] == nil {
+			e := newEvent(now, core.EvStepAdded, id, nil)
+			x.emit(e)
+			x.announce(e)
+		}
+	}
+	same := slices.Equal(ids, order)
+	if !same {
+		kept := setOf(ids)
+		for _, id := range order {
+			if !kept[id] {
+				e := newEvent(now, core.EvStepRemoved, id, core.Note{Message: "the workflow no longer has this step"})
+				x.emit(e)
+				x.announce(e)
+			}
+		}
+	}
+	vars := runVars(x.wf, x.st)
+	if d := x.digest; d != from || !same || !maps.Equal(vars, x.st.Vars) {
+		wc := core.WorkflowChanged{From: from, To: d, Order: ids}
+		if !maps.Equal(vars, x.st.Vars) {
+			wc.Vars = vars
+		}
+		x.emit(newEvent(now, core.EvWorkflowChanged, "", wc))
+		x.printf("workflow changed since the run last ran (%s -> %s)\n", short(from), short(d))
+		_ = x.writeWorkflowJSON()
+	}
+}
+
+// instanceOrder returns the run's order under the edited workflow: its
+// steps of the top level (top), each loop followed by its instances. An
+// edited body applies to the items not yet started (DESIGN §11): they
+// get instances of new body steps, and lose those of removed ones that
+// never ran; started and finished items keep theirs, and a loop that
+// runs again makes its instances afresh.
+func (x *run) instanceOrder(top, order []string) []string {
+	out := make([]string, 0, len(order))
+	for _, id := range top {
+		out = append(out, id)
+		loop := x.wf.Step(id)
+		ls := x.st.Steps[id]
+		if loop == nil || loop.ForEach == nil || ls == nil || ls.LoopIndex() == nil {
+			continue
+		}
+		// Started and finished items keep their instances; items not yet
+		// started take the body as it is now.
+		byItem := map[string][]string{}
+		var items []string
+		for _, key := range instancesOf(x.st, id) {
+			k, _ := core.SplitKey(key)
+			if _, seen := byItem[k.Item]; !seen {
+				items = append(items, k.Item)
+			}
+			byItem[k.Item] = append(byItem[k.Item], key)
+		}
+		listed := map[string]bool{}
+		for _, it := range ls.Items() {
+			listed[it.Key] = true
+			if it.Status != core.Pending {
+				out = append(out, byItem[it.Key]...)
+				continue
+			}
+			for _, b := range loop.ForEach.Body {
+				out = append(out, core.Instance(id, it.Key, b.ID))
+			}
+		}
+		// Items a new evaluation of the list removed stay in the record.
+		for _, item := range items {
+			if !listed[item] {
+				out = append(out, byItem[item]...)
+			}
+		}
+	}
+	return out
+}
+
+// runVars returns the vars of run st under workflow wf: the file's,
+// with the run's --var overrides winning. A run recorded before
+// overrides were recorded apart keeps the values it has.
+func runVars(wf *config.Workflow, st *core.State) map[string]string {
+	vars := maps.Clone(wf.Vars)
+	if vars == nil {
+		vars = map[string]string{}
+	}
+	over := st.VarOverrides
+	if over == nil {
+		over = st.Vars // recorded before overrides were kept apart
+	}
+	for k, v := range over {
+		if _, ok := wf.Vars[k]; ok {
+			vars[k] = v
+		}
+	}
+	return vars
+}
+
+// overrides returns the --var overrides to record: never nil, so that
+// a run with none is told from one recorded before they were kept.
+func overrides(vars map[string]string) map[string]string {
+	o := maps.Clone(vars)
+	if o == nil {
+		o = map[string]string{}
+	}
+	return o
+}
+
+// runBegun reports whether a run's event log holds anything. A runner
+// killed after creating the log but before its first append leaves it
+// empty: no run began there, and flow run may begin one.
+func runBegun(fsys afero.Fs, path string) (bool, error) {
+	fi, err := fsys.Stat(path)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return fi.Size() > 0, nil
+}
+
+func short(d string) string {
+	d = strings.TrimPrefix(d, "sha256:")
+	if len(d) > 12 {
+		return d[:12]
+	}
+	return d
+}
+
+// warn records a warning event and prints it.
+func (x *run) warn(step, msg string) {
+	e := newEvent(x.r.Clock.Now(), core.EvWarning, step, core.Note{Message: msg})
+	x.emit(e)
+	x.announce(e)
+}
+
+// emit appends an event to the log and applies it, secrets hidden.
+func (x *run) emit(e core.Event) {
+	e.Data = x.redact.Bytes(e.Data)
+	if err := core.Apply(x.st, e); err != nil {
+		panic(err) // events built here always apply
+	}
+	x.queueEvents([]core.Event{e})
+}
+
+// queueEvents takes events already applied to the state, to be appended
+// to the log by the next flush.
+func (x *run) queueEvents(evs []core.Event) {
+	x.pending = append(x.pending, evs...)
+	x.dirty = true
+}
+
+// close releases the lock and the event log.
+func (x *run) close() error {
+	var errs []error
+	if x.log != nil {
+		errs = append(errs, x.log.Close())
+	}
+	if x.lock != nil {
+		// A lock file removed (or taken) behind the runner's back has
+		// nothing left to release; the event log kept the run single.
+		if err := x.lock.Release(); !errors.Is(err, runlock.ErrNotHeld) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// persist appends the pending events, syncing them when sync is set,
+// and rewrites the snapshot when it is due (see snapshotEvery).
+func (x *run) persist(sync bool) error {
+	if err := x.flush(); err != nil {
+		return err
+	}
+	if sync {
+		if err := x.log.Sync(); err != nil {
+			return fmt.Errorf("sync events: %w", err)
+		}
+	}
+	now := x.r.Clock.Now()
+	if x.dirty && (x.lastSnap.IsZero() || now.Sub(x.lastSnap) >= x.snapshotEvery()) {
+		return x.snapshot()
+	}
+	return nil
+}
+
+// snapshotShare bounds the share of a run's time spent writing
+// snapshots: after a snapshot that took d, the next one waits at least
+// snapshotShare times d. A snapshot is O(steps), so a run of thousands
+// of short steps would otherwise spend ever more of its time rewriting
+// them; events.jsonl is the truth, and readers apply the events a
+// snapshot lacks. What a snapshot costs is more than the time it takes
+// (its pages are written back while the next steps sync their events,
+// its encoding feeds the collector): at 25, a 5,000-step run of `true`
+// was 5–7% slower than at 200 (bench/README.md). From a few thousand
+// steps on, the heartbeat sets the pace instead (see beat).
+const snapshotShare = 100
+
+// snapshotEvery is how long the snapshot waits after the last one:
+// SnapshotEvery, or longer when snapshots are slow (snapshotShare), but
+// never longer than a heartbeat, which readers judge the runner by.
+func (x *run) snapshotEvery() time.Duration {
+	every := x.r.SnapshotEvery
+	if d := snapshotShare * x.snapCost; d > every {
+		every = min(d, max(x.r.HeartbeatEvery, x.r.SnapshotEvery))
+	}
+	return every
+}
+
+// beat records a heartbeat. The snapshot that carries it is written at
+// once when the last one is half a heartbeat old, else when it is next
+// due: on disk, a live runner's heartbeat is never much more than one
+// heartbeat old.
+func (x *run) beat(now time.Time) error {
+	if x.st.Runner != nil {
+		t := core.Time{Time: now.UTC()}
+		x.st.Runner.HeartbeatAt = &t
+	}
+	x.dirty = true
+	if now.Sub(x.lastSnap) >= x.r.HeartbeatEvery/2 {
+		return x.snapshot()
+	}
+	return nil
+}
+
+// flush appends the pending events.
+func (x *run) flush() error {
+	if len(x.pending) == 0 {
+		return nil
+	}
+	got, err := x.log.AppendAll(x.pending)
+	if err != nil {
+		return fmt.Errorf("record %s event: %w", x.pending[0].Type, err)
+	}
+	x.st.Seq = got[len(got)-1].Seq
+	if x.r.OnEvent != nil {
+		for _, e := range got {
+			x.r.OnEvent(e)
+		}
+	}
+	x.pending = x.pending[:0]
+	return nil
+}
+
+// snapshot writes run_state.json and run-summary.md now. Pending events
+// are appended first: the snapshot never runs ahead of the log. Both
+// are written as they are encoded, a step at a time, not built whole in
+// memory first.
+func (x *run) snapshot() error {
+	if err := x.flush(); err != nil {
+		return err
+	}
+	start := x.r.Clock.Now()
+	if err := x.writeState(); err != nil {
+		return err
+	}
+	err := atomicfile.ReplaceWith(x.r.FS, filepath.Join(x.dir, record.SummaryFile), 0o644, func(w io.Writer) error {
+		record.WriteSummary(w, x.st)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("write run summary: %w", err)
+	}
+	x.lastSnap = x.r.Clock.Now()
+	x.snapCost = x.lastSnap.Sub(start)
+	x.dirty = false
+	return nil
+}
+
+// writeState writes run_state.json. It is replaced atomically but not
+// synced: events.jsonl, synced, is the truth, and a snapshot a crash of
+// the machine damaged is rebuilt from it (DESIGN §6); its two syncs
+// cost half a millisecond.
+func (x *run) writeState() error {
+	err := atomicfile.ReplaceWith(x.r.FS, filepath.Join(x.dir, record.StateFile), 0o644, func(w io.Writer) error {
+		if err := x.st.WriteIndented(w); err != nil {
+			return err
+		}
+		_, err := w.Write([]byte{'\n'})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("write run state: %w", err)
+	}
+	x.stateOnDisk = true
+	return nil
+}
+
+// ensureState writes run_state.json before a session starts when the
+// run has none yet: sessions are given its path ($FLOW_STATE_PATH) and
+// may read it at once, while a new run's first snapshot is otherwise
+// not due for a second. Later snapshots keep their own pace (the file
+// may lag events.jsonl by up to one, DESIGN §6).
+func (x *run) ensureState() error {
+	if x.stateOnDisk {
+		return nil
+	}
+	if _, err := x.r.FS.Stat(filepath.Join(x.dir, record.StateFile)); err == nil {
+		x.stateOnDisk = true
+		return nil
+	}
+	if err := x.flush(); err != nil {
+		return err
+	}
+	return x.writeState()
+}
+
+func (x *run) writeWorkflowJSON() error {
+	return writeLoadedWorkflow(x.r.FS, filepath.Join(x.dir, record.LoadedWorkflowFile), absPath(x.wf.File), x.digest, x.wf)
+}
+
+// writeLoadedWorkflow writes workflow.json at path: the workflow's
+// file, digest and canonical form, encoded as it is written.
+func writeLoadedWorkflow(fsys afero.Fs, path, file, digest string, wf *config.Workflow) error {
+	err := atomicfile.ReplaceWith(fsys, path, 0o644, func(w io.Writer) error {
+		if _, err := fmt.Fprintf(w, "{\n  \"file\": %q,\n  \"digest\": %q,\n  \"workflow\": ", file, digest); err != nil {
+			return err
+		}
+		if err := wf.WriteSpec(w); err != nil {
+			return err
+		}
+		_, err := io.WriteString(w, "\n}\n")
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("write workflow.json: %w", err)
+	}
+	return nil
+}
+
+func (x *run) printf(format string, args ...any) {
+	s := x.redact.String(fmt.Sprintf(format, args...))
+	x.live.Lock()
+	io.WriteString(x.r.Stdout, s)
+	x.live.Unlock()
+}
+
+// Secrets returns a Redactor for the values of the secrets in environ:
+// the variables the workflow declares in secrets: and those whose names
+// match the default patterns (config.IsSecretName). The values are read
+// from the environment each time a runner starts, and never written.
+func Secrets(wf *config.Workflow, environ []string) *redact.Redactor {
+	var values []string
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && v != "" && config.IsSecretName(k, wf.Secrets) {
+			values = append(values, v)
+		}
+	}
+	return redact.New(values...)
+}
+
+// NewRunID returns a new run id: the UTC time and a random suffix, so
+// that ids sort by age.
+func NewRunID(now time.Time) string {
+	var b [3]byte
+	if _, err := record.RandRead(b[:]); err != nil {
+		return now.UTC().Format("20060102-150405.000000")
+	}
+	return fmt.Sprintf("%s-%x", now.UTC().Format("20060102-150405"), b)
+}
+
+func stepIDs(wf *config.Workflow) []string {
+	ids := make([]string, len(wf.Steps))
+	for i, s := range wf.Steps {
+		ids[i] = s.ID
+	}
+	return ids
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+// EnvironMap turns KEY=value pairs (os.Environ()) into a map; a later
+// pair wins.
+func EnvironMap(env []string) map[string]string {
+	m := make(map[string]string, len(env))
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+func plural(n int, one, more string) string {
+	if n == 1 {
+		return one
+	}
+	return more
+}

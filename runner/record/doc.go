@@ -1,0 +1,26 @@
+// Package record is a run's durable record on disk: the files under
+// <repo>/.agents/runs/<run_id>/ (docs/architecture.md, "The record").
+//
+// It names the files of a run (Layout: the one place where a step
+// instance, its iteration and attempt become a path), reads and writes
+// the snapshot run_state.json and the event log events.jsonl, lists runs
+// and their heads, reads and updates control.json, the invocation, the
+// decision files of human steps and the reports sessions leave, derives
+// a run's liveness from its runner's heartbeat, and writes
+// run-summary.md. It decides nothing (package core does) and runs
+// nothing (the drivers do): every driver and every reader of a run —
+// the local driver, the Temporal worker's mirror, the operations layer —
+// goes through it, and it imports none of them.
+//
+// What can go wrong, and what it does about it:
+//
+//   - A torn or damaged snapshot: snapshots are replaced atomically
+//     (temporary file, sync, rename); a snapshot whose seq or digest
+//     disagrees with the event log is set aside as
+//     run_state.json.corrupt-<time> and rebuilt from the log.
+//   - A hostile run directory (a session planted links, FIFOs or huge
+//     files): reports, decision files and control.json are read
+//     confined, regular files only, size-capped.
+//   - Two writers: the event log holds the run's lock and checks before
+//     every append that nobody else wrote.
+package record
