@@ -310,7 +310,7 @@ func ghSummary(v ops.Status, res ops.RunResult) string {
 			fmt.Fprintf(&b, "- and %d more steps waiting on a human: `flow status %s`\n", len(res.Waiting)-i, res.RunID)
 			break
 		}
-		fmt.Fprintf(&b, "- waiting on a human: **%s** — `flow approve %s %s`\n", record.MarkdownCell(id), res.RunID, local.ShellArg(id))
+		fmt.Fprintf(&b, "- waiting on a human: **%s** — `flow approve %s %s`\n", record.MarkdownCell(id), res.RunID, core.ShellArg(id))
 	}
 	b.WriteString("\n| step | status | attempts | iteration | duration | note |\n|---|---|---|---|---|---|\n")
 	all := len(st.StepOrder) <= summaryRows

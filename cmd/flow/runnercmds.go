@@ -317,7 +317,7 @@ func (a *app) execute(cmd *cobra.Command, l *ops.Launch, asJSON bool) error {
 	switch res.ExitCode {
 	case ExitHuman:
 		for _, id := range res.Waiting {
-			arg := local.ShellArg(id)
+			arg := core.ShellArg(id)
 			fmt.Fprintf(out, "run %s is waiting on a human: flow approve %s %s%s (or flow reject %s %s%s --reason ...), then: flow resume %s%s\n",
 				res.RunID, res.RunID, arg, eng, res.RunID, arg, eng, res.RunID, eng)
 		}

@@ -214,7 +214,7 @@ func (a *Announcer) Event(e core.Event) error {
 		if msg != "" {
 			quoted = fmt.Sprintf(": %q ", msg)
 		}
-		x.printf("%s: waiting on a human%s(flow approve %s %s, or flow reject)\n", e.Step, quoted, x.st.RunID, ShellArg(e.Step))
+		x.printf("%s: waiting on a human%s(flow approve %s %s, or flow reject)\n", e.Step, quoted, x.st.RunID, core.ShellArg(e.Step))
 	}
 	return nil
 }
@@ -355,25 +355,6 @@ func NewPlanOf(wf *config.Workflow, over Budgets, vars map[string]string, now ti
 			return 0, err
 		}
 		return gates.Int(v)
-	})
-}
-
-// CreatedEvent returns the event that creates a run of wf in repo with
-// the --var overrides vars, as the local driver records it.
-func CreatedEvent(wf *config.Workflow, repo, runID string, vars map[string]string, now time.Time) core.Event {
-	dir := record.RunDir(repo, runID)
-	all := make(map[string]string, len(wf.Vars)+len(vars))
-	for k, v := range wf.Vars {
-		all[k] = v
-	}
-	for k, v := range vars {
-		all[k] = v
-	}
-	digest := wf.Digest()
-	return newEvent(now, core.EvRunCreated, "", core.RunCreated{
-		RunID: runID, WorkflowName: wf.Name, WorkflowFile: wf.File, WorkflowDigest: digest,
-		RepoDir: repo, ReportsDir: filepath.Join(dir, record.ReportsDir), ManualInputsDir: filepath.Join(dir, record.InputsDir),
-		Vars: all, VarOverrides: overrides(vars), Steps: stepIDs(wf),
 	})
 }
 

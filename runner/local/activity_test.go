@@ -22,7 +22,7 @@ func remoteRun(t *testing.T, e *env, m *Mirrors) []core.Effect {
 		t.Fatal(err)
 	}
 	st := &core.State{}
-	evs := []core.Event{CreatedEvent(e.wf, repo, "r1", nil, now), newEvent(now, core.EvRunnerStarted, "", core.RunnerStarted{Host: "w"})}
+	evs := []core.Event{newEvent(now, core.EvRunCreated, "", record.Created(e.wf, repo, "r1", nil)), newEvent(now, core.EvRunnerStarted, "", core.RunnerStarted{Host: "w"})}
 	for _, ev := range evs {
 		if err := core.Apply(st, ev); err != nil {
 			t.Fatal(err)

@@ -202,7 +202,7 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 		if msg != "" {
 			quoted = fmt.Sprintf(": %q ", msg)
 		}
-		x.printf("%s: waiting on a human%s(flow approve %s %s, or flow reject)\n", e.Step, quoted, x.st.RunID, ShellArg(e.Step))
+		x.printf("%s: waiting on a human%s(flow approve %s %s, or flow reject)\n", e.Step, quoted, x.st.RunID, core.ShellArg(e.Step))
 		x.ask(e, msg)
 	case core.StartTimer:
 		if s := x.stepOf(e.Step); s != nil {

@@ -63,7 +63,7 @@ func TestShellArg(t *testing.T) {
 		"it's":                  `'it'\''s'`,
 		"":                      "''",
 	} {
-		if got := ShellArg(in); got != want {
+		if got := core.ShellArg(in); got != want {
 			t.Errorf("ShellArg(%q) = %s, want %s", in, got, want)
 		}
 	}

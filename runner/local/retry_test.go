@@ -30,7 +30,7 @@ func TestRetry(t *testing.T) {
 	if core.CodeOf(err) != core.ExitRefused || !strings.Contains(err.Error(), "flow retry r1") || !strings.Contains(err.Error(), "--start-at-step") {
 		t.Fatalf("resume of a failed run: %v (exit %d)", err, core.CodeOf(err))
 	}
-	p := PlanRetry(e.wf, e.state(e.fs))
+	p := core.PlanRetry(e.wf, e.state(e.fs))
 	if !slices.Equal(p.Failed, []string{"b"}) || !slices.Equal(p.Rerun, []string{"b", "c", "side"}) || !slices.Equal(p.Reset, []string{"b", "c"}) || !slices.Equal(p.Kept, []string{"a"}) {
 		t.Fatalf("plan %+v", p)
 	}

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -308,30 +306,21 @@ func (x *run) open() error {
 		if st == nil || st.RunID != runID {
 			st, _, err = record.LoadState(fsys, x.dir, false, now)
 		}
-		if err == nil && opts.Retry && st.Status != core.RunFailed {
-			return core.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", runID, st.Status)
-		}
-		if err == nil && opts.Retry {
-			if p := PlanRetry(x.wf, st); len(p.Capped) > 0 && (opts.Budgets.MaxIterations == 0 || !opts.Budgets.ForceMaxIterations) {
-				return core.Usage("%s failed at %s iteration budget; retry with a higher one: flow retry %s --max-iterations N",
-					strings.Join(p.Capped, ", "), plural(len(p.Capped), "its", "their"), runID)
-			}
-		}
-		// A finished run is not resumed: nothing is appended, no lock
-		// taken. Only a snapshot left behind by a crash at the very end
-		// is brought up to date, for the readers of run_state.json.
-		if err == nil && st.Status.Terminal() && !opts.Retry {
-			if snap, _, _ := record.ReadSnapshot(fsys, filepath.Join(x.dir, record.StateFile)); snap == nil || snap.Seq != st.Seq {
-				if err := record.WriteSnapshot(fsys, x.dir, st); err != nil {
-					return err
+		if err == nil {
+			if err := core.CheckReopen(x.wf, st, x.opening(now)); err != nil {
+				// A finished run is not resumed: nothing is appended, no
+				// lock taken. Only a snapshot left behind by a crash at
+				// the very end is brought up to date, for the readers of
+				// run_state.json.
+				if st.Status.Terminal() && !opts.Retry {
+					if snap, _, _ := record.ReadSnapshot(fsys, filepath.Join(x.dir, record.StateFile)); snap == nil || snap.Seq != st.Seq {
+						if err := record.WriteSnapshot(fsys, x.dir, st); err != nil {
+							return err
+						}
+					}
 				}
+				return err
 			}
-			if st.Status == core.RunFailed {
-				return core.Refused("run %s has already failed (exit %d); to run its failed steps again: flow retry %s; or from a step: flow run %s --start-at-step STEP",
-					runID, st.ExitCode, runID, st.WorkflowFile)
-			}
-			return core.Refused("run %s has already %s (exit %d); to run steps again: flow run %s --start-at-step STEP",
-				runID, st.Status, st.ExitCode, st.WorkflowFile)
 		}
 	}
 	// manual_inputs/ and logs/ are made when first written to.
@@ -365,14 +354,14 @@ func (x *run) open() error {
 		return fmt.Errorf("open events of run %s: %w", runID, err)
 	}
 	x.log = log
+	o := x.opening(now)
 	if exists {
 		st, damaged, err := record.LoadState(fsys, x.dir, true, now)
 		if err != nil {
 			return fmt.Errorf("load run %s: %w", runID, err)
 		}
-		if st.Status.Terminal() && opts.StartAt == "" && !opts.Retry {
-			return core.Refused("run %s has already %s (exit %d); to run steps again: flow run %s --start-at-step STEP",
-				runID, st.Status, st.ExitCode, st.WorkflowFile)
+		if err := core.CheckReopen(x.wf, st, o); err != nil {
+			return err
 		}
 		if err := x.checkRecordedRunner(st, now); err != nil {
 			return err
@@ -381,72 +370,28 @@ func (x *run) open() error {
 		if damaged {
 			x.warn("", "run_state.json was damaged or disagreed with events.jsonl; rebuilt from events.jsonl and kept aside")
 		}
-		x.reconcileWorkflow(now)
+		x.killLeftovers()
+		o.State, o.Vars = x.st, core.RunVars(x.wf.Vars, x.st)
+		if x.st.RepoDir != opts.Repo {
+			o.Runner.RepoDir, o.Runner.ReportsDir, o.Runner.ManualInputsDir = opts.Repo, filepath.Join(x.dir, record.ReportsDir), filepath.Join(x.dir, record.InputsDir)
+		}
 	} else {
-		x.st = &core.State{}
-		vars := make(map[string]string, len(x.wf.Vars))
-		for k, v := range x.wf.Vars {
-			vars[k] = v
-		}
-		for k, v := range opts.Vars {
-			vars[k] = v
-		}
-		rc := core.RunCreated{
-			RunID: runID, WorkflowName: x.wf.Name, WorkflowFile: absPath(x.wf.File), WorkflowDigest: x.digest,
-			RepoDir: opts.Repo, ReportsDir: filepath.Join(x.dir, record.ReportsDir), ManualInputsDir: filepath.Join(x.dir, record.InputsDir),
-			Vars: vars, VarOverrides: overrides(opts.Vars), Steps: stepIDs(x.wf),
-		}
-		if opts.StartAt != "" {
-			rc.StartAt = opts.StartAt
-			rc.Skipped = StartAtSkipped(x.wf, opts.StartAt, rc.Steps)
-		}
-		x.emit(newEvent(now, core.EvRunCreated, "", rc))
+		o.Created = record.Created(x.wf, opts.Repo, runID, opts.Vars)
+		o.Created.WorkflowFile, o.Created.WorkflowDigest = absPath(x.wf.File), x.digest
+	}
+	st, evs, err := core.Open(x.wf, o)
+	if err != nil {
+		return err
+	}
+	x.st = st
+	x.queueEvents(evs)
+	if changed := x.announceOpening(evs); !exists || changed {
 		if err := x.writeWorkflowJSON(); err != nil {
 			return err
 		}
 	}
-	// Sessions of a dead runner on this host may have left processes
-	// behind; they must not race the session that runs again.
-	if x.st.Runner != nil && x.st.Runner.Host == r.Host {
-		for _, id := range x.st.StepOrder {
-			s := x.st.Steps[id]
-			if s == nil || s.Status != core.Running {
-				continue
-			}
-			killed := s.PID > 0 && r.KillOrphans != nil && r.KillOrphans(s.PID)
-			if s.SessionMarker != "" && r.KillMarked != nil && r.KillMarked(s.SessionMarker) > 0 {
-				killed = true
-			}
-			if killed {
-				x.printf("%s: killed processes left by the dead runner's session (group %d)\n", id, s.PID)
-			}
-		}
-	}
 	if err := x.writeInvocation(); err != nil {
 		return err
-	}
-	rs := core.RunnerStarted{PID: r.PID, Host: r.Host, By: opts.By}
-	if x.st.RepoDir != opts.Repo {
-		rs.RepoDir, rs.ReportsDir, rs.ManualInputsDir = opts.Repo, filepath.Join(x.dir, record.ReportsDir), filepath.Join(x.dir, record.InputsDir)
-	}
-	x.emit(newEvent(now, core.EvRunnerStarted, "", rs))
-	if exists && opts.StartAt != "" {
-		reset, err := StartAtReset(x.wf, x.st, opts.StartAt)
-		if err != nil {
-			return core.Usage("--start-at-step: %v", err)
-		}
-		x.emit(newEvent(now, core.EvStartAt, opts.StartAt, core.StartAt{Step: opts.StartAt, Reset: reset}))
-	}
-	if exists && opts.Retry && x.st.Status == core.RunFailed {
-		p := PlanRetry(x.wf, x.st)
-		r := core.Retry{Failed: p.Failed, Reset: p.Reset}
-		if opts.Budgets.ForceMaxIterations {
-			r.MaxIterations = opts.Budgets.MaxIterations
-		}
-		x.emit(newEvent(now, core.EvRetry, "", r))
-	}
-	if r := opts.Budgets.Raise; r.Set() {
-		x.emit(newEvent(now, core.EvBudgetRaised, "", r))
 	}
 	// Sessions of this runner are named in the run's generation.
 	x.names.Gen = x.st.Generation
@@ -471,6 +416,58 @@ func (x *run) open() error {
 	x.core.HideSecrets(x.redact)
 	x.loadCaches()
 	return nil
+}
+
+// killLeftovers kills what the sessions of a dead runner on this host
+// left running: they must not race the session that runs again.
+func (x *run) killLeftovers() {
+	r := x.r
+	if x.st.Runner == nil || x.st.Runner.Host != r.Host {
+		return
+	}
+	for _, id := range x.st.StepOrder {
+		s := x.st.Steps[id]
+		if s == nil || s.Status != core.Running {
+			continue
+		}
+		killed := s.PID > 0 && r.KillOrphans != nil && r.KillOrphans(s.PID)
+		if s.SessionMarker != "" && r.KillMarked != nil && r.KillMarked(s.SessionMarker) > 0 {
+			killed = true
+		}
+		if killed {
+			x.printf("%s: killed processes left by the dead runner's session (group %d)\n", id, s.PID)
+		}
+	}
+}
+
+// opening is what the runner asks of the lifecycle (core.Open) at
+// now: the run's state and vars are filled in once it is read.
+func (x *run) opening(now time.Time) core.Opening {
+	opts := x.opts
+	return core.Opening{
+		Now: now, Digest: x.digest, Secrets: x.redact,
+		Runner:  core.RunnerStarted{PID: x.r.PID, Host: x.r.Host, By: opts.By},
+		StartAt: opts.StartAt, Retry: opts.Retry,
+		MaxIterations: opts.Budgets.MaxIterations, ForceMaxIterations: opts.Budgets.ForceMaxIterations,
+		Raise: opts.Budgets.Raise,
+	}
+}
+
+// announceOpening prints what the opening events changed in the
+// workflow, and reports whether its workflow changed.
+func (x *run) announceOpening(evs []core.Event) (changed bool) {
+	for _, e := range evs {
+		switch e.Type {
+		case core.EvStepAdded, core.EvStepRemoved:
+			x.announce(e)
+		case core.EvWorkflowChanged:
+			var wc core.WorkflowChanged
+			_ = jsonUnmarshal(e.Data, &wc)
+			x.printf("workflow changed since the run last ran (%s -> %s)\n", short(wc.From), short(wc.To))
+			changed = true
+		}
+	}
+	return changed
 }
 
 // budgets returns the run's budget overrides: the command line's, with
@@ -558,125 +555,17 @@ func (x *run) reload() (changed bool, err error) {
 		return false, fmt.Errorf("resolve budgets: %w", err)
 	}
 	x.setWorkflow(wf)
-	x.reconcileWorkflow(x.r.Clock.Now())
+	o := x.opening(x.r.Clock.Now())
+	o.State, o.Vars = x.st, core.RunVars(x.wf.Vars, x.st)
+	evs := core.Reconcile(wf, o)
+	x.queueEvents(evs)
+	if x.announceOpening(evs) {
+		_ = x.writeWorkflowJSON()
+	}
 	x.plan = plan
 	x.core = core.NewCore(plan)
 	x.core.HideSecrets(x.redact)
 	return true, nil
-}
-
-// reconcileWorkflow records how the workflow changed since the run
-// last ran: steps added and removed, and the new digest.
-func (x *run) reconcileWorkflow(now time.Time) {
-	top := stepIDs(x.wf)
-	// from is read before any event is applied: applying them changes it.
-	from, order := x.st.WorkflowDigest, slices.Clone(x.st.StepOrder)
-	ids := x.instanceOrder(top, order)
-	for _, id := range ids {
-		if x.st.Steps[id] == nil {
-			e := newEvent(now, core.EvStepAdded, id, nil)
-			x.emit(e)
-			x.announce(e)
-		}
-	}
-	same := slices.Equal(ids, order)
-	if !same {
-		kept := setOf(ids)
-		for _, id := range order {
-			if !kept[id] {
-				e := newEvent(now, core.EvStepRemoved, id, core.Note{Message: "the workflow no longer has this step"})
-				x.emit(e)
-				x.announce(e)
-			}
-		}
-	}
-	vars := runVars(x.wf, x.st)
-	if d := x.digest; d != from || !same || !maps.Equal(vars, x.st.Vars) {
-		wc := core.WorkflowChanged{From: from, To: d, Order: ids}
-		if !maps.Equal(vars, x.st.Vars) {
-			wc.Vars = vars
-		}
-		x.emit(newEvent(now, core.EvWorkflowChanged, "", wc))
-		x.printf("workflow changed since the run last ran (%s -> %s)\n", short(from), short(d))
-		_ = x.writeWorkflowJSON()
-	}
-}
-
-// instanceOrder returns the run's order under the edited workflow: its
-// steps of the top level (top), each loop followed by its instances. An
-// edited body applies to the items not yet started (DESIGN §11): they
-// get instances of new body steps, and lose those of removed ones that
-// never ran; started and finished items keep theirs, and a loop that
-// runs again makes its instances afresh.
-func (x *run) instanceOrder(top, order []string) []string {
-	out := make([]string, 0, len(order))
-	for _, id := range top {
-		out = append(out, id)
-		loop := x.wf.Step(id)
-		ls := x.st.Steps[id]
-		if loop == nil || loop.ForEach == nil || ls == nil || ls.LoopIndex() == nil {
-			continue
-		}
-		// Started and finished items keep their instances; items not yet
-		// started take the body as it is now.
-		byItem := map[string][]string{}
-		var items []string
-		for _, key := range instancesOf(x.st, id) {
-			k, _ := core.SplitKey(key)
-			if _, seen := byItem[k.Item]; !seen {
-				items = append(items, k.Item)
-			}
-			byItem[k.Item] = append(byItem[k.Item], key)
-		}
-		listed := map[string]bool{}
-		for _, it := range ls.Items() {
-			listed[it.Key] = true
-			if it.Status != core.Pending {
-				out = append(out, byItem[it.Key]...)
-				continue
-			}
-			for _, b := range loop.ForEach.Body {
-				out = append(out, core.Instance(id, it.Key, b.ID))
-			}
-		}
-		// Items a new evaluation of the list removed stay in the record.
-		for _, item := range items {
-			if !listed[item] {
-				out = append(out, byItem[item]...)
-			}
-		}
-	}
-	return out
-}
-
-// runVars returns the vars of run st under workflow wf: the file's,
-// with the run's --var overrides winning. A run recorded before
-// overrides were recorded apart keeps the values it has.
-func runVars(wf *config.Workflow, st *core.State) map[string]string {
-	vars := maps.Clone(wf.Vars)
-	if vars == nil {
-		vars = map[string]string{}
-	}
-	over := st.VarOverrides
-	if over == nil {
-		over = st.Vars // recorded before overrides were kept apart
-	}
-	for k, v := range over {
-		if _, ok := wf.Vars[k]; ok {
-			vars[k] = v
-		}
-	}
-	return vars
-}
-
-// overrides returns the --var overrides to record: never nil, so that
-// a run with none is told from one recorded before they were kept.
-func overrides(vars map[string]string) map[string]string {
-	o := maps.Clone(vars)
-	if o == nil {
-		o = map[string]string{}
-	}
-	return o
 }
 
 // runBegun reports whether a run's event log holds anything. A runner
@@ -931,14 +820,6 @@ func NewRunID(now time.Time) string {
 		return now.UTC().Format("20060102-150405.000000")
 	}
 	return fmt.Sprintf("%s-%x", now.UTC().Format("20060102-150405"), b)
-}
-
-func stepIDs(wf *config.Workflow) []string {
-	ids := make([]string, len(wf.Steps))
-	for i, s := range wf.Steps {
-		ids[i] = s.ID
-	}
-	return ids
 }
 
 func absPath(p string) string {

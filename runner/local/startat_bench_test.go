@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // BenchmarkStartAtSkipped is what a new run started at its second step
@@ -28,9 +29,9 @@ func BenchmarkStartAtSkipped(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			steps := stepIDs(wf)
+			steps := wf.TopSteps()
 			for b.Loop() {
-				if skipped := StartAtSkipped(wf, "s2", steps); len(skipped) != 1 {
+				if skipped := core.StartAtSkipped(wf, "s2", steps); len(skipped) != 1 {
 					b.Fatalf("skipped %d steps, want 1", len(skipped))
 				}
 			}
@@ -47,7 +48,7 @@ func TestStartAtSkipped(t *testing.T) {
 		t.Fatal(err)
 	}
 	for step, want := range map[string]string{"a": "[b d]", "b": "[a c]", "c": "[a b d]", "d": "[a b c]"} {
-		if got := fmt.Sprint(StartAtSkipped(wf, step, stepIDs(wf))); got != want {
+		if got := fmt.Sprint(core.StartAtSkipped(wf, step, wf.TopSteps())); got != want {
 			t.Errorf("start at %s skips %s, want %s", step, got, want)
 		}
 	}

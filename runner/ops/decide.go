@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"github.com/flow-run/flow/runner/core"
-	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
 )
 
@@ -57,7 +56,7 @@ type Decision struct {
 // (ResolveInputs); a rejection needs none.
 func (s *Service) Decide(req DecideRequest) (Decision, error) {
 	if !req.Approve && strings.TrimSpace(req.Reason) == "" {
-		return Decision{}, core.Usage("reject needs --reason\ntry: flow reject %s %s --reason 'why'", req.RunID, local.ShellArg(req.Step))
+		return Decision{}, core.Usage("reject needs --reason\ntry: flow reject %s %s --reason 'why'", req.RunID, core.ShellArg(req.Step))
 	}
 	repo, ref, err := s.openRun(req.Repo, req.RunID)
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"github.com/flow-run/flow/internal/confine"
 	"github.com/flow-run/flow/internal/suggest"
 	"github.com/flow-run/flow/runner/core"
-	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
 )
 
@@ -69,7 +68,7 @@ func ResolveInputs(step string, declared []config.Input, given map[string]any) (
 		if len(missing) > 1 {
 			what = "inputs " + strings.Join(missing, ", ")
 		}
-		return nil, core.Usage("step %s needs the %s to be approved\ntry: flow approve RUN_ID %s%s", step, what, local.ShellArg(step), try.String())
+		return nil, core.Usage("step %s needs the %s to be approved\ntry: flow approve RUN_ID %s%s", step, what, core.ShellArg(step), try.String())
 	}
 	return out, nil
 }

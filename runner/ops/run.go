@@ -83,7 +83,7 @@ type Launch struct {
 	// Plan is the plan of a start step, or nil without one.
 	Plan *StartAtPlan
 	// RetryPlan is the plan of a retry, or nil without one.
-	RetryPlan *local.RetryPlan
+	RetryPlan *core.RetryPlan
 }
 
 // StartAtPlan says what starting at a step will do.
@@ -230,7 +230,7 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 		if ref.State.Status != core.RunFailed {
 			return nil, core.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", ref.ID, ref.State.Status)
 		}
-		p := local.PlanRetry(wf, ref.State)
+		p := core.PlanRetry(wf, ref.State)
 		l.RetryPlan = &p
 		l.Options.Retry = true
 		if req.Budgets.MaxIterations > 0 {
@@ -323,7 +323,7 @@ func checkedAsk(ask func(Question) (core.HumanInput, bool), out io.Writer) func(
 		}
 		resolved, err := ResolveInputs(q.Step, q.Inputs, in.Input)
 		if err != nil {
-			fmt.Fprintf(out, "%s: %v\nnot recorded; flow approve %s %s --input ... decides it\n", q.Step, err, q.RunID, local.ShellArg(q.Step))
+			fmt.Fprintf(out, "%s: %v\nnot recorded; flow approve %s %s --input ... decides it\n", q.Step, err, q.RunID, core.ShellArg(q.Step))
 			return core.HumanInput{}, false
 		}
 		in.Input = resolved

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/runner/core"
 )
 
 // InvocationFile is the file in a run directory that keeps how the run
@@ -102,4 +103,29 @@ func ReadInvocation(fsys afero.Fs, runDir string) (Invocation, error) {
 		return v, fmt.Errorf("read %s: %w", InvocationFile, err)
 	}
 	return v, nil
+}
+
+// Created returns the record that creates a run of wf in repo with the
+// --var overrides vars: its workflow, its vars, where its reports and
+// decisions are, and its steps.
+func Created(wf *config.Workflow, repo, runID string, vars map[string]string) core.RunCreated {
+	dir := RunDir(repo, runID)
+	all := make(map[string]string, len(wf.Vars)+len(vars))
+	for k, v := range wf.Vars {
+		all[k] = v
+	}
+	for k, v := range vars {
+		all[k] = v
+	}
+	// The overrides are recorded never nil, so that a run with none is
+	// told from one recorded before they were kept apart.
+	over := make(map[string]string, len(vars))
+	for k, v := range vars {
+		over[k] = v
+	}
+	return core.RunCreated{
+		RunID: runID, WorkflowName: wf.Name, WorkflowFile: wf.File, WorkflowDigest: wf.Digest(),
+		RepoDir: repo, ReportsDir: filepath.Join(dir, ReportsDir), ManualInputsDir: filepath.Join(dir, InputsDir),
+		Vars: all, VarOverrides: over, Steps: wf.TopSteps(),
+	}
 }

@@ -34,7 +34,8 @@ var forbiddenTime = map[string]bool{
 var allowedCalls = map[string]map[string]bool{
 	"afero":  {"NewMemMapFs": true, "WriteFile": true},
 	"config": {"LoadWith": true},
-	"runner": {"Apply": true, "CreatedEvent": true, "NewPlanOf": true, "Secrets": true, "RunDir": true, "StartAtReset": true, "StartAtSkipped": true, "PlanRetry": true, "Reconcile": true, "FillInputs": true},
+	"local":  {"NewPlanOf": true, "Secrets": true},
+	"record": {"Created": true, "RunDir": true, "FillInputs": true},
 }
 
 // TestWorkflowCodeIsPure: the workflow's files import nothing that

@@ -150,7 +150,7 @@ func (e *Engine) PrepareRestart(ctx context.Context, req RestartRequest) (*ops.L
 		if st.Status != core.RunFailed {
 			return nil, core.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", req.RunID, st.Status)
 		}
-		p := local.PlanRetry(wf, st)
+		p := core.PlanRetry(wf, st)
 		if len(p.Capped) > 0 && req.Budgets.MaxIterations == 0 {
 			return nil, core.Usage("%v failed at their iteration budget; retry with a higher one: flow retry %s --max-iterations N --engine temporal", p.Capped, req.RunID)
 		}

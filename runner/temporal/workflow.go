@@ -151,26 +151,17 @@ func (d *driver) start() error {
 		// local run's control.json does: a paused run stays paused.
 		begin = &core.Begin{Control: in.Restart.Control}
 	} else {
-		created := local.CreatedEvent(wf, d.host.Repo, in.RunID, in.Vars, now)
-		if in.StartAt != "" {
-			if created, err = startingAt(created, wf, in.StartAt); err != nil {
-				return err
-			}
+		st, evs, err := core.Open(wf, core.Opening{
+			Now: now, Created: record.Created(wf, d.host.Repo, in.RunID, in.Vars),
+			Runner: core.RunnerStarted{Host: d.host.Name}, StartAt: in.StartAt, Raise: in.Budgets.Raise,
+		})
+		if err != nil {
+			return temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 		}
-		vars := map[string]string{}
-		for k, v := range wf.Vars {
-			vars[k] = v
-		}
-		for k, v := range in.Vars {
-			vars[k] = v
-		}
-		if d.plan, err = local.NewPlanOf(wf, in.Budgets, vars, now); err != nil {
+		d.st = st
+		d.record(evs, true)
+		if d.plan, err = local.NewPlanOf(wf, in.Budgets, st.Vars, now); err != nil {
 			return temporal.NewNonRetryableApplicationError("resolve budgets: "+err.Error(), "refused", nil)
-		}
-		d.st = &core.State{}
-		d.record([]core.Event{created, core.NewEvent(now, core.EvRunnerStarted, "", core.RunnerStarted{Host: d.host.Name})}, false)
-		if r := in.Budgets.Raise; r.Set() {
-			d.record([]core.Event{core.NewEvent(now, core.EvBudgetRaised, "", r)}, false)
 		}
 		d.core = core.NewCore(d.plan)
 		begin = &core.Begin{Control: core.Continuous}
@@ -191,9 +182,10 @@ func (d *driver) start() error {
 	return nil
 }
 
-// restart takes over the state a run's last execution ended with and
-// records what the local driver records when it takes a run over: the
-// runner, the steps a start step or a retry resets, a raised budget.
+// restart takes over the state a run's last execution ended with
+// through the run's lifecycle (core.Open), as every driver does: the
+// edits of its workflow, the runner, the steps a start step or a retry
+// resets, a raised budget.
 func (d *driver) restart(wf *config.Workflow, now time.Time) error {
 	in, r := d.in, d.in.Restart
 	d.st = &core.State{}
@@ -201,66 +193,37 @@ func (d *driver) restart(wf *config.Workflow, now time.Time) error {
 		return temporal.NewNonRetryableApplicationError("read the run's recorded state: "+err.Error(), "refused", nil)
 	}
 	d.seq, d.mirrorSeq = d.st.Seq, d.st.Seq
-	// The run goes on with its workflow as the restart gave it: an
-	// edit is recorded as the local driver records it on resume.
-	d.record(local.Reconcile(wf, d.st, now), true)
-	if r.Move {
-		msg := fmt.Sprintf("moved on purpose (--move) off worker %s (%s) to worker %s (%s): the run goes on in %s's checkout; its record before the move stays on %s",
-			r.Host.Name, r.Host.Repo, d.host.Name, d.host.Repo, d.host.Name, r.Host.Name)
-		d.record([]core.Event{core.NewEvent(now, core.EvWarning, "", core.Note{Message: msg})}, false)
+	o := core.Opening{
+		Now: now, State: d.st, Digest: wf.Digest(), Vars: core.RunVars(wf.Vars, d.st),
+		Runner:  core.RunnerStarted{Host: d.host.Name},
+		StartAt: r.StartAt, Retry: r.Retry,
+		MaxIterations: in.Budgets.MaxIterations, ForceMaxIterations: in.Budgets.ForceMaxIterations,
+		Raise: in.Budgets.Raise,
 	}
-	rs := core.RunnerStarted{Host: d.host.Name}
+	if r.Move {
+		o.Note = fmt.Sprintf("moved on purpose (--move) off worker %s (%s) to worker %s (%s): the run goes on in %s's checkout; its record before the move stays on %s",
+			r.Host.Name, r.Host.Repo, d.host.Name, d.host.Repo, d.host.Name, r.Host.Name)
+	}
 	if d.st.RepoDir != d.host.Repo {
 		// Its record and checkout are another repository's now (a run
 		// moved to another worker): its paths are re-rooted there.
 		dir := record.RunDir(d.host.Repo, in.RunID)
-		rs.RepoDir, rs.ReportsDir, rs.ManualInputsDir = d.host.Repo, path.Join(dir, record.ReportsDir), path.Join(dir, record.InputsDir)
+		o.Runner.RepoDir, o.Runner.ReportsDir, o.Runner.ManualInputsDir = d.host.Repo, path.Join(dir, record.ReportsDir), path.Join(dir, record.InputsDir)
 	}
-	d.record([]core.Event{core.NewEvent(now, core.EvRunnerStarted, "", rs)}, false)
-	if r.StartAt != "" {
-		reset, err := local.StartAtReset(wf, d.st, r.StartAt)
-		if err != nil {
-			return temporal.NewNonRetryableApplicationError("--start-at-step: "+err.Error(), "refused", nil)
-		}
-		d.record([]core.Event{core.NewEvent(now, core.EvStartAt, r.StartAt, core.StartAt{Step: r.StartAt, Reset: reset})}, false)
+	_, evs, err := core.Open(wf, o)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 	}
-	if r.Retry && d.st.Status == core.RunFailed {
-		p := local.PlanRetry(wf, d.st)
-		rt := core.Retry{Failed: p.Failed, Reset: p.Reset}
-		if in.Budgets.ForceMaxIterations {
-			rt.MaxIterations = in.Budgets.MaxIterations
-		}
-		d.record([]core.Event{core.NewEvent(now, core.EvRetry, "", rt)}, false)
-	}
-	if b := in.Budgets.Raise; b.Set() {
-		d.record([]core.Event{core.NewEvent(now, core.EvBudgetRaised, "", b)}, false)
-	}
+	d.record(evs, true)
 	budgets := in.Budgets
 	if b := d.st.BudgetRaised; b != nil {
 		budgets.Raise = *b
 	}
-	var err error
 	if d.plan, err = local.NewPlanOf(wf, budgets, d.st.Vars, now); err != nil {
 		return temporal.NewNonRetryableApplicationError("resolve budgets: "+err.Error(), "refused", nil)
 	}
 	d.core = core.NewCore(d.plan)
 	return nil
-}
-
-// startingAt makes the event that creates a run start at step: the
-// steps of the top level before it, those it does not lead to, are
-// skipped, as the local driver records it.
-func startingAt(created core.Event, wf *config.Workflow, step string) (core.Event, error) {
-	var rc core.RunCreated
-	if err := json.Unmarshal(created.Data, &rc); err != nil {
-		return created, err
-	}
-	if wf.Step(step) == nil {
-		return created, temporal.NewNonRetryableApplicationError(fmt.Sprintf("--start-at-step: unknown step %q", step), "refused", nil)
-	}
-	rc.StartAt = step
-	rc.Skipped = local.StartAtSkipped(wf, step, rc.Steps)
-	return core.NewEvent(created.At.Time, core.EvRunCreated, "", rc), nil
 }
 
 // decidedInInbox reports whether a decision of step waits in the inbox.
