@@ -49,6 +49,7 @@ type Log struct {
 	lastSeq int64
 	size    int64 // bytes of complete lines in the file
 	buf     bytes.Buffer
+	enc     *json.Encoder // writes lines to buf
 	broken  error
 	// sync commits file to stable storage: afero.File.Sync, which for
 	// a real file is (*os.File).Sync. Tests replace it with one that
@@ -85,6 +86,11 @@ func open(fs afero.Fs, path string, alive func(runlock.Holder) bool) (*Log, erro
 		return nil, fmt.Errorf("open event log %s: %w", path, err)
 	}
 	l := &Log{path: path, file: f, sync: afero.File.Sync}
+	// Each event is one line: the Encoder compacts Data, escapes
+	// newlines in strings and ends the line. Without HTML escaping, a
+	// "<" in a step's output stays readable to grep and jq.
+	l.enc = json.NewEncoder(&l.buf)
+	l.enc.SetEscapeHTML(false)
 	if l.os, err = lockOS(f, path); err != nil {
 		_ = f.Close()
 		return nil, err
@@ -184,7 +190,7 @@ func (l *Log) AppendAll(es []Event) ([]Event, error) {
 		if e.Type == "" {
 			return nil, fmt.Errorf("append event %d to %s: empty type", e.Seq, l.path)
 		}
-		if err := encodeLine(&l.buf, e); err != nil {
+		if err := l.enc.Encode(e); err != nil {
 			return nil, fmt.Errorf("append event %d to %s: %w", e.Seq, l.path, err)
 		}
 		last = e.Seq
