@@ -7,8 +7,6 @@ import (
 	"io"
 	"os"
 	"os/user"
-	"runtime"
-	"runtime/debug"
 	"strconv"
 	"sync"
 
@@ -18,7 +16,6 @@ import (
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/internal/confine"
-	"github.com/flow-run/flow/internal/gcpace"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/core"
@@ -223,57 +220,3 @@ func isTerminal(w any) bool {
 	// A character device is not always a terminal: /dev/null is one.
 	return ttyFd(f.Fd())
 }
-
-// runnerProcs runs the Go code of a runner on one processor unless
-// $GOMAXPROCS says otherwise. A runner decides, records and copies
-// output one session at a time, handing work between a few goroutines
-// at every session's start and end; with more processors each hand-off
-// wakes another thread, which on a busy machine costs more than the
-// parallelism gives (bench/README.md: 1.37× the floor at 1,000 steps
-// on two loaded processors, 1.20× on one). Sessions are processes of
-// their own, and use every processor.
-//
-// It also paces the collector (internal/gcpace) unless $GOGC or
-// $GOMEMLIMIT says how: a runner holds every step's state for the whole
-// run, and Go's default lets the heap grow to twice that between
-// collections. The returned function stops the pacing.
-func (a *app) runnerProcs() (stop func()) {
-	if a.svc.Getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(1)
-	}
-	if a.svc.Getenv("GOGC") != "" || a.svc.Getenv("GOMEMLIMIT") != "" {
-		return func() {}
-	}
-	return gcpace.Start(heapHeadroom, heapFloor).Taper(heapLarge, heapLargeHeadroom).Stop
-}
-
-// settle returns to the system the memory that loading a workflow of
-// many steps (and a run's record) left free, before the run starts: the
-// parse's garbage is collected by then, but its pages stay with the
-// process until Go's background scavenger gets to them, and at 20,000
-// steps they were the run's peak (bench/README.md, "What a plain step
-// holds"). It costs a collection and a scavenge: some milliseconds at
-// 20,000 steps; smaller workflows skip it.
-func settle(steps int) {
-	if steps >= settleSteps {
-		debug.FreeOSMemory()
-	}
-}
-
-// settleSteps is the size of workflow from which settle returns memory.
-const settleSteps = 2000
-
-// heapHeadroom and heapFloor pace a runner's collector: the heap may
-// grow by 4 MiB over what is live, or by a tenth of it when that is
-// more; runs of up to a few thousand steps, whose live heap is under
-// 4 MiB, are paced as Go paces them. Past heapLarge live (some 13,000
-// plain steps) the heap may grow by heapLargeHeadroom only: a runner
-// that holds that much collects more often, for a few percent more of
-// its own time, so that it stays near 40 MB at 20,000 steps
-// (bench/README.md, "A paced collector", "What a plain step holds").
-const (
-	heapHeadroom      = 4 << 20
-	heapFloor         = 10
-	heapLarge         = 12 << 20
-	heapLargeHeadroom = 2 << 20
-)

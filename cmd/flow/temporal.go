@@ -165,9 +165,6 @@ func (a *app) withEngine(c *cobra.Command) {
 			if f.heartbeat != 0 {
 				return core.Usage("--heartbeat-timeout is for --engine temporal")
 			}
-			if c.Name() == "run" || c.Name() == "resume" || c.Name() == "retry" {
-				defer a.runnerProcs()()
-			}
 			return local(cmd, args)
 		case "temporal":
 			if by, _ := cmd.Flags().GetString("by"); by != "" && c.Name() != "approve" && c.Name() != "reject" {

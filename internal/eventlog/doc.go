@@ -28,6 +28,11 @@
 //     line. If that fails too, or if Sync fails (after a failed fsync the
 //     kernel may have dropped the unwritten data), the Log refuses all
 //     further appends; reopening it re-reads what really is on disk.
+//   - A disk that is slow to answer makes Sync slow, and the Log's other
+//     methods wait for it; nothing else in the process does. Sync is the
+//     file's own Sync, an ordinary system call during which the Go
+//     runtime runs the process's other goroutines (timers, heartbeats,
+//     the copying of session output) on other threads.
 //   - Only one Log may append to a file at a time. Open holds the log for
 //     the Log's life and refuses a second writer with a *LockedError. On a
 //     real file system the lock is an flock(2) on the file, per open file

@@ -49,7 +49,12 @@ type Log struct {
 	lastSeq int64
 	size    int64 // bytes of complete lines in the file
 	buf     bytes.Buffer
+	enc     *json.Encoder // writes lines to buf
 	broken  error
+	// sync commits file to stable storage: afero.File.Sync, which for
+	// a real file is (*os.File).Sync. Tests replace it with one that
+	// blocks or fails.
+	sync func(file afero.File) error
 }
 
 // Open opens the log at path for appending, creating it and its parent
@@ -80,7 +85,12 @@ func open(fs afero.Fs, path string, alive func(runlock.Holder) bool) (*Log, erro
 	if err != nil {
 		return nil, fmt.Errorf("open event log %s: %w", path, err)
 	}
-	l := &Log{path: path, file: f}
+	l := &Log{path: path, file: f, sync: afero.File.Sync}
+	// Each event is one line: the Encoder compacts Data, escapes
+	// newlines in strings and ends the line. Without HTML escaping, a
+	// "<" in a step's output stays readable to grep and jq.
+	l.enc = json.NewEncoder(&l.buf)
+	l.enc.SetEscapeHTML(false)
 	if l.os, err = lockOS(f, path); err != nil {
 		_ = f.Close()
 		return nil, err
@@ -180,7 +190,7 @@ func (l *Log) AppendAll(es []Event) ([]Event, error) {
 		if e.Type == "" {
 			return nil, fmt.Errorf("append event %d to %s: empty type", e.Seq, l.path)
 		}
-		if err := encodeLine(&l.buf, e); err != nil {
+		if err := l.enc.Encode(e); err != nil {
 			return nil, fmt.Errorf("append event %d to %s: %w", e.Seq, l.path, err)
 		}
 		last = e.Seq
@@ -242,6 +252,11 @@ func (l *Log) undoPartial(n int) {
 
 // Sync commits the appended events to stable storage. After a failed
 // Sync the log refuses further appends.
+//
+// Sync blocks its caller, and the Log's other methods, until the disk
+// answers, but nothing else: the file's Sync is an ordinary system call,
+// during which the Go runtime runs the process's other goroutines
+// (timers, heartbeats, the copying of session output) on other threads.
 func (l *Log) Sync() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -251,13 +266,7 @@ func (l *Log) Sync() error {
 	if l.broken != nil {
 		return fmt.Errorf("sync event log %s: %w", l.path, l.broken)
 	}
-	var err error
-	if l.os != nil {
-		err = l.os.sync()
-	} else {
-		err = l.file.Sync()
-	}
-	if err != nil {
+	if err := l.sync(l.file); err != nil {
 		l.broken = fmt.Errorf("%w: sync failed: %v", ErrBroken, err)
 		return fmt.Errorf("sync event log %s: %w", l.path, err)
 	}

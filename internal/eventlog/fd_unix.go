@@ -69,13 +69,3 @@ func (o *osFile) size() (int64, error) {
 		}
 	}
 }
-
-// sync commits the file to stable storage with fsync(2).
-func (o *osFile) sync() error {
-	for {
-		err := fsync(o.fd)
-		if !errors.Is(err, syscall.EINTR) {
-			return err
-		}
-	}
-}

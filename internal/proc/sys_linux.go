@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // outputPipe returns a pipe for a session's output: the read end in
@@ -44,11 +46,7 @@ func sysProcAttr() *syscall.SysProcAttr {
 // the runner reap the session's escaped processes once it has killed
 // them. The setting is process-wide and inherited by no child.
 func enableSubreaper() error {
-	const prSetChildSubreaper = 36
-	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
-		return errno
-	}
-	return nil
+	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 }
 
 // orphansGoToLeader reports whether the kernel reparents an orphan to
