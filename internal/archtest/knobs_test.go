@@ -30,8 +30,8 @@ var knobs = map[string][]string{
 // longer uses the knob (the test then fails until the entry is gone),
 // and add none.
 var temporaryAllowlist = map[string]string{
-	"runner/decode.go": "runtime.GOMAXPROCS",
-	"runner/heads.go":  "runtime.GOMAXPROCS",
+	"runner/record/decode.go": "runtime.GOMAXPROCS",
+	"runner/record/heads.go":  "runtime.GOMAXPROCS",
 }
 
 // use is a use of a knob found in a file.
