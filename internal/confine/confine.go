@@ -434,20 +434,21 @@ func OpenDir(fsys afero.Fs, path string, roots ...string) (afero.File, error) {
 
 // Root is a directory whose real location is resolved once, for many
 // confined reads of files below it: a read then resolves only the part
-// of its path below the root. On disk the directory is opened once, by
-// its real location and following no link, and reads open files
-// relative to it: moving the root or swapping it for a symlink later
-// changes nothing. Close releases it.
+// of its path below the root. On disk each read opens its file
+// following no link: below the directory that OpenRoot opened, or, for
+// a Root from NewRoot, below the root's real location, itself opened
+// from / following no link.
 type Root struct {
 	fs   afero.Fs
 	dir  string   // absolute and clean
 	real string   // dir with its symlinks resolved
-	open *os.File // real, opened on disk; nil elsewhere or if it could not be
+	open *os.File // real, held open by OpenRoot on disk; nil otherwise
 }
 
-// NewRoot resolves dir for confined reads below it and, on disk, opens
-// it. A directory that cannot be opened yet (it does not exist) is
-// opened by its real location at each read instead.
+// NewRoot resolves dir for confined reads below it. It holds nothing
+// open (Close is not needed): a directory that is renamed and replaced
+// by another one at its real location meanwhile is read in its new
+// form, but one replaced by a symlink fails the reads.
 func NewRoot(fsys afero.Fs, dir string) (*Root, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -457,18 +458,28 @@ func NewRoot(fsys afero.Fs, dir string) (*Root, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Root{fs: fsys, dir: abs, real: t.real}
-	if onDisk(fsys) && !t.missing {
-		if f, err := fromSlash().OpenFile(t.real, os.O_RDONLY|syscall.O_DIRECTORY, 0); err == nil {
-			r.open = f.(*os.File)
-		}
+	return &Root{fs: fsys, dir: abs, real: t.real}, nil
+}
+
+// OpenRoot is NewRoot, and on disk it also opens dir, which must exist,
+// once: every read then opens its file relative to that directory, so
+// that moving the directory or putting a symlink in its place later
+// changes nothing. The caller closes the Root.
+func OpenRoot(fsys afero.Fs, dir string) (*Root, error) {
+	r, err := NewRoot(fsys, dir)
+	if err != nil || !onDisk(fsys) {
+		return r, err
 	}
+	f, err := fromSlash().OpenFile(r.real, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open root %s: %w", dir, err)
+	}
+	r.open = f.(*os.File)
 	return r, nil
 }
 
-// Close releases the directory a Root holds open. Reads after Close
-// fail. A Root that is not closed holds its directory open until it is
-// garbage collected.
+// Close releases the directory that OpenRoot opened; reads after it
+// fail. For a Root from NewRoot it does nothing.
 func (r *Root) Close() error {
 	if r.open == nil {
 		return nil

@@ -204,7 +204,7 @@ func TestRoot(t *testing.T) {
 func TestOpenAfterResolution(t *testing.T) {
 	repo, _ := tree(t)
 	fsys := afero.NewOsFs()
-	root, err := NewRoot(fsys, repo)
+	root, err := OpenRoot(fsys, repo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,8 +221,8 @@ func TestOpenAfterResolution(t *testing.T) {
 		{"a symlink to /dev/zero", filepath.Join(repo, "link_zero"), isSymlink},
 	}
 	for _, tt := range tests {
-		for _, in := range []*Root{nil, root} {
-			t.Run(fmt.Sprintf("%s in %v", tt.name, in != nil), func(t *testing.T) {
+		for where, in := range map[string]*Root{"below /": nil, "below the root": root} {
+			t.Run(tt.name+" "+where, func(t *testing.T) {
 				f, err := openTarget(fsys, tt.real, target{real: tt.real}, in)
 				if err == nil {
 					_ = f.Close()
@@ -251,11 +251,17 @@ func isNotRegular(err error) bool {
 
 func isSymlink(err error) bool { return errors.Is(err, safefs.ErrSymlink) }
 
-// TestRootHeld: a Root reads the directory it opened, even when the
-// directory's name is given to a symlink out of the repository later.
-func TestRootHeld(t *testing.T) {
+// TestRootSwapped: after the repository's name is given to a symlink
+// out of it, a Root from OpenRoot reads the directory it opened, and
+// one from NewRoot fails; neither reads the outside file.
+func TestRootSwapped(t *testing.T) {
 	repo, outside := tree(t)
-	root, err := NewRoot(afero.NewOsFs(), repo)
+	fsys := afero.NewOsFs()
+	held, err := OpenRoot(fsys, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named, err := NewRoot(fsys, repo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,15 +274,21 @@ func TestRootHeld(t *testing.T) {
 	if err := os.Symlink(outside, repo); err != nil {
 		t.Fatal(err)
 	}
-	got, err := root.ReadFile(filepath.Join(repo, "a.txt"), 100)
-	if err != nil || string(got) != "hello" {
-		t.Errorf("ReadFile after the swap = %q, %v; want the file of the opened directory", got, err)
+	path := filepath.Join(repo, "a.txt")
+	if got, err := held.ReadFile(path, 100); err != nil || string(got) != "hello" {
+		t.Errorf("OpenRoot: ReadFile after the swap = %q, %v; want the file of the opened directory", got, err)
 	}
-	if err := root.Close(); err != nil {
+	if got, err := named.ReadFile(path, 100); !isSymlink(err) {
+		t.Errorf("NewRoot: ReadFile after the swap = %q, %v; want ErrSymlink", got, err)
+	}
+	if err := held.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := root.ReadFile(filepath.Join(repo, "a.txt"), 100); err == nil {
+	if _, err := held.ReadFile(path, 100); err == nil {
 		t.Error("ReadFile after Close: no error")
+	}
+	if _, err := OpenRoot(fsys, filepath.Join(repo+".moved", "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("OpenRoot of a missing directory = %v", err)
 	}
 }
 

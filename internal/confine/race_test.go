@@ -72,8 +72,15 @@ func TestSwapRace(t *testing.T) {
 		"ReadFile": func(t *testing.T, repo string) func(string) ([]byte, error) {
 			return func(path string) ([]byte, error) { return ReadFile(fsys, path, 1<<10, repo) }
 		},
-		"Root": func(t *testing.T, repo string) func(string) ([]byte, error) {
+		"NewRoot": func(t *testing.T, repo string) func(string) ([]byte, error) {
 			root, err := NewRoot(fsys, repo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return func(path string) ([]byte, error) { return root.ReadFile(path, 1<<10) }
+		},
+		"OpenRoot": func(t *testing.T, repo string) func(string) ([]byte, error) {
+			root, err := OpenRoot(fsys, repo)
 			if err != nil {
 				t.Fatal(err)
 			}
