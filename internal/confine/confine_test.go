@@ -2,13 +2,17 @@ package confine
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 
 	"github.com/spf13/afero"
+
+	"github.com/flow-run/flow/internal/safefs"
 )
 
 // tree makes a repository with a file, a subdirectory, a FIFO and
@@ -39,6 +43,7 @@ func tree(t *testing.T) (repo, outside string) {
 		"link_zero":     "/dev/zero",
 		"link_loop":     "link_loop",
 		"link_dir_back": "sub/..",
+		"link_sub":      "sub",
 	}
 	for name, target := range links {
 		if err := os.Symlink(target, filepath.Join(repo, name)); err != nil {
@@ -64,6 +69,8 @@ func TestReadFile(t *testing.T) {
 		{path: "link_in", want: "below"},
 		{path: "sub/link_up", want: "hello"},
 		{path: "link_dir_back/a.txt", want: "hello"},
+		{path: "link_sub/b.txt", want: "below"},
+		{path: "link_sub/link_up", want: "hello"},
 		{path: "link_out/secret", err: new(*EscapeError)},
 		{path: "link_secret", err: new(*EscapeError)},
 		{path: "link_rel_out", err: new(*EscapeError)},
@@ -188,5 +195,140 @@ func TestRoot(t *testing.T) {
 	var esc *EscapeError
 	if _, err := r.ReadFile("/etc/hostname", 10); !errors.As(err, &esc) {
 		t.Errorf("a path outside the root: %v", err)
+	}
+}
+
+// TestOpenAfterResolution opens locations as if the resolution had seen
+// a regular file there and something else had been put in its place
+// since: the open itself refuses it, and returns at once for a FIFO.
+func TestOpenAfterResolution(t *testing.T) {
+	repo, _ := tree(t)
+	fsys := afero.NewOsFs()
+	root, err := OpenRoot(fsys, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	tests := []struct {
+		name string
+		real string
+		want func(error) bool
+	}{
+		{"a FIFO", filepath.Join(repo, "fifo"), isNotRegular},
+		{"a directory", filepath.Join(repo, "sub"), isNotRegular},
+		{"a symlink at the end", filepath.Join(repo, "link_in"), isSymlink},
+		{"a symlink on the way", filepath.Join(repo, "link_sub", "b.txt"), isSymlink},
+		{"a symlink to /dev/zero", filepath.Join(repo, "link_zero"), isSymlink},
+	}
+	for _, tt := range tests {
+		for where, in := range map[string]*Root{"below /": nil, "below the root": root} {
+			t.Run(tt.name+" "+where, func(t *testing.T) {
+				f, err := openTarget(fsys, tt.real, target{real: tt.real}, in)
+				if err == nil {
+					_ = f.Close()
+				}
+				if !tt.want(err) {
+					t.Fatalf("open = %v", err)
+				}
+			})
+		}
+	}
+	t.Run("a device", func(t *testing.T) {
+		f, err := openTarget(fsys, "/dev/zero", target{real: "/dev/zero"}, nil)
+		if err == nil {
+			_ = f.Close()
+		}
+		if !isNotRegular(err) {
+			t.Fatalf("open = %v", err)
+		}
+	})
+}
+
+func isNotRegular(err error) bool {
+	var nr *NotRegularError
+	return errors.As(err, &nr)
+}
+
+func isSymlink(err error) bool { return errors.Is(err, safefs.ErrSymlink) }
+
+// TestRootSwapped: after the repository's name is given to a symlink
+// out of it, a Root from OpenRoot reads the directory it opened, and
+// one from NewRoot fails; neither reads the outside file.
+func TestRootSwapped(t *testing.T) {
+	repo, outside := tree(t)
+	fsys := afero.NewOsFs()
+	held, err := OpenRoot(fsys, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named, err := NewRoot(fsys, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "a.txt"), []byte("outside"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(repo, repo+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, repo); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(repo, "a.txt")
+	if got, err := held.ReadFile(path, 100); err != nil || string(got) != "hello" {
+		t.Errorf("OpenRoot: ReadFile after the swap = %q, %v; want the file of the opened directory", got, err)
+	}
+	if got, err := named.ReadFile(path, 100); !isSymlink(err) {
+		t.Errorf("NewRoot: ReadFile after the swap = %q, %v; want ErrSymlink", got, err)
+	}
+	if err := held.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := held.ReadFile(path, 100); err == nil {
+		t.Error("ReadFile after Close: no error")
+	}
+	if _, err := OpenRoot(fsys, filepath.Join(repo+".moved", "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("OpenRoot of a missing directory = %v", err)
+	}
+}
+
+func TestOpenDir(t *testing.T) {
+	repo, _ := tree(t)
+	for _, fsys := range []afero.Fs{afero.NewOsFs(), afero.NewBasePathFs(afero.NewOsFs(), "/")} {
+		tests := []struct {
+			path string
+			want []string
+			err  func(error) bool
+		}{
+			{path: "sub", want: []string{"b.txt", "link_up"}},
+			{path: "link_sub", want: []string{"b.txt", "link_up"}},
+			{path: "a.txt", err: func(err error) bool { return errors.Is(err, syscall.ENOTDIR) }},
+			{path: "fifo", err: func(err error) bool { return errors.Is(err, syscall.ENOTDIR) }},
+			{path: "missing", err: func(err error) bool { return errors.Is(err, fs.ErrNotExist) }},
+			{path: "link_out", err: func(err error) bool { var e *EscapeError; return errors.As(err, &e) }},
+		}
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%s/%s", fsys.Name(), tt.path), func(t *testing.T) {
+				d, err := OpenDir(fsys, filepath.Join(repo, tt.path), repo)
+				if tt.err != nil {
+					if err == nil {
+						_ = d.Close()
+					}
+					if !tt.err(err) {
+						t.Fatalf("OpenDir error = %v", err)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer d.Close()
+				names, err := d.Readdirnames(-1)
+				slices.Sort(names)
+				if err != nil || !slices.Equal(names, tt.want) {
+					t.Errorf("names = %v, %v; want %v", names, err, tt.want)
+				}
+			})
+		}
 	}
 }
