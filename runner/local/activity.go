@@ -51,6 +51,7 @@ func (r *Runner) OpenRemote(opts Options) (*Remote, error) {
 		return nil, err
 	}
 	x.dir = record.RunDir(opts.Repo, opts.RunID)
+	x.rec = rc.recordFS(opts.Repo)
 	x.names = record.LayoutOf(x.dir, opts.RunID)
 	st, _, err := record.LoadState(rc.FS, x.dir, false, rc.Clock.Now())
 	if err != nil {
@@ -141,7 +142,7 @@ func (m *Remote) ExpandItems(step string) core.ItemsResult {
 // its directory (PrepareHuman).
 func (m *Remote) PrepareHuman(e core.PrepareHuman) (core.HumanReady, error) {
 	path := m.x.names.ManualInput(e.Step)
-	if err := m.x.r.FS.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := m.x.rec.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return core.HumanReady{}, fmt.Errorf("create manual inputs directory: %w", err)
 	}
 	return core.HumanReady{Step: e.Step, Attempt: e.Attempt, ManualInputPath: path}, nil

@@ -22,7 +22,7 @@ func (x *run) readControl() (core.ControlState, error) {
 	if cur == "" {
 		cur = core.Pause
 	}
-	if werr := record.UpdateControl(x.r.FS, x.dir, now, func(c *record.Control) {
+	if werr := record.UpdateControl(x.rec, x.dir, now, func(c *record.Control) {
 		*c = record.Control{DesiredState: core.Pause, CurrentState: cur, SetBy: "flow", Note: "rewritten: " + err.Error()}
 	}); werr != nil {
 		return "", werr
@@ -35,7 +35,7 @@ func (x *run) readControl() (core.ControlState, error) {
 // run_cleanup turn into pause), and then only if no human changed it
 // meanwhile.
 func (x *run) writeControlCurrent(desired, current core.ControlState, note string) error {
-	return record.UpdateControl(x.r.FS, x.dir, x.r.Clock.Now(), func(c *record.Control) {
+	return record.UpdateControl(x.rec, x.dir, x.r.Clock.Now(), func(c *record.Control) {
 		if desired == core.Pause && (c.DesiredState == core.RunOnce || c.DesiredState == core.RunCleanup || c.DesiredState == "") {
 			c.DesiredState = core.Pause
 			c.SetBy = "flow"

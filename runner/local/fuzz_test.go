@@ -132,6 +132,7 @@ func FuzzControl(f *testing.F) {
 		x := &run{
 			r:    &Runner{FS: fsys, Clock: clock.NewFake(time.Date(2025, 1, 15, 14, 30, 0, 0, time.UTC)), Stdout: io.Discard},
 			dir:  dir,
+			rec:  fsys,
 			root: root,
 			st:   &core.State{Steps: map[string]*core.StepState{}},
 			core: &core.Core{},

@@ -101,7 +101,7 @@ func (x *run) archiveManualInput(step string) {
 	}
 	path := *s.ManualInputPath
 	aside := x.names.ArchivedDecision(step, s.IterationCount, s.Attempts)
-	if err := x.r.FS.Rename(path, aside); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := x.rec.Rename(path, aside); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		x.printf("warning: keep decision of %s aside: %v\n", step, err)
 	}
 }

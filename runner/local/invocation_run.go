@@ -21,7 +21,7 @@ func (x *run) writeInvocation() error {
 	v := x.opts.Invocation
 	path := filepath.Join(x.dir, record.InvocationFile)
 	if v.IsZero() {
-		if err := x.r.FS.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := x.rec.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove %s: %w", record.InvocationFile, err)
 		}
 		return nil
@@ -34,7 +34,7 @@ func (x *run) writeInvocation() error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", record.InvocationFile, err)
 	}
-	if err := atomicfile.Replace(x.r.FS, path, append(b, '\n'), 0o644); err != nil {
+	if err := atomicfile.Replace(x.rec, path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", record.InvocationFile, err)
 	}
 	return nil

@@ -174,7 +174,7 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 		// The decision goes to the seed's manual_inputs/<run>__<step>.json;
 		// its directory is there for whoever writes it by hand.
 		path := x.names.ManualInput(e.Step)
-		if err := x.r.FS.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		if err := x.rec.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return Result{}, false, fmt.Errorf("create manual inputs directory: %w", err)
 		}
 		x.queue = append(x.queue, core.HumanReady{Step: e.Step, Attempt: e.Attempt, ManualInputPath: path})
@@ -194,7 +194,7 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 		}
 		x.awaiting[e.Step] = true
 		// The directory is there for whoever writes the decision by hand.
-		if err := x.r.FS.MkdirAll(filepath.Dir(e.ManualInputPath), 0o755); err != nil {
+		if err := x.rec.MkdirAll(filepath.Dir(e.ManualInputPath), 0o755); err != nil {
 			return Result{}, false, fmt.Errorf("create manual inputs directory: %w", err)
 		}
 		msg := x.humanMessage(e.Step)

@@ -30,7 +30,8 @@ func TestInstanceNames(t *testing.T) {
 	st := &core.State{RunID: "x", Steps: map[string]*core.StepState{
 		"stories[s1].code": {Status: core.Completed, Metrics: map[string]string{"lines": "12"}},
 	}, StepOrder: []string{"stories[s1].code"}}
-	x := &run{r: &Runner{FS: afero.NewMemMapFs(), Clock: clock.Real()}, st: st, outputs: map[string]string{}, reports: map[string]map[string]any{}}
+	fsys := afero.NewMemMapFs()
+	x := &run{r: &Runner{FS: fsys, Clock: clock.Real()}, rec: fsys, st: st, outputs: map[string]string{}, reports: map[string]map[string]any{}}
 	env := x.env(nil)
 	// An instance is steps.<body step> inside its item, and an entry of
 	// steps.<loop>.items after the loop; never a key of steps.

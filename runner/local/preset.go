@@ -193,11 +193,11 @@ func firstLine(s string) string {
 // whose name it also returns for removal when the session ends.
 func (x *run) writePrompt(path, prompt string) (use, private string, err error) {
 	fsys := x.r.FS
-	if err := fsys.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := x.rec.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", "", fmt.Errorf("write prompt file: %w", err)
 	}
 	recorded := x.redact.String(prompt)
-	if err := record.WriteFile(fsys, path, []byte(recorded)); err != nil {
+	if err := record.WriteFile(x.rec, path, []byte(recorded)); err != nil {
 		return "", "", fmt.Errorf("write prompt file: %w", err)
 	}
 	if recorded == prompt {

@@ -23,6 +23,7 @@ import (
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/redact"
 	"github.com/flow-run/flow/internal/runlock"
+	"github.com/flow-run/flow/internal/safefs"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
 )
@@ -183,12 +184,15 @@ func (r *Runner) defaults() {
 type run struct {
 	// gates are the gates of the gate-state file as last read; gated is
 	// true when a step of the workflow waits on gates.
-	gates  map[string]bool
-	gated  bool
-	r      *Runner
-	opts   Options
-	wf     *config.Workflow
-	dir    string
+	gates map[string]bool
+	gated bool
+	r     *Runner
+	opts  Options
+	wf    *config.Workflow
+	dir   string
+	// rec is the file system the run's record is written through
+	// (Runner.recordFS).
+	rec    afero.Fs
 	st     *core.State
 	log    *eventlog.Log
 	core   *core.Core
@@ -251,6 +255,18 @@ type run struct {
 // NoWait, or is interrupted through ctx. Errors are failures of flow
 // itself (the run record could not be written, the run is held by
 // another runner); how the run ended is in Result.
+// recordFS returns the file system a run's record in repo is written
+// through: on the real disk, one that opens beneath the repository
+// following no link, and only regular files (internal/safefs), so that
+// a link or a FIFO a session planted in the run directory is refused,
+// never followed; any other file system (a test's) as it is.
+func (r *Runner) recordFS(repo string) afero.Fs {
+	if _, ok := r.FS.(*afero.OsFs); ok {
+		return safefs.New(repo)
+	}
+	return r.FS
+}
+
 func (r *Runner) Run(ctx context.Context, opts Options) (res Result, err error) {
 	r.defaults()
 	x := &run{r: r, opts: opts, wf: opts.Workflow, inputs: make(chan core.Input, 16),
@@ -274,6 +290,7 @@ func (r *Runner) Run(ctx context.Context, opts Options) (res Result, err error) 
 func (x *run) open() error {
 	r, opts := x.r, x.opts
 	fsys := r.FS
+	x.rec = r.recordFS(opts.Repo)
 	now := r.Clock.Now()
 	runID := opts.RunID
 	if opts.Resume && runID == "" {
@@ -291,7 +308,7 @@ func (x *run) open() error {
 	}
 	x.dir = record.RunDir(opts.Repo, runID)
 	x.names = record.LayoutOf(x.dir, runID)
-	exists, err := runBegun(fsys, filepath.Join(x.dir, record.EventsFile))
+	exists, err := runBegun(x.rec, filepath.Join(x.dir, record.EventsFile))
 	if err != nil {
 		return fmt.Errorf("look for run %s: %w", runID, err)
 	}
@@ -304,7 +321,7 @@ func (x *run) open() error {
 	if exists && opts.StartAt == "" {
 		st, err := opts.Read, error(nil)
 		if st == nil || st.RunID != runID {
-			st, _, err = record.LoadState(fsys, x.dir, false, now)
+			st, _, err = record.LoadState(x.rec, x.dir, false, now)
 		}
 		if err == nil {
 			if err := core.CheckReopen(x.wf, st, x.opening(now)); err != nil {
@@ -313,8 +330,8 @@ func (x *run) open() error {
 				// the very end is brought up to date, for the readers of
 				// run_state.json.
 				if st.Status.Terminal() && !opts.Retry {
-					if snap, _, _ := record.ReadSnapshot(fsys, filepath.Join(x.dir, record.StateFile)); snap == nil || snap.Seq != st.Seq {
-						if err := record.WriteSnapshot(fsys, x.dir, st); err != nil {
+					if snap, _, _ := record.ReadSnapshot(x.rec, filepath.Join(x.dir, record.StateFile)); snap == nil || snap.Seq != st.Seq {
+						if err := record.WriteSnapshot(x.rec, x.dir, st); err != nil {
 							return err
 						}
 					}
@@ -325,15 +342,15 @@ func (x *run) open() error {
 	}
 	// manual_inputs/ and logs/ are made when first written to.
 	for _, d := range []string{x.dir, filepath.Join(x.dir, record.ReportsDir)} {
-		if err := fsys.MkdirAll(d, 0o755); err != nil {
+		if err := x.rec.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("create run directory: %w", err)
 		}
 	}
-	if x.root, err = confine.NewRoot(fsys, x.dir); err != nil {
+	if x.root, err = confine.NewRoot(x.rec, x.dir); err != nil {
 		return fmt.Errorf("open run directory: %w", err)
 	}
 	holder := runlock.Holder{PID: r.PID, Host: r.Host, StartedAt: now}
-	lock, err := runlock.Acquire(fsys, filepath.Join(x.dir, record.LockFile), holder, r.Alive)
+	lock, err := runlock.Acquire(x.rec, filepath.Join(x.dir, record.LockFile), holder, r.Alive)
 	if err != nil {
 		var held *runlock.HeldError
 		if errors.As(err, &held) {
@@ -345,7 +362,7 @@ func (x *run) open() error {
 	// The lock file is only the first witness: anybody can delete it.
 	// The event log refuses a second writer for as long as the first
 	// has it open.
-	log, err := eventlog.Open(fsys, filepath.Join(x.dir, record.EventsFile))
+	log, err := eventlog.Open(x.rec, filepath.Join(x.dir, record.EventsFile))
 	if err != nil {
 		var locked *eventlog.LockedError
 		if errors.As(err, &locked) {
@@ -356,7 +373,7 @@ func (x *run) open() error {
 	x.log = log
 	o := x.opening(now)
 	if exists {
-		st, damaged, err := record.LoadState(fsys, x.dir, true, now)
+		st, damaged, err := record.LoadState(x.rec, x.dir, true, now)
 		if err != nil {
 			return fmt.Errorf("load run %s: %w", runID, err)
 		}
@@ -717,7 +734,7 @@ func (x *run) snapshot() error {
 	if err := x.writeState(); err != nil {
 		return err
 	}
-	err := atomicfile.ReplaceWith(x.r.FS, filepath.Join(x.dir, record.SummaryFile), 0o644, func(w io.Writer) error {
+	err := atomicfile.ReplaceWith(x.rec, filepath.Join(x.dir, record.SummaryFile), 0o644, func(w io.Writer) error {
 		record.WriteSummary(w, x.st)
 		return nil
 	})
@@ -735,7 +752,7 @@ func (x *run) snapshot() error {
 // the machine damaged is rebuilt from it (DESIGN §6); its two syncs
 // cost half a millisecond.
 func (x *run) writeState() error {
-	err := atomicfile.ReplaceWith(x.r.FS, filepath.Join(x.dir, record.StateFile), 0o644, func(w io.Writer) error {
+	err := atomicfile.ReplaceWith(x.rec, filepath.Join(x.dir, record.StateFile), 0o644, func(w io.Writer) error {
 		if err := x.st.WriteIndented(w); err != nil {
 			return err
 		}
@@ -758,7 +775,7 @@ func (x *run) ensureState() error {
 	if x.stateOnDisk {
 		return nil
 	}
-	if _, err := x.r.FS.Stat(filepath.Join(x.dir, record.StateFile)); err == nil {
+	if _, err := x.rec.Stat(filepath.Join(x.dir, record.StateFile)); err == nil {
 		x.stateOnDisk = true
 		return nil
 	}
@@ -769,7 +786,7 @@ func (x *run) ensureState() error {
 }
 
 func (x *run) writeWorkflowJSON() error {
-	return writeLoadedWorkflow(x.r.FS, filepath.Join(x.dir, record.LoadedWorkflowFile), absPath(x.wf.File), x.digest, x.wf)
+	return writeLoadedWorkflow(x.rec, filepath.Join(x.dir, record.LoadedWorkflowFile), absPath(x.wf.File), x.digest, x.wf)
 }
 
 // writeLoadedWorkflow writes workflow.json at path: the workflow's

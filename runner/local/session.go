@@ -156,7 +156,6 @@ func (x *run) sessionSpec(s *config.Step, e sessionRun, env *gates.Env) (proc.Sp
 }
 
 func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.Spec, *presetPlan, string, error) {
-	fsys := x.r.FS
 	var command, prompt, sent, promptPath string
 	var pp *presetPlan
 	agentEnv := map[string]*config.Template{}
@@ -222,7 +221,7 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 	}
 	vars = append(vars, x.itemEnv(e.Step)...)
 	// A report left by an earlier attempt must not speak for this one.
-	record.RemoveStale(fsys, e.ReportPath)
+	record.RemoveStale(x.rec, e.ReportPath)
 	private := ""
 	if s.Kind == config.KindAgent {
 		use, priv, err := x.writePrompt(x.names.Prompt(e.Step, e.Iteration, e.Attempt), sent)
@@ -251,7 +250,7 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 		fb := ss.Feedback()
 		ff := x.names.Feedback(e.Step, e.Iteration, e.Attempt)
 		b, _ := json.MarshalIndent(fb, "", "  ")
-		if err := fsys.MkdirAll(filepath.Dir(ff), 0o755); err == nil && record.WriteFile(fsys, ff, b) == nil {
+		if err := x.rec.MkdirAll(filepath.Dir(ff), 0o755); err == nil && record.WriteFile(x.rec, ff, b) == nil {
 			vars = append(vars, "FLOW_FEEDBACK_FILE="+ff)
 		}
 	}
@@ -373,7 +372,7 @@ func (x *run) prepareSession(s *config.Step, e sessionRun, sp proc.Spec, pp *pre
 	// What flow writes of the output — the log, capped at log_limit,
 	// and the live view — has secrets hidden; the tail and the signal
 	// scanner, which stay in memory, read it as it is.
-	ls.logf = &lazyFile{fs: x.r.FS, path: e.LogPath}
+	ls.logf = &lazyFile{fs: x.rec, path: e.LogPath}
 	ls.capped = newCappedLog(ls.logf, x.limits.Log)
 	ls.shown = []io.Writer{ls.capped}
 	if x.r.Live {
@@ -503,7 +502,7 @@ func (x *run) finishSession(ls *liveSession) core.SessionDone {
 	if report == nil && rerr == nil && markers != nil && markers.report() != nil {
 		// No report file, but one printed between the markers: it is
 		// the report, kept where the file would be.
-		if err := record.WriteFile(fsys, e.ReportPath, markers.report()); err != nil {
+		if err := record.WriteFile(x.rec, e.ReportPath, markers.report()); err != nil {
 			rerr = fmt.Errorf("keep the run report printed on stdout: %w", err)
 		} else {
 			report, rerr = record.ReadReportIn(x.root, e.ReportPath, x.limits.Report)
@@ -589,10 +588,10 @@ func (x *run) finishSession(ls *liveSession) core.SessionDone {
 // reports/archive, named after the session.
 func (x *run) archiveReport(e sessionRun, b []byte) error {
 	path := x.names.ArchivedReport(e.Step, e.Iteration, e.Attempt)
-	if err := x.r.FS.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := x.rec.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("keep report: %w", err)
 	}
-	if err := record.WriteFile(x.r.FS, path, b); err != nil {
+	if err := record.WriteFile(x.rec, path, b); err != nil {
 		return fmt.Errorf("keep report: %w", err)
 	}
 	return nil
@@ -650,7 +649,7 @@ func (x *run) gate(s *config.Step, e sessionRun, env *gates.Env, facts *stepFact
 // runCheck runs a gate's verification command.
 func (x *run) runCheck(s *config.Step, e sessionRun, cmd string) (gates.CheckInfo, error) {
 	path := x.names.CheckLog(e.Step, e.Iteration, e.Attempt)
-	f, err := createFile(x.r.FS, path)
+	f, err := createFile(x.rec, path)
 	if err != nil {
 		return gates.CheckInfo{}, fmt.Errorf("create check log: %w", err)
 	}
