@@ -34,7 +34,7 @@ reads run_state.json and applies any newer events, so it is exact while a run go
 			if watch {
 				return a.watchStatus(cmd.Context(), repo, argOr(args), asJSON, items)
 			}
-			st, err := a.svc.Status(repo, argOr(args))
+			st, err := a.engine().Status(cmd.Context(), repo, argOr(args))
 			if err != nil {
 				return err
 			}
@@ -89,7 +89,7 @@ func (a *app) printJSON(v any) error {
 // per line, {"type":"status",...}, for each change.
 func (a *app) watchStatus(ctx context.Context, repo, runID string, asJSON, items bool) error {
 	term, show := a.statusWatcher(asJSON, items)
-	return a.svc.Watch(ctx, repo, runID, watchOptions(term), show)
+	return a.engine().Watch(ctx, repo, runID, watchOptions(term), show)
 }
 
 // watchOptions are a watch's: on a terminal, every look, with the last
@@ -310,33 +310,16 @@ func (a *app) logsCmd() *cobra.Command {
 	var repo string
 	var follow, all bool
 	cmd := &cobra.Command{
-		Use:   "logs RUN_ID STEP",
+		Use:   "logs RUN_ID [STEP]",
 		Short: "Print the output of a step's latest session",
 		Long: `logs prints the output of the latest session of STEP (logs/<step>.<iteration>.<attempt>.log);
 --all prints every session of the step in order, --follow keeps printing while the
-session runs.`,
-		Args: cobra.ExactArgs(2),
+session runs. A run on Temporal keeps the tail of each step's last session:
+without a STEP, every step's.`,
+		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			logs, err := a.svc.Logs(repo, args[0], args[1], all)
-			if err != nil {
-				return err
-			}
-			if len(logs.Logs) == 0 {
-				fmt.Fprintf(a.stdio.Err, "step %s of run %s printed no output\n", logs.Step, logs.RunID)
-				return nil
-			}
-			for i, l := range logs.Logs {
-				if all {
-					fmt.Fprintf(a.stdio.Out, "==> %s <==\n", l.Name)
-				}
-				if follow && i == len(logs.Logs)-1 {
-					return a.svc.Follow(cmd.Context(), logs, a.stdio.Out)
-				}
-				if err := a.svc.CopyLog(a.stdio.Out, l); err != nil {
-					return err
-				}
-			}
-			return nil
+			req := ops.LogsRequest{Repo: repo, RunID: args[0], Step: argAt(args, 1), All: all, Follow: follow}
+			return a.engine().Logs(cmd.Context(), req, a.stdio.Out, a.stdio.Err)
 		},
 	}
 	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
@@ -361,7 +344,7 @@ run. --input k=v values are available to later expressions as steps.<id>.input.`
 			if err != nil {
 				return err
 			}
-			return a.decide(ops.DecideRequest{Repo: repo, RunID: args[0], Step: args[1], Approve: true, By: by, Input: in})
+			return a.decide(cmd.Context(), ops.DecideRequest{Repo: repo, RunID: args[0], Step: args[1], Approve: true, By: by, Input: in})
 		},
 	}
 	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
@@ -377,7 +360,7 @@ func (a *app) rejectCmd() *cobra.Command {
 		Short: "Reject a human step that waits: it fails, or loops back",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.decide(ops.DecideRequest{Repo: repo, RunID: args[0], Step: args[1], By: by, Reason: reason})
+			return a.decide(cmd.Context(), ops.DecideRequest{Repo: repo, RunID: args[0], Step: args[1], By: by, Reason: reason})
 		},
 	}
 	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
@@ -386,8 +369,11 @@ func (a *app) rejectCmd() *cobra.Command {
 	return cmd
 }
 
-func (a *app) decide(req ops.DecideRequest) error {
-	d, err := a.svc.Decide(req)
+func (a *app) decide(ctx context.Context, req ops.DecideRequest) error {
+	if req.By == "" {
+		req.By = a.svc.Who("")
+	}
+	d, err := a.engine().Decide(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -417,7 +403,7 @@ It writes desired_state in the run's control.json; the runner reads it between
 sessions and never interrupts one.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, err := a.svc.Control(ops.ControlRequest{Repo: repo, RunID: argOr(args), State: state, Note: note})
+			res, err := a.engine().Control(cmd.Context(), ops.ControlRequest{Repo: repo, RunID: argOr(args), State: state, Note: note})
 			if err != nil {
 				return err
 			}
@@ -430,6 +416,30 @@ sessions and never interrupts one.`,
 	}
 	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
 	cmd.Flags().StringVar(&note, "note", "", "a note kept in control.json")
+	return cmd
+}
+
+func (a *app) cancelCmd() *cobra.Command {
+	var repo, by string
+	cmd := &cobra.Command{
+		Use:   "cancel RUN_ID",
+		Short: "Stop a run's sessions and record it interrupted (resumable)",
+		Long: `cancel stops a run as an interrupt of its runner would: the runner signals its
+sessions, gives them 10 s, records the run interrupted and exits 130. The run can
+be resumed (flow resume RUN_ID). A run no runner holds has nothing to stop.`,
+		Example: "  flow cancel 20250115-143000-f8c1a4",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			res, err := a.engine().Cancel(cmd.Context(), ops.CancelRequest{Repo: repo, RunID: args[0], By: by})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdio.Out, "run %s: asked %s to stop; it records the run interrupted (flow resume %s goes on)\n", res.RunID, res.Runner, res.RunID)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
+	cmd.Flags().StringVar(&by, "by", "", "who cancels (default: $USER, else the OS user name)")
 	return cmd
 }
 

@@ -47,6 +47,18 @@ type app struct {
 	// ciFlag is the --ci flag's value: "" detects the CI service from
 	// the environment (detectCI).
 	ciFlag string
+	// move is --move: a restart moves a Temporal run off its lost
+	// worker.
+	move bool
+}
+
+// engine returns the engine the command acts through: the one --engine
+// chose (withEngine), else the local one.
+func (a *app) engine() ops.Engine {
+	if a.svc.Engine != nil {
+		return a.svc.Engine
+	}
+	return a.svc.Local()
 }
 
 // quietError is an error whose message was already shown (or that has
@@ -87,6 +99,7 @@ func Run(ctx context.Context, args []string, stdio Stdio) int {
 		// Sessions of a dead runner may have left processes behind.
 		KillOrphans: proc.KillOrphans,
 		KillMarked:  proc.KillMarked,
+		Signal:      proc.Signal,
 	}
 	a := &app{stdio: stdio, svc: svc}
 	return a.exit(ctx, a.rootCmd(), args)

@@ -31,6 +31,7 @@ func (a *app) addRunnerCmds(root *cobra.Command) {
 		a.controlCmd("continue", core.Continuous, "Let a paused run go on"),
 		a.controlCmd("run-once", core.RunOnce, "Let a paused run start exactly one more session, then pause"),
 		a.controlCmd("cleanup", core.RunCleanup, "Run the workflow's cleanup session, then pause"),
+		a.cancelCmd(),
 	)
 }
 
@@ -162,7 +163,14 @@ ran out, 130 interrupted.`,
 				}
 				return a.dryRun(req, f.asJSON)
 			}
-			l, err := a.svc.PrepareRun(req)
+			var l *ops.Launch
+			var err error
+			if f.startAt != "" {
+				l, err = a.engine().Restart(cmd.Context(), ops.RestartRequest{WorkflowFile: args[0], Repo: f.repo, RunID: f.runID,
+					Vars: f.vars, StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv, By: f.by})
+			} else {
+				l, err = a.svc.PrepareRun(req)
+			}
 			if err != nil {
 				return err
 			}
@@ -191,8 +199,8 @@ is taken over.`,
 			if err := f.checkInvocation(); err != nil {
 				return err
 			}
-			l, err := a.svc.PrepareResume(ops.ResumeRequest{Repo: f.repo, RunID: argOr(args), Workflow: workflowPath,
-				StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv, By: f.by})
+			l, err := a.engine().Restart(cmd.Context(), ops.RestartRequest{Repo: f.repo, RunID: argOr(args), WorkflowPath: workflowPath,
+				StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv, By: f.by, Move: a.move})
 			if err != nil {
 				return err
 			}
@@ -219,8 +227,8 @@ steps' and gates' own budgets. A rejected human step waits for a new decision.`,
 		Example: "  flow retry\n  flow retry 20250115-143000-f8c1a4 --max-iterations 6",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := a.svc.PrepareResume(ops.ResumeRequest{Repo: f.repo, RunID: argOr(args), NoWait: f.noWait,
-				Budgets: f.budgets(), Retry: true, By: f.by})
+			l, err := a.engine().Restart(cmd.Context(), ops.RestartRequest{Repo: f.repo, RunID: argOr(args), NoWait: f.noWait,
+				Budgets: f.budgets(), Retry: true, By: f.by, Move: a.move})
 			if err != nil {
 				return err
 			}

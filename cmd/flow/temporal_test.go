@@ -40,9 +40,9 @@ func TestEngineTemporalNeedsFlowTemporal(t *testing.T) {
 		{[]string{"resume", "r1", "--engine", "temporal"}, 2, "flow-temporal"},
 		{[]string{"retry", "r1", "--engine", "temporal"}, 2, "flow-temporal"},
 		{[]string{"run", wf, "--start-at-step", "a", "--engine", "temporal"}, 2, "flow-temporal"},
-		// On Temporal a run's logs need no step; locally they do.
 		{[]string{"logs", "r1", "--engine", "temporal"}, 2, "flow-temporal"},
-		{[]string{"logs", "r1"}, 2, "accepts 2 arg(s)"},
+		{[]string{"cancel", "r1", "--engine", "temporal"}, 2, "flow-temporal"},
+		{[]string{"logs"}, 2, "accepts between 1 and 2 arg(s)"},
 	} {
 		var out, errb bytes.Buffer
 		code := Run(context.Background(), tc.args, Stdio{In: strings.NewReader(""), Out: &out, Err: &errb})

@@ -610,3 +610,11 @@ func (c *mainProc) wait() error {
 	}
 	return err
 }
+
+// Signal sends sig to the process pid of this host.
+func Signal(pid int, sig syscall.Signal) error {
+	if pid <= 1 {
+		return fmt.Errorf("signal pid %d: not a runner's pid", pid)
+	}
+	return syscall.Kill(pid, sig)
+}

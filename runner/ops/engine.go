@@ -2,6 +2,8 @@ package ops
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/url"
 	"strings"
@@ -14,18 +16,128 @@ import (
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/local"
+	"github.com/flow-run/flow/runner/record"
 )
 
-// Engine runs a run until it ends, waits on a human with NoWait, or ctx
-// is cancelled. The local engine (Local) runs sessions as processes on
-// this machine; another engine (Temporal) may run them elsewhere. Front
-// ends never know which one runs a run: they call Service.Start.
+// Engine is where runs run — this machine (Local) or a Temporal
+// cluster (package temporal) — and every operation on them. Front ends
+// (the command line, flow serve, the CI reporters) call an Engine and
+// never know which one it is; an operation an engine cannot do returns
+// an error that errors.Is ErrUnsupported, naming it
+// (docs/architecture.md, "One engine").
 type Engine interface {
-	// Run runs (or resumes) the run opts describes. Its errors are
-	// failures of flow itself, with their exit code for core.CodeOf
-	// (a run held by a live runner is ExitHeld); how the run ended is in
+	// Name is "local" or "temporal".
+	Name() string
+	// Run runs (or resumes) the run opts describes until it ends,
+	// waits on a human with NoWait, or ctx is cancelled. Its errors are
+	// failures of flow itself, with their exit code for core.CodeOf (a
+	// run held by a live runner is ExitHeld); how the run ended is in
 	// the result.
 	Run(ctx context.Context, opts local.Options, att Attach) (local.Result, error)
+	// Restart prepares the launch that makes a recorded run go on:
+	// resumed, retried, or restarted at a step.
+	Restart(ctx context.Context, req RestartRequest) (*Launch, error)
+	// Newest returns the id of the most recently active run of repo (of
+	// the workflow named workflow, when it is not ""), or "" when there
+	// is none.
+	Newest(ctx context.Context, repo, workflow string) (string, error)
+	// Status returns a run's status (the newest run's when runID is "").
+	Status(ctx context.Context, repo, runID string) (Status, error)
+	// Watch calls fn with a run's status as it changes, until the run
+	// is over or ctx is cancelled (Service.Watch).
+	Watch(ctx context.Context, repo, runID string, opts WatchOptions, fn func(Update) error) error
+	// Logs writes the output of a step's sessions to out, and notes
+	// about it (what is left out, where the rest is) to notes; with
+	// req.Follow it follows the latest session until it ends.
+	Logs(ctx context.Context, req LogsRequest, out, notes io.Writer) error
+	// Decide records a human's decision on a waiting step.
+	Decide(ctx context.Context, req DecideRequest) (Decision, error)
+	// Control sets the desired state of a run.
+	Control(ctx context.Context, req ControlRequest) (ControlResult, error)
+	// Cancel stops a run's sessions and records the run interrupted:
+	// it ends as flow run ends on SIGINT (exit 130), resumable.
+	Cancel(ctx context.Context, req CancelRequest) (CancelResult, error)
+}
+
+// ErrUnsupported is what an Engine's operation returns, wrapped with
+// the operation's name, when that engine cannot do it.
+var ErrUnsupported = errors.New("not supported by this engine")
+
+// Unsupported returns the error of an operation op that engine cannot
+// do: bad usage (exit 2), and errors.Is ErrUnsupported.
+func Unsupported(engine, op string) error {
+	return &core.ExitError{Code: core.ExitUsage, Err: fmt.Errorf("%s on the %s engine: %w", op, engine, ErrUnsupported)}
+}
+
+// RestartRequest asks an engine to make a recorded run go on.
+type RestartRequest struct {
+	// Repo is the repository of the run, and where its workflow file
+	// is read; "" is the Service's directory.
+	Repo string
+	// RunID names the run; "" is the newest run (of Workflow, when set).
+	RunID string
+	// WorkflowFile, when set, is the workflow file the command names
+	// (flow run WORKFLOW --start-at-step): the newest run of it restarts
+	// at StartAt, with the file as it is now, or a new run starts there
+	// when it has none. WorkflowPath, when set, is the file a recorded
+	// run goes on with (flow resume --workflow); with neither, the run's
+	// own.
+	WorkflowFile string
+	WorkflowPath string
+	// StartAt restarts the run at a step; Retry re-runs a failed run's
+	// failed steps and what depends on them.
+	StartAt string
+	Retry   bool
+	// Force goes on with a start step though kept steps' artifacts are
+	// missing; NoWait and Budgets are as in RunRequest.
+	Force   bool
+	NoWait  bool
+	Budgets local.Budgets
+	// Invocation, when it gives flags, is put over the run's own.
+	Invocation record.Invocation
+	// Vars are --var overrides, for a new run at StartAt (a recorded
+	// run keeps its own).
+	Vars []string
+	// Move moves a Temporal run off its lost worker (--move).
+	Move bool
+	// By names who restarts the run (local runs record it).
+	By string
+}
+
+// LogsRequest asks for the output of a step's sessions.
+type LogsRequest struct {
+	// Repo is the repository of the run; "" is the Service's directory.
+	Repo string
+	// RunID names the run; "" is the newest run.
+	RunID string
+	// Step is the step, or instance; "" (on engines that allow it) is
+	// every step's latest session.
+	Step string
+	// All writes every session's log, not only the latest.
+	All bool
+	// Follow follows the latest session's log until the session ends.
+	Follow bool
+}
+
+// CancelRequest asks an engine to stop a run.
+type CancelRequest struct {
+	// Repo is the repository of the run; "" is the Service's directory.
+	Repo string
+	// RunID names the run.
+	RunID string
+	// By names who cancels; "" is the Service's user.
+	By string
+}
+
+// CancelResult says what Cancel did.
+type CancelResult struct {
+	// RunID is the run's id.
+	RunID string `json:"run_id"`
+	// Runner is the runner that was asked to stop: "pid 1234 on host"
+	// for a local run, the workflow for a Temporal run.
+	Runner string `json:"runner"`
+	// By is who cancelled.
+	By string `json:"by"`
 }
 
 // Attach is what one run shows of itself to the front end that started
@@ -64,6 +176,8 @@ type Question struct {
 // Local is the local engine: local.Runner over a file system, a clock
 // and a process starter.
 type Local struct {
+	// Service serves the operations other than Run.
+	Service     *Service
 	FS          afero.Fs
 	Clock       clock.Clock
 	Starter     proc.Starter
@@ -74,6 +188,9 @@ type Local struct {
 	KillOrphans func(pgid int) bool
 	KillMarked  func(marker string) int
 }
+
+// Name implements Engine.
+func (l *Local) Name() string { return "local" }
 
 // Run implements Engine with a local.Runner.
 func (l *Local) Run(ctx context.Context, opts local.Options, att Attach) (local.Result, error) {
@@ -111,7 +228,12 @@ func (s *Service) engine() Engine {
 	if s.Engine != nil {
 		return s.Engine
 	}
-	return &Local{FS: s.FS, Clock: s.clock(), Starter: s.Starter, Environ: s.Environ, Host: s.Host, PID: s.PID,
+	return s.Local()
+}
+
+// Local returns the local engine over the Service's fields.
+func (s *Service) Local() *Local {
+	return &Local{Service: s, FS: s.FS, Clock: s.clock(), Starter: s.Starter, Environ: s.Environ, Host: s.Host, PID: s.PID,
 		Alive: s.alive(), KillOrphans: s.KillOrphans, KillMarked: s.KillMarked}
 }
 

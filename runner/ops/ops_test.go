@@ -239,11 +239,15 @@ func TestRunIDTaken(t *testing.T) {
 	wantCode(t, err, core.ExitUsage, "r1")
 }
 
-// engineFunc is an Engine made of a function.
-type engineFunc func(ctx context.Context, opts local.Options, att Attach) (local.Result, error)
+// engineFunc is an Engine whose Run is a function; its other
+// operations are the local engine's.
+type engineFunc struct {
+	*Local
+	run func(ctx context.Context, opts local.Options, att Attach) (local.Result, error)
+}
 
 func (f engineFunc) Run(ctx context.Context, opts local.Options, att Attach) (local.Result, error) {
-	return f(ctx, opts, att)
+	return f.run(ctx, opts, att)
 }
 
 func TestStartUsesTheEngine(t *testing.T) {
@@ -251,10 +255,10 @@ func TestStartUsesTheEngine(t *testing.T) {
 	var got local.Options
 	var out io.Writer
 	s.Stdout = &bytes.Buffer{}
-	s.Engine = engineFunc(func(_ context.Context, opts local.Options, att Attach) (local.Result, error) {
+	s.Engine = engineFunc{Local: s.Local(), run: func(_ context.Context, opts local.Options, att Attach) (local.Result, error) {
 		got, out = opts, att.Output
 		return local.Result{RunID: "x", Status: core.RunCompleted}, nil
-	})
+	}}
 	l, err := s.PrepareRun(RunRequest{Workflow: wf, Vars: []string{"feature=dark"}, NoWait: true, Budgets: local.Budgets{MaxAttempts: 3}})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/afero"
@@ -70,6 +71,9 @@ type Service struct {
 	// runner (proc.KillOrphans, proc.KillMarked); nil skips them.
 	KillOrphans func(pgid int) bool
 	KillMarked  func(marker string) int
+	// Signal sends a signal to a process of this host (flow cancel
+	// stops a run's runner with it); nil makes Cancel unsupported.
+	Signal func(pid int, sig syscall.Signal) error
 }
 
 // Getenv returns the value of key in the Service's environment, or ""

@@ -46,6 +46,11 @@ type Engine struct {
 	// DefaultArtifactsWait.
 	ArtifactsWait time.Duration
 
+	// Prepare loads a workflow file for a run, as flow run does
+	// (ops.Service.PrepareRun): flow run WORKFLOW --start-at-step needs
+	// it.
+	Prepare func(ops.RunRequest) (*ops.Launch, error)
+
 	// prepared is what PrepareRestart found for the restart that
 	// follows.
 	prepared *prepared
