@@ -399,6 +399,37 @@ func BenchmarkEvalBool(b *testing.B) {
 	}
 }
 
+// benchGates are typical gate expressions: flags and numbers, string
+// comparisons, a regular expression over the output, and loops.
+var benchGates = []struct{ name, src string }{
+	{"signals", `signals.PASS && !signals.FAIL && steps.tests.exit_code == 0`},
+	{"strings", `steps.tests.status == "succeeded" && metrics.severity != "none" || report.summary == "fine"`},
+	{"matches", `output matches "(?m)^PASS$" && !(steps.tests.output matches "FAIL|panic")`},
+	{"loops", `all(steps.tests.artifacts, # endsWith ".out") && any(split(output, "\n"), # == "PASS")`},
+}
+
+// BenchmarkEvalGates evaluates each of benchGates.
+func BenchmarkEvalGates(b *testing.B) {
+	env := testEnv()
+	for _, g := range benchGates {
+		b.Run(g.name, func(b *testing.B) {
+			p, err := Compile(g.src, testScope, Bool)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := p.EvalBool(env); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := p.EvalBool(env); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 func TestConcurrentEval(t *testing.T) {
 	p, err := Compile(`len(join(map(1..100, output + "x"))) > 0 && file_exists("PLAN.md")`, testScope, Bool)
 	if err != nil {
