@@ -32,7 +32,8 @@ type exprEnv struct {
 	Glob       func(string) ([]string, error) `expr:"glob"`
 	Now        func() time.Time               `expr:"now"`
 
-	// Budget bounds the sizes built by this evaluation; see guard.go.
+	// Budget bounds the sizes built and the work done by this
+	// evaluation; see guard.go and work.go.
 	Budget *budget `expr:"__budget"`
 
 	// Item and Index are the loop item and its position. Users never
@@ -53,7 +54,11 @@ const (
 	useReadJSON
 	useGlob
 	useNow
+	// useBudget: the program needs a budget (see guard.go and work.go).
 	useBudget
+	// usePatch: the program's tree is patched after a first type check
+	// (guardPatcher and workPatcher).
+	usePatch
 )
 
 // funcBit returns the bit of the environment function name, or 0 when
@@ -141,8 +146,9 @@ func newExprEnv(env *Env, use funcSet) *exprEnv {
 	if use == 0 {
 		return e
 	}
-	// The file functions charge what they read to the budget too.
-	if use&(useBudget|useReadFile|useReadJSON|useGlob) != 0 {
+	// The file functions charge their calls and what they read to the
+	// budget too.
+	if use&(useBudget|useFileExists|useReadFile|useReadJSON|useGlob) != 0 {
 		e.Budget = &budget{}
 	}
 	files := fileFuncs{fs: env.FS, dir: env.Dir, budget: e.Budget}

@@ -81,11 +81,23 @@ func (p *Program) Source() string { return p.src }
 // Run-time errors (a failing read_file, an exhausted memory budget, a
 // bad index) are *Error too, positioned in the source.
 func (p *Program) Eval(env *Env) (any, error) {
+	return p.eval(env, nil)
+}
+
+// eval is Eval. When steps is not nil, the evaluation's work is counted
+// from *steps on, the steps evaluations before it have spent (the
+// other parts of a template), and *steps is updated.
+func (p *Program) eval(env *Env, steps *int) (any, error) {
 	if env == nil {
 		env = &Env{}
 	}
+	e := newExprEnv(env, p.use)
+	if steps != nil && e.Budget != nil {
+		e.Budget.steps = *steps
+		defer func() { *steps = e.Budget.steps }()
+	}
 	machine := vm.VM{MemoryBudget: MemoryBudget}
-	out, err := machine.Run(p.prog, newExprEnv(env, p.use))
+	out, err := machine.Run(p.prog, e)
 	if err != nil {
 		return nil, fromExpr(p.src, err)
 	}
