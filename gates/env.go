@@ -35,6 +35,10 @@ type exprEnv struct {
 	// Budget bounds the sizes built and the work done by this
 	// evaluation; see guard.go and work.go.
 	Budget *budget `expr:"__budget"`
+	// budget is what Budget points to, when set: allocated with the
+	// environment rather than on its own. expr does not see
+	// unexported fields.
+	budget budget
 
 	// Item and Index are the loop item and its position. Users never
 	// write these names: the compiler renames the identifiers that are
@@ -149,7 +153,7 @@ func newExprEnv(env *Env, use funcSet) *exprEnv {
 	// The file functions charge their calls and what they read to the
 	// budget too.
 	if use&(useBudget|useFileExists|useReadFile|useReadJSON|useGlob) != 0 {
-		e.Budget = &budget{}
+		e.Budget = &e.budget
 	}
 	files := fileFuncs{fs: env.FS, dir: env.Dir, budget: e.Budget}
 	if use&useFileExists != 0 {

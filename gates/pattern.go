@@ -20,14 +20,15 @@ const (
 	// expanded: each literal character, class, operator and group
 	// counts as one part, and x{n,m} as m copies of x (n+1 when it has
 	// no maximum), so that nested repetitions multiply.
-	MaxPatternSize = 1000
+	MaxPatternSize = 2000
 	// maxCachedPatterns is how many compiled patterns one evaluation
 	// keeps, so that a pattern built at run time and matched in a loop
 	// is compiled once.
 	maxCachedPatterns = 16
 	// compileSteps is what compiling a pattern costs, in steps, per
-	// part.
+	// part, besides compileBase for any pattern.
 	compileSteps = 20
+	compileBase  = 100
 )
 
 // pattern is a compiled regular expression within the limits.
@@ -119,7 +120,7 @@ func (b *budget) pattern(src string) (*pattern, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := b.step(compileSteps * p.size); err != nil {
+	if err := b.step(compileBase + compileSteps*p.size); err != nil {
 		return nil, err
 	}
 	if b.patterns == nil {
