@@ -14,9 +14,10 @@ const (
 	// may have.
 	MaxNodes = 10000
 	// MemoryBudget is the allocation budget of one evaluation, in expr's
-	// units: roughly one per element of a range, array or map built, per
-	// iteration of map, filter and the other predicates, and per byte of
-	// a repeat. Exceeding it stops the evaluation with an error.
+	// units: roughly one per element of an array or map built, by map
+	// and filter among others. Exceeding it stops the evaluation with an
+	// error. Ranges are charged to the size and work budgets instead
+	// (see MaxEvalSize and MaxSteps).
 	MemoryBudget = 1_000_000
 )
 
