@@ -47,8 +47,9 @@ var errTooLarge = errors.New("memory budget exceeded: value larger than 8 MiB or
 // bytes), or a value of fixed size (duration, date, timezone), or are
 // predicates (all, any, one, none, filter, map, find, findIndex,
 // findLast, findLastIndex, count, sum, groupBy, sortBy, reduce) that
-// expr compiles into loops over an array built before, whose elements
-// and iterations its MemoryBudget counts. The slice is never modified.
+// expr compiles into loops over an array built before, whose results
+// its MemoryBudget counts and whose iterations are counted as work
+// (see workPatcher). The slice is never modified.
 var guardedBuiltins = []string{
 	"toJSON", "string", "flatten", "join", "replace", "max", "min", "mean", "median",
 	"repeat", "split", "splitAfter", "upper", "lower", "toBase64", "fromBase64", "fromJSON",

@@ -53,17 +53,26 @@ func (p *pattern) cost(n int) int {
 // larger than MaxPatternSize. It returns nil for a pattern that does
 // not parse: compiling it reports why.
 func patternLimit(src string) error {
+	_, err := measurePattern(src)
+	return err
+}
+
+// measurePattern returns the size of pattern src (see MaxPatternSize),
+// or an error when src is over the limits. A pattern that does not
+// parse measures 0.
+func measurePattern(src string) (int, error) {
 	if len(src) > MaxPattern {
-		return fmt.Errorf("regular expression longer than %d bytes", MaxPattern)
+		return 0, fmt.Errorf("regular expression longer than %d bytes", MaxPattern)
 	}
 	re, err := syntax.Parse(src, syntax.Perl)
 	if err != nil {
-		return nil
+		return 0, nil
 	}
-	if patternSize(re, MaxPatternSize+1) > MaxPatternSize {
-		return fmt.Errorf("regular expression too large: more than %d parts with its repetitions expanded", MaxPatternSize)
+	size := patternSize(re, MaxPatternSize+1)
+	if size > MaxPatternSize {
+		return 0, fmt.Errorf("regular expression too large: more than %d parts with its repetitions expanded", MaxPatternSize)
 	}
-	return nil
+	return size, nil
 }
 
 // patternSize returns the size of re with its repetitions expanded
@@ -92,19 +101,16 @@ func patternSize(re *syntax.Regexp, limit int) int {
 
 // compilePattern checks src against the limits and compiles it.
 func compilePattern(src string) (*pattern, error) {
-	if err := patternLimit(src); err != nil {
+	size, err := measurePattern(src)
+	if err != nil {
 		return nil, err
 	}
 	re, err := regexp.Compile(src)
 	if err != nil {
 		return nil, err
 	}
-	parsed, err := syntax.Parse(src, syntax.Perl)
-	if err != nil {
-		return nil, err
-	}
 	_, literal := re.LiteralPrefix()
-	return &pattern{re: re, size: patternSize(parsed, MaxPatternSize+1), literal: literal}, nil
+	return &pattern{re: re, size: size, literal: literal}, nil
 }
 
 // pattern returns src compiled, from the evaluation's cache when it was
