@@ -53,8 +53,30 @@ func (c *refChecker) Visit(node *ast.Node) {
 			c.use |= useBudget
 		}
 	case *ast.BinaryNode:
-		if n.Operator == "+" {
-			c.use |= useBudget
+		switch n.Operator {
+		case "+", "..":
+			c.use |= useBudget | usePatch
+		case "in":
+			if !isScalarArray(n.Right) {
+				c.use |= useBudget | usePatch
+			}
+		case "==", "!=":
+			if !isScalarLiteral(n.Left) && !isScalarLiteral(n.Right) {
+				c.use |= useBudget | usePatch
+			}
+		case "matches":
+			c.use |= useBudget | usePatch
+			// The type checker compiles a constant pattern: refuse
+			// one over the limits before it does.
+			if p, ok := n.Right.(*ast.StringNode); ok {
+				if err := patternLimit(p.Value); err != nil {
+					c.fail(p, err.Error())
+				}
+			}
+		}
+	case *ast.BuiltinNode:
+		if isPredicate(n.Name) {
+			c.use |= useBudget | usePatch
 		}
 	case *ast.VariableDeclaratorNode:
 		switch {
@@ -68,6 +90,34 @@ func (c *refChecker) Visit(node *ast.Node) {
 	case *ast.MemberNode:
 		c.member(n)
 	}
+}
+
+// isScalarLiteral reports whether node is a literal nil, boolean,
+// number or string: comparing with one costs no more than a step or a
+// scan of a string.
+func isScalarLiteral(node ast.Node) bool {
+	switch node.(type) {
+	case *ast.NilNode, *ast.BoolNode, *ast.IntegerNode, *ast.FloatNode, *ast.StringNode:
+		return true
+	}
+	return false
+}
+
+// isScalarArray reports whether node is an array written in the
+// expression whose elements are all literal nil, booleans, numbers or
+// strings: looking a value up in it costs a step per element, and
+// expr's optimizer turns it into a set when it can.
+func isScalarArray(node ast.Node) bool {
+	a, ok := node.(*ast.ArrayNode)
+	if !ok {
+		return false
+	}
+	for _, e := range a.Nodes {
+		if !isScalarLiteral(e) {
+			return false
+		}
+	}
+	return true
 }
 
 // member checks steps.X, vars.X and the fields of struct values, and

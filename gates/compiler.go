@@ -42,8 +42,6 @@ type Compiler struct {
 	// mu guards cfg: the type checker caches type information in it.
 	mu  sync.Mutex
 	cfg *conf.Config
-	// patchers are the visitors the options added to cfg.
-	patchers []ast.Visitor
 	// done holds the programs compiled so far, by source and kind; nil
 	// in a single-use compiler.
 	done map[compiled]*Program
@@ -86,7 +84,6 @@ func newCompiler(scope Scope) *Compiler {
 		delete(c.cfg.Builtins, name)
 	}
 	c.cfg.Check()
-	c.patchers = c.cfg.Visitors
 	return c
 }
 
@@ -158,17 +155,25 @@ func (c *Compiler) compile(src string, kind Kind) (*Program, error) {
 	if c.scope.Item != "" || c.scope.Index != "" {
 		ast.Walk(&tree.Node, itemNames{item: c.scope.Item, index: c.scope.Index})
 	}
-	// Calls of guarded builtins get the budget as first argument, and
-	// the patchers only rewrite +; the reference check records both as
-	// useBudget. Running the patchers with nothing to rewrite would
-	// cost two more passes of the type checker.
-	c.cfg.Visitors = nil
+	// Calls of guarded builtins get the budget as first argument
+	// before the type check; the nodes whose cost is counted (see
+	// patchTree) are rewritten after it, with the types it found, and
+	// the tree checked again. An error is reported by the first check,
+	// on the tree as written. The reference check records what needs
+	// which as useBudget and usePatch: patching a tree with nothing to
+	// rewrite would cost another pass of the type checker.
 	if refs.use&useBudget != 0 {
 		addBudgetArgs(&tree.Node)
-		c.cfg.Visitors = c.patchers
 	}
-	if _, err := new(checker.Checker).PatchAndCheck(tree, c.cfg); err != nil {
+	var check checker.Checker
+	if _, err := check.Check(tree, c.cfg); err != nil {
 		return nil, c.explain(fromExpr(src, err))
+	}
+	if refs.use&usePatch != 0 {
+		patchTree(&tree.Node)
+		if _, err := check.Check(tree, c.cfg); err != nil {
+			return nil, c.explain(fromExpr(src, err))
+		}
 	}
 	if c.cfg.Optimize {
 		if err := optimizer.Optimize(&tree.Node, c.cfg); err != nil {

@@ -60,32 +60,66 @@
 // Workflow files may come from anywhere, and an expression must not
 // hang or exhaust the runner. Compile refuses expressions of more than
 // MaxNodes syntax nodes. Evaluation runs with expr's MemoryBudget, which
-// counts the elements of ranges (a..b), arrays and maps before they are
-// built, and stops ranges such as map(1..100000000, # * 2) and nested
-// loops early. expr's budget does not count bytes, so on top of it
-// every builtin that builds a value, or walks one, in proportion to its
-// arguments estimates what it is about to build and checks it against
-// MaxValueSize (8 MiB) per value and MaxEvalSize (32 MiB) per
-// evaluation before it runs: repeat, split, splitAfter, join, replace,
-// upper, lower, toBase64, fromBase64, toJSON, fromJSON, string,
-// flatten, sort, reverse, uniq, concat, keys, values, toPairs,
-// fromPairs, max, min, mean and median, and + on strings, where a few
-// doublings (let b = a + a; ...) would otherwise build gigabytes. What
-// read_file, read_json and glob return is charged to the same budget.
-// The estimates count a string by its bytes and an element of a new
-// array as 16 bytes; toJSON's counts the indentation of nested values,
-// and a value nested deeper than 10,000 levels counts as too large.
-// The other builtins build nothing in proportion to their arguments,
-// and the predicates (map, filter, groupBy, sortBy, ...) loop over an
-// array already built and counted. These guards are wired in by
-// rewriting the syntax tree, so the names __budget, __concat and __add
-// are reserved. Going over a limit is an evaluation error, "memory
-// budget exceeded", which fails the step.
+// counts the elements of the arrays and maps it builds, such as the
+// result of map(1..100000, # * 2). expr's budget does not count bytes,
+// so on top of it every builtin that builds a value, or walks one, in
+// proportion to its arguments estimates what it is about to build and
+// checks it against MaxValueSize (8 MiB) per value and MaxEvalSize (32
+// MiB) per evaluation before it runs: repeat, split, splitAfter, join,
+// replace, upper, lower, toBase64, fromBase64, toJSON, fromJSON,
+// string, flatten, sort, reverse, uniq, concat, keys, values, toPairs,
+// fromPairs, max, min, mean and median, ranges (a..b, 8 bytes an
+// element) and + on strings, where a few doublings (let b = a + a;
+// ...) would otherwise build gigabytes. What read_file, read_json and
+// glob return is charged to the same budget. The estimates count a
+// string by its bytes and an element of a new array as 16 bytes;
+// toJSON's counts the indentation of nested values, and a value nested
+// deeper than 10,000 levels counts as too large. Going over a limit is
+// an evaluation error, "memory budget exceeded", which fails the step.
 //
-// What the limits do not bound is time spent in a single regular
-// expression match (matches) over a large string, or in uniq, which
-// compares every pair of elements; Go's regexp is linear, so the first
-// cost is bounded by the input size.
+// Memory is not the only thing an expression can exhaust: loops nest,
+// and a comparison or a match can cost as much as its operands are
+// long, so that a few bytes of source, such as
+// let a = 1..999999; all(a, all(a, true)), would run for hours. Every
+// evaluation therefore counts its work in steps and stops, with the
+// error "expression does too much work: more than 5000000 steps"
+// positioned at the operation that went over, once it has done more
+// than MaxSteps. A step is an iteration of a loop (all, any, none, one,
+// filter, map, count, sum, find and its variants, groupBy, sortBy,
+// reduce: charged for the whole array when the loop starts, whether it
+// ends early or not), an element of a range, an element a builtin
+// builds, sorts or compares (sort and median count n log n
+// comparisons, uniq a comparison of each element with every one
+// before it), an element of a value that
+// == or in compares in depth (values that share parts, as
+// reduce(1..60, [#acc, #acc], []) builds, count once per reference),
+// 64 bytes of a string that an operator or builtin scans in a loop's
+// body (==, <, contains, startsWith, endsWith, in, a map lookup, len,
+// indexOf, trim, ...; outside loops each runs once and the size of
+// values bounds it), a thousand per call of a file function, or, for
+// matches, a byte of input times a part of the pattern (a pattern that
+// is a plain string costs a step per 64 bytes). The steps are counted
+// from the values, never from a clock: an expression evaluated again
+// over the same environment, after a crash or on another machine,
+// stops at the same point with the same error. The parts of a
+// template share one budget. These counters are wired in by rewriting
+// the syntax tree after its type check (see workPatcher); the calls
+// they add carry the position of what they count. The names __budget,
+// __concat, __add, __each, __range, __scan, __sortKey, __deep, __in and
+// __match are reserved.
+//
+// The patterns of matches are bounded before they are compiled, since
+// Go compiles a regular expression into a program as large as the
+// pattern with its repetitions expanded: (a{1000}) repeated 3000 times,
+// 27 KB of pattern, takes 1.4 GB and seconds to compile. A pattern
+// must be at most MaxPattern (4 KiB) long and MaxPatternSize (2000)
+// parts large, counting each character, class, operator and group as
+// a part and x{n,m} as m copies of x, so that nested repetitions
+// multiply. A pattern written in the expression is checked, and
+// compiled, once when the expression is; one built at run time is
+// checked and compiled when it is matched, and kept for the rest of
+// the evaluation (up to 16 of them), so that a pattern matched in a
+// loop is compiled once; its compilation costs steps too.
 //
 // Template.RenderLimit stops with a *TooLargeError as soon as the
 // rendered text would exceed the limit it is given, without building

@@ -32,8 +32,13 @@ type exprEnv struct {
 	Glob       func(string) ([]string, error) `expr:"glob"`
 	Now        func() time.Time               `expr:"now"`
 
-	// Budget bounds the sizes built by this evaluation; see guard.go.
+	// Budget bounds the sizes built and the work done by this
+	// evaluation; see guard.go and work.go.
 	Budget *budget `expr:"__budget"`
+	// budget is what Budget points to, when set: allocated with the
+	// environment rather than on its own. expr does not see
+	// unexported fields.
+	budget budget
 
 	// Item and Index are the loop item and its position. Users never
 	// write these names: the compiler renames the identifiers that are
@@ -53,7 +58,11 @@ const (
 	useReadJSON
 	useGlob
 	useNow
+	// useBudget: the program needs a budget (see guard.go and work.go).
 	useBudget
+	// usePatch: the program's tree is patched after a first type check
+	// (guardPatcher and workPatcher).
+	usePatch
 )
 
 // funcBit returns the bit of the environment function name, or 0 when
@@ -141,9 +150,10 @@ func newExprEnv(env *Env, use funcSet) *exprEnv {
 	if use == 0 {
 		return e
 	}
-	// The file functions charge what they read to the budget too.
-	if use&(useBudget|useReadFile|useReadJSON|useGlob) != 0 {
-		e.Budget = &budget{}
+	// The file functions charge their calls and what they read to the
+	// budget too.
+	if use&(useBudget|useFileExists|useReadFile|useReadJSON|useGlob) != 0 {
+		e.Budget = &e.budget
 	}
 	files := fileFuncs{fs: env.FS, dir: env.Dir, budget: e.Budget}
 	if use&useFileExists != 0 {

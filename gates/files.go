@@ -33,8 +33,9 @@ const (
 // fileFuncs implements file_exists, read_file, read_json and glob over
 // fs, confined to the directory dir: the real location of every path,
 // symlinks resolved, must lie inside it (see internal/confine). A nil
-// fs is an empty file system. What the functions return is charged to
-// budget, when set, so that reading in a loop is bounded too.
+// fs is an empty file system. Each call, and what the functions read
+// and return, is charged to budget, when set, so that reading in a loop
+// is bounded too.
 type fileFuncs struct {
 	fs     afero.Fs
 	dir    string
@@ -47,6 +48,14 @@ func (f fileFuncs) spend(n int) error {
 		return nil
 	}
 	return f.budget.spend(n)
+}
+
+// step charges n steps of work to the evaluation's budget.
+func (f fileFuncs) step(n int) error {
+	if f.budget == nil {
+		return nil
+	}
+	return f.budget.step(n)
 }
 
 // resolve checks that p is a local path (relative, not escaping with
@@ -77,6 +86,9 @@ func (f fileFuncs) exists(p string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	if err := f.step(fileSteps); err != nil {
+		return false, err
+	}
 	if f.fs == nil {
 		return false, nil
 	}
@@ -95,12 +107,18 @@ func (f fileFuncs) readBytes(fn, p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := f.step(fileSteps); err != nil {
+		return nil, err
+	}
 	if f.fs == nil {
 		return nil, fmt.Errorf("%s %q: %w", fn, p, fs.ErrNotExist)
 	}
 	data, err := confine.ReadFile(f.fs, full, MaxReadFile, f.root())
 	if err != nil {
 		return nil, fmt.Errorf("%s %q: %w", fn, p, err)
+	}
+	if err := f.step(len(data) / scanBytes); err != nil {
+		return nil, err
 	}
 	return data, nil
 }
@@ -144,6 +162,9 @@ func (f fileFuncs) glob(pattern string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := f.step(fileSteps); err != nil {
+		return nil, err
+	}
 	if f.fs == nil {
 		return []string{}, nil
 	}
@@ -172,6 +193,9 @@ func (f fileFuncs) glob(pattern string) ([]string, error) {
 	}
 	if len(matches) > MaxGlob {
 		return nil, fmt.Errorf("glob %q: more than %d matches", pattern, MaxGlob)
+	}
+	if err := f.step(g.scanned); err != nil {
+		return nil, err
 	}
 	size := 0
 	for _, m := range matches {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"reflect"
 	"slices"
 	"strconv"
@@ -46,8 +47,9 @@ var errTooLarge = errors.New("memory budget exceeded: value larger than 8 MiB or
 // bytes), or a value of fixed size (duration, date, timezone), or are
 // predicates (all, any, one, none, filter, map, find, findIndex,
 // findLast, findLastIndex, count, sum, groupBy, sortBy, reduce) that
-// expr compiles into loops over an array built before, whose elements
-// and iterations its MemoryBudget counts. The slice is never modified.
+// expr compiles into loops over an array built before, whose results
+// its MemoryBudget counts and whose iterations are counted as work
+// (see workPatcher). The slice is never modified.
 var guardedBuiltins = []string{
 	"toJSON", "string", "flatten", "join", "replace", "max", "min", "mean", "median",
 	"repeat", "split", "splitAfter", "upper", "lower", "toBase64", "fromBase64", "fromJSON",
@@ -62,8 +64,13 @@ const (
 	addFunc    = "__add"
 )
 
-// budget is the size built so far by one evaluation.
-type budget struct{ used int }
+// budget is what one evaluation has spent so far: the size it built
+// (used) and its work in steps (see MaxSteps), with the regular
+// expressions it compiled (see pattern.go).
+type budget struct {
+	used, steps int
+	patterns    map[string]*pattern
+}
 
 // spend adds n to the budget, failing when n or the total is too large.
 func (b *budget) spend(n int) error {
@@ -96,12 +103,19 @@ func guardOptions() []expr.Option {
 	opts := []expr.Option{
 		expr.Function(concatFunc, concatStrings, new(func(*budget, string, string) string)),
 		expr.Function(addFunc, addValues, new(func(*budget, any, any) any)),
-		expr.Patch(guardPatcher{}),
 	}
+	opts = append(opts, workOptions()...)
 	for _, name := range guardedBuiltins {
 		opts = append(opts, guardBuiltin(name))
 	}
 	return opts
+}
+
+// patchTree rewrites the tree rooted at node, after a first type check,
+// with guardPatcher and workPatcher; the tree must be checked again.
+func patchTree(node *ast.Node) {
+	ast.Walk(node, guardPatcher{})
+	ast.Walk(node, workPatcher{})
 }
 
 // guardPatcher rewrites the syntax tree after a first type check: a + b
@@ -210,7 +224,11 @@ func guardBuiltin(name string) expr.Option {
 	}
 	guarded := func(args ...any) (any, error) {
 		b, args := budgetArg(args), args[1:]
-		if err := b.spend(resultSize(name, args)); err != nil {
+		size := resultSize(name, args)
+		if err := b.spend(size); err != nil {
+			return nil, err
+		}
+		if err := b.step(builtinSteps(b, name, size, args)); err != nil {
 			return nil, err
 		}
 		return call(args...)
@@ -241,6 +259,33 @@ func guardBuiltin(name string) expr.Option {
 		}
 	}
 	return func(c *conf.Config) { c.Functions[name] = fn }
+}
+
+// builtinSteps returns the work, in steps, of builtin name called with
+// args, given the size it builds or walks (see resultSize): a step per
+// elemSize bytes of it, and, for the builtins that compare elements,
+// the comparisons: sort and median compare each element about log2(n)
+// times, uniq each element with every distinct one before it. A
+// comparison costs as much as comparing the elements in depth.
+func builtinSteps(b *budget, name string, size int, args []any) int {
+	steps := 1 + size/elemSize
+	switch name {
+	case "sort", "median", "uniq":
+		if len(args) == 0 {
+			break
+		}
+		n := lenOf(args[0])
+		if n < 2 {
+			break
+		}
+		compare := deepSize(args[0], b.left()+1)
+		if name == "uniq" {
+			steps += mulSat(n, compare)
+		} else {
+			steps += mulSat(bits.Len(uint(n)), compare)
+		}
+	}
+	return steps
 }
 
 // elemSize is the size of an element of an array a builtin builds: an

@@ -14,9 +14,10 @@ const (
 	// may have.
 	MaxNodes = 10000
 	// MemoryBudget is the allocation budget of one evaluation, in expr's
-	// units: roughly one per element of a range, array or map built, per
-	// iteration of map, filter and the other predicates, and per byte of
-	// a repeat. Exceeding it stops the evaluation with an error.
+	// units: roughly one per element of an array or map built, by map
+	// and filter among others. Exceeding it stops the evaluation with an
+	// error. Ranges are charged to the size and work budgets instead
+	// (see MaxEvalSize and MaxSteps).
 	MemoryBudget = 1_000_000
 )
 
@@ -81,11 +82,23 @@ func (p *Program) Source() string { return p.src }
 // Run-time errors (a failing read_file, an exhausted memory budget, a
 // bad index) are *Error too, positioned in the source.
 func (p *Program) Eval(env *Env) (any, error) {
+	return p.eval(env, nil)
+}
+
+// eval is Eval. When steps is not nil, the evaluation's work is counted
+// from *steps on, the steps evaluations before it have spent (the
+// other parts of a template), and *steps is updated.
+func (p *Program) eval(env *Env, steps *int) (any, error) {
 	if env == nil {
 		env = &Env{}
 	}
+	e := newExprEnv(env, p.use)
+	if steps != nil && e.Budget != nil {
+		e.Budget.steps = *steps
+		defer func() { *steps = e.Budget.steps }()
+	}
 	machine := vm.VM{MemoryBudget: MemoryBudget}
-	out, err := machine.Run(p.prog, newExprEnv(env, p.use))
+	out, err := machine.Run(p.prog, e)
 	if err != nil {
 		return nil, fromExpr(p.src, err)
 	}

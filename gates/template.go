@@ -189,10 +189,11 @@ func (t *Template) RenderLimit(env *Env, limit int) (string, error) {
 		return s, nil
 	}
 	var b strings.Builder
+	steps := 0 // one budget of work for all the parts
 	for _, p := range t.parts {
 		text := p.text
 		if p.prog != nil {
-			v, err := p.prog.Eval(env)
+			v, err := p.prog.eval(env, &steps)
 			if err != nil {
 				return "", err.(*Error).shift(t.src, p.off)
 			}
