@@ -738,7 +738,7 @@ func (x *run) startCleanup() {
 	go func() {
 		defer x.sessions.Done()
 		d := x.session(step, e, sp, pp, private, env, &stepFacts{step: "cleanup"})
-		failed := d.Invalid != "" || (!d.Interrupted && core.Failure(&core.PlanStep{Kind: core.Kind(step.Kind), PlanOptions: &core.PlanOptions{}}, d.Facts) != "")
+		failed := d.Invalid != "" || (!d.Interrupted && core.Failure(&core.PlanStep{Kind: core.Kind(step.Kind)}, d.Facts) != "")
 		x.printf("cleanup: finished (failed: %v)\n", failed)
 		x.send(CleanupDone{Failed: failed})
 	}()

@@ -17,9 +17,9 @@ func (h *coreHarness) spend(step string, cost float64, tokens int64) []core.Effe
 func budgetPlan(t *testing.T, run core.Budget, step core.Budget) *core.Plan {
 	t.Helper()
 	steps := []core.PlanStep{
-		{ID: "a", Kind: core.KindAgent, PlanOptions: &core.PlanOptions{MaxAttempts: 1, MaxIterations: 4}},
-		{ID: "b", Kind: core.KindAgent, Needs: []string{"a"}, Extra: &core.PlanExtra{Budget: step}, PlanOptions: &core.PlanOptions{MaxAttempts: 1, MaxIterations: 4}},
-		{ID: "c", Kind: core.KindAgent, Needs: []string{"b"}, PlanOptions: &core.PlanOptions{MaxAttempts: 1, MaxIterations: 4}},
+		{ID: "a", Kind: core.KindAgent, MaxAttempts: 1, MaxIterations: 4},
+		{ID: "b", Kind: core.KindAgent, Needs: []string{"a"}, Extra: &core.PlanExtra{Budget: step}, MaxAttempts: 1, MaxIterations: 4},
+		{ID: "c", Kind: core.KindAgent, Needs: []string{"b"}, MaxAttempts: 1, MaxIterations: 4},
 	}
 	plan, err := core.NewPlan(steps, 1)
 	if err != nil {

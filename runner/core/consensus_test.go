@@ -51,11 +51,11 @@ func (h *coreHarness) verdict(step, v string) []core.Effect {
 // passes.
 func TestPairReview(t *testing.T) {
 	steps := []core.PlanStep{
-		{ID: "code", Kind: core.KindAgent, PlanOptions: &core.PlanOptions{MaxAttempts: 1, MaxIterations: 3}},
-		{ID: "ra", Kind: core.KindAgent, Needs: []string{"code"}, PlanOptions: &core.PlanOptions{Reviewer: true, MaxAttempts: 1, MaxIterations: 3}},
-		{ID: "rb", Kind: core.KindAgent, Needs: []string{"code"}, PlanOptions: &core.PlanOptions{Reviewer: true, MaxAttempts: 1, MaxIterations: 3}},
+		{ID: "code", Kind: core.KindAgent, MaxAttempts: 1, MaxIterations: 3},
+		{ID: "ra", Kind: core.KindAgent, Needs: []string{"code"}, Reviewer: true, MaxAttempts: 1, MaxIterations: 3},
+		{ID: "rb", Kind: core.KindAgent, Needs: []string{"code"}, Reviewer: true, MaxAttempts: 1, MaxIterations: 3},
 		{
-			ID: "review", Kind: core.KindConsensus, Needs: []string{"ra", "rb"}, Extra: &core.PlanExtra{Reviewers: []string{"ra", "rb"}, Consensus: "all"}, PlanOptions: &core.PlanOptions{LoopTarget: "code", HasGate: true, MaxAttempts: 1, MaxIterations: 3},
+			ID: "review", Kind: core.KindConsensus, Needs: []string{"ra", "rb"}, Extra: &core.PlanExtra{Reviewers: []string{"ra", "rb"}, Consensus: "all"}, LoopTarget: "code", HasGate: true, MaxAttempts: 1, MaxIterations: 3,
 		},
 	}
 	plan, err := core.NewPlan(steps, 1)

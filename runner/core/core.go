@@ -106,7 +106,7 @@ func (c *Core) mark(id string) {
 	if k, ok := SplitKey(id); ok {
 		id = k.Loop
 	}
-	i, ok := c.plan.index.find(c.plan.Steps, id)
+	i, ok := c.plan.index[id]
 	if !ok {
 		return
 	}

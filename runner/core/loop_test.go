@@ -17,13 +17,13 @@ import (
 func loopPlan(t *testing.T, parallel int, continueOnError bool) *core.Plan {
 	t.Helper()
 	steps := []core.PlanStep{
-		{ID: "breakdown", Kind: core.KindCommand, PlanOptions: &core.PlanOptions{MaxAttempts: 1, MaxIterations: 4}},
+		{ID: "breakdown", Kind: core.KindCommand, MaxAttempts: 1, MaxIterations: 4},
 		{
-			ID: "stories", Kind: core.KindLoop, Needs: []string{"breakdown"}, PlanOptions: &core.PlanOptions{MaxAttempts: 1, MaxIterations: 4, ForEach: &core.PlanLoop{Body: []string{"implement", "review"}, MaxParallel: parallel, ContinueOnError: continueOnError, MaxItems: 5}},
+			ID: "stories", Kind: core.KindLoop, Needs: []string{"breakdown"}, MaxAttempts: 1, MaxIterations: 4, ForEach: &core.PlanLoop{Body: []string{"implement", "review"}, MaxParallel: parallel, ContinueOnError: continueOnError, MaxItems: 5},
 		},
-		{ID: "implement", Kind: core.KindCommand, PlanOptions: &core.PlanOptions{Loop: "stories", MaxAttempts: 2, MaxIterations: 4}},
-		{ID: "review", Kind: core.KindCommand, Needs: []string{"implement"}, PlanOptions: &core.PlanOptions{Loop: "stories", LoopTarget: "implement", HasGate: true, MaxAttempts: 1, MaxIterations: 3}},
-		{ID: "integrate", Kind: core.KindCommand, Needs: []string{"stories"}, PlanOptions: &core.PlanOptions{LoopTarget: "stories", HasGate: true, MaxAttempts: 1, MaxIterations: 4}},
+		{ID: "implement", Kind: core.KindCommand, Loop: "stories", MaxAttempts: 2, MaxIterations: 4},
+		{ID: "review", Kind: core.KindCommand, Needs: []string{"implement"}, Loop: "stories", LoopTarget: "implement", HasGate: true, MaxAttempts: 1, MaxIterations: 3},
+		{ID: "integrate", Kind: core.KindCommand, Needs: []string{"stories"}, LoopTarget: "stories", HasGate: true, MaxAttempts: 1, MaxIterations: 4},
 	}
 	plan, err := core.NewPlan(steps, 1)
 	if err != nil {
