@@ -259,13 +259,10 @@ type ItemEvent struct {
 }
 
 // NewEvent builds an event; the log assigns its seq. Its data is
-// written as json.Marshal writes it (the most frequent types by hand,
-// see hotJSON).
+// data's JSON.
 func NewEvent(at time.Time, typ, step string, data any) Event {
 	var raw json.RawMessage
-	if b, ok := hotJSON(data); ok {
-		raw = b
-	} else if data != nil {
+	if data != nil {
 		b, err := json.Marshal(data)
 		if err != nil {
 			panic(fmt.Sprintf("marshal %s event: %v", typ, err)) // data types are ours: a bug

@@ -432,8 +432,15 @@ func (s *State) Clone() *State {
 		r := *s.Runner
 		c.Runner = &r
 	}
-	c.Steps = make(map[string]*StepState, len(s.Steps))
+	c.Steps = nil
+	if s.Steps != nil {
+		c.Steps = make(map[string]*StepState, len(s.Steps))
+	}
 	for id, st := range s.Steps {
+		if st == nil {
+			c.Steps[id] = nil // a snapshot's "id": null
+			continue
+		}
 		x := *st
 		x.Artifacts = slices.Clone(st.Artifacts)
 		x.Metrics = maps.Clone(st.Metrics)
@@ -452,13 +459,11 @@ func (s *State) Clone() *State {
 				u := *m.ConversationUsage
 				y.ConversationUsage = &u
 			}
-			if m.LoopIndex != nil {
-				y.LoopItems = slices.Clone(m.LoopItems)
-				y.LoopIndex = intp(*m.LoopIndex)
-				y.LoopCompleted = boolp(*m.LoopCompleted)
-				y.Items = slices.Clone(m.Items)
-				y.RemovedItems = slices.Clone(m.RemovedItems)
-			}
+			y.LoopItems = slices.Clone(m.LoopItems)
+			y.LoopIndex = clonePtr(m.LoopIndex)
+			y.LoopCompleted = clonePtr(m.LoopCompleted)
+			y.Items = slices.Clone(m.Items)
+			y.RemovedItems = slices.Clone(m.RemovedItems)
 			x.StepMore = &y
 		}
 		c.Steps[id] = &x
@@ -479,6 +484,15 @@ func (s Status) Done() bool { return s.done() }
 
 func strp(s string) *string { return &s }
 
+// clonePtr returns a pointer to a copy of *p, or nil when p is nil.
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
 func intp(n int) *int { return &n }
 
 func boolp(b bool) *bool { return &b }
@@ -496,64 +510,75 @@ func (s *State) MarshalJSON() ([]byte, error) {
 // Indented returns the state as run_state.json holds it: indented by
 // two spaces, steps in workflow order (see WriteIndented).
 func (s *State) Indented() ([]byte, error) {
-	b := bytes.NewBuffer(make([]byte, 0, 1024+len(s.Steps)*800))
-	if err := s.WriteIndented(b); err != nil {
+	var b bytes.Buffer
+	if err := s.WriteIndented(&b); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
 }
 
 // WriteIndented writes the state to w as Indented returns it. It
-// encodes one step at a time into a buffer it reuses, so that writing
-// the snapshot of a large run takes memory in proportion to one step,
-// not to the run.
+// writes one step at a time, so that writing the snapshot of a large
+// run takes memory in proportion to one step, not to the run.
 func (s *State) WriteIndented(w io.Writer) error { return s.encode(w, "  ") }
 
+// encode writes the state as json.MarshalIndent(s, "", indent) would
+// (json.Marshal when indent is ""), but for the order of the steps:
+// those of StepOrder first, in that order, then any others sorted by
+// id. The steps are the last field of State, so the fields before them
+// are encoded as a whole and the steps one by one after them.
 func (s *State) encode(w io.Writer, indent string) error {
-	type head State // without State's methods
-	h := (*head)(s)
-	saved := h.Steps
+	type fields State // State's fields without its methods
+	h := fields(*s)
 	h.Steps = nil
 	var b []byte
 	var err error
 	if indent == "" {
-		b, err = json.Marshal(h)
+		b, err = json.Marshal(&h)
 	} else {
-		b, err = json.MarshalIndent(h, "", indent)
+		b, err = json.MarshalIndent(&h, "", indent)
 	}
-	h.Steps = saved
 	if err != nil {
 		return err
 	}
-	// b ends with "steps": null and the closing brace; replace the null
-	// with the steps.
+	// b ends with "steps": null and the closing brace; the steps go
+	// in place of the null.
 	i := bytes.LastIndex(b, []byte("null"))
 	if i < 0 {
 		return fmt.Errorf("encode run state: no steps field")
 	}
-	// One encoder and its buffer serve every step: it writes what
-	// json.MarshalIndent(v, indent+indent, indent) returns (json.Marshal
-	// without indent), by hand for the common fields (see stepEncoder).
-	enc := newStepEncoder(indent)
-	buf := make([]byte, 0, 4096)
-	buf = append(buf, b[:i]...)
-	buf = append(buf, '{')
+	var buf bytes.Buffer
+	buf.Write(b[:i])
+	buf.WriteByte('{')
+	// A step is a value two levels deep: its lines after the first are
+	// indented twice before its own indentation.
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent(indent+indent, indent)
 	n := 0
 	write := func(id string, st *StepState) error {
 		if n > 0 {
-			buf = append(buf, ',')
+			buf.WriteByte(',')
 		}
 		n++
-		buf = append(buf, enc.end...)
-		buf = append(appendJSONString(buf, id), enc.colon...)
-		var err error
-		if buf, err = enc.appendStep(buf, st); err != nil {
+		if indent != "" {
+			buf.WriteString("\n" + indent + indent)
+		}
+		if err := enc.Encode(id); err != nil {
 			return err
 		}
-		if _, err := w.Write(buf); err != nil {
+		buf.Truncate(buf.Len() - 1) // Encode's newline
+		buf.WriteByte(':')
+		if indent != "" {
+			buf.WriteByte(' ')
+		}
+		if err := enc.Encode(st); err != nil {
 			return err
 		}
-		buf = buf[:0]
+		buf.Truncate(buf.Len() - 1)
+		if _, err := w.Write(buf.Bytes()); err != nil {
+			return err
+		}
+		buf.Reset()
 		return nil
 	}
 	seen := make(map[string]bool, len(s.Steps))
@@ -575,10 +600,10 @@ func (s *State) encode(w io.Writer, indent string) error {
 		}
 	}
 	if indent != "" && n > 0 {
-		buf = append(buf, "\n"+indent...)
+		buf.WriteString("\n" + indent)
 	}
-	buf = append(buf, '}')
-	buf = append(buf, b[i+len("null"):]...)
-	_, err = w.Write(buf)
+	buf.WriteByte('}')
+	buf.Write(b[i+len("null"):])
+	_, err = w.Write(buf.Bytes())
 	return err
 }
