@@ -231,11 +231,11 @@ func SubmitDecision(fsys afero.Fs, runDir, step string, in HumanInput, now time.
 
 // decidedAlready is Decide's answer for a step that no longer waits.
 func decidedAlready(runID, step string, s *StepState, in HumanInput) (*Decided, error) {
-	if s.Human() != nil && s.Status != Pending && s.Status != Running {
-		if sameDecision(*s.Human(), in) {
-			return &Decided{Already: *s.Human()}, nil
+	if s.Human != nil && s.Status != Pending && s.Status != Running {
+		if sameDecision(*s.Human, in) {
+			return &Decided{Already: *s.Human}, nil
 		}
-		return nil, Refused("step %s of run %s was already %s; it is %s", step, runID, describeDecision(*s.Human()), s.Status)
+		return nil, Refused("step %s of run %s was already %s; it is %s", step, runID, describeDecision(*s.Human), s.Status)
 	}
 	return nil, Refused("step %s of run %s is %s, not waiting on a human", step, runID, s.Status)
 }

@@ -287,8 +287,8 @@ func (x *run) announce(e Event) {
 	case EvStepFailed:
 		x.printf("%s: FAILED: %s\n", e.Step, deref(s.LastError))
 	case EvLoopItems:
-		keys := make([]string, len(s.Items()))
-		for i, it := range s.Items() {
+		keys := make([]string, len(s.Items))
+		for i, it := range s.Items {
 			keys[i] = it.Key
 		}
 		x.printf("%s: %s%s\n", e.Step, plural(len(keys), "1 item", fmt.Sprintf("%d items", len(keys))), listed(keys))
@@ -298,12 +298,12 @@ func (x *run) announce(e Event) {
 		if d.Status == Failed {
 			x.printf("%s[%s]: item FAILED: %s\n", e.Step, d.Key, d.Error)
 		} else {
-			x.printf("%s[%s]: item %s (%d/%d)\n", e.Step, d.Key, strings.ToLower(string(d.Status)), derefInt(s.LoopIndex()), len(s.Items()))
+			x.printf("%s[%s]: item %s (%d/%d)\n", e.Step, d.Key, strings.ToLower(string(d.Status)), derefInt(s.LoopIndex), len(s.Items))
 		}
 	case EvStepInterrupted:
 		x.printf("%s: interrupted\n", e.Step)
 	case EvGatesWaiting:
-		x.printf("%s: waiting for gates to open: %s (%s)\n", e.Step, strings.Join(s.WaitingGates(), ", "), x.opts.Invocation.GateStateFile)
+		x.printf("%s: waiting for gates to open: %s (%s)\n", e.Step, strings.Join(s.WaitingGates, ", "), x.opts.Invocation.GateStateFile)
 	case EvStepRemoved:
 		x.printf("%s: removed from the workflow; dropped from the run\n", e.Step)
 	case EvStepAdded:

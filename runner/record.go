@@ -68,8 +68,6 @@ type (
 	Status          = core.Status
 	StepStarted     = core.StepStarted
 	StepState       = core.StepState
-	StepMore        = core.StepMore
-	StepWait        = core.StepWait
 	StepWaiting     = core.StepWaiting
 	Time            = core.Time
 	TimerFired      = core.TimerFired

@@ -613,7 +613,7 @@ func (x *run) instanceOrder(top, order []string) []string {
 		out = append(out, id)
 		loop := x.wf.Step(id)
 		ls := x.st.Steps[id]
-		if loop == nil || loop.ForEach == nil || ls == nil || ls.LoopIndex() == nil {
+		if loop == nil || loop.ForEach == nil || ls == nil || ls.LoopIndex == nil {
 			continue
 		}
 		// Started and finished items keep their instances; items not yet
@@ -628,7 +628,7 @@ func (x *run) instanceOrder(top, order []string) []string {
 			byItem[k.Item] = append(byItem[k.Item], key)
 		}
 		listed := map[string]bool{}
-		for _, it := range ls.Items() {
+		for _, it := range ls.Items {
 			listed[it.Key] = true
 			if it.Status != Pending {
 				out = append(out, byItem[it.Key]...)

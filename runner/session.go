@@ -180,8 +180,8 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 			}
 			prompt = p
 		}
-		if ss := x.st.Steps[e.Step]; ss != nil && ss.Feedback() != nil && s.Feedback != "none" {
-			prompt += feedbackText(ss.Feedback())
+		if ss := x.st.Steps[e.Step]; ss != nil && ss.Feedback != nil && s.Feedback != "none" {
+			prompt += feedbackText(ss.Feedback)
 		}
 		agent := x.wf.Agents[s.Agent]
 		if agent == nil {
@@ -246,8 +246,8 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 	case s.Model != "":
 		vars = append(vars, "STEP_MODEL="+s.Model)
 	}
-	if ss := x.st.Steps[e.Step]; ss != nil && ss.Feedback() != nil {
-		fb := ss.Feedback()
+	if ss := x.st.Steps[e.Step]; ss != nil && ss.Feedback != nil {
+		fb := ss.Feedback
 		ff := x.names.feedback(e.Step, e.Iteration, e.Attempt)
 		b, _ := json.MarshalIndent(fb, "", "  ")
 		if err := fsys.MkdirAll(filepath.Dir(ff), 0o755); err == nil && writeFile(fsys, ff, b) == nil {

@@ -12,14 +12,14 @@ func TestSummaryNotes(t *testing.T) {
 	reason, target, manual := "1 of 3 items failed: b", "fix", "/r/manual_inputs/r__ok.json"
 	st := &State{RunID: "r", StepOrder: []string{"items", "done", "pending_loop", "fix_it", "ok", "check"}, Steps: map[string]*StepState{
 		"items": {
-			Status: Failed, LastError: &reason, StepMore: &StepMore{LoopIndex: &two, Items: []Item{
-				{Key: "a", Status: Completed}, {Key: "b", Status: Failed}, {Key: "c", Status: Running}}, RemovedItems: []string{"d"}},
+			Status: Failed, LastError: &reason, LoopIndex: &two, Items: []Item{
+				{Key: "a", Status: Completed}, {Key: "b", Status: Failed}, {Key: "c", Status: Running}}, RemovedItems: []string{"d"},
 		},
-		"done":         {Status: Completed, StepMore: &StepMore{LoopIndex: &zero, Items: []Item{{Key: "a", Status: Completed}}}},
+		"done":         {Status: Completed, LoopIndex: &zero, Items: []Item{{Key: "a", Status: Completed}}},
 		"pending_loop": {Status: Pending},
-		"fix_it":       {Status: Pending, StepWait: &StepWait{WaitingFor: &target}},
+		"fix_it":       {Status: Pending, WaitingFor: &target},
 		"ok":           {Status: WaitingOnHuman, ManualInputPath: &manual},
-		"check":        {Status: Pending, StepWait: &StepWait{WaitingGates: []string{"window"}}},
+		"check":        {Status: Pending, WaitingGates: []string{"window"}},
 	}}
 	got := Summary(st)
 	for _, want := range []string{

@@ -110,7 +110,7 @@ func TestGitHubSummaryEvidence(t *testing.T) {
 		StepOrder:    []string{"build", "review"},
 		Steps: map[string]*runner.StepState{
 			"build":  {Status: runner.Completed, Attempts: 1},
-			"review": {Status: runner.Failed, Attempts: 1, LastError: &errText, StepMore: &runner.StepMore{Feedback: &runner.Feedback{Step: "review", Output: out.String()}}},
+			"review": {Status: runner.Failed, Attempts: 1, LastError: &errText, Feedback: &runner.Feedback{Step: "review", Output: out.String()}},
 		},
 	}
 	got := ghSummary(ops.Status{State: st}, ops.RunResult{RunID: "r1", Status: "failed", ExitCode: 1})
@@ -130,7 +130,7 @@ func TestGitHubSummaryEvidence(t *testing.T) {
 	// A loop's row says how far its items got.
 	one := 1
 	st.StepOrder = append(st.StepOrder, "items")
-	st.Steps["items"] = &runner.StepState{Status: runner.Running, StepMore: &runner.StepMore{LoopIndex: &one, Items: []runner.Item{{Key: "a", Status: runner.Completed}, {Key: "b", Status: runner.Running}}}}
+	st.Steps["items"] = &runner.StepState{Status: runner.Running, LoopIndex: &one, Items: []runner.Item{{Key: "a", Status: runner.Completed}, {Key: "b", Status: runner.Running}}}
 	if got := ghSummary(ops.Status{State: st}, ops.RunResult{RunID: "r1", Status: "running"}); !strings.Contains(got, "| items | RUNNING | 0 | 0 |  | 1/2 items, 1 running |\n") {
 		t.Errorf("no loop progress:\n%s", got)
 	}
@@ -157,7 +157,7 @@ func TestGitHubSummaryOfALargeRun(t *testing.T) {
 		switch {
 		case i%5 == 0:
 			s.Status, s.LastError = runner.Failed, &long
-			s.More().Feedback = &runner.Feedback{Step: id, Output: evidence}
+			s.Feedback = &runner.Feedback{Step: id, Output: evidence}
 		case i%5 == 1:
 			s.Status = runner.WaitingOnHuman
 			waiting = append(waiting, id)

@@ -48,7 +48,7 @@ func TestBudgetStopsTheRun(t *testing.T) {
 		!strings.Contains(f.Reason, "flow resume r1 --budget-cost N") {
 		t.Fatalf("finish %+v", f)
 	}
-	if u := h.st.Usage; u == nil || u.Sessions != 2 || u.TokensIn != 150 || h.st.Steps["b"].Usage().CostUSD != 0.5 || h.st.Steps["b"].AgentSession() != "sess-b" {
+	if u := h.st.Usage; u == nil || u.Sessions != 2 || u.TokensIn != 150 || h.st.Steps["b"].Usage.CostUSD != 0.5 || h.st.Steps["b"].AgentSession != "sess-b" {
 		t.Errorf("usage: run %+v, b %+v", u, h.st.Steps["b"])
 	}
 	if h.st.Status != core.RunBudgetExceeded || h.st.Status.Terminal() {

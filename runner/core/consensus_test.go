@@ -71,15 +71,15 @@ func TestPairReview(t *testing.T) {
 	h.expect("ra", core.Completed, 0, 1)
 	h.verdict("rb", core.VerdictPass)
 	h.expect("code", core.Running, 1, 1)
-	fb := h.st.Steps["code"].Feedback()
+	fb := h.st.Steps["code"].Feedback
 	if fb == nil || fb.Step != "review" || fb.Reason != "consensus all is FAIL: ra FAIL, rb PASS" || !strings.Contains(string(fb.Report), `"reviewers":[{"step":"ra","verdict":"FAIL"}`) {
 		t.Fatalf("feedback %+v", fb)
 	}
 	h.ok("code")
 	h.verdict("ra", core.VerdictPass)
 	h.verdict("rb", "")
-	if s := h.st.Steps["review"]; s.Status != core.Pending || !strings.Contains(h.st.Steps["code"].Feedback().Reason, "consensus all is PENDING: ra PASS, rb no verdict") {
-		t.Fatalf("a missing verdict: review %s, feedback %+v", s.Status, h.st.Steps["code"].Feedback())
+	if s := h.st.Steps["review"]; s.Status != core.Pending || !strings.Contains(h.st.Steps["code"].Feedback.Reason, "consensus all is PENDING: ra PASS, rb no verdict") {
+		t.Fatalf("a missing verdict: review %s, feedback %+v", s.Status, h.st.Steps["code"].Feedback)
 	}
 	h.ok("code")
 	h.verdict("ra", core.VerdictPass)

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"maps"
 	"unicode/utf8"
 )
 
@@ -94,16 +93,6 @@ func applyLive(s *State, e Event, data any) error {
 		}
 	case Outcome:
 		if st := s.Steps[e.Step]; st != nil && e.Type == EvStepCompleted && completedExact(&d) {
-			// The caller's map and pointer are copied, unless the
-			// state's shared ones stand for them.
-			if shared, ok := sharedSignalsOf(d.Signals); ok {
-				d.Signals = shared
-			} else {
-				d.Signals = maps.Clone(d.Signals)
-			}
-			if c := d.ExitCode; c != nil && (*c != 0 || s.exitZero == nil) {
-				d.ExitCode = intp(*c)
-			}
 			stepCompleted(s, st, &d, applyHead(s, e))
 			return nil
 		}
@@ -113,8 +102,8 @@ func applyLive(s *State, e Event, data any) error {
 
 // applyHead does to s what Apply and onStep do before they call an
 // applier, and returns the time onStep passes to it.
-func applyHead(s *State, e Event) *Time {
+func applyHead(s *State, e Event) Time {
 	s.Seq = e.Seq
-	s.UpdatedAt = eventTime(s, e)
-	return s.UpdatedAt
+	s.UpdatedAt = timep(e.At)
+	return e.At
 }

@@ -3,6 +3,7 @@ package core
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -20,15 +21,15 @@ func hotBase(shareZero bool) *State {
 	at := &Time{Time: time.Date(2025, 1, 15, 14, 30, 0, 123456000, time.UTC)}
 	s := &State{SchemaVersion: SchemaVersion, RunID: "r1", Status: RunRunning, CreatedAt: at,
 		Vars: map[string]string{}, VarOverrides: map[string]string{}, StepOrder: []string{"a", "b"}}
-	s.Steps = map[string]*StepState{"a": s.newStep(), "b": s.newStep()}
+	s.Steps = map[string]*StepState{"a": newStepState(), "b": newStepState()}
 	a := s.Steps["a"]
 	a.Status, a.Attempts, a.PID, a.SessionMarker, a.LogPath = Running, 2, 77, "m", "/old.log"
-	a.ReportPath, a.Wait().WaitingGates, a.More().LoopCompleted = strp("/old.json"), []string{"g"}, boolp(false)
-	a.More().Feedback = &Feedback{Step: "gate", Reason: "no"}
+	a.ReportPath, a.WaitingGates, a.LoopCompleted = strp("/old.json"), []string{"g"}, boolp(false)
+	a.Feedback = &Feedback{Step: "gate", Reason: "no"}
 	a.Signals = map[string]bool{"X": true}
 	s.Steps["b"].BlockedByLoop = strp("gate")
 	if shareZero {
-		s.Steps["b"].ExitCode = s.exitCode(intp(0))
+		s.Steps["b"].ExitCode = intp(0)
 	}
 	return s
 }
@@ -330,21 +331,22 @@ func TestSessionMarkerGoesWithTheSession(t *testing.T) {
 	}
 }
 
-// TestOneInstantOneTime: the events of one decision (a step completes,
-// the next starts) give their steps one shared Time, by both paths of
-// applying them; an event at another instant gets its own and changes
-// no time already held.
-func TestOneInstantOneTime(t *testing.T) {
+// TestStateSharesNoPointer: the events of one decision (a step
+// completes, the next starts) give their steps equal times, but no
+// two parts of a state share memory, by either path of applying them:
+// changing one field in place never changes another.
+func TestStateSharesNoPointer(t *testing.T) {
 	plan, err := NewPlan([]PlanStep{{ID: "a"}, {ID: "b"}}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	live, replayed := hotBase(false), hotBase(false)
 	x := &decider{c: NewCore(plan), st: live, at: time.Unix(100, 0)}
-	x.emit(EvStepCompleted, "a", Outcome{Attempt: 1})
+	zero := 0
+	x.emit(EvStepCompleted, "a", Outcome{Attempt: 1, ExitCode: &zero})
 	x.emit(EvStepStarted, "b", StepStarted{Attempt: 1})
 	x.at = time.Unix(200, 0)
-	x.emit(EvStepCompleted, "b", Outcome{Attempt: 1})
+	x.emit(EvStepCompleted, "b", Outcome{Attempt: 1, ExitCode: &zero})
 	for _, e := range x.d.Events {
 		if err := Apply(replayed, e); err != nil {
 			t.Fatal(err)
@@ -352,11 +354,41 @@ func TestOneInstantOneTime(t *testing.T) {
 	}
 	for name, st := range map[string]*State{"live": live, "replayed": replayed} {
 		a, b := st.Steps["a"], st.Steps["b"]
-		if a.EndedAt != b.StartedAt {
-			t.Errorf("%s: a ended and b started at the same instant in two Times", name)
-		}
-		if !a.EndedAt.Equal(time.Unix(100, 0)) || !b.EndedAt.Equal(time.Unix(200, 0)) || st.UpdatedAt != b.EndedAt {
+		if !a.EndedAt.Equal(time.Unix(100, 0)) || !b.StartedAt.Equal(a.EndedAt.Time) || !b.EndedAt.Equal(time.Unix(200, 0)) || !st.UpdatedAt.Equal(b.EndedAt.Time) {
 			t.Errorf("%s: a ended %v, b started %v and ended %v, updated %v", name, a.EndedAt, b.StartedAt, b.EndedAt, st.UpdatedAt)
 		}
+		seen := map[uintptr]string{}
+		var walk func(v reflect.Value, path string)
+		walk = func(v reflect.Value, path string) {
+			switch v.Kind() {
+			case reflect.Pointer, reflect.Map, reflect.Slice:
+				if v.IsNil() || v.Kind() == reflect.Slice && v.Cap() == 0 {
+					return
+				}
+				if other, ok := seen[v.Pointer()]; ok {
+					t.Errorf("%s: %s and %s share memory", name, other, path)
+				}
+				seen[v.Pointer()] = path
+			}
+			switch v.Kind() {
+			case reflect.Pointer:
+				walk(v.Elem(), path)
+			case reflect.Struct:
+				for i := range v.NumField() {
+					if v.Type().Field(i).IsExported() {
+						walk(v.Field(i), path+"."+v.Type().Field(i).Name)
+					}
+				}
+			case reflect.Map:
+				for _, k := range v.MapKeys() {
+					walk(v.MapIndex(k), fmt.Sprintf("%s[%v]", path, k))
+				}
+			case reflect.Slice:
+				for i := range v.Len() {
+					walk(v.Index(i), fmt.Sprintf("%s[%d]", path, i))
+				}
+			}
+		}
+		walk(reflect.ValueOf(st), "state")
 	}
 }

@@ -85,16 +85,6 @@ type State struct {
 	BudgetRaised *Budget `json:"budget_raised,omitempty"`
 
 	Steps map[string]*StepState `json:"steps"`
-
-	// noMetrics is the metrics of every step of the state that has none,
-	// and exitZero the exit code of every step whose session exited 0:
-	// one of each for all the steps (as internSignals shares signals),
-	// instead of one a step in a run of thousands. A state's maps, and
-	// the values its pointers other than StepMore and StepWait point
-	// to, are never changed in place (Clone copies them), so sharing is
-	// safe.
-	noMetrics map[string]string
-	exitZero  *int
 }
 
 // RunnerInfo names the process running the run.
@@ -120,11 +110,13 @@ type StepState struct {
 	Logs            []string          `json:"logs"`
 	ManualInputPath *string           `json:"manual_input_path"`
 	BlockedByLoop   *string           `json:"blocked_by_loop"`
-	// StepWait is what a pending step waits for besides its needs, or
-	// nil when it waits for nothing else; its fields are read through
-	// the methods of the same names and written through Wait. Its place
-	// here keeps the fields' order in JSON.
-	*StepWait
+	// WaitingFor is, on a gate step whose loop-back went to a step that
+	// is not upstream of it (DESIGN §17), that target: the step runs
+	// again once the target is done. It is cleared when the step runs.
+	WaitingFor *string `json:"waiting_for,omitempty"`
+	// WaitingGates are the gates of the gate-state file that keep a
+	// ready step from starting, while they are closed.
+	WaitingGates []string `json:"waiting_gates,omitempty"`
 
 	ExitCode *int            `json:"exit_code,omitempty"`
 	Verdict  string          `json:"verdict,omitempty"`
@@ -135,62 +127,6 @@ type StepState struct {
 	// SessionMarker is the marker of the running session's processes;
 	// it is cleared when the session ends.
 	SessionMarker string `json:"session_marker,omitempty"`
-	// StepMore holds what a plain step never sets, or is nil when the
-	// step sets none of it (so that a run of thousands of plain steps
-	// holds little for each); its fields are read through the methods
-	// of the same names and written through More. Its place here keeps
-	// the fields' order in JSON.
-	*StepMore
-}
-
-// StepWait is what a pending step waits for besides its needs.
-type StepWait struct {
-	// WaitingFor is, on a gate step whose loop-back went to a step that
-	// is not upstream of it (DESIGN §17), that target: the step runs
-	// again once the target is done. It is cleared when the step runs.
-	WaitingFor *string `json:"waiting_for,omitempty"`
-	// WaitingGates are the gates of the gate-state file that keep a
-	// ready step from starting, while they are closed.
-	WaitingGates []string `json:"waiting_gates,omitempty"`
-}
-
-// Wait returns the step's StepWait, adding one when it has none.
-func (s *StepState) Wait() *StepWait {
-	if s.StepWait == nil {
-		s.StepWait = &StepWait{}
-	}
-	return s.StepWait
-}
-
-// clearWaitingFor clears WaitingFor, and lets the StepWait go when it
-// then holds nothing.
-func (s *StepState) clearWaitingFor() {
-	if w := s.StepWait; w != nil {
-		w.WaitingFor = nil
-		if len(w.WaitingGates) == 0 {
-			s.StepWait = nil
-		}
-	}
-}
-
-// WaitingFor returns the target a gate step waits for, or nil.
-func (s *StepState) WaitingFor() *string {
-	if s.StepWait == nil {
-		return nil
-	}
-	return s.StepWait.WaitingFor
-}
-
-// WaitingGates returns the closed gates a ready step waits for, or nil.
-func (s *StepState) WaitingGates() []string {
-	if s.StepWait == nil {
-		return nil
-	}
-	return s.StepWait.WaitingGates
-}
-
-// StepMore is the part of a StepState that a plain step leaves unset.
-type StepMore struct {
 	// GateFailed is true when the step's last completion failed its gate.
 	GateFailed bool `json:"gate_failed,omitempty"`
 	// Feedback is why a loop-back re-entered this step.
@@ -217,102 +153,6 @@ type StepMore struct {
 	LoopCompleted *bool             `json:"loop_completed,omitempty"`
 	Items         []Item            `json:"items,omitempty"`
 	RemovedItems  []string          `json:"removed_items,omitempty"`
-}
-
-// More returns the step's StepMore, adding one when it has none.
-func (s *StepState) More() *StepMore {
-	if s.StepMore == nil {
-		s.StepMore = &StepMore{}
-	}
-	return s.StepMore
-}
-
-// GateFailed reports whether the step's last completion failed its gate.
-func (s *StepState) GateFailed() bool { return s.StepMore != nil && s.StepMore.GateFailed }
-
-// Feedback returns why a loop-back re-entered the step, or nil.
-func (s *StepState) Feedback() *Feedback {
-	if s.StepMore == nil {
-		return nil
-	}
-	return s.StepMore.Feedback
-}
-
-// Human returns the input a human gave the step, or nil.
-func (s *StepState) Human() *HumanInput {
-	if s.StepMore == nil {
-		return nil
-	}
-	return s.StepMore.Human
-}
-
-// Usage returns what the step's agent sessions consumed, or nil.
-func (s *StepState) Usage() *AgentUsage {
-	if s.StepMore == nil {
-		return nil
-	}
-	return s.StepMore.Usage
-}
-
-// AgentSession returns the agent tool's session id of the step's last
-// session, or "".
-func (s *StepState) AgentSession() string {
-	if s.StepMore == nil {
-		return ""
-	}
-	return s.StepMore.AgentSession
-}
-
-// ConversationUsage returns what the sessions of AgentSession used, or
-// nil.
-func (s *StepState) ConversationUsage() *AgentUsage {
-	if s.StepMore == nil {
-		return nil
-	}
-	return s.StepMore.ConversationUsage
-}
-
-// LoopItems returns a loop step's items' values, or nil.
-func (s *StepState) LoopItems() []json.RawMessage {
-	if s.StepMore == nil {
-		return nil
-	}
-	return s.StepMore.LoopItems
-}
-
-// LoopIndex returns how many of a loop step's items have finished, or
-// nil for a step that is not a loop.
-func (s *StepState) LoopIndex() *int {
-	if s.StepMore == nil {
-		return nil
-	}
-	return s.StepMore.LoopIndex
-}
-
-// LoopCompleted returns whether a loop step has completed, or nil for a
-// step that is not a loop.
-func (s *StepState) LoopCompleted() *bool {
-	if s.StepMore == nil {
-		return nil
-	}
-	return s.StepMore.LoopCompleted
-}
-
-// Items returns a loop step's items, or nil.
-func (s *StepState) Items() []Item {
-	if s.StepMore == nil {
-		return nil
-	}
-	return s.StepMore.Items
-}
-
-// RemovedItems returns the keys of the items a loop step no longer has,
-// or nil.
-func (s *StepState) RemovedItems() []string {
-	if s.StepMore == nil {
-		return nil
-	}
-	return s.StepMore.RemovedItems
 }
 
 // Item is one item of a loop: its key (sanitised, DESIGN §6) and
@@ -388,87 +228,99 @@ func newStepState() *StepState {
 	return &StepState{Status: Pending, Artifacts: []string{}, Metrics: map[string]string{}, Logs: []string{}}
 }
 
-// newStep returns a PENDING step of s with the seed's empty values, its
-// metrics the state's shared empty map.
-func (s *State) newStep() *StepState {
-	return &StepState{Status: Pending, Artifacts: []string{}, Metrics: s.emptyMetrics(), Logs: []string{}}
-}
-
-// emptyMetrics returns the empty metrics the steps of s share.
-func (s *State) emptyMetrics() map[string]string {
-	if s.noMetrics == nil {
-		s.noMetrics = map[string]string{}
-	}
-	return s.noMetrics
-}
-
-// exitCode returns code, or the pointer to 0 the steps of s share when
-// code points to 0.
-func (s *State) exitCode(code *int) *int {
-	if code == nil || *code != 0 {
-		return code
-	}
-	if s.exitZero == nil {
-		s.exitZero = code
-	}
-	return s.exitZero
-}
-
-// Clone returns a deep copy of the state.
+// Clone returns a deep copy of the state, which shares no memory with
+// it.
 func (s *State) Clone() *State {
 	c := *s
+	c.CreatedAt, c.UpdatedAt = clonePtr(s.CreatedAt), clonePtr(s.UpdatedAt)
 	c.Vars = maps.Clone(s.Vars)
 	c.VarOverrides = maps.Clone(s.VarOverrides)
-	c.StepOrder = slices.Clone(s.StepOrder)
-	if s.Usage != nil {
-		u := *s.Usage
-		c.Usage = &u
-	}
-	if s.BudgetRaised != nil {
-		b := *s.BudgetRaised
-		c.BudgetRaised = &b
-	}
 	if s.Runner != nil {
 		r := *s.Runner
+		r.StartedAt, r.HeartbeatAt = clonePtr(r.StartedAt), clonePtr(r.HeartbeatAt)
 		c.Runner = &r
 	}
+	c.StepOrder = slices.Clone(s.StepOrder)
+	c.Usage = clonePtr(s.Usage)
+	c.BudgetRaised = clonePtr(s.BudgetRaised)
 	c.Steps = nil
 	if s.Steps != nil {
 		c.Steps = make(map[string]*StepState, len(s.Steps))
-	}
-	for id, st := range s.Steps {
-		if st == nil {
-			c.Steps[id] = nil // a snapshot's "id": null
-			continue
+		for id, st := range s.Steps {
+			c.Steps[id] = st.clone()
 		}
-		x := *st
-		x.Artifacts = slices.Clone(st.Artifacts)
-		x.Metrics = maps.Clone(st.Metrics)
-		x.Logs = slices.Clone(st.Logs)
-		x.Signals = maps.Clone(st.Signals)
-		if w := st.StepWait; w != nil {
-			x.StepWait = &StepWait{WaitingFor: w.WaitingFor, WaitingGates: slices.Clone(w.WaitingGates)}
-		}
-		if m := st.StepMore; m != nil {
-			y := *m
-			if m.Usage != nil {
-				u := *m.Usage
-				y.Usage = &u
-			}
-			if m.ConversationUsage != nil {
-				u := *m.ConversationUsage
-				y.ConversationUsage = &u
-			}
-			y.LoopItems = slices.Clone(m.LoopItems)
-			y.LoopIndex = clonePtr(m.LoopIndex)
-			y.LoopCompleted = clonePtr(m.LoopCompleted)
-			y.Items = slices.Clone(m.Items)
-			y.RemovedItems = slices.Clone(m.RemovedItems)
-			x.StepMore = &y
-		}
-		c.Steps[id] = &x
 	}
 	return &c
+}
+
+// clone returns a deep copy of the step, or nil for a nil step (a
+// snapshot's "id": null).
+func (st *StepState) clone() *StepState {
+	if st == nil {
+		return nil
+	}
+	x := *st
+	x.ReportPath = clonePtr(st.ReportPath)
+	x.StartedAt, x.EndedAt = clonePtr(st.StartedAt), clonePtr(st.EndedAt)
+	x.LastError = clonePtr(st.LastError)
+	x.Artifacts = slices.Clone(st.Artifacts)
+	x.Metrics = maps.Clone(st.Metrics)
+	x.Logs = slices.Clone(st.Logs)
+	x.ManualInputPath = clonePtr(st.ManualInputPath)
+	x.BlockedByLoop = clonePtr(st.BlockedByLoop)
+	x.WaitingFor = clonePtr(st.WaitingFor)
+	x.WaitingGates = slices.Clone(st.WaitingGates)
+	x.ExitCode = clonePtr(st.ExitCode)
+	x.Signals = maps.Clone(st.Signals)
+	if st.Feedback != nil {
+		f := *st.Feedback
+		f.Report = bytes.Clone(f.Report)
+		x.Feedback = &f
+	}
+	if st.Human != nil {
+		h := *st.Human
+		h.Input, _ = cloneJSON(h.Input).(map[string]any)
+		x.Human = &h
+	}
+	x.Usage = clonePtr(st.Usage)
+	x.ConversationUsage = clonePtr(st.ConversationUsage)
+	if st.LoopItems != nil {
+		x.LoopItems = make([]json.RawMessage, len(st.LoopItems))
+		for i, v := range st.LoopItems {
+			x.LoopItems[i] = bytes.Clone(v)
+		}
+	}
+	x.LoopIndex = clonePtr(st.LoopIndex)
+	x.LoopCompleted = clonePtr(st.LoopCompleted)
+	x.Items = slices.Clone(st.Items)
+	x.RemovedItems = slices.Clone(st.RemovedItems)
+	return &x
+}
+
+// cloneJSON returns a deep copy of v, a value as encoding/json decodes
+// it into an any.
+func cloneJSON(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		if v == nil {
+			return v
+		}
+		m := make(map[string]any, len(v))
+		for k, x := range v {
+			m[k] = cloneJSON(x)
+		}
+		return m
+	case []any:
+		if v == nil {
+			return v
+		}
+		l := make([]any, len(v))
+		for i, x := range v {
+			l[i] = cloneJSON(x)
+		}
+		return l
+	}
+	return v
 }
 
 // Terminal reports whether the run has ended for good (completed or
@@ -483,6 +335,8 @@ func (s Status) done() bool { return s == Completed || s == Skipped }
 func (s Status) Done() bool { return s.done() }
 
 func strp(s string) *string { return &s }
+
+func timep(t Time) *Time { return &t }
 
 // clonePtr returns a pointer to a copy of *p, or nil when p is nil.
 func clonePtr[T any](p *T) *T {

@@ -20,12 +20,12 @@ func benchState(n int) *State {
 		Status: RunRunning, Vars: map[string]string{}, VarOverrides: map[string]string{}, Steps: make(map[string]*StepState, n)}
 	for i := range n {
 		id := fmt.Sprintf("step-%05d", i)
-		st := s.newStep()
+		st := newStepState()
 		st.Status, st.Attempts, st.StartedAt, st.EndedAt = Completed, 1, at, end
 		st.ReportPath = strp("/runs/r1/reports/" + id + ".json")
 		st.LogPath = "/runs/r1/logs/" + id + ".log"
 		st.Logs = []string{st.LogPath}
-		st.ExitCode = s.exitCode(intp(0))
+		st.ExitCode = intp(0)
 		s.StepOrder = append(s.StepOrder, id)
 		s.Steps[id] = st
 	}
@@ -60,8 +60,8 @@ func TestStateEncodingErrors(t *testing.T) {
 	far := &Time{Time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}
 	for name, st := range map[string]*StepState{
 		"started":  {StartedAt: far},
-		"raw":      {StepMore: &StepMore{LoopItems: []json.RawMessage{json.RawMessage(`{`)}}},
-		"feedback": {StepMore: &StepMore{Feedback: &Feedback{Report: json.RawMessage(`nope`)}}},
+		"raw":      {LoopItems: []json.RawMessage{json.RawMessage(`{`)}},
+		"feedback": {Feedback: &Feedback{Report: json.RawMessage(`nope`)}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := &State{RunID: "r", StepOrder: []string{"a"}, Steps: map[string]*StepState{"a": st}}

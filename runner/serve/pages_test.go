@@ -16,9 +16,9 @@ func TestStepRowsWaits(t *testing.T) {
 	fix := "fix"
 	st := &runner.State{StepOrder: []string{"code", "review", "deploy", "docs"}, Steps: map[string]*runner.StepState{
 		"code":   {Status: runner.Completed},
-		"review": {Status: runner.Pending, StepWait: &runner.StepWait{WaitingFor: &fix}},
-		"deploy": {Status: runner.Pending, StepWait: &runner.StepWait{WaitingGates: []string{"ci", "window"}}},
-		"docs":   {Status: runner.Running, StepWait: &runner.StepWait{WaitingGates: []string{"stale"}}},
+		"review": {Status: runner.Pending, WaitingFor: &fix},
+		"deploy": {Status: runner.Pending, WaitingGates: []string{"ci", "window"}},
+		"docs":   {Status: runner.Running, WaitingGates: []string{"stale"}},
 	}}
 	want := map[string]string{"code": "", "review": "fix", "deploy": "gates: ci, window", "docs": ""}
 	for _, row := range stepRows("/runs/0/r", ops.Status{State: st}, nil) {

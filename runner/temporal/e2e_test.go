@@ -187,7 +187,7 @@ steps:
 		t.Errorf("a second run e2e-1: %v, want refused as bad usage (exit 2)", err)
 	}
 	st, _, err := runner.LoadState(fsys, runner.RunDir(repo, "e2e-1"), false, time.Now())
-	if err != nil || st.Status != runner.RunCompleted || st.Steps["approve"].Human().By != "ann" {
+	if err != nil || st.Status != runner.RunCompleted || st.Steps["approve"].Human.By != "ann" {
 		t.Errorf("the worker's record: %v %+v", err, st)
 	}
 

@@ -33,7 +33,7 @@ func (d *driver) usesGates() bool {
 // gated reports whether a step waits for gates.
 func (d *driver) gated() bool {
 	for _, id := range d.st.StepOrder {
-		if s := d.st.Steps[id]; s != nil && s.Status == runner.Pending && len(s.WaitingGates()) > 0 {
+		if s := d.st.Steps[id]; s != nil && s.Status == runner.Pending && len(s.WaitingGates) > 0 {
 			return true
 		}
 	}
