@@ -401,7 +401,7 @@ func (x *decider) emit(typ, step string, data any) {
 			}
 		}
 	}
-	if err := applyLive(x.st, e, typed); err != nil {
+	if err := apply(x.st, e, typed); err != nil {
 		panic(fmt.Sprintf("core emitted an event it cannot apply: %v", err)) // a bug in the core
 	}
 	x.d.Events = append(x.d.Events, e)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/flow-run/flow/internal/event"
 )
@@ -276,24 +277,31 @@ func NewEvent(at time.Time, typ, step string, data any) Event {
 // Apply folds one event into the state. It is the only code that
 // changes a State, so that a state rebuilt from events.jsonl equals the
 // live one. Unknown event types are ignored (a newer flow may add some).
-func Apply(s *State, e Event) error {
+func Apply(s *State, e Event) error { return apply(s, e, nil) }
+
+// apply is Apply, given data, the value NewEvent made e.Data of, or nil.
+// An event is applied from its typed data, decoded once from e.Data
+// unless data is certain to be what decoding e.Data gives (see
+// eventData).
+func apply(s *State, e Event, data any) error {
 	s.Seq = e.Seq
 	s.UpdatedAt = timep(e.At)
 	if a, ok := appliers[e.Type]; ok {
-		return a(s, e)
+		return a(s, e, data)
 	}
 	return nil
 }
 
-// applier folds one type of event into a state.
-type applier func(s *State, e Event) error
+// applier folds one type of event into a state, given the value its
+// data was made of, or nil (see apply).
+type applier func(s *State, e Event, data any) error
 
 // onRun returns the applier of an event about the run, whose data is a
 // T (struct{} for none).
 func onRun[T any](f func(s *State, d *T, at Time)) applier {
-	return func(s *State, e Event) error {
-		d := new(T)
-		if err := decodeData(e, d); err != nil {
+	return func(s *State, e Event, data any) error {
+		d, err := eventData[T](e, data)
+		if err != nil {
 			return err
 		}
 		f(s, d, e.At)
@@ -304,13 +312,13 @@ func onRun[T any](f func(s *State, d *T, at Time)) applier {
 // onStep returns the applier of an event about a step of the run (an
 // unknown step is an error), whose data is a T.
 func onStep[T any](f func(s *State, st *StepState, d *T, e Event, at Time)) applier {
-	return func(s *State, e Event) error {
+	return func(s *State, e Event, data any) error {
 		st := s.Steps[e.Step]
 		if st == nil {
 			return fmt.Errorf("event %d (%s): unknown step %q", e.Seq, e.Type, e.Step)
 		}
-		d := new(T)
-		if err := decodeData(e, d); err != nil {
+		d, err := eventData[T](e, data)
+		if err != nil {
 			return err
 		}
 		f(s, st, d, e, e.At)
@@ -318,14 +326,76 @@ func onStep[T any](f func(s *State, st *StepState, d *T, e Event, at Time)) appl
 	}
 }
 
-func decodeData(e Event, v any) error {
+// eventData returns the data of e as a T: data itself when it is a T
+// that decoding its own JSON gives back unchanged (see roundTrips),
+// else e.Data decoded. The events of a run the core emits are thus
+// applied without their JSON being decoded again, and the state is
+// the same as the one replayed from events.jsonl; the appliers keep
+// copies of what the data holds, never its memory.
+func eventData[T any](e Event, data any) (*T, error) {
+	if d, ok := data.(T); ok && roundTrips(&d) {
+		return &d, nil
+	}
+	d := new(T)
 	if len(e.Data) == 0 {
-		return nil
+		return d, nil
 	}
-	if err := json.Unmarshal(e.Data, v); err != nil {
-		return fmt.Errorf("event %d (%s): %w", e.Seq, e.Type, err)
+	if err := json.Unmarshal(e.Data, d); err != nil {
+		return nil, fmt.Errorf("event %d (%s): %w", e.Seq, e.Type, err)
 	}
-	return nil
+	return d, nil
+}
+
+// roundTrips reports whether decoding the JSON of d, the data of an
+// event, gives d back exactly: its strings are valid UTF-8
+// (encoding/json writes an invalid byte as U+FFFD), its slices and maps
+// are nil or not empty (omitempty leaves an empty one out, and it
+// decodes as nil), and it holds no raw JSON (which encoding/json
+// compacts). It knows the data of the events every step records; the
+// data of other events is decoded.
+func roundTrips(d any) bool {
+	switch d := d.(type) {
+	case *StepStarted:
+		return validUTF8(d.LogPath, d.ReportPath)
+	case *SessionStarted:
+		return validUTF8(d.Marker, d.LogPath, d.ReportPath)
+	case *Outcome:
+		return d.Report == nil && validUTF8(d.Error, d.ReportPath, d.Verdict, d.Duration, d.AgentSession) &&
+			listRoundTrips(d.Artifacts) && listRoundTrips(d.Logs) && mapRoundTrips(d.Metrics) && mapRoundTrips(d.Signals)
+	}
+	return false
+}
+
+func validUTF8(s ...string) bool {
+	for _, x := range s {
+		if !utf8.ValidString(x) {
+			return false
+		}
+	}
+	return true
+}
+
+// listRoundTrips is roundTrips for a list of strings left out when
+// empty.
+func listRoundTrips(l []string) bool {
+	return l == nil || len(l) > 0 && validUTF8(l...)
+}
+
+// mapRoundTrips is roundTrips for a map left out when empty: its keys,
+// and its values when they are strings.
+func mapRoundTrips[V any](m map[string]V) bool {
+	if m == nil {
+		return true
+	}
+	if len(m) == 0 {
+		return false
+	}
+	for k, v := range m {
+		if s, ok := any(v).(string); !utf8.ValidString(k) || ok && !utf8.ValidString(s) {
+			return false
+		}
+	}
+	return true
 }
 
 // none is the data of an event that carries none.
@@ -374,7 +444,7 @@ var appliers = map[string]applier{
 			s.Vars = d.Vars
 		}
 	}),
-	EvStepAdded: func(s *State, e Event) error {
+	EvStepAdded: func(s *State, e Event, _ any) error {
 		if s.Steps[e.Step] == nil {
 			s.Steps[e.Step] = newStepState()
 		}
@@ -383,7 +453,7 @@ var appliers = map[string]applier{
 		}
 		return nil
 	},
-	EvStepRemoved: func(s *State, e Event) error {
+	EvStepRemoved: func(s *State, e Event, _ any) error {
 		delete(s.Steps, e.Step)
 		s.StepOrder = slices.DeleteFunc(s.StepOrder, func(id string) bool { return id == e.Step })
 		return nil
@@ -648,13 +718,13 @@ func nonNil(s []string) []string {
 
 // onItem is the applier of an event about one item of a loop.
 func onItem(f func(loop *StepState, it *Item, d *ItemEvent)) applier {
-	return func(s *State, e Event) error {
+	return func(s *State, e Event, data any) error {
 		st := s.Steps[e.Step]
 		if st == nil {
 			return fmt.Errorf("event %d (%s): unknown step %q", e.Seq, e.Type, e.Step)
 		}
-		d := new(ItemEvent)
-		if err := decodeData(e, d); err != nil {
+		d, err := eventData[ItemEvent](e, data)
+		if err != nil {
 			return err
 		}
 		if d.Index < 0 || d.Index >= len(st.Items) || st.Items[d.Index].Key != d.Key {
