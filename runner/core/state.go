@@ -14,10 +14,10 @@ import (
 // SchemaVersion is the version of run_state.json this package writes.
 const SchemaVersion = 1
 
-// Status is the status of a step, as in the seed schema.
+// Status is the status of a step, as run_state.json writes it.
 type Status string
 
-// The step statuses of the seed schema.
+// The step statuses.
 const (
 	Pending        Status = "PENDING"
 	Running        Status = "RUNNING"
@@ -47,8 +47,8 @@ const (
 // Time is a timestamp written as UTC with microseconds.
 type Time = event.Time
 
-// State is run_state.json: every field of the seed schema plus flow's
-// extensions. It is a fold of the run's events (see Apply).
+// State is run_state.json: the fields agent_orchestrator's run state
+// has, plus flow's. It is a fold of the run's events (see Apply).
 type State struct {
 	SchemaVersion   int    `json:"schema_version"`
 	RunID           string `json:"run_id"`
@@ -77,7 +77,7 @@ type State struct {
 	Cleanups int `json:"cleanups,omitempty"`
 	// StepOrder lists the step ids in workflow order.
 	StepOrder []string `json:"step_order"`
-	// Usage sums what the run's agent sessions consumed (DESIGN §14).
+	// Usage sums what the run's agent sessions consumed.
 	Usage *AgentUsage `json:"usage,omitempty"`
 	// BudgetRaised holds the budgets raised on the command line (flow
 	// resume --budget-cost ...), which win over the workflow's from then
@@ -95,8 +95,8 @@ type RunnerInfo struct {
 	HeartbeatAt *Time  `json:"heartbeat_at"`
 }
 
-// StepState is the runtime state of one step: the seed's fields, then
-// flow's.
+// StepState is the runtime state of one step: agent_orchestrator's
+// fields, then flow's.
 type StepState struct {
 	Status          Status            `json:"status"`
 	Attempts        int               `json:"attempts"`
@@ -111,8 +111,8 @@ type StepState struct {
 	ManualInputPath *string           `json:"manual_input_path"`
 	BlockedByLoop   *string           `json:"blocked_by_loop"`
 	// WaitingFor is, on a gate step whose loop-back went to a step that
-	// is not upstream of it (DESIGN §17), that target: the step runs
-	// again once the target is done. It is cleared when the step runs.
+	// is not upstream of it, that target: the step runs again once the
+	// target is done. It is cleared when the step runs.
 	WaitingFor *string `json:"waiting_for,omitempty"`
 	// WaitingGates are the gates of the gate-state file that keep a
 	// ready step from starting, while they are closed.
@@ -141,7 +141,7 @@ type StepState struct {
 	// ConversationUsage is what the sessions of AgentSession used.
 	ConversationUsage *AgentUsage `json:"conversation_usage,omitempty"`
 
-	// A for_each step (DESIGN §11) carries agent_orchestrator's fields
+	// A for_each step carries agent_orchestrator's fields
 	// of a looped step: its items' values (LoopItems), how many items
 	// have finished (LoopIndex) and whether the loop has completed;
 	// Items gives each item's key and status, in the same order, and
@@ -155,7 +155,7 @@ type StepState struct {
 	RemovedItems  []string          `json:"removed_items,omitempty"`
 }
 
-// Item is one item of a loop: its key (sanitised, DESIGN §6) and
+// Item is one item of a loop: its key (sanitised) and
 // status: PENDING until it is admitted, RUNNING while its body runs,
 // then COMPLETED or FAILED.
 type Item struct {
@@ -186,7 +186,7 @@ type HumanInput struct {
 }
 
 // AgentUsage is what agent sessions consumed: tokens, cost, turns and
-// sessions (DESIGN §14). Numbers, so that expressions compare them.
+// sessions. Numbers, so that expressions compare them.
 type AgentUsage struct {
 	TokensIn     int64   `json:"tokens_in"`
 	TokensOut    int64   `json:"tokens_out"`
@@ -223,7 +223,7 @@ func (u *AgentUsage) Tokens() int64 {
 	return u.TokensIn + u.TokensOut
 }
 
-// newStepState returns a PENDING step with the seed's empty values.
+// newStepState returns a PENDING step with empty lists and metrics.
 func newStepState() *StepState {
 	return &StepState{Status: Pending, Artifacts: []string{}, Metrics: map[string]string{}, Logs: []string{}}
 }
@@ -352,7 +352,7 @@ func intp(n int) *int { return &n }
 func boolp(b bool) *bool { return &b }
 
 // MarshalJSON writes the state with its steps in workflow order, as
-// the seed's examples show them, rather than sorted by id.
+// agent_orchestrator writes them, rather than sorted by id.
 func (s *State) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	if err := s.encode(&b, ""); err != nil {
