@@ -358,7 +358,7 @@ func ghSummary(v ops.Status, res ops.RunResult) string {
 	shown := 0
 	for _, id := range st.StepOrder {
 		s := st.Steps[id]
-		if s == nil || s.Status != core.Failed || s.Feedback() == nil || s.Feedback().Output == "" {
+		if s == nil || s.Status != core.Failed || s.Feedback == nil || s.Feedback.Output == "" {
 			continue
 		}
 		if shown == summaryEvidence {
@@ -366,9 +366,9 @@ func ghSummary(v ops.Status, res ops.RunResult) string {
 			break
 		}
 		shown++
-		fence := mdFence(s.Feedback().Output)
+		fence := mdFence(s.Feedback.Output)
 		fmt.Fprintf(&b, "\n<details><summary>%s: evidence (last %d lines)</summary>\n\n%s\n%s\n%s\n\n</details>\n",
-			record.MarkdownCell(id), summaryTail, fence, lastLines(s.Feedback().Output, summaryTail), fence)
+			record.MarkdownCell(id), summaryTail, fence, lastLines(s.Feedback.Output, summaryTail), fence)
 	}
 	return b.String() + "\n"
 }

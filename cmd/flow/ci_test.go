@@ -110,7 +110,7 @@ func TestGitHubSummaryEvidence(t *testing.T) {
 		StepOrder:    []string{"build", "review"},
 		Steps: map[string]*core.StepState{
 			"build":  {Status: core.Completed, Attempts: 1},
-			"review": {Status: core.Failed, Attempts: 1, LastError: &errText, StepMore: &core.StepMore{Feedback: &core.Feedback{Step: "review", Output: out.String()}}},
+			"review": {Status: core.Failed, Attempts: 1, LastError: &errText, Feedback: &core.Feedback{Step: "review", Output: out.String()}},
 		},
 	}
 	got := ghSummary(ops.Status{State: st}, ops.RunResult{RunID: "r1", Status: "failed", ExitCode: 1})
@@ -130,7 +130,7 @@ func TestGitHubSummaryEvidence(t *testing.T) {
 	// A loop's row says how far its items got.
 	one := 1
 	st.StepOrder = append(st.StepOrder, "items")
-	st.Steps["items"] = &core.StepState{Status: core.Running, StepMore: &core.StepMore{LoopIndex: &one, Items: []core.Item{{Key: "a", Status: core.Completed}, {Key: "b", Status: core.Running}}}}
+	st.Steps["items"] = &core.StepState{Status: core.Running, LoopIndex: &one, Items: []core.Item{{Key: "a", Status: core.Completed}, {Key: "b", Status: core.Running}}}
 	if got := ghSummary(ops.Status{State: st}, ops.RunResult{RunID: "r1", Status: "running"}); !strings.Contains(got, "| items | RUNNING | 0 | 0 |  | 1/2 items, 1 running |\n") {
 		t.Errorf("no loop progress:\n%s", got)
 	}
@@ -157,7 +157,7 @@ func TestGitHubSummaryOfALargeRun(t *testing.T) {
 		switch {
 		case i%5 == 0:
 			s.Status, s.LastError = core.Failed, &long
-			s.More().Feedback = &core.Feedback{Step: id, Output: evidence}
+			s.Feedback = &core.Feedback{Step: id, Output: evidence}
 		case i%5 == 1:
 			s.Status = core.WaitingOnHuman
 			waiting = append(waiting, id)

@@ -200,7 +200,7 @@ func printStatus(out io.Writer, v ops.Status, items bool) {
 		row = append(append(row, '\t'), dur...)
 		if withUsage {
 			tokens, cost := "-", "-"
-			if u := s.Usage(); u != nil {
+			if u := s.Usage; u != nil {
 				tokens, cost = strconv.FormatInt(u.Tokens(), 10), costText(u)
 			}
 			row = append(append(append(append(row, '\t'), tokens...), '\t'), cost...)
@@ -236,10 +236,10 @@ func note(s *core.StepState) string {
 	switch {
 	case s.Status == core.WaitingOnHuman && s.ManualInputPath != nil:
 		return "waiting on a human: " + *s.ManualInputPath
-	case s.WaitingFor() != nil && s.Status == core.Pending:
-		return "waiting for " + *s.WaitingFor()
-	case len(s.WaitingGates()) > 0 && s.Status == core.Pending:
-		return "waiting for gates to open: " + strings.Join(s.WaitingGates(), ", ")
+	case s.WaitingFor != nil && s.Status == core.Pending:
+		return "waiting for " + *s.WaitingFor
+	case len(s.WaitingGates) > 0 && s.Status == core.Pending:
+		return "waiting for gates to open: " + strings.Join(s.WaitingGates, ", ")
 	case s.BlockedByLoop != nil:
 		return "blocked by the loop-back of " + *s.BlockedByLoop
 	case s.LastError != nil:

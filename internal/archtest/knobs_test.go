@@ -24,16 +24,6 @@ var knobs = map[string][]string{
 	"golang.org/x/sys/unix": {"RawSyscall", "RawSyscall6", "RawSyscallNoError"},
 }
 
-// temporaryAllowlist names, by module-relative path, the files that
-// still use a knob while their owners remove it, with the knob each
-// may still use. It is temporary: delete an entry once its file no
-// longer uses the knob (the test then fails until the entry is gone),
-// and add none.
-var temporaryAllowlist = map[string]string{
-	"runner/record/decode.go": "runtime.GOMAXPROCS",
-	"runner/record/heads.go":  "runtime.GOMAXPROCS",
-}
-
 // use is a use of a knob found in a file.
 type use struct {
 	pos token.Position
@@ -87,8 +77,7 @@ func findKnobs(fset *token.FileSet, f *ast.File) []use {
 }
 
 // TestNoRuntimeKnobs: no file of the module uses a runtime knob or a
-// raw system call (see doc.go), but for the entries of
-// temporaryAllowlist, each of which must still match a use.
+// raw system call (see doc.go).
 func TestNoRuntimeKnobs(t *testing.T) {
 	root := moduleRoot(t)
 	files := sourceFiles(t, root)
@@ -96,7 +85,6 @@ func TestNoRuntimeKnobs(t *testing.T) {
 		t.Fatalf("the walk of %s did not find internal/archtest/doc.go among %d files", root, len(files))
 	}
 	fset := token.NewFileSet()
-	allowed := map[string]bool{}
 	for _, rel := range files {
 		src, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
 		if err != nil {
@@ -108,16 +96,7 @@ func TestNoRuntimeKnobs(t *testing.T) {
 			continue
 		}
 		for _, u := range findKnobs(fset, f) {
-			if temporaryAllowlist[rel] == u.name {
-				allowed[rel] = true
-				continue
-			}
 			t.Errorf("%s: %s: a runtime knob or raw system call (internal/archtest/doc.go says why)", u.pos, u.name)
-		}
-	}
-	for rel, name := range temporaryAllowlist {
-		if !allowed[rel] {
-			t.Errorf("%s: no longer uses %s: delete its entry from temporaryAllowlist", rel, name)
 		}
 	}
 }

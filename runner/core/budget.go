@@ -56,14 +56,14 @@ func (c *Core) budgetSpent(x *decider, step, what string, limit, used float64) {
 // instance's.
 func (c *Core) stepUsage(st *State, ps *PlanStep) *AgentUsage {
 	if ps.Loop == "" {
-		return st.Steps[ps.ID].Usage()
+		return st.Steps[ps.ID].Usage
 	}
 	sum := &AgentUsage{}
 	prefix, suffix := ps.Loop+"[", "]."+ps.ID
 	// In the record's order: a sum of costs is the same on every replay.
 	for _, id := range st.StepOrder {
-		if s := st.Steps[id]; s != nil && s.Usage() != nil && strings.HasPrefix(id, prefix) && strings.HasSuffix(id, suffix) {
-			sum = sum.plus(*s.Usage())
+		if s := st.Steps[id]; s != nil && s.Usage != nil && strings.HasPrefix(id, prefix) && strings.HasSuffix(id, suffix) {
+			sum = sum.plus(*s.Usage)
 		}
 	}
 	return sum

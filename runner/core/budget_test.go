@@ -17,9 +17,9 @@ func (h *coreHarness) spend(step string, cost float64, tokens int64) []core.Effe
 func budgetPlan(t *testing.T, run core.Budget, step core.Budget) *core.Plan {
 	t.Helper()
 	steps := []core.PlanStep{
-		{ID: "a", Kind: core.KindAgent, PlanOptions: &core.PlanOptions{MaxAttempts: 1, MaxIterations: 4}},
-		{ID: "b", Kind: core.KindAgent, Needs: []string{"a"}, Extra: &core.PlanExtra{Budget: step}, PlanOptions: &core.PlanOptions{MaxAttempts: 1, MaxIterations: 4}},
-		{ID: "c", Kind: core.KindAgent, Needs: []string{"b"}, PlanOptions: &core.PlanOptions{MaxAttempts: 1, MaxIterations: 4}},
+		{ID: "a", Kind: core.KindAgent, MaxAttempts: 1, MaxIterations: 4},
+		{ID: "b", Kind: core.KindAgent, Needs: []string{"a"}, Extra: &core.PlanExtra{Budget: step}, MaxAttempts: 1, MaxIterations: 4},
+		{ID: "c", Kind: core.KindAgent, Needs: []string{"b"}, MaxAttempts: 1, MaxIterations: 4},
 	}
 	plan, err := core.NewPlan(steps, 1)
 	if err != nil {
@@ -48,7 +48,7 @@ func TestBudgetStopsTheRun(t *testing.T) {
 		!strings.Contains(f.Reason, "flow resume r1 --budget-cost N") {
 		t.Fatalf("finish %+v", f)
 	}
-	if u := h.st.Usage; u == nil || u.Sessions != 2 || u.TokensIn != 150 || h.st.Steps["b"].Usage().CostUSD != 0.5 || h.st.Steps["b"].AgentSession() != "sess-b" {
+	if u := h.st.Usage; u == nil || u.Sessions != 2 || u.TokensIn != 150 || h.st.Steps["b"].Usage.CostUSD != 0.5 || h.st.Steps["b"].AgentSession != "sess-b" {
 		t.Errorf("usage: run %+v, b %+v", u, h.st.Steps["b"])
 	}
 	if h.st.Status != core.RunBudgetExceeded || h.st.Status.Terminal() {

@@ -91,8 +91,8 @@ func Restore(plan *Plan, st *State, cr Carry) *Core {
 		}
 	}
 	for _, id := range st.StepOrder {
-		if s := st.Steps[id]; s != nil && s.WaitingFor() != nil {
-			c.waiters[*s.WaitingFor()] = append(c.waiters[*s.WaitingFor()], id)
+		if s := st.Steps[id]; s != nil && s.WaitingFor != nil {
+			c.waiters[*s.WaitingFor] = append(c.waiters[*s.WaitingFor], id)
 		}
 	}
 	c.markAll()

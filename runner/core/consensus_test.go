@@ -51,11 +51,11 @@ func (h *coreHarness) verdict(step, v string) []core.Effect {
 // passes.
 func TestPairReview(t *testing.T) {
 	steps := []core.PlanStep{
-		{ID: "code", Kind: core.KindAgent, PlanOptions: &core.PlanOptions{MaxAttempts: 1, MaxIterations: 3}},
-		{ID: "ra", Kind: core.KindAgent, Needs: []string{"code"}, PlanOptions: &core.PlanOptions{Reviewer: true, MaxAttempts: 1, MaxIterations: 3}},
-		{ID: "rb", Kind: core.KindAgent, Needs: []string{"code"}, PlanOptions: &core.PlanOptions{Reviewer: true, MaxAttempts: 1, MaxIterations: 3}},
+		{ID: "code", Kind: core.KindAgent, MaxAttempts: 1, MaxIterations: 3},
+		{ID: "ra", Kind: core.KindAgent, Needs: []string{"code"}, Reviewer: true, MaxAttempts: 1, MaxIterations: 3},
+		{ID: "rb", Kind: core.KindAgent, Needs: []string{"code"}, Reviewer: true, MaxAttempts: 1, MaxIterations: 3},
 		{
-			ID: "review", Kind: core.KindConsensus, Needs: []string{"ra", "rb"}, Extra: &core.PlanExtra{Reviewers: []string{"ra", "rb"}, Consensus: "all"}, PlanOptions: &core.PlanOptions{LoopTarget: "code", HasGate: true, MaxAttempts: 1, MaxIterations: 3},
+			ID: "review", Kind: core.KindConsensus, Needs: []string{"ra", "rb"}, Extra: &core.PlanExtra{Reviewers: []string{"ra", "rb"}, Consensus: "all"}, LoopTarget: "code", HasGate: true, MaxAttempts: 1, MaxIterations: 3,
 		},
 	}
 	plan, err := core.NewPlan(steps, 1)
@@ -71,15 +71,15 @@ func TestPairReview(t *testing.T) {
 	h.expect("ra", core.Completed, 0, 1)
 	h.verdict("rb", core.VerdictPass)
 	h.expect("code", core.Running, 1, 1)
-	fb := h.st.Steps["code"].Feedback()
+	fb := h.st.Steps["code"].Feedback
 	if fb == nil || fb.Step != "review" || fb.Reason != "consensus all is FAIL: ra FAIL, rb PASS" || !strings.Contains(string(fb.Report), `"reviewers":[{"step":"ra","verdict":"FAIL"}`) {
 		t.Fatalf("feedback %+v", fb)
 	}
 	h.ok("code")
 	h.verdict("ra", core.VerdictPass)
 	h.verdict("rb", "")
-	if s := h.st.Steps["review"]; s.Status != core.Pending || !strings.Contains(h.st.Steps["code"].Feedback().Reason, "consensus all is PENDING: ra PASS, rb no verdict") {
-		t.Fatalf("a missing verdict: review %s, feedback %+v", s.Status, h.st.Steps["code"].Feedback())
+	if s := h.st.Steps["review"]; s.Status != core.Pending || !strings.Contains(h.st.Steps["code"].Feedback.Reason, "consensus all is PENDING: ra PASS, rb no verdict") {
+		t.Fatalf("a missing verdict: review %s, feedback %+v", s.Status, h.st.Steps["code"].Feedback)
 	}
 	h.ok("code")
 	h.verdict("ra", core.VerdictPass)

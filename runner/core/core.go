@@ -106,7 +106,7 @@ func (c *Core) mark(id string) {
 	if k, ok := SplitKey(id); ok {
 		id = k.Loop
 	}
-	i, ok := c.plan.index.find(c.plan.Steps, id)
+	i, ok := c.plan.index[id]
 	if !ok {
 		return
 	}
@@ -401,7 +401,7 @@ func (x *decider) emit(typ, step string, data any) {
 			}
 		}
 	}
-	if err := applyLive(x.st, e, typed); err != nil {
+	if err := apply(x.st, e, typed); err != nil {
 		panic(fmt.Sprintf("core emitted an event it cannot apply: %v", err)) // a bug in the core
 	}
 	x.d.Events = append(x.d.Events, e)
@@ -517,8 +517,8 @@ func (c *Core) begin(x *decider, in Begin) {
 	clear(c.waiters)
 	for _, id := range x.st.StepOrder {
 		s := x.st.Steps[id]
-		if s.WaitingFor() != nil {
-			c.waiters[*s.WaitingFor()] = append(c.waiters[*s.WaitingFor()], id)
+		if s.WaitingFor != nil {
+			c.waiters[*s.WaitingFor] = append(c.waiters[*s.WaitingFor], id)
 		}
 		switch s.Status {
 		case Running:
@@ -752,7 +752,7 @@ func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
 		// A loop step reset runs all its items again: its instances
 		// are reset with it.
 		for _, id := range reset {
-			if ls := x.st.Steps[id]; ls != nil && ls.LoopIndex() != nil {
+			if ls := x.st.Steps[id]; ls != nil && ls.LoopIndex != nil {
 				for _, inst := range c.instances(x.st, id) {
 					// The gate instance may be there already: it is
 					// reset, and counted, once.
@@ -957,7 +957,7 @@ func (c *Core) ready(st *State, ps *PlanStep) bool {
 	}
 	// A loop runs again only once the instances a loop-back left in
 	// flight have ended.
-	if ps.ForEach != nil && s.LoopIndex() != nil && c.loopBusy(st, ps.ID) {
+	if ps.ForEach != nil && s.LoopIndex != nil && c.loopBusy(st, ps.ID) {
 		return false
 	}
 	return true
@@ -1076,7 +1076,7 @@ func (c *Core) blockedReport(st *State) string {
 			why = "blocked by loop of " + *s.BlockedByLoop
 		}
 		if waitingFor(st, s) {
-			why = "waiting for " + *s.WaitingFor()
+			why = "waiting for " + *s.WaitingFor
 		}
 		for _, n := range ps.Needs {
 			if ns := st.Steps[n]; ns != nil && !ns.Status.done() {
@@ -1091,10 +1091,10 @@ func (c *Core) blockedReport(st *State) string {
 // waitingFor reports whether step s waits for the loop-back target
 // named by its waiting_for, which is not done yet.
 func waitingFor(st *State, s *StepState) bool {
-	if s.WaitingFor() == nil {
+	if s.WaitingFor == nil {
 		return false
 	}
-	t := st.Steps[*s.WaitingFor()]
+	t := st.Steps[*s.WaitingFor]
 	return t != nil && !t.Status.done()
 }
 

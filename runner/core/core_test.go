@@ -169,7 +169,7 @@ func TestCoreLoopBackProgression(t *testing.T) {
 	if b := h.st.Steps["code_review"].BlockedByLoop; b == nil || *b != "code_review" {
 		t.Errorf("code_review blocked_by_loop = %v, want code_review", b)
 	}
-	if fb := h.st.Steps["coding"].Feedback(); fb == nil || fb.Step != "code_review" || fb.Reason != "gate.pass is false: found P0 issues" {
+	if fb := h.st.Steps["coding"].Feedback; fb == nil || fb.Step != "code_review" || fb.Reason != "gate.pass is false: found P0 issues" {
 		t.Errorf("coding feedback = %+v", fb)
 	}
 	// The loop-back event sits between the gate failure and the new start.
@@ -398,13 +398,13 @@ steps:
 	}
 	h.decide(core.HumanDecision{Step: "approval", Input: core.HumanInput{Approved: false, By: "alice", Reason: "needs tests"}})
 	h.expect("coding", core.Running, 1, 1)
-	if fb := h.st.Steps["coding"].Feedback(); fb == nil || !strings.Contains(fb.Reason, "rejected by alice: needs tests") {
+	if fb := h.st.Steps["coding"].Feedback; fb == nil || !strings.Contains(fb.Reason, "rejected by alice: needs tests") {
 		t.Errorf("feedback = %+v", fb)
 	}
 	h.ok("coding")
 	h.decide(core.HumanDecision{Step: "approval", Input: core.HumanInput{Approved: true, By: "bob", Input: map[string]any{"ticket": "OPS-1"}}})
 	h.expect("approval", core.Completed, 1, 1)
-	if in := h.st.Steps["approval"].Human(); in == nil || in.By != "bob" || in.Input["ticket"] != "OPS-1" {
+	if in := h.st.Steps["approval"].Human; in == nil || in.By != "bob" || in.Input["ticket"] != "OPS-1" {
 		t.Errorf("human input = %+v", in)
 	}
 	h.ok("ship")

@@ -19,6 +19,16 @@
 // decisions, control states — is pure functions of those facts.
 //
 // The run record's types (State, StepState, the events and their data)
-// live here too, with the exit-code table of DESIGN §8 (ExitCode,
-// ExitError, CodeOf): they are the core's vocabulary.
+// live here too, with the exit-code table (ExitCode, ExitError, CodeOf):
+// they are the core's vocabulary. run_state.json is a State as
+// encoding/json writes it, its steps in workflow order; events.jsonl
+// holds each event's data as encoding/json writes it.
+//
+// What can go wrong is a live state that differs from the one replayed
+// from events.jsonl, or two states that change together. Apply is the
+// only code that changes a State, and applies an event from its data
+// decoded once; the core applies the events it emits from their typed
+// data only when decoding their JSON would give that data back
+// (roundTrips), and appliers keep copies of what the data holds. No
+// two parts of a State share memory, and Clone copies every part.
 package core

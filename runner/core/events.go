@@ -3,9 +3,11 @@ package core
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/flow-run/flow/internal/event"
 )
@@ -259,13 +261,10 @@ type ItemEvent struct {
 }
 
 // NewEvent builds an event; the log assigns its seq. Its data is
-// written as json.Marshal writes it (the most frequent types by hand,
-// see hotJSON).
+// data's JSON.
 func NewEvent(at time.Time, typ, step string, data any) Event {
 	var raw json.RawMessage
-	if b, ok := hotJSON(data); ok {
-		raw = b
-	} else if data != nil {
+	if data != nil {
 		b, err := json.Marshal(data)
 		if err != nil {
 			panic(fmt.Sprintf("marshal %s event: %v", typ, err)) // data types are ours: a bug
@@ -278,69 +277,125 @@ func NewEvent(at time.Time, typ, step string, data any) Event {
 // Apply folds one event into the state. It is the only code that
 // changes a State, so that a state rebuilt from events.jsonl equals the
 // live one. Unknown event types are ignored (a newer flow may add some).
-func Apply(s *State, e Event) error {
+func Apply(s *State, e Event) error { return apply(s, e, nil) }
+
+// apply is Apply, given data, the value NewEvent made e.Data of, or nil.
+// An event is applied from its typed data, decoded once from e.Data
+// unless data is certain to be what decoding e.Data gives (see
+// eventData).
+func apply(s *State, e Event, data any) error {
 	s.Seq = e.Seq
-	s.UpdatedAt = eventTime(s, e)
+	s.UpdatedAt = timep(e.At)
 	if a, ok := appliers[e.Type]; ok {
-		return a(s, e)
+		return a(s, e, data)
 	}
 	return nil
 }
 
-// eventTime returns the time of e for the state to hold: the state's
-// UpdatedAt when it is the same instant, so that the events of one
-// decision (a step completes, the next starts) share one Time, as the
-// ended and started times of their steps do, instead of one each. A
-// state's times are never changed in place, so sharing is safe.
-func eventTime(s *State, e Event) *Time {
-	if u := s.UpdatedAt; u != nil && *u == e.At {
-		return u
-	}
-	at := e.At
-	return &at
-}
-
-// applier folds one type of event into a state.
-type applier func(s *State, e Event) error
+// applier folds one type of event into a state, given the value its
+// data was made of, or nil (see apply).
+type applier func(s *State, e Event, data any) error
 
 // onRun returns the applier of an event about the run, whose data is a
 // T (struct{} for none).
-func onRun[T any](f func(s *State, d *T, at *Time)) applier {
-	return func(s *State, e Event) error {
-		d := new(T)
-		if err := decodeData(e, d); err != nil {
+func onRun[T any](f func(s *State, d *T, at Time)) applier {
+	return func(s *State, e Event, data any) error {
+		d, err := eventData[T](e, data)
+		if err != nil {
 			return err
 		}
-		f(s, d, s.UpdatedAt)
+		f(s, d, e.At)
 		return nil
 	}
 }
 
 // onStep returns the applier of an event about a step of the run (an
 // unknown step is an error), whose data is a T.
-func onStep[T any](f func(s *State, st *StepState, d *T, e Event, at *Time)) applier {
-	return func(s *State, e Event) error {
+func onStep[T any](f func(s *State, st *StepState, d *T, e Event, at Time)) applier {
+	return func(s *State, e Event, data any) error {
 		st := s.Steps[e.Step]
 		if st == nil {
 			return fmt.Errorf("event %d (%s): unknown step %q", e.Seq, e.Type, e.Step)
 		}
-		d := new(T)
-		if err := decodeData(e, d); err != nil {
+		d, err := eventData[T](e, data)
+		if err != nil {
 			return err
 		}
-		f(s, st, d, e, s.UpdatedAt)
+		f(s, st, d, e, e.At)
 		return nil
 	}
 }
 
-func decodeData(e Event, v any) error {
+// eventData returns the data of e as a T: data itself when it is a T
+// that decoding its own JSON gives back unchanged (see roundTrips),
+// else e.Data decoded. The events of a run the core emits are thus
+// applied without their JSON being decoded again, and the state is
+// the same as the one replayed from events.jsonl; the appliers keep
+// copies of what the data holds, never its memory.
+func eventData[T any](e Event, data any) (*T, error) {
+	if d, ok := data.(T); ok && roundTrips(&d) {
+		return &d, nil
+	}
+	d := new(T)
 	if len(e.Data) == 0 {
-		return nil
+		return d, nil
 	}
-	if err := json.Unmarshal(e.Data, v); err != nil {
-		return fmt.Errorf("event %d (%s): %w", e.Seq, e.Type, err)
+	if err := json.Unmarshal(e.Data, d); err != nil {
+		return nil, fmt.Errorf("event %d (%s): %w", e.Seq, e.Type, err)
 	}
-	return nil
+	return d, nil
+}
+
+// roundTrips reports whether decoding the JSON of d, the data of an
+// event, gives d back exactly: its strings are valid UTF-8
+// (encoding/json writes an invalid byte as U+FFFD), its slices and maps
+// are nil or not empty (omitempty leaves an empty one out, and it
+// decodes as nil), and it holds no raw JSON (which encoding/json
+// compacts). It knows the data of the events every step records; the
+// data of other events is decoded.
+func roundTrips(d any) bool {
+	switch d := d.(type) {
+	case *StepStarted:
+		return validUTF8(d.LogPath, d.ReportPath)
+	case *SessionStarted:
+		return validUTF8(d.Marker, d.LogPath, d.ReportPath)
+	case *Outcome:
+		return d.Report == nil && validUTF8(d.Error, d.ReportPath, d.Verdict, d.Duration, d.AgentSession) &&
+			listRoundTrips(d.Artifacts) && listRoundTrips(d.Logs) && mapRoundTrips(d.Metrics) && mapRoundTrips(d.Signals)
+	}
+	return false
+}
+
+func validUTF8(s ...string) bool {
+	for _, x := range s {
+		if !utf8.ValidString(x) {
+			return false
+		}
+	}
+	return true
+}
+
+// listRoundTrips is roundTrips for a list of strings left out when
+// empty.
+func listRoundTrips(l []string) bool {
+	return l == nil || len(l) > 0 && validUTF8(l...)
+}
+
+// mapRoundTrips is roundTrips for a map left out when empty: its keys,
+// and its values when they are strings.
+func mapRoundTrips[V any](m map[string]V) bool {
+	if m == nil {
+		return true
+	}
+	if len(m) == 0 {
+		return false
+	}
+	for k, v := range m {
+		if s, ok := any(v).(string); !utf8.ValidString(k) || ok && !utf8.ValidString(s) {
+			return false
+		}
+	}
+	return true
 }
 
 // none is the data of an event that carries none.
@@ -349,7 +404,7 @@ type none struct{}
 // appliers says what each event type does to a state. It is built once
 // and never changed.
 var appliers = map[string]applier{
-	EvRunCreated: onRun(func(s *State, d *RunCreated, at *Time) {
+	EvRunCreated: onRun(func(s *State, d *RunCreated, at Time) {
 		s.SchemaVersion = SchemaVersion
 		s.RunID, s.WorkflowName, s.WorkflowFile, s.WorkflowDigest = d.RunID, d.WorkflowName, d.WorkflowFile, d.WorkflowDigest
 		s.RepoDir, s.ReportsDir, s.ManualInputsDir = d.RepoDir, d.ReportsDir, d.ManualInputsDir
@@ -358,12 +413,12 @@ var appliers = map[string]applier{
 			s.Vars = map[string]string{}
 		}
 		s.VarOverrides = d.VarOverrides
-		s.CreatedAt = at
+		s.CreatedAt = timep(at)
 		s.Status = RunPending
 		s.StepOrder = slices.Clone(d.Steps)
 		s.Steps = make(map[string]*StepState, len(d.Steps))
 		for _, id := range d.Steps {
-			s.Steps[id] = s.newStep()
+			s.Steps[id] = newStepState()
 		}
 		for _, id := range d.Skipped {
 			st := s.Steps[id]
@@ -371,8 +426,8 @@ var appliers = map[string]applier{
 			st.LastError = strp("skipped: run started at " + d.StartAt)
 		}
 	}),
-	EvRunnerStarted: onRun(func(s *State, d *RunnerStarted, at *Time) {
-		s.Runner = &RunnerInfo{PID: d.PID, Host: d.Host, StartedAt: at, HeartbeatAt: at}
+	EvRunnerStarted: onRun(func(s *State, d *RunnerStarted, at Time) {
+		s.Runner = &RunnerInfo{PID: d.PID, Host: d.Host, StartedAt: timep(at), HeartbeatAt: timep(at)}
 		if d.RepoDir != "" {
 			s.RepoDir, s.ReportsDir, s.ManualInputsDir = d.RepoDir, d.ReportsDir, d.ManualInputsDir
 		}
@@ -380,7 +435,7 @@ var appliers = map[string]applier{
 			s.Status = RunRunning
 		}
 	}),
-	EvWorkflowChanged: onRun(func(s *State, d *WorkflowChanged, _ *Time) {
+	EvWorkflowChanged: onRun(func(s *State, d *WorkflowChanged, _ Time) {
 		s.WorkflowDigest = d.To
 		if len(d.Order) > 0 {
 			s.StepOrder = slices.Clone(d.Order)
@@ -389,24 +444,24 @@ var appliers = map[string]applier{
 			s.Vars = d.Vars
 		}
 	}),
-	EvStepAdded: func(s *State, e Event) error {
+	EvStepAdded: func(s *State, e Event, _ any) error {
 		if s.Steps[e.Step] == nil {
-			s.Steps[e.Step] = s.newStep()
+			s.Steps[e.Step] = newStepState()
 		}
 		if !slices.Contains(s.StepOrder, e.Step) {
 			s.StepOrder = append(s.StepOrder, e.Step)
 		}
 		return nil
 	},
-	EvStepRemoved: func(s *State, e Event) error {
+	EvStepRemoved: func(s *State, e Event, _ any) error {
 		delete(s.Steps, e.Step)
 		s.StepOrder = slices.DeleteFunc(s.StepOrder, func(id string) bool { return id == e.Step })
 		return nil
 	},
-	EvStartAt: onRun(func(s *State, d *StartAt, _ *Time) {
+	EvStartAt: onRun(func(s *State, d *StartAt, _ Time) {
 		for _, id := range d.Reset {
 			if st := s.Steps[id]; st != nil {
-				*st = *s.newStep()
+				*st = *newStepState()
 			}
 		}
 		reopenItems(s, d.Reset)
@@ -415,7 +470,7 @@ var appliers = map[string]applier{
 		}
 		s.Generation++
 	}),
-	EvRetry: onRun(func(s *State, d *Retry, _ *Time) {
+	EvRetry: onRun(func(s *State, d *Retry, _ Time) {
 		for _, id := range d.Reset {
 			st := s.Steps[id]
 			if st == nil {
@@ -425,63 +480,59 @@ var appliers = map[string]applier{
 			st.Attempts = 0
 			st.LastError = nil
 			st.BlockedByLoop = nil
-			if st.StepMore != nil {
-				st.StepMore.GateFailed = false
-			}
+			st.GateFailed = false
 			st.EndedAt = nil
 		}
 		reopenItems(s, d.Reset)
 		s.Status, s.ExitCode = RunPending, 0
 		s.Generation++
 	}),
-	EvReconciled: onStep(func(_ *State, st *StepState, _ *none, _ Event, _ *Time) {
+	EvReconciled: onStep(func(_ *State, st *StepState, _ *none, _ Event, _ Time) {
 		st.Status = Pending
 		st.LastError = strp("runner died during the session; it runs again")
 	}),
-	EvGatesWaiting: onStep(func(_ *State, st *StepState, d *GatesWaiting, _ Event, _ *Time) {
-		st.Wait().WaitingGates = slices.Clone(d.Gates)
+	EvGatesWaiting: onStep(func(_ *State, st *StepState, d *GatesWaiting, _ Event, _ Time) {
+		st.WaitingGates = slices.Clone(d.Gates)
 	}),
-	EvStepStarted: onStep(func(s *State, st *StepState, d *StepStarted, _ Event, at *Time) {
+	EvStepStarted: onStep(func(s *State, st *StepState, d *StepStarted, _ Event, at Time) {
 		stepStarted(s, st, d, at)
 	}),
-	EvSessionStarted: onStep(func(_ *State, st *StepState, d *SessionStarted, _ Event, _ *Time) {
+	EvSessionStarted: onStep(func(_ *State, st *StepState, d *SessionStarted, _ Event, _ Time) {
 		sessionStarted(st, d)
 	}),
-	EvStepWaiting: onStep(func(s *State, st *StepState, d *StepWaiting, _ Event, at *Time) {
+	EvStepWaiting: onStep(func(s *State, st *StepState, d *StepWaiting, _ Event, at Time) {
 		st.Status = WaitingOnHuman
-		st.clearWaitingFor()
+		st.WaitingFor = nil
 		if d.Session != nil {
 			setOutcome(s, st, *d.Session)
-			if st.StepMore != nil {
-				st.StepMore.GateFailed = false
-			}
+			st.GateFailed = false
 			st.LastError = nil
 		}
 		st.Attempts = d.Attempt
-		st.StartedAt = at
+		st.StartedAt = timep(at)
 		st.EndedAt = nil
 		st.ManualInputPath = strp(d.ManualInputPath)
 	}),
-	EvHumanInput: onStep(func(_ *State, st *StepState, d *HumanInput, _ Event, _ *Time) {
-		st.More().Human = d
+	EvHumanInput: onStep(func(_ *State, st *StepState, d *HumanInput, _ Event, _ Time) {
+		st.Human = d
 	}),
-	EvStepSkipped: onStep(func(s *State, st *StepState, d *Skip, _ Event, at *Time) {
+	EvStepSkipped: onStep(func(s *State, st *StepState, d *Skip, _ Event, at Time) {
 		st.Status = Skipped
-		st.clearWaitingFor()
-		st.EndedAt = at
+		st.WaitingFor = nil
+		st.EndedAt = timep(at)
 		unblock(s, st)
 		if d.Reason != "" {
 			st.LastError = strp(d.Reason)
 		}
 	}),
-	EvStepCompleted: onStep(func(s *State, st *StepState, d *Outcome, _ Event, at *Time) {
+	EvStepCompleted: onStep(func(s *State, st *StepState, d *Outcome, _ Event, at Time) {
 		stepCompleted(s, st, d, at)
 	}),
-	EvGateFailed: onStep(func(s *State, st *StepState, d *GateFailure, e Event, at *Time) {
+	EvGateFailed: onStep(func(s *State, st *StepState, d *GateFailure, e Event, at Time) {
 		st.Status = Completed
-		st.EndedAt = at
+		st.EndedAt = timep(at)
 		setOutcome(s, st, d.Outcome)
-		st.More().GateFailed = true
+		st.GateFailed = true
 		st.LastError = strp("gate failed: " + d.Reason)
 		unblock(s, st)
 		if d.Budget {
@@ -497,60 +548,60 @@ var appliers = map[string]applier{
 			other.IterationCount++
 			other.Status = Pending
 			other.Attempts = 0
-			if other.LoopCompleted() != nil {
-				other.More().LoopCompleted = boolp(false)
+			if other.LoopCompleted != nil {
+				other.LoopCompleted = boolp(false)
 			}
 			switch {
 			case id == d.Target:
 				other.BlockedByLoop = nil
-				other.More().Feedback = &Feedback{Step: e.Step, Reason: d.Reason, Report: d.Report, Output: d.Output}
+				other.Feedback = &Feedback{Step: e.Step, Reason: d.Reason, Report: d.Report, Output: d.Output}
 			case id == e.Step && d.WaitingFor != "":
 				// The gate step waits for the target, off to its side.
 				other.BlockedByLoop = nil
-				other.Wait().WaitingFor = strp(d.WaitingFor)
+				other.WaitingFor = strp(d.WaitingFor)
 			default:
 				other.BlockedByLoop = strp(e.Step)
 			}
 		}
 	}),
-	EvAttemptFailed: onStep(func(s *State, st *StepState, d *Outcome, _ Event, at *Time) {
+	EvAttemptFailed: onStep(func(s *State, st *StepState, d *Outcome, _ Event, at Time) {
 		st.Status = Pending
-		st.EndedAt = at
+		st.EndedAt = timep(at)
 		setOutcome(s, st, *d)
 		st.LastError = strp(d.Error)
 	}),
-	EvStepFailed: onStep(func(s *State, st *StepState, d *Outcome, _ Event, at *Time) {
+	EvStepFailed: onStep(func(s *State, st *StepState, d *Outcome, _ Event, at Time) {
 		st.Status = Failed
-		st.clearWaitingFor()
-		st.EndedAt = at
+		st.WaitingFor = nil
+		st.EndedAt = timep(at)
 		setOutcome(s, st, *d)
 		st.LastError = strp(d.Error)
 	}),
-	EvStepInterrupted: onStep(func(_ *State, st *StepState, _ *none, _ Event, at *Time) {
+	EvStepInterrupted: onStep(func(_ *State, st *StepState, _ *none, _ Event, at Time) {
 		st.Status = Pending
 		if st.Attempts > 0 {
 			st.Attempts--
 		}
-		st.EndedAt = at
+		st.EndedAt = timep(at)
 		st.LastError = strp("interrupted; the attempt is not counted")
 	}),
-	EvRunFinished: onRun(func(s *State, d *RunFinished, _ *Time) {
+	EvRunFinished: onRun(func(s *State, d *RunFinished, _ Time) {
 		s.Status = d.Status
 		s.ExitCode = d.ExitCode
 	}),
-	EvRunInterrupted: onRun(func(s *State, _ *none, _ *Time) {
+	EvRunInterrupted: onRun(func(s *State, _ *none, _ Time) {
 		s.Status = RunInterrupted
 		s.ExitCode = int(ExitInterrupted)
 	}),
-	EvCleanupStarted: onRun(func(s *State, d *CleanupFinished, _ *Time) { s.Cleanups = d.N }),
-	EvLoopItems: onStep(func(s *State, st *StepState, d *LoopItems, e Event, at *Time) {
+	EvCleanupStarted: onRun(func(s *State, d *CleanupFinished, _ Time) { s.Cleanups = d.N }),
+	EvLoopItems: onStep(func(s *State, st *StepState, d *LoopItems, e Event, at Time) {
 		applyLoopItems(s, e.Step, st, d, at)
 	}),
 	EvItemStarted:    onItem(func(_ *StepState, it *Item, _ *ItemEvent) { it.Status = Running }),
 	EvItemFinished:   onItem(finishItem),
-	EvRunPaused:      onRun(func(s *State, _ *none, _ *Time) { s.Status = RunPaused }),
-	EvBudgetExceeded: onRun(func(s *State, _ *BudgetExceeded, _ *Time) {}),
-	EvBudgetRaised: onRun(func(s *State, d *Budget, _ *Time) {
+	EvRunPaused:      onRun(func(s *State, _ *none, _ Time) { s.Status = RunPaused }),
+	EvBudgetExceeded: onRun(func(s *State, _ *BudgetExceeded, _ Time) {}),
+	EvBudgetRaised: onRun(func(s *State, d *Budget, _ Time) {
 		var b Budget
 		if s.BudgetRaised != nil {
 			b = *s.BudgetRaised
@@ -558,16 +609,16 @@ var appliers = map[string]applier{
 		b = b.Over(*d)
 		s.BudgetRaised = &b
 	}),
-	EvRunWaiting: onRun(func(s *State, _ *none, _ *Time) { s.Status = RunWaitingOnHuman }),
+	EvRunWaiting: onRun(func(s *State, _ *none, _ Time) { s.Status = RunWaitingOnHuman }),
 }
 
 // stepStarted folds a step_started event into the state.
-func stepStarted(s *State, st *StepState, d *StepStarted, at *Time) {
+func stepStarted(s *State, st *StepState, d *StepStarted, at Time) {
 	st.Status = Running
-	st.StepWait = nil
+	st.WaitingFor, st.WaitingGates = nil, nil
 	st.Attempts = d.Attempt
 	st.PID, st.SessionMarker = 0, ""
-	st.StartedAt = at
+	st.StartedAt = timep(at)
 	st.EndedAt = nil
 	st.LogPath = d.LogPath
 	if d.ReportPath != "" {
@@ -588,17 +639,15 @@ func sessionStarted(st *StepState, d *SessionStarted) {
 }
 
 // stepCompleted folds a step_completed event into the state.
-func stepCompleted(s *State, st *StepState, d *Outcome, at *Time) {
+func stepCompleted(s *State, st *StepState, d *Outcome, at Time) {
 	st.Status = Completed
-	st.clearWaitingFor()
-	st.EndedAt = at
+	st.WaitingFor = nil
+	st.EndedAt = timep(at)
 	setOutcome(s, st, *d)
-	if st.StepMore != nil {
-		st.StepMore.GateFailed = false
-	}
+	st.GateFailed = false
 	st.LastError = nil
-	if st.LoopCompleted() != nil {
-		st.More().LoopCompleted = boolp(true)
+	if st.LoopCompleted != nil {
+		st.LoopCompleted = boolp(true)
 	}
 	unblock(s, st)
 }
@@ -607,7 +656,7 @@ func stepCompleted(s *State, st *StepState, d *Outcome, at *Time) {
 // loop's target ending its iteration (completed or skipped) unblocks
 // the steps its gate reset.
 func unblock(s *State, step *StepState) {
-	fb := step.Feedback()
+	fb := step.Feedback
 	if fb == nil {
 		return
 	}
@@ -616,92 +665,49 @@ func unblock(s *State, step *StepState) {
 			other.BlockedByLoop = nil
 		}
 	}
-	step.StepMore.Feedback = nil
+	step.Feedback = nil
 }
 
 // setOutcome copies a session's results into the step, and adds what
 // it consumed to the step's and the run's usage. The session has ended:
 // its marker, which only finds a running session's processes, goes.
+// The step keeps copies of d's slices, maps and pointers, never d's
+// own.
 func setOutcome(s *State, st *StepState, d Outcome) {
 	st.SessionMarker = ""
 	if u := d.Usage; u != nil {
-		st.More().Usage = st.Usage().plus(*u)
+		st.Usage = st.Usage.plus(*u)
 		s.Usage = s.Usage.plus(*u)
 	}
 	if d.AgentSession != "" {
 		// What the step's current conversation has used: a tool that
 		// reports a conversation's running total is counted once.
-		m := st.More()
-		if d.AgentSession != m.AgentSession {
-			m.ConversationUsage = nil
+		if d.AgentSession != st.AgentSession {
+			st.ConversationUsage = nil
 		}
 		if d.Usage != nil {
-			m.ConversationUsage = m.ConversationUsage.plus(*d.Usage)
+			st.ConversationUsage = st.ConversationUsage.plus(*d.Usage)
 		}
-		m.AgentSession = d.AgentSession
+		st.AgentSession = d.AgentSession
 	}
 	st.Attempts = max(st.Attempts, d.Attempt)
-	st.ExitCode = s.exitCode(d.ExitCode)
+	st.ExitCode = clonePtr(d.ExitCode)
 	if d.ReportPath != "" {
 		st.ReportPath = strp(d.ReportPath)
 	}
-	st.Artifacts = nonNil(d.Artifacts)
-	st.Metrics = d.Metrics
-	if len(st.Metrics) == 0 {
-		st.Metrics = s.emptyMetrics()
+	st.Artifacts = nonNil(slices.Clone(d.Artifacts))
+	st.Metrics = maps.Clone(d.Metrics)
+	if st.Metrics == nil {
+		st.Metrics = map[string]string{}
 	}
-	st.Logs = nonNil(d.Logs)
-	st.Signals = internSignals(d.Signals)
+	st.Logs = nonNil(slices.Clone(d.Logs))
+	// No signals, whether nil or empty, are none (omitted in JSON).
+	st.Signals = nil
+	if len(d.Signals) > 0 {
+		st.Signals = maps.Clone(d.Signals)
+	}
 	st.Verdict = d.Verdict
 }
-
-// internSignals returns m, or an equal map shared by every step whose
-// session reported the same of the default signal words (DONE, FAIL,
-// PASS): in a run of thousands of steps most record one of these few
-// maps, which otherwise cost a map a step. A state's maps are never
-// changed in place (Clone copies them), so sharing is safe.
-func internSignals(m map[string]bool) map[string]bool {
-	if shared, ok := sharedSignalsOf(m); ok {
-		return shared
-	}
-	return m
-}
-
-// sharedSignalsOf returns the shared map equal to m, and whether there
-// is one: whether m holds exactly the default signal words.
-func sharedSignalsOf(m map[string]bool) (map[string]bool, bool) {
-	if len(m) != 3 {
-		return nil, false
-	}
-	i := 0
-	for bit, word := range defaultSignalWords {
-		v, ok := m[word]
-		if !ok {
-			return nil, false
-		}
-		if v {
-			i |= 1 << bit
-		}
-	}
-	return sharedSignals[i], true
-}
-
-// defaultSignalWords are the signal words of a workflow that declares
-// none.
-var defaultSignalWords = [3]string{"DONE", "FAIL", "PASS"}
-
-// sharedSignals holds, for each combination of the default signal
-// words, the one map internSignals gives out. It is built once and
-// never changed.
-var sharedSignals = func() (t [8]map[string]bool) {
-	for i := range t {
-		t[i] = map[string]bool{}
-		for bit, word := range defaultSignalWords {
-			t[i][word] = i&(1<<bit) != 0
-		}
-	}
-	return t
-}()
 
 func nonNil(s []string) []string {
 	if s == nil {
@@ -712,19 +718,19 @@ func nonNil(s []string) []string {
 
 // onItem is the applier of an event about one item of a loop.
 func onItem(f func(loop *StepState, it *Item, d *ItemEvent)) applier {
-	return func(s *State, e Event) error {
+	return func(s *State, e Event, data any) error {
 		st := s.Steps[e.Step]
 		if st == nil {
 			return fmt.Errorf("event %d (%s): unknown step %q", e.Seq, e.Type, e.Step)
 		}
-		d := new(ItemEvent)
-		if err := decodeData(e, d); err != nil {
+		d, err := eventData[ItemEvent](e, data)
+		if err != nil {
 			return err
 		}
-		if d.Index < 0 || d.Index >= len(st.Items()) || st.Items()[d.Index].Key != d.Key {
+		if d.Index < 0 || d.Index >= len(st.Items) || st.Items[d.Index].Key != d.Key {
 			return fmt.Errorf("event %d (%s): %s has no item %q at %d", e.Seq, e.Type, e.Step, d.Key, d.Index)
 		}
-		f(st, &st.Items()[d.Index], d)
+		f(st, &st.Items[d.Index], d)
 		return nil
 	}
 }
@@ -732,8 +738,8 @@ func onItem(f func(loop *StepState, it *Item, d *ItemEvent)) applier {
 // finishItem records that an item finished, and counts it in the
 // loop's loop_index.
 func finishItem(loop *StepState, it *Item, d *ItemEvent) {
-	if !it.Status.finished() && d.Status.finished() && loop.LoopIndex() != nil {
-		*loop.LoopIndex()++
+	if !it.Status.finished() && d.Status.finished() && loop.LoopIndex != nil {
+		*loop.LoopIndex++
 	}
 	it.Status, it.Error = d.Status, d.Error
 }
@@ -746,27 +752,27 @@ func (s Status) finished() bool { return s == Completed || s == Failed || s == S
 // new ones PENDING at the loop's iteration, earlier ones (a loop run
 // again) back to PENDING with their iteration counts. Instances of
 // items the list no longer has stay in the record, SKIPPED.
-func applyLoopItems(s *State, loop string, st *StepState, d *LoopItems, at *Time) {
+func applyLoopItems(s *State, loop string, st *StepState, d *LoopItems, at Time) {
 	st.Status = Running
 	st.Attempts++
-	st.StartedAt, st.EndedAt, st.LastError = at, nil, nil
+	st.StartedAt, st.EndedAt, st.LastError = timep(at), nil, nil
 	keep := make(map[string]bool, len(d.Items))
 	for _, it := range d.Items {
 		keep[it.Key] = true
 	}
-	for _, it := range st.Items() {
-		if !keep[it.Key] && !slices.Contains(st.RemovedItems(), it.Key) {
-			st.More().RemovedItems = append(st.RemovedItems(), it.Key)
+	for _, it := range st.Items {
+		if !keep[it.Key] && !slices.Contains(st.RemovedItems, it.Key) {
+			st.RemovedItems = append(st.RemovedItems, it.Key)
 		}
 	}
-	st.More().RemovedItems = slices.DeleteFunc(st.RemovedItems(), func(k string) bool { return keep[k] })
-	st.More().Items = make([]Item, len(d.Items))
-	st.More().LoopItems = make([]json.RawMessage, len(d.Items))
+	st.RemovedItems = slices.DeleteFunc(st.RemovedItems, func(k string) bool { return keep[k] })
+	st.Items = make([]Item, len(d.Items))
+	st.LoopItems = make([]json.RawMessage, len(d.Items))
 	for i, it := range d.Items {
-		st.StepMore.Items[i] = Item{Key: it.Key, Status: Pending}
-		st.StepMore.LoopItems[i] = it.Value
+		st.Items[i] = Item{Key: it.Key, Status: Pending}
+		st.LoopItems[i] = it.Value
 	}
-	st.More().LoopIndex, st.More().LoopCompleted = intp(0), boolp(false)
+	st.LoopIndex, st.LoopCompleted = intp(0), boolp(false)
 	s.Status = RunRunning
 
 	ids := make([]string, 0, len(d.Items)*len(d.Body))
@@ -778,7 +784,7 @@ func applyLoopItems(s *State, loop string, st *StepState, d *LoopItems, at *Time
 			current[id] = true
 			x := s.Steps[id]
 			if x == nil || x.Status != Pending || x.Attempts > 0 {
-				n := s.newStep()
+				n := newStepState()
 				if x != nil {
 					n.IterationCount = x.IterationCount
 				} else {
@@ -819,7 +825,7 @@ func applyLoopItems(s *State, loop string, st *StepState, d *LoopItems, at *Time
 		if keep[k.Item] {
 			why = "step removed from the loop's body"
 		}
-		x.Status, x.LastError, x.EndedAt = Skipped, strp(why), at
+		x.Status, x.LastError, x.EndedAt = Skipped, strp(why), timep(at)
 	}
 	if at0 < 0 {
 		at0 = len(order)
@@ -838,20 +844,20 @@ func reopenItems(s *State, ids []string) {
 			continue
 		}
 		ls := s.Steps[k.Loop]
-		if ls == nil || ls.LoopIndex() == nil {
+		if ls == nil || ls.LoopIndex == nil {
 			continue
 		}
-		for i := range ls.Items() {
-			it := &ls.Items()[i]
+		for i := range ls.Items {
+			it := &ls.Items[i]
 			if it.Key != k.Item {
 				continue
 			}
 			if it.Status.finished() {
-				*ls.LoopIndex()--
+				*ls.LoopIndex--
 			}
 			it.Status, it.Error = Pending, ""
 		}
 		ls.Status, ls.EndedAt, ls.LastError = Running, nil, nil
-		ls.More().LoopCompleted = boolp(false)
+		ls.LoopCompleted = boolp(false)
 	}
 }

@@ -49,7 +49,7 @@ func (c *Core) gateClosed(x *decider, ps *PlanStep) bool {
 		c.gated = map[string][]string{}
 	}
 	c.gated[ps.ID] = closed
-	if s := x.st.Steps[ps.ID]; s != nil && !slices.Equal(s.WaitingGates(), closed) {
+	if s := x.st.Steps[ps.ID]; s != nil && !slices.Equal(s.WaitingGates, closed) {
 		x.emit(EvGatesWaiting, ps.ID, GatesWaiting{Gates: closed})
 	}
 	return true

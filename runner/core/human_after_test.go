@@ -63,8 +63,8 @@ func TestHumanAfterSessionApproved(t *testing.T) {
 	h.effects = d.Effects
 	h.expect("build", core.Completed, 0, 1)
 	s = h.st.Steps["build"]
-	if s.Human() == nil || s.Human().Input["ticket"] != "OPS-1" || s.Metrics["size"] != "3" || s.ExitCode == nil {
-		t.Errorf("completed build: human %+v metrics %v exit %v", s.Human(), s.Metrics, s.ExitCode)
+	if s.Human == nil || s.Human.Input["ticket"] != "OPS-1" || s.Metrics["size"] != "3" || s.ExitCode == nil {
+		t.Errorf("completed build: human %+v metrics %v exit %v", s.Human, s.Metrics, s.ExitCode)
 	}
 	h.ok("ship")
 	if f := h.finish(); f == nil || f.Status != core.RunCompleted {
@@ -109,7 +109,7 @@ steps:
 	h.decide(core.HumanDecision{Step: "build", Input: core.HumanInput{Approved: false, By: "bob", Reason: "rename it"}})
 	h.expect("code", core.Running, 1, 1)
 	h.expect("build", core.Pending, 1, 0)
-	if fb := h.st.Steps["code"].Feedback(); fb == nil || fb.Step != "build" || !strings.Contains(fb.Reason, "rejected by bob: rename it") {
+	if fb := h.st.Steps["code"].Feedback; fb == nil || fb.Step != "build" || !strings.Contains(fb.Reason, "rejected by bob: rename it") {
 		t.Errorf("code feedback = %+v", fb)
 	}
 	h.ok("code")
@@ -182,7 +182,7 @@ steps:
 		h.decide(core.SessionDone{Step: "build", Outcome: core.Outcome{Attempt: 1, ExitCode: &exitZero}, AutoApprove: &approve})
 		if approve {
 			h.expect("build", core.Completed, 0, 1)
-			if in := h.st.Steps["build"].Human(); in == nil || in.By != "auto_approve" {
+			if in := h.st.Steps["build"].Human; in == nil || in.By != "auto_approve" {
 				t.Errorf("human = %+v", in)
 			}
 		} else {

@@ -241,7 +241,7 @@ func instanceOrder(sh Shape, st *State, order []string) []string {
 		out = append(out, id)
 		body := sh.BodySteps(id)
 		ls := st.Steps[id]
-		if body == nil || ls == nil || ls.LoopIndex() == nil {
+		if body == nil || ls == nil || ls.LoopIndex == nil {
 			continue
 		}
 		byItem := map[string][]string{}
@@ -254,7 +254,7 @@ func instanceOrder(sh Shape, st *State, order []string) []string {
 			byItem[k.Item] = append(byItem[k.Item], key)
 		}
 		listed := map[string]bool{}
-		for _, it := range ls.Items() {
+		for _, it := range ls.Items {
 			listed[it.Key] = true
 			if it.Status != Pending {
 				out = append(out, byItem[it.Key]...)

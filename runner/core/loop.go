@@ -51,8 +51,8 @@ func (c *Core) loopOf(st *State, ps *PlanStep) *loopRun {
 		return lr
 	}
 	ls := st.Steps[ps.ID]
-	lr := &loopRun{inst: make([][]string, len(ls.Items()))}
-	for i, it := range ls.Items() {
+	lr := &loopRun{inst: make([][]string, len(ls.Items))}
+	for i, it := range ls.Items {
 		keys := make([]string, len(ps.ForEach.Body))
 		for j, b := range ps.ForEach.Body {
 			keys[j] = Instance(ps.ID, it.Key, b)
@@ -71,8 +71,8 @@ func (c *Core) instances(st *State, loop string) []string {
 	if ps == nil || ps.ForEach == nil || ls == nil {
 		return nil
 	}
-	out := make([]string, 0, len(ls.Items())*len(ps.ForEach.Body))
-	for _, it := range ls.Items() {
+	out := make([]string, 0, len(ls.Items)*len(ps.ForEach.Body))
+	for _, it := range ls.Items {
 		for _, b := range ps.ForEach.Body {
 			if id := Instance(loop, it.Key, b); st.Steps[id] != nil {
 				out = append(out, id)
@@ -160,8 +160,8 @@ func (c *Core) scheduleLoop(x *decider, ps *PlanStep, start bool) {
 	lr := c.loopOf(st, ps)
 	fe := ps.ForEach
 	inflight, failed, pending := 0, 0, false
-	for i := lr.head; i < len(ls.Items()); i++ {
-		it := &ls.Items()[i]
+	for i := lr.head; i < len(ls.Items); i++ {
+		it := &ls.Items[i]
 		switch it.Status {
 		case Completed, Skipped:
 			if i == lr.head {
@@ -205,7 +205,7 @@ func (c *Core) scheduleLoop(x *decider, ps *PlanStep, start bool) {
 	}
 	var names []string
 	code := exitBudget
-	for i, it := range ls.Items() {
+	for i, it := range ls.Items {
 		if it.Status != Failed {
 			continue
 		}
@@ -214,7 +214,7 @@ func (c *Core) scheduleLoop(x *decider, ps *PlanStep, start bool) {
 			code = exitFailed
 		}
 	}
-	why := fmt.Sprintf("%d of %d items failed: %s", len(names), len(ls.Items()), listKeys(names))
+	why := fmt.Sprintf("%d of %d items failed: %s", len(names), len(ls.Items), listKeys(names))
 	if pending {
 		why += "; the items after " + plural(len(names), "it", "them") + " did not run"
 	}
@@ -295,7 +295,7 @@ func (c *Core) itemEnd(st *State, keys []string) (Status, string) {
 // it spent its iterations (exit 5), not because a session failed.
 func (c *Core) failedByBudget(st *State, keys []string) bool {
 	for _, key := range keys {
-		if s := st.Steps[key]; s != nil && s.Status == Failed && !s.GateFailed() {
+		if s := st.Steps[key]; s != nil && s.Status == Failed && !s.GateFailed {
 			return false
 		}
 	}

@@ -17,13 +17,13 @@ import (
 func loopPlan(t *testing.T, parallel int, continueOnError bool) *core.Plan {
 	t.Helper()
 	steps := []core.PlanStep{
-		{ID: "breakdown", Kind: core.KindCommand, PlanOptions: &core.PlanOptions{MaxAttempts: 1, MaxIterations: 4}},
+		{ID: "breakdown", Kind: core.KindCommand, MaxAttempts: 1, MaxIterations: 4},
 		{
-			ID: "stories", Kind: core.KindLoop, Needs: []string{"breakdown"}, PlanOptions: &core.PlanOptions{MaxAttempts: 1, MaxIterations: 4, ForEach: &core.PlanLoop{Body: []string{"implement", "review"}, MaxParallel: parallel, ContinueOnError: continueOnError, MaxItems: 5}},
+			ID: "stories", Kind: core.KindLoop, Needs: []string{"breakdown"}, MaxAttempts: 1, MaxIterations: 4, ForEach: &core.PlanLoop{Body: []string{"implement", "review"}, MaxParallel: parallel, ContinueOnError: continueOnError, MaxItems: 5},
 		},
-		{ID: "implement", Kind: core.KindCommand, PlanOptions: &core.PlanOptions{Loop: "stories", MaxAttempts: 2, MaxIterations: 4}},
-		{ID: "review", Kind: core.KindCommand, Needs: []string{"implement"}, PlanOptions: &core.PlanOptions{Loop: "stories", LoopTarget: "implement", HasGate: true, MaxAttempts: 1, MaxIterations: 3}},
-		{ID: "integrate", Kind: core.KindCommand, Needs: []string{"stories"}, PlanOptions: &core.PlanOptions{LoopTarget: "stories", HasGate: true, MaxAttempts: 1, MaxIterations: 4}},
+		{ID: "implement", Kind: core.KindCommand, Loop: "stories", MaxAttempts: 2, MaxIterations: 4},
+		{ID: "review", Kind: core.KindCommand, Needs: []string{"implement"}, Loop: "stories", LoopTarget: "implement", HasGate: true, MaxAttempts: 1, MaxIterations: 3},
+		{ID: "integrate", Kind: core.KindCommand, Needs: []string{"stories"}, LoopTarget: "stories", HasGate: true, MaxAttempts: 1, MaxIterations: 4},
 	}
 	plan, err := core.NewPlan(steps, 1)
 	if err != nil {
@@ -72,7 +72,7 @@ func inst(loop, item, step string) string { return core.Instance(loop, item, ste
 
 func (h *coreHarness) itemStatuses(loop string) string {
 	var out []string
-	for _, it := range h.st.Steps[loop].Items() {
+	for _, it := range h.st.Steps[loop].Items {
 		out = append(out, it.Key+"="+string(it.Status))
 	}
 	return strings.Join(out, " ")
@@ -96,14 +96,14 @@ func TestLoopSequential(t *testing.T) {
 		h.ok(inst("stories", k, "review"))
 	}
 	ls := h.st.Steps["stories"]
-	if ls.Status != core.Completed || *ls.LoopIndex() != 3 || !*ls.LoopCompleted() {
-		t.Fatalf("loop: %s index %d completed %v", ls.Status, *ls.LoopIndex(), *ls.LoopCompleted())
+	if ls.Status != core.Completed || *ls.LoopIndex != 3 || !*ls.LoopCompleted {
+		t.Fatalf("loop: %s index %d completed %v", ls.Status, *ls.LoopIndex, *ls.LoopCompleted)
 	}
 	if got := h.started(); !slices.Equal(got, []string{"integrate"}) {
 		t.Fatalf("after the loop: %v", got)
 	}
-	if string(ls.LoopItems()[1]) != `{"id":"b"}` {
-		t.Errorf("loop_items[1] = %s", ls.LoopItems()[1])
+	if string(ls.LoopItems[1]) != `{"id":"b"}` {
+		t.Errorf("loop_items[1] = %s", ls.LoopItems[1])
 	}
 	// Instances sit in the record's order right after their loop.
 	want := []string{"breakdown", "stories", inst("stories", "a", "implement"), inst("stories", "a", "review"),
@@ -154,7 +154,7 @@ func TestLoopBackInsideItem(t *testing.T) {
 	h.expect(a("implement"), core.Running, 1, 1)
 	h.expect(a("review"), core.Pending, 1, 0)
 	h.expect(b("implement"), core.Completed, 0, 1)
-	if fb := h.st.Steps[a("implement")].Feedback(); fb == nil || fb.Step != a("review") {
+	if fb := h.st.Steps[a("implement")].Feedback; fb == nil || fb.Step != a("review") {
 		t.Errorf("feedback %+v", fb)
 	}
 	h.ok(a("implement"))
@@ -221,7 +221,7 @@ func TestLoopContinueOnError(t *testing.T) {
 	if got := h.itemStatuses("stories"); got != "a=FAILED b=COMPLETED c=FAILED" {
 		t.Errorf("items: %s", got)
 	}
-	if e := h.st.Steps["stories"].Items()[0].Error; !strings.HasPrefix(e, "implement: ") {
+	if e := h.st.Steps["stories"].Items[0].Error; !strings.HasPrefix(e, "implement: ") {
 		t.Errorf("item error %q", e)
 	}
 	h.replayed()
@@ -252,7 +252,7 @@ func TestLoopBackIntoLoop(t *testing.T) {
 	if s := h.st.Steps[inst("stories", "a", "review")]; s.Status != core.Skipped || deref(s.LastError) != "item removed" {
 		t.Errorf("removed item's instance: %s %q", s.Status, deref(s.LastError))
 	}
-	if got := h.st.Steps["stories"].RemovedItems(); !slices.Equal(got, []string{"a"}) {
+	if got := h.st.Steps["stories"].RemovedItems; !slices.Equal(got, []string{"a"}) {
 		t.Errorf("removed_items %v", got)
 	}
 	for _, k := range []string{"b", "c"} {
@@ -283,7 +283,7 @@ func TestLoopBackFromBodyToBefore(t *testing.T) {
 	h.expect("breakdown", core.Running, 1, 1)
 	h.expect("stories", core.Pending, 1, 0)
 	h.expect(inst("stories", "b", "implement"), core.Pending, 1, 0)
-	if fb := h.st.Steps["breakdown"].Feedback(); fb == nil || fb.Step != inst("stories", "a", "review") {
+	if fb := h.st.Steps["breakdown"].Feedback; fb == nil || fb.Step != inst("stories", "a", "review") {
 		t.Errorf("feedback %+v", fb)
 	}
 	h.ok("breakdown")
@@ -358,7 +358,7 @@ func TestLoopItemsErrors(t *testing.T) {
 	h := newPlanHarness(t, loopPlan(t, 1, false))
 	h.ok("breakdown")
 	h.items("stories")
-	if s := h.st.Steps["stories"]; s.Status != core.Completed || *s.LoopIndex() != 0 {
+	if s := h.st.Steps["stories"]; s.Status != core.Completed || *s.LoopIndex != 0 {
 		t.Fatalf("empty loop: %s", s.Status)
 	}
 	if got := h.started(); !slices.Equal(got, []string{"integrate"}) {

@@ -33,7 +33,7 @@ steps:
 
 // waitingFor returns a step's waiting_for, or "".
 func waitingForOf(h *coreHarness, step string) string {
-	if w := h.st.Steps[step].WaitingFor(); w != nil {
+	if w := h.st.Steps[step].WaitingFor; w != nil {
 		return *w
 	}
 	return ""
@@ -63,7 +63,7 @@ func TestLoopBackToSideStep(t *testing.T) {
 	if b := h.st.Steps["merge"].BlockedByLoop; b == nil || *b != "review" {
 		t.Errorf("merge blocked_by_loop = %v, want review", b)
 	}
-	if fb := h.st.Steps["fix"].Feedback(); fb == nil || fb.Step != "review" || !strings.Contains(fb.Reason, "needs work") {
+	if fb := h.st.Steps["fix"].Feedback; fb == nil || fb.Step != "review" || !strings.Contains(fb.Reason, "needs work") {
 		t.Errorf("fix feedback = %+v", fb)
 	}
 	if got := h.started(); !slices.Equal(got, []string{"fix"}) {
@@ -124,8 +124,8 @@ func TestLoopBackToSideStepIterationCap(t *testing.T) {
 	if s.Status != core.Failed || !strings.Contains(deref(s.LastError), "max iterations reached (3)") {
 		t.Fatalf("review: %s %q", s.Status, deref(s.LastError))
 	}
-	if s.WaitingFor() != nil {
-		t.Errorf("a failed review waits for %s", *s.WaitingFor())
+	if s.WaitingFor != nil {
+		t.Errorf("a failed review waits for %s", *s.WaitingFor)
 	}
 	if f := h.finish(); f == nil || f.ExitCode != 5 {
 		t.Fatalf("finish = %+v, want exit 5", f)
@@ -156,7 +156,7 @@ func TestLoopBackToSideStepResume(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if w := st.Steps["review"].WaitingFor(); w == nil || *w != "fix" {
+	if w := st.Steps["review"].WaitingFor; w == nil || *w != "fix" {
 		t.Fatalf("rebuilt review waiting_for = %v, want fix", w)
 	}
 	h.st = st

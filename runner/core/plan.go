@@ -30,7 +30,8 @@ type Plan struct {
 	MaxParallel int
 	// Budget is the run's cost, token and session budget.
 	Budget Budget
-	index  stepIndex
+	// index maps a step's id to its place in Steps.
+	index map[string]int
 	// loops lists the indices of the loop steps.
 	loops []int
 	// deps lists, for each step, the steps that need it directly: those
@@ -41,11 +42,10 @@ type Plan struct {
 	down map[string][]string
 }
 
-// PlanStep is one step of a Plan. What most steps leave unset (gates
-// of the gate-state file, backoff, a budget, reviewers) is in Extra;
-// the rest of how the step runs is in PlanOptions, which the steps of a
-// Plan that run alike share; so that the plan of a workflow of many
-// plain steps holds little for each.
+// PlanStep is one step of a Plan: how it runs, its loop-back and
+// limits, and how its outcome is decided. What most steps leave unset
+// (gates of the gate-state file, backoff, a budget, reviewers) is in
+// Extra.
 type PlanStep struct {
 	ID    string
 	Kind  Kind
@@ -53,16 +53,6 @@ type PlanStep struct {
 	// Extra holds the rest of the step's plan, or is nil when all of it
 	// is unset.
 	Extra *PlanExtra
-	// PlanOptions is never nil in a Plan: NewPlan gives a step without
-	// one the zero options, and the steps whose options are equal one
-	// PlanOptions between them. A Plan's options are not changed once
-	// it is made.
-	*PlanOptions
-}
-
-// PlanOptions is how a step runs: its loop-back, loop and limits, and
-// how its outcome is decided.
-type PlanOptions struct {
 	// LoopTarget is the step a failed gate (or a rejected human step)
 	// loops back to, or "".
 	LoopTarget string
@@ -95,24 +85,6 @@ type PlanOptions struct {
 	// its session, and it runs beside the other reviewers whatever
 	// max_parallel says.
 	Reviewer bool
-}
-
-// shareOptions gives every step its options, those of the steps whose
-// options are equal one PlanOptions.
-func shareOptions(steps []PlanStep) {
-	shared := map[PlanOptions]*PlanOptions{}
-	for i := range steps {
-		var o PlanOptions
-		if steps[i].PlanOptions != nil {
-			o = *steps[i].PlanOptions
-		}
-		p, ok := shared[o]
-		if !ok {
-			p = &o
-			shared[o] = p
-		}
-		steps[i].PlanOptions = p
-	}
 }
 
 // PlanExtra is the part of a PlanStep that most steps leave unset.
@@ -244,12 +216,12 @@ type PlanLoop struct {
 // to each target resets. It fails on a need or loop-back target that is
 // not a step of the plan.
 func NewPlan(steps []PlanStep, maxParallel int) (*Plan, error) {
-	shareOptions(steps)
-	p := &Plan{Steps: steps, MaxParallel: max(maxParallel, 1), index: newStepIndex(len(steps))}
+	p := &Plan{Steps: steps, MaxParallel: max(maxParallel, 1), index: make(map[string]int, len(steps))}
 	for i, s := range steps {
-		if !p.index.add(steps, i) {
+		if _, ok := p.index[s.ID]; ok {
 			return nil, fmt.Errorf("plan: step %s twice", s.ID)
 		}
+		p.index[s.ID] = i
 	}
 	for i := range p.Steps {
 		s := &p.Steps[i]
@@ -276,7 +248,7 @@ func NewPlan(steps []PlanStep, maxParallel int) (*Plan, error) {
 	// top level's graph is the loop step's, and a body's its own. The
 	// links are counted first, then laid out in one slice.
 	link := func(i int, s *PlanStep, n string) (int, int, error) {
-		j, ok := p.index.find(p.Steps, n)
+		j, ok := p.index[n]
 		if !ok {
 			return 0, 0, fmt.Errorf("plan: step %s needs %s, which is not a step", s.ID, n)
 		}
@@ -284,7 +256,7 @@ func NewPlan(steps []PlanStep, maxParallel int) (*Plan, error) {
 		case need.Loop == s.Loop:
 			return j, i, nil
 		case need.Loop == "":
-			l, _ := p.index.find(p.Steps, s.Loop)
+			l := p.index[s.Loop]
 			return j, l, nil
 		default:
 			return 0, 0, fmt.Errorf("plan: step %s needs %s, a step of the body of %s", s.ID, n, need.Loop)
@@ -345,7 +317,7 @@ func (p *Plan) Downstream(id string) []string {
 	if d, ok := p.down[id]; ok {
 		return d
 	}
-	i, ok := p.index.find(p.Steps, id)
+	i, ok := p.index[id]
 	if !ok {
 		return nil
 	}
@@ -388,7 +360,7 @@ func (p *Plan) dependents(i int) []int32 {
 
 // Step returns the step with the given id, or nil.
 func (p *Plan) Step(id string) *PlanStep {
-	i, ok := p.index.find(p.Steps, id)
+	i, ok := p.index[id]
 	if !ok {
 		return nil
 	}

@@ -14,10 +14,10 @@ import (
 // SchemaVersion is the version of run_state.json this package writes.
 const SchemaVersion = 1
 
-// Status is the status of a step, as in the seed schema.
+// Status is the status of a step, as run_state.json writes it.
 type Status string
 
-// The step statuses of the seed schema.
+// The step statuses.
 const (
 	Pending        Status = "PENDING"
 	Running        Status = "RUNNING"
@@ -47,8 +47,8 @@ const (
 // Time is a timestamp written as UTC with microseconds.
 type Time = event.Time
 
-// State is run_state.json: every field of the seed schema plus flow's
-// extensions. It is a fold of the run's events (see Apply).
+// State is run_state.json: the fields agent_orchestrator's run state
+// has, plus flow's. It is a fold of the run's events (see Apply).
 type State struct {
 	SchemaVersion   int    `json:"schema_version"`
 	RunID           string `json:"run_id"`
@@ -77,7 +77,7 @@ type State struct {
 	Cleanups int `json:"cleanups,omitempty"`
 	// StepOrder lists the step ids in workflow order.
 	StepOrder []string `json:"step_order"`
-	// Usage sums what the run's agent sessions consumed (DESIGN §14).
+	// Usage sums what the run's agent sessions consumed.
 	Usage *AgentUsage `json:"usage,omitempty"`
 	// BudgetRaised holds the budgets raised on the command line (flow
 	// resume --budget-cost ...), which win over the workflow's from then
@@ -85,16 +85,6 @@ type State struct {
 	BudgetRaised *Budget `json:"budget_raised,omitempty"`
 
 	Steps map[string]*StepState `json:"steps"`
-
-	// noMetrics is the metrics of every step of the state that has none,
-	// and exitZero the exit code of every step whose session exited 0:
-	// one of each for all the steps (as internSignals shares signals),
-	// instead of one a step in a run of thousands. A state's maps, and
-	// the values its pointers other than StepMore and StepWait point
-	// to, are never changed in place (Clone copies them), so sharing is
-	// safe.
-	noMetrics map[string]string
-	exitZero  *int
 }
 
 // RunnerInfo names the process running the run.
@@ -105,8 +95,8 @@ type RunnerInfo struct {
 	HeartbeatAt *Time  `json:"heartbeat_at"`
 }
 
-// StepState is the runtime state of one step: the seed's fields, then
-// flow's.
+// StepState is the runtime state of one step: agent_orchestrator's
+// fields, then flow's.
 type StepState struct {
 	Status          Status            `json:"status"`
 	Attempts        int               `json:"attempts"`
@@ -120,11 +110,13 @@ type StepState struct {
 	Logs            []string          `json:"logs"`
 	ManualInputPath *string           `json:"manual_input_path"`
 	BlockedByLoop   *string           `json:"blocked_by_loop"`
-	// StepWait is what a pending step waits for besides its needs, or
-	// nil when it waits for nothing else; its fields are read through
-	// the methods of the same names and written through Wait. Its place
-	// here keeps the fields' order in JSON.
-	*StepWait
+	// WaitingFor is, on a gate step whose loop-back went to a step that
+	// is not upstream of it, that target: the step runs again once the
+	// target is done. It is cleared when the step runs.
+	WaitingFor *string `json:"waiting_for,omitempty"`
+	// WaitingGates are the gates of the gate-state file that keep a
+	// ready step from starting, while they are closed.
+	WaitingGates []string `json:"waiting_gates,omitempty"`
 
 	ExitCode *int            `json:"exit_code,omitempty"`
 	Verdict  string          `json:"verdict,omitempty"`
@@ -135,62 +127,6 @@ type StepState struct {
 	// SessionMarker is the marker of the running session's processes;
 	// it is cleared when the session ends.
 	SessionMarker string `json:"session_marker,omitempty"`
-	// StepMore holds what a plain step never sets, or is nil when the
-	// step sets none of it (so that a run of thousands of plain steps
-	// holds little for each); its fields are read through the methods
-	// of the same names and written through More. Its place here keeps
-	// the fields' order in JSON.
-	*StepMore
-}
-
-// StepWait is what a pending step waits for besides its needs.
-type StepWait struct {
-	// WaitingFor is, on a gate step whose loop-back went to a step that
-	// is not upstream of it (DESIGN §17), that target: the step runs
-	// again once the target is done. It is cleared when the step runs.
-	WaitingFor *string `json:"waiting_for,omitempty"`
-	// WaitingGates are the gates of the gate-state file that keep a
-	// ready step from starting, while they are closed.
-	WaitingGates []string `json:"waiting_gates,omitempty"`
-}
-
-// Wait returns the step's StepWait, adding one when it has none.
-func (s *StepState) Wait() *StepWait {
-	if s.StepWait == nil {
-		s.StepWait = &StepWait{}
-	}
-	return s.StepWait
-}
-
-// clearWaitingFor clears WaitingFor, and lets the StepWait go when it
-// then holds nothing.
-func (s *StepState) clearWaitingFor() {
-	if w := s.StepWait; w != nil {
-		w.WaitingFor = nil
-		if len(w.WaitingGates) == 0 {
-			s.StepWait = nil
-		}
-	}
-}
-
-// WaitingFor returns the target a gate step waits for, or nil.
-func (s *StepState) WaitingFor() *string {
-	if s.StepWait == nil {
-		return nil
-	}
-	return s.StepWait.WaitingFor
-}
-
-// WaitingGates returns the closed gates a ready step waits for, or nil.
-func (s *StepState) WaitingGates() []string {
-	if s.StepWait == nil {
-		return nil
-	}
-	return s.StepWait.WaitingGates
-}
-
-// StepMore is the part of a StepState that a plain step leaves unset.
-type StepMore struct {
 	// GateFailed is true when the step's last completion failed its gate.
 	GateFailed bool `json:"gate_failed,omitempty"`
 	// Feedback is why a loop-back re-entered this step.
@@ -205,7 +141,7 @@ type StepMore struct {
 	// ConversationUsage is what the sessions of AgentSession used.
 	ConversationUsage *AgentUsage `json:"conversation_usage,omitempty"`
 
-	// A for_each step (DESIGN §11) carries agent_orchestrator's fields
+	// A for_each step carries agent_orchestrator's fields
 	// of a looped step: its items' values (LoopItems), how many items
 	// have finished (LoopIndex) and whether the loop has completed;
 	// Items gives each item's key and status, in the same order, and
@@ -219,103 +155,7 @@ type StepMore struct {
 	RemovedItems  []string          `json:"removed_items,omitempty"`
 }
 
-// More returns the step's StepMore, adding one when it has none.
-func (s *StepState) More() *StepMore {
-	if s.StepMore == nil {
-		s.StepMore = &StepMore{}
-	}
-	return s.StepMore
-}
-
-// GateFailed reports whether the step's last completion failed its gate.
-func (s *StepState) GateFailed() bool { return s.StepMore != nil && s.StepMore.GateFailed }
-
-// Feedback returns why a loop-back re-entered the step, or nil.
-func (s *StepState) Feedback() *Feedback {
-	if s.StepMore == nil {
-		return nil
-	}
-	return s.StepMore.Feedback
-}
-
-// Human returns the input a human gave the step, or nil.
-func (s *StepState) Human() *HumanInput {
-	if s.StepMore == nil {
-		return nil
-	}
-	return s.StepMore.Human
-}
-
-// Usage returns what the step's agent sessions consumed, or nil.
-func (s *StepState) Usage() *AgentUsage {
-	if s.StepMore == nil {
-		return nil
-	}
-	return s.StepMore.Usage
-}
-
-// AgentSession returns the agent tool's session id of the step's last
-// session, or "".
-func (s *StepState) AgentSession() string {
-	if s.StepMore == nil {
-		return ""
-	}
-	return s.StepMore.AgentSession
-}
-
-// ConversationUsage returns what the sessions of AgentSession used, or
-// nil.
-func (s *StepState) ConversationUsage() *AgentUsage {
-	if s.StepMore == nil {
-		return nil
-	}
-	return s.StepMore.ConversationUsage
-}
-
-// LoopItems returns a loop step's items' values, or nil.
-func (s *StepState) LoopItems() []json.RawMessage {
-	if s.StepMore == nil {
-		return nil
-	}
-	return s.StepMore.LoopItems
-}
-
-// LoopIndex returns how many of a loop step's items have finished, or
-// nil for a step that is not a loop.
-func (s *StepState) LoopIndex() *int {
-	if s.StepMore == nil {
-		return nil
-	}
-	return s.StepMore.LoopIndex
-}
-
-// LoopCompleted returns whether a loop step has completed, or nil for a
-// step that is not a loop.
-func (s *StepState) LoopCompleted() *bool {
-	if s.StepMore == nil {
-		return nil
-	}
-	return s.StepMore.LoopCompleted
-}
-
-// Items returns a loop step's items, or nil.
-func (s *StepState) Items() []Item {
-	if s.StepMore == nil {
-		return nil
-	}
-	return s.StepMore.Items
-}
-
-// RemovedItems returns the keys of the items a loop step no longer has,
-// or nil.
-func (s *StepState) RemovedItems() []string {
-	if s.StepMore == nil {
-		return nil
-	}
-	return s.StepMore.RemovedItems
-}
-
-// Item is one item of a loop: its key (sanitised, DESIGN §6) and
+// Item is one item of a loop: its key (sanitised) and
 // status: PENDING until it is admitted, RUNNING while its body runs,
 // then COMPLETED or FAILED.
 type Item struct {
@@ -346,7 +186,7 @@ type HumanInput struct {
 }
 
 // AgentUsage is what agent sessions consumed: tokens, cost, turns and
-// sessions (DESIGN §14). Numbers, so that expressions compare them.
+// sessions. Numbers, so that expressions compare them.
 type AgentUsage struct {
 	TokensIn     int64   `json:"tokens_in"`
 	TokensOut    int64   `json:"tokens_out"`
@@ -383,87 +223,104 @@ func (u *AgentUsage) Tokens() int64 {
 	return u.TokensIn + u.TokensOut
 }
 
-// newStepState returns a PENDING step with the seed's empty values.
+// newStepState returns a PENDING step with empty lists and metrics.
 func newStepState() *StepState {
 	return &StepState{Status: Pending, Artifacts: []string{}, Metrics: map[string]string{}, Logs: []string{}}
 }
 
-// newStep returns a PENDING step of s with the seed's empty values, its
-// metrics the state's shared empty map.
-func (s *State) newStep() *StepState {
-	return &StepState{Status: Pending, Artifacts: []string{}, Metrics: s.emptyMetrics(), Logs: []string{}}
-}
-
-// emptyMetrics returns the empty metrics the steps of s share.
-func (s *State) emptyMetrics() map[string]string {
-	if s.noMetrics == nil {
-		s.noMetrics = map[string]string{}
-	}
-	return s.noMetrics
-}
-
-// exitCode returns code, or the pointer to 0 the steps of s share when
-// code points to 0.
-func (s *State) exitCode(code *int) *int {
-	if code == nil || *code != 0 {
-		return code
-	}
-	if s.exitZero == nil {
-		s.exitZero = code
-	}
-	return s.exitZero
-}
-
-// Clone returns a deep copy of the state.
+// Clone returns a deep copy of the state, which shares no memory with
+// it.
 func (s *State) Clone() *State {
 	c := *s
+	c.CreatedAt, c.UpdatedAt = clonePtr(s.CreatedAt), clonePtr(s.UpdatedAt)
 	c.Vars = maps.Clone(s.Vars)
 	c.VarOverrides = maps.Clone(s.VarOverrides)
-	c.StepOrder = slices.Clone(s.StepOrder)
-	if s.Usage != nil {
-		u := *s.Usage
-		c.Usage = &u
-	}
-	if s.BudgetRaised != nil {
-		b := *s.BudgetRaised
-		c.BudgetRaised = &b
-	}
 	if s.Runner != nil {
 		r := *s.Runner
+		r.StartedAt, r.HeartbeatAt = clonePtr(r.StartedAt), clonePtr(r.HeartbeatAt)
 		c.Runner = &r
 	}
-	c.Steps = make(map[string]*StepState, len(s.Steps))
-	for id, st := range s.Steps {
-		x := *st
-		x.Artifacts = slices.Clone(st.Artifacts)
-		x.Metrics = maps.Clone(st.Metrics)
-		x.Logs = slices.Clone(st.Logs)
-		x.Signals = maps.Clone(st.Signals)
-		if w := st.StepWait; w != nil {
-			x.StepWait = &StepWait{WaitingFor: w.WaitingFor, WaitingGates: slices.Clone(w.WaitingGates)}
+	c.StepOrder = slices.Clone(s.StepOrder)
+	c.Usage = clonePtr(s.Usage)
+	c.BudgetRaised = clonePtr(s.BudgetRaised)
+	c.Steps = nil
+	if s.Steps != nil {
+		c.Steps = make(map[string]*StepState, len(s.Steps))
+		for id, st := range s.Steps {
+			c.Steps[id] = st.clone()
 		}
-		if m := st.StepMore; m != nil {
-			y := *m
-			if m.Usage != nil {
-				u := *m.Usage
-				y.Usage = &u
-			}
-			if m.ConversationUsage != nil {
-				u := *m.ConversationUsage
-				y.ConversationUsage = &u
-			}
-			if m.LoopIndex != nil {
-				y.LoopItems = slices.Clone(m.LoopItems)
-				y.LoopIndex = intp(*m.LoopIndex)
-				y.LoopCompleted = boolp(*m.LoopCompleted)
-				y.Items = slices.Clone(m.Items)
-				y.RemovedItems = slices.Clone(m.RemovedItems)
-			}
-			x.StepMore = &y
-		}
-		c.Steps[id] = &x
 	}
 	return &c
+}
+
+// clone returns a deep copy of the step, or nil for a nil step (a
+// snapshot's "id": null).
+func (st *StepState) clone() *StepState {
+	if st == nil {
+		return nil
+	}
+	x := *st
+	x.ReportPath = clonePtr(st.ReportPath)
+	x.StartedAt, x.EndedAt = clonePtr(st.StartedAt), clonePtr(st.EndedAt)
+	x.LastError = clonePtr(st.LastError)
+	x.Artifacts = slices.Clone(st.Artifacts)
+	x.Metrics = maps.Clone(st.Metrics)
+	x.Logs = slices.Clone(st.Logs)
+	x.ManualInputPath = clonePtr(st.ManualInputPath)
+	x.BlockedByLoop = clonePtr(st.BlockedByLoop)
+	x.WaitingFor = clonePtr(st.WaitingFor)
+	x.WaitingGates = slices.Clone(st.WaitingGates)
+	x.ExitCode = clonePtr(st.ExitCode)
+	x.Signals = maps.Clone(st.Signals)
+	if st.Feedback != nil {
+		f := *st.Feedback
+		f.Report = bytes.Clone(f.Report)
+		x.Feedback = &f
+	}
+	if st.Human != nil {
+		h := *st.Human
+		h.Input, _ = cloneJSON(h.Input).(map[string]any)
+		x.Human = &h
+	}
+	x.Usage = clonePtr(st.Usage)
+	x.ConversationUsage = clonePtr(st.ConversationUsage)
+	if st.LoopItems != nil {
+		x.LoopItems = make([]json.RawMessage, len(st.LoopItems))
+		for i, v := range st.LoopItems {
+			x.LoopItems[i] = bytes.Clone(v)
+		}
+	}
+	x.LoopIndex = clonePtr(st.LoopIndex)
+	x.LoopCompleted = clonePtr(st.LoopCompleted)
+	x.Items = slices.Clone(st.Items)
+	x.RemovedItems = slices.Clone(st.RemovedItems)
+	return &x
+}
+
+// cloneJSON returns a deep copy of v, a value as encoding/json decodes
+// it into an any.
+func cloneJSON(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		if v == nil {
+			return v
+		}
+		m := make(map[string]any, len(v))
+		for k, x := range v {
+			m[k] = cloneJSON(x)
+		}
+		return m
+	case []any:
+		if v == nil {
+			return v
+		}
+		l := make([]any, len(v))
+		for i, x := range v {
+			l[i] = cloneJSON(x)
+		}
+		return l
+	}
+	return v
 }
 
 // Terminal reports whether the run has ended for good (completed or
@@ -479,12 +336,23 @@ func (s Status) Done() bool { return s.done() }
 
 func strp(s string) *string { return &s }
 
+func timep(t Time) *Time { return &t }
+
+// clonePtr returns a pointer to a copy of *p, or nil when p is nil.
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
 func intp(n int) *int { return &n }
 
 func boolp(b bool) *bool { return &b }
 
 // MarshalJSON writes the state with its steps in workflow order, as
-// the seed's examples show them, rather than sorted by id.
+// agent_orchestrator writes them, rather than sorted by id.
 func (s *State) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	if err := s.encode(&b, ""); err != nil {
@@ -496,64 +364,75 @@ func (s *State) MarshalJSON() ([]byte, error) {
 // Indented returns the state as run_state.json holds it: indented by
 // two spaces, steps in workflow order (see WriteIndented).
 func (s *State) Indented() ([]byte, error) {
-	b := bytes.NewBuffer(make([]byte, 0, 1024+len(s.Steps)*800))
-	if err := s.WriteIndented(b); err != nil {
+	var b bytes.Buffer
+	if err := s.WriteIndented(&b); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
 }
 
 // WriteIndented writes the state to w as Indented returns it. It
-// encodes one step at a time into a buffer it reuses, so that writing
-// the snapshot of a large run takes memory in proportion to one step,
-// not to the run.
+// writes one step at a time, so that writing the snapshot of a large
+// run takes memory in proportion to one step, not to the run.
 func (s *State) WriteIndented(w io.Writer) error { return s.encode(w, "  ") }
 
+// encode writes the state as json.MarshalIndent(s, "", indent) would
+// (json.Marshal when indent is ""), but for the order of the steps:
+// those of StepOrder first, in that order, then any others sorted by
+// id. The steps are the last field of State, so the fields before them
+// are encoded as a whole and the steps one by one after them.
 func (s *State) encode(w io.Writer, indent string) error {
-	type head State // without State's methods
-	h := (*head)(s)
-	saved := h.Steps
+	type fields State // State's fields without its methods
+	h := fields(*s)
 	h.Steps = nil
 	var b []byte
 	var err error
 	if indent == "" {
-		b, err = json.Marshal(h)
+		b, err = json.Marshal(&h)
 	} else {
-		b, err = json.MarshalIndent(h, "", indent)
+		b, err = json.MarshalIndent(&h, "", indent)
 	}
-	h.Steps = saved
 	if err != nil {
 		return err
 	}
-	// b ends with "steps": null and the closing brace; replace the null
-	// with the steps.
+	// b ends with "steps": null and the closing brace; the steps go
+	// in place of the null.
 	i := bytes.LastIndex(b, []byte("null"))
 	if i < 0 {
 		return fmt.Errorf("encode run state: no steps field")
 	}
-	// One encoder and its buffer serve every step: it writes what
-	// json.MarshalIndent(v, indent+indent, indent) returns (json.Marshal
-	// without indent), by hand for the common fields (see stepEncoder).
-	enc := newStepEncoder(indent)
-	buf := make([]byte, 0, 4096)
-	buf = append(buf, b[:i]...)
-	buf = append(buf, '{')
+	var buf bytes.Buffer
+	buf.Write(b[:i])
+	buf.WriteByte('{')
+	// A step is a value two levels deep: its lines after the first are
+	// indented twice before its own indentation.
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent(indent+indent, indent)
 	n := 0
 	write := func(id string, st *StepState) error {
 		if n > 0 {
-			buf = append(buf, ',')
+			buf.WriteByte(',')
 		}
 		n++
-		buf = append(buf, enc.end...)
-		buf = append(appendJSONString(buf, id), enc.colon...)
-		var err error
-		if buf, err = enc.appendStep(buf, st); err != nil {
+		if indent != "" {
+			buf.WriteString("\n" + indent + indent)
+		}
+		if err := enc.Encode(id); err != nil {
 			return err
 		}
-		if _, err := w.Write(buf); err != nil {
+		buf.Truncate(buf.Len() - 1) // Encode's newline
+		buf.WriteByte(':')
+		if indent != "" {
+			buf.WriteByte(' ')
+		}
+		if err := enc.Encode(st); err != nil {
 			return err
 		}
-		buf = buf[:0]
+		buf.Truncate(buf.Len() - 1)
+		if _, err := w.Write(buf.Bytes()); err != nil {
+			return err
+		}
+		buf.Reset()
 		return nil
 	}
 	seen := make(map[string]bool, len(s.Steps))
@@ -575,10 +454,10 @@ func (s *State) encode(w io.Writer, indent string) error {
 		}
 	}
 	if indent != "" && n > 0 {
-		buf = append(buf, "\n"+indent...)
+		buf.WriteString("\n" + indent)
 	}
-	buf = append(buf, '}')
-	buf = append(buf, b[i+len("null"):]...)
-	_, err = w.Write(buf)
+	buf.WriteByte('}')
+	buf.Write(b[i+len("null"):])
+	_, err = w.Write(buf.Bytes())
 	return err
 }

@@ -3,7 +3,6 @@ package core
 import (
 	"bytes"
 	"encoding/json"
-	"maps"
 	"reflect"
 	"testing"
 	"time"
@@ -23,12 +22,12 @@ func encodingState() *State {
 	a.Status, a.Attempts, a.ReportPath, a.StartedAt, a.EndedAt = Completed, 2, strp("/r/a.json"), at, at
 	a.ExitCode, a.Signals, a.LogPath = intp(0), map[string]bool{"PASS": true, "DONE": false}, "/l/a.log"
 	a.Metrics = map[string]string{"k": "v\n\"quoted\""}
-	a.More().Feedback = &Feedback{Step: "b", Reason: "gate <failed>", Report: json.RawMessage(`{"x": [1, 2]}`)}
-	a.More().Usage = &AgentUsage{TokensIn: 3, CostUSD: 0.25, Sessions: 1}
+	a.Feedback = &Feedback{Step: "b", Reason: "gate <failed>", Report: json.RawMessage(`{"x": [1, 2]}`)}
+	a.Usage = &AgentUsage{TokensIn: 3, CostUSD: 0.25, Sessions: 1}
 	b := newStepState()
-	b.LastError, b.Wait().WaitingGates = strp("exit 1 & more"), []string{"g1"}
-	b.More().LoopItems, b.More().LoopIndex, b.More().LoopCompleted = []json.RawMessage{json.RawMessage(`"i"`)}, intp(1), boolp(false)
-	b.More().Items = []Item{{Key: "x", Status: Running}}
+	b.LastError, b.WaitingGates = strp("exit 1 & more"), []string{"g1"}
+	b.LoopItems, b.LoopIndex, b.LoopCompleted = []json.RawMessage{json.RawMessage(`"i"`)}, intp(1), boolp(false)
+	b.Items = []Item{{Key: "x", Status: Running}}
 	s.Steps["a"], s.Steps["b"], s.Steps["c[x].d"] = a, b, newStepState()
 	return s
 }
@@ -73,84 +72,90 @@ func TestStateEncoding(t *testing.T) {
 	}
 }
 
-// TestInternSignals: a step's signals of the default words are one of
-// eight shared maps with the same content; other signals are kept as
-// they are.
-func TestInternSignals(t *testing.T) {
-	a := internSignals(map[string]bool{"DONE": true, "FAIL": false, "PASS": true})
-	b := internSignals(map[string]bool{"PASS": true, "DONE": true, "FAIL": false})
-	if len(a) != 3 || !a["DONE"] || a["FAIL"] || !a["PASS"] {
-		t.Errorf("content: %v", a)
-	}
-	if reflect.ValueOf(a).UnsafePointer() != reflect.ValueOf(b).UnsafePointer() {
-		t.Errorf("equal signals are not shared")
-	}
-	other := map[string]bool{"DONE": true, "FAIL": false, "OK": true}
-	if got := internSignals(other); len(got) != 3 || !got["OK"] {
-		t.Errorf("other words: %v", got)
-	}
-	if got := internSignals(nil); got != nil {
-		t.Errorf("nil: %v", got)
-	}
-}
-
-// TestSharedEmptiesEncodeAsBefore: the steps of a state share one empty
-// map of metrics and one exit code 0, and a state whose steps share
-// them encodes byte for byte as one whose every step has its own.
-func TestSharedEmptiesEncodeAsBefore(t *testing.T) {
-	at := time.Date(2025, 1, 15, 14, 30, 0, 123456000, time.UTC)
-	s := &State{}
-	zero := 0
-	for _, e := range []Event{
-		NewEvent(at, EvRunCreated, "", RunCreated{RunID: "r1", WorkflowName: "wf", Steps: []string{"a", "b", "c"}}),
-		NewEvent(at, EvStepStarted, "a", StepStarted{Attempt: 1}),
-		NewEvent(at, EvStepCompleted, "a", Outcome{Attempt: 1, ExitCode: &zero}),
-		NewEvent(at, EvStepStarted, "b", StepStarted{Attempt: 1}),
-		NewEvent(at, EvStepCompleted, "b", Outcome{Attempt: 1, ExitCode: &zero, Metrics: map[string]string{"k": "v"}}),
-	} {
-		if err := Apply(s, e); err != nil {
-			t.Fatal(err)
-		}
-	}
-	a, b, c := s.Steps["a"], s.Steps["b"], s.Steps["c"]
-	if reflect.ValueOf(a.Metrics).UnsafePointer() != reflect.ValueOf(c.Metrics).UnsafePointer() || a.ExitCode != b.ExitCode {
-		t.Errorf("a's metrics and c's, or a's exit code and b's, are not shared")
-	}
-	if len(a.Metrics) != 0 || len(c.Metrics) != 0 || b.Metrics["k"] != "v" || *a.ExitCode != 0 {
-		t.Errorf("content: %v %v %v %d", a.Metrics, b.Metrics, c.Metrics, *a.ExitCode)
-	}
-	// The same state with every step's own values.
-	own := s.Clone()
-	for _, st := range own.Steps {
-		st.Metrics = maps.Clone(st.Metrics)
-		if st.ExitCode != nil {
-			st.ExitCode = intp(*st.ExitCode)
-		}
-	}
-	own.Steps["c"] = newStepState()
-	got, err := s.Indented()
-	want, _ := own.Indented()
-	if err != nil || !bytes.Equal(got, want) {
-		t.Errorf("shared: %v\n%s\nown:\n%s", err, got, want)
-	}
-	if !bytes.Contains(got, []byte(`"metrics": {},`)) || !bytes.Contains(got, []byte(`"exit_code": 0,`)) {
-		t.Errorf("encoding:\n%s", got)
-	}
-}
-
-// TestCloneOwnsItsParts: a clone's steps have their own StepWait and
-// StepMore, which a change to the original's leaves alone.
-func TestCloneOwnsItsParts(t *testing.T) {
-	s := &State{Steps: map[string]*StepState{"a": newStepState()}}
+// TestCloneSharesNothing: a clone shares no memory with its original:
+// whatever is changed in place in the original, through any pointer,
+// slice or map, leaves the clone as it was.
+func TestCloneSharesNothing(t *testing.T) {
+	s := encodingState()
 	a := s.Steps["a"]
-	a.Wait().WaitingGates = []string{"g"}
-	a.More().GateFailed = true
+	a.Human = &HumanInput{Approved: true, Input: map[string]any{"list": []any{"x", map[string]any{"k": "v"}}}}
+	a.ConversationUsage, a.LoopIndex, a.LoopCompleted = &AgentUsage{Turns: 1}, intp(0), boolp(true)
+	a.WaitingFor, a.ManualInputPath, a.BlockedByLoop = strp("t"), strp("/m"), strp("l")
+	a.LoopItems, a.RemovedItems, a.Artifacts, a.Logs = []json.RawMessage{json.RawMessage(`"v"`)}, []string{"r"}, []string{"x"}, []string{"l"}
+	s.Usage, s.BudgetRaised = &AgentUsage{Turns: 2}, &Budget{Tokens: 5}
 	c := s.Clone()
-	a.Wait().WaitingGates[0] = "changed"
-	a.Wait().WaitingFor = strp("x")
-	a.More().GateFailed = false
-	ca := c.Steps["a"]
-	if ca.WaitingGates()[0] != "g" || ca.WaitingFor() != nil || !ca.GateFailed() {
-		t.Errorf("the clone changed with the original: %+v %+v", *ca.StepWait, *ca.StepMore)
+	if !reflect.DeepEqual(c, s) {
+		t.Fatalf("clone differs:\n%+v\n%+v", c, s)
+	}
+	want, err := c.Indented()
+	if err != nil {
+		t.Fatal(err)
+	}
+	scribble(reflect.ValueOf(s))
+	if got, _ := s.Indented(); bytes.Equal(got, want) {
+		t.Fatal("the original did not change")
+	}
+	if got, _ := c.Indented(); !bytes.Equal(got, want) {
+		t.Errorf("the clone changed with the original:\n%s\nwas\n%s", got, want)
+	}
+}
+
+// scribble changes in place every value v reaches: through pointers,
+// slices, maps and interfaces, each string, number, bool and time.
+func scribble(v reflect.Value) {
+	if v.Type() == reflect.TypeFor[Time]() {
+		if v.CanSet() {
+			v.Set(reflect.ValueOf(Time{Time: v.Interface().(Time).Add(time.Second)}))
+		}
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			scribble(v.Elem())
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				scribble(v.Field(i))
+			}
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			scribble(v.Index(i))
+		}
+	case reflect.Map:
+		for _, k := range v.MapKeys() {
+			// A map's values are not addressable: change a copy and
+			// store it.
+			x := reflect.New(v.Type().Elem()).Elem()
+			x.Set(v.MapIndex(k))
+			if x.Kind() == reflect.Interface && !x.IsNil() && x.Elem().Kind() != reflect.Map && x.Elem().Kind() != reflect.Slice {
+				x.Set(reflect.ValueOf("changed"))
+			} else {
+				scribble(x)
+			}
+			v.SetMapIndex(k, x)
+		}
+	case reflect.String:
+		if v.CanSet() {
+			v.SetString(v.String() + "!")
+		}
+	case reflect.Int, reflect.Int64:
+		if v.CanSet() {
+			v.SetInt(v.Int() + 1)
+		}
+	case reflect.Float64:
+		if v.CanSet() {
+			v.SetFloat(v.Float() + 1)
+		}
+	case reflect.Bool:
+		if v.CanSet() {
+			v.SetBool(!v.Bool())
+		}
+	case reflect.Uint8:
+		if v.CanSet() {
+			v.SetUint(v.Uint() ^ 1)
+		}
 	}
 }

@@ -40,7 +40,7 @@ func (x *run) env(cur *stepFacts) *gates.Env {
 				continue // steps.<body step> is an item's own, below
 			}
 			info := x.stepInfo(id, s)
-			if s.LoopIndex() != nil {
+			if s.LoopIndex != nil {
 				if loop := x.wf.Step(id); loop != nil && loop.ForEach != nil {
 					info.Items = x.loopItemsInfo(loop, s)
 				}
@@ -57,8 +57,8 @@ func (x *run) env(cur *stepFacts) *gates.Env {
 	if cur != nil {
 		cur.fill(e)
 		e.Attempt, e.Iteration = cur.attempt, cur.iteration
-		if s := st.Steps[cur.step]; s != nil && s.Feedback() != nil {
-			fb := s.Feedback()
+		if s := st.Steps[cur.step]; s != nil && s.Feedback != nil {
+			fb := s.Feedback
 			e.Feedback = gates.Feedback{Step: fb.Step, Reason: fb.Reason, Report: rawMap(fb.Report), Output: fb.Output}
 		}
 	}
@@ -102,11 +102,11 @@ func (x *run) stepInfo(id string, s *core.StepState) gates.StepInfo {
 	if s.ExitCode != nil {
 		info.ExitCode = *s.ExitCode
 	}
-	info.Usage = usageInfo(s.Usage())
+	info.Usage = usageInfo(s.Usage)
 	if st := x.stepOf(id); st != nil {
 		info.Metadata = st.Metadata()
 	}
-	if h := s.Human(); h != nil {
+	if h := s.Human; h != nil {
 		info.Input = h.Input
 	}
 	if s.StartedAt != nil && s.EndedAt != nil {

@@ -35,10 +35,10 @@ func (x *run) itemOf(key string) (k core.StepKey, index int, raw json.RawMessage
 	if ls == nil {
 		return k, 0, nil, false
 	}
-	for i, it := range ls.Items() {
+	for i, it := range ls.Items {
 		if it.Key == k.Item {
-			if i < len(ls.LoopItems()) {
-				raw = ls.LoopItems()[i]
+			if i < len(ls.LoopItems) {
+				raw = ls.LoopItems[i]
 			}
 			return k, i, raw, true
 		}
@@ -89,12 +89,12 @@ func (x *run) fillItem(e *gates.Env, key string, runWide bool) {
 // loopItemsInfo returns steps.<loop>.items: each item's key, index,
 // value and status, and its instances' facts under their body step ids.
 func (x *run) loopItemsInfo(loop *config.Step, s *core.StepState) []map[string]any {
-	out := make([]map[string]any, 0, len(s.Items()))
-	for i, it := range s.Items() {
+	out := make([]map[string]any, 0, len(s.Items))
+	for i, it := range s.Items {
 		m := map[string]any{"key": it.Key, "index": i, "status": string(it.Status)}
-		if i < len(s.LoopItems()) {
+		if i < len(s.LoopItems) {
 			var v any
-			if json.Unmarshal(s.LoopItems()[i], &v) == nil {
+			if json.Unmarshal(s.LoopItems[i], &v) == nil {
 				m["item"] = v
 			}
 		}

@@ -288,8 +288,8 @@ func (x *run) announce(e core.Event) {
 	case core.EvStepFailed:
 		x.printf("%s: FAILED: %s\n", e.Step, deref(s.LastError))
 	case core.EvLoopItems:
-		keys := make([]string, len(s.Items()))
-		for i, it := range s.Items() {
+		keys := make([]string, len(s.Items))
+		for i, it := range s.Items {
 			keys[i] = it.Key
 		}
 		x.printf("%s: %s%s\n", e.Step, plural(len(keys), "1 item", fmt.Sprintf("%d items", len(keys))), listed(keys))
@@ -299,12 +299,12 @@ func (x *run) announce(e core.Event) {
 		if d.Status == core.Failed {
 			x.printf("%s[%s]: item FAILED: %s\n", e.Step, d.Key, d.Error)
 		} else {
-			x.printf("%s[%s]: item %s (%d/%d)\n", e.Step, d.Key, strings.ToLower(string(d.Status)), derefInt(s.LoopIndex()), len(s.Items()))
+			x.printf("%s[%s]: item %s (%d/%d)\n", e.Step, d.Key, strings.ToLower(string(d.Status)), derefInt(s.LoopIndex), len(s.Items))
 		}
 	case core.EvStepInterrupted:
 		x.printf("%s: interrupted\n", e.Step)
 	case core.EvGatesWaiting:
-		x.printf("%s: waiting for gates to open: %s (%s)\n", e.Step, strings.Join(s.WaitingGates(), ", "), x.opts.Invocation.GateStateFile)
+		x.printf("%s: waiting for gates to open: %s (%s)\n", e.Step, strings.Join(s.WaitingGates, ", "), x.opts.Invocation.GateStateFile)
 	case core.EvStepRemoved:
 		x.printf("%s: removed from the workflow; dropped from the run\n", e.Step)
 	case core.EvStepAdded:

@@ -99,7 +99,7 @@ func TestLoopRun(t *testing.T) {
 		t.Errorf("the loop-back of signup touched login: iteration %d", s.IterationCount)
 	}
 	ls := st.Steps["stories"]
-	if ls.Status != core.Completed || *ls.LoopIndex() != 3 || !*ls.LoopCompleted() || len(ls.LoopItems()) != 3 {
+	if ls.Status != core.Completed || *ls.LoopIndex != 3 || !*ls.LoopCompleted || len(ls.LoopItems) != 3 {
 		t.Errorf("loop: %+v", ls)
 	}
 	for _, name := range []string{"stories.signup.implement.0.1.log", "stories.signup.implement.1.1.log", "stories.reset_pw.review.0.1.log"} {
@@ -142,7 +142,7 @@ func TestLoopListRecorded(t *testing.T) {
 		t.Fatalf("resume: exit %d %s\n%s", res.ExitCode, res.Reason, e.out.String())
 	}
 	st := e.state(e.fs)
-	if got := st.Steps["stories"].Items(); len(got) != 3 || got[0].Key != "login" {
+	if got := st.Steps["stories"].Items; len(got) != 3 || got[0].Key != "login" {
 		t.Errorf("items after resume: %+v", got)
 	}
 	if st.Steps["stories[other].implement"] != nil {
@@ -222,8 +222,8 @@ func TestLoopRetryRerunsFailedItems(t *testing.T) {
 	if want := []string{"l[q].b", "l[q].review", "l[r].b", "l[r].review", "c"}; !slices.Equal(keys, want) {
 		t.Errorf("retry ran %v, want %v", keys, want)
 	}
-	if st := e.state(e.fs); st.Steps["l[q].b"].Status != core.Completed || *st.Steps["l"].LoopIndex() != 3 {
-		t.Errorf("after retry: %s, loop_index %d", st.Steps["l[q].b"].Status, *st.Steps["l"].LoopIndex())
+	if st := e.state(e.fs); st.Steps["l[q].b"].Status != core.Completed || *st.Steps["l"].LoopIndex != 3 {
+		t.Errorf("after retry: %s, loop_index %d", st.Steps["l[q].b"].Status, *st.Steps["l"].LoopIndex)
 	}
 }
 

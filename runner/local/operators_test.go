@@ -140,7 +140,7 @@ steps:
 `)
 	res := e.run(&scripted{fn: ok}, Options{NoWait: true})
 	st := e.state(e.fs).Steps["gate"]
-	if res.ExitCode != 0 || st.Status != core.Completed || st.Human() == nil || st.Human().By != "auto_approve" {
+	if res.ExitCode != 0 || st.Status != core.Completed || st.Human == nil || st.Human.By != "auto_approve" {
 		t.Fatalf("exit %d, gate %+v", res.ExitCode, st)
 	}
 	e2 := newEnv(t, strings.Replace(e.wfSource(), "risk: low", "risk: high", 1))

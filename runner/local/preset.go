@@ -41,14 +41,14 @@ type presetPlan struct {
 // agent's.
 func (x *run) presetCommand(agent *config.Agent, model, step string, attempt int) (command, resumeID, resumePrompt string, err error) {
 	ss := x.st.Steps[step]
-	if agent.Resume && ss != nil && ss.AgentSession() != "" {
+	if agent.Resume && ss != nil && ss.AgentSession != "" {
 		switch {
-		case ss.Feedback() != nil:
+		case ss.Feedback != nil:
 			// Re-entered by a loop-back: the feedback is the new prompt.
-			resumeID, resumePrompt = ss.AgentSession(), strings.TrimLeft(feedbackText(ss.Feedback()), "\n-")
+			resumeID, resumePrompt = ss.AgentSession, strings.TrimLeft(feedbackText(ss.Feedback), "\n-")
 		case attempt > 1 && ss.LastError != nil:
 			// Retried after a failed session: say how it failed.
-			resumeID = ss.AgentSession()
+			resumeID = ss.AgentSession
 			resumePrompt = "Your previous attempt at this failed: " + *ss.LastError + "\nTry again."
 			if out := strings.TrimSpace(x.outputs[step]); out != "" {
 				resumePrompt += "\n\nThe end of its output:\n\n```\n" + evidenceTail(out) + "\n```\n"
@@ -137,8 +137,8 @@ func (x *run) runPreset(pp *presetPlan, sp proc.Spec, e sessionRun, log io.Write
 		// codex reports the thread's running total: what this session
 		// used is the total less what the step's sessions used before.
 		// Turns are counted per session; only tokens are running totals.
-		if ss := x.st.Steps[e.Step]; ss != nil && ss.ConversationUsage() != nil && ss.AgentSession() == pp.resumeID {
-			u := ss.ConversationUsage()
+		if ss := x.st.Steps[e.Step]; ss != nil && ss.ConversationUsage != nil && ss.AgentSession == pp.resumeID {
+			u := ss.ConversationUsage
 			turns := parsed.Usage.Turns
 			parsed.Usage = parsed.Usage.Sub(agents.Usage{TokensIn: u.TokensIn, TokensOut: u.TokensOut, TokensCached: u.TokensCached})
 			parsed.Usage.Turns = turns

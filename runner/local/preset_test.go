@@ -88,10 +88,10 @@ func TestPresets(t *testing.T) {
 	}
 	st := e.state(e.fs)
 	code := st.Steps["code"]
-	if code.AgentSession() != "conv-1" || code.Usage() == nil || code.Usage().Sessions != 2 || code.Usage().CostUSD != 0.5 || code.Usage().TokensIn != 2800 {
-		t.Errorf("code: session %q usage %+v", code.AgentSession(), code.Usage())
+	if code.AgentSession != "conv-1" || code.Usage == nil || code.Usage.Sessions != 2 || code.Usage.CostUSD != 0.5 || code.Usage.TokensIn != 2800 {
+		t.Errorf("code: session %q usage %+v", code.AgentSession, code.Usage)
 	}
-	rev := st.Steps["review"].Usage()
+	rev := st.Steps["review"].Usage
 	// Two threads: 10000+20000 in (24000 cached), 400 out, priced at
 	// (6000*2 + 24000*0.5 + 400*10) / 1e6.
 	if rev == nil || rev.TokensIn != 30000 || rev.TokensCached != 24000 || rev.TokensOut != 400 || !rev.CostEstimated || fmt.Sprintf("%.4f", rev.CostUSD) != "0.0280" {

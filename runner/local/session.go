@@ -180,8 +180,8 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 			}
 			prompt = p
 		}
-		if ss := x.st.Steps[e.Step]; ss != nil && ss.Feedback() != nil && s.Feedback != "none" {
-			prompt += feedbackText(ss.Feedback())
+		if ss := x.st.Steps[e.Step]; ss != nil && ss.Feedback != nil && s.Feedback != "none" {
+			prompt += feedbackText(ss.Feedback)
 		}
 		agent := x.wf.Agents[s.Agent]
 		if agent == nil {
@@ -246,8 +246,8 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 	case s.Model != "":
 		vars = append(vars, "STEP_MODEL="+s.Model)
 	}
-	if ss := x.st.Steps[e.Step]; ss != nil && ss.Feedback() != nil {
-		fb := ss.Feedback()
+	if ss := x.st.Steps[e.Step]; ss != nil && ss.Feedback != nil {
+		fb := ss.Feedback
 		ff := x.names.Feedback(e.Step, e.Iteration, e.Attempt)
 		b, _ := json.MarshalIndent(fb, "", "  ")
 		if err := x.rec.MkdirAll(filepath.Dir(ff), 0o755); err == nil && record.WriteFile(x.rec, ff, b) == nil {
@@ -738,7 +738,7 @@ func (x *run) startCleanup() {
 	go func() {
 		defer x.sessions.Done()
 		d := x.session(step, e, sp, pp, private, env, &stepFacts{step: "cleanup"})
-		failed := d.Invalid != "" || (!d.Interrupted && core.Failure(&core.PlanStep{Kind: core.Kind(step.Kind), PlanOptions: &core.PlanOptions{}}, d.Facts) != "")
+		failed := d.Invalid != "" || (!d.Interrupted && core.Failure(&core.PlanStep{Kind: core.Kind(step.Kind)}, d.Facts) != "")
 		x.printf("cleanup: finished (failed: %v)\n", failed)
 		x.send(core.CleanupDone{Failed: failed})
 	}()

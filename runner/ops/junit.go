@@ -80,7 +80,7 @@ func runSuites(st *core.State) junit.Suites {
 				msg = *ss.LastError
 			}
 			text := msg
-			if fb := ss.Feedback(); fb != nil && fb.Output != "" {
+			if fb := ss.Feedback; fb != nil && fb.Output != "" {
 				text += "\n\n" + fb.Output
 			}
 			p := junit.NewProblem("step failed", text)

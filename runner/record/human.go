@@ -188,11 +188,11 @@ func SubmitDecision(fsys afero.Fs, runDir, step string, in core.HumanInput, now 
 
 // decidedAlready is Decide's answer for a step that no longer waits.
 func decidedAlready(runID, step string, s *core.StepState, in core.HumanInput) (*Decided, error) {
-	if s.Human() != nil && s.Status != core.Pending && s.Status != core.Running {
-		if sameDecision(*s.Human(), in) {
-			return &Decided{Already: *s.Human()}, nil
+	if s.Human != nil && s.Status != core.Pending && s.Status != core.Running {
+		if sameDecision(*s.Human, in) {
+			return &Decided{Already: *s.Human}, nil
 		}
-		return nil, core.Refused("step %s of run %s was already %s; it is %s", step, runID, DescribeDecision(*s.Human()), s.Status)
+		return nil, core.Refused("step %s of run %s was already %s; it is %s", step, runID, DescribeDecision(*s.Human), s.Status)
 	}
 	return nil, core.Refused("step %s of run %s is %s, not waiting on a human", step, runID, s.Status)
 }

@@ -116,7 +116,7 @@ func Live(fsys afero.Fs, runDir string, st *core.State, wf *config.Workflow, now
 	}
 	for _, id := range st.StepOrder {
 		s := st.Steps[id]
-		if s == nil || s.Status != core.Running || s.LoopIndex() != nil {
+		if s == nil || s.Status != core.Running || s.LoopIndex != nil {
 			continue // a running loop runs no session: its instances do
 		}
 		l.Hook = id

@@ -159,11 +159,11 @@ type snapshotCheck struct {
 	reached  bool
 }
 
-// fastSnapshotCheck is the check of the snapshot at path without
-// decoding its steps, or ok false when it is not in flow's layout or
+// FastSnapshotCheck is the check of the snapshot at path without
+// decoding its steps, or ok false when its head (see decodeHead)
 // cannot be read.
 func FastSnapshotCheck(fsys afero.Fs, path string) (c snapshotCheck, ok bool) {
-	head := (&headReader{}).snapshotHead(fsys, path)
+	head := snapshotHead(fsys, path)
 	if head == nil {
 		return c, false
 	}

@@ -56,10 +56,10 @@ func stepNote(s *core.StepState) string {
 	switch {
 	case s.Status == core.WaitingOnHuman:
 		return "waiting on a human: " + deref(s.ManualInputPath)
-	case s.WaitingFor() != nil && s.Status == core.Pending:
-		return "waiting for " + *s.WaitingFor()
-	case len(s.WaitingGates()) > 0 && s.Status == core.Pending:
-		return "waiting for gates to open: " + strings.Join(s.WaitingGates(), ", ")
+	case s.WaitingFor != nil && s.Status == core.Pending:
+		return "waiting for " + *s.WaitingFor
+	case len(s.WaitingGates) > 0 && s.Status == core.Pending:
+		return "waiting for gates to open: " + strings.Join(s.WaitingGates, ", ")
 	case s.BlockedByLoop != nil:
 		return "blocked by the loop-back of " + *s.BlockedByLoop
 	case s.LastError != nil:
@@ -125,11 +125,11 @@ func (p LoopProgress) String() string {
 // false for a step that is not a loop, or a loop whose items are not
 // known yet.
 func ItemsProgress(s *core.StepState) (p LoopProgress, ok bool) {
-	if s == nil || s.LoopIndex() == nil {
+	if s == nil || s.LoopIndex == nil {
 		return p, false
 	}
-	p.Items, p.Removed = len(s.Items()), len(s.RemovedItems())
-	for _, it := range s.Items() {
+	p.Items, p.Removed = len(s.Items), len(s.RemovedItems)
+	for _, it := range s.Items {
 		switch it.Status {
 		case core.Completed:
 			p.Completed++

@@ -14,14 +14,14 @@ func TestSummaryNotes(t *testing.T) {
 	reason, target, manual := "1 of 3 items failed: b", "fix", "/r/manual_inputs/r__ok.json"
 	st := &core.State{RunID: "r", StepOrder: []string{"items", "done", "pending_loop", "fix_it", "ok", "check"}, Steps: map[string]*core.StepState{
 		"items": {
-			Status: core.Failed, LastError: &reason, StepMore: &core.StepMore{LoopIndex: &two, Items: []core.Item{
-				{Key: "a", Status: core.Completed}, {Key: "b", Status: core.Failed}, {Key: "c", Status: core.Running}}, RemovedItems: []string{"d"}},
+			Status: core.Failed, LastError: &reason, LoopIndex: &two, Items: []core.Item{
+				{Key: "a", Status: core.Completed}, {Key: "b", Status: core.Failed}, {Key: "c", Status: core.Running}}, RemovedItems: []string{"d"},
 		},
-		"done":         {Status: core.Completed, StepMore: &core.StepMore{LoopIndex: &zero, Items: []core.Item{{Key: "a", Status: core.Completed}}}},
+		"done":         {Status: core.Completed, LoopIndex: &zero, Items: []core.Item{{Key: "a", Status: core.Completed}}},
 		"pending_loop": {Status: core.Pending},
-		"fix_it":       {Status: core.Pending, StepWait: &core.StepWait{WaitingFor: &target}},
+		"fix_it":       {Status: core.Pending, WaitingFor: &target},
 		"ok":           {Status: core.WaitingOnHuman, ManualInputPath: &manual},
-		"check":        {Status: core.Pending, StepWait: &core.StepWait{WaitingGates: []string{"window"}}},
+		"check":        {Status: core.Pending, WaitingGates: []string{"window"}},
 	}}
 	got := Summary(st)
 	for _, want := range []string{

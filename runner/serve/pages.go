@@ -241,10 +241,10 @@ func stepRows(base string, st ops.Status, wf *config.Workflow) []stepRow {
 		}
 		if ss.Status == core.Pending {
 			switch {
-			case ss.WaitingFor() != nil:
-				row.Waits = *ss.WaitingFor()
-			case len(ss.WaitingGates()) > 0:
-				row.Waits = "gates: " + strings.Join(ss.WaitingGates(), ", ")
+			case ss.WaitingFor != nil:
+				row.Waits = *ss.WaitingFor
+			case len(ss.WaitingGates) > 0:
+				row.Waits = "gates: " + strings.Join(ss.WaitingGates, ", ")
 			}
 		}
 		if ss.Status == core.WaitingOnHuman {

@@ -16,9 +16,9 @@ func TestStepRowsWaits(t *testing.T) {
 	fix := "fix"
 	st := &core.State{StepOrder: []string{"code", "review", "deploy", "docs"}, Steps: map[string]*core.StepState{
 		"code":   {Status: core.Completed},
-		"review": {Status: core.Pending, StepWait: &core.StepWait{WaitingFor: &fix}},
-		"deploy": {Status: core.Pending, StepWait: &core.StepWait{WaitingGates: []string{"ci", "window"}}},
-		"docs":   {Status: core.Running, StepWait: &core.StepWait{WaitingGates: []string{"stale"}}},
+		"review": {Status: core.Pending, WaitingFor: &fix},
+		"deploy": {Status: core.Pending, WaitingGates: []string{"ci", "window"}},
+		"docs":   {Status: core.Running, WaitingGates: []string{"stale"}},
 	}}
 	want := map[string]string{"code": "", "review": "fix", "deploy": "gates: ci, window", "docs": ""}
 	for _, row := range stepRows("/runs/0/r", ops.Status{State: st}, nil) {

@@ -219,7 +219,7 @@ func (e *Engine) follow(ctx context.Context, opts local.Options, run client.Work
 					// ends here as a local one does.
 					var gated []string
 					for _, id := range st.StepOrder {
-						if s := st.Steps[id]; s != nil && s.Status == core.Pending && len(s.WaitingGates()) > 0 {
+						if s := st.Steps[id]; s != nil && s.Status == core.Pending && len(s.WaitingGates) > 0 {
 							gated = append(gated, id)
 						}
 					}

@@ -73,10 +73,10 @@ steps:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h := st.State.Steps["ship"].Human(); h == nil || h.By != "terminal" || h.Input["ticket"] != "from ship" {
+	if h := st.State.Steps["ship"].Human; h == nil || h.By != "terminal" || h.Input["ticket"] != "from ship" {
 		t.Errorf("ship's decision %+v", h)
 	}
-	if h := st.State.Steps["each[0].check"].Human(); h == nil || h.Input["note"] != "from each[0].check" {
+	if h := st.State.Steps["each[0].check"].Human; h == nil || h.Input["note"] != "from each[0].check" {
 		t.Errorf("the instance's decision %+v", h)
 	}
 	if !strings.Contains(out.String(), "run asked-1 completed") {

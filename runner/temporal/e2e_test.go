@@ -189,7 +189,7 @@ steps:
 		t.Errorf("a second run e2e-1: %v, want refused as bad usage (exit 2)", err)
 	}
 	st, _, err := record.LoadState(fsys, record.RunDir(repo, "e2e-1"), false, time.Now())
-	if err != nil || st.Status != core.RunCompleted || st.Steps["approve"].Human().By != "ann" {
+	if err != nil || st.Status != core.RunCompleted || st.Steps["approve"].Human.By != "ann" {
 		t.Errorf("the worker's record: %v %+v", err, st)
 	}
 

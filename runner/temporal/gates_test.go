@@ -52,7 +52,7 @@ func TestWorkflowGateStateFile(t *testing.T) {
 	}
 	for name, s := range map[string]StatusReply{"5m": waiting, "20m": broken} {
 		st := s.State
-		if st == nil || st.Steps["deploy"].Status != core.Pending || !slices.Equal(st.Steps["deploy"].WaitingGates(), []string{"ci"}) {
+		if st == nil || st.Steps["deploy"].Status != core.Pending || !slices.Equal(st.Steps["deploy"].WaitingGates, []string{"ci"}) {
 			t.Errorf("status at %s: deploy is not waiting for ci: %+v", name, st)
 		}
 		// It waits, as a local run does: not busy (a start step may

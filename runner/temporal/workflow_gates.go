@@ -32,7 +32,7 @@ func (d *driver) usesGates() bool {
 // gated reports whether a step waits for gates.
 func (d *driver) gated() bool {
 	for _, id := range d.st.StepOrder {
-		if s := d.st.Steps[id]; s != nil && s.Status == core.Pending && len(s.WaitingGates()) > 0 {
+		if s := d.st.Steps[id]; s != nil && s.Status == core.Pending && len(s.WaitingGates) > 0 {
 			return true
 		}
 	}

@@ -63,7 +63,7 @@ func (d *driver) liveness() record.Liveness {
 		return record.Liveness{State: record.LiveStopped, Reason: "a budget ran out"}
 	}
 	for _, id := range st.StepOrder {
-		if s := st.Steps[id]; s != nil && s.Status == core.Running && s.LoopIndex() == nil {
+		if s := st.Steps[id]; s != nil && s.Status == core.Running && s.LoopIndex == nil {
 			return record.Liveness{State: record.LiveWorking, Hook: id, Reason: "a session runs on " + d.host.Name}
 		}
 	}
@@ -76,9 +76,9 @@ func (d *driver) liveness() record.Liveness {
 	// one that waits on a human does: nothing runs until they open.
 	if st.Status == core.RunWaitingOnHuman {
 		for _, id := range st.StepOrder {
-			if s := st.Steps[id]; s != nil && s.Status == core.Pending && len(s.WaitingGates()) > 0 {
+			if s := st.Steps[id]; s != nil && s.Status == core.Pending && len(s.WaitingGates) > 0 {
 				return record.Liveness{State: record.LiveStopped, Hook: id, Reason: fmt.Sprintf("waiting for gates to open: %s (%s)",
-					strings.Join(s.WaitingGates(), ", "), d.in.Invocation.GateStateFile)}
+					strings.Join(s.WaitingGates, ", "), d.in.Invocation.GateStateFile)}
 			}
 		}
 	}
@@ -148,13 +148,13 @@ func (d *driver) validDecision(req DecideRequest) error {
 		// The state is the truth: the wait may be recorded before the
 		// driver has performed it (the worker mirrors the record first).
 		return nil
-	case s.Human() != nil:
-		by := s.Human().By
+	case s.Human != nil:
+		by := s.Human.By
 		if by == "" {
 			by = "a human"
 		}
 		verb := "rejected"
-		if s.Human().Approved {
+		if s.Human.Approved {
 			verb = "approved"
 		}
 		return fmt.Errorf("step %s was already %s by %s; it is %s", req.Step, verb, by, s.Status)

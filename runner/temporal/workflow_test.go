@@ -172,7 +172,7 @@ func TestWorkflowHumanApprovedByUpdate(t *testing.T) {
 		t.Errorf("status while waiting: %+v", status.State)
 	}
 	st := h.state()
-	hi := st.Steps["approve"].Human()
+	hi := st.Steps["approve"].Human
 	if hi == nil || !hi.Approved || hi.By != "ann" || hi.Input["channel"] != "stable" {
 		t.Errorf("recorded decision %+v", hi)
 	}
