@@ -2,6 +2,8 @@ package record
 
 import (
 	"encoding/json"
+	"io"
+	"strings"
 
 	"github.com/flow-run/flow/runner/core"
 )
@@ -16,41 +18,48 @@ func decodeState(b []byte) *core.State {
 	return &st
 }
 
-// decodeHead decodes the fields of a run_state.json other than its
-// steps and their order, which are most of a large run's snapshot:
-// encoding/json checks them as JSON but builds nothing of them. It
-// returns nil when b is not the JSON of a State's head, or when its
-// steps are not an object (null, or another type), so that what it
-// accepts is what decodeState accepts as far as the head goes.
-func decodeHead(b []byte) *core.State {
-	var h struct {
-		stateFields
-		StepOrder skipped    `json:"step_order"`
-		Steps     objectSeen `json:"steps"`
-	}
-	if json.Unmarshal(b, &h) != nil || !h.Steps {
+// decodeHead decodes the head of a run_state.json read from r: every
+// field before its steps. flow writes the steps last (core.State's
+// fields are in that order), and most of a large run's snapshot is its
+// steps, so reading a run's head reads only the start of its file. It
+// returns nil when r does not hold the JSON of a State's head followed
+// by its steps as an object: the caller then reads the run whole, as
+// LoadState does. What follows the steps is not read: a field there (a
+// hand edit; flow writes none) is not in the head.
+func decodeHead(r io.Reader) *core.State {
+	dec := json.NewDecoder(r)
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return nil
 	}
-	st := core.State(h.stateFields)
-	return &st
-}
-
-// stateFields is State without its methods, so that decodeHead's
-// struct can embed its fields and set two of them aside.
-type stateFields core.State
-
-// skipped is a JSON value that decoding leaves aside.
-type skipped struct{}
-
-// UnmarshalJSON keeps nothing of b.
-func (*skipped) UnmarshalJSON([]byte) error { return nil }
-
-// objectSeen records whether a JSON value is an object, without
-// decoding it.
-type objectSeen bool
-
-// UnmarshalJSON records whether b, a whole JSON value, is an object.
-func (o *objectSeen) UnmarshalJSON(b []byte) error {
-	*o = len(b) > 0 && b[0] == '{'
+	head := []byte{'{'}
+	for dec.More() {
+		t, err := dec.Token()
+		key, ok := t.(string)
+		if err != nil || !ok {
+			return nil
+		}
+		if strings.EqualFold(key, "steps") {
+			if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+				return nil
+			}
+			var st core.State
+			if json.Unmarshal(append(head, '}'), &st) != nil {
+				return nil
+			}
+			return &st
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil
+		}
+		if strings.EqualFold(key, "step_order") {
+			continue // the steps' order goes with the steps
+		}
+		if len(head) > 1 {
+			head = append(head, ',')
+		}
+		k, _ := json.Marshal(key)
+		head = append(append(append(head, k...), ':'), v...)
+	}
 	return nil
 }

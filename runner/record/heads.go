@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bufio"
 	"errors"
 	"io/fs"
 	"path/filepath"
@@ -119,11 +120,12 @@ func readHead(fsys afero.Fs, runDir string) (*core.State, error) {
 // never torn, so steps that are JSON but not a run's are a hand edit,
 // which LoadState finds when the run is shown.
 func snapshotHead(fsys afero.Fs, path string) *core.State {
-	b, err := afero.ReadFile(fsys, path)
+	f, err := fsys.Open(path)
 	if err != nil {
 		return nil
 	}
-	st := decodeHead(b)
+	defer f.Close()
+	st := decodeHead(bufio.NewReaderSize(f, 32<<10))
 	if st == nil || st.RunID == "" {
 		return nil
 	}

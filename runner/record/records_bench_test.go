@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -110,7 +111,7 @@ func BenchmarkDecodeState(b *testing.B) {
 	b.Run("head", func(b *testing.B) {
 		b.SetBytes(int64(len(snap)))
 		for b.Loop() {
-			if st := decodeHead(snap); st == nil {
+			if st := decodeHead(bytes.NewReader(snap)); st == nil {
 				b.Fatal("not decoded")
 			}
 		}
