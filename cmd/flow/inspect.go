@@ -20,7 +20,7 @@ import (
 
 func (a *app) statusCmd() *cobra.Command {
 	var repo string
-	var asJSON, watch, items bool
+	var asJSON, watch, items, notifyDead bool
 	cmd := &cobra.Command{
 		Use:   "status [RUN_ID]",
 		Short: "Show a run's steps and whether its runner is alive",
@@ -31,6 +31,10 @@ one row with its progress; --items adds a row per instance (loop[key].step). It
 reads run_state.json and applies any newer events, so it is exact while a run goes on.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if notifyDead && !watch {
+				return core.Usage("--notify-dead watches the run: flow status --watch --notify-dead")
+			}
+			a.svc.NotifyDead = notifyDead
 			if watch {
 				return a.watchStatus(cmd.Context(), repo, argOr(args), asJSON, items)
 			}
@@ -50,6 +54,7 @@ reads run_state.json and applies any newer events, so it is exact while a run go
 	cmd.Flags().StringVar(&repo, "repo", "", "repository of the run (default: the current directory)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print run_state.json with the liveness added")
 	cmd.Flags().BoolVar(&watch, "watch", false, "show the status again every second until the run ends")
+	cmd.Flags().BoolVar(&notifyDead, "notify-dead", false, "with --watch: tell the notifiers of the run's workflow (notify.on: [dead]) if its runner dies; without it, reading a run never runs anything")
 	return cmd
 }
 

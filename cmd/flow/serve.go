@@ -24,6 +24,7 @@ func (a *app) serveCmd() *cobra.Command {
 		tokens   []string
 		readOnly bool
 		public   string
+		notify   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -59,6 +60,7 @@ one it makes one and prints a login link once. --read-only refuses every change.
 					return err
 				}
 			}
+			a.svc.NotifyDead = notify
 			exe, err := selfPath()
 			if err != nil {
 				return fmt.Errorf("find the flow executable: %w", err)
@@ -85,6 +87,7 @@ one it makes one and prints a login link once. --read-only refuses every change.
 	fl.StringArrayVar(&repos, "repo", nil, "repository whose runs are shown (repeatable; default: the current directory)")
 	fl.StringArrayVar(&tokens, "token", nil, "accept this token: NAME=SECRET (repeatable); required off loopback")
 	fl.BoolVar(&readOnly, "read-only", false, "show runs, refuse every change")
+	fl.BoolVar(&notify, "notify-dead", false, "tell a dead run's notifiers (notify.on: [dead]) when a page finds it dead; without it, showing a run never runs anything")
 	fl.StringVar(&public, "public-url", "", "the address people reach this server at; runners it starts link their notifications to it (FLOW_PUBLIC_URL)")
 	return cmd
 }

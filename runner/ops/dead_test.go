@@ -72,6 +72,12 @@ steps:
 	}
 	_, _ = f.WriteString(line)
 	_ = f.Close()
+	// Reading a run never runs anything: without NotifyDead nobody is
+	// told.
+	if st, err := s.Status(repo, "r1"); err != nil || st.Liveness.State != record.LiveDead || len(fake.told) != 0 {
+		t.Fatalf("liveness %s (%v); told %v", st.Liveness.State, err, fake.told)
+	}
+	s.NotifyDead = true
 	for i := 0; i < 3; i++ {
 		st, err := s.Status(repo, "r1")
 		if err != nil || st.Liveness.State != record.LiveDead {

@@ -113,7 +113,11 @@ func (s *Service) stepInputs(repo string, ref record.RunRef, step string) []conf
 			return nil
 		}
 	}
-	wf, err := config.Load(s.FS, LocateWorkflow(s.FS, ref.State, repo))
+	path, err := LocateWorkflow(s.FS, ref.State, repo)
+	if err != nil {
+		return nil
+	}
+	wf, err := config.Load(s.FS, path)
 	if err != nil {
 		return nil
 	}

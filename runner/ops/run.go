@@ -210,7 +210,9 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 	}
 	path := req.Workflow
 	if path == "" {
-		path = LocateWorkflow(s.FS, ref.State, repo)
+		if path, err = LocateWorkflow(s.FS, ref.State, repo); err != nil {
+			return nil, err
+		}
 	}
 	recorded, err := record.ReadInvocation(s.FS, ref.Dir)
 	if err != nil {

@@ -71,6 +71,11 @@ type Service struct {
 	// runner (proc.KillOrphans, proc.KillMarked); nil skips them.
 	KillOrphans func(pgid int) bool
 	KillMarked  func(marker string) int
+	// NotifyDead makes readers of a run that find it dead tell its
+	// workflow's notifiers (notify.on: [dead]) — flow status --watch
+	// --notify-dead, flow serve --notify-dead. Off, reading a run never
+	// runs anything.
+	NotifyDead bool
 	// Signal sends a signal to a process of this host (flow cancel
 	// stops a run's runner with it); nil makes Cancel unsupported.
 	Signal func(pid int, sig syscall.Signal) error

@@ -160,17 +160,21 @@ func (s *Service) statusOf(repo string, ref record.RunRef, wf *config.Workflow) 
 		st.Fault = ref.Err.Error()
 	}
 	st.Liveness = record.Live(s.FS, ref.Dir, ref.State, wf, now, s.alive())
-	if wf == nil && needsWorkflow(ref.State, st.Liveness) {
+	if wf == nil && s.needsWorkflow(ref.State, st.Liveness) {
 		// Loading a large workflow costs more than reading its run, so
 		// it is loaded only when it can change what is shown: a
 		// working session may be stuck past its idle_timeout, and a
 		// dead run's notifiers are told.
-		wf, _ = config.Load(s.FS, LocateWorkflow(s.FS, ref.State, repo))
+		if path, err := LocateWorkflow(s.FS, ref.State, repo); err == nil {
+			wf, _ = config.Load(s.FS, path)
+		}
 		if wf != nil && st.Liveness.State == record.LiveWorking {
 			st.Liveness = record.Live(s.FS, ref.Dir, ref.State, wf, now, s.alive())
 		}
 	}
-	s.tellDead(repo, st, wf)
+	if s.NotifyDead {
+		s.tellDead(repo, st, wf)
+	}
 	return st
 }
 
@@ -179,10 +183,10 @@ func (s *Service) statusOf(repo string, ref record.RunRef, wf *config.Workflow) 
 // needed to act on it: record.Live reads the workflow only for the
 // idle_timeout of the session it finds working, and tellDead only for a
 // dead run.
-func needsWorkflow(st *core.State, l record.Liveness) bool {
+func (s *Service) needsWorkflow(st *core.State, l record.Liveness) bool {
 	switch l.State {
 	case record.LiveDead:
-		return true
+		return s.NotifyDead
 	case record.LiveWorking:
 		s := st.Steps[l.Hook]
 		return s != nil && s.LogPath != ""

@@ -249,20 +249,30 @@ func checkStep(wf *config.Workflow, id string) error {
 	return core.Usage("%s\nsteps: %s", msg, strings.Join(ids, ", "))
 }
 
-// LocateWorkflow finds the workflow file of a run: where the run
-// recorded it, or — when the run directory was copied to another
-// checkout (a CI artifact) — at the same place relative to repo. It
-// returns the recorded path when neither exists.
-func LocateWorkflow(fsys afero.Fs, st *core.State, repo string) string {
-	if ok, _ := afero.Exists(fsys, st.WorkflowFile); ok {
-		return st.WorkflowFile
+// LocateWorkflow finds the workflow file of a run in repo: where the
+// run recorded it, or — when the run directory was copied from another
+// checkout (a CI artifact) — at the same place relative to repo. The
+// file must lie in repo: a record names the file flow loads, and a
+// tampered or imported record must not make flow load (and run) a file
+// from anywhere else, nor from flow's own state under .agents/ (where an
+// imported archive lands). A run whose file lies elsewhere is an ExitUsage
+// error that says to name it (flow resume --workflow).
+func LocateWorkflow(fsys afero.Fs, st *core.State, repo string) (string, error) {
+	// in reports whether p lies in dir, outside flow's own state.
+	in := func(dir, p string) (string, bool) {
+		rel, err := filepath.Rel(dir, p)
+		first, _, _ := strings.Cut(filepath.ToSlash(rel), "/")
+		return rel, err == nil && filepath.IsAbs(p) && filepath.IsLocal(rel) && first != ".agents"
 	}
-	if rel, err := filepath.Rel(st.RepoDir, st.WorkflowFile); err == nil && !strings.HasPrefix(rel, "..") {
-		if p := filepath.Join(repo, rel); p != st.WorkflowFile {
-			if ok, _ := afero.Exists(fsys, p); ok {
-				return p
-			}
+	if rel, ok := in(st.RepoDir, st.WorkflowFile); ok {
+		p := filepath.Join(repo, rel)
+		if ok, _ := afero.Exists(fsys, p); ok || p == st.WorkflowFile {
+			return p, nil
 		}
 	}
-	return st.WorkflowFile
+	if _, ok := in(repo, st.WorkflowFile); ok {
+		return st.WorkflowFile, nil
+	}
+	return "", core.Usage("run %s: its workflow file %s is not in the repository %s (outside .agents/); name the file to go on with: flow resume %s --workflow FILE",
+		st.RunID, st.WorkflowFile, repo, st.RunID)
 }

@@ -36,7 +36,10 @@ type cachedWorkflow struct {
 // workflow loads a run's workflow, or returns nil when it cannot; a
 // workflow loaded before from the same unchanged file is reused.
 func (s *Server) workflow(repoDir string, state *core.State) *config.Workflow {
-	path := ops.LocateWorkflow(s.svc.FS, state, repoDir)
+	path, err := ops.LocateWorkflow(s.svc.FS, state, repoDir)
+	if err != nil {
+		return nil
+	}
 	fi, err := s.svc.FS.Stat(path)
 	if err != nil {
 		return nil
