@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
@@ -375,6 +376,9 @@ func (a *app) rejectCmd() *cobra.Command {
 }
 
 func (a *app) decide(ctx context.Context, req ops.DecideRequest) error {
+	if err := a.outsideSession(req.Approve, "approve", "reject"); err != nil {
+		return err
+	}
 	if req.By == "" {
 		req.By = a.svc.Who("")
 	}
@@ -408,6 +412,9 @@ It writes desired_state in the run's control.json; the runner reads it between
 sessions and never interrupts one.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := a.outsideSession(true, name, name); err != nil {
+				return err
+			}
 			res, err := a.engine().Control(cmd.Context(), ops.ControlRequest{Repo: repo, RunID: argOr(args), State: state, Note: note})
 			if err != nil {
 				return err
@@ -435,6 +442,9 @@ be resumed (flow resume RUN_ID). A run no runner holds has nothing to stop.`,
 		Example: "  flow cancel 20250115-143000-f8c1a4",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := a.outsideSession(true, "cancel", "cancel"); err != nil {
+				return err
+			}
 			res, err := a.engine().Cancel(cmd.Context(), ops.CancelRequest{Repo: repo, RunID: args[0], By: by})
 			if err != nil {
 				return err
@@ -446,6 +456,21 @@ be resumed (flow resume RUN_ID). A run no runner holds has nothing to stop.`,
 	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
 	cmd.Flags().StringVar(&by, "by", "", "who cancels (default: $USER, else the OS user name)")
 	return cmd
+}
+
+// outsideSession refuses a command that decides or steers a run when
+// it runs inside a flow session (its environment carries the session
+// marker, proc.MarkerVar): a session must not open its own gate. It is
+// a courtesy that catches the honest mistake; what keeps a session
+// from deciding is the sandbox (docs/security.md).
+func (a *app) outsideSession(first bool, name, other string) error {
+	if !first {
+		name = other
+	}
+	if id := a.svc.Getenv(proc.MarkerVar); id != "" {
+		return core.Refused("flow %s refuses to run inside a flow session (%s is set): a session does not decide or steer the run it is part of; a person does, from outside", name, proc.MarkerVar)
+	}
+	return nil
 }
 
 func plural(n int, one, more string) string {

@@ -80,6 +80,9 @@ func exitQuietly(code int) error {
 // system, the clock, processes, the environment, the host and the
 // user all enter the operations layer here.
 func Run(ctx context.Context, args []string, stdio Stdio) int {
+	// Sessions run as the same user: they must not read a runner's
+	// memory or environment (its secrets), nor attach to it.
+	_ = proc.Private()
 	host, _ := os.Hostname()
 	dir, _ := os.Getwd()
 	environ := os.Environ()

@@ -257,3 +257,12 @@ func (w *pidfdWaiter) close() {
 	}
 	_ = w.f.Close()
 }
+
+// Private makes this process non-dumpable (PR_SET_DUMPABLE 0): a
+// process of the same user — a session — can then neither attach to it
+// nor read its memory or /proc/<pid>/environ, where the secrets a
+// runner hands its sessions live. Its children are dumpable again once
+// they exec.
+func Private() error {
+	return unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+}
