@@ -135,7 +135,12 @@ func build(raw *rawWorkflow, fs afero.Fs, path string, o Options, d *diags) *Wor
 	}
 	b.cleanup()
 	b.signals()
-	w.index = newIDIndex(w.Steps)
+	w.index = make(map[string]int, len(w.Steps))
+	for i, s := range w.Steps {
+		if _, dup := w.index[s.ID]; !dup {
+			w.index[s.ID] = i
+		}
+	}
 	// byID holds only what index does not answer: the ids of the steps
 	// of loops' bodies, each to the first step with the id in the order
 	// of AllSteps.
@@ -144,7 +149,7 @@ func build(raw *rawWorkflow, fs afero.Fs, path string, o Options, d *diags) *Wor
 			continue
 		}
 		for _, body := range s.ForEach.Body {
-			if j, top := w.index.find(body.ID); top && j <= i {
+			if j, top := w.index[body.ID]; top && j <= i {
 				continue
 			}
 			if _, dup := w.byID[body.ID]; !dup {

@@ -79,11 +79,12 @@ type Workflow struct {
 	// Pos is where the workflow's name is declared.
 	Pos Pos
 
-	// index finds a step of the top level by id; Load builds it, and
-	// the graph methods fall back to a search without it. byID maps the
-	// ids of the steps of loops' bodies to them (Step reads it before
-	// index); nil when there are no loops.
-	index *idIndex
+	// index maps the id of a step of the top level to its place in
+	// Steps (the first, when ids repeat); Load builds it, and the graph
+	// methods fall back to a search without it. byID maps the ids of the
+	// steps of loops' bodies to them (Step reads it before index); nil
+	// when there are no loops.
+	index map[string]int
 	byID  map[string]*Step
 	// reviewerOf maps the id of each reviewer to its consensus step;
 	// Load builds it, and ReviewerOf falls back to a search without it.
