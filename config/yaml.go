@@ -128,17 +128,9 @@ func (v *yamlValue) entries(what string, f func(name str, body value)) {
 // items reads a list of blocks.
 func (v *yamlValue) items(what string, f func(item value)) {
 	item := &yamlValue{y: v.y}
-	i := 0
-	seq := resolve(v.n)
-	v.y.list(seq, what, func(n *yaml.Node) bool {
+	v.y.list(v.n, what, func(n *yaml.Node) bool {
 		item.n = resolve(n)
 		f(item)
-		// The block is decoded, and read nowhere else: its nodes are
-		// garbage from here on, so that a large file's tree and its raw
-		// steps do not both live whole (an alias to it holds its own
-		// pointer).
-		seq.Content[i] = nil
-		i++
 		return true
 	})
 }
