@@ -38,8 +38,6 @@ type builder struct {
 	repo  string // the repository, or ""
 	d     *diags
 	scope gates.Scope
-	// noMore is the rarer keys of the raw steps that wrote none.
-	noMore *rawStepMore
 	// comp compiles every expression and template of the workflow
 	// against scope, which is complete before the first compile.
 	comp *gates.Compiler
@@ -113,22 +111,14 @@ func build(raw *rawWorkflow, fs afero.Fs, path string, o Options, d *diags) *Wor
 	b.notify()
 	w.Budget = b.budget(raw.budget)
 	seen := map[string]bool{}
-	topIDs := make([]str, len(raw.steps))
-	for i, rs := range raw.steps {
-		topIDs[i] = rs.id
-	}
 	w.Steps = make([]*Step, 0, len(raw.steps))
 	for i, rs := range raw.steps {
 		if s := b.step(rs, seen, nil); s != nil {
 			w.Steps = append(w.Steps, s)
 			if rs.forEachSet {
-				b.loop(s, rs, topIDs[:i], seen)
+				b.loop(s, rs, raw.steps[:i], seen)
 			}
 		}
-		// The step is built and its raw form read nowhere else: let it
-		// go, so that a large file's raw steps and model do not both
-		// live whole.
-		raw.steps[i] = nil
 	}
 	if len(raw.steps) == 0 && raw.name.ok() {
 		d.errorf(raw.name.pos(), "workflow %q has no steps", raw.name.val)
@@ -213,15 +203,7 @@ func (b *builder) secrets() {
 // step builds a step of the top level, or of the body of loop when
 // loop is not nil. The body of a loop step is built by loop.
 func (b *builder) step(rs *rawStep, seen map[string]bool, loop *Step) *Step {
-	if rs.rawStepMore == nil {
-		// The build only reads a raw step: the steps that wrote none of
-		// the rarer keys share one empty set of them (a kilobyte each
-		// was 24 MB of garbage for 20,000 steps).
-		if b.noMore == nil {
-			b.noMore = &rawStepMore{}
-		}
-		rs.rawStepMore = b.noMore
-	}
+	rs.more()
 	s := &Step{ID: rs.id.val, Pos: rs.pos, StepOptions: defaultOptions()}
 	if rs.description.val != "" {
 		s.extra().Description = rs.description.val
