@@ -149,6 +149,9 @@ func (v *hclValue) literal(what string) (any, bool) {
 		v.h.d.errorf(v.h.pos(vars[0].SourceRange()), "%s: must be a literal value, not a reference (an expression is a string)", what)
 		return nil, false
 	}
+	if !v.h.loopsBounded(what, e) {
+		return nil, false
+	}
 	val, diags := e.Value(nil)
 	if diags.HasErrors() {
 		v.h.hclDiags(diags)
@@ -288,6 +291,9 @@ func (h *hclDecoder) str(what string, e hclsyntax.Expression) str {
 		h.d.errorf(h.pos(vars[0].SourceRange()), "%s: must be a literal value, not a reference (expressions are strings; templates use {{ }})", what)
 		return str{}
 	}
+	if !h.loopsBounded(what, e) {
+		return str{}
+	}
 	v, diags := e.Value(nil)
 	if diags.HasErrors() {
 		h.hclDiags(diags)
@@ -346,6 +352,9 @@ func (h *hclDecoder) strMap(what string, e hclsyntax.Expression) []kv {
 	seen := map[string]bool{}
 	for _, item := range o.Items {
 		kpos := h.pos(item.KeyExpr.Range())
+		if !h.loopsBounded(what, item.KeyExpr) {
+			continue
+		}
 		k, diags := item.KeyExpr.Value(nil)
 		if diags.HasErrors() || k.IsNull() || k.Type() != cty.String {
 			h.d.errorf(kpos, "%s: a key must be a name or a string", what)
