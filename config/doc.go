@@ -40,7 +40,9 @@
 // MaxWorkflowSize bytes, in UTF-8, holding one YAML document; at most
 // MaxSteps steps are decoded, and a step id has at most MaxStepIDLen
 // characters. A list written in the file holds at most 1,048,576
-// values, YAML aliases expanded. An HCL value is evaluated without
+// values, YAML aliases expanded. An HCL file nests brackets, strings,
+// interpolations and template directives at most 1000 levels deep (its
+// parser would overflow its stack). An HCL value is evaluated without
 // variables or functions, but its for expressions and %{for}
 // directives repeat their bodies once per element, nested loops
 // multiplying: before a value with loops is evaluated, its syntax alone

@@ -20,6 +20,9 @@ type hclDecoder struct {
 // not parse.
 func decodeHCL(src *source, d *diags) *rawWorkflow {
 	h := &hclDecoder{src: src, d: d}
+	if h.tooDeep() {
+		return nil
+	}
 	file, hd := hclsyntax.ParseConfig(src.data, src.name, hcl.Pos{Line: 1, Column: 1, Byte: 0})
 	if hd.HasErrors() {
 		h.hclDiags(hd)
@@ -33,6 +36,45 @@ func decodeHCL(src *source, d *diags) *rawWorkflow {
 	w := &rawWorkflow{src: src, name: str{sp: span{src: src}}}
 	h.body(body, &workflowTable.keySet, w)
 	return w
+}
+
+// maxHCLNesting bounds how deeply brackets, strings, interpolations
+// and template directives nest in an HCL file: hclsyntax parses them
+// recursively, and a few megabytes of [ would overflow its stack.
+const maxHCLNesting = 1000
+
+// tooDeep reports, having said where, whether the file nests deeper than
+// maxHCLNesting.
+func (h *hclDecoder) tooDeep() bool {
+	tokens, _ := hclsyntax.LexConfig(h.src.data, h.src.name, hcl.InitialPos)
+	depth, directive := 0, false
+	for _, t := range tokens {
+		switch t.Type {
+		case hclsyntax.TokenOBrace, hclsyntax.TokenOBrack, hclsyntax.TokenOParen, hclsyntax.TokenOQuote,
+			hclsyntax.TokenOHeredoc, hclsyntax.TokenTemplateInterp, hclsyntax.TokenTemplateControl:
+			depth++
+		case hclsyntax.TokenCBrace, hclsyntax.TokenCBrack, hclsyntax.TokenCParen, hclsyntax.TokenCQuote,
+			hclsyntax.TokenCHeredoc, hclsyntax.TokenTemplateSeqEnd:
+			depth--
+		case hclsyntax.TokenIdent:
+			// The text between %{if} and %{endif}, or %{for} and
+			// %{endfor}, is nested too.
+			if directive {
+				switch string(t.Bytes) {
+				case "if", "for":
+					depth++
+				case "endif", "endfor":
+					depth--
+				}
+			}
+		}
+		directive = t.Type == hclsyntax.TokenTemplateControl
+		if depth > maxHCLNesting {
+			h.d.errorf(h.pos(t.Range), "hcl: nested more than %d levels deep (brackets, strings, interpolations and template directives)", maxHCLNesting)
+			return true
+		}
+	}
+	return false
 }
 
 // hclValue is a value in an HCL file: an attribute, a block or a block's

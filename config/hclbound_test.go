@@ -123,3 +123,29 @@ step "a" {
 		t.Errorf("metadata %s", got)
 	}
 }
+
+// TestHCLNesting: an HCL file nested deeper than 1000 levels, which
+// overflowed the parser's stack and ended the process, is refused
+// before it is parsed; one nested less deeply is parsed.
+func TestHCLNesting(t *testing.T) {
+	const tooDeep = "hcl: nested more than 1000 levels deep (brackets, strings, interpolations and template directives)"
+	brackets := func(n int) string { return strings.Repeat("[", n) + "1" + strings.Repeat("]", n) }
+	ifs := func(n int) string {
+		return `"` + strings.Repeat("%{if true}", n) + "x" + strings.Repeat("%{endif}", n) + `"`
+	}
+	tests := []struct {
+		name string
+		src  string
+		want []loopDiag
+	}{
+		{"brackets", "name = \"x\"\nvars = { v = " + brackets(300_000) + " }\n", []loopDiag{{2, 1013, tooDeep}}},
+		{"template directives", "name = \"x\"\nvars = { v = " + ifs(2000) + " }\n", []loopDiag{{2, 9987, tooDeep}}},
+		{"deep, but not too deep", "name = \"x\"\nstep \"a\" {\n  run = \"true\"\n  metadata = { m = " + brackets(990) + " }\n}\n",
+			[]loopDiag{{4, 14, "metadata: nested too deeply (at most 64 levels)"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkDiags(t, "hcl", tt.src, tt.want)
+		})
+	}
+}
