@@ -687,10 +687,10 @@ func (b *builder) template(field string, s str) *Template {
 func (b *builder) compileError(field string, s str, err error) {
 	var ge *gates.Error
 	if errors.As(err, &ge) {
-		b.d.addMessage(s.sp.at(s.val, ge.Offset), field+": "+ge.Msg)
+		b.d.errorHint(s.sp.at(s.val, ge.Offset), field+": "+ge.Msg, ge.Suggestion)
 		return
 	}
-	b.d.addMessage(s.pos(), field+": "+err.Error())
+	b.d.errorf(s.pos(), "%s: %v", field, err)
 }
 
 // env compiles a map of environment variables.

@@ -445,6 +445,6 @@ func (h *hclDecoder) hclDiags(diags hcl.Diagnostics) {
 		if hd.Detail != "" {
 			msg += ": " + strings.TrimSuffix(hd.Detail, ".")
 		}
-		h.d.addMessage(pos, "hcl: "+msg)
+		h.d.errorf(pos, "hcl: %s", msg)
 	}
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -538,6 +539,9 @@ type Pos struct {
 	Line int
 	Col  int
 }
+
+// String formats the position as file:line:col.
+func (p Pos) String() string { return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col) }
 
 // Expr is an expression written in a workflow, compiled at load.
 type Expr struct {
