@@ -158,7 +158,6 @@ func build(raw *rawWorkflow, fs afero.Fs, path string, o Options, d *diags) *Wor
 	if raw.orchestrator != nil {
 		b.finishOrchestrator()
 	}
-	shareDefaults(w.AllSteps())
 	return w
 }
 
@@ -297,22 +296,6 @@ func (b *builder) step(rs *rawStep, seen map[string]bool, loop *Step) *Step {
 	}
 	b.rawNeeds[s] = rs.needs
 	return s
-}
-
-// shareDefaults points the steps whose options are all the defaults at
-// one StepOptions: a workflow of 20,000 plain steps then holds one
-// instead of 20,000 (about 4 MB).
-func shareDefaults(steps []*Step) {
-	var shared *StepOptions
-	for _, s := range steps {
-		if s.StepOptions == nil || !s.isDefault() {
-			continue
-		}
-		if shared == nil {
-			shared = s.StepOptions
-		}
-		s.StepOptions = shared
-	}
 }
 
 // declaredInputs maps every human step of steps and of their loops'

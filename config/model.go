@@ -226,8 +226,7 @@ const (
 // through the methods of the same names; the rest of what a command
 // does not need (its prompt and agent, human, gate, limits, retries,
 // timeouts, artifacts, env, budget, loop) is in StepOptions, which
-// every step loaded has and the steps that set none of it share. A
-// workflow of thousands of plain steps thus holds little for each.
+// every step loaded has.
 type Step struct {
 	ID   string
 	Pos  Pos
@@ -248,9 +247,8 @@ type Step struct {
 	// none of it.
 	Extra *StepExtra
 
-	// StepOptions is never nil in a loaded workflow's step; the steps
-	// whose options are all the defaults share one. It is read-only
-	// once the workflow is loaded, as all of the model is.
+	// StepOptions is never nil in a loaded workflow's step. It is
+	// read-only once the workflow is loaded, as all of the model is.
 	*StepOptions
 }
 
@@ -300,14 +298,6 @@ type StepOptions struct {
 
 // defaultOptions are the options of a step that sets none.
 func defaultOptions() *StepOptions { return &StepOptions{Feedback: "append"} }
-
-// isDefault reports whether o holds nothing but the defaults.
-func (o *StepOptions) isDefault() bool {
-	return o.Feedback == "append" && o.Prompt == nil && o.PromptPath == "" && o.Agent == "" && o.Model == "" &&
-		o.Human == nil && o.When == nil && o.Gate == nil && o.MaxAttempts == nil && o.MaxIterations == nil &&
-		o.Retry == nil && o.RetryIf == nil && o.Timeout == nil && o.IdleTimeout == nil && o.Artifacts == nil &&
-		o.Env == nil && o.Budget == nil && o.ForEach == nil
-}
 
 // StepExtra is the part of a Step that most steps leave out.
 type StepExtra struct {
