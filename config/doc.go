@@ -48,13 +48,15 @@
 // multiplying: before a value with loops is evaluated, its syntax alone
 // bounds how many times they could run their bodies, at most 10,000 in
 // all, and how large they could make it, at most 1 MiB, and a value
-// beyond either is refused where its loops are (hclbound.go). A
-// prompt_file is read through internal/confine: its real path, symlinks
-// resolved, must lie inside the workflow file's directory tree or the
-// repository named in Options (LoadWith), and it must be a regular file
-// no larger than the prompt limit. The sizes a run keeps
-// to (Limits) and the secret variables it must never write (Secrets,
-// IsSecretName) are part of the model; the runner enforces them.
+// beyond either is refused where its loops are (hclbound.go). An HCL
+// number beyond float64's range is read as it is written, never written
+// out in all its digits. A prompt_file is read through
+// internal/confine: its real path, symlinks resolved, must lie inside
+// the workflow file's directory tree or the repository named in Options
+// (LoadWith), and it must be a regular file no larger than the prompt
+// limit. The sizes a run keeps to (Limits) and the secret variables it
+// must never write (Secrets, IsSecretName) are part of the model; the
+// runner enforces them.
 //
 // What can go wrong: a file that cannot be read, or that is a FIFO, a
 // device or a directory, is an ordinary error (use errors.Is with

@@ -357,7 +357,7 @@ func (h *hclDecoder) str(what string, e hclsyntax.Expression) str {
 	case v.Type() == cty.String:
 		return str{val: v.AsString(), set: true, sp: sp}
 	case v.Type() == cty.Number:
-		return str{val: v.AsBigFloat().Text('f', -1), set: true, sp: sp}
+		return str{val: h.numberText(v, e.Range()), set: true, sp: sp}
 	case v.Type() == cty.Bool:
 		return str{val: fmt.Sprint(v.True()), set: true, sp: sp}
 	}
@@ -416,6 +416,23 @@ func (h *hclDecoder) strMap(what string, e hclsyntax.Expression) []kv {
 }
 
 func (h *hclDecoder) pos(r hcl.Range) Pos { return h.src.pos(r.Start.Byte) }
+
+// maxDecimalExp bounds the binary exponent of a number written out in
+// decimal: beyond float64's range, far beyond what any key takes.
+const maxDecimalExp = 1100
+
+// numberText writes the number v, written at r, as the decimal it is
+// or, when it lies beyond float64's range, as it is written (so that it
+// reads as the number it is in messages): the decimal
+// of 1e99999999, ten bytes in the file, has a hundred million digits,
+// which take hours to work out.
+func (h *hclDecoder) numberText(v cty.Value, r hcl.Range) string {
+	f := v.AsBigFloat()
+	if exp := f.MantExp(nil); f.IsInf() || exp > maxDecimalExp || exp < -maxDecimalExp {
+		return strings.TrimSpace(string(r.SliceBytes(h.src.data)))
+	}
+	return f.Text('f', -1)
+}
 
 // ctyKind names a kind of HCL value for messages.
 func ctyKind(t cty.Type) string {

@@ -149,3 +149,31 @@ func TestHCLNesting(t *testing.T) {
 		})
 	}
 }
+
+// TestHCLHugeNumbers: a number far beyond float64's range, whose
+// decimal form has as many digits as its exponent says (hours of work
+// for a few bytes), is read as it is written.
+func TestHCLHugeNumbers(t *testing.T) {
+	tests := []struct {
+		key, value, want string
+	}{
+		{"max_parallel", "1e40000000", `max_parallel: want a positive integer, got "1e40000000"`},
+		{"max_parallel", "-1e40000000", `max_parallel: want a positive integer, got "-1e40000000"`},
+		{"max_parallel", "1e999999999", `max_parallel: want a positive integer, got "1e999999999"`},
+		{"max_parallel", "1e309", `max_parallel: want a positive integer, got "1` + strings.Repeat("0", 309) + `"`},
+		{"description", "1e-40000000", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
+			src := "name = \"x\"\n" + tt.key + " = " + tt.value + "\nstep \"a\" {\n  run = \"true\"\n}\n"
+			var want []loopDiag
+			if tt.want != "" {
+				want = append(want, loopDiag{2, len(tt.key) + 4, tt.want})
+			}
+			checkDiags(t, "hcl", src, want)
+		})
+	}
+	if w := parse(t, "hcl", "name = \"x\"\ndescription = 1e-40000000\nstep \"a\" {\n  run = \"true\"\n}\n"); w.Description != "1e-40000000" {
+		t.Errorf("description %q", w.Description)
+	}
+}
