@@ -53,12 +53,13 @@ func (b *builder) preset(a *Agent, ra *rawAgent) {
 			a.Preset = p.val
 		} else {
 			msg := fmt.Sprintf("agent %q: unknown preset %q", a.Name, p.val)
-			if s, ok := suggest.Closest(p.val, presets); ok {
+			s, ok := suggest.Closest(p.val, presets)
+			if ok {
 				msg += fmt.Sprintf(" (did you mean %q?)", s)
 			} else {
 				msg += "; want " + presetList()
 			}
-			b.d.addMessage(p.pos(), msg)
+			b.d.errorHint(p.pos(), msg, s)
 		}
 	}
 	a.Model = ra.model.val

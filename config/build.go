@@ -38,8 +38,6 @@ type builder struct {
 	repo  string // the repository, or ""
 	d     *diags
 	scope gates.Scope
-	// noMore is the rarer keys of the raw steps that wrote none.
-	noMore *rawStepMore
 	// comp compiles every expression and template of the workflow
 	// against scope, which is complete before the first compile.
 	comp *gates.Compiler
@@ -113,29 +111,26 @@ func build(raw *rawWorkflow, fs afero.Fs, path string, o Options, d *diags) *Wor
 	b.notify()
 	w.Budget = b.budget(raw.budget)
 	seen := map[string]bool{}
-	topIDs := make([]str, len(raw.steps))
-	for i, rs := range raw.steps {
-		topIDs[i] = rs.id
-	}
 	w.Steps = make([]*Step, 0, len(raw.steps))
 	for i, rs := range raw.steps {
 		if s := b.step(rs, seen, nil); s != nil {
 			w.Steps = append(w.Steps, s)
 			if rs.forEachSet {
-				b.loop(s, rs, topIDs[:i], seen)
+				b.loop(s, rs, raw.steps[:i], seen)
 			}
 		}
-		// The step is built and its raw form read nowhere else: let it
-		// go, so that a large file's raw steps and model do not both
-		// live whole.
-		raw.steps[i] = nil
 	}
 	if len(raw.steps) == 0 && raw.name.ok() {
 		d.errorf(raw.name.pos(), "workflow %q has no steps", raw.name.val)
 	}
 	b.cleanup()
 	b.signals()
-	w.index = newIDIndex(w.Steps)
+	w.index = make(map[string]int, len(w.Steps))
+	for i, s := range w.Steps {
+		if _, dup := w.index[s.ID]; !dup {
+			w.index[s.ID] = i
+		}
+	}
 	// byID holds only what index does not answer: the ids of the steps
 	// of loops' bodies, each to the first step with the id in the order
 	// of AllSteps.
@@ -144,7 +139,7 @@ func build(raw *rawWorkflow, fs afero.Fs, path string, o Options, d *diags) *Wor
 			continue
 		}
 		for _, body := range s.ForEach.Body {
-			if j, top := w.index.find(body.ID); top && j <= i {
+			if j, top := w.index[body.ID]; top && j <= i {
 				continue
 			}
 			if _, dup := w.byID[body.ID]; !dup {
@@ -163,7 +158,6 @@ func build(raw *rawWorkflow, fs afero.Fs, path string, o Options, d *diags) *Wor
 	if raw.orchestrator != nil {
 		b.finishOrchestrator()
 	}
-	shareDefaults(w.AllSteps())
 	return w
 }
 
@@ -208,15 +202,7 @@ func (b *builder) secrets() {
 // step builds a step of the top level, or of the body of loop when
 // loop is not nil. The body of a loop step is built by loop.
 func (b *builder) step(rs *rawStep, seen map[string]bool, loop *Step) *Step {
-	if rs.rawStepMore == nil {
-		// The build only reads a raw step: the steps that wrote none of
-		// the rarer keys share one empty set of them (a kilobyte each
-		// was 24 MB of garbage for 20,000 steps).
-		if b.noMore == nil {
-			b.noMore = &rawStepMore{}
-		}
-		rs.rawStepMore = b.noMore
-	}
+	rs.more()
 	s := &Step{ID: rs.id.val, Pos: rs.pos, StepOptions: defaultOptions()}
 	if rs.description.val != "" {
 		s.extra().Description = rs.description.val
@@ -310,22 +296,6 @@ func (b *builder) step(rs *rawStep, seen map[string]bool, loop *Step) *Step {
 	}
 	b.rawNeeds[s] = rs.needs
 	return s
-}
-
-// shareDefaults points the steps whose options are all the defaults at
-// one StepOptions: a workflow of 20,000 plain steps then holds one
-// instead of 20,000 (about 4 MB).
-func shareDefaults(steps []*Step) {
-	var shared *StepOptions
-	for _, s := range steps {
-		if s.StepOptions == nil || !s.isDefault() {
-			continue
-		}
-		if shared == nil {
-			shared = s.StepOptions
-		}
-		s.StepOptions = shared
-	}
 }
 
 // declaredInputs maps every human step of steps and of their loops'
@@ -700,10 +670,10 @@ func (b *builder) template(field string, s str) *Template {
 func (b *builder) compileError(field string, s str, err error) {
 	var ge *gates.Error
 	if errors.As(err, &ge) {
-		b.d.addMessage(s.sp.at(s.val, ge.Offset), field+": "+ge.Msg)
+		b.d.errorHint(s.sp.at(s.val, ge.Offset), field+": "+ge.Msg, ge.Suggestion)
 		return
 	}
-	b.d.addMessage(s.pos(), field+": "+err.Error())
+	b.d.errorf(s.pos(), "%s: %v", field, err)
 }
 
 // env compiles a map of environment variables.

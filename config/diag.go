@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -35,9 +34,9 @@ type Diagnostic struct {
 // String formats the diagnostic as file:line:col: message.
 func (d Diagnostic) String() string {
 	if d.Severity == SeverityWarning {
-		return fmt.Sprintf("%s:%d:%d: warning: %s", d.Pos.File, d.Pos.Line, d.Pos.Col, d.Message)
+		return d.Pos.String() + ": warning: " + d.Message
 	}
-	return fmt.Sprintf("%s:%d:%d: %s", d.Pos.File, d.Pos.Line, d.Pos.Col, d.Message)
+	return d.Pos.String() + ": " + d.Message
 }
 
 // Diagnostics are all the problems found in a workflow, sorted by
@@ -179,14 +178,8 @@ func (d *diags) unknown(pos Pos, what, name string, candidates []string) {
 	d.list = append(d.list, Diagnostic{Pos: pos, Severity: SeverityError, Message: msg, Suggestion: s})
 }
 
-// didYouMean finds the hint in a message written by another package.
-var didYouMean = regexp.MustCompile(`did you mean "([^"]*)"`)
-
-// addMessage adds a diagnostic whose message may already hold a hint.
-func (d *diags) addMessage(pos Pos, msg string) {
-	var s string
-	if m := didYouMean.FindStringSubmatch(msg); m != nil {
-		s = m[1]
-	}
-	d.list = append(d.list, Diagnostic{Pos: pos, Severity: SeverityError, Message: msg, Suggestion: s})
+// errorHint adds an error whose message already holds its did-you-mean
+// hint, which suggests suggestion ("" for none).
+func (d *diags) errorHint(pos Pos, msg, suggestion string) {
+	d.list = append(d.list, Diagnostic{Pos: pos, Severity: SeverityError, Message: msg, Suggestion: suggestion})
 }

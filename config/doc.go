@@ -17,7 +17,7 @@
 // the tables of keys.go: both decoders, the unknown-key check with its
 // did-you-mean, and the JSON Schema (Schema) are driven by them. Unset budgets and durations stay
 // nil in the model; the Step* methods of Workflow resolve them through
-// the workflow's defaults to the seed defaults.
+// the workflow's defaults to flow's own defaults.
 //
 // An agent is a command (run:) or a preset (preset: claude, codex or
 // gemini, with model, args, resume and price), exactly one; the keys of a
@@ -35,16 +35,28 @@
 // that reads $NAME or ${NAME} is checked when sent, and the variables it
 // reads join Workflow.Secrets. internal/notify sends.
 //
-// Everything the loader reads is bounded (DESIGN §10). The workflow
-// file is opened without blocking and must be a regular file of at most
+// Everything the loader reads is bounded. The workflow file is opened
+// without blocking and must be a regular file of at most
 // MaxWorkflowSize bytes, in UTF-8, holding one YAML document; at most
 // MaxSteps steps are decoded, and a step id has at most MaxStepIDLen
-// characters. A prompt_file is read through internal/confine: its real
-// path, symlinks resolved, must lie inside the workflow file's directory
-// tree or the repository named in Options (LoadWith), and it must be a
-// regular file no larger than the prompt limit. The sizes a run keeps
-// to (Limits) and the secret variables it must never write (Secrets,
-// IsSecretName) are part of the model; the runner enforces them.
+// characters. A list written in the file holds at most 1,048,576
+// values, YAML aliases expanded. An HCL file nests brackets, strings,
+// interpolations and template directives at most 1000 levels deep (its
+// parser would overflow its stack). An HCL value is evaluated without
+// variables or functions, but its for expressions and %{for}
+// directives repeat their bodies once per element, nested loops
+// multiplying: before a value with loops is evaluated, its syntax alone
+// bounds how many times they could run their bodies, at most 10,000 in
+// all, and how large they could make it, at most 1 MiB, and a value
+// beyond either is refused where its loops are (hclbound.go). An HCL
+// number beyond float64's range is read as it is written, never written
+// out in all its digits. A prompt_file is read through
+// internal/confine: its real path, symlinks resolved, must lie inside
+// the workflow file's directory tree or the repository named in Options
+// (LoadWith), and it must be a regular file no larger than the prompt
+// limit. The sizes a run keeps to (Limits) and the secret variables it
+// must never write (Secrets, IsSecretName) are part of the model; the
+// runner enforces them.
 //
 // What can go wrong: a file that cannot be read, or that is a FIFO, a
 // device or a directory, is an ordinary error (use errors.Is with

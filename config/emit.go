@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
 	"go.yaml.in/yaml/v3"
 
@@ -715,8 +716,7 @@ func yamlLiteral(v any) (*yaml.Node, error) {
 }
 
 // The HCL writer writes each block's attributes and then its blocks,
-// each in the order of its table, and lays the result out as hclwrite
-// would (formatHCL).
+// each in the order of its table, and lets hclwrite align the result.
 
 func emitHCL(doc *block, header []string) ([]byte, error) {
 	h := &hclWriter{}
@@ -731,7 +731,7 @@ func emitHCL(doc *block, header []string) ([]byte, error) {
 	if err := h.body(doc, true); err != nil {
 		return nil, fmt.Errorf("emit workflow %s as HCL: %w", doc.label, err)
 	}
-	return formatHCL(h.buf.Bytes()), nil
+	return hclwrite.Format(h.buf.Bytes()), nil
 }
 
 type hclWriter struct {
@@ -858,7 +858,11 @@ func (h *hclWriter) value(val any) (string, error) {
 		sb.WriteString(strings.Repeat("  ", h.indent) + "}")
 		return sb.String(), nil
 	case anyValue:
-		return hclLiteral(v.v)
+		cv, err := ctyOf(v.v)
+		if err != nil {
+			return "", err
+		}
+		return string(hclwrite.TokensForValue(cv).Bytes()), nil
 	}
 	return "", fmt.Errorf("cannot write a %T as an attribute", val)
 }
@@ -912,6 +916,11 @@ func escapeTemplate(s string) string {
 	return strings.NewReplacer("${", "$${", "%{", "%%{").Replace(s)
 }
 
+// hclQuoted writes s as a quoted HCL string.
+func hclQuoted(s string) string {
+	return string(hclwrite.TokensForValue(cty.StringVal(s)).Bytes())
+}
+
 // hclKey writes the key of an object: a name as it is, anything else
 // quoted.
 func hclKey(k string) string {
@@ -919,4 +928,48 @@ func hclKey(k string) string {
 		return k
 	}
 	return hclQuoted(k)
+}
+
+// ctyOf converts a JSON-compatible value for hclwrite.
+func ctyOf(v any) (cty.Value, error) {
+	switch x := v.(type) {
+	case nil:
+		return cty.NullVal(cty.DynamicPseudoType), nil
+	case string:
+		return cty.StringVal(x), nil
+	case bool:
+		return cty.BoolVal(x), nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return cty.NilVal, fmt.Errorf("cannot write the number %v", x)
+		}
+		return cty.NumberFloatVal(x), nil
+	case []any:
+		if len(x) == 0 {
+			return cty.EmptyTupleVal, nil
+		}
+		vals := make([]cty.Value, 0, len(x))
+		for _, item := range x {
+			cv, err := ctyOf(item)
+			if err != nil {
+				return cty.NilVal, err
+			}
+			vals = append(vals, cv)
+		}
+		return cty.TupleVal(vals), nil
+	case map[string]any:
+		if len(x) == 0 {
+			return cty.EmptyObjectVal, nil
+		}
+		vals := make(map[string]cty.Value, len(x))
+		for k, item := range x {
+			cv, err := ctyOf(item)
+			if err != nil {
+				return cty.NilVal, err
+			}
+			vals[k] = cv
+		}
+		return cty.ObjectVal(vals), nil
+	}
+	return cty.NilVal, fmt.Errorf("cannot write a %T", v)
 }

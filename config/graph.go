@@ -26,7 +26,7 @@ func (b *builder) needs() {
 		s.Needs = []string{}
 		for _, n := range b.rawNeeds[s] {
 			loop, inBody := b.bodyIDs[n.val]
-			switch _, ok := w.index.find(n.val); {
+			switch _, ok := w.index[n.val]; {
 			case !ok && inBody:
 				b.d.errorf(n.pos(), "needs: %q is a step of the body of loop %q; need the loop %q, which is done when every item is", n.val, loop, loop)
 			case !ok:
@@ -73,7 +73,7 @@ func (b *builder) bodyNeeds(l *Step) {
 			continue
 		}
 		for _, n := range b.rawNeeds[s] {
-			j, top := w.index.find(n.val)
+			j, top := w.index[n.val]
 			_, other := b.bodyIDs[n.val]
 			switch {
 			case n.val == s.ID:
@@ -120,7 +120,7 @@ func (b *builder) cycles() bool {
 		var deps []int
 		add := func(ids []string) {
 			for _, n := range ids {
-				if j, ok := w.index.find(n); ok {
+				if j, ok := w.index[n]; ok {
 					deps = append(deps, j)
 				}
 			}
@@ -371,7 +371,7 @@ func (w *Workflow) Step(id string) *Step {
 		if s, ok := w.byID[id]; ok {
 			return s
 		}
-		if i, ok := w.index.find(id); ok {
+		if i, ok := w.index[id]; ok {
 			return w.Steps[i]
 		}
 		return nil
@@ -387,7 +387,7 @@ func (w *Workflow) Step(id string) *Step {
 // stepIndex returns the place of a step in Steps, or -1.
 func (w *Workflow) stepIndex(id string) int {
 	if w.index != nil {
-		if i, ok := w.index.find(id); ok {
+		if i, ok := w.index[id]; ok {
 			return i
 		}
 		return -1

@@ -20,6 +20,9 @@ type hclDecoder struct {
 // not parse.
 func decodeHCL(src *source, d *diags) *rawWorkflow {
 	h := &hclDecoder{src: src, d: d}
+	if h.tooDeep() {
+		return nil
+	}
 	file, hd := hclsyntax.ParseConfig(src.data, src.name, hcl.Pos{Line: 1, Column: 1, Byte: 0})
 	if hd.HasErrors() {
 		h.hclDiags(hd)
@@ -33,6 +36,45 @@ func decodeHCL(src *source, d *diags) *rawWorkflow {
 	w := &rawWorkflow{src: src, name: str{sp: span{src: src}}}
 	h.body(body, &workflowTable.keySet, w)
 	return w
+}
+
+// maxHCLNesting bounds how deeply brackets, strings, interpolations
+// and template directives nest in an HCL file: hclsyntax parses them
+// recursively, and a few megabytes of [ would overflow its stack.
+const maxHCLNesting = 1000
+
+// tooDeep reports, having said where, whether the file nests deeper than
+// maxHCLNesting.
+func (h *hclDecoder) tooDeep() bool {
+	tokens, _ := hclsyntax.LexConfig(h.src.data, h.src.name, hcl.InitialPos)
+	depth, directive := 0, false
+	for _, t := range tokens {
+		switch t.Type {
+		case hclsyntax.TokenOBrace, hclsyntax.TokenOBrack, hclsyntax.TokenOParen, hclsyntax.TokenOQuote,
+			hclsyntax.TokenOHeredoc, hclsyntax.TokenTemplateInterp, hclsyntax.TokenTemplateControl:
+			depth++
+		case hclsyntax.TokenCBrace, hclsyntax.TokenCBrack, hclsyntax.TokenCParen, hclsyntax.TokenCQuote,
+			hclsyntax.TokenCHeredoc, hclsyntax.TokenTemplateSeqEnd:
+			depth--
+		case hclsyntax.TokenIdent:
+			// The text between %{if} and %{endif}, or %{for} and
+			// %{endfor}, is nested too.
+			if directive {
+				switch string(t.Bytes) {
+				case "if", "for":
+					depth++
+				case "endif", "endfor":
+					depth--
+				}
+			}
+		}
+		directive = t.Type == hclsyntax.TokenTemplateControl
+		if depth > maxHCLNesting {
+			h.d.errorf(h.pos(t.Range), "hcl: nested more than %d levels deep (brackets, strings, interpolations and template directives)", maxHCLNesting)
+			return true
+		}
+	}
+	return false
 }
 
 // hclValue is a value in an HCL file: an attribute, a block or a block's
@@ -147,6 +189,9 @@ func (v *hclValue) literal(what string) (any, bool) {
 	e := v.attr.Expr
 	if vars := e.Variables(); len(vars) > 0 {
 		v.h.d.errorf(v.h.pos(vars[0].SourceRange()), "%s: must be a literal value, not a reference (an expression is a string)", what)
+		return nil, false
+	}
+	if !v.h.loopsBounded(what, e) {
 		return nil, false
 	}
 	val, diags := e.Value(nil)
@@ -288,6 +333,9 @@ func (h *hclDecoder) str(what string, e hclsyntax.Expression) str {
 		h.d.errorf(h.pos(vars[0].SourceRange()), "%s: must be a literal value, not a reference (expressions are strings; templates use {{ }})", what)
 		return str{}
 	}
+	if !h.loopsBounded(what, e) {
+		return str{}
+	}
 	v, diags := e.Value(nil)
 	if diags.HasErrors() {
 		h.hclDiags(diags)
@@ -309,7 +357,7 @@ func (h *hclDecoder) str(what string, e hclsyntax.Expression) str {
 	case v.Type() == cty.String:
 		return str{val: v.AsString(), set: true, sp: sp}
 	case v.Type() == cty.Number:
-		return str{val: v.AsBigFloat().Text('f', -1), set: true, sp: sp}
+		return str{val: h.numberText(v, e.Range()), set: true, sp: sp}
 	case v.Type() == cty.Bool:
 		return str{val: fmt.Sprint(v.True()), set: true, sp: sp}
 	}
@@ -346,6 +394,9 @@ func (h *hclDecoder) strMap(what string, e hclsyntax.Expression) []kv {
 	seen := map[string]bool{}
 	for _, item := range o.Items {
 		kpos := h.pos(item.KeyExpr.Range())
+		if !h.loopsBounded(what, item.KeyExpr) {
+			continue
+		}
 		k, diags := item.KeyExpr.Value(nil)
 		if diags.HasErrors() || k.IsNull() || k.Type() != cty.String {
 			h.d.errorf(kpos, "%s: a key must be a name or a string", what)
@@ -365,6 +416,23 @@ func (h *hclDecoder) strMap(what string, e hclsyntax.Expression) []kv {
 }
 
 func (h *hclDecoder) pos(r hcl.Range) Pos { return h.src.pos(r.Start.Byte) }
+
+// maxDecimalExp bounds the binary exponent of a number written out in
+// decimal: beyond float64's range, far beyond what any key takes.
+const maxDecimalExp = 1100
+
+// numberText writes the number v, written at r, as the decimal it is
+// or, when it lies beyond float64's range, as it is written (so that it
+// reads as the number it is in messages): the decimal
+// of 1e99999999, ten bytes in the file, has a hundred million digits,
+// which take hours to work out.
+func (h *hclDecoder) numberText(v cty.Value, r hcl.Range) string {
+	f := v.AsBigFloat()
+	if exp := f.MantExp(nil); f.IsInf() || exp > maxDecimalExp || exp < -maxDecimalExp {
+		return strings.TrimSpace(string(r.SliceBytes(h.src.data)))
+	}
+	return f.Text('f', -1)
+}
 
 // ctyKind names a kind of HCL value for messages.
 func ctyKind(t cty.Type) string {
@@ -394,6 +462,6 @@ func (h *hclDecoder) hclDiags(diags hcl.Diagnostics) {
 		if hd.Detail != "" {
 			msg += ": " + strings.TrimSuffix(hd.Detail, ".")
 		}
-		h.d.addMessage(pos, "hcl: "+msg)
+		h.d.errorf(pos, "hcl: %s", msg)
 	}
 }

@@ -37,9 +37,6 @@ type Options struct {
 	Format string
 	// Orchestrator says how a file in agent_orchestrator's format runs.
 	Orchestrator OrchestratorOptions
-	// chunks, when not nil, says when and how the steps are parsed in
-	// parts instead of defaultChunks (tests parse every file so).
-	chunks *chunking
 }
 
 // Load reads the workflow file at path through fs with no repository
@@ -135,16 +132,7 @@ func load(fs afero.Fs, path, format string, data []byte, o Options) (*Workflow, 
 		var raw *rawWorkflow
 		if format == "yaml" {
 			// One parse serves the format's detection and the decoding.
-			// The steps of a large file in flow's format are parsed in
-			// parts (yamlchunks.go).
-			chunks := defaultChunks
-			if o.chunks != nil {
-				chunks = *o.chunks
-			}
-			if dialect == FormatOrchestrator {
-				chunks.minBytes = len(src.data) + 1
-			}
-			y, root := yamlRoot(src, d, chunks)
+			y, root := yamlRoot(src, d)
 			if dialect == "" && root != nil {
 				dialect, why = detectRoot(root)
 			}

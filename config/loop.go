@@ -108,9 +108,9 @@ func (b *builder) notLoop(s *Step, rs *rawStep) {
 
 // loop builds the ForEach of the loop step s of the top level: its
 // list, its names, its key and its body, whose expressions compile
-// against a scope of their own. before are the ids of the steps of the
-// top level before it.
-func (b *builder) loop(s *Step, rs *rawStep, before []str, seen map[string]bool) {
+// against a scope of their own. before are the steps of the top level
+// before it.
+func (b *builder) loop(s *Step, rs *rawStep, before []*rawStep, seen map[string]bool) {
 	fe := &ForEach{As: "item", IndexAs: "index", MaxParallel: 1, Pos: rs.forEachPos}
 	s.ForEach = fe
 	b.loops = append(b.loops, s)
@@ -158,10 +158,10 @@ func (b *builder) loop(s *Step, rs *rawStep, before []str, seen map[string]bool)
 	// The body's scope: the steps of the top level before the loop and
 	// those of the body; any other step is named with why it is not.
 	inScope := map[string]bool{}
-	for _, id := range before {
-		if id.ok() && !inScope[id.val] {
-			inScope[id.val] = true
-			scope.Steps = append(scope.Steps, id.val)
+	for _, rp := range before {
+		if rp.id.ok() && !inScope[rp.id.val] {
+			inScope[rp.id.val] = true
+			scope.Steps = append(scope.Steps, rp.id.val)
 		}
 	}
 	for _, rb := range rs.body {

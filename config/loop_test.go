@@ -377,6 +377,19 @@ func TestLoopRules(t *testing.T) {
     steps:
       - {id: a, run: a}
 `, nil},
+		// A body named twice through an alias is decoded twice (it once
+		// panicked: the first decoding let the shared nodes go).
+		{"a body named twice by an alias", `  - id: l
+    for_each: [1, 2]
+    steps: &body
+      - id: a
+        run: echo {{ item }}
+  - id: m
+    for_each: [1, 2]
+    steps: *body
+`, []loopDiag{
+			{6, 13, `duplicate step id "a"`},
+		}},
 		{"bad literal", `  - id: l
     for_each: [a, {? [x] : y}]
     steps:

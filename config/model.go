@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -79,11 +80,12 @@ type Workflow struct {
 	// Pos is where the workflow's name is declared.
 	Pos Pos
 
-	// index finds a step of the top level by id; Load builds it, and
-	// the graph methods fall back to a search without it. byID maps the
-	// ids of the steps of loops' bodies to them (Step reads it before
-	// index); nil when there are no loops.
-	index *idIndex
+	// index maps the id of a step of the top level to its place in
+	// Steps (the first, when ids repeat); Load builds it, and the graph
+	// methods fall back to a search without it. byID maps the ids of the
+	// steps of loops' bodies to them (Step reads it before index); nil
+	// when there are no loops.
+	index map[string]int
 	byID  map[string]*Step
 	// reviewerOf maps the id of each reviewer to its consensus step;
 	// Load builds it, and ReviewerOf falls back to a search without it.
@@ -224,8 +226,7 @@ const (
 // through the methods of the same names; the rest of what a command
 // does not need (its prompt and agent, human, gate, limits, retries,
 // timeouts, artifacts, env, budget, loop) is in StepOptions, which
-// every step loaded has and the steps that set none of it share. A
-// workflow of thousands of plain steps thus holds little for each.
+// every step loaded has.
 type Step struct {
 	ID   string
 	Pos  Pos
@@ -246,9 +247,8 @@ type Step struct {
 	// none of it.
 	Extra *StepExtra
 
-	// StepOptions is never nil in a loaded workflow's step; the steps
-	// whose options are all the defaults share one. It is read-only
-	// once the workflow is loaded, as all of the model is.
+	// StepOptions is never nil in a loaded workflow's step. It is
+	// read-only once the workflow is loaded, as all of the model is.
 	*StepOptions
 }
 
@@ -298,14 +298,6 @@ type StepOptions struct {
 
 // defaultOptions are the options of a step that sets none.
 func defaultOptions() *StepOptions { return &StepOptions{Feedback: "append"} }
-
-// isDefault reports whether o holds nothing but the defaults.
-func (o *StepOptions) isDefault() bool {
-	return o.Feedback == "append" && o.Prompt == nil && o.PromptPath == "" && o.Agent == "" && o.Model == "" &&
-		o.Human == nil && o.When == nil && o.Gate == nil && o.MaxAttempts == nil && o.MaxIterations == nil &&
-		o.Retry == nil && o.RetryIf == nil && o.Timeout == nil && o.IdleTimeout == nil && o.Artifacts == nil &&
-		o.Env == nil && o.Budget == nil && o.ForEach == nil
-}
 
 // StepExtra is the part of a Step that most steps leave out.
 type StepExtra struct {
@@ -537,6 +529,9 @@ type Pos struct {
 	Line int
 	Col  int
 }
+
+// String formats the position as file:line:col.
+func (p Pos) String() string { return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col) }
 
 // Expr is an expression written in a workflow, compiled at load.
 type Expr struct {

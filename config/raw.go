@@ -150,8 +150,7 @@ type rawStep struct {
 	// The keys most steps do not write are apart, allocated by the first
 	// one written (more), so that a file of many plain steps does not
 	// hold a kilobyte and a half of empty keys for each while it loads.
-	// build gives the steps that have none one empty set, shared, before
-	// it reads them.
+	// build gives every step its own before it reads them.
 	*rawStepMore
 }
 

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -159,96 +158,42 @@ type specSignals struct {
 // for the same workflow whichever format it was written in. The runner
 // keeps it, with the Digest, in a run's workflow.json.
 func (w *Workflow) Spec() ([]byte, error) {
-	var b bytes.Buffer
-	if err := w.WriteSpec(&b); err != nil {
-		return nil, err
+	b, err := json.MarshalIndent(w.spec(), "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode workflow %s: %w", w.Name, err)
 	}
-	return b.Bytes(), nil
+	return b, nil
 }
 
-// WriteSpec writes the workflow's Spec to out: json.MarshalIndent of its
-// canonical form, "", "  ", written a step at a time. Neither the
-// canonical form of every step nor the whole encoding is ever in memory
-// at once: for a workflow of 20,000 steps they were 20 MB at the start
-// of a run, more than the run's state at its end.
+// WriteSpec writes the workflow's Spec to out.
 func (w *Workflow) WriteSpec(out io.Writer) error {
-	sw := w.spec()
-	head, err := json.MarshalIndent(sw, "", "  ")
+	b, err := w.Spec()
 	if err != nil {
-		return fmt.Errorf("encode workflow %s: %w", w.Name, err)
-	}
-	// The steps are the only key of the top level that is null here,
-	// and a key of the top level is the only one indented by two spaces.
-	const hole = "\n  \"steps\": null"
-	i := bytes.Index(head, []byte(hole))
-	if i < 0 {
-		return fmt.Errorf("encode workflow %s: no steps in %.40q", w.Name, head)
-	}
-	var step bytes.Buffer
-	step.Write(head[:i+len(hole)-len("null")])
-	step.WriteByte('[')
-	if _, err := out.Write(step.Bytes()); err != nil {
 		return err
 	}
-	// Encode writes what json.MarshalIndent writes for an item of the
-	// steps, then a newline, which is dropped.
-	enc := json.NewEncoder(&step)
-	enc.SetIndent("    ", "  ")
-	ss := new(specStep)
-	for k, s := range w.Steps {
-		step.Reset()
-		if k > 0 {
-			step.WriteByte(',')
-		}
-		step.WriteString("\n    ")
-		specStepInto(ss, s)
-		if err := enc.Encode(ss); err != nil {
-			return fmt.Errorf("encode workflow %s: step %s: %w", w.Name, s.ID, err)
-		}
-		if _, err := out.Write(step.Bytes()[:step.Len()-1]); err != nil {
-			return err
-		}
-	}
-	step.Reset()
-	if len(w.Steps) > 0 {
-		step.WriteString("\n  ")
-	}
-	step.WriteByte(']')
-	step.Write(head[i+len(hole):])
-	_, err = out.Write(step.Bytes())
+	_, err = out.Write(b)
 	return err
 }
 
 // MarshalJSON encodes the workflow in its canonical form (see Spec).
 func (w *Workflow) MarshalJSON() ([]byte, error) {
-	return json.Marshal(w.fullSpec())
-}
-
-// fullSpec returns the canonical form of the workflow, its steps
-// included.
-func (w *Workflow) fullSpec() *specWorkflow {
-	sw := w.spec()
-	sw.Steps = make([]*specStep, 0, len(w.Steps))
-	for _, s := range w.Steps {
-		sw.Steps = append(sw.Steps, specStepOf(s))
-	}
-	return sw
+	return json.Marshal(w.spec())
 }
 
 // Digest returns "sha256:" and the hex SHA-256 of the workflow's Spec; it
 // changes exactly when the workflow's meaning does.
 func (w *Workflow) Digest() string {
-	h := sha256.New()
-	if err := w.WriteSpec(h); err != nil {
+	b, err := w.Spec()
+	if err != nil {
 		// The spec holds only strings, numbers and maps of strings: it
-		// always encodes, and a hash takes every write.
+		// always encodes.
 		panic(err)
 	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// spec returns the canonical form of the workflow without its steps
-// (Steps is nil), which WriteSpec and MarshalJSON add one at a time.
+// spec returns the canonical form of the workflow.
 func (w *Workflow) spec() *specWorkflow {
 	sw := &specWorkflow{
 		Name:        w.Name,
@@ -289,20 +234,16 @@ func (w *Workflow) spec() *specWorkflow {
 	if c := w.Cleanup; c != nil {
 		sw.Cleanup = &specCleanup{Run: tsrc(c.Run), Prompt: tsrc(c.Prompt), Agent: c.Agent}
 	}
+	sw.Steps = make([]*specStep, 0, len(w.Steps))
+	for _, s := range w.Steps {
+		sw.Steps = append(sw.Steps, specStepOf(s))
+	}
 	return sw
 }
 
 // specStepOf is the spec of a step, with its body when it is a loop.
 func specStepOf(s *Step) *specStep {
-	ss := new(specStep)
-	specStepInto(ss, s)
-	return ss
-}
-
-// specStepInto writes the spec of a step into ss, so that WriteSpec
-// reuses one specStep for all the steps of the top level.
-func specStepInto(ss *specStep, s *Step) {
-	*ss = specStep{
+	ss := &specStep{
 		ID:            s.ID,
 		Description:   s.Description(),
 		Feedback:      specFeedback(s.Feedback),
@@ -344,6 +285,7 @@ func specStepInto(ss *specStep, s *Step) {
 		}
 		ss.ForEach = sf
 	}
+	return ss
 }
 
 func tsrc(t *Template) string {

@@ -189,7 +189,7 @@ func (c *hclTree) expr(what string, e hclsyntax.Expression) *yaml.Node {
 	case v.Type() == cty.Number:
 		// Left untagged, so that it reads as an int or a float as the
 		// same number written in YAML does.
-		n.Value = v.AsBigFloat().Text('f', -1)
+		n.Value = c.h.numberText(v, e.Range())
 	case v.Type() == cty.Bool:
 		n.Tag, n.Value = "!!bool", "false"
 		if v.True() {
@@ -213,7 +213,7 @@ func (c *hclTree) objectKey(what string, e hclsyntax.Expression) *yaml.Node {
 	if literal(e) {
 		if v, diags := e.Value(nil); !diags.HasErrors() && !v.IsNull() && (v.Type() == cty.String || v.Type() == cty.Number) {
 			if v.Type() == cty.Number {
-				return c.key(v.AsBigFloat().Text('f', -1), e.Range())
+				return c.key(c.h.numberText(v, e.Range()), e.Range())
 			}
 			return c.key(v.AsString(), e.Range())
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -389,7 +390,7 @@ func (t *testDecoder) usage(what string, n *yaml.Node) *OutcomeUsage {
 				return
 			}
 			f, err := strconv.ParseFloat(s.val, 64)
-			if err != nil || f < 0 {
+			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
 				t.y.d.errorf(s.pos(), "%s.cost_usd: want a number of at least 0, got %q", what, s.val)
 			}
 			u.CostUSD = f

@@ -132,12 +132,17 @@ tests:
     human: {approve: {input: {a: 1}}}
     expect: {steps: {coding: {last_error: "("}}}
   - name: a
+  - name: costs
+    sessions: {review: [{usage: {cost_usd: NaN}}, {usage: {cost_usd: "+Inf"}}, {usage: {cost_usd: -1}}, {usage: {cost_usd: 0.5}}]}
 `, []string{
 			`/w/wf.test.yaml:4:37: sessions.coding.exit_code: want a whole number, got "one"`,
 			`/w/wf.test.yaml:4:52: sessions.coding.duration: "soon" is not a duration (like 90s or 5m)`,
 			`/w/wf.test.yaml:5:22: human.approve: a decision needs approved: true or false`,
 			`/w/wf.test.yaml:6:43: expect.steps.coding.last_error: not a regular expression: error parsing regexp: missing closing ): ` + "`(`",
 			`/w/wf.test.yaml:7:5: a second test named "a" (the first is at line 3)`,
+			`/w/wf.test.yaml:9:44: sessions.review.usage.cost_usd: want a number of at least 0, got "NaN"`,
+			`/w/wf.test.yaml:9:70: sessions.review.usage.cost_usd: want a number of at least 0, got "+Inf"`,
+			`/w/wf.test.yaml:9:99: sessions.review.usage.cost_usd: want a number of at least 0, got "-1"`,
 		}},
 		{"missing workflow", "workflow: nope.yaml\ntests: [{name: a}]\n", []string{
 			`/w/wf.test.yaml:1:11: workflow: load workflow: open /w/nope.yaml: file does not exist`,

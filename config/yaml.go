@@ -17,8 +17,6 @@ import (
 type yamlDecoder struct {
 	src *source
 	d   *diags
-	// lazy is the top-level steps of a file parsed in parts, or nil.
-	lazy *lazySteps
 }
 
 // yamlErrLine finds the line number in an error of the yaml package.
@@ -36,14 +34,8 @@ func decodeYAML(y *yamlDecoder, root *yaml.Node) *rawWorkflow {
 
 // yamlRoot parses a YAML workflow file: one document, a mapping. It
 // returns its root node, or nil having said why there is none.
-func yamlRoot(src *source, d *diags, chunks chunking) (*yamlDecoder, *yaml.Node) {
+func yamlRoot(src *source, d *diags) (*yamlDecoder, *yaml.Node) {
 	y := &yamlDecoder{src: src, d: d}
-	if len(src.data) >= chunks.minBytes {
-		if root, lazy, ok := chunkedRoot(src, chunks.items); ok {
-			y.lazy = lazy
-			return y, root
-		}
-	}
 	dec := yaml.NewDecoder(bytes.NewReader(src.data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
@@ -136,25 +128,9 @@ func (v *yamlValue) entries(what string, f func(name str, body value)) {
 // items reads a list of blocks.
 func (v *yamlValue) items(what string, f func(item value)) {
 	item := &yamlValue{y: v.y}
-	i := 0
-	seq := resolve(v.n)
-	if l := v.y.lazy; l != nil && seq == l.stub {
-		l.each(func(n *yaml.Node) bool {
-			item.n = resolve(n)
-			f(item)
-			return true
-		})
-		return
-	}
-	v.y.list(seq, what, func(n *yaml.Node) bool {
+	v.y.list(v.n, what, func(n *yaml.Node) bool {
 		item.n = resolve(n)
 		f(item)
-		// The block is decoded, and read nowhere else: its nodes are
-		// garbage from here on, so that a large file's tree and its raw
-		// steps do not both live whole (an alias to it holds its own
-		// pointer).
-		seq.Content[i] = nil
-		i++
 		return true
 	})
 }

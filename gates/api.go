@@ -53,6 +53,9 @@ type Error struct {
 	// Offset is the 0-based byte offset of the error in the source.
 	Offset int
 	Msg    string
+	// Suggestion is the name that the did-you-mean hint of Msg
+	// suggests, or "" when Msg has none.
+	Suggestion string
 }
 
 func (e *Error) Error() string { return e.Msg }

@@ -140,13 +140,15 @@ func (c *refChecker) member(n *ast.MemberNode) {
 				if why, ok := c.comp.scope.Elsewhere[prop.Value]; ok {
 					c.fail(prop, why)
 				} else {
-					c.fail(prop, "unknown step "+quoteSuggest(prop.Value, c.comp.scope.Steps))
+					name, hint := quoteSuggest(prop.Value, c.comp.scope.Steps)
+					c.failHint(prop, "unknown step "+name, hint)
 				}
 			}
 			return
 		case "vars":
 			if !c.comp.hasVar(prop.Value) {
-				c.fail(prop, "unknown var "+quoteSuggest(prop.Value, c.comp.scope.Vars))
+				name, hint := quoteSuggest(prop.Value, c.comp.scope.Vars)
+				c.failHint(prop, "unknown var "+name, hint)
 			}
 			return
 		}
@@ -158,10 +160,11 @@ func (c *refChecker) member(n *ast.MemberNode) {
 	fields := structFields(t)
 	if !slices.Contains(fields, prop.Value) {
 		msg := fmt.Sprintf("unknown field %q of %s", prop.Value, owner)
-		if s, ok := suggest.Closest(prop.Value, fields); ok {
+		s, ok := suggest.Closest(prop.Value, fields)
+		if ok {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
 		}
-		c.fail(prop, msg)
+		c.failHint(prop, msg, s)
 	}
 }
 
@@ -199,7 +202,8 @@ func (c *refChecker) inputRef(step string, name *ast.StringNode) {
 	case !human:
 		c.fail(name, fmt.Sprintf("step %q has no human block: it takes no input", step))
 	case len(declared) > 0 && !slices.Contains(declared, name.Value):
-		c.fail(name, fmt.Sprintf("step %q declares no input %s", step, quoteSuggest(name.Value, declared)))
+		input, hint := quoteSuggest(name.Value, declared)
+		c.failHint(name, fmt.Sprintf("step %q declares no input %s", step, input), hint)
 	}
 }
 
@@ -274,24 +278,29 @@ func structOf(node ast.Node) (string, reflect.Type) {
 // fail records an error at node unless one earlier in the source is
 // already recorded. An error at a quoted name (steps["x"]) points at
 // the name, after the quote.
-func (c *refChecker) fail(node ast.Node, msg string) {
+func (c *refChecker) fail(node ast.Node, msg string) { c.failHint(node, msg, "") }
+
+// failHint is fail for a message whose did-you-mean hint suggests
+// suggestion ("" for none).
+func (c *refChecker) failHint(node ast.Node, msg, suggestion string) {
 	off := runeOffset(c.src, node.Location().From)
 	if _, ok := node.(*ast.StringNode); ok && off < len(c.src) && strings.ContainsRune("\"'`", rune(c.src[off])) {
 		off++
 	}
 	e := newError(c.src, off, msg)
+	e.Suggestion = suggestion
 	if c.err == nil || e.Offset < c.err.Offset {
 		c.err = e
 	}
 }
 
 // quoteSuggest quotes name and adds a did-you-mean hint from candidates
-// when one is close.
-func quoteSuggest(name string, candidates []string) string {
+// when one is close; it returns the name the hint suggests, or "".
+func quoteSuggest(name string, candidates []string) (quoted, suggestion string) {
 	if s, ok := suggest.Closest(name, candidates); ok {
-		return fmt.Sprintf("%q (did you mean %q?)", name, s)
+		return fmt.Sprintf("%q (did you mean %q?)", name, s), s
 	}
-	return fmt.Sprintf("%q", name)
+	return fmt.Sprintf("%q", name), ""
 }
 
 // explain rewrites the type checker's messages that name things the
@@ -305,7 +314,8 @@ func (c *Compiler) explain(e *Error) *Error {
 				names = append(names, n)
 			}
 		}
-		e.Msg = "unknown name " + quoteSuggest(name, names)
+		quoted, hint := quoteSuggest(name, names)
+		e.Msg, e.Suggestion = "unknown name "+quoted, hint
 	}
 	return e
 }

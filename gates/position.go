@@ -91,5 +91,7 @@ func fromExpr(src string, err error) *Error {
 // shift returns e moved into a larger source whole, in which e's source
 // starts at byte offset base.
 func (e *Error) shift(whole string, base int) *Error {
-	return newError(whole, base+e.Offset, e.Msg)
+	moved := newError(whole, base+e.Offset, e.Msg)
+	moved.Suggestion = e.Suggestion
+	return moved
 }

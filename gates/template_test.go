@@ -82,14 +82,14 @@ func TestTemplateErrors(t *testing.T) {
 		name, src string
 		want      Error
 	}{
-		{"unclosed", `Ship {{ vars.feature ?`, Error{1, 6, 5, `unclosed {{: no matching }}`}},
-		{"unclosed string", `Ship {{ "}} `, Error{1, 6, 5, `unclosed {{: no matching }}`}},
-		{"empty", `a {{  }} b`, Error{1, 3, 2, `empty {{ }}`}},
-		{"unknown var", `Ship {{ vars.featur }}?`, Error{1, 14, 13, `unknown var "featur" (did you mean "feature"?)`}},
-		{"second part", `{{ vars.feature }} and {{ steps.testz.output }}`, Error{1, 33, 32, `unknown step "testz" (did you mean "tests"?)`}},
-		{"second line", "Review:\n  {{ steps.tests.outptu }}", Error{2, 18, 25, `unknown field "outptu" of step "tests" (did you mean "output"?)`}},
-		{"runes", "héllo {{ 1 + }}", Error{1, 13, 13, `unexpected token EOF`}},
-		{"syntax", `x {{ 1 + }}`, Error{1, 9, 8, `unexpected token EOF`}},
+		{"unclosed", `Ship {{ vars.feature ?`, Error{1, 6, 5, `unclosed {{: no matching }}`, ""}},
+		{"unclosed string", `Ship {{ "}} `, Error{1, 6, 5, `unclosed {{: no matching }}`, ""}},
+		{"empty", `a {{  }} b`, Error{1, 3, 2, `empty {{ }}`, ""}},
+		{"unknown var", `Ship {{ vars.featur }}?`, Error{1, 14, 13, `unknown var "featur" (did you mean "feature"?)`, "feature"}},
+		{"second part", `{{ vars.feature }} and {{ steps.testz.output }}`, Error{1, 33, 32, `unknown step "testz" (did you mean "tests"?)`, "tests"}},
+		{"second line", "Review:\n  {{ steps.tests.outptu }}", Error{2, 18, 25, `unknown field "outptu" of step "tests" (did you mean "output"?)`, "output"}},
+		{"runes", "héllo {{ 1 + }}", Error{1, 13, 13, `unexpected token EOF`, ""}},
+		{"syntax", `x {{ 1 + }}`, Error{1, 9, 8, `unexpected token EOF`, ""}},
 	}
 	comp := NewCompiler(testScope)
 	for _, tt := range tests {
