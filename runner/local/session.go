@@ -523,7 +523,8 @@ func (x *run) finishSession(ls *liveSession) core.SessionDone {
 	}
 	if report != nil {
 		// Every session's report is kept: the next session of the step
-		// replaces the seed's reports/<run>__<step>.json.
+		// replaces reports/<run>__<step>.json, where agent_orchestrator's
+		// contract keeps a step's report.
 		if err := x.archiveReport(e, x.redact.Bytes(report.JSON)); err != nil {
 			f.Err = err.Error()
 		}
