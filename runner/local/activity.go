@@ -100,6 +100,7 @@ func (m *Remote) Session(ctx context.Context, e core.StartSession, started func(
 	defer func() { x.sessionStarted = nil }()
 	sr := sessionRun{Step: e.Step, Attempt: e.Attempt, Iteration: e.Iteration,
 		LogPath: x.names.Log(e.Step, e.Iteration, e.Attempt), ReportPath: x.names.Report(e.Step)}
+	sr = sr.withSession(x.names)
 	s := x.stepOf(e.Step)
 	if s == nil {
 		return nil, core.SessionDone{Step: e.Step, Outcome: core.Outcome{Attempt: e.Attempt}, Invalid: fmt.Sprintf("step %s is not in the workflow", e.Step)}

@@ -119,7 +119,7 @@ func (x *run) orchestratorEnv(s *config.Step, e sessionRun, promptPath string) [
 		"AGENT_ID=" + s.Agent,
 		"REPO_DIR=" + x.opts.Repo,
 		"PROMPT_PATH=" + promptPath,
-		"REPORT_PATH=" + e.ReportPath,
+		"REPORT_PATH=" + e.SessionReport,
 		"MANUAL_RESULT_PATH=" + x.names.ManualInput(e.Step),
 		"STEP_ATTEMPT=" + strconv.Itoa(e.Attempt),
 		"ARTIFACTS_DIR=" + artifacts,

@@ -76,6 +76,21 @@ func (n Layout) ArchivedDecision(step string, iteration, attempt int) string {
 	return filepath.Join(n.Dir, InputsDir, n.RunID+"__"+n.Session(step, iteration, attempt)+".json")
 }
 
+// SessionsDir is the directory of a run that holds each session's own
+// directory.
+const SessionsDir = "sessions"
+
+// SessionDir is one session's own directory: the only place in the run
+// directory its session may write (where FLOW_REPORT_PATH points), the
+// rest of .agents/ being read-only to it under the sandbox.
+func (n Layout) SessionDir(step string, iteration, attempt int) string {
+	return filepath.Join(n.Dir, SessionsDir, n.Session(step, iteration, attempt))
+}
+
+// SessionReportName is the name of the report a session writes in its
+// own directory.
+const SessionReportName = "report.json"
+
 // Report is where a step's session may write its report (agent_orchestrator's
 // reports/<run_id>__<step>.json).
 func (n Layout) Report(step string) string {
