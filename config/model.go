@@ -98,6 +98,9 @@ type Defaults struct {
 	MaxIterations *Limit
 	Timeout       *Duration
 	IdleTimeout   *Duration
+	// Sandbox is the sandbox mode of every step that sets none: "on",
+	// "required" or "off"; "" is on.
+	Sandbox string
 	// Agent is the agent of prompt steps and a prompt cleanup that name
 	// none. Load has already applied it: Step.Agent and Cleanup.Agent
 	// hold the agent each runs, so nothing else need read it.
@@ -284,7 +287,10 @@ type StepOptions struct {
 	RetryIf       *Expr
 	Timeout       *Duration
 	IdleTimeout   *Duration
-	Artifacts     []*Template
+	// Sandbox is the step's own sandbox mode ("on", "required", "off"),
+	// or "" for the defaults' (StepSandbox).
+	Sandbox   string
+	Artifacts []*Template
 	Env           map[string]*Template
 	// Budget bounds what the step's sessions consume, all attempts and
 	// iterations together (for a step of a loop's body, all its items
