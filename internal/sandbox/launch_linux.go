@@ -238,21 +238,23 @@ func inheritedFiles() ([]*os.File, error) {
 // killed it. The kernel then kills whatever is left in the namespace.
 //
 // The session is in the launcher's process group, so a signal sent to
-// the group reaches it directly. The launcher catches every signal and
-// ignores it: it passes none on, or the session would get a signal sent
-// to the group twice.
+// the group reaches it directly. The launcher ignores the signals that
+// would otherwise end it (from the namespace above, only SIGKILL and
+// SIGSTOP reach process 1 of a namespace that has not asked for them,
+// and the Go runtime asks for all): it passes none on, or the session
+// would get a signal sent to the group twice. It ignores them once the
+// session has started, which would otherwise inherit the dispositions;
+// one that arrives in between ends the launcher, and so the session,
+// which got it too.
 func runInit(cmd []string, files []*os.File, stderr io.Writer) int {
-	sigs := make(chan os.Signal, 64)
-	signal.Notify(sigs)
-	go func() {
-		for range sigs {
-		}
-	}()
 	p, err := os.StartProcess(cmd[0], cmd[1:], &os.ProcAttr{Env: os.Environ(), Files: files})
 	if err != nil {
 		fmt.Fprintf(stderr, "flow: sandbox: %v\n", err)
 		return execStatus(err)
 	}
+	signal.Ignore(unix.SIGHUP, unix.SIGINT, unix.SIGQUIT, unix.SIGTERM, unix.SIGUSR1, unix.SIGUSR2,
+		unix.SIGALRM, unix.SIGVTALRM, unix.SIGPROF, unix.SIGPIPE, unix.SIGXCPU, unix.SIGXFSZ,
+		unix.SIGIO, unix.SIGPWR, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU)
 	for {
 		var ws unix.WaitStatus
 		pid, err := unix.Wait4(-1, &ws, 0, nil)

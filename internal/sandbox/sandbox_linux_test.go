@@ -12,11 +12,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
@@ -456,28 +458,47 @@ func startReady(t *testing.T, cmd *exec.Cmd) {
 }
 
 // TestSandboxGroupSignal checks that a signal sent to the session's
-// process group ends it.
+// process group reaches the session once, and ends it as the session
+// decides: killed by it, or in its own way after a trap.
 func TestSandboxGroupSignal(t *testing.T) {
 	needSandbox(t)
+	cases := []struct {
+		name, script string
+		want         func(pidns bool, ws syscall.WaitStatus, out string) bool
+	}{
+		{"default", "echo ready; exec sleep 1000000", func(pidns bool, ws syscall.WaitStatus, out string) bool {
+			if pidns {
+				return ws.Exited() && ws.ExitStatus() == 128+int(syscall.SIGTERM)
+			}
+			return ws.Signaled() && ws.Signal() == syscall.SIGTERM
+		}},
+		{"trapped", "trap 'echo got TERM >&2; exit 5' TERM; echo ready; sleep 1000000; echo not reached", func(pidns bool, ws syscall.WaitStatus, out string) bool {
+			// sh may also say that sleep was terminated.
+			return ws.Exited() && ws.ExitStatus() == 5 && strings.Count(out, "got TERM") == 1
+		}},
+	}
 	for _, mode := range pidModes {
-		t.Run(mode.name, func(t *testing.T) {
-			f := newFixture(t)
-			cmd, err := (Launcher{}).Command(f.spec(mode.pidns), "sh", "-c", "echo ready; exec sleep 1000000")
-			if err != nil {
-				t.Fatal(err)
-			}
-			cmd.SysProcAttr.Setpgid = true
-			startReady(t, cmd)
-			if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM); err != nil {
-				t.Fatal(err)
-			}
-			_ = cmd.Wait()
-			ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
-			if mode.pidns && ws.ExitStatus() != 128+int(syscall.SIGTERM) ||
-				!mode.pidns && ws.Signal() != syscall.SIGTERM {
-				t.Errorf("ended with %v", ws)
-			}
-		})
+		for _, c := range cases {
+			t.Run(mode.name+"/"+c.name, func(t *testing.T) {
+				f := newFixture(t)
+				cmd, err := (Launcher{}).Command(f.spec(mode.pidns), "sh", "-c", c.script)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cmd.SysProcAttr.Setpgid = true
+				var stderr bytes.Buffer
+				cmd.Stderr = &stderr
+				startReady(t, cmd)
+				if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM); err != nil {
+					t.Fatal(err)
+				}
+				_ = cmd.Wait()
+				ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+				if !c.want(mode.pidns, ws, stderr.String()) {
+					t.Errorf("ended with %v, stderr %q", ws, stderr.String())
+				}
+			})
+		}
 	}
 }
 
@@ -758,5 +779,69 @@ func TestUnprivileged(t *testing.T) {
 		if !bytes.Contains(out, []byte("--- PASS: "+name+" ")) {
 			t.Errorf("%s did not pass as uid 65534", name)
 		}
+	}
+}
+
+// TestSandboxProc checks that with a PID namespace the session's /proc
+// is the namespace's: it lists the launcher as process 1, the session,
+// and nothing of the namespace above.
+func TestSandboxProc(t *testing.T) {
+	needSandbox(t)
+	f := newFixture(t)
+	spec := f.spec(true)
+	out, st := shell(t, f, &spec, `echo $$; cd /proc && echo [0-9]*`)
+	if !st.Success() {
+		t.Fatalf("%v: %s", st, out)
+	}
+	sh, procs, _ := strings.Cut(strings.TrimSpace(out), "\n")
+	if want := "1 " + sh; procs != want {
+		t.Errorf("processes in /proc: %q, want %q (the launcher and sh)", procs, want)
+	}
+}
+
+// BenchmarkLaunch measures what the launcher adds to the start of a
+// session: each run starts true and waits for it, directly, through the
+// sandbox, and through the sandbox with a PID namespace. It reports the
+// median as well as the mean.
+func BenchmarkLaunch(b *testing.B) {
+	truePath, err := exec.LookPath("true")
+	if err != nil {
+		b.Skip(err)
+	}
+	if err := probed(); err != nil {
+		b.Skip(err)
+	}
+	repo, err := filepath.EvalSymlinks(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	session := filepath.Join(repo, AgentsDir, "runs", "R", "sessions", "S")
+	if err := os.MkdirAll(session, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		sandbox bool
+		pidns   bool
+	}{{"direct", false, false}, {"sandbox", true, false}, {"sandbox-pidns", true, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			spec := Spec{Repo: repo, Writable: []string{session}, PIDNamespace: c.pidns}
+			var times []time.Duration
+			for b.Loop() {
+				cmd := exec.Command(truePath)
+				if c.sandbox {
+					if cmd, err = (Launcher{}).Command(spec, truePath); err != nil {
+						b.Fatal(err)
+					}
+				}
+				start := time.Now()
+				if err := cmd.Run(); err != nil {
+					b.Fatal(err)
+				}
+				times = append(times, time.Since(start))
+			}
+			slices.Sort(times)
+			b.ReportMetric(float64(times[len(times)/2].Microseconds()), "µs-median/op")
+		})
 	}
 }
