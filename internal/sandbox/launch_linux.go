@@ -48,11 +48,15 @@ func launch(args []string, stderr io.Writer) int {
 		return fail(ExitSetup, errors.New("no arguments for the program"))
 	}
 	var files []*os.File
+	var caught <-chan struct{}
 	if spec.PIDNamespace && len(cmd) > 0 {
 		// Found before anything here opens a file of its own.
 		if files, err = inheritedFiles(); err != nil {
 			return fail(ExitSetup, err)
 		}
+		// Asking for signals takes a few exchanges with a thread of
+		// the runtime; they overlap with the mounts.
+		caught = catchSignals()
 	}
 	if err := confine(spec); err != nil {
 		return fail(ExitSetup, err)
@@ -80,6 +84,7 @@ func launch(args []string, stderr io.Writer) int {
 		err := unix.Exec(cmd[0], cmd[1:], os.Environ())
 		return fail(execStatus(err), fmt.Errorf("exec %s: %w", cmd[0], err))
 	}
+	<-caught
 	return runInit(cmd, files, stderr)
 }
 
@@ -231,30 +236,43 @@ func inheritedFiles() ([]*os.File, error) {
 	return files, nil
 }
 
+// catchSignals has the launcher catch, and drop, every signal that
+// would otherwise end it, and closes the channel it returns once it
+// does. As process 1 of the session's PID namespace, the launcher gets
+// from the namespace above only SIGKILL, SIGSTOP and the signals it has
+// handlers for; but the Go runtime has handlers for all, and exits on
+// those the program did not ask for. The launcher passes none on: the
+// session is in its process group, so a signal sent to the group
+// reaches the session directly, and passing it on would deliver it
+// twice. Caught rather than ignored signals are reset by exec, so the
+// session starts with the default dispositions.
+func catchSignals() <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		sigs := make(chan os.Signal, 16)
+		signal.Notify(sigs, unix.SIGHUP, unix.SIGINT, unix.SIGQUIT, unix.SIGTERM, unix.SIGUSR1, unix.SIGUSR2,
+			unix.SIGALRM, unix.SIGVTALRM, unix.SIGPROF, unix.SIGPIPE, unix.SIGXCPU, unix.SIGXFSZ,
+			unix.SIGIO, unix.SIGPWR, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU)
+		close(done)
+		for range sigs {
+		}
+	}()
+	return done
+}
+
 // runInit runs the session as the child of the launcher, which is
 // process 1 of the session's PID namespace: it reaps every process that
 // is orphaned in the namespace, and exits when the session's process
 // does, with its exit status or 128 plus the number of the signal that
-// killed it. The kernel then kills whatever is left in the namespace.
-//
-// The session is in the launcher's process group, so a signal sent to
-// the group reaches it directly. The launcher ignores the signals that
-// would otherwise end it (from the namespace above, only SIGKILL and
-// SIGSTOP reach process 1 of a namespace that has not asked for them,
-// and the Go runtime asks for all): it passes none on, or the session
-// would get a signal sent to the group twice. It ignores them once the
-// session has started, which would otherwise inherit the dispositions;
-// one that arrives in between ends the launcher, and so the session,
-// which got it too.
+// killed it (process 1 of a namespace cannot be killed by a signal it
+// sends itself). The kernel then kills whatever is left in the
+// namespace.
 func runInit(cmd []string, files []*os.File, stderr io.Writer) int {
 	p, err := os.StartProcess(cmd[0], cmd[1:], &os.ProcAttr{Env: os.Environ(), Files: files})
 	if err != nil {
 		fmt.Fprintf(stderr, "flow: sandbox: %v\n", err)
 		return execStatus(err)
 	}
-	signal.Ignore(unix.SIGHUP, unix.SIGINT, unix.SIGQUIT, unix.SIGTERM, unix.SIGUSR1, unix.SIGUSR2,
-		unix.SIGALRM, unix.SIGVTALRM, unix.SIGPROF, unix.SIGPIPE, unix.SIGXCPU, unix.SIGXFSZ,
-		unix.SIGIO, unix.SIGPWR, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU)
 	for {
 		var ws unix.WaitStatus
 		pid, err := unix.Wait4(-1, &ws, 0, nil)
