@@ -57,9 +57,9 @@ type Decision struct {
 }
 
 // Decide applies m to the kernel's answer. probe is called at most once
-// (not at all for Off); the caller passes Launcher.Probe, or a function
-// returning an answer it has cached. Decide fails only for Required when
-// the probe fails.
+// (not at all for Off); the caller passes a function that calls
+// Launcher.Probe, or returns an answer it has kept. Decide fails only
+// for Required when the probe fails.
 func (m Mode) Decide(probe func() error) (Decision, error) {
 	switch m {
 	case Off:
