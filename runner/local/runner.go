@@ -89,6 +89,10 @@ type Runner struct {
 	// (flow serve --public-url) that notifications carry.
 	Notifier Notifier
 	RunURL   func(runID, runDir string) string
+	// Sandbox, when set, confines the run's sessions and gate checks
+	// (sandbox.go); nil runs them unconfined, and a step whose sandbox
+	// mode is required fails.
+	Sandbox Sandbox
 	// TempDir is where a prompt holding a secret is handed to its
 	// session, in a private file removed when the session ends; ""
 	// means os.TempDir().
@@ -192,15 +196,21 @@ type run struct {
 	dir   string
 	// rec is the file system the run's record is written through
 	// (Runner.recordFS).
-	rec    afero.Fs
-	st     *core.State
-	log    *eventlog.Log
-	core   *core.Core
-	plan   *core.Plan
-	lock   *runlock.Lock
-	inputs chan core.Input
-	queue  []core.Input
-	live   sync.Mutex
+	rec afero.Fs
+	// The sandbox (sandbox.go): whether the Runner's Sandbox was
+	// probed and why it cannot be used; the repository's real path;
+	// whether the run warned that sessions run unsandboxed.
+	sandboxProbed, sandboxWarned bool
+	sandboxErr                   error
+	realRepo                     string
+	st                           *core.State
+	log                          *eventlog.Log
+	core                         *core.Core
+	plan                         *core.Plan
+	lock                         *runlock.Lock
+	inputs                       chan core.Input
+	queue                        []core.Input
+	live                         sync.Mutex
 	// lastSnap is when run_state.json was last written and snapCost
 	// how long that took; dirty is true when events were applied since.
 	lastSnap time.Time

@@ -293,6 +293,24 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 	if sp.IdleTimeout, err = x.duration(x.wf.StepIdleTimeout(s), env); err != nil {
 		return proc.Spec{}, pp, private, fmt.Errorf("idle_timeout: %w", err)
 	}
+	writable := []string{e.SessionDir}
+	if x.orchestrated() {
+		// agent_orchestrator's sessions write their artifacts, and the
+		// prompts of later steps under .agents/prompts/ (its prompt
+		// lookup): those stay writable under the sandbox.
+		prompts := filepath.Join(x.opts.Repo, ".agents", "prompts")
+		if err := x.rec.MkdirAll(prompts, 0o755); err != nil {
+			return proc.Spec{}, pp, private, fmt.Errorf("make .agents/prompts: %w", err)
+		}
+		writable = append(writable, filepath.Join(x.dir, ArtifactsDir), prompts)
+	}
+	var step *config.Step
+	if e.Step != record.CleanupSession {
+		step = s
+	}
+	if err := x.confine(&sp, step, writable...); err != nil {
+		return proc.Spec{}, pp, private, err
+	}
 	if pp != nil && pp.resumeID != "" {
 		if err := x.presetFresh(pp, sp, e, prompt); err != nil {
 			return proc.Spec{}, pp, private, err
@@ -686,6 +704,9 @@ func (x *run) runCheck(s *config.Step, e sessionRun, cmd string) (gates.CheckInf
 	sp := proc.Spec{Command: cmd, Dir: x.opts.Repo, Env: append(slices.Clone(x.r.Environ), x.itemEnv(e.Step)...), KillGrace: x.r.KillGrace,
 		Output: &lockedWriter{ws: []io.Writer{hidden, tail}}}
 	sp.Timeout, _ = x.duration(x.wf.StepTimeout(s), nil)
+	if err := x.confine(&sp, s, e.SessionDir); err != nil {
+		return gates.CheckInfo{}, fmt.Errorf("start gate.check: %w", err)
+	}
 	sess, err := x.r.Starter.Start(x.sessCtx, sp)
 	if err != nil {
 		return gates.CheckInfo{}, fmt.Errorf("start gate.check: %w", err)

@@ -35,12 +35,15 @@ type Invocation struct {
 	GateStateFile      string   `json:"gate_state_file,omitempty"`
 	// Env are NAME=value pairs for every session.
 	Env []string `json:"env,omitempty"`
+	// Sandbox, when set, is the sandbox mode of every step (flow run
+	// --sandbox): it wins over the workflow's.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // IsZero reports whether the invocation asks for nothing.
 func (v Invocation) IsZero() bool {
 	return v.Format == "" && v.Wrapper == "" && len(v.WrapperArgs) == 0 && v.CommandTemplate == "" &&
-		!v.PauseForHumanInput && v.GateStateFile == "" && len(v.Env) == 0
+		!v.PauseForHumanInput && v.GateStateFile == "" && len(v.Env) == 0 && v.Sandbox == ""
 }
 
 // LoadOptions are the config options that load the workflow as the
@@ -70,6 +73,9 @@ func (v Invocation) Merge(later Invocation) Invocation {
 	}
 	if later.GateStateFile != "" {
 		out.GateStateFile = later.GateStateFile
+	}
+	if later.Sandbox != "" {
+		out.Sandbox = later.Sandbox
 	}
 	out.PauseForHumanInput = v.PauseForHumanInput || later.PauseForHumanInput
 	out.Env = mergeEnv(v.Env, later.Env)
