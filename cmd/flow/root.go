@@ -82,8 +82,13 @@ func exitQuietly(code int) error {
 // user all enter the operations layer here.
 func Run(ctx context.Context, args []string, stdio Stdio) int {
 	// Sessions run as the same user: they must not read a runner's
-	// memory or environment (its secrets), nor attach to it.
-	_ = proc.Private()
+	// memory or environment (its secrets), nor attach to it. An
+	// unprivileged runner stays dumpable: it must write the user
+	// namespace maps of the sandbox's launchers, and its sandboxed
+	// sessions cannot see it from their own PID namespace.
+	if os.Geteuid() == 0 {
+		_ = proc.Private()
+	}
 	host, _ := os.Hostname()
 	dir, _ := os.Getwd()
 	environ := os.Environ()
