@@ -48,6 +48,7 @@ type runFlags struct {
 	maxAttempts   int
 	maxIterations int
 	junit         string
+	acceptEdits   bool
 	budgetCost    float64
 	budgetTokens  int64
 	budgetSess    int
@@ -65,6 +66,7 @@ func (f *runFlags) add(cmd *cobra.Command, isRun bool) {
 	fl.StringVar(&f.by, "by", "", "who starts this runner, recorded in its runner_started event (default: $USER; local engine)")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "default sessions per iteration before a step fails (steps' own max_attempts win)")
 	fl.IntVar(&f.maxIterations, "max-iterations", 0, "default loop-backs before a gate fails the run (steps' own max_iterations win)")
+	fl.BoolVar(&f.acceptEdits, "accept-edits", false, "apply an edit of the workflow file that weakens the run's gates (removes a human step, changes a gate, lowers the sandbox, ...): only a person does")
 	fl.StringVar(&f.junit, "junit", "", "write the run's steps as JUnit XML to this file when the run ends")
 	fl.Float64Var(&f.budgetCost, "budget-cost", 0, "raise the run's cost budget to this many USD (and any step's below it); recorded for later resumes")
 	fl.Int64Var(&f.budgetTokens, "budget-tokens", 0, "raise the run's token budget (and any step's below it)")
@@ -173,7 +175,8 @@ ran out, 130 interrupted.`,
 			var err error
 			if f.startAt != "" {
 				l, err = a.engine().Restart(cmd.Context(), ops.RestartRequest{WorkflowFile: args[0], Repo: f.repo, RunID: f.runID,
-					Vars: f.vars, StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv, By: f.by})
+					Vars: f.vars, StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv, By: f.by,
+					AcceptEdits: f.acceptEdits})
 			} else {
 				l, err = a.svc.PrepareRun(req)
 			}
@@ -206,7 +209,8 @@ is taken over.`,
 				return err
 			}
 			l, err := a.engine().Restart(cmd.Context(), ops.RestartRequest{Repo: f.repo, RunID: argOr(args), WorkflowPath: workflowPath,
-				StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv, By: f.by, Move: a.move})
+				StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv, By: f.by, Move: a.move,
+				AcceptEdits: f.acceptEdits})
 			if err != nil {
 				return err
 			}
@@ -234,7 +238,7 @@ steps' and gates' own budgets. A rejected human step waits for a new decision.`,
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := a.engine().Restart(cmd.Context(), ops.RestartRequest{Repo: f.repo, RunID: argOr(args), NoWait: f.noWait,
-				Budgets: f.budgets(), Retry: true, By: f.by, Move: a.move})
+				Budgets: f.budgets(), Retry: true, By: f.by, Move: a.move, AcceptEdits: f.acceptEdits})
 			if err != nil {
 				return err
 			}

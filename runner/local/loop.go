@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -384,7 +385,12 @@ func (x *run) controlChange(desired core.ControlState) {
 		if err != nil {
 			if msg := err.Error(); x.warned["reload"] != msg {
 				x.warned["reload"] = msg
-				x.warn("", "the edited workflow does not load; the run stays paused until it does:\n"+msg)
+				var weak *weakenedError
+				if errors.As(err, &weak) {
+					x.warn("", "the edit of the workflow file is not applied, and the run stays paused: "+msg+"; undo the edit, or let a person apply it: flow resume "+x.st.RunID+" --accept-edits")
+				} else {
+					x.warn("", "the edited workflow does not load; the run stays paused until it does:\n"+msg)
+				}
 			}
 			return
 		}

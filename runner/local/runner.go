@@ -113,6 +113,10 @@ type Options struct {
 	Vars map[string]string
 	// Budgets override the workflow's default budgets.
 	Budgets Budgets
+	// AcceptEdits applies an edit of the workflow file that weakens
+	// the run's gates (config.Weakenings): a person's decision, never a
+	// session's.
+	AcceptEdits bool
 	// StartAt resets a step and everything downstream of it before the
 	// run goes on (or, in a new run, skips the steps before it).
 	StartAt string
@@ -394,6 +398,9 @@ func (x *run) open() error {
 			return err
 		}
 		x.st = st
+		if err := x.refuseWeakening(runID); err != nil {
+			return err
+		}
 		if damaged {
 			x.warn("", "run_state.json was damaged or disagreed with events.jsonl; rebuilt from events.jsonl and kept aside")
 		}
@@ -570,6 +577,15 @@ func (x *run) reload() (changed bool, err error) {
 	}
 	if wf.Digest() == x.digest {
 		return false, nil
+	}
+	if !x.opts.AcceptEdits {
+		weak, err := x.weakenings(wf)
+		if err != nil {
+			return false, err
+		}
+		if len(weak) > 0 {
+			return false, &weakenedError{weak: weak}
+		}
 	}
 	plan, err := NewPlan(wf, x.budgets(), func(l *config.Limit) (int, error) {
 		v, err := l.Expr.Program().Eval(x.env(nil))

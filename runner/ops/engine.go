@@ -100,6 +100,9 @@ type RestartRequest struct {
 	Vars []string
 	// Move moves a Temporal run off its lost worker (--move).
 	Move bool
+	// AcceptEdits applies an edit of the workflow file that weakens the
+	// run's gates (flow resume --accept-edits).
+	AcceptEdits bool
 	// By names who restarts the run (local runs record it).
 	By string
 }
