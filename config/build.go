@@ -436,7 +436,8 @@ func (b *builder) gates(rs *rawStep) []string {
 		if !g.ok() {
 			continue
 		}
-		if !gateName.MatchString(g.val) {
+		// agent_orchestrator names a gate with any string.
+		if !gateName.MatchString(g.val) && b.raw.compat.val != CompatOrchestrator {
 			b.d.errorf(g.pos(), "gate %q: want letters, digits, _, - and ., starting with a letter or digit", g.val)
 			continue
 		}

@@ -79,7 +79,34 @@ steps:
     agent: coder
     prompt: p.md
     loop: {items: [1]}
+    gate: {pass: "true"}
+`, want: FormatFlow},
+		{name: "keys both formats know count for neither", src: `
+steps:
+  - id: x
+    agent: coder
+    prompt: p.md
+    loop: {items: [1]}
     max_attempts: 3
+    needs: []
+    loop_back_to: x
+`, want: FormatOrchestrator, why: "it has loop"},
+		{name: "keys of neither format decide nothing", src: `
+name: a
+metadata: {owner: me}
+steps:
+  - id: x
+    agent: coder
+    prompt: p.txt
+    next_on_success: []
+    retries: 3
+`, want: FormatOrchestrator, why: "it has next_on_success"},
+		{name: "md prompts and a flow-only key", src: `
+vars: {v: 1}
+steps:
+  - id: x
+    agent: coder
+    prompt: p.md
 `, want: FormatFlow},
 		{name: "a plain flow file", src: `
 name: a
