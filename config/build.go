@@ -292,6 +292,9 @@ func (b *builder) step(rs *rawStep, seen map[string]bool, loop *Step) *Step {
 			b.d.errorf(rs.budget.pos, "step %q is a human step: budget belongs on a step that runs sessions", s.ID)
 		} else {
 			s.Budget = b.budget(rs.budget)
+			if rb := rs.budget; rb != nil && rb.daily.ok() {
+				b.d.errorf(rb.daily.pos(), "budget.daily_cost_usd is the workflow's budget, not a step's: a day's spending is the repository's")
+			}
 		}
 	}
 	b.rawNeeds[s] = rs.needs

@@ -592,8 +592,9 @@ var placeholders = map[string]string{
 }
 
 // expandPlaceholders replaces each {name} of a command template by a
-// reference to its variable: "${NAME}" outside quotes, ${NAME} inside
-// double quotes, and '"${NAME}"' inside single quotes. {agent} is the
+// reference to its variable: ${NAME:+"${NAME}"} outside quotes (one
+// word, or none when the value is empty), ${NAME} inside double quotes,
+// and '"${NAME}"' inside single quotes. {agent} is the
 // agent's name itself, quoted the same way. Other braces stay as
 // written.
 func expandPlaceholders(tmpl, agent string) string {
@@ -611,7 +612,9 @@ func expandPlaceholders(tmpl, agent string) string {
 					case '\'':
 						b.WriteString(`'"` + ref + `"'`)
 					default:
-						b.WriteString(`"` + ref + `"`)
+						// An empty value is no word, as shlex.split
+						// reads agent_orchestrator's template.
+						b.WriteString("${" + v + `:+"` + ref + `"}`)
 					}
 					i += j
 					continue

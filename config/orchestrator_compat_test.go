@@ -285,7 +285,7 @@ func TestOrchestratorCommandArgs(t *testing.T) {
 		o    OrchestratorOptions
 		want string
 	}{
-		{OrchestratorOptions{CommandTemplate: "run {agent}", WrapperArgs: []string{"--x", "a b"}}, `run "${AGENT_ID}" --x 'a b'`},
+		{OrchestratorOptions{CommandTemplate: "run {agent}", WrapperArgs: []string{"--x", "a b"}}, "run " + bare("AGENT_ID") + " --x 'a b'"},
 		{OrchestratorOptions{Wrapper: "w.py", Python: "/opt/py 3/bin/python"}, `'/opt/py 3/bin/python' w.py --run-id`},
 		{OrchestratorOptions{Wrapper: "w.py"}, `python3 w.py --run-id`},
 		{OrchestratorOptions{Wrapper: "w.sh", Python: "python3.12"}, `w.sh --run-id`},

@@ -396,22 +396,25 @@ func TestShellQuote(t *testing.T) {
 	}
 }
 
+// bare is a placeholder outside quotes: one word, or none when empty.
+func bare(name string) string { return "${" + name + `:+"${` + name + `}"}` }
+
 func TestExpandPlaceholders(t *testing.T) {
 	tests := []struct{ tmpl, want string }{
-		{"run {step_id}", `run "${STEP_ID}"`},
+		{"run {step_id}", `run ` + bare("STEP_ID")},
 		{`run "{prompt}"`, `run "${PROMPT_PATH}"`},
 		{`run '{report}'`, `run ''"${REPORT_PATH}"''`},
 		{`run "x {run_id} y"`, `run "x ${RUN_ID} y"`},
-		{"{repo}/{attempt} {manual_input}", `"${REPO_DIR}"/"${STEP_ATTEMPT}" "${MANUAL_RESULT_PATH}"`},
-		{"{agent}", `"${AGENT_ID}"`},
+		{"{repo}/{attempt} {manual_input}", bare("REPO_DIR") + "/" + bare("STEP_ATTEMPT") + " " + bare("MANUAL_RESULT_PATH")},
+		{"{agent}", bare("AGENT_ID")},
 		// Not placeholders: left as written.
 		{"echo {} {x} {step_id", "echo {} {x} {step_id"},
 		{"awk '{print $1}'", "awk '{print $1}'"},
 		// An escaped quote does not open a quoted string.
-		{`echo \" {step_id}`, `echo \" "${STEP_ID}"`},
+		{`echo \" {step_id}`, `echo \" ` + bare("STEP_ID")},
 		{`echo "a\"b {step_id}"`, `echo "a\"b ${STEP_ID}"`},
 		// A single-quoted backslash is a backslash.
-		{`echo '\' {step_id}`, `echo '\' "${STEP_ID}"`},
+		{`echo '\' {step_id}`, `echo '\' ` + bare("STEP_ID")},
 	}
 	for _, tt := range tests {
 		if got := expandPlaceholders(tt.tmpl, "a"); got != tt.want {
@@ -431,7 +434,7 @@ func TestOrchestratorCommand(t *testing.T) {
 		{OrchestratorOptions{Wrapper: "/my tools/wrap.py", WrapperArgs: []string{"--fast", "two words"}}, "a b",
 			"python3 '/my tools/wrap.py'" + strings.Replace(base, "%s", "'a b'", 1) + " --fast 'two words'"},
 		{OrchestratorOptions{Wrapper: "/w/wrap.PY"}, "c", "/w/wrap.PY" + strings.Replace(base, "%s", "c", 1)},
-		{OrchestratorOptions{CommandTemplate: "run {agent} --p '{prompt}'"}, "c", `run "${AGENT_ID}" --p ''"${PROMPT_PATH}"''`},
+		{OrchestratorOptions{CommandTemplate: "run {agent} --p '{prompt}'"}, "c", `run ` + bare("AGENT_ID") + ` --p ''"${PROMPT_PATH}"''`},
 	}
 	for _, tt := range tests {
 		if got := OrchestratorCommand(tt.o, tt.agent); got != tt.want {
