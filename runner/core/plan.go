@@ -30,6 +30,12 @@ type Plan struct {
 	MaxParallel int
 	// Budget is the run's cost, token and session budget.
 	Budget Budget
+	// DailyCostUSD is the most every run of the repository may spend in
+	// a UTC day, or 0 (Begin and SessionDone say what was spent).
+	DailyCostUSD float64
+	// ResumeItems makes a loop-back from an item of a loop resume at
+	// that item (resume.go): agent_orchestrator's rule.
+	ResumeItems bool
 	// index maps a step's id to its place in Steps.
 	index map[string]int
 	// loops lists the indices of the loop steps.
