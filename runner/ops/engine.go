@@ -207,6 +207,7 @@ func (l *Local) Run(ctx context.Context, opts local.Options, att Attach) (local.
 		KillOrphans: l.KillOrphans,
 		KillMarked:  l.KillMarked,
 		OnEvent:     att.Events,
+		PollEvery:   PollEvery(opts.Invocation),
 	}
 	// Notifications link to the run's page on the flow serve whose
 	// public address FLOW_PUBLIC_URL gives.
