@@ -91,6 +91,11 @@ type PlanStep struct {
 	// its session, and it runs beside the other reviewers whatever
 	// max_parallel says.
 	Reviewer bool
+	// ReportDecides is true for a step of a workflow that follows
+	// agent_orchestrator's contract: its report alone decides it, and
+	// its gate fails only on the report's gate_failure (or a check,
+	// pass or fail of its own); no verdict of its output counts.
+	ReportDecides bool
 }
 
 // PlanExtra is the part of a PlanStep that most steps leave unset.

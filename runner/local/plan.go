@@ -76,6 +76,7 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 		ex := core.PlanExtra{Gates: s.Gates()}
 		ps := core.PlanStep{ID: s.ID, Kind: core.Kind(s.Kind), Needs: s.Needs, LoopTarget: s.LoopBack(), HasGate: s.HasGate(), Loop: s.Loop,
 			SignalsDecide: s.Kind == config.KindCommand && wf.Signals != defaultSignals,
+			ReportDecides: wf.Compat == config.CompatOrchestrator,
 			Conditional:   s.When != nil || (s.Kind == config.KindHuman && s.Human.AutoApprove != nil), HumanAfter: s.Human != nil && s.Kind != config.KindHuman}
 		a, err := limit(s.ID, "max_attempts", s.MaxAttempts)
 		if err != nil {
