@@ -456,6 +456,9 @@ func budgetBlock(bu *Budget) *block {
 	if bu.Sessions > 0 {
 		b.add("sessions", number(strconv.Itoa(bu.Sessions)))
 	}
+	if bu.DailyCostUSD > 0 {
+		b.add("daily_cost_usd", floatText(bu.DailyCostUSD))
+	}
 	return b.sorted()
 }
 

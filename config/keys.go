@@ -331,6 +331,8 @@ var budgetTable = newTable("budget", "Stops the run before the next session once
 		func(b *rawBudget) *str { return &b.tokens }),
 	scalar("sessions", kindCount, "The most sessions that may start.",
 		func(b *rawBudget) *str { return &b.sessions }),
+	scalar("daily_cost_usd", kindPositive, "The workflow's budget only: the most every run of the repository may spend in a UTC day, in USD, summed in .agents/cost-ledger.json (flow run --daily-cost-limit).",
+		func(b *rawBudget) *str { return &b.daily }),
 ).atLeastOne()
 
 // budgetField declares the budget block of the workflow or of a step.

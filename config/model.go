@@ -151,6 +151,9 @@ type Budget struct {
 	CostUSD  float64 // 0: no limit
 	Tokens   int64   // input and output tokens together; 0: no limit
 	Sessions int     // 0: no limit
+	// DailyCostUSD is, in the workflow's budget only, the most every
+	// run of the repository may spend in a UTC day; 0: no limit.
+	DailyCostUSD float64
 	// Pos is where budget is written.
 	Pos Pos
 }

@@ -110,6 +110,7 @@ type rawBudget struct {
 	costUSD  str
 	tokens   str
 	sessions str
+	daily    str
 }
 
 // rawNotify is a notify block, of the workflow or of its defaults; empty

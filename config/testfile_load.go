@@ -53,6 +53,12 @@ func isHCLTestFile(path string) bool {
 // *.test.hcl file is HCL (test "name" { ... } blocks) and decodes to the
 // same model as its YAML twin.
 func LoadTests(fs afero.Fs, path string) (*TestFile, error) {
+	return LoadTestsAs(fs, path, "")
+}
+
+// LoadTestsAs is LoadTests with the workflow read in format (FormatFlow
+// or FormatOrchestrator; "" detects it).
+func LoadTestsAs(fs afero.Fs, path, format string) (*TestFile, error) {
 	if !IsTestFile(path) {
 		return nil, fmt.Errorf("load tests %s: want a *.test.yaml or *.test.hcl file", path)
 	}
@@ -60,16 +66,21 @@ func LoadTests(fs afero.Fs, path string) (*TestFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load tests: %w", err)
 	}
-	return ParseTests(fs, path, data)
+	return parseTests(fs, path, data, format)
 }
 
 // ParseTests decodes and checks a test file from its bytes, loading the
 // workflow it names through fs; the format follows path's extension (see
 // LoadTests).
 func ParseTests(fs afero.Fs, path string, data []byte) (*TestFile, error) {
+	return parseTests(fs, path, data, "")
+}
+
+// parseTests is ParseTests with the workflow read in format.
+func parseTests(fs afero.Fs, path string, data []byte, format string) (*TestFile, error) {
 	src := newSource(path, data)
 	d := &diags{}
-	t := &testDecoder{y: &yamlDecoder{src: src, d: d}, tf: &TestFile{File: path, Source: data}}
+	t := &testDecoder{y: &yamlDecoder{src: src, d: d}, tf: &TestFile{File: path, Source: data}, format: format}
 	if !invalidUTF8(src, d) {
 		var root *yaml.Node
 		if isHCLTestFile(path) {
@@ -102,6 +113,8 @@ type testDecoder struct {
 	hcl, badWorkflow bool
 	// badTests is set when HCL test blocks were written but none stood.
 	badTests bool
+	// format is the format the workflow is read in ("" detects it).
+	format string
 }
 
 // stepRef is a step named in a test, and what kind of step it must be.
@@ -195,7 +208,7 @@ func (t *testDecoder) loadWorkflow(fs afero.Fs, p str) {
 		y.d.errorf(p.pos(), "workflow: %s is a test file, not a workflow", p.val)
 		return
 	}
-	wf, err := Load(fs, path)
+	wf, err := LoadWith(fs, path, Options{Format: t.format})
 	var ds Diagnostics
 	switch {
 	case errors.As(err, &ds):

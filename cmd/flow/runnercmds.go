@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -54,6 +55,8 @@ type runFlags struct {
 	budgetSess    int
 	by            string
 	inv           record.Invocation
+	orch          orchFlags
+	workflow      string
 }
 
 func (f *runFlags) add(cmd *cobra.Command, isRun bool) {
@@ -89,7 +92,8 @@ func (f *runFlags) addInvocation(cmd *cobra.Command) {
 	fl.StringVar(&f.inv.CommandTemplate, "command-template", "", "agent_orchestrator's format: run every agent's session as this shell command, with {run_id} {step_id} {agent} {prompt} {repo} {report} {attempt} {manual_input}")
 	fl.BoolVar(&f.inv.PauseForHumanInput, "pause-for-human-input", false, "agent_orchestrator's format: a human_in_the_loop step waits, once its agent is done, for its manual-input file")
 	fl.StringVar(&f.inv.GateStateFile, "gate-state-file", "", "a JSON file of gate names and whether each is open; steps with gates (external_gates) wait until theirs are")
-	fl.StringArrayVar(&f.inv.Env, "env", nil, "one more environment variable for every session: --env NAME=value (repeatable)")
+	fl.StringArrayVar(&f.inv.Env, "env", nil, "more environment variables for every session: --env NAME=value [NAME=value...] (repeatable)")
+	fl.StringVar(&f.inv.Python, "python", "", "agent_orchestrator's format: the interpreter of a .py wrapper (default: python3)")
 	fl.StringVar(&f.inv.Sandbox, "sandbox", "", "on, required or off: run every step's sessions so, whatever the workflow says (kept for later resumes); default: the workflow's sandbox, else on")
 }
 
@@ -112,7 +116,7 @@ func (f *runFlags) checkInvocation() error {
 			return core.Usage("--env %q: want NAME=value", kv)
 		}
 	}
-	return nil
+	return f.orchInvocation()
 }
 
 // notices prints on stderr, before a run starts, how its workflow was
@@ -121,6 +125,10 @@ func (a *app) notices(cmd *cobra.Command, wf *config.Workflow) {
 	w := cmd.ErrOrStderr()
 	if n := ops.InvocationNotice(wf); n != "" {
 		fmt.Fprintln(w, n)
+	}
+	if l := cmd.Flags().Lookup("poll-interval"); l != nil && l.Changed {
+		v, _ := strconv.ParseFloat(l.Value.String(), 64)
+		pollNotice(w, v)
 	}
 	for _, d := range wf.Warnings {
 		fmt.Fprintln(w, d.String())
@@ -154,8 +162,8 @@ loop-backs; a template that cannot be rendered makes it exit 1.
 Exit codes: 0 completed, 1 a step failed, 2 bad usage or invalid workflow,
 3 waiting on a human (--no-wait), 4 paused (--no-wait), 5 an iteration budget
 ran out, 130 interrupted.`,
-		Example: "  flow run workflows/sdlc.yaml --var feature='dark mode'\n  flow run workflows/sdlc.yaml --dry-run --var feature='dark mode'\n  flow run workflows/sdlc.yaml --start-at-step coding",
-		Args:    cobra.ExactArgs(1),
+		Example: "  flow run workflows/sdlc.yaml --var feature='dark mode'\n  flow run workflows/sdlc.yaml --dry-run --var feature='dark mode'\n  flow run workflows/sdlc.yaml --start-at-step coding\n  flow run --repo . --workflow workflows/review.yaml --wrapper wrappers/claude_wrapper.py   # agent_orchestrator's command line",
+		Args:    cobra.MaximumNArgs(1),
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 			return []string{"yaml", "yml", "hcl"}, cobra.ShellCompDirectiveFilterFileExt
 		},
@@ -163,6 +171,11 @@ ran out, 130 interrupted.`,
 			if err := f.checkInvocation(); err != nil {
 				return err
 			}
+			path, err := workflowArg(args, f.workflow)
+			if err != nil {
+				return err
+			}
+			args = []string{path}
 			req := ops.RunRequest{Workflow: args[0], Repo: f.repo, RunID: f.runID, Vars: f.vars,
 				StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv, By: f.by}
 			if f.dryRun {
@@ -172,7 +185,6 @@ ran out, 130 interrupted.`,
 				return a.dryRun(req, f.asJSON)
 			}
 			var l *ops.Launch
-			var err error
 			if f.startAt != "" {
 				l, err = a.engine().Restart(cmd.Context(), ops.RestartRequest{WorkflowFile: args[0], Repo: f.repo, RunID: f.runID,
 					Vars: f.vars, StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv, By: f.by,
@@ -188,6 +200,8 @@ ran out, 130 interrupted.`,
 		},
 	}
 	f.add(cmd, true)
+	f.addOrchestratorRun(cmd)
+	cmd.Flags().StringVar(&f.workflow, "workflow", "", "the workflow file, as agent_orchestrator's --workflow (instead of the argument)")
 	return cmd
 }
 
@@ -218,6 +232,7 @@ is taken over.`,
 		},
 	}
 	f.add(cmd, false)
+	f.addOrchestratorRun(cmd)
 	cmd.Flags().StringVar(&workflowPath, "workflow", "", "workflow file to resume with (default: the run's own, found again under --repo if the run was copied)")
 	return cmd
 }

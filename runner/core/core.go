@@ -25,6 +25,9 @@ import (
 // the state by Begin.
 type Core struct {
 	plan *Plan
+	// dailySpent is what the runs of the repository spent today, as the
+	// driver last said.
+	dailySpent float64
 	// gates are the gates of the gate-state file and whether each is
 	// open; gated maps each ready step kept back by closed gates to
 	// them (gates.go).
@@ -140,6 +143,9 @@ type Begin struct {
 	// Gates are the gates of the gate-state file and whether each is
 	// open, as the run starts.
 	Gates map[string]bool
+	// DailySpent is what the runs of the repository spent today (UTC),
+	// as the run starts: the daily cost limit's measure.
+	DailySpent float64
 }
 
 // WhenResult answers an Evaluate effect.
@@ -183,6 +189,9 @@ type SessionDone struct {
 	// that refused to resume its conversation): each is recorded as a
 	// warning event before the session's outcome.
 	Notes []string
+	// DailySpent, when set, is what the runs of the repository spent
+	// today (UTC), this session included.
+	DailySpent *float64
 	// AutoApprove is the value of human.auto_approve of a session step
 	// with human:, evaluated once its session has succeeded (it may read
 	// the session's output); nil when the step has none.
@@ -392,13 +401,14 @@ func (x *decider) emit(typ, step string, data any) {
 	if s := x.st.Steps[step]; s != nil {
 		wasRunning = s.Status == Running
 	}
-	// A loop-back may reset loop steps that were running their items.
+	// A loop-back may reset loop steps that were running their items,
+	// and resume one that had ended (resume.go).
 	gf, isGate := data.(GateFailure)
-	resetRunning := 0
+	var resetRunning []string
 	if isGate {
 		for _, id := range gf.Reset {
 			if s := x.st.Steps[id]; id != step && s != nil && s.Status == Running {
-				resetRunning++
+				resetRunning = append(resetRunning, id)
 			}
 		}
 	}
@@ -420,7 +430,18 @@ func (x *decider) emit(typ, step string, data any) {
 	case wasRunning && !isRunning:
 		*counter--
 	}
-	x.c.running -= resetRunning
+	if isGate {
+		for _, id := range gf.Reset {
+			was := slices.Contains(resetRunning, id)
+			switch is := x.st.Steps[id] != nil && x.st.Steps[id].Status == Running; {
+			case id == step:
+			case was && !is:
+				x.c.running--
+			case !was && is:
+				x.c.running++
+			}
+		}
+	}
 	if typ == EvLoopItems {
 		delete(x.c.loops, step)
 	}
@@ -505,6 +526,7 @@ func (c *Core) begin(x *decider, in Begin) {
 	c.control = Continuous
 	c.running, c.instRunning = 0, 0
 	c.gates, c.gated = in.Gates, nil
+	c.dailySpent = in.DailySpent
 	for id, s := range x.st.Steps {
 		if s.Status == Running {
 			if IsInstance(id) {
@@ -580,6 +602,9 @@ func (c *Core) sessionDone(x *decider, in SessionDone) {
 		for _, n := range in.Notes {
 			x.emit(EvWarning, in.Step, Note{Message: shorten(n)})
 		}
+	}
+	if in.DailySpent != nil {
+		c.dailySpent = *in.DailySpent
 	}
 	c.sessionEnd(x, in)
 	c.checkBudgets(x, in.Step)
@@ -750,11 +775,15 @@ func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
 		}
 	}
 	if !inBody {
-		// A loop step reset runs all its items again: its instances
-		// are reset with it.
+		// A loop step reset runs all its items again, or, resuming,
+		// those from the failed one on: their instances are reset
+		// with it.
+		if inst {
+			gf.Resume = c.itemResume(x.st, gk, target, reset)
+		}
 		for _, id := range reset {
 			if ls := x.st.Steps[id]; ls != nil && ls.LoopIndex != nil {
-				for _, inst := range c.instances(x.st, id) {
+				for _, inst := range c.instancesFrom(x.st, id, gf.Resume.from(id)) {
 					// The gate instance may be there already: it is
 					// reset, and counted, once.
 					if !slices.Contains(reset, inst) {
@@ -786,6 +815,11 @@ func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
 		delete(c.evaluating, id)
 		delete(c.preparing, id)
 		delete(c.expanding, id)
+	}
+	if gf.Resume != nil {
+		for _, id := range gf.Resume.Loops {
+			delete(c.loops, id) // its items are looked at again from the first
+		}
 	}
 }
 

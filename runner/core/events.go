@@ -208,6 +208,9 @@ type GateFailure struct {
 	// step, reset with the others, waits for Target (its waiting_for)
 	// before it runs again.
 	WaitingFor string `json:"waiting_for,omitempty"`
+	// Resume, when set, names the loops that go on at the failed item
+	// rather than run all their items again (resume.go).
+	Resume *ItemResume `json:"resume,omitempty"`
 }
 
 // Skip is the data of EvStepSkipped.
@@ -545,6 +548,7 @@ var appliers = map[string]applier{
 			if other == nil {
 				continue
 			}
+			attempts := other.Attempts
 			other.IterationCount++
 			other.Status = Pending
 			other.Attempts = 0
@@ -561,6 +565,16 @@ var appliers = map[string]applier{
 				other.WaitingFor = strp(d.WaitingFor)
 			default:
 				other.BlockedByLoop = strp(e.Step)
+			}
+			if r := d.Resume; r != nil {
+				if slices.Contains(r.Loops, id) {
+					resumeLoop(other, r.From, attempts)
+				}
+				if k, ok := SplitKey(id); ok && k.Loop == d.Target {
+					// The target runs again at once: no
+					// expansion of its items unblocks it.
+					other.BlockedByLoop = nil
+				}
 			}
 		}
 	}),

@@ -30,6 +30,12 @@ type Plan struct {
 	MaxParallel int
 	// Budget is the run's cost, token and session budget.
 	Budget Budget
+	// DailyCostUSD is the most every run of the repository may spend in
+	// a UTC day, or 0 (Begin and SessionDone say what was spent).
+	DailyCostUSD float64
+	// ResumeItems makes a loop-back from an item of a loop resume at
+	// that item (resume.go): agent_orchestrator's rule.
+	ResumeItems bool
 	// index maps a step's id to its place in Steps.
 	index map[string]int
 	// loops lists the indices of the loop steps.
@@ -85,6 +91,11 @@ type PlanStep struct {
 	// its session, and it runs beside the other reviewers whatever
 	// max_parallel says.
 	Reviewer bool
+	// ReportDecides is true for a step of a workflow that follows
+	// agent_orchestrator's contract: its report alone decides it, and
+	// its gate fails only on the report's gate_failure (or a check,
+	// pass or fail of its own); no verdict of its output counts.
+	ReportDecides bool
 }
 
 // PlanExtra is the part of a PlanStep that most steps leave unset.

@@ -95,7 +95,7 @@ func (x *run) stepInfo(id string, s *core.StepState) gates.StepInfo {
 		Signals:   s.Signals,
 		Verdict:   s.Verdict,
 		Metrics:   s.Metrics,
-		Artifacts: s.Artifacts,
+		Artifacts: x.exprArtifacts(s.Artifacts),
 		Report:    x.reports[id],
 		Error:     deref(s.LastError),
 	}

@@ -31,7 +31,7 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	x.queue = append(x.queue, core.Begin{Control: control, Gates: x.startGates()})
+	x.queue = append(x.queue, core.Begin{Control: control, Gates: x.startGates(), DailySpent: x.dailySpent()})
 	heartbeat := x.r.Clock.After(x.r.HeartbeatEvery)
 	var poll <-chan time.Time
 	done := ctx.Done()
@@ -152,7 +152,7 @@ func (x *run) enqueue(in core.Input) error {
 		}
 		x.controlChange(desired)
 	}
-	x.queue = append(x.queue, in)
+	x.queue = append(x.queue, x.sessionEnded(in))
 	return nil
 }
 

@@ -282,7 +282,7 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 	}
 	sp := proc.Spec{
 		Command:   command,
-		Dir:       x.opts.Repo,
+		Dir:       x.sessionDir(),
 		Env:       slices.Concat(x.r.Environ, x.opts.Invocation.Env, vars),
 		KillGrace: x.r.KillGrace,
 	}
@@ -563,6 +563,7 @@ func (x *run) finishSession(ls *liveSession) core.SessionDone {
 			}
 		}
 	}
+	x.orchestratorFacts(f, o, report)
 	if report != nil {
 		// Every session's report is kept: the next session of the step
 		// replaces reports/<run>__<step>.json, where agent_orchestrator's

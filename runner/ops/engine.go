@@ -214,6 +214,7 @@ func (l *Local) Run(ctx context.Context, opts local.Options, att Attach) (local.
 		KillMarked:  l.KillMarked,
 		Sandbox:     l.Sandbox,
 		OnEvent:     att.Events,
+		PollEvery:   PollEvery(opts.Invocation),
 	}
 	// Notifications link to the run's page on the flow serve whose
 	// public address FLOW_PUBLIC_URL gives.

@@ -173,7 +173,7 @@ func (s *Service) PrepareRun(req RunRequest) (*Launch, error) {
 		return nil, err
 	}
 	l := &Launch{Workflow: wf, Options: local.Options{Workflow: wf, Repo: repo, RunID: req.RunID, Vars: vars,
-		NoWait: req.NoWait, Budgets: orchestratorBudgets(wf, req.Budgets), Invocation: inv, By: s.starter(req.By),
+		NoWait: req.NoWait, Budgets: orchestratorBudgets(wf, req.Budgets, inv), Invocation: inv, By: s.starter(req.By),
 		AcceptEdits: req.AcceptEdits}}
 	if req.StartAt == "" {
 		return l, nil
@@ -231,7 +231,7 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 		return nil, err
 	}
 	l := &Launch{Workflow: wf, Options: local.Options{Workflow: wf, Repo: repo, RunID: ref.ID, Resume: true,
-		NoWait: req.NoWait, Budgets: orchestratorBudgets(wf, req.Budgets), Invocation: inv, By: s.starter(req.By),
+		NoWait: req.NoWait, Budgets: orchestratorBudgets(wf, req.Budgets, inv), Invocation: inv, By: s.starter(req.By),
 		AcceptEdits: req.AcceptEdits}}
 	if ref.Err == nil {
 		l.Options.Read = ref.State
@@ -294,6 +294,7 @@ func (s *Service) Start(ctx context.Context, l *Launch, att Attach) (RunResult, 
 		att.Ask = checkedAsk(att.Ask, att.Output)
 	}
 	res, err := s.engine().Run(ctx, l.Options, att)
+	s.copyOut(l.Options, res.RunDir, att.Output)
 	if err != nil {
 		return RunResult{}, err
 	}

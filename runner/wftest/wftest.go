@@ -25,6 +25,10 @@ import (
 type Options struct {
 	// Filter, when set, runs only the tests whose name it matches.
 	Filter *regexp.Regexp
+	// Format forces the format the workflows are read in (flow test's
+	// --as): config.FormatFlow or config.FormatOrchestrator; "" detects
+	// it.
+	Format string
 }
 
 // Result is how one test went.

@@ -212,9 +212,10 @@ signals {
 }
 
 budget {
-  cost_usd = 20
-  tokens   = 5000000
-  sessions = 100
+  cost_usd       = 20
+  tokens         = 5000000
+  sessions       = 100
+  daily_cost_usd = 50
 }
 
 notify {
