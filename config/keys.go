@@ -13,27 +13,27 @@ package config
 type kind int
 
 const (
-	kindString    kind = iota // a string, checked against pattern if given
-	kindTemplate              // a string with {{ expr }} parts
-	kindExpr                  // an expression
-	kindLimit                 // a positive integer or an expression
-	kindDuration              // a duration or an expression
-	kindSize                  // a size in bytes, with or without a unit
-	kindCount                 // a positive integer
-	kindBool                  // true or false
-	kindNumber                // a number of at least 0, such as 0.3
-	kindPositive              // a number greater than 0, such as 2.5
-	kindStepID                // a step's id
-	kindVars                  // a mapping of names to scalars
-	kindEnv                   // a mapping of environment variable names to templates
-	kindList                  // a list of elem
-	kindOneOrList             // an elem, or a list of them
-	kindForEach               // an expression, or a list of values of any shape
-	kindMapping               // a mapping of names to values of any shape
-	kindWordOrBlock           // a word of enum, or a block of the keys of sub
-	kindBlock                 // a nested block of the keys of sub
-	kindEntries               // named blocks of sub: a YAML mapping, HCL labelled blocks
-	kindItems                 // a list of blocks of sub: a YAML list, HCL labelled blocks
+	kindString      kind = iota // a string, checked against pattern if given
+	kindTemplate                // a string with {{ expr }} parts
+	kindExpr                    // an expression
+	kindLimit                   // a positive integer or an expression
+	kindDuration                // a duration or an expression
+	kindSize                    // a size in bytes, with or without a unit
+	kindCount                   // a positive integer
+	kindBool                    // true or false
+	kindNumber                  // a number of at least 0, such as 0.3
+	kindPositive                // a number greater than 0, such as 2.5
+	kindStepID                  // a step's id
+	kindVars                    // a mapping of names to scalars
+	kindEnv                     // a mapping of environment variable names to templates
+	kindList                    // a list of elem
+	kindOneOrList               // an elem, or a list of them
+	kindForEach                 // an expression, or a list of values of any shape
+	kindMapping                 // a mapping of names to values of any shape
+	kindWordOrBlock             // a word of enum, or a block of the keys of sub
+	kindBlock                   // a nested block of the keys of sub
+	kindEntries                 // named blocks of sub: a YAML mapping, HCL labelled blocks
+	kindItems                   // a list of blocks of sub: a YAML list, HCL labelled blocks
 )
 
 // isBlock reports whether the values of a kind are HCL blocks rather than
