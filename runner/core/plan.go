@@ -207,6 +207,15 @@ type PlanLoop struct {
 	ContinueOnError bool
 	// MaxItems is the most items the loop may have.
 	MaxItems int
+	// Merge is how the work of the items comes back when each has a
+	// worktree of its own: MergeAuto or MergeNone; "" when the items
+	// work in the run's workspace.
+	Merge string
+	// MergeLoopBack is the body step an item whose merge conflicts
+	// re-enters, "" to fail it; MergeMaxIterations bounds those
+	// loop-backs.
+	MergeLoopBack      string
+	MergeMaxIterations int
 	// pos maps a body step's id to its place in Body.
 	pos map[string]int
 }
@@ -240,6 +249,11 @@ func NewPlan(steps []PlanStep, maxParallel int) (*Plan, error) {
 				return nil, fmt.Errorf("plan: loop %s: body step %s is not a step of its body", s.ID, b)
 			}
 			s.ForEach.pos[b] = j
+		}
+		if t := s.ForEach.MergeLoopBack; t != "" {
+			if _, ok := s.ForEach.pos[t]; !ok {
+				return nil, fmt.Errorf("plan: loop %s: merge loops back to %s, which is not a step of its body", s.ID, t)
+			}
 		}
 	}
 	// The dependents link each step to the steps that need it. A body
