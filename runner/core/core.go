@@ -46,7 +46,7 @@ type Core struct {
 	merging     map[string]bool
 	mergeHeld   map[string]bool
 	idleAtRetry bool
-	cleaning  bool
+	cleaning    bool
 	// halt is set when the run stops starting sessions: a step failed
 	// (exit 1 or 5) or the runner was interrupted (130).
 	haltCode   int
