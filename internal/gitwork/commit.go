@@ -138,3 +138,33 @@ func (g *Git) Clean(ctx context.Context, dir string) (bool, error) {
 	}
 	return out == "" && m == "", nil
 }
+
+// CurrentBranch returns the branch checked out in the working tree at
+// dir; a detached head is an error.
+func (g *Git) CurrentBranch(ctx context.Context, dir string) (string, error) {
+	r := g.exec(ctx, dir, nil, "symbolic-ref", "--quiet", "--short", "HEAD")
+	if r.Err != nil {
+		return "", fmt.Errorf("branch of %s: %w", dir, r.Err)
+	}
+	if r.Code != 0 {
+		return "", fmt.Errorf("branch of %s: the head is detached", dir)
+	}
+	return strings.TrimSpace(string(r.Stdout)), nil
+}
+
+// AbortMerge aborts a merge in progress in the working tree at dir,
+// putting its files back as they were before it; with none in
+// progress it does nothing.
+func (g *Git) AbortMerge(ctx context.Context, dir string) error {
+	m, err := g.merging(ctx, dir)
+	if err != nil {
+		return fmt.Errorf("abort the merge in %s: %w", dir, err)
+	}
+	if m == "" {
+		return nil
+	}
+	if _, err := g.git(ctx, dir, "merge", "--abort"); err != nil {
+		return fmt.Errorf("abort the merge in %s: %w", dir, err)
+	}
+	return nil
+}

@@ -68,7 +68,7 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 				}
 			}
 		}
-		if len(x.awaiting) > 0 || x.core.Paused() || x.usesGates() {
+		if len(x.awaiting) > 0 || x.core.Paused() || x.usesGates() || x.mergesWaiting() {
 			if poll == nil {
 				poll = x.r.Clock.After(x.r.PollEvery)
 			}
@@ -228,6 +228,8 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 		}
 	case core.StartCleanup:
 		x.startCleanup()
+	case core.MergeItem:
+		x.startMerge(e)
 	case core.Idle:
 		if !x.opts.NoWait || len(x.queue) > 0 {
 			return Result{}, false, nil
@@ -238,6 +240,9 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 		if e.Paused && len(e.Waiting) == 0 {
 			return x.result(core.RunPaused, exitPaused, "paused"), true, nil
 		}
+		if len(e.Waiting) == 0 && len(e.Gated) == 0 && len(e.Merges) > 0 {
+			return x.result(core.RunWaitingOnHuman, exitHuman, "waiting for the checkout to take the merge of "+strings.Join(e.Merges, ", ")+"; flow resume tries again"), true, nil
+		}
 		if len(e.Waiting) == 0 && len(e.Gated) > 0 {
 			return x.result(core.RunWaitingOnHuman, exitHuman, "waiting on gates: "+strings.Join(e.Gated, ", ")), true, nil
 		}
@@ -246,6 +251,8 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 		if e.Reason == core.AlreadyEnded {
 			x.printf("run %s had already %s (exit %d); to run steps again: flow run %s --start-at-step STEP\n",
 				x.st.RunID, e.Status, e.ExitCode, x.st.WorkflowFile)
+		} else {
+			x.releaseWorkspaces(e.Status)
 		}
 		return x.result(e.Status, e.ExitCode, e.Reason), true, nil
 	}
@@ -337,6 +344,8 @@ func (x *run) announce(e core.Event) {
 		var d core.Note
 		_ = jsonUnmarshal(e.Data, &d)
 		x.printf("warning: %s\n", d.Message)
+	case core.EvItemMerge:
+		x.announceWorkspace(e)
 	}
 }
 
@@ -361,6 +370,7 @@ func (x *run) pollWaiting() error {
 	if x.usesGates() {
 		x.pollGates()
 	}
+	x.pollMerges()
 	desired, err := x.readControl()
 	if err != nil {
 		return err

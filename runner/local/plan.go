@@ -115,6 +115,12 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 			for _, b := range fe.Body {
 				pl.Body = append(pl.Body, b.ID)
 			}
+			if m := s.ItemMerge(); m != nil {
+				pl.Merge, pl.MergeLoopBack = m.Mode, m.LoopBackTo
+				if pl.MergeMaxIterations, err = limit(s.ID, "merge.max_iterations", m.MaxIterations); err != nil {
+					return nil, err
+				}
+			}
 			ps.ForEach = pl
 		}
 		steps = append(steps, ps)

@@ -220,6 +220,11 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 		"FLOW_RUN_DIR=" + x.dir,
 	}
 	vars = append(vars, x.itemEnv(e.Step)...)
+	dir, err := x.prepareWorkspace(e.Step)
+	if err != nil {
+		return proc.Spec{}, pp, "", err
+	}
+	vars = append(vars, x.workspaceEnv(e.Step)...)
 	// A report left by an earlier attempt must not speak for this one.
 	record.RemoveStale(x.rec, e.ReportPath)
 	private := ""
@@ -265,11 +270,10 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 	}
 	sp := proc.Spec{
 		Command:   command,
-		Dir:       x.opts.Repo,
+		Dir:       dir,
 		Env:       slices.Concat(x.r.Environ, x.opts.Invocation.Env, vars),
 		KillGrace: x.r.KillGrace,
 	}
-	var err error
 	if sp.Timeout, err = x.duration(x.wf.StepTimeout(s), env); err != nil {
 		return proc.Spec{}, pp, private, fmt.Errorf("timeout: %w", err)
 	}
@@ -658,7 +662,7 @@ func (x *run) runCheck(s *config.Step, e sessionRun, cmd string) (gates.CheckInf
 	hidden := x.redact.Writer(capped)
 	defer hidden.Close()
 	tail := &tailBuffer{max: outputTail}
-	sp := proc.Spec{Command: cmd, Dir: x.opts.Repo, Env: append(slices.Clone(x.r.Environ), x.itemEnv(e.Step)...), KillGrace: x.r.KillGrace,
+	sp := proc.Spec{Command: cmd, Dir: x.workDir(e.Step), Env: append(slices.Clone(x.r.Environ), x.itemEnv(e.Step)...), KillGrace: x.r.KillGrace,
 		Output: &lockedWriter{ws: []io.Writer{hidden, tail}}}
 	sp.Timeout, _ = x.duration(x.wf.StepTimeout(s), nil)
 	sess, err := x.r.Starter.Start(x.sessCtx, sp)
