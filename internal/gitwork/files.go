@@ -89,6 +89,9 @@ func EnsureIgnore(fsys afero.Fs, repo string) error {
 // absolute or leaves from is refused; one that does not exist is
 // skipped; links are copied as the links they are, never followed.
 func CopyIn(fsys afero.Fs, from, to string, paths []string) error {
+	if filepath.Clean(from) == filepath.Clean(to) {
+		return nil
+	}
 	for _, p := range paths {
 		clean := filepath.Clean(filepath.FromSlash(p))
 		if filepath.IsAbs(clean) || !filepath.IsLocal(clean) {

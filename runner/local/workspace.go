@@ -204,6 +204,9 @@ func (x *run) prepareScope(sc scope) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("workspace of %s: %w", sc.label, err)
 	}
+	if made.Path != "" {
+		path = made.Path
+	}
 	// A worktree not yet recorded is new to the run, whether made now
 	// or by a runner killed before it recorded it: its files are copied
 	// and its setup runs (again) before it is recorded.
