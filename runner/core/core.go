@@ -46,6 +46,10 @@ type Core struct {
 	merging     map[string]bool
 	mergeHeld   map[string]bool
 	idleAtRetry bool
+	// stepMerges holds, for a step with a worktree whose merge is in
+	// flight or waits, the outcome of its session, recorded once the
+	// merge is.
+	stepMerges map[string]Outcome
 	cleaning    bool
 	// halt is set when the run stops starting sessions: a step failed
 	// (exit 1 or 5) or the runner was interrupted (130).
@@ -103,7 +107,7 @@ const (
 // NewCore returns a core for plan.
 func NewCore(plan *Plan) *Core {
 	return &Core{plan: plan, evaluating: map[string]bool{}, preparing: map[string]bool{}, waiting: map[string]bool{}, expanding: map[string]bool{},
-		merging: map[string]bool{}, mergeHeld: map[string]bool{},
+		merging: map[string]bool{}, mergeHeld: map[string]bool{}, stepMerges: map[string]Outcome{},
 		control: Continuous, candidates: make([]bool, len(plan.Steps)), loops: map[string]*loopRun{}, waiters: map[string][]string{},
 		approvals: map[string]Outcome{}, autoApproved: map[string]bool{}}
 }
@@ -369,7 +373,7 @@ func (d Decision) Durable() bool {
 	for _, e := range d.Events {
 		switch e.Type {
 		case EvStepCompleted, EvGateFailed, EvStepFailed, EvAttemptFailed, EvStepSkipped,
-			EvStepInterrupted, EvHumanInput, EvRunFinished, EvRunInterrupted, EvLoopItems, EvItemFinished, EvItemMerge:
+			EvStepInterrupted, EvHumanInput, EvRunFinished, EvRunInterrupted, EvLoopItems, EvItemFinished, EvItemMerge, EvStepMerge:
 			return true
 		case EvStepWaiting:
 			// The wait of a session step with human: records its
@@ -485,6 +489,7 @@ func (c *Core) Decide(st *State, in Input, at time.Time) Decision {
 		c.mergeResult(x, in)
 	case MergeRetry:
 		c.idleAtRetry = c.idle
+		c.retryStepMerges(x)
 		clear(c.mergeHeld)
 		for _, i := range c.plan.loops {
 			c.markIndex(i)
@@ -522,6 +527,7 @@ func (c *Core) begin(x *decider, in Begin) {
 	// runner stopped is asked for again.
 	clear(c.merging)
 	clear(c.mergeHeld)
+	clear(c.stepMerges)
 	clear(c.autoApproved)
 	c.cleaning = false
 	c.control = Continuous
@@ -678,6 +684,18 @@ func (c *Core) sessionEnd(x *decider, in SessionDone) {
 // does (its wait prepared by the driver, or approved at once when its
 // auto_approve was true).
 func (c *Core) succeeded(x *decider, id string, ps *PlanStep, o Outcome) {
+	if ps.worktree() && !IsInstance(id) {
+		// A step with a worktree of its own merges its work first.
+		c.startStepMerge(x, id, ps, o)
+		return
+	}
+	c.completed(x, id, ps, o)
+}
+
+// completed completes a step whose session succeeded, whose gate passed
+// and whose work (in a worktree of its own) was merged, or has it wait
+// on a human first.
+func (c *Core) completed(x *decider, id string, ps *PlanStep, o Outcome) {
 	if !ps.HumanAfter {
 		x.emit(EvStepCompleted, id, o)
 		return

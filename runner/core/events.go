@@ -606,6 +606,10 @@ var appliers = map[string]applier{
 	EvItemMerge: onStep(func(s *State, st *StepState, d *ItemMerge, e Event, _ Time) {
 		applyItemMerge(s, st, d, e)
 	}),
+	EvStepMerge: onStep(func(s *State, st *StepState, d *ItemMerge, e Event, _ Time) {
+		d.Target, d.Reset = "", nil
+		applyItemMerge(s, st, d, e)
+	}),
 	EvItemStarted:    onItem(func(_ *StepState, it *Item, _ *ItemEvent) { it.Status = Running }),
 	EvItemFinished:   onItem(finishItem),
 	EvRunPaused:      onRun(func(s *State, _ *none, _ Time) { s.Status = RunPaused }),

@@ -105,6 +105,9 @@ const (
 	// merged, conflicting (with the loop-back it leads to), waiting for
 	// the checkout, or failed.
 	EvItemMerge = "item_merge"
+	// EvStepMerge records how the work of a step with a worktree of its
+	// own came back; a conflict is then its gate's failure.
+	EvStepMerge = "step_merge"
 )
 
 // WorkspaceReady is the data of EvWorkspaceReady.
@@ -124,7 +127,8 @@ type WorkspaceRemoved struct {
 	BranchDeleted bool   `json:"branch_deleted,omitempty"`
 }
 
-// ItemMerge is the data of EvItemMerge: the item, its scope, and the
+// ItemMerge is the data of EvItemMerge (and of EvStepMerge, whose
+// scope is the step, with no item): the item, its scope, and the
 // merge's outcome. A conflict that loops back names its Target (the
 // item's instance of merge.loop_back_to) and the instances it Reset,
 // one iteration on; Output is the conflict, the target's feedback.
@@ -163,12 +167,27 @@ type MergeItem struct {
 	LoopBack  bool
 }
 
-// MergeResult answers MergeItem: Status is MergeMerged, MergeCommitted,
+// MergeStep asks the driver to commit what a step's session left in its
+// worktree and merge it into the run's workspace; it answers with
+// MergeResult (Step set). Resolving and LoopBack are MergeItem's: the
+// step was sent back to resolve a conflict, and a conflict will send it
+// back to itself.
+type MergeStep struct {
+	Step      string
+	Resolving bool
+	LoopBack  bool
+}
+
+func (MergeStep) isEffect() {}
+
+// MergeResult answers MergeItem (or, with Step, MergeStep): Status is
+// MergeMerged, MergeCommitted,
 // MergeConflict, MergeWaiting or MergeFailed; Commit the item's commit,
 // MergedAs the merge commit in Into; Reason git's reason (refused,
 // failed) or the conflict's summary, Output the conflict's files and
 // hunks, Files the conflicting files.
 type MergeResult struct {
+	Step     string
 	Loop     string
 	Index    int
 	Key      string
@@ -243,6 +262,10 @@ func (c *Core) mergeBudget(ps *PlanStep) int {
 
 // mergeResult records the outcome of an item's merge.
 func (c *Core) mergeResult(x *decider, in MergeResult) {
+	if in.Step != "" {
+		c.stepMergeResult(x, in)
+		return
+	}
 	scope := ItemScope(in.Loop, in.Key)
 	if !c.merging[scope] {
 		return
@@ -395,5 +418,92 @@ func resetItemMerges(s *State, loop string, keys []string) {
 		if ws := s.Workspaces[ItemScope(loop, k)]; ws != nil {
 			ws.Merge, ws.WaitingFor, ws.Reason, ws.Spent = "", "", "", false
 		}
+	}
+}
+
+// startStepMerge asks for the merge of a step whose session succeeded
+// and whose gate passed, keeping the session's outcome until the merge
+// is recorded.
+func (c *Core) startStepMerge(x *decider, id string, ps *PlanStep, o Outcome) {
+	c.stepMerges[id] = o
+	c.merging[id] = true
+	x.effect(c.mergeStepEffect(x.st, id, ps))
+}
+
+func (c *Core) mergeStepEffect(st *State, id string, ps *PlanStep) MergeStep {
+	m := MergeStep{Step: id}
+	if ws := st.Workspaces[id]; ws != nil && ws.Merge == MergeConflict {
+		m.Resolving = true
+	}
+	if s := st.Steps[id]; s != nil && ps.LoopTarget == id && s.IterationCount+1 < ps.MaxIterations {
+		m.LoopBack = true
+	}
+	return m
+}
+
+// retryStepMerges asks again for the merges of steps that wait for the
+// shared checkout.
+func (c *Core) retryStepMerges(x *decider) {
+	for _, id := range c.mergesWaiting() {
+		ps := c.step(id)
+		if _, ok := c.stepMerges[id]; !ok || ps == nil || IsInstance(id) {
+			continue
+		}
+		c.merging[id] = true
+		x.effect(c.mergeStepEffect(x.st, id, ps))
+	}
+}
+
+// stepMergeResult records the outcome of a step's merge, and then
+// completes the step, fails its gate (a conflict) or fails it.
+func (c *Core) stepMergeResult(x *decider, in MergeResult) {
+	id := in.Step
+	if !c.merging[id] {
+		return
+	}
+	delete(c.merging, id)
+	c.mark(id)
+	o, ok := c.stepMerges[id]
+	s, ps := x.st.Steps[id], c.step(id)
+	if !ok || s == nil || ps == nil || s.Status != Running {
+		delete(c.stepMerges, id)
+		return
+	}
+	d := ItemMerge{Index: -1, Scope: id, Status: in.Status, Commit: in.Commit, Into: in.Into, MergedAs: in.MergedAs,
+		Reason: shorten(in.Reason), Files: in.Files}
+	switch in.Status {
+	case MergeMerged:
+		x.emit(EvStepMerge, id, d)
+		delete(c.stepMerges, id)
+		c.completed(x, id, ps, o)
+	case MergeWaiting:
+		c.mergeHeld[id] = true
+		if ws := x.st.Workspaces[id]; ws != nil && ws.Merge == MergeWaiting && ws.Reason == d.Reason {
+			if c.idleAtRetry && len(c.merging) == 0 {
+				c.idle = true
+			}
+			return
+		}
+		x.emit(EvStepMerge, id, d)
+	case MergeConflict:
+		d.Output = evidence(in.Output)
+		reason := "merge conflict"
+		if len(in.Files) > 0 {
+			reason += " in " + strings.Join(in.Files, ", ")
+		}
+		if in.Reason != "" {
+			reason = in.Reason
+		}
+		d.Reason = shorten(reason)
+		x.emit(EvStepMerge, id, d)
+		delete(c.stepMerges, id)
+		c.gateFailure(x, id, d.Reason, d.Output, o)
+	default:
+		d.Status = MergeFailed
+		x.emit(EvStepMerge, id, d)
+		delete(c.stepMerges, id)
+		o.Error = shorten("merge: " + in.Reason)
+		x.emit(EvStepFailed, id, o)
+		c.stepFailed(id, exitFailed, fmt.Sprintf("step %s failed: %s", id, o.Error))
 	}
 }

@@ -289,3 +289,59 @@ func TestMergeResumes(t *testing.T) {
 		t.Fatalf("after a new runner began: %v", got)
 	}
 }
+
+// stepMerges returns the MergeStep effects of the last decision.
+func (h *coreHarness) stepMerges() []core.MergeStep {
+	var out []core.MergeStep
+	for _, e := range h.effects {
+		if m, ok := e.(core.MergeStep); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// TestMergeStep: a step with a worktree of its own completes once its
+// work is merged; a conflict fails its gate and loops back to it with
+// the conflict as feedback; a checkout that refuses keeps it running
+// until a retry merges.
+func TestMergeStep(t *testing.T) {
+	plan, err := core.NewPlan([]core.PlanStep{
+		{ID: "code", Kind: core.KindCommand, MaxAttempts: 1, MaxIterations: 3, LoopTarget: "code", HasGate: true, Extra: &core.PlanExtra{Worktree: true}},
+		{ID: "ship", Kind: core.KindCommand, Needs: []string{"code"}, MaxAttempts: 1, MaxIterations: 3},
+	}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newPlanHarness(t, plan)
+	h.ok("code")
+	m := h.stepMerges()
+	if len(m) != 1 || m[0].Step != "code" || m[0].Resolving || !m[0].LoopBack {
+		t.Fatalf("merges %+v", m)
+	}
+	h.expect("code", core.Running, 0, 1)
+	h.decide(core.MergeResult{Step: "code", Status: core.MergeConflict, Files: []string{"f.go"}, Output: "<<<<<<< hunks"})
+	h.expect("code", core.Running, 1, 1)
+	if fb := h.st.Steps["code"].Feedback; fb == nil || fb.Reason != "merge conflict in f.go" || fb.Output != "<<<<<<< hunks" {
+		t.Fatalf("feedback %+v", fb)
+	}
+	h.ok("code")
+	if m := h.stepMerges(); len(m) != 1 || !m[0].Resolving {
+		t.Fatalf("second merge %+v", m)
+	}
+	h.decide(core.MergeResult{Step: "code", Status: core.MergeWaiting, Reason: "local changes"})
+	h.expect("code", core.Running, 1, 1)
+	h.decide(core.MergeRetry{})
+	if m := h.stepMerges(); len(m) != 1 {
+		t.Fatalf("retry %+v", h.effects)
+	}
+	h.decide(core.MergeResult{Step: "code", Status: core.MergeMerged, Commit: "c1", Into: "main", MergedAs: "m1"})
+	h.expect("code", core.Completed, 1, 1)
+	if got := h.started(); !slices.Equal(got, []string{"ship"}) {
+		t.Fatalf("after the merge: %v", got)
+	}
+	if ws := h.st.Workspaces["code"]; ws == nil || ws.Merge != core.MergeMerged || ws.Conflicts != 1 || ws.MergedAs != "m1" {
+		t.Fatalf("workspace %+v", ws)
+	}
+	h.replayed()
+}

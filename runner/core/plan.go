@@ -103,13 +103,18 @@ type PlanExtra struct {
 	// rule (all, any or majority).
 	Reviewers []string
 	Consensus string
+	// Worktree is set for a step with a worktree of its own: once its
+	// session succeeded and its gate passed, its work is merged into
+	// the run's workspace before it completes; a conflict fails its
+	// gate.
+	Worktree bool
 }
 
 // IsZero reports whether e sets nothing: a step whose Extra would be
 // zero needs none.
 func (e *PlanExtra) IsZero() bool {
 	return e == nil || len(e.Gates) == 0 && e.Backoff == 0 && e.MaxBackoff == 0 && !e.Budget.set() &&
-		e.Reviewers == nil && e.Consensus == ""
+		e.Reviewers == nil && e.Consensus == "" && !e.Worktree
 }
 
 // gates returns the gates of the gate-state file the step waits for.
@@ -127,6 +132,9 @@ func (s *PlanStep) budget() Budget {
 	}
 	return s.Extra.Budget
 }
+
+// worktree reports whether the step has a worktree of its own.
+func (s *PlanStep) worktree() bool { return s.Extra != nil && s.Extra.Worktree }
 
 // reviewers returns a consensus step's reviewers and rule.
 func (s *PlanStep) reviewers() ([]string, string) {

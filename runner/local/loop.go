@@ -229,7 +229,9 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 	case core.StartCleanup:
 		x.startCleanup()
 	case core.MergeItem:
-		x.startMerge(e)
+		x.startMerge(x.mergeJobOf(e))
+	case core.MergeStep:
+		x.startMerge(x.stepMergeJob(e))
 	case core.Idle:
 		if !x.opts.NoWait || len(x.queue) > 0 {
 			return Result{}, false, nil
@@ -344,7 +346,7 @@ func (x *run) announce(e core.Event) {
 		var d core.Note
 		_ = jsonUnmarshal(e.Data, &d)
 		x.printf("warning: %s\n", d.Message)
-	case core.EvItemMerge:
+	case core.EvItemMerge, core.EvStepMerge:
 		x.announceWorkspace(e)
 	}
 }

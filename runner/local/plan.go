@@ -100,6 +100,7 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 			ex.Reviewers, ex.Consensus = g.Reviewers, g.Consensus
 		}
 		ps.Reviewer = wf.ReviewerOf(s.ID) != nil
+		ex.Worktree = s.Loop == "" && s.ForEach == nil && s.Workspace.Worktree()
 		if b := s.Budget; b != nil {
 			ex.Budget = core.Budget{CostUSD: b.CostUSD, Tokens: b.Tokens, Sessions: b.Sessions}.Lifted(over.Raise)
 		}

@@ -100,6 +100,8 @@ func (x *run) scopeOf(key string) (scope, bool) {
 		if l := x.wf.Step(k.Loop); l != nil && l.Workspace.Worktree() {
 			return scope{name: core.ItemScope(k.Loop, k.Item), spec: l.Workspace, label: k.Loop + "[" + k.Item + "]"}, true
 		}
+	} else if s := x.wf.Step(k.Step); s != nil && s.Loop == "" && s.ForEach == nil && s.Workspace.Worktree() {
+		return scope{name: s.ID, spec: s.Workspace, label: "step " + s.ID}, true
 	}
 	return x.runScope()
 }
@@ -361,10 +363,10 @@ type mergeJob struct {
 	label          string
 }
 
-// startMerge performs a MergeItem: on its own goroutine, its result
-// sent to the core as it comes (at once in a Serial run).
-func (x *run) startMerge(m core.MergeItem) {
-	job := x.mergeJobOf(m)
+// startMerge performs a merge the core asked for (MergeItem,
+// MergeStep): on its own goroutine, its result sent to the core as it
+// comes (at once in a Serial run).
+func (x *run) startMerge(job *mergeJob) {
 	if x.r.Serial {
 		x.queue = append(x.queue, x.merge(job))
 		return
@@ -393,6 +395,30 @@ func (x *run) mergeJobOf(m core.MergeItem) *mergeJob {
 	}
 	job.commitMsg = fmt.Sprintf("flow: run %s, %s, iteration %d", x.st.RunID, label, iteration)
 	job.mergeMsg = fmt.Sprintf("flow: merge %s of run %s", label, x.st.RunID)
+	x.mergeParent(job)
+	return job
+}
+
+// stepMergeJob is the merge of a step with a worktree of its own.
+func (x *run) stepMergeJob(m core.MergeStep) *mergeJob {
+	job := &mergeJob{res: core.MergeResult{Step: m.Step}, mode: core.MergeAuto, resolving: m.Resolving, loopBack: m.LoopBack, label: "step " + m.Step}
+	if rec := x.st.Workspaces[m.Step]; rec != nil && !rec.Removed {
+		job.path, job.branch = rec.Path, rec.Branch
+	}
+	iteration := 0
+	if s := x.st.Steps[m.Step]; s != nil {
+		iteration = s.IterationCount
+	}
+	job.commitMsg = fmt.Sprintf("flow: run %s, step %s, iteration %d", x.st.RunID, m.Step, iteration)
+	job.mergeMsg = fmt.Sprintf("flow: merge step %s of run %s", m.Step, x.st.RunID)
+	x.mergeParent(job)
+	return job
+}
+
+// mergeParent fills in where a job merges into: the run's worktree, or
+// the repository's checkout (its branch as recorded when the run
+// began).
+func (x *run) mergeParent(job *mergeJob) {
 	if rs, ok := x.runScope(); ok {
 		job.into, job.intoPath = core.WorkspaceBranch(x.st.RunID, rs.name), x.scopePath(rs.name)
 		if rec := x.st.Workspaces[rs.name]; rec != nil {
@@ -403,7 +429,6 @@ func (x *run) mergeJobOf(m core.MergeItem) *mergeJob {
 	} else {
 		job.intoPath, job.shared = x.opts.Repo, true
 	}
-	return job
 }
 
 // merge commits an item's work and merges it; it reads nothing of the
@@ -532,6 +557,19 @@ func (x *run) announceWorkspace(e core.Event) {
 		case core.MergeFailed:
 			x.printf("%s: merge FAILED: %s\n", label, d.Reason)
 		}
+	case core.EvStepMerge:
+		var d core.ItemMerge
+		_ = jsonUnmarshal(e.Data, &d)
+		switch d.Status {
+		case core.MergeMerged:
+			x.printf("%s: merged into %s (%s)\n", e.Step, d.Into, shortCommit(d.MergedAs))
+		case core.MergeConflict:
+			x.printf("%s: merge conflict (%s)\n", e.Step, strings.Join(d.Files, ", "))
+		case core.MergeWaiting:
+			x.printf("%s: waiting to merge into the checkout: %s\n", e.Step, d.Reason)
+		case core.MergeFailed:
+			x.printf("%s: merge FAILED: %s\n", e.Step, d.Reason)
+		}
 	case core.EvWorkspaceRemoved:
 		var d core.WorkspaceRemoved
 		_ = jsonUnmarshal(e.Data, &d)
@@ -626,10 +664,13 @@ func (x *run) keepOf(name string, status core.RunStatus) (keep, ok bool) {
 	if name == core.RunScope {
 		return false, true
 	}
-	loop, key, _ := strings.Cut(name, ".")
+	loop, key, isItem := strings.Cut(name, ".")
 	ls := x.st.Steps[loop]
 	if ls == nil {
 		return false, false
+	}
+	if !isItem {
+		return ls.Status != core.Completed, true
 	}
 	for _, it := range ls.Items {
 		if it.Key == key {

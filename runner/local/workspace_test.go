@@ -237,3 +237,31 @@ func TestWorkspacesSharedCheckoutWaits(t *testing.T) {
 		t.Fatalf("main: %s", log)
 	}
 }
+
+// TestWorkspacesStep: a step with a worktree of its own runs there, and
+// its work is merged into the run's branch before the next step starts.
+func TestWorkspacesStep(t *testing.T) {
+	g := newGitRepo(t)
+	wf := workflowFile(t, `name: step
+workspace: worktree
+steps:
+  - id: change
+    run: sed -i 's/^line 3$/changed/' f && test "$PWD" = "$FLOW_WORKSPACE" && test "$FLOW_REPO_DIR" != "$PWD"
+    workspace: worktree
+  - id: after
+    run: grep -q '^changed$' f
+`)
+	res, out := g.runFor(t, wf, Options{RunID: "s1"})
+	if res.ExitCode != 0 {
+		t.Fatalf("run: %+v\n%s", res, out)
+	}
+	if !strings.Contains(out, "change: merged into flow/s1/_run") {
+		t.Fatalf("output:\n%s", out)
+	}
+	if got := g.show(t, "flow/s1/_run", "f"); !strings.Contains(got, "\nchanged\n") {
+		t.Fatalf("the run's branch f:\n%s", got)
+	}
+	if ws := res.State.Workspaces["change"]; ws == nil || ws.Merge != core.MergeMerged || !ws.Removed || !ws.BranchDeleted {
+		t.Fatalf("workspace %+v", ws)
+	}
+}
