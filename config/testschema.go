@@ -54,7 +54,12 @@ func TestSchema() []byte {
 			"sessions": stepMap("The outcomes of each step's sessions, in order; the last one repeats.", oneOrList("outcome")),
 			"checks":   stepMap("The outcomes of each step's gate.check, in order; the last one repeats.", oneOrList("outcome")),
 			"human":    stepMap("The decisions of each human step, in order; the last one repeats.", oneOrList("decision")),
-			"merges":   stepMap("The outcomes of the merges of each item (loop[key]) of a loop whose items have worktrees, in order; the last one repeats, and an item not scripted merges.", oneOrList("mergeOutcome")),
+			"merges": obj{
+				{"description", "The outcomes of the merges of each item (loop[key]) of a loop whose items have worktrees, in order; the last one repeats, and an item not scripted merges."},
+				{"type", "object"},
+				{"propertyNames", obj{{"pattern", `^[a-z0-9][a-z0-9_-]*\[[A-Za-z0-9_-]{1,48}\]$`}}},
+				{"additionalProperties", oneOrList("mergeOutcome")},
+			},
 			"control": stepMap("Control states a person sets while the step's first session runs (the first), and to go on each time the run then stops paused (the next ones).",
 				obj{{"oneOf", []any{defRef("controlState"), obj{{"type", "array"}, {"items", defRef("controlState")}}}}}),
 			"expect": defRef("expect"),

@@ -50,7 +50,7 @@ type Core struct {
 	// flight or waits, the outcome of its session, recorded once the
 	// merge is.
 	stepMerges map[string]Outcome
-	cleaning    bool
+	cleaning   bool
 	// halt is set when the run stops starting sessions: a step failed
 	// (exit 1 or 5) or the runner was interrupted (130).
 	haltCode   int
