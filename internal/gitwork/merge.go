@@ -267,7 +267,7 @@ func (g *Git) treeHunks(ctx context.Context, repo, tree string, files []string) 
 // hunks returns the regions of a file between conflict markers, each
 // with hunkContext lines before and after and its line numbers.
 func hunks(file, text string) string {
-	lines := strings.Split(text, "\n")
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 	var b strings.Builder
 	for i := 0; i < len(lines); i++ {
 		if !strings.HasPrefix(lines[i], "<<<<<<<") {
