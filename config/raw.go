@@ -72,6 +72,7 @@ type rawDefaults struct {
 	maxIterations str
 	timeout       str
 	idleTimeout   str
+	sandbox       str
 	agent         str
 	retry         *rawRetry
 	promptLimit   str
@@ -168,6 +169,7 @@ type rawStepMore struct {
 	retryIf       str
 	timeout       str
 	idleTimeout   str
+	sandbox       str
 	artifacts     []str
 	artifactsPos  Pos
 	env           []kv

@@ -22,7 +22,7 @@ import (
 	"github.com/flow-run/flow/runner/ops"
 )
 
-// Exit codes of the flow command: the table of DESIGN §8, defined
+// Exit codes of the flow command: the table in docs/architecture.md, "Shared tables", defined
 // once in runner.
 const (
 	ExitOK          = int(core.ExitOK)

@@ -284,7 +284,7 @@ func (a *app) execute(cmd *cobra.Command, l *ops.Launch, asJSON bool) error {
 		Live: isTerminal(out) || a.inCI(),
 	}
 	if asJSON {
-		// One JSON object per line (DESIGN §8): each event as it is
+		// One JSON object per line (docs/architecture.md, "Shared tables"): each event as it is
 		// recorded, then the result.
 		enc := json.NewEncoder(a.stdio.Out)
 		enc.SetEscapeHTML(false)

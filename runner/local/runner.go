@@ -555,7 +555,7 @@ func (x *run) setWorkflow(wf *config.Workflow) {
 }
 
 // reload takes the workflow file as it is now, for a paused run that
-// goes on (DESIGN §8: edits are picked up): when it changed, its new
+// goes on (docs/architecture.md, "Shared tables": edits are picked up): when it changed, its new
 // steps, vars and limits are recorded (reconcileWorkflow) and a new core
 // over the new plan replaces the old one. An edit that does not load is
 // an error, and changes nothing.
@@ -755,7 +755,7 @@ func (x *run) snapshot() error {
 
 // writeState writes run_state.json. It is replaced atomically but not
 // synced: events.jsonl, synced, is the truth, and a snapshot a crash of
-// the machine damaged is rebuilt from it (DESIGN §6); its two syncs
+// the machine damaged is rebuilt from it (docs/architecture.md, "The record"); its two syncs
 // cost half a millisecond.
 func (x *run) writeState() error {
 	err := atomicfile.ReplaceWith(x.rec, filepath.Join(x.dir, record.StateFile), 0o644, func(w io.Writer) error {
@@ -776,7 +776,7 @@ func (x *run) writeState() error {
 // run has none yet: sessions are given its path ($FLOW_STATE_PATH) and
 // may read it at once, while a new run's first snapshot is otherwise
 // not due for a second. Later snapshots keep their own pace (the file
-// may lag events.jsonl by up to one, DESIGN §6).
+// may lag events.jsonl by up to one, docs/architecture.md, "The record").
 func (x *run) ensureState() error {
 	if x.stateOnDisk {
 		return nil
