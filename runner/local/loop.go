@@ -20,6 +20,7 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 	sessCtx, cancelSessions := context.WithCancel(context.WithoutCancel(ctx))
 	x.sessCtx = sessCtx
 	x.stopped = make(chan struct{})
+	x.ws()
 	// On the way out: stop delivering inputs, stop sessions, wait for
 	// their goroutines.
 	defer x.sessions.Wait()

@@ -71,7 +71,9 @@ type scope struct {
 	label string
 }
 
-// ws returns the run's workspaces, set up at first use.
+// ws returns the run's workspaces, set up at first use, which is on the
+// loop's goroutine as the loop starts (loop), before any session or
+// merge goroutine may ask for them.
 func (x *run) ws() *workspaces {
 	if x.wspaces != nil {
 		return x.wspaces
@@ -348,6 +350,7 @@ func (x *run) setup(sc scope, dir string) error {
 // state on the loop's goroutine, so that the merge itself, on a
 // goroutine of its own, reads nothing the loop changes.
 type mergeJob struct {
+	git                 Git
 	res                 core.MergeResult
 	mode                string
 	resolving, loopBack bool
@@ -367,6 +370,7 @@ type mergeJob struct {
 // MergeStep): on its own goroutine, its result sent to the core as it
 // comes (at once in a Serial run).
 func (x *run) startMerge(job *mergeJob) {
+	job.git = x.ws().git
 	if x.r.Serial {
 		x.queue = append(x.queue, x.merge(job))
 		return
@@ -434,7 +438,7 @@ func (x *run) mergeParent(job *mergeJob) {
 // merge commits an item's work and merges it; it reads nothing of the
 // run's state.
 func (x *run) merge(job *mergeJob) core.MergeResult {
-	ctx, repo, g := context.WithoutCancel(x.sessCtx), x.opts.Repo, x.ws().git
+	ctx, repo, g := context.WithoutCancel(x.sessCtx), x.opts.Repo, job.git
 	res := job.res
 	fail := func(err error) core.MergeResult {
 		res.Status, res.Reason = core.MergeFailed, err.Error()
