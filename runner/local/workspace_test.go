@@ -265,3 +265,56 @@ steps:
 		t.Fatalf("workspace %+v", ws)
 	}
 }
+
+// TestWorkspacesKeepSetupCopy: a new worktree gets the copied ignored
+// files and runs its setup before its first session; at the end of a
+// failed run keep on_failure keeps the worktree (unlocked) and keep
+// never removes it, the run's branch staying either way.
+func TestWorkspacesKeepSetupCopy(t *testing.T) {
+	for _, keep := range []string{"on_failure", "never"} {
+		t.Run(keep, func(t *testing.T) {
+			g := newGitRepo(t)
+			g.write(t, ".gitignore", ".env\n")
+			g.git(t, "add", ".gitignore")
+			g.git(t, "commit", "-q", "-m", "ignore .env")
+			g.write(t, ".env", "TOKEN=1\n")
+			wf := workflowFile(t, `name: keep
+workspace:
+  keep: `+keep+`
+  copy: [.env]
+  setup: echo set up > setup.txt
+steps:
+  - id: work
+    run: grep -q TOKEN=1 .env && grep -q 'set up' setup.txt && echo done > work.txt
+  - id: fail
+    run: exit 3
+    max_attempts: 1
+`)
+			res, out := g.runFor(t, wf, Options{RunID: "k"})
+			if res.ExitCode != 1 || res.State.Steps["work"].Status != core.Completed {
+				t.Fatalf("run: %+v\n%s", res, out)
+			}
+			wt := filepath.Join(g.dir, ".agents", "worktrees", "k", "_run")
+			_, err := os.Stat(wt)
+			switch keep {
+			case "on_failure":
+				if err != nil {
+					t.Fatalf("the worktree of a failed run is gone: %v", err)
+				}
+				if list := g.git(t, "worktree", "list", "--porcelain"); strings.Contains(list, "locked") {
+					t.Fatalf("the kept worktree is still locked:\n%s", list)
+				}
+			case "never":
+				if !os.IsNotExist(err) {
+					t.Fatalf("the worktree is still there: %v", err)
+				}
+			}
+			if got := g.show(t, "flow/k/_run", "work.txt"); got != "done" {
+				t.Fatalf("the run's branch work.txt: %q", got)
+			}
+			if log := g.git(t, "log", "-1", "--format=%s", "flow/k/_run"); log != "flow: run k failed" {
+				t.Fatalf("the run's last commit: %s", log)
+			}
+		})
+	}
+}
