@@ -293,7 +293,7 @@ type StepOptions struct {
 	// or "" for the defaults' (StepSandbox).
 	Sandbox   string
 	Artifacts []*Template
-	Env           map[string]*Template
+	Env       map[string]*Template
 	// Budget bounds what the step's sessions consume, all attempts and
 	// iterations together (for a step of a loop's body, all its items
 	// together), or is nil. Never set on a human or a loop step.
