@@ -110,6 +110,7 @@ func build(raw *rawWorkflow, fs afero.Fs, path string, o Options, d *diags) *Wor
 	b.secrets()
 	b.notify()
 	w.Budget = b.budget(raw.budget)
+	w.Workspace = b.workspace(raw.workspace)
 	seen := map[string]bool{}
 	w.Steps = make([]*Step, 0, len(raw.steps))
 	for i, rs := range raw.steps {
@@ -299,6 +300,7 @@ func (b *builder) step(rs *rawStep, seen map[string]bool, loop *Step) *Step {
 			}
 		}
 	}
+	b.stepWorkspace(s, rs, loop)
 	b.rawNeeds[s] = rs.needs
 	return s
 }

@@ -214,6 +214,7 @@ func (a *app) rootCmd() *cobra.Command {
 		a.schemaCmd(),
 		a.versionCmd(),
 		a.serveCmd(),
+		a.pruneCmd(),
 	)
 	a.addRunnerCmds(root)
 	a.addTemporal(root)

@@ -42,7 +42,18 @@ type Core struct {
 	waiting    map[string]bool
 	// expanding holds loop steps whose items the driver evaluates.
 	expanding map[string]bool
-	cleaning  bool
+	// merging holds the scopes of items whose merge the driver makes;
+	// mergeHeld those whose merge waits for the shared checkout until
+	// MergeRetry; idleAtRetry is whether the run was idle when the
+	// last MergeRetry came (a merge that still waits leaves it so).
+	merging     map[string]bool
+	mergeHeld   map[string]bool
+	idleAtRetry bool
+	// stepMerges holds, for a step with a worktree whose merge is in
+	// flight or waits, the outcome of its session, recorded once the
+	// merge is.
+	stepMerges map[string]Outcome
+	cleaning   bool
 	// halt is set when the run stops starting sessions: a step failed
 	// (exit 1 or 5) or the runner was interrupted (130).
 	haltCode   int
@@ -100,6 +111,7 @@ const (
 // NewCore returns a core for plan.
 func NewCore(plan *Plan) *Core {
 	return &Core{plan: plan, evaluating: map[string]bool{}, preparing: map[string]bool{}, waiting: map[string]bool{}, expanding: map[string]bool{},
+		merging: map[string]bool{}, mergeHeld: map[string]bool{}, stepMerges: map[string]Outcome{},
 		control: Continuous, candidates: make([]bool, len(plan.Steps)), loops: map[string]*loopRun{}, waiters: map[string][]string{},
 		approvals: map[string]Outcome{}, autoApproved: map[string]bool{}}
 }
@@ -322,6 +334,9 @@ type Idle struct {
 	Paused  bool
 	// Gated are the steps that wait for gates of the gate-state file.
 	Gated []string
+	// Merges are the items whose merge waits for the shared checkout
+	// (as <loop>.<key>); MergeRetry tries them again.
+	Merges []string
 }
 
 // Finish says the run has ended (for now) with Status and ExitCode.
@@ -368,7 +383,7 @@ func (d Decision) Durable() bool {
 	for _, e := range d.Events {
 		switch e.Type {
 		case EvStepCompleted, EvGateFailed, EvStepFailed, EvAttemptFailed, EvStepSkipped,
-			EvStepInterrupted, EvHumanInput, EvRunFinished, EvRunInterrupted, EvLoopItems, EvItemFinished:
+			EvStepInterrupted, EvHumanInput, EvRunFinished, EvRunInterrupted, EvLoopItems, EvItemFinished, EvItemMerge, EvStepMerge:
 			return true
 		case EvStepWaiting:
 			// The wait of a session step with human: records its
@@ -492,6 +507,15 @@ func (c *Core) Decide(st *State, in Input, at time.Time) Decision {
 		c.gatesChanged(in)
 	case ControlChanged:
 		c.controlChanged(x, in.Desired)
+	case MergeResult:
+		c.mergeResult(x, in)
+	case MergeRetry:
+		c.idleAtRetry = c.idle
+		c.retryStepMerges(x)
+		clear(c.mergeHeld)
+		for _, i := range c.plan.loops {
+			c.markIndex(i)
+		}
 	case CleanupDone:
 		c.cleaning = false
 		x.emit(EvCleanupFinished, "", CleanupFinished{N: x.st.Cleanups, Failed: in.Failed, Error: shorten(in.Error)})
@@ -521,6 +545,11 @@ func (c *Core) begin(x *decider, in Begin) {
 	clear(c.expanding)
 	clear(c.loops)
 	clear(c.approvals)
+	// A merge that waited is tried again; one in flight when the last
+	// runner stopped is asked for again.
+	clear(c.merging)
+	clear(c.mergeHeld)
+	clear(c.stepMerges)
 	clear(c.autoApproved)
 	c.cleaning = false
 	c.control = Continuous
@@ -681,6 +710,18 @@ func (c *Core) sessionEnd(x *decider, in SessionDone) {
 // does (its wait prepared by the driver, or approved at once when its
 // auto_approve was true).
 func (c *Core) succeeded(x *decider, id string, ps *PlanStep, o Outcome) {
+	if ps.worktree() && !IsInstance(id) {
+		// A step with a worktree of its own merges its work first.
+		c.startStepMerge(x, id, ps, o)
+		return
+	}
+	c.completed(x, id, ps, o)
+}
+
+// completed completes a step whose session succeeded, whose gate passed
+// and whose work (in a worktree of its own) was merged, or has it wait
+// on a human first.
+func (c *Core) completed(x *decider, id string, ps *PlanStep, o Outcome) {
 	if !ps.HumanAfter {
 		x.emit(EvStepCompleted, id, o)
 		return
@@ -1029,7 +1070,7 @@ func (c *Core) schedule(x *decider) {
 	} // A running loop step holds a slot of max_parallel but runs no
 	// session: the run is busy when sessions, evaluations, timers or
 	// waits are in flight.
-	inFlight := c.running + c.instRunning + len(c.evaluating) + len(c.expanding)
+	inFlight := c.running + c.instRunning + len(c.evaluating) + len(c.expanding) + len(c.merging)
 	for _, i := range c.plan.loops {
 		if s := st.Steps[c.plan.Steps[i].ID]; s != nil && s.Status == Running {
 			inFlight--
@@ -1074,19 +1115,22 @@ func (c *Core) schedule(x *decider) {
 		c.finished = true
 		x.emit(EvRunFinished, "", RunFinished{Status: RunCompleted})
 		x.effect(Finish{Status: RunCompleted})
-	case len(waiting) > 0 || c.paused() || len(c.gated) > 0:
+	case len(waiting) > 0 || c.paused() || len(c.gated) > 0 || len(c.mergeHeld) > 0:
 		if !c.idle {
 			c.idle = true
 			gated := c.gatedSteps()
+			merges := c.mergesWaiting()
 			if c.paused() && len(waiting) == 0 {
 				x.emit(EvRunPaused, "", Note{Message: "paused by control.json"})
 				x.effect(SetControl{Desired: Pause, Current: Pause})
 			} else if len(waiting) > 0 {
 				x.emit(EvRunWaiting, "", Note{Message: "waiting on a human: " + fmt.Sprint(waiting)})
-			} else {
+			} else if len(gated) > 0 {
 				x.emit(EvRunWaiting, "", Note{Message: "waiting on gates: " + c.gatesReport(st)})
+			} else {
+				x.emit(EvRunWaiting, "", Note{Message: "waiting for the checkout to take the merge of " + strings.Join(merges, ", ")})
 			}
-			x.effect(Idle{Waiting: waiting, Paused: c.paused(), Gated: gated})
+			x.effect(Idle{Waiting: waiting, Paused: c.paused(), Gated: gated, Merges: merges})
 		}
 	default:
 		// Nothing runs and nothing can start: a bug or an impossible

@@ -611,6 +611,19 @@ var appliers = map[string]applier{
 	EvLoopItems: onStep(func(s *State, st *StepState, d *LoopItems, e Event, at Time) {
 		applyLoopItems(s, e.Step, st, d, at)
 	}),
+	EvWorkspaceReady: onRun(func(s *State, d *WorkspaceReady, _ Time) { applyWorkspaceReady(s, d) }),
+	EvWorkspaceRemoved: onRun(func(s *State, d *WorkspaceRemoved, _ Time) {
+		if ws := s.Workspaces[d.Scope]; ws != nil {
+			ws.Removed, ws.BranchDeleted = true, d.BranchDeleted
+		}
+	}),
+	EvItemMerge: onStep(func(s *State, st *StepState, d *ItemMerge, e Event, _ Time) {
+		applyItemMerge(s, st, d, e)
+	}),
+	EvStepMerge: onStep(func(s *State, st *StepState, d *ItemMerge, e Event, _ Time) {
+		d.Target, d.Reset = "", nil
+		applyItemMerge(s, st, d, e)
+	}),
 	EvItemStarted:    onItem(func(_ *StepState, it *Item, _ *ItemEvent) { it.Status = Running }),
 	EvItemFinished:   onItem(finishItem),
 	EvRunPaused:      onRun(func(s *State, _ *none, _ Time) { s.Status = RunPaused }),
@@ -782,10 +795,13 @@ func applyLoopItems(s *State, loop string, st *StepState, d *LoopItems, at Time)
 	st.RemovedItems = slices.DeleteFunc(st.RemovedItems, func(k string) bool { return keep[k] })
 	st.Items = make([]Item, len(d.Items))
 	st.LoopItems = make([]json.RawMessage, len(d.Items))
+	keys := make([]string, len(d.Items))
 	for i, it := range d.Items {
 		st.Items[i] = Item{Key: it.Key, Status: Pending}
 		st.LoopItems[i] = it.Value
+		keys[i] = it.Key
 	}
+	resetItemMerges(s, loop, keys)
 	st.LoopIndex, st.LoopCompleted = intp(0), boolp(false)
 	s.Status = RunRunning
 
@@ -870,6 +886,7 @@ func reopenItems(s *State, ids []string) {
 				*ls.LoopIndex--
 			}
 			it.Status, it.Error = Pending, ""
+			resetItemMerges(s, k.Loop, []string{it.Key})
 		}
 		ls.Status, ls.EndedAt, ls.LastError = Running, nil, nil
 		ls.LoopCompleted = boolp(false)

@@ -92,6 +92,10 @@ func (x *run) loopItemsInfo(loop *config.Step, s *core.StepState) []map[string]a
 	out := make([]map[string]any, 0, len(s.Items))
 	for i, it := range s.Items {
 		m := map[string]any{"key": it.Key, "index": i, "status": string(it.Status)}
+		if ws := x.st.Workspaces[core.ItemScope(loop.ID, it.Key)]; ws != nil {
+			// An item with a worktree: where its work is.
+			m["branch"], m["commit"], m["merge"] = ws.Branch, ws.Commit, ws.Merge
+		}
 		if i < len(s.LoopItems) {
 			var v any
 			if json.Unmarshal(s.LoopItems[i], &v) == nil {

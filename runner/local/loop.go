@@ -21,6 +21,7 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 	sessCtx, cancelSessions := context.WithCancel(context.WithoutCancel(ctx))
 	x.sessCtx = sessCtx
 	x.stopped = make(chan struct{})
+	x.ws()
 	// On the way out: stop delivering inputs, stop sessions, wait for
 	// their goroutines.
 	defer x.sessions.Wait()
@@ -69,7 +70,7 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 				}
 			}
 		}
-		if len(x.awaiting) > 0 || x.core.Paused() || x.usesGates() {
+		if len(x.awaiting) > 0 || x.core.Paused() || x.usesGates() || x.mergesWaiting() {
 			if poll == nil {
 				poll = x.r.Clock.After(x.r.PollEvery)
 			}
@@ -230,6 +231,10 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 		}
 	case core.StartCleanup:
 		x.startCleanup()
+	case core.MergeItem:
+		x.startMerge(x.mergeJobOf(e))
+	case core.MergeStep:
+		x.startMerge(x.stepMergeJob(e))
 	case core.Idle:
 		if !x.opts.NoWait || len(x.queue) > 0 {
 			return Result{}, false, nil
@@ -240,6 +245,9 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 		if e.Paused && len(e.Waiting) == 0 {
 			return x.result(core.RunPaused, exitPaused, "paused"), true, nil
 		}
+		if len(e.Waiting) == 0 && len(e.Gated) == 0 && len(e.Merges) > 0 {
+			return x.result(core.RunWaitingOnHuman, exitHuman, "waiting for the checkout to take the merge of "+strings.Join(e.Merges, ", ")+"; flow resume tries again"), true, nil
+		}
 		if len(e.Waiting) == 0 && len(e.Gated) > 0 {
 			return x.result(core.RunWaitingOnHuman, exitHuman, "waiting on gates: "+strings.Join(e.Gated, ", ")), true, nil
 		}
@@ -248,6 +256,8 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 		if e.Reason == core.AlreadyEnded {
 			x.printf("run %s had already %s (exit %d); to run steps again: flow run %s --start-at-step STEP\n",
 				x.st.RunID, e.Status, e.ExitCode, x.st.WorkflowFile)
+		} else {
+			x.releaseWorkspaces(e.Status)
 		}
 		return x.result(e.Status, e.ExitCode, e.Reason), true, nil
 	}
@@ -339,6 +349,8 @@ func (x *run) announce(e core.Event) {
 		var d core.Note
 		_ = jsonUnmarshal(e.Data, &d)
 		x.printf("warning: %s\n", d.Message)
+	case core.EvItemMerge, core.EvStepMerge:
+		x.announceWorkspace(e)
 	}
 }
 
@@ -363,6 +375,7 @@ func (x *run) pollWaiting() error {
 	if x.usesGates() {
 		x.pollGates()
 	}
+	x.pollMerges()
 	desired, err := x.readControl()
 	if err != nil {
 		return err

@@ -143,7 +143,7 @@ func (x *run) orchestratorEnv(s *config.Step, e sessionRun, promptPath string) [
 		"RUN_ID=" + x.st.RunID,
 		"STEP_ID=" + id,
 		"AGENT_ID=" + s.Agent,
-		"REPO_DIR=" + x.opts.Repo,
+		"REPO_DIR=" + x.workDir(e.Step),
 		"PROMPT_PATH=" + promptPath,
 		"REPORT_PATH=" + e.SessionReport,
 		"MANUAL_RESULT_PATH=" + manual,

@@ -104,6 +104,7 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 			ex.Reviewers, ex.Consensus = g.Reviewers, g.Consensus
 		}
 		ps.Reviewer = wf.ReviewerOf(s.ID) != nil
+		ex.Worktree = s.Loop == "" && s.ForEach == nil && s.Workspace.Worktree()
 		if b := s.Budget; b != nil {
 			ex.Budget = core.Budget{CostUSD: b.CostUSD, Tokens: b.Tokens, Sessions: b.Sessions}.Lifted(over.Raise)
 		}
@@ -118,6 +119,12 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 			}
 			for _, b := range fe.Body {
 				pl.Body = append(pl.Body, b.ID)
+			}
+			if m := s.ItemMerge(); m != nil {
+				pl.Merge, pl.MergeLoopBack = m.Mode, m.LoopBackTo
+				if pl.MergeMaxIterations, err = limit(s.ID, "merge.max_iterations", m.MaxIterations); err != nil {
+					return nil, err
+				}
 			}
 			ps.ForEach = pl
 		}

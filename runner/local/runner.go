@@ -97,6 +97,9 @@ type Runner struct {
 	// session, in a private file removed when the session ends; ""
 	// means os.TempDir().
 	TempDir string
+	// Git performs the git side of workspaces (workspace.go); nil
+	// means the git binary in PATH, through internal/gitwork.
+	Git Git
 }
 
 // Options says which run to run and how.
@@ -263,6 +266,9 @@ type run struct {
 	root *confine.Root
 	// notices are the run's notifications (notify.go).
 	notices *notices
+	// wspaces are the run's workspaces (workspace.go), set up at first
+	// use.
+	wspaces *workspaces
 }
 
 // Run runs (or resumes) a run until it ends, waits on a human with

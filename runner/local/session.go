@@ -234,6 +234,14 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 		"FLOW_RUN_DIR=" + x.dir,
 	}
 	vars = append(vars, x.itemEnv(e.Step)...)
+	dir, err := x.prepareWorkspace(e.Step)
+	if err != nil {
+		return proc.Spec{}, pp, "", err
+	}
+	if dir == x.opts.Repo {
+		dir = x.sessionDir() // agent_orchestrator's --workdir, else the repository
+	}
+	vars = append(vars, x.workspaceEnv(e.Step)...)
 	// A report left by an earlier attempt must not speak for this one.
 	record.RemoveStale(x.rec, e.ReportPath)
 	if err := x.rec.MkdirAll(e.SessionDir, 0o755); err != nil {
@@ -282,11 +290,10 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 	}
 	sp := proc.Spec{
 		Command:   command,
-		Dir:       x.sessionDir(),
+		Dir:       dir,
 		Env:       slices.Concat(x.r.Environ, x.opts.Invocation.Env, vars),
 		KillGrace: x.r.KillGrace,
 	}
-	var err error
 	if sp.Timeout, err = x.duration(x.wf.StepTimeout(s), env); err != nil {
 		return proc.Spec{}, pp, private, fmt.Errorf("timeout: %w", err)
 	}
@@ -294,6 +301,12 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 		return proc.Spec{}, pp, private, fmt.Errorf("idle_timeout: %w", err)
 	}
 	writable := []string{e.SessionDir}
+	if dir != x.opts.Repo && dir != x.sessionDir() {
+		// A session in a worktree under .agents/worktrees/ writes it (git's
+		// own record of it, under the repository's .git/, is writable as
+		// the rest of the repository is).
+		writable = append(writable, dir)
+	}
 	if x.orchestrated() {
 		// agent_orchestrator's sessions write their artifacts, and the
 		// prompts of later steps under .agents/prompts/ (its prompt
@@ -702,7 +715,7 @@ func (x *run) runCheck(s *config.Step, e sessionRun, cmd string) (gates.CheckInf
 	hidden := x.redact.Writer(capped)
 	defer hidden.Close()
 	tail := &tailBuffer{max: outputTail}
-	sp := proc.Spec{Command: cmd, Dir: x.opts.Repo, Env: append(slices.Clone(x.r.Environ), x.itemEnv(e.Step)...), KillGrace: x.r.KillGrace,
+	sp := proc.Spec{Command: cmd, Dir: x.workDir(e.Step), Env: append(slices.Clone(x.r.Environ), x.itemEnv(e.Step)...), KillGrace: x.r.KillGrace,
 		Output: &lockedWriter{ws: []io.Writer{hidden, tail}}}
 	sp.Timeout, _ = x.duration(x.wf.StepTimeout(s), nil)
 	if err := x.confine(&sp, s, e.SessionDir); err != nil {
