@@ -284,7 +284,7 @@ func (a *app) execute(cmd *cobra.Command, l *ops.Launch, asJSON bool) error {
 	}
 	mode := a.ciMode()
 	if mode == ciGitHub {
-		a.ghMasks(out, l.Workflow)
+		a.ghMasks(out, l.Workflow, l.Options.Invocation.Env)
 	}
 	if mode == ciGitHub || mode == ciGitLab {
 		// The runner's live output and the reporter's markup meet here.

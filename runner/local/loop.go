@@ -265,7 +265,7 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 }
 
 func (x *run) result(status core.RunStatus, code int, reason string) Result {
-	return Result{RunID: x.st.RunID, RunDir: x.dir, Status: status, ExitCode: code, Reason: reason, State: x.st}
+	return Result{RunID: x.st.RunID, RunDir: x.dir, Status: status, ExitCode: code, Reason: x.redact.String(reason), State: x.st}
 }
 
 // announce prints a line of progress for the events a person cares

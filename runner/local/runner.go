@@ -8,6 +8,7 @@ import (
 	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -566,7 +567,9 @@ func (x *run) setWorkflow(wf *config.Workflow) {
 	x.wf = wf
 	x.keepOut, x.runWide = sourceRefs(wf)
 	x.limits = wf.Limits()
-	x.redact = Secrets(wf, x.r.Environ)
+	// --env NAME=value pairs are the sessions' environment too: a
+	// secret-named one is hidden like one of the runner's.
+	x.redact = Secrets(wf, slices.Concat(x.r.Environ, x.opts.Invocation.Env))
 	x.digest = wf.Digest()
 	x.gated = hasGates(wf)
 }
