@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -104,6 +105,12 @@ func (f *runFlags) checkInvocation() error {
 	case "", config.FormatFlow, config.FormatOrchestrator:
 	default:
 		return core.Usage("--format %q: want flow or orchestrator", f.inv.Format)
+	}
+	if c := f.budgetCost; math.IsNaN(c) || math.IsInf(c, 0) || c < 0 {
+		return core.Usage("--budget-cost %v: want a number of USD of at least 0", c)
+	}
+	if f.budgetTokens < 0 || f.budgetSess < 0 {
+		return core.Usage("--budget-tokens and --budget-sessions want a count of at least 0")
 	}
 	switch f.inv.Sandbox {
 	case "", config.SandboxOn, config.SandboxRequired, config.SandboxOff:
@@ -252,6 +259,9 @@ steps' and gates' own budgets. A rejected human step waits for a new decision.`,
 		Example: "  flow retry\n  flow retry 20250115-143000-f8c1a4 --max-iterations 6",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.checkInvocation(); err != nil {
+				return err
+			}
 			l, err := a.engine().Restart(cmd.Context(), ops.RestartRequest{Repo: f.repo, RunID: argOr(args), NoWait: f.noWait,
 				Budgets: f.budgets(), Retry: true, By: f.by, Move: a.move, AcceptEdits: f.acceptEdits})
 			if err != nil {

@@ -233,7 +233,10 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 		"FLOW_STATE_PATH=" + filepath.Join(x.dir, record.StateFile),
 		"FLOW_RUN_DIR=" + x.dir,
 	}
-	vars = append(vars, x.itemEnv(e.Step)...)
+	if err := x.rec.MkdirAll(e.SessionDir, 0o755); err != nil {
+		return proc.Spec{}, pp, "", fmt.Errorf("make the session's directory: %w", err)
+	}
+	vars = append(vars, x.itemEnv(e.Step, e.SessionDir)...)
 	dir, err := x.prepareWorkspace(e.Step)
 	if err != nil {
 		return proc.Spec{}, pp, "", err
@@ -500,7 +503,11 @@ func (x *run) finishSession(ls *liveSession) core.SessionDone {
 			_, _ = io.WriteString(scan, po.res.Text+"\n")
 		}
 		done.Notes = po.notes
-		done.Outcome.Usage = agentUsage(po.usage)
+		u, bad := po.usage.Sane()
+		if bad != "" {
+			x.warn(e.Step, "the agent reported "+bad+": counted as zero")
+		}
+		done.Outcome.Usage = agentUsage(u)
 		done.Outcome.AgentSession = po.res.SessionID
 		presetWhy = presetFailure(pp.agent.Preset, po.res, res.ExitCode)
 	} else {
@@ -715,7 +722,7 @@ func (x *run) runCheck(s *config.Step, e sessionRun, cmd string) (gates.CheckInf
 	hidden := x.redact.Writer(capped)
 	defer hidden.Close()
 	tail := &tailBuffer{max: outputTail}
-	sp := proc.Spec{Command: cmd, Dir: x.workDir(e.Step), Env: append(slices.Clone(x.r.Environ), x.itemEnv(e.Step)...), KillGrace: x.r.KillGrace,
+	sp := proc.Spec{Command: cmd, Dir: x.workDir(e.Step), Env: append(slices.Clone(x.r.Environ), x.itemEnv(e.Step, "")...), KillGrace: x.r.KillGrace,
 		Output: &lockedWriter{ws: []io.Writer{hidden, tail}}}
 	sp.Timeout, _ = x.duration(x.wf.StepTimeout(s), nil)
 	if err := x.confine(&sp, s, e.SessionDir); err != nil {
