@@ -233,10 +233,7 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 		"FLOW_STATE_PATH=" + filepath.Join(x.dir, record.StateFile),
 		"FLOW_RUN_DIR=" + x.dir,
 	}
-	if err := x.rec.MkdirAll(e.SessionDir, 0o755); err != nil {
-		return proc.Spec{}, pp, "", fmt.Errorf("make the session's directory: %w", err)
-	}
-	vars = append(vars, x.itemEnv(e.Step, e.SessionDir)...)
+
 	dir, err := x.prepareWorkspace(e.Step)
 	if err != nil {
 		return proc.Spec{}, pp, "", err
@@ -250,6 +247,7 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 	if err := x.rec.MkdirAll(e.SessionDir, 0o755); err != nil {
 		return proc.Spec{}, pp, "", fmt.Errorf("make the session's directory: %w", err)
 	}
+	vars = append(vars, x.itemEnv(e.Step, e.SessionDir)...)
 	private := ""
 	if s.Kind == config.KindAgent {
 		use, priv, err := x.writePrompt(x.names.Prompt(e.Step, e.Iteration, e.Attempt), sent)
