@@ -215,12 +215,15 @@ func TestListRunsAndFilter(t *testing.T) {
 func TestRunPage(t *testing.T) {
 	s, _ := newServer(t)
 	w := get(s, "/runs/0/r1")
-	wantStatus(t, w, http.StatusOK, "<svg", "for_each items", `name="in.ticket"`, `value="prod"`,
-		"2/2 items", "items[0].work", "step_waiting", `data-events="/runs/0/r1/events?after=`)
-	svg := w.Body.String()[strings.Index(w.Body.String(), "<svg"):]
+	wantStatus(t, w, http.StatusOK, `<svg class="graph"`, "for_each items", `name="in.ticket"`, `value="prod"`,
+		"2/2 items", "items[0].work", "step_waiting", `data-events="/runs/0/r1/events?after=`,
+		`<blockquote class="question" id="question-ship_it">Ship it?</blockquote>`, `<svg class="gantt"`,
+		`href="/runs/0/r1/logs/items%5B0%5D.work?log=items.0.work.0.1.log"`)
+	svg := w.Body.String()[strings.Index(w.Body.String(), `<svg class="graph"`):]
 	svg = svg[:strings.Index(svg, "</svg>")]
-	for _, id := range []string{"build", "items", "work", "ship_it", "deploy"} {
-		if !strings.Contains(svg, `data-key="`+id+`"`) || !strings.Contains(svg, ">"+id+"<") && !strings.Contains(svg, "for_each "+id) {
+	for _, id := range []string{"build", "items", "items.work", "ship_it", "deploy"} {
+		name := id[strings.LastIndex(id, ".")+1:]
+		if !strings.Contains(svg, `data-key="`+id+`"`) || !strings.Contains(svg, ">"+name+"<") && !strings.Contains(svg, "for_each "+id) {
 			t.Errorf("the graph does not name step %s", id)
 		}
 	}
@@ -366,14 +369,21 @@ func TestApproveWithInputs(t *testing.T) {
 	wantStatus(t, post(s, "/runs/0/r1/approve/ship_it", url.Values{"in.env": {"staging"}}), http.StatusBadRequest, "ticket")
 	w := post(s, "/runs/0/r1/approve/ship_it", url.Values{"in.ticket": {"OPS-12"}, "in.env": {""}})
 	wantStatus(t, w, http.StatusSeeOther)
-	if loc := w.Header().Get("Location"); loc != "/runs/0/r1?done=approve" {
+	// No runner holds r1: the page says so, shows the decision and
+	// offers Resume in place of the form.
+	if loc := w.Header().Get("Location"); loc != "/runs/0/r1?done=decided" {
 		t.Errorf("Location %q", loc)
 	}
 	in := decision(t, s)
 	if !in.Approved || in.By != "local" || in.Input["ticket"] != "OPS-12" || in.Input["env"] != "prod" {
 		t.Errorf("decision %+v", in)
 	}
-	wantStatus(t, get(s, "/runs/0/r1?done=approve"), http.StatusOK, "Approved.")
+	w = get(s, "/runs/0/r1?done=decided")
+	wantStatus(t, w, http.StatusOK, "No runner holds this run", `<p class="decided">Approved by local at 2025-01-15 14:30:00Z with env=prod, ticket=OPS-12. No runner holds this run`,
+		`action="/runs/0/r1/resume"`)
+	if strings.Contains(w.Body.String(), `name="in.ticket"`) {
+		t.Error("the approval form still shows after the decision")
+	}
 }
 
 func TestReject(t *testing.T) {
@@ -433,10 +443,10 @@ func TestControl(t *testing.T) {
 func TestResumeAndRetry(t *testing.T) {
 	s, l := newServer(t)
 	wantStatus(t, post(s, "/runs/0/r1/retry", nil), http.StatusConflict, "not failed")
-	wantStatus(t, post(s, "/runs/0/r2/resume", nil), http.StatusConflict, "retry")
+	wantStatus(t, post(s, "/runs/0/r2/resume", nil), http.StatusConflict, "Retry failed steps")
 	wantStatus(t, post(s, "/runs/0/r1/resume", nil), http.StatusSeeOther)
 	wantStatus(t, post(s, "/runs/0/r2/retry", nil), http.StatusSeeOther)
-	want := [][]string{{"resume", "r1", "--repo", repo, "--by", "local"}, {"retry", "r2", "--repo", repo, "--by", "local"}}
+	want := [][]string{{"resume", "r1", "--repo", repo, "--engine", "local", "--by", "local"}, {"retry", "r2", "--repo", repo, "--engine", "local", "--by", "local"}}
 	if got := l.got(); !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("launched %q, want %q", got, want)
 	}
@@ -466,7 +476,9 @@ func TestAuth(t *testing.T) {
 		}
 	}
 	wantStatus(t, get(s, "/runs/0/r1"), http.StatusUnauthorized)
-	wantStatus(t, get(s, "/static/flow.css"), http.StatusUnauthorized)
+	// The 401 page says how to log in, with the server's own style.
+	wantStatus(t, get(s, "/runs/0/r1"), http.StatusUnauthorized, "login link", "Authorization: Bearer")
+	wantStatus(t, get(s, "/static/flow.css"), http.StatusOK)
 	wantStatus(t, get(s, "/", "Authorization", "Bearer "+secret), http.StatusOK, "signed in as alice", "r1")
 	wantStatus(t, get(s, "/login?token=wrong"), http.StatusUnauthorized)
 	w := get(s, "/login?token="+secret)
@@ -588,7 +600,7 @@ func TestGraphLoopBack(t *testing.T) {
 	}
 	st := &core.State{StepOrder: []string{"code", "review"}, Steps: map[string]*core.StepState{"code": {Status: core.Completed}, "review": {Status: core.Failed}}}
 	svg := string(graphSVG(wf, st))
-	for _, want := range []string{`<line class="edge"`, `class="edge loopback" stroke-dasharray="6 4"`, "review loops back to code",
+	for _, want := range []string{`<path class="edge" fill="none"`, `class="edge loopback" stroke-dasharray="6 4"`, "review loops back to code",
 		`class="node s-completed" data-key="code"`, `class="node s-failed" data-key="review"`, ">FAILED<"} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("the graph has no %q:\n%s", want, svg)
@@ -628,9 +640,10 @@ func TestSameOriginBehindProxy(t *testing.T) {
 	}
 }
 
-// TestOneTimeLogin: the login code flow serve prints when it makes its
-// token signs one browser in, once; the token itself is never in it.
-func TestOneTimeLogin(t *testing.T) {
+// TestLoginCode: the login code flow serve prints when it makes its
+// token signs in every browser it is opened in, until it is revoked;
+// the token itself is never in it.
+func TestLoginCode(t *testing.T) {
 	s, _ := newServer(t, func(c *Config) {
 		c.Loopback = false
 		c.Tokens = []Token{{Name: "admin", Secret: "0123456789abcdef0123"}}
@@ -649,8 +662,12 @@ func TestOneTimeLogin(t *testing.T) {
 	if cookie == nil || cookie.Value != "0123456789abcdef0123" || !cookie.HttpOnly {
 		t.Fatalf("cookie %+v", cookie)
 	}
+	// A second browser: a phone.
+	wantStatus(t, get(s, "/login?code=once-only-code-0123456789"), http.StatusSeeOther)
+	wantStatus(t, get(s, "/login?code=wrong"), http.StatusUnauthorized, "login link")
+	// Revoked by someone signed in, it signs no one in any more.
+	wantStatus(t, post(s, "/login/revoke", nil, "Cookie", tokenCookie+"=0123456789abcdef0123; "+csrfCookie+"="+csrfCookieValue), http.StatusOK, "revoked")
 	wantStatus(t, get(s, "/login?code=once-only-code-0123456789"), http.StatusUnauthorized)
-	wantStatus(t, get(s, "/login?code=wrong"), http.StatusUnauthorized)
 }
 
 // TestRunPageOfALargeRun: past a page of rows the step table is paged,
@@ -664,7 +681,7 @@ func TestRunPageOfALargeRun(t *testing.T) {
 	wantStatus(t, w, http.StatusOK, "Steps 5–6 of 6", `<b aria-current="page">3</b>`, `href="/runs/0/r1?page=2" rel="prev"`,
 		`data-key="ship_it"`, `name="in.ticket"`, "drawn for workflows of up to 4 steps; this one has 5", "flow graph "+repo+"/wf.yaml")
 	body := w.Body.String()
-	if strings.Contains(body, "<svg") || strings.Contains(body, `<tr class="s-completed" data-key="build"`) {
+	if strings.Contains(body, `<svg class="graph"`) || strings.Contains(body, `<tr class="s-completed" data-key="build"`) {
 		t.Error("the page draws the graph, or shows the first page's rows")
 	}
 	w = get(s, "/runs/0/r1?page=1")
@@ -703,9 +720,9 @@ func TestWorkflowLoadedOnce(t *testing.T) {
 func TestFinishedRunsReadOnce(t *testing.T) {
 	s, _ := newServer(t)
 	reads := map[string]int{}
-	s.listStatus = func(repo, runID string) (ops.Status, error) {
+	s.listStatus = func(src *source, runID string) (ops.Status, error) {
 		reads[runID]++
-		return s.svc.Status(repo, runID)
+		return s.svc.Status(src.dir, runID)
 	}
 	for range 3 {
 		wantStatus(t, get(s, "/"), http.StatusOK, `href="/runs/0/r1"`, `href="/runs/0/r2"`, "failed")
