@@ -201,4 +201,3 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 }
-

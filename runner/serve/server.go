@@ -93,15 +93,15 @@ type source struct {
 
 // Server serves Mission Control. It is an http.Handler.
 type Server struct {
-	svc       *ops.Service
-	sources   []*source
-	workflowFiles []string
-	tokens    []Token
-	apiTokens []Token
-	loopback  bool
-	readOnly  bool
-	launcher  Launcher
-	poll      time.Duration
+	svc              *ops.Service
+	sources          []*source
+	workflowFiles    []string
+	tokens           []Token
+	apiTokens        []Token
+	loopback         bool
+	readOnly         bool
+	launcher         Launcher
+	poll             time.Duration
 	resumeOnDecision bool
 	// pageSteps and maxGraphSteps bound a run's page (see the
 	// constants); tests lower them.

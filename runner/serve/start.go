@@ -446,4 +446,3 @@ func firstLine(s string) string {
 	first, _, _ := strings.Cut(s, "\n")
 	return first
 }
-
