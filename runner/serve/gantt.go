@@ -306,13 +306,21 @@ func (tl *timeline) svg(state *core.State, base string, end time.Time, maxRows i
 		fmt.Fprintf(&b, `<a href="%s"><text class="label" x="%d" y="%d">%s<title>%s</title></text></a>`,
 			esc(logURL), 6+indent, y+15, esc(clip(name, 30-indent/7)), esc(name))
 		r := tl.rows[k]
+		if r == nil || len(r.bars) == 0 {
+			r = tl.loopRow(state, k)
+		}
 		if r == nil {
 			continue
 		}
 		for _, br := range r.bars {
 			e, open := br.end, br.end.IsZero()
 			if open {
+				// A wait on a human goes on whether or not a runner
+				// holds the run; a session does not.
 				e = openEnd
+				if br.wait && !state.Status.Terminal() {
+					e = end
+				}
 			}
 			x1, x2 := x(br.start), x(e)
 			w := max(x2-x1, 2)
@@ -348,12 +356,56 @@ func (tl *timeline) svg(state *core.State, base string, end time.Time, maxRows i
 	return template.HTML(b.String()), note
 }
 
+// loopRow is a loop's row: one bar from its first instance's start to
+// its last one's end (open while any runs), of the loop's status; nil
+// for a step that is not a loop or whose instances have not started.
+func (tl *timeline) loopRow(state *core.State, loop string) *trow {
+	ss := state.Steps[loop]
+	if ss == nil || ss.LoopIndex == nil {
+		return nil
+	}
+	var b *bar
+	open := false
+	for key, r := range tl.rows {
+		k, ok := core.SplitKey(key)
+		if !ok || k.Loop != loop {
+			continue
+		}
+		for _, x := range r.bars {
+			if b == nil {
+				b = &bar{start: x.start, end: x.end}
+			}
+			if x.start.Before(b.start) {
+				b.start = x.start
+			}
+			if x.end.IsZero() {
+				open = true
+			} else if x.end.After(b.end) {
+				b.end = x.end
+			}
+		}
+	}
+	if b == nil {
+		return nil
+	}
+	if open || ss.Status == core.Running {
+		b.end = time.Time{}
+	}
+	b.class = statusClass(string(ss.Status))
+	b.note = "the loop's items"
+	return &trow{bars: []*bar{b}}
+}
+
 // barTitle says what a bar is, for its tooltip.
 func barTitle(key string, b *bar, d time.Duration, open bool) string {
 	var parts []string
-	if b.wait {
+	switch {
+	case b.wait:
 		parts = append(parts, key+": waits on a human")
-	} else {
+	case b.note == "the loop's items":
+		parts = append(parts, key+": its items")
+		b = &bar{start: b.start, end: b.end}
+	default:
 		parts = append(parts, fmt.Sprintf("%s: iteration %d, attempt %d", key, b.iteration, b.attempt))
 	}
 	if open {

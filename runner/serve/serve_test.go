@@ -86,12 +86,18 @@ func (scripted) Start(_ context.Context, spec proc.Spec) (proc.Session, error) {
 type fakeLauncher struct {
 	mu    sync.Mutex
 	calls [][]string
+	// then, when set, is called with each command started.
+	then func(args []string)
 }
 
 func (l *fakeLauncher) Launch(args []string) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.calls = append(l.calls, args)
+	then := l.then
+	l.mu.Unlock()
+	if then != nil {
+		then(args)
+	}
 	return nil
 }
 
@@ -777,5 +783,62 @@ func TestWorkflowCacheKeepsTheLastUsed(t *testing.T) {
 		if _, ok := s.workflows.m[workflowKey{repo, fmt.Sprintf("%s/wf%d.yaml", repo, i)}]; ok != want {
 			t.Errorf("wf%d kept: %v, want %v", i, ok, want)
 		}
+	}
+}
+
+// greet has vars, one of them a number, and one named as a secret.
+const greet = `name: greet
+vars:
+  greeting: hello
+  attempts: "1"
+  api_token: ""
+steps:
+  - id: hello
+    run: echo "{{ vars.greeting }}"
+    max_attempts: vars.attempts
+`
+
+// TestStartRun: the start page offers the workflows of workflows/; a
+// var that breaks the workflow is refused, positioned, before anything
+// starts; a good start launches flow run and opens the run's page.
+func TestStartRun(t *testing.T) {
+	s, l := newServer(t)
+	afero.WriteFile(s.svc.FS, repo+"/workflows/greet.yaml", []byte(greet), 0o644)
+	l.then = func(args []string) {
+		if args[0] == "run" {
+			afero.WriteFile(s.svc.FS, record.RunDir(repo, args[slices.Index(args, "--run-id")+1])+"/"+record.EventsFile, nil, 0o644)
+		}
+	}
+	wantStatus(t, get(s, "/start"), http.StatusOK, `href="/start/0?workflow=workflows%2Fgreet.yaml"`, ">greet<")
+	w := get(s, "/start/0?workflow=workflows%2Fgreet.yaml")
+	wantStatus(t, w, http.StatusOK, `name="var.greeting" value="hello"`, `name="var.attempts" value="1"`, `<option value="hello">hello</option>`, "<code>api_token</code>")
+	if strings.Contains(w.Body.String(), `name="var.api_token"`) {
+		t.Error("the form asks for a secret")
+	}
+	wantStatus(t, get(s, "/start/0?workflow=wf.yaml"), http.StatusNotFound)
+	form := url.Values{"workflow": {"workflows/greet.yaml"}, "var.greeting": {"bonjour"}, "var.attempts": {"zero"}}
+	w = post(s, "/start/0", form)
+	wantStatus(t, w, http.StatusBadRequest, `<div class="field-error" data-var="attempts"><div class="start-error"><b>greet.yaml:9:19</b>`, "not a number",
+		"    max_attempts: vars.attempts\n                  ^</pre>", `value="bonjour"`)
+	form.Set("var.api_token", "s3cret")
+	form.Set("var.attempts", "2")
+	wantStatus(t, post(s, "/start/0", form), http.StatusBadRequest, "names a secret")
+	if n := len(l.got()); n != 0 {
+		t.Fatalf("%d commands started by refused starts", n)
+	}
+	form.Del("var.api_token")
+	w = post(s, "/start/0", form)
+	wantStatus(t, w, http.StatusSeeOther)
+	got := l.got()
+	if len(got) != 1 {
+		t.Fatalf("started %q", got)
+	}
+	id := got[0][slices.Index(got[0], "--run-id")+1]
+	want := []string{"run", repo + "/workflows/greet.yaml", "--repo", repo, "--run-id", id, "--engine", "local", "--by", "local", "--var", "attempts=2", "--var", "greeting=bonjour"}
+	if !slices.Equal(got[0], want) {
+		t.Errorf("started %q, want %q", got[0], want)
+	}
+	if loc := w.Header().Get("Location"); loc != "/runs/0/"+id+"?done=started" {
+		t.Errorf("Location %q", loc)
 	}
 }

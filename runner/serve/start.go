@@ -125,22 +125,24 @@ type startData struct {
 	Errors []startError
 }
 
-// varField is a var of the form.
+// varField is a var of the form, and the error of its value.
 type varField struct {
 	Name    string
 	Value   string
 	Default string
-	Error   string
+	Error   *startError
 }
 
 // startError is an error of a start, positioned in the workflow file
 // when it names a place there: Line is that line of the file, Caret
 // spaces up to its column.
 type startError struct {
-	Text  string
-	Where string
-	Line  string
-	Caret string
+	Text  string `json:"text"`
+	Where string `json:"where,omitempty"`
+	Line  string `json:"line,omitempty"`
+	Caret string `json:"caret,omitempty"`
+	// Var is the var whose value it is about, when one is.
+	Var string `json:"var,omitempty"`
 }
 
 // startPage shows a workflow's form: its vars and where to start.
@@ -248,9 +250,19 @@ func (e *startFailed) Error() string {
 		parts = append(parts, "var "+k+": "+e.Vars[k])
 	}
 	for _, x := range e.Errors {
-		parts = append(parts, x.Text)
+		if varOf(nil, x) == "" {
+			parts = append(parts, x.String())
+		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// String writes the error with its place: "wf.yaml:8:19: message".
+func (e startError) String() string {
+	if e.Where == "" {
+		return e.Text
+	}
+	return e.Where + ": " + e.Text
 }
 
 // startWait bounds how long a start waits for its run's record, so that
@@ -280,12 +292,16 @@ func (s *Server) doStart(ctx context.Context, i int, o offered, wf *config.Workf
 		return Started{}, &startFailed{Errors: []startError{{Text: fmt.Sprintf("the workflow has no step %q to start at", req.StartAt)}}}
 	}
 	if len(bad) > 0 {
-		return Started{}, &startFailed{Vars: bad}
+		f := &startFailed{Vars: bad}
+		for _, k := range sortedKeys(bad) {
+			f.Errors = append(f.Errors, startError{Text: "var " + k + ": " + bad[k], Var: k})
+		}
+		return Started{}, f
 	}
 	plan, err := s.svc.DryRun(ops.RunRequest{Workflow: o.Path, Repo: o.RepoDir, Vars: kvs})
 	var errs []startError
 	if err != nil {
-		errs = append(errs, s.startErrors(err)...)
+		errs = append(errs, s.startErrors(placeLimit(wf, err))...)
 	} else {
 		for _, e := range plan.Errors {
 			errs = append(errs, s.position(e))
@@ -293,9 +309,12 @@ func (s *Server) doStart(ctx context.Context, i int, o offered, wf *config.Workf
 	}
 	if len(errs) > 0 {
 		f := &startFailed{Vars: map[string]string{}}
-		for _, e := range errs {
-			if k := varOf(wf, e); k != "" && f.Vars[k] == "" {
-				f.Vars[k] = e.Text
+		for i, e := range errs {
+			if k := varOf(wf, e); k != "" {
+				errs[i].Var = k
+				if f.Vars[k] == "" {
+					f.Vars[k] = e.String()
+				}
 			}
 		}
 		f.Errors = errs
@@ -352,11 +371,17 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 	var f *startFailed
 	if errors.As(err, &f) {
 		d := s.startForm(r, o, wf, req.Vars, req.StartAt)
+		shown := map[string]bool{}
 		for i := range d.Vars {
-			d.Vars[i].Error = f.Vars[d.Vars[i].Name]
+			for j, e := range f.Errors {
+				if e.Var == d.Vars[i].Name && d.Vars[i].Error == nil {
+					d.Vars[i].Error = &f.Errors[j]
+					shown[fmt.Sprint(j)] = true
+				}
+			}
 		}
-		for _, e := range f.Errors {
-			if varOf(wf, e) == "" || f.Vars[varOf(wf, e)] != e.Text {
+		for j, e := range f.Errors {
+			if !shown[fmt.Sprint(j)] {
 				d.Errors = append(d.Errors, e)
 			}
 		}
@@ -399,6 +424,37 @@ func (s *Server) startErrors(err error) []startError {
 	return out
 }
 
+// limitRE finds the step and budget of an error resolving a budget.
+var limitRE = regexp.MustCompile(`step ([^\s:]+): (max_attempts|max_iterations): `)
+
+// placeLimit puts the place of the budget an error is about, when it
+// names one, in front of it: "wf.yaml:8:19: resolve budgets: …".
+func placeLimit(wf *config.Workflow, err error) error {
+	m := limitRE.FindStringSubmatch(err.Error())
+	if m == nil || posRE.MatchString(err.Error()) {
+		return err
+	}
+	st := wf.Step(m[1])
+	if st == nil || st.StepOptions == nil {
+		return err
+	}
+	l := st.MaxAttempts
+	if m[2] == "max_iterations" {
+		l = st.MaxIterations
+	}
+	if l == nil {
+		return err
+	}
+	pos := l.Pos
+	if pos.Line == 0 && l.Expr != nil {
+		pos = l.Expr.Pos
+	}
+	if pos.Line == 0 {
+		return err
+	}
+	return fmt.Errorf("%s: %w", pos, err)
+}
+
 // posRE finds file:line:col in an error.
 var posRE = regexp.MustCompile(`(/[^\s:]+):(\d+):(\d+): `)
 
@@ -406,14 +462,16 @@ var posRE = regexp.MustCompile(`(/[^\s:]+):(\d+):(\d+): `)
 // that line of the file.
 func (s *Server) position(text string) startError {
 	e := startError{Text: text}
-	m := posRE.FindStringSubmatch(text)
+	m := posRE.FindStringSubmatchIndex(text)
 	if m == nil {
 		return e
 	}
-	line, _ := strconv.Atoi(m[2])
-	col, _ := strconv.Atoi(m[3])
-	e.Where = fmt.Sprintf("%s:%d:%d", filepath.Base(m[1]), line, col)
-	b, err := confine.ReadFile(s.svc.FS, m[1], config.MaxWorkflowSize, "/")
+	file := text[m[2]:m[3]]
+	line, _ := strconv.Atoi(text[m[4]:m[5]])
+	col, _ := strconv.Atoi(text[m[6]:m[7]])
+	e.Where = fmt.Sprintf("%s:%d:%d", filepath.Base(file), line, col)
+	e.Text = strings.TrimSpace(text[:m[0]] + text[m[1]:])
+	b, err := confine.ReadFile(s.svc.FS, file, config.MaxWorkflowSize, "/")
 	if err != nil {
 		return e
 	}
@@ -432,6 +490,9 @@ func (s *Server) position(text string) startError {
 // varOf returns the var an error is about — its line of the workflow,
 // or its text, reads vars.NAME — or "".
 func varOf(wf *config.Workflow, e startError) string {
+	if wf == nil {
+		return e.Var
+	}
 	for _, k := range varNames(wf) {
 		re := regexp.MustCompile(`\bvars\.` + regexp.QuoteMeta(k) + `\b`)
 		if re.MatchString(e.Line) || re.MatchString(e.Text) || strings.Contains(e.Text, "--var "+k+":") {

@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io"
 	"maps"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -119,8 +120,8 @@ func (s *Server) view(sub runSubject) *runView {
 	base := runURL(t.repo, t.runID)
 	row := s.runRowOf(runRow{}, st)
 	v := &runView{Base: base, Source: t.src.name, Engine: t.src.eng.Name(), Local: t.src.local, RunID: t.runID,
-		Workflow: state.WorkflowName, Status: string(state.Status), Live: st.Liveness.State, Hook: st.Liveness.Hook,
-		Reason: st.Liveness.Reason, Fault: st.Fault, Started: row.Started, Duration: row.Duration, Cost: row.Cost}
+		Workflow: state.WorkflowName, Status: string(state.Status), Live: runnerWords(st), Hook: st.Liveness.Hook,
+		Reason: pageWords(st.Liveness.Reason), Fault: st.Fault, Started: row.Started, Duration: row.Duration, Cost: row.Cost}
 	v.page.ReadOnly = s.readOnly
 	v.Badge, v.BadgeClass = runState(st)
 	v.RunnerLive = s.runnerLive(t, st)
@@ -175,6 +176,30 @@ func runState(st ops.Status) (text, class string) {
 		}
 	}
 	return status, statusClass(status)
+}
+
+// runnerWords says what a run's runner does, for people.
+func runnerWords(st ops.Status) string {
+	l := st.Liveness
+	switch l.State {
+	case record.LiveWorking:
+		return "working"
+	case record.LiveSpawning:
+		return "between sessions"
+	case record.LiveStuck:
+		if ss := st.State.Steps[l.Hook]; ss != nil && ss.Status == core.WaitingOnHuman {
+			if l.Holder == nil {
+				return "no runner; waiting for a decision"
+			}
+			return "waiting for a decision"
+		}
+		return "stuck"
+	case record.LiveDead:
+		return "dead: no runner goes on with it"
+	case record.LiveStale:
+		return "stale: its runner has not been heard from"
+	}
+	return l.State
 }
 
 // runnerLive reports whether a runner holds a run and acts on it: a
@@ -355,15 +380,16 @@ func (s *Server) actions(v *runView, t target, st ops.Status) {
 
 // humanMessage returns the rendered human.message of a waiting step:
 // for a local run, the run's events replayed into the state the runner
-// rendered it with (kept while the step waits); else, or when it does
-// not render, the message as the workflow writes it.
+// rendered it with (kept while the step waits); else, when it does not
+// render, or when it reads a step's output (which the runner keeps in
+// memory, not in the record), the message as the workflow writes it.
 func (s *Server) humanMessage(sub runSubject, key string, step *config.Step) string {
 	if step == nil || step.Human == nil || step.Human.Message == nil {
 		return ""
 	}
 	src := step.Human.Message.Src
 	ss := sub.st.State.Steps[key]
-	if !sub.t.src.local || ss == nil || ss.StartedAt == nil {
+	if !sub.t.src.local || ss == nil || ss.StartedAt == nil || readsOutput.MatchString(src) {
 		return src
 	}
 	k := messageKey{dir: sub.t.runDir(), step: key, since: ss.StartedAt.String()}
@@ -387,6 +413,10 @@ func (s *Server) humanMessage(sub runSubject, key string, step *config.Step) str
 	s.messages.put(k, m)
 	return m
 }
+
+// readsOutput finds a template's use of a step's output: an
+// expression that names output.
+var readsOutput = regexp.MustCompile(`\{\{[^}]*\boutput\b[^}]*\}\}`)
 
 // messageCache keeps the rendered messages of waiting steps: the run's
 // events are replayed once per wait, not at every view.

@@ -28,6 +28,10 @@ var pageCommands = []struct {
 	{regexp.MustCompile(`flow continue\b`), "Continue"},
 }
 
+// notAnID are the words that follow a command's name in a sentence
+// where no run id does.
+var notAnID = map[string]bool{"after": true, "then": true, "takes": true, "continues": true, "to": true, "with": true, "and": true, "or": true}
+
 // pageWords rewrites an error's message for a page.
 func pageWords(msg string) string {
 	var lines []string
@@ -39,7 +43,13 @@ func pageWords(msg string) string {
 	}
 	msg = strings.Join(lines, "\n")
 	for _, c := range pageCommands {
-		msg = c.re.ReplaceAllLiteralString(msg, c.page)
+		msg = c.re.ReplaceAllStringFunc(msg, func(cmd string) string {
+			if f := strings.Fields(cmd); len(f) > 2 && notAnID[f[2]] {
+				// "flow resume after approval": the command itself.
+				return strings.ToUpper(f[1][:1]) + f[1][1:] + strings.TrimPrefix(cmd, f[0]+" "+f[1])
+			}
+			return c.page
+		})
 	}
 	if msg != "" {
 		msg = strings.ToUpper(msg[:1]) + msg[1:]
