@@ -298,7 +298,7 @@ func (m *mission) shot(name string) {
 	m.t.Helper()
 	for _, w := range []int64{1400, 400} {
 		m.do("resize the viewport", chromedp.EmulateViewport(w, 900))
-		b, err := chromedp.Run(m.ctx, chromedp.FullScreenshot(90))
+		b, err := chromedp.Run(m.ctx, chromedp.FullScreenshot(100))
 		if err != nil {
 			m.t.Fatalf("screenshot %s: %v", name, err)
 		}

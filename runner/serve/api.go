@@ -77,9 +77,12 @@ func (s *Server) apiTarget(w http.ResponseWriter, r *http.Request) (target, bool
 	return t, true
 }
 
-// decodeBody reads a request's JSON body into v; an empty body leaves
-// v as it is.
+// decodeBody reads a request's JSON body into v; an empty body, or a
+// form's (whose fields the handler reads), leaves v as it is.
 func decodeBody(r *http.Request, v any) error {
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+		return r.ParseForm()
+	}
 	b, err := io.ReadAll(r.Body)
 	if err != nil {
 		return core.Usage("read the request's body: %v", err)
@@ -295,9 +298,20 @@ func (s *Server) apiDecide(approve bool) http.HandlerFunc {
 			apiFail(w, err)
 			return
 		}
+		if body.Reason == "" {
+			body.Reason = r.PostFormValue("reason")
+		}
 		req := ops.DecideRequest{Approve: approve, By: who(r), Reason: strings.TrimSpace(body.Reason)}
 		if approve {
 			req.Input = body.Input
+			if req.Input == nil && r.PostForm != nil {
+				in, err := formInputs(r)
+				if err != nil {
+					apiFail(w, err)
+					return
+				}
+				req.Input = in
+			}
 		} else if req.Reason == "" {
 			apiFail(w, core.Usage("a rejection needs a reason: {\"reason\": \"...\"}"))
 			return
@@ -329,6 +343,9 @@ func (s *Server) apiControl(w http.ResponseWriter, r *http.Request) {
 	if err := decodeBody(r, &body); err != nil {
 		apiFail(w, err)
 		return
+	}
+	if body.Note == "" {
+		body.Note = r.PostFormValue("note")
 	}
 	res, err := t.src.eng.Control(r.Context(), ops.ControlRequest{Repo: t.dir(), RunID: t.runID, State: state, By: who(r), Note: clip(body.Note, 500)})
 	if err != nil {

@@ -260,6 +260,9 @@ func (tl *timeline) svg(state *core.State, base string, end time.Time, maxRows i
 	openEnd := end
 	if !live {
 		openEnd = tl.last
+		if seen := lastSeen(state); seen.After(openEnd) && seen.Before(end) {
+			openEnd = seen
+		}
 	}
 	if end.Before(tl.last) {
 		end = tl.last

@@ -79,8 +79,9 @@ type edge struct {
 // labelled with its instances' progress. Without the workflow (wf nil)
 // it draws the run's steps in a row, without edges. Every text is
 // escaped; the SVG uses classes and presentation attributes, no inline
-// style.
-func graphSVG(wf *config.Workflow, st *core.State) template.HTML {
+// style. Without a live runner (live false), a running step is drawn
+// as dead: it does not run.
+func graphSVG(wf *config.Workflow, st *core.State, live bool) template.HTML {
 	top := &group{byID: map[string]*gnode{}}
 	if wf != nil {
 		for _, step := range wf.Steps {
@@ -135,6 +136,16 @@ func graphSVG(wf *config.Workflow, st *core.State) template.HTML {
 			}
 		}
 	}
+	if !live {
+		for _, n := range top.nodes {
+			deadNode(n)
+			if n.body != nil {
+				for _, c := range n.body.nodes {
+					deadNode(c)
+				}
+			}
+		}
+	}
 	// Bodies first: a loop's box is as large as its body.
 	var edges []*edge
 	for _, n := range top.nodes {
@@ -179,6 +190,13 @@ func graphSVG(wf *config.Workflow, st *core.State) template.HTML {
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
+}
+
+// deadNode marks a running step of a run no runner holds.
+func deadNode(n *gnode) {
+	if n.status == string(core.Running) {
+		n.status, n.label = "dead", strings.Replace(n.label, string(core.Running), "RUNNING · no runner", 1)
+	}
 }
 
 // bodyStatus sums up the instances of a loop's body step: the status

@@ -244,8 +244,15 @@ func (s *Server) runRowOf(row runRow, st ops.Status) runRow {
 	row.Note, row.NoteClass = runNote(st)
 	row.Started = timeText(state.CreatedAt)
 	end := st.At
-	if state.Status.Terminal() && state.UpdatedAt != nil {
+	switch {
+	case state.Status.Terminal() && state.UpdatedAt != nil:
 		end = state.UpdatedAt.Time
+	case st.Liveness.State == record.LiveDead || st.Liveness.State == record.LiveStale:
+		// Nothing goes on: the run's time stopped when it was last
+		// heard from.
+		if seen := lastSeen(state); !seen.IsZero() {
+			end = seen
+		}
 	}
 	if state.CreatedAt != nil {
 		row.Duration = duration(end.Sub(state.CreatedAt.Time))

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -605,14 +606,14 @@ func TestGraphLoopBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := &core.State{StepOrder: []string{"code", "review"}, Steps: map[string]*core.StepState{"code": {Status: core.Completed}, "review": {Status: core.Failed}}}
-	svg := string(graphSVG(wf, st))
+	svg := string(graphSVG(wf, st, true))
 	for _, want := range []string{`<path class="edge" fill="none"`, `class="edge loopback" stroke-dasharray="6 4"`, "review loops back to code",
 		`class="node s-completed" data-key="code"`, `class="node s-failed" data-key="review"`, ">FAILED<"} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("the graph has no %q:\n%s", want, svg)
 		}
 	}
-	if svg != string(graphSVG(wf, st)) {
+	if svg != string(graphSVG(wf, st, true)) {
 		t.Error("the graph is not the same twice")
 	}
 }
@@ -840,5 +841,197 @@ func TestStartRun(t *testing.T) {
 	}
 	if loc := w.Header().Get("Location"); loc != "/runs/0/"+id+"?done=started" {
 		t.Errorf("Location %q", loc)
+	}
+}
+
+// TestAPI: reads answer the command line's JSON; changes need a Bearer
+// token, never a browser's cookie and CSRF token.
+func TestAPI(t *testing.T) {
+	const apiSecret = "api-secret-0123456789"
+	s, l := newServer(t, func(c *Config) { c.APITokens = []Token{{Name: "api", Secret: apiSecret}} })
+	w := get(s, "/api/runs")
+	wantStatus(t, w, http.StatusOK, `"repo":0`, `"engine":"local"`, `"run_id":"r1"`, `"status":"waiting_on_human"`)
+	wantStatus(t, get(s, "/api/runs/0/r2"), http.StatusOK, `"run_id":"r2"`, `"status":"failed"`, `"liveness":{`)
+	wantStatus(t, get(s, "/api/runs/0/nope"), http.StatusNotFound, `"error":"There is no run nope in /repo."`)
+	wantStatus(t, get(s, "/api/runs/0/r1/events?after=18"), http.StatusOK, `"seq":19`)
+	wantStatus(t, get(s, "/api/runs/0/r1/logs/build"), http.StatusOK, `"log":"build.0.1.log"`, `"text":"out of build\n"`, `"state":{"state":"ended"`)
+	// A change with the browser's cookie and CSRF token, or no token,
+	// is refused; with the Bearer token it is made, as the token's name.
+	wantStatus(t, post(s, "/api/runs/0/r1/control/pause", nil), http.StatusUnauthorized, "Bearer")
+	wantStatus(t, post(s, "/api/runs/0/r1/control/pause", nil, "Authorization", "Bearer wrong-0123456789abcdef"), http.StatusUnauthorized)
+	wantStatus(t, post(s, "/api/runs/0/r1/control/pause", nil, "Authorization", "Bearer "+apiSecret, "Origin", ""), http.StatusOK, `"desired_state":"pause"`, `"by":"api"`)
+	req := httptest.NewRequest(http.MethodPost, "/api/runs/0/r1/approve/ship_it", strings.NewReader(`{"input": {"ticket": "OPS-3"}}`))
+	req.Host = host
+	req.Header.Set("Authorization", "Bearer "+apiSecret)
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	wantStatus(t, rec, http.StatusOK, `"approved":true`, `"by":"api"`, `"runner_live":false`)
+	if in := decision(t, s); in.Input["ticket"] != "OPS-3" || in.Input["env"] != "prod" {
+		t.Errorf("decision %+v", in)
+	}
+	req = httptest.NewRequest(http.MethodPost, "/api/runs/0/r2/retry", nil)
+	req.Host = host
+	req.Header.Set("Authorization", "Bearer "+apiSecret)
+	rec = httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	wantStatus(t, rec, http.StatusAccepted, `"started":"retry"`)
+	if got := l.got(); len(got) != 1 || got[0][0] != "retry" {
+		t.Errorf("launched %q", got)
+	}
+	// A read-only server refuses changes whatever the token.
+	ro, _ := newServer(t, func(c *Config) { c.APITokens = []Token{{Name: "api", Secret: apiSecret}}; c.ReadOnly = true })
+	wantStatus(t, post(ro, "/api/runs/0/r1/control/pause", nil, "Authorization", "Bearer "+apiSecret), http.StatusForbidden, "read-only")
+}
+
+// TestListStream: the list's stream sends the list, rendered, and the
+// count of runs waiting for a decision.
+func TestListStream(t *testing.T) {
+	s, _ := newServer(t)
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/live", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			if !strings.Contains(d, `data-run=\"r1\"`) || !strings.Contains(d, `"waiting":1`) || !strings.Contains(d, `check:`) && !strings.Contains(d, `boom: exit code 1`) {
+				t.Errorf("the list sent %s", d)
+			}
+			return
+		}
+	}
+	t.Fatal("the stream ended without a list")
+}
+
+// TestGraphEdgesAvoidBoxes: in a graph with a loop body, an edge that
+// skips rows and a loop-back, every straight part of an edge lies
+// between rows, in its source's or target's column, or in a lane right
+// of every box.
+func TestGraphEdgesAvoidBoxes(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	src := `name: g
+steps:
+  - id: a
+    run: x
+  - id: b
+    run: x
+  - id: loop
+    needs: [a, b]
+    for_each: ["1", "2"]
+    steps:
+      - {id: one, run: x}
+      - {id: two, run: x, needs: [one]}
+      - {id: three, run: x, needs: [two], loop_back_to: one}
+  - id: review
+    needs: [loop]
+    run: x
+    loop_back_to: a
+  - id: ship
+    needs: [review, a]
+    run: x
+`
+	afero.WriteFile(fsys, "/g.yaml", []byte(src), 0o644)
+	wf, err := config.Load(fsys, "/g.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg := string(graphSVG(wf, &core.State{Steps: map[string]*core.StepState{}}, true))
+	type rect struct{ x, y, w, h float64 }
+	var boxes []rect
+	for _, m := range regexp.MustCompile(`<g class="node (?:s-\w+)" data-key="[^"]+"><rect x="(\d+)" y="(\d+)" width="(\d+)" height="(\d+)"`).FindAllStringSubmatch(svg, -1) {
+		var r rect
+		fmt.Sscan(m[1]+" "+m[2]+" "+m[3]+" "+m[4], &r.x, &r.y, &r.w, &r.h)
+		boxes = append(boxes, r)
+	}
+	if len(boxes) != 7 {
+		t.Fatalf("%d step boxes, want 7:\n%s", len(boxes), svg)
+	}
+	paths := regexp.MustCompile(`<path class="edge[^"]*"[^>]* d="([^"]+)"[^>]*><title>([^<]+)</title>`).FindAllStringSubmatch(svg, -1)
+	for _, want := range []string{"one, then two", "two, then three", "three loops back to one", "review loops back to a", "a, then ship", "a, then loop", "b, then loop"} {
+		found := false
+		for _, p := range paths {
+			found = found || p[2] == want
+		}
+		if !found {
+			t.Errorf("no edge %q", want)
+		}
+	}
+	for _, p := range paths {
+		// Sample the path: its straight parts, and its curves by their
+		// cubic formula.
+		var pts [][2]float64
+		f := strings.Fields(strings.NewReplacer(",", " ").Replace(p[1]))
+		var cur [2]float64
+		for i := 0; i < len(f); {
+			num := func(k int) float64 { v, _ := strconv.ParseFloat(f[i+k], 64); return v }
+			switch f[i] {
+			case "M":
+				cur = [2]float64{num(1), num(2)}
+				i += 3
+			case "L":
+				to := [2]float64{num(1), num(2)}
+				for s := 0.0; s <= 1; s += 0.02 {
+					pts = append(pts, [2]float64{cur[0] + s*(to[0]-cur[0]), cur[1] + s*(to[1]-cur[1])})
+				}
+				cur = to
+				i += 3
+			case "C":
+				c1, c2, to := [2]float64{num(1), num(2)}, [2]float64{num(3), num(4)}, [2]float64{num(5), num(6)}
+				for s := 0.0; s <= 1; s += 0.02 {
+					u := 1 - s
+					pts = append(pts, [2]float64{u*u*u*cur[0] + 3*u*u*s*c1[0] + 3*u*s*s*c2[0] + s*s*s*to[0],
+						u*u*u*cur[1] + 3*u*u*s*c1[1] + 3*u*s*s*c2[1] + s*s*s*to[1]})
+				}
+				cur = to
+				i += 7
+			default:
+				t.Fatalf("path %q: unknown command %q", p[1], f[i])
+			}
+		}
+		for _, pt := range pts {
+			for _, b := range boxes {
+				if pt[0] > b.x+1 && pt[0] < b.x+b.w-1 && pt[1] > b.y+1 && pt[1] < b.y+b.h-1 {
+					t.Errorf("edge %q passes through the box at %v (point %v)", p[2], b, pt)
+					break
+				}
+			}
+		}
+	}
+}
+
+// TestTimeline: sessions, waits and loop-backs from a run's events.
+func TestTimeline(t *testing.T) {
+	s, _ := newServer(t)
+	st, err := s.svc.Status(repo, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := s.readTimeline(target{src: s.sources[0], runID: "r1"}, st.State)
+	if r := tl.rows["build"]; r == nil || len(r.bars) != 1 || r.bars[0].class != "s-completed" || r.bars[0].log != "build.0.1.log" {
+		t.Errorf("build's row %+v", tl.rows["build"])
+	}
+	if r := tl.rows["ship_it"]; r == nil || len(r.bars) != 1 || !r.bars[0].wait || !r.bars[0].end.IsZero() {
+		t.Errorf("ship_it's row %+v", tl.rows["ship_it"])
+	}
+	svg, note := tl.svg(st.State, "/runs/0/r1", st.At, 100, false)
+	for _, want := range []string{`class="bar s-completed" data-key="build"`, `class="bar s-waiting_on_human wait" data-key="ship_it"`,
+		`href="/runs/0/r1/logs/items%5B1%5D.work?log=items.1.work.0.1.log"`, ">items[0].work<"} {
+		if !strings.Contains(string(svg), want) {
+			t.Errorf("the timeline has no %q:\n%s", want, svg)
+		}
+	}
+	if note != "" {
+		t.Errorf("note %q", note)
+	}
+	_, note = tl.svg(st.State, "/runs/0/r1", st.At, 2, false)
+	if !strings.Contains(note, "first 2 of") {
+		t.Errorf("a timeline of 2 rows notes %q", note)
 	}
 }

@@ -133,7 +133,7 @@ func (s *Server) view(sub runSubject) *runView {
 	}
 	rows := stepRows(base, st, sub.wf)
 	if !v.RunnerLive {
-		freeze(rows)
+		freeze(rows, lastSeen(state))
 	}
 	for _, r := range rows {
 		if r.Waiting != nil {
@@ -142,7 +142,7 @@ func (s *Server) view(sub runSubject) *runView {
 	}
 	v.Steps = rows
 	if n := graphSteps(sub.wf, state); n <= s.maxGraphSteps {
-		v.Graph = graphSVG(sub.wf, state)
+		v.Graph = graphSVG(sub.wf, state, v.RunnerLive || state.Status.Terminal())
 	} else {
 		v.GraphNote = fmt.Sprintf("The graph is drawn for workflows of up to %d steps; this one has %d. flow graph draws it: flow graph %s", s.maxGraphSteps, n, state.WorkflowFile)
 	}
@@ -219,14 +219,32 @@ func (s *Server) runnerLive(t target, st ops.Status) bool {
 }
 
 // freeze stops the durations of the running steps of a run no runner
-// holds from being counted on: they do not run.
-func freeze(rows []stepRow) {
+// holds from being counted on: they do not run. Their durations end
+// when the run was last heard from.
+func freeze(rows []stepRow, seen time.Time) {
 	for i := range rows {
-		if rows[i].Since != "" {
-			rows[i].Since = ""
-			rows[i].Class = "s-dead"
+		if rows[i].Since == "" {
+			continue
 		}
+		if t, err := time.Parse(time.RFC3339Nano, rows[i].Since); err == nil && !seen.IsZero() {
+			rows[i].Duration = duration(seen.Sub(t))
+		}
+		rows[i].Since = ""
+		rows[i].Class = "s-dead"
 	}
+}
+
+// lastSeen is when a run was last heard from: its runner's last
+// heartbeat, or its last change.
+func lastSeen(state *core.State) time.Time {
+	var t time.Time
+	if state.UpdatedAt != nil {
+		t = state.UpdatedAt.Time
+	}
+	if state.Runner != nil && state.Runner.HeartbeatAt != nil && state.Runner.HeartbeatAt.After(t) {
+		t = state.Runner.HeartbeatAt.Time
+	}
+	return t
 }
 
 // pendingControl says what control.json asks that the runner has not
