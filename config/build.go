@@ -167,6 +167,7 @@ func (b *builder) defaults() {
 	def.MaxIterations = b.limit("max_iterations", rd.maxIterations)
 	def.Timeout = b.duration("timeout", rd.timeout)
 	def.IdleTimeout = b.duration("idle_timeout", rd.idleTimeout)
+	def.Sandbox = b.sandboxMode("defaults.sandbox", rd.sandbox)
 	def.Retry = b.retry(rd.retry)
 	if rd.agent.set {
 		def.Agent, def.AgentPos = rd.agent.val, rd.agent.pos()
@@ -281,6 +282,7 @@ func (b *builder) step(rs *rawStep, seen map[string]bool, loop *Step) *Step {
 	}
 	s.Timeout = b.duration("timeout", rs.timeout)
 	s.IdleTimeout = b.duration("idle_timeout", rs.idleTimeout)
+	s.Sandbox = b.sandboxMode("sandbox", rs.sandbox)
 	for _, a := range rs.artifacts {
 		if t := b.template("artifacts", a); t != nil {
 			s.Artifacts = append(s.Artifacts, t)
@@ -825,3 +827,16 @@ func ParseDuration(s string) (time.Duration, error) {
 
 // maxSeconds keeps durations well inside time.Duration's range.
 const maxSeconds = 100 * 365 * 86400
+
+// sandboxMode checks a sandbox mode: on, required or off.
+func (b *builder) sandboxMode(what string, v str) string {
+	if !v.ok() {
+		return ""
+	}
+	switch v.val {
+	case SandboxOn, SandboxRequired, SandboxOff:
+		return v.val
+	}
+	b.d.errorf(v.pos(), "%s: want on, required or off, got %q", what, v.val)
+	return ""
+}

@@ -214,6 +214,7 @@ func (e *emitter) defaults() *block {
 	b.limit("max_iterations", d.MaxIterations)
 	b.duration("timeout", d.Timeout)
 	b.duration("idle_timeout", d.IdleTimeout)
+	b.text("sandbox", d.Sandbox)
 	b.text("agent", d.Agent)
 	if d.Retry != nil {
 		b.add("retry", retryBlock(d.Retry))
@@ -322,6 +323,7 @@ func (e *emitter) step(s *Step, before *Step) *block {
 	b.expr("retry_if", s.RetryIf)
 	b.duration("timeout", s.Timeout)
 	b.duration("idle_timeout", s.IdleTimeout)
+	b.text("sandbox", s.Sandbox)
 	if len(s.Artifacts) > 0 {
 		arts := make([]string, 0, len(s.Artifacts))
 		for _, a := range s.Artifacts {

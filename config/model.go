@@ -18,7 +18,7 @@ const (
 // session contract.
 const CompatOrchestrator = "agent_orchestrator"
 
-// Seed defaults for the attempt and iteration budgets.
+// The default attempt and iteration budgets, agent_orchestrator's.
 const (
 	DefaultMaxAttempts   = 2
 	DefaultMaxIterations = 4
@@ -34,7 +34,7 @@ type Workflow struct {
 	// Format is "yaml" or "hcl".
 	Format string
 	// Dialect is DialectFlow, or DialectOrchestrator for a file read in
-	// agent_orchestrator's format (DESIGN §17).
+	// agent_orchestrator's format (README.md, "agent_orchestrator workflows").
 	Dialect string
 	// DialectReason says why a file was read in agent_orchestrator's
 	// format, for a notice; "" when it was told to.
@@ -98,6 +98,9 @@ type Defaults struct {
 	MaxIterations *Limit
 	Timeout       *Duration
 	IdleTimeout   *Duration
+	// Sandbox is the sandbox mode of every step that sets none: "on",
+	// "required" or "off"; "" is on.
+	Sandbox string
 	// Agent is the agent of prompt steps and a prompt cleanup that name
 	// none. Load has already applied it: Step.Agent and Cleanup.Agent
 	// hold the agent each runs, so nothing else need read it.
@@ -111,7 +114,7 @@ type Defaults struct {
 
 // Agent says how a session of an agent is started: Run is a shell
 // command that reads the prompt from $FLOW_PROMPT or $FLOW_PROMPT_FILE,
-// or Preset names a tool that flow starts itself (DESIGN §14). Exactly
+// or Preset names a tool that flow starts itself (README.md, "Agents"). Exactly
 // one of the two is set in a loaded agent.
 type Agent struct {
 	Name string
@@ -216,7 +219,7 @@ const (
 	// KindLoop is a for_each step: it runs its body once per item.
 	KindLoop StepKind = "loop"
 	// KindConsensus is a step whose gate has reviewers: it runs no
-	// session, and decides from its reviewers' verdicts (DESIGN §17).
+	// session, and decides from its reviewers' verdicts (README.md, "agent_orchestrator workflows").
 	KindConsensus StepKind = "consensus"
 )
 
@@ -284,14 +287,17 @@ type StepOptions struct {
 	RetryIf       *Expr
 	Timeout       *Duration
 	IdleTimeout   *Duration
-	Artifacts     []*Template
+	// Sandbox is the step's own sandbox mode ("on", "required", "off"),
+	// or "" for the defaults' (StepSandbox).
+	Sandbox   string
+	Artifacts []*Template
 	Env           map[string]*Template
 	// Budget bounds what the step's sessions consume, all attempts and
 	// iterations together (for a step of a loop's body, all its items
 	// together), or is nil. Never set on a human or a loop step.
 	Budget *Budget
 
-	// ForEach makes the step a loop over items (DESIGN §11): its body
+	// ForEach makes the step a loop over items (README.md, "Loops over items"): its body
 	// runs once per item. It is set exactly for KindLoop steps.
 	ForEach *ForEach
 }
@@ -310,7 +316,7 @@ type StepExtra struct {
 	// expressions read it as steps.<id>.metadata.
 	Metadata map[string]any
 	// Gates names the gates of the gate-state file that must be open
-	// before the step starts (DESIGN §17).
+	// before the step starts (README.md, "agent_orchestrator workflows").
 	Gates []string
 	// NeedsSet is true when the file wrote needs explicitly, and
 	// NeedsPos is where.
@@ -358,7 +364,7 @@ func (s *Step) Metadata() map[string]any {
 }
 
 // Gates names the gates of the gate-state file that must be open before
-// the step starts (DESIGN §17); nil for none.
+// the step starts (README.md, "agent_orchestrator workflows"); nil for none.
 func (s *Step) Gates() []string {
 	if s.Extra == nil {
 		return nil
@@ -396,7 +402,7 @@ func (s *Step) LoopPos() Pos {
 }
 
 // DefaultMaxItems is the most items a loop may have unless
-// defaults.max_items says otherwise (DESIGN §10).
+// defaults.max_items says otherwise (README.md, "Limits and safety").
 const DefaultMaxItems = 10000
 
 // ForEach is what a for_each step loops over and what it runs per item.
@@ -455,7 +461,7 @@ type Gate struct {
 	Consensus string
 }
 
-// The consensus rules of a pair review (DESIGN §17). A MIXED verdict
+// The consensus rules of a pair review (README.md, "agent_orchestrator workflows"). A MIXED verdict
 // counts as FAIL.
 const (
 	// ConsensusAll passes when every reviewer passes; a missing verdict

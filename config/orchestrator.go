@@ -11,7 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// agent_orchestrator's format (DESIGN §17). A file in it is a name, a
+// agent_orchestrator's format (README.md, "agent_orchestrator workflows"). A file in it is a name, a
 // description and steps, each an agent named for a wrapper script with
 // the path of a prompt file, and keys of its own: next_on_success,
 // human_in_the_loop, gates, model, metadata, loop. It is decoded with
@@ -168,7 +168,7 @@ var orchWorkflowTable = newTable("workflow", "", "",
 var orchestratorOnly = []string{"next_on_success", "human_in_the_loop", "loop"}
 
 // DetectFormat says which format a workflow file is written in,
-// conservatively (DESIGN §17): a YAML file with no key of flow's own
+// conservatively (README.md, "agent_orchestrator workflows"): a YAML file with no key of flow's own
 // format and at least one step key of agent_orchestrator's own
 // (next_on_success, human_in_the_loop, loop), or whose steps have an
 // agent and a .md prompt while it declares no agents, is in

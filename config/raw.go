@@ -71,6 +71,7 @@ type rawDefaults struct {
 	maxIterations str
 	timeout       str
 	idleTimeout   str
+	sandbox       str
 	agent         str
 	retry         *rawRetry
 	promptLimit   str
@@ -167,6 +168,7 @@ type rawStepMore struct {
 	retryIf       str
 	timeout       str
 	idleTimeout   str
+	sandbox       str
 	artifacts     []str
 	artifactsPos  Pos
 	env           []kv

@@ -41,6 +41,7 @@ type specDefaults struct {
 	MaxIterations any        `json:"max_iterations,omitempty"`
 	Timeout       string     `json:"timeout,omitempty"`
 	IdleTimeout   string     `json:"idle_timeout,omitempty"`
+	Sandbox       string     `json:"sandbox,omitempty"`
 	Agent         string     `json:"agent,omitempty"`
 	Retry         *specRetry `json:"retry,omitempty"`
 	// The sizes are in bytes; they are left out when not set, so that
@@ -98,6 +99,7 @@ type specStep struct {
 	RetryIf       string            `json:"retry_if,omitempty"`
 	Timeout       string            `json:"timeout,omitempty"`
 	IdleTimeout   string            `json:"idle_timeout,omitempty"`
+	Sandbox       string            `json:"sandbox,omitempty"`
 	Artifacts     []string          `json:"artifacts,omitempty"`
 	Env           map[string]string `json:"env,omitempty"`
 	ForEach       *specForEach      `json:"for_each,omitempty"`
@@ -204,6 +206,7 @@ func (w *Workflow) spec() *specWorkflow {
 			MaxIterations: specLimit(w.Defaults.MaxIterations),
 			Timeout:       specDuration(w.Defaults.Timeout),
 			IdleTimeout:   specDuration(w.Defaults.IdleTimeout),
+			Sandbox:       w.Defaults.Sandbox,
 			Agent:         w.Defaults.Agent,
 			Retry:         specRetryOf(w.Defaults.Retry),
 			PromptLimit:   w.Defaults.Limits.Prompt,
@@ -261,6 +264,7 @@ func specStepOf(s *Step) *specStep {
 		RetryIf:       esrc(s.RetryIf),
 		Timeout:       specDuration(s.Timeout),
 		IdleTimeout:   specDuration(s.IdleTimeout),
+		Sandbox:       s.Sandbox,
 		Env:           specEnv(s.Env),
 		Budget:        specBudgetOf(s.Budget),
 	}

@@ -6,7 +6,7 @@ import (
 )
 
 // TestSchema returns a JSON Schema (draft 2020-12) of the YAML workflow
-// test file format (*.test.yaml, DESIGN §12), with descriptions, for
+// test file format (*.test.yaml, README.md, "Testing workflows"), with descriptions, for
 // editors: a test file that starts with
 // "# yaml-language-server: $schema=<path to it>" is checked and completed
 // as it is typed. Each level lists exactly the keys the loader accepts
@@ -136,7 +136,7 @@ func keyedObject(desc string, keys, required []string, props map[string]any) obj
 }
 
 // stepKeyPattern matches what a test names a step by: a step id, or the
-// key of a loop's instance, loop[item].step (DESIGN §6).
+// key of a loop's instance, loop[item].step (docs/architecture.md, "The record").
 var stepKeyPattern = func() string {
 	id := strings.TrimSuffix(strings.TrimPrefix(namePattern.String(), "^"), "$")
 	return "^" + id + `(\[[A-Za-z0-9_-]{1,48}\]\.` + id + ")?$"

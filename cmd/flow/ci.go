@@ -19,7 +19,7 @@ import (
 	"github.com/flow-run/flow/runner/record"
 )
 
-// ciMode is how flow shows itself to a CI service (DESIGN §13).
+// ciMode is how flow shows itself to a CI service (README.md, "Running in CI").
 type ciMode string
 
 // The CI modes: off (a terminal or a plain pipe), plain (live session

@@ -88,6 +88,7 @@ func (f *runFlags) addInvocation(cmd *cobra.Command) {
 	fl.BoolVar(&f.inv.PauseForHumanInput, "pause-for-human-input", false, "agent_orchestrator's format: a human_in_the_loop step waits, once its agent is done, for its manual-input file")
 	fl.StringVar(&f.inv.GateStateFile, "gate-state-file", "", "a JSON file of gate names and whether each is open; steps with gates (external_gates) wait until theirs are")
 	fl.StringArrayVar(&f.inv.Env, "env", nil, "one more environment variable for every session: --env NAME=value (repeatable)")
+	fl.StringVar(&f.inv.Sandbox, "sandbox", "", "on, required or off: run every step's sessions so, whatever the workflow says (kept for later resumes); default: the workflow's sandbox, else on")
 }
 
 // checkInvocation checks the flags of the invocation: a known format,
@@ -97,6 +98,11 @@ func (f *runFlags) checkInvocation() error {
 	case "", config.FormatFlow, config.FormatOrchestrator:
 	default:
 		return core.Usage("--format %q: want flow or orchestrator", f.inv.Format)
+	}
+	switch f.inv.Sandbox {
+	case "", config.SandboxOn, config.SandboxRequired, config.SandboxOff:
+	default:
+		return core.Usage("--sandbox %q: want on, required or off", f.inv.Sandbox)
 	}
 	for _, kv := range f.inv.Env {
 		name, _, ok := strings.Cut(kv, "=")
@@ -284,7 +290,7 @@ func (a *app) execute(cmd *cobra.Command, l *ops.Launch, asJSON bool) error {
 		Live: isTerminal(out) || a.inCI(),
 	}
 	if asJSON {
-		// One JSON object per line (DESIGN §8): each event as it is
+		// One JSON object per line (docs/architecture.md, "Shared tables"): each event as it is
 		// recorded, then the result.
 		enc := json.NewEncoder(a.stdio.Out)
 		enc.SetEscapeHTML(false)

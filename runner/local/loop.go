@@ -171,7 +171,8 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 			return Result{}, false, err
 		}
 	case core.PrepareHuman:
-		// The decision goes to the seed's manual_inputs/<run>__<step>.json;
+		// The decision goes to manual_inputs/<run>__<step>.json, where
+		// agent_orchestrator's contract puts it;
 		// its directory is there for whoever writes it by hand.
 		path := x.names.ManualInput(e.Step)
 		if err := x.rec.MkdirAll(filepath.Dir(path), 0o755); err != nil {

@@ -16,7 +16,7 @@ import (
 )
 
 // What a session of a workflow read in agent_orchestrator's format is
-// given and must give back (DESIGN §17): its environment, a prompt found
+// given and must give back (README.md, "agent_orchestrator workflows"): its environment, a prompt found
 // by path when it starts, and a run report with the fields that format
 // requires, written to $REPORT_PATH or printed between markers.
 
@@ -119,7 +119,7 @@ func (x *run) orchestratorEnv(s *config.Step, e sessionRun, promptPath string) [
 		"AGENT_ID=" + s.Agent,
 		"REPO_DIR=" + x.opts.Repo,
 		"PROMPT_PATH=" + promptPath,
-		"REPORT_PATH=" + e.ReportPath,
+		"REPORT_PATH=" + e.SessionReport,
 		"MANUAL_RESULT_PATH=" + x.names.ManualInput(e.Step),
 		"STEP_ATTEMPT=" + strconv.Itoa(e.Attempt),
 		"ARTIFACTS_DIR=" + artifacts,

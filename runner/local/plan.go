@@ -26,7 +26,7 @@ type LimitFunc func(l *config.Limit) (int, error)
 
 // NewPlan resolves wf into the core's Plan. Budget expressions are
 // evaluated with eval; steps' own budgets win over the overrides, which
-// win over the workflow's defaults, which win over the seed defaults (2
+// win over the workflow's defaults, which win over agent_orchestrator's defaults (2
 // and 4).
 func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, error) {
 	steps := make([]core.PlanStep, 0, len(wf.Steps))

@@ -15,7 +15,7 @@ import (
 	"github.com/flow-run/flow/runner/record"
 )
 
-// This file drives the agents flow knows (DESIGN §14): a preset agent's
+// This file drives the agents flow knows (README.md, "Agents"): a preset agent's
 // session runs the tool's headless command, its structured output is
 // parsed for the final text (which signals and the verdict are read
 // from), the tool's session id and its usage, and a step re-entered by

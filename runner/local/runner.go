@@ -89,6 +89,10 @@ type Runner struct {
 	// (flow serve --public-url) that notifications carry.
 	Notifier Notifier
 	RunURL   func(runID, runDir string) string
+	// Sandbox, when set, confines the run's sessions and gate checks
+	// (sandbox.go); nil runs them unconfined, and a step whose sandbox
+	// mode is required fails.
+	Sandbox Sandbox
 	// TempDir is where a prompt holding a secret is handed to its
 	// session, in a private file removed when the session ends; ""
 	// means os.TempDir().
@@ -192,15 +196,21 @@ type run struct {
 	dir   string
 	// rec is the file system the run's record is written through
 	// (Runner.recordFS).
-	rec    afero.Fs
-	st     *core.State
-	log    *eventlog.Log
-	core   *core.Core
-	plan   *core.Plan
-	lock   *runlock.Lock
-	inputs chan core.Input
-	queue  []core.Input
-	live   sync.Mutex
+	rec afero.Fs
+	// The sandbox (sandbox.go): whether the Runner's Sandbox was
+	// probed and why it cannot be used; the repository's real path;
+	// whether the run warned that sessions run unsandboxed.
+	sandboxProbed, sandboxWarned bool
+	sandboxErr                   error
+	realRepo                     string
+	st                           *core.State
+	log                          *eventlog.Log
+	core                         *core.Core
+	plan                         *core.Plan
+	lock                         *runlock.Lock
+	inputs                       chan core.Input
+	queue                        []core.Input
+	live                         sync.Mutex
 	// lastSnap is when run_state.json was last written and snapCost
 	// how long that took; dirty is true when events were applied since.
 	lastSnap time.Time
@@ -549,7 +559,7 @@ func (x *run) setWorkflow(wf *config.Workflow) {
 }
 
 // reload takes the workflow file as it is now, for a paused run that
-// goes on (DESIGN §8: edits are picked up): when it changed, its new
+// goes on (docs/architecture.md, "Shared tables": edits are picked up): when it changed, its new
 // steps, vars and limits are recorded (reconcileWorkflow) and a new core
 // over the new plan replaces the old one. An edit that does not load is
 // an error, and changes nothing.
@@ -749,7 +759,7 @@ func (x *run) snapshot() error {
 
 // writeState writes run_state.json. It is replaced atomically but not
 // synced: events.jsonl, synced, is the truth, and a snapshot a crash of
-// the machine damaged is rebuilt from it (DESIGN §6); its two syncs
+// the machine damaged is rebuilt from it (docs/architecture.md, "The record"); its two syncs
 // cost half a millisecond.
 func (x *run) writeState() error {
 	err := atomicfile.ReplaceWith(x.rec, filepath.Join(x.dir, record.StateFile), 0o644, func(w io.Writer) error {
@@ -770,7 +780,7 @@ func (x *run) writeState() error {
 // run has none yet: sessions are given its path ($FLOW_STATE_PATH) and
 // may read it at once, while a new run's first snapshot is otherwise
 // not due for a second. Later snapshots keep their own pace (the file
-// may lag events.jsonl by up to one, DESIGN §6).
+// may lag events.jsonl by up to one, docs/architecture.md, "The record").
 func (x *run) ensureState() error {
 	if x.stateOnDisk {
 		return nil

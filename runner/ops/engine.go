@@ -190,6 +190,9 @@ type Local struct {
 	Alive       func(runlock.Holder) bool
 	KillOrphans func(pgid int) bool
 	KillMarked  func(marker string) int
+	// Sandbox confines sessions (local.Runner.Sandbox); nil runs them
+	// unconfined.
+	Sandbox local.Sandbox
 }
 
 // Name implements Engine.
@@ -209,6 +212,7 @@ func (l *Local) Run(ctx context.Context, opts local.Options, att Attach) (local.
 		Alive:       l.Alive,
 		KillOrphans: l.KillOrphans,
 		KillMarked:  l.KillMarked,
+		Sandbox:     l.Sandbox,
 		OnEvent:     att.Events,
 	}
 	// Notifications link to the run's page on the flow serve whose
@@ -237,7 +241,7 @@ func (s *Service) engine() Engine {
 // Local returns the local engine over the Service's fields.
 func (s *Service) Local() *Local {
 	return &Local{Service: s, FS: s.FS, Clock: s.clock(), Starter: s.Starter, Environ: s.Environ, Host: s.Host, PID: s.PID,
-		Alive: s.alive(), KillOrphans: s.KillOrphans, KillMarked: s.KillMarked}
+		Alive: s.alive(), KillOrphans: s.KillOrphans, KillMarked: s.KillMarked, Sandbox: s.Sandbox}
 }
 
 // publicURL returns FLOW_PUBLIC_URL from env, ending in a slash, or "".

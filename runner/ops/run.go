@@ -132,7 +132,7 @@ type RunResult struct {
 	// Status is the run's status: completed, failed, waiting_on_human,
 	// paused, interrupted, ...
 	Status core.RunStatus `json:"status"`
-	// ExitCode is the run's exit code (the table of DESIGN §8).
+	// ExitCode is the run's exit code (the table in docs/architecture.md, "Shared tables").
 	ExitCode int `json:"exit_code"`
 	// Reason says why the run ended so, in a sentence.
 	Reason string `json:"reason"`

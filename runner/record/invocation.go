@@ -21,7 +21,7 @@ const InvocationFile = "invocation.json"
 
 // Invocation is how a run was asked to run beyond its workflow file and
 // vars: the format its file was read in, agent_orchestrator's flags
-// (DESIGN §17) and more environment for its sessions. It is kept in the
+// (README.md, "agent_orchestrator workflows") and more environment for its sessions. It is kept in the
 // run directory, so that a resume reads the workflow and starts
 // sessions the same way without the flags given again. Values of
 // variables with secret names (config.IsSecretName) are not kept: a
@@ -35,12 +35,15 @@ type Invocation struct {
 	GateStateFile      string   `json:"gate_state_file,omitempty"`
 	// Env are NAME=value pairs for every session.
 	Env []string `json:"env,omitempty"`
+	// Sandbox, when set, is the sandbox mode of every step (flow run
+	// --sandbox): it wins over the workflow's.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // IsZero reports whether the invocation asks for nothing.
 func (v Invocation) IsZero() bool {
 	return v.Format == "" && v.Wrapper == "" && len(v.WrapperArgs) == 0 && v.CommandTemplate == "" &&
-		!v.PauseForHumanInput && v.GateStateFile == "" && len(v.Env) == 0
+		!v.PauseForHumanInput && v.GateStateFile == "" && len(v.Env) == 0 && v.Sandbox == ""
 }
 
 // LoadOptions are the config options that load the workflow as the
@@ -70,6 +73,9 @@ func (v Invocation) Merge(later Invocation) Invocation {
 	}
 	if later.GateStateFile != "" {
 		out.GateStateFile = later.GateStateFile
+	}
+	if later.Sandbox != "" {
+		out.Sandbox = later.Sandbox
 	}
 	out.PauseForHumanInput = v.PauseForHumanInput || later.PauseForHumanInput
 	out.Env = mergeEnv(v.Env, later.Env)
