@@ -109,6 +109,9 @@ type runSubject struct {
 	st ops.Status
 	wf *config.Workflow
 	tl *timeline
+	// rowsOnly leaves the graph and the timeline out: a watcher draws
+	// them less often than it sends the table.
+	rowsOnly bool
 }
 
 // view builds the view of a run. Its page is left empty: the caller
@@ -141,6 +144,10 @@ func (s *Server) view(sub runSubject) *runView {
 		}
 	}
 	v.Steps = rows
+	s.actions(v, t, st)
+	if sub.rowsOnly {
+		return v
+	}
 	if n := graphSteps(sub.wf, state); n <= s.maxGraphSteps {
 		v.Graph = graphSVG(sub.wf, state, v.RunnerLive || state.Status.Terminal())
 	} else {
@@ -155,7 +162,6 @@ func (s *Server) view(sub runSubject) *runView {
 		end = state.UpdatedAt.Time
 	}
 	v.Timeline, v.TimelineNote = tl.svg(state, base, end, s.maxGraphSteps, v.RunnerLive)
-	s.actions(v, t, st)
 	return v
 }
 

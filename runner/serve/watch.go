@@ -24,6 +24,11 @@ import (
 // heartbeat grows old).
 const statusEvery = 2 * time.Second
 
+// partsEvery is how often, at most, a watcher draws a run page's parts
+// again (its graph and timeline) while the run's status stays the same:
+// a session's bar grows by the second.
+const partsEvery = time.Second
+
 // statusShare bounds the time a watcher spends building a run's status:
 // after a build that took d, the next waits at least statusShare times
 // d (new events are still sent every Poll). A run of a few steps builds
@@ -283,8 +288,9 @@ func (w *watcher) runLocal() {
 	tl := s.readTimeline(w.t, st.State)
 	after := max(st.State.Seq, tl.seq)
 	var size int64 = -1
-	var built time.Time
+	var built, drawn time.Time
 	var cost time.Duration
+	drawnStatus := ""
 	// dirty is set when events came since the last status was built.
 	dirty := true
 	tick := time.NewTicker(s.poll)
@@ -308,9 +314,16 @@ func (w *watcher) runLocal() {
 			// The local engine's Status, with the workflow loaded once.
 			if st, err = s.svc.StatusWith(w.t.dir(), w.t.runID, wf); err == nil {
 				dirty = false
-				v := s.view(runSubject{t: w.t, st: st, wf: wf, tl: tl})
+				// The parts are drawn when the run's status or its
+				// runner's changed, else at most every partsEvery.
+				key := string(st.State.Status) + " " + st.Liveness.State
+				draw := key != drawnStatus || time.Since(drawn) >= partsEvery
+				v := s.view(runSubject{t: w.t, st: st, wf: wf, tl: tl, rowsOnly: !draw})
 				w.update(&liveStatus{Status: string(st.State.Status), Live: st.Liveness.State, Hook: st.Liveness.Hook, Reason: st.Liveness.Reason, Steps: v.Steps})
-				w.updateParts(v)
+				if draw {
+					w.updateParts(v)
+					drawn, drawnStatus = time.Now(), key
+				}
 			}
 			built = time.Now()
 			cost = built.Sub(start)
