@@ -26,6 +26,7 @@ import (
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
 )
@@ -1033,5 +1034,104 @@ func TestTimeline(t *testing.T) {
 	_, note = tl.svg(st.State, "/runs/0/r1", st.At, 2, false)
 	if !strings.Contains(note, "first 2 of") {
 		t.Errorf("a timeline of 2 rows notes %q", note)
+	}
+}
+
+// fakeEngine is another engine's server holding one run, t1, waiting
+// on a human: it answers from r1's status and records what is asked.
+type fakeEngine struct {
+	st    ops.Status
+	mu    sync.Mutex
+	asked []string
+}
+
+func (e *fakeEngine) note(s string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.asked = append(e.asked, s)
+}
+
+func (e *fakeEngine) Name() string { return "temporal" }
+func (e *fakeEngine) Run(context.Context, local.Options, ops.Attach) (local.Result, error) {
+	return local.Result{}, ops.Unsupported("temporal", "run")
+}
+func (e *fakeEngine) Restart(_ context.Context, req ops.RestartRequest) (*ops.Launch, error) {
+	e.note("restart " + req.RunID)
+	return &ops.Launch{}, nil
+}
+func (e *fakeEngine) Newest(context.Context, string, string) (string, error) { return "t1", nil }
+func (e *fakeEngine) Runs(context.Context, string) (ops.RunList, error) {
+	return ops.RunList{Runs: []ops.RunSummary{{RunID: "t1", Workflow: "wf", Status: string(e.st.State.Status), CreatedAt: e.st.State.CreatedAt.String()}}}, nil
+}
+func (e *fakeEngine) Status(_ context.Context, _, runID string) (ops.Status, error) {
+	if runID != "t1" {
+		return ops.Status{}, core.Usage("no run %s on Temporal", runID)
+	}
+	return e.st, nil
+}
+func (e *fakeEngine) Watch(ctx context.Context, repo, runID string, _ ops.WatchOptions, fn func(ops.Update) error) error {
+	st, err := e.Status(ctx, repo, runID)
+	if err != nil {
+		return err
+	}
+	return fn(ops.Update{Status: &st, First: true, Changed: true})
+}
+func (e *fakeEngine) Logs(_ context.Context, req ops.LogsRequest, out, _ io.Writer) error {
+	e.note("logs " + req.Step)
+	_, err := io.WriteString(out, "tail of "+req.Step+"\n")
+	return err
+}
+func (e *fakeEngine) Decide(_ context.Context, req ops.DecideRequest) (ops.Decision, error) {
+	e.note(fmt.Sprintf("decide %s %s %v by %s", req.RunID, req.Step, req.Input, req.By))
+	return ops.Decision{RunID: req.RunID, Step: req.Step, Approved: req.Approve, By: req.By}, nil
+}
+func (e *fakeEngine) Control(_ context.Context, req ops.ControlRequest) (ops.ControlResult, error) {
+	e.note(fmt.Sprintf("control %s %s", req.RunID, req.State))
+	return ops.ControlResult{RunID: req.RunID, DesiredState: req.State, RunnerLive: true}, nil
+}
+func (e *fakeEngine) Cancel(_ context.Context, req ops.CancelRequest) (ops.CancelResult, error) {
+	e.note("cancel " + req.RunID)
+	return ops.CancelResult{RunID: req.RunID}, nil
+}
+
+// TestRemoteEngine: another engine's runs are listed beside the
+// repository's, marked with the engine, and every page and action
+// goes through that engine.
+func TestRemoteEngine(t *testing.T) {
+	svc := newService(t)
+	st, err := svc.Status(repo, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.State.RunID = "t1"
+	st.Liveness = record.Liveness{State: record.LiveStuck, Hook: "ship_it", Reason: "waiting on a human", Holder: &runlock.Holder{PID: 1}}
+	eng := &fakeEngine{st: st}
+	s, l := newServer(t, func(c *Config) { c.Engines = []ops.Engine{eng} })
+	wantStatus(t, get(s, "/"), http.StatusOK, `href="/runs/1/t1"`, `<span class="engine">temporal</span>`, `href="/runs/0/r1"`)
+	w := get(s, "/runs/1/t1")
+	wantStatus(t, w, http.StatusOK, "Ship it?", `name="in.ticket"`, `action="/runs/1/t1/approve/ship_it"`, `data-action="cancel"`,
+		"keeps its history on its server")
+	wantStatus(t, post(s, "/runs/1/t1/approve/ship_it", url.Values{"in.ticket": {"T-9"}}), http.StatusSeeOther)
+	wantStatus(t, post(s, "/runs/1/t1/control/pause", nil), http.StatusSeeOther)
+	wantStatus(t, post(s, "/runs/1/t1/cancel", nil), http.StatusSeeOther)
+	wantStatus(t, get(s, "/runs/1/t1/logs/build"), http.StatusOK, "tail of build")
+	wantStatus(t, get(s, "/api/runs/1/t1"), http.StatusOK, `"run_id":"t1"`)
+	wantStatus(t, get(s, "/runs/1/nope"), http.StatusBadRequest)
+	eng.mu.Lock()
+	got := strings.Join(eng.asked, "\n")
+	eng.mu.Unlock()
+	for _, want := range []string{"decide t1 ship_it map[ticket:T-9] by local", "control t1 pause", "cancel t1", "logs build"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the engine was not asked %q; it was asked:\n%s", want, got)
+		}
+	}
+	if len(l.got()) != 0 {
+		t.Errorf("launched %q", l.got())
+	}
+	// A run no runner holds is resumed with the engine's flag.
+	eng.st.Liveness = record.Liveness{State: record.LiveStopped}
+	wantStatus(t, post(s, "/runs/1/t1/resume", nil), http.StatusSeeOther)
+	if got := l.got(); len(got) != 1 || !slices.Equal(got[0], []string{"resume", "t1", "--repo", repo, "--engine", "temporal"}) {
+		t.Errorf("launched %q", got)
 	}
 }
