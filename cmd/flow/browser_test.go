@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -764,4 +765,81 @@ func runStatus(t *testing.T, repo, id string) string {
 		}
 	}
 	return status
+}
+
+// TestBrowserTemporal: flow serve --temporal-address lists a Temporal
+// server's runs beside the repository's, marked, and its pages act on
+// them through the Temporal engine: the question of a waiting run,
+// approved from the page, then the run completing live. It runs
+// against a real dev server when TEMPORAL_CLI names a temporal binary
+// and the test is built with -tags temporal (as flow-temporal).
+func TestBrowserTemporal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the browser test starts Chromium")
+	}
+	cli := os.Getenv("TEMPORAL_CLI")
+	if cli == "" || temporalHooks == nil {
+		t.Skip("Mission Control against a real Temporal server: go test -tags temporal with TEMPORAL_CLI set to a temporal binary " +
+			"(GOBIN=DIR go install github.com/temporalio/cli/cmd/temporal@v1.5.1)")
+	}
+	m := newMission(t, map[string]string{"release.yaml": browserWorkflow})
+	// The dev server, on a free port.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	_, port, _ := net.SplitHostPort(addr)
+	dev := exec.Command(cli, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", port, "--log-level", "error")
+	dev.Stdout, dev.Stderr = io.Discard, io.Discard
+	if err := dev.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dev.Process.Kill(); _ = dev.Wait() })
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			break
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatal("the dev server did not start")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	m.env = append(m.env, "FLOW_TEMPORAL_ADDRESS="+addr, "FLOW_TEMPORAL_TASK_QUEUE=browser")
+	m.start("worker", "--repo", m.repo)
+	// A local run beside the Temporal one.
+	if out, err := m.flow("run", "release.yaml", "--run-id", "l1", "--no-wait", "--engine", "local").CombinedOutput(); err == nil {
+		t.Fatalf("l1 should stop at its human step:\n%s", out)
+	}
+	if out, err := m.flow("run", "release.yaml", "--run-id", "t1", "--detach").CombinedOutput(); err != nil {
+		t.Fatalf("start t1 on Temporal: %v\n%s", err, out)
+	}
+	m.serve("--temporal-address", addr, "--temporal-task-queue", "browser")
+	m.do("open the runs", chromedp.Navigate(m.base), chromedp.WaitVisible(chromedp.CSS("table.runs")))
+	m.poll("t1 waiting on the list", `(() => { const r = document.querySelector('tr[data-run="t1"]'); return !!r && r.textContent.includes("waiting_on_human") && r.textContent.includes("temporal"); })()`)
+	if n := m.eval(`String(document.querySelectorAll('tr[data-run="t1"]').length)`); n != "1" {
+		t.Errorf("t1 is listed %s times, want once (the worker's mirror is not listed)", n)
+	}
+	if !strings.Contains(m.text(`tr[data-run="l1"]`), "waiting_on_human") {
+		t.Error("the local run is not listed beside the Temporal one")
+	}
+	m.shot("temporal-runs")
+	href := m.eval(`document.querySelector('tr[data-run="t1"] a').getAttribute("href")`)
+	m.do("open t1", chromedp.Navigate(m.base+strings.TrimPrefix(href, "/")), chromedp.WaitVisible(chromedp.CSS("section.decide")))
+	if q := m.text(`blockquote.question`); !strings.Contains(q, "Ship") {
+		t.Errorf("t1's question reads %q", q)
+	}
+	m.do("approve t1", chromedp.SendKeys(chromedp.CSS(`input[name="in.ticket"]`), "OPS-11"),
+		chromedp.Click(chromedp.CSS(`section.decide form.approve button`)))
+	m.poll("the approval's answer", `location.search === "?done=approve" && document.readyState === "complete"`)
+	m.mark()
+	m.poll("t1 to complete live", `document.getElementById("run-status").textContent.trim() === "completed"`)
+	if !m.kept() {
+		t.Error("t1's page reloaded instead of updating live")
+	}
+	m.shot("temporal-run")
 }
