@@ -824,6 +824,9 @@ func TestBrowserTemporal(t *testing.T) {
 	if n := m.eval(`String(document.querySelectorAll('tr[data-run="t1"]').length)`); n != "1" {
 		t.Errorf("t1 is listed %s times, want once (the worker's mirror is not listed)", n)
 	}
+	if s := m.text(`tr[data-run="t1"] td.note`); s != "approve waits for a decision" {
+		t.Errorf("t1's row says %q: its workflow waits on the server, which is its runner", s)
+	}
 	if !strings.Contains(m.text(`tr[data-run="l1"]`), "waiting_on_human") {
 		t.Error("the local run is not listed beside the Temporal one")
 	}

@@ -136,7 +136,7 @@ func (s *Server) listData(ctx context.Context, filter string) *runsData {
 				seen[key] = f
 			} else if sum.Error == "" {
 				if st, err := s.listStatus(src, sum.RunID); err == nil {
-					row = s.runRowOf(row, st)
+					row = s.runRowOf(row, st, src.local)
 					row.ForYou = s.forYou(target{repo: i, src: src, runID: sum.RunID}, st)
 					if st.State.CreatedAt != nil {
 						at = st.State.CreatedAt.Time
@@ -237,11 +237,12 @@ func (f *finishedRows) keep(m map[finishedKey]finishedRow) {
 	f.m = m
 }
 
-// runRowOf fills a row of the list from a run's status.
-func (s *Server) runRowOf(row runRow, st ops.Status) runRow {
+// runRowOf fills a row of the list from a run's status (local: a
+// repository's run, whose runner holds a lock).
+func (s *Server) runRowOf(row runRow, st ops.Status, local bool) runRow {
 	state := st.State
 	row.Badge, row.BadgeClass = runState(st)
-	row.Note, row.NoteClass = runNote(st)
+	row.Note, row.NoteClass = runNote(st, local)
 	row.Started = timeText(state.CreatedAt)
 	end := st.At
 	switch {
@@ -266,8 +267,8 @@ func (s *Server) runRowOf(row runRow, st ops.Status) runRow {
 
 // runNote says what matters of a run now, and its CSS class: the step
 // that failed and why, the step that waits for a decision, whether a
-// runner holds it and what it does.
-func runNote(st ops.Status) (string, string) {
+// runner holds it (a local run's lock says) and what it does.
+func runNote(st ops.Status, local bool) (string, string) {
 	state := st.State
 	switch state.Status {
 	case core.RunCompleted:
@@ -297,7 +298,7 @@ func runNote(st ops.Status) (string, string) {
 	if state.Status == core.RunWaitingOnHuman {
 		for _, key := range tableOrder(state) {
 			if ss := state.Steps[key]; ss != nil && ss.Status == core.WaitingOnHuman {
-				if l.Holder == nil {
+				if local && l.Holder == nil {
 					return key + " waits for a decision (no runner: Resume after deciding)", "waits"
 				}
 				return key + " waits for a decision", "waits"

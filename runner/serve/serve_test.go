@@ -1107,7 +1107,7 @@ func TestRemoteEngine(t *testing.T) {
 	st.Liveness = record.Liveness{State: record.LiveStuck, Hook: "ship_it", Reason: "waiting on a human", Holder: &runlock.Holder{PID: 1}}
 	eng := &fakeEngine{st: st}
 	s, l := newServer(t, func(c *Config) { c.Engines = []ops.Engine{eng} })
-	wantStatus(t, get(s, "/"), http.StatusOK, `href="/runs/1/t1"`, `<span class="engine">temporal</span>`, `href="/runs/0/r1"`)
+	wantStatus(t, get(s, "/"), http.StatusOK, `href="/runs/1/t1"`, `<span class="engine">on temporal</span>`, `href="/runs/0/r1"`)
 	w := get(s, "/runs/1/t1")
 	wantStatus(t, w, http.StatusOK, "Ship it?", `name="in.ticket"`, `action="/runs/1/t1/approve/ship_it"`, `data-action="cancel"`,
 		"keeps its history on its server")

@@ -121,9 +121,9 @@ func (s *Server) view(sub runSubject) *runView {
 	t, st := sub.t, sub.st
 	state := st.State
 	base := runURL(t.repo, t.runID)
-	row := s.runRowOf(runRow{}, st)
+	row := s.runRowOf(runRow{}, st, t.src.local)
 	v := &runView{Base: base, Source: t.src.name, Engine: t.src.eng.Name(), Local: t.src.local, RunID: t.runID,
-		Workflow: state.WorkflowName, Status: string(state.Status), Live: runnerWords(st), Hook: st.Liveness.Hook,
+		Workflow: state.WorkflowName, Status: string(state.Status), Live: runnerWords(st, t.src.local), Hook: st.Liveness.Hook,
 		Reason: pageWords(st.Liveness.Reason), Fault: st.Fault, Started: row.Started, Duration: row.Duration, Cost: row.Cost}
 	v.page.ReadOnly = s.readOnly
 	v.Badge, v.BadgeClass = runState(st)
@@ -184,8 +184,9 @@ func runState(st ops.Status) (text, class string) {
 	return status, statusClass(status)
 }
 
-// runnerWords says what a run's runner does, for people.
-func runnerWords(st ops.Status) string {
+// runnerWords says what a run's runner does, for people (local: a
+// repository's run, whose runner holds a lock).
+func runnerWords(st ops.Status, local bool) string {
 	l := st.Liveness
 	switch l.State {
 	case record.LiveWorking:
@@ -194,7 +195,7 @@ func runnerWords(st ops.Status) string {
 		return "between sessions"
 	case record.LiveStuck:
 		if ss := st.State.Steps[l.Hook]; ss != nil && ss.Status == core.WaitingOnHuman {
-			if l.Holder == nil {
+			if local && l.Holder == nil {
 				return "no runner; waiting for a decision"
 			}
 			return "waiting for a decision"
