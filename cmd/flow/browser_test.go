@@ -846,3 +846,22 @@ func TestBrowserTemporal(t *testing.T) {
 	}
 	m.shot("temporal-run")
 }
+
+// TestServeBaseURL: the links flow serve prints use --public-url, else
+// the address it was asked to listen on, with the port it got.
+func TestServeBaseURL(t *testing.T) {
+	for _, tt := range []struct{ asked, got, public, want string }{
+		{"127.0.0.1:0", "127.0.0.1:41234", "", "http://127.0.0.1:41234/"},
+		{"localhost:8080", "127.0.0.1:8080", "", "http://localhost:8080/"},
+		{"192.168.1.5:8080", "192.168.1.5:8080", "", "http://192.168.1.5:8080/"},
+		{"0.0.0.0:8081", "0.0.0.0:8081", "", "http://vm:8081/"},
+		{":8081", "[::]:8081", "", "http://vm:8081/"},
+		{"0.0.0.0:8081", "0.0.0.0:8081", "https://flow.example.com", "https://flow.example.com/"},
+	} {
+		t.Run(tt.asked+" "+tt.public, func(t *testing.T) {
+			if got := baseURL(tt.asked, tt.got, tt.public, "vm"); got != tt.want {
+				t.Errorf("baseURL(%q, %q, %q) = %q, want %q", tt.asked, tt.got, tt.public, got, tt.want)
+			}
+		})
+	}
+}

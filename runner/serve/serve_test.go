@@ -1135,3 +1135,17 @@ func TestRemoteEngine(t *testing.T) {
 		t.Errorf("launched %q", got)
 	}
 }
+
+// TestResumeOnDecision: with ResumeOnDecision, a decision on a run no
+// runner holds starts a runner at once.
+func TestResumeOnDecision(t *testing.T) {
+	s, l := newServer(t, func(c *Config) { c.ResumeOnDecision = true })
+	w := post(s, "/runs/0/r1/approve/ship_it", url.Values{"in.ticket": {"OPS-12"}})
+	wantStatus(t, w, http.StatusSeeOther)
+	if loc := w.Header().Get("Location"); loc != "/runs/0/r1?done=resumed" {
+		t.Errorf("Location %q", loc)
+	}
+	if got := l.got(); len(got) != 1 || !slices.Equal(got[0], []string{"resume", "r1", "--repo", repo, "--engine", "local", "--by", "local"}) {
+		t.Errorf("launched %q", got)
+	}
+}
