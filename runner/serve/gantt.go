@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/flow-run/flow/runner/core"
@@ -62,8 +63,53 @@ type loopArc struct {
 // session), not from an event log of megabytes.
 const maxTimelineEvents = 50_000
 
-// readTimeline reads the timeline of a local run from its events.
+// readTimeline returns the timeline of a local run, for reading only:
+// the one read before while the run's event log has not changed since,
+// else one read now (a 5,000-step run's events take about 100 ms to
+// read).
 func (s *Server) readTimeline(t target, state *core.State) *timeline {
+	fi, err := s.svc.FS.Stat(filepath.Join(t.runDir(), record.EventsFile))
+	if err != nil {
+		return s.buildTimeline(t, state)
+	}
+	k := timelineKey{dir: t.runDir(), size: fi.Size(), mod: fi.ModTime()}
+	c := &s.timelines
+	c.mu.Lock()
+	tl, ok := c.m[k]
+	c.mu.Unlock()
+	if ok {
+		return tl
+	}
+	tl = s.buildTimeline(t, state)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCachedTimelines {
+		c.m = map[timelineKey]*timeline{}
+	}
+	c.m[k] = tl
+	return tl
+}
+
+// timelineCache keeps the timelines runs' pages read, by the state of
+// their event logs; a timeline kept is only read.
+type timelineCache struct {
+	mu sync.Mutex
+	m  map[timelineKey]*timeline
+}
+
+// timelineKey names an event log as it was when its timeline was read.
+type timelineKey struct {
+	dir  string
+	size int64
+	mod  time.Time
+}
+
+// maxCachedTimelines bounds the timelines kept.
+const maxCachedTimelines = 8
+
+// buildTimeline reads the timeline of a local run from its events: a
+// timeline of its own, which its caller may go on applying events to.
+func (s *Server) buildTimeline(t target, state *core.State) *timeline {
 	if state.Seq > maxTimelineEvents {
 		return timelineOfState(state)
 	}

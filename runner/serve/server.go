@@ -115,10 +115,11 @@ type Server struct {
 	lists listWatchers
 	// workflows keeps the workflows of runs' pages loaded, finished
 	// the list's rows of finished runs, messages the rendered
-	// human.message of waiting steps.
+	// human.message of waiting steps, timelines the runs' timelines.
 	workflows workflowCache
 	finished  finishedRows
 	messages  messageCache
+	timelines timelineCache
 	// listStatus reads a run in full for the list of runs: its
 	// engine's Status (tests count its calls).
 	listStatus func(src *source, runID string) (ops.Status, error)

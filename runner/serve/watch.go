@@ -285,7 +285,7 @@ func (w *watcher) runLocal() {
 	}
 	dir := st.RunDir
 	wf := s.workflow(w.t.dir(), st.State)
-	tl := s.readTimeline(w.t, st.State)
+	tl := s.buildTimeline(w.t, st.State)
 	after := max(st.State.Seq, tl.seq)
 	var size int64 = -1
 	var built, drawn time.Time
