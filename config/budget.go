@@ -24,6 +24,7 @@ func (b *builder) budget(rb *rawBudget) *Budget {
 		return nil
 	}
 	bu.CostUSD, _ = b.number("budget.cost_usd", rb.costUSD, true)
+	bu.DailyCostUSD, _ = b.number("budget.daily_cost_usd", rb.daily, true)
 	if rb.tokens.ok() {
 		bu.Tokens, _ = b.count64("budget.tokens", rb.tokens)
 	}

@@ -110,6 +110,7 @@ func build(raw *rawWorkflow, fs afero.Fs, path string, o Options, d *diags) *Wor
 	b.secrets()
 	b.notify()
 	w.Budget = b.budget(raw.budget)
+	w.Workspace = b.workspace(raw.workspace)
 	seen := map[string]bool{}
 	w.Steps = make([]*Step, 0, len(raw.steps))
 	for i, rs := range raw.steps {
@@ -294,8 +295,12 @@ func (b *builder) step(rs *rawStep, seen map[string]bool, loop *Step) *Step {
 			b.d.errorf(rs.budget.pos, "step %q is a human step: budget belongs on a step that runs sessions", s.ID)
 		} else {
 			s.Budget = b.budget(rs.budget)
+			if rb := rs.budget; rb != nil && rb.daily.ok() {
+				b.d.errorf(rb.daily.pos(), "budget.daily_cost_usd is the workflow's budget, not a step's: a day's spending is the repository's")
+			}
 		}
 	}
+	b.stepWorkspace(s, rs, loop)
 	b.rawNeeds[s] = rs.needs
 	return s
 }
@@ -438,7 +443,8 @@ func (b *builder) gates(rs *rawStep) []string {
 		if !g.ok() {
 			continue
 		}
-		if !gateName.MatchString(g.val) {
+		// agent_orchestrator names a gate with any string.
+		if !gateName.MatchString(g.val) && b.raw.compat.val != CompatOrchestrator {
 			b.d.errorf(g.pos(), "gate %q: want letters, digits, _, - and ., starting with a letter or digit", g.val)
 			continue
 		}

@@ -133,11 +133,17 @@ func load(fs afero.Fs, path, format string, data []byte, o Options) (*Workflow, 
 		if format == "yaml" {
 			// One parse serves the format's detection and the decoding.
 			y, root := yamlRoot(src, d)
+			var det detection
 			if dialect == "" && root != nil {
-				dialect, why = detectRoot(root)
+				det = detectRoot(root)
+				dialect, why = det.format, det.why
 			}
 			switch {
 			case root == nil:
+			case det.clash():
+				// One error naming both keys, rather than every key of
+				// the other format reported as unknown.
+				clashError(y, det)
 			case dialect == FormatOrchestrator:
 				raw = decodeOrchestrator(y, root, o)
 			default:

@@ -191,6 +191,7 @@ func (b *builder) loop(s *Step, rs *rawStep, before []*rawStep, seen map[string]
 			fe.Body = append(fe.Body, bs)
 		}
 	}
+	b.loopWorkspace(s, rs)
 }
 
 // itemName reads as or index_as: an identifier that is no other name of

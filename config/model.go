@@ -76,6 +76,8 @@ type Workflow struct {
 	// Notify says whom to tell when the run needs a human or ends, or
 	// is nil: the workflow's notify over the defaults', key by key.
 	Notify *Notify
+	// Workspace is where the run's sessions work; nil is shared.
+	Workspace *Workspace
 
 	// Pos is where the workflow's name is declared.
 	Pos Pos
@@ -151,6 +153,9 @@ type Budget struct {
 	CostUSD  float64 // 0: no limit
 	Tokens   int64   // input and output tokens together; 0: no limit
 	Sessions int     // 0: no limit
+	// DailyCostUSD is, in the workflow's budget only, the most every
+	// run of the repository may spend in a UTC day; 0: no limit.
+	DailyCostUSD float64
 	// Pos is where budget is written.
 	Pos Pos
 }
@@ -291,7 +296,7 @@ type StepOptions struct {
 	// or "" for the defaults' (StepSandbox).
 	Sandbox   string
 	Artifacts []*Template
-	Env           map[string]*Template
+	Env       map[string]*Template
 	// Budget bounds what the step's sessions consume, all attempts and
 	// iterations together (for a step of a loop's body, all its items
 	// together), or is nil. Never set on a human or a loop step.
@@ -300,6 +305,10 @@ type StepOptions struct {
 	// ForEach makes the step a loop over items (README.md, "Loops over items"): its body
 	// runs once per item. It is set exactly for KindLoop steps.
 	ForEach *ForEach
+
+	// Workspace is where the step's sessions work (for a loop, each of
+	// its items'); nil is the run's workspace.
+	Workspace *Workspace
 }
 
 // defaultOptions are the options of a step that sets none.
@@ -429,6 +438,10 @@ type ForEach struct {
 	// ContinueOnError runs every item even when one fails; the loop
 	// step still fails at the end, naming the failed items.
 	ContinueOnError bool
+	// Merge is how the items' work comes back when they have
+	// worktrees, as written; nil when the loop gives none (see
+	// Step.ItemMerge).
+	Merge *Merge
 	// Body lists the steps run per item, in file order. Their Loop is
 	// the loop step's id; their Needs name body steps or steps of the
 	// top level before the loop.

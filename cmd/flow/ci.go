@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -212,8 +213,8 @@ func orDefault(s, def string) string {
 
 // ghMasks registers every secret value of the run with GitHub's log
 // masker, before anything else is printed.
-func (a *app) ghMasks(w io.Writer, wf *config.Workflow) {
-	for _, v := range local.SecretValues(wf, a.svc.Environ) {
+func (a *app) ghMasks(w io.Writer, wf *config.Workflow, more []string) {
+	for _, v := range local.SecretValues(wf, slices.Concat(a.svc.Environ, more)) {
 		// A multi-line value is masked line by line.
 		for _, line := range strings.Split(strings.ReplaceAll(v, "\r\n", "\n"), "\n") {
 			if line != "" {

@@ -123,7 +123,7 @@ func Run(ctx context.Context, args []string, stdio Stdio) int {
 // Diagnostics are shown with their source lines; other errors as
 // "flow: message".
 func (a *app) exit(ctx context.Context, root *cobra.Command, args []string) int {
-	root.SetArgs(args)
+	root.SetArgs(expandEnvArgs(args))
 	err := root.ExecuteContext(ctx)
 	return a.code(err)
 }
@@ -204,7 +204,7 @@ func (a *app) rootCmd() *cobra.Command {
 		return err
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return core.Usage("%w\ntry: %s --help", err, c.CommandPath())
+		return core.Usage("%w%s\ntry: %s --help", err, flagHint(c, err), c.CommandPath())
 	})
 	root.AddCommand(
 		a.validateCmd(),
@@ -214,6 +214,7 @@ func (a *app) rootCmd() *cobra.Command {
 		a.schemaCmd(),
 		a.versionCmd(),
 		a.serveCmd(),
+		a.pruneCmd(),
 	)
 	a.addRunnerCmds(root)
 	a.addTemporal(root)

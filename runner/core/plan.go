@@ -30,6 +30,12 @@ type Plan struct {
 	MaxParallel int
 	// Budget is the run's cost, token and session budget.
 	Budget Budget
+	// DailyCostUSD is the most every run of the repository may spend in
+	// a UTC day, or 0 (Begin and SessionDone say what was spent).
+	DailyCostUSD float64
+	// ResumeItems makes a loop-back from an item of a loop resume at
+	// that item (resume.go): agent_orchestrator's rule.
+	ResumeItems bool
 	// index maps a step's id to its place in Steps.
 	index map[string]int
 	// loops lists the indices of the loop steps.
@@ -85,6 +91,11 @@ type PlanStep struct {
 	// its session, and it runs beside the other reviewers whatever
 	// max_parallel says.
 	Reviewer bool
+	// ReportDecides is true for a step of a workflow that follows
+	// agent_orchestrator's contract: its report alone decides it, and
+	// its gate fails only on the report's gate_failure (or a check,
+	// pass or fail of its own); no verdict of its output counts.
+	ReportDecides bool
 }
 
 // PlanExtra is the part of a PlanStep that most steps leave unset.
@@ -103,13 +114,18 @@ type PlanExtra struct {
 	// rule (all, any or majority).
 	Reviewers []string
 	Consensus string
+	// Worktree is set for a step with a worktree of its own: once its
+	// session succeeded and its gate passed, its work is merged into
+	// the run's workspace before it completes; a conflict fails its
+	// gate.
+	Worktree bool
 }
 
 // IsZero reports whether e sets nothing: a step whose Extra would be
 // zero needs none.
 func (e *PlanExtra) IsZero() bool {
 	return e == nil || len(e.Gates) == 0 && e.Backoff == 0 && e.MaxBackoff == 0 && !e.Budget.set() &&
-		e.Reviewers == nil && e.Consensus == ""
+		e.Reviewers == nil && e.Consensus == "" && !e.Worktree
 }
 
 // gates returns the gates of the gate-state file the step waits for.
@@ -127,6 +143,9 @@ func (s *PlanStep) budget() Budget {
 	}
 	return s.Extra.Budget
 }
+
+// worktree reports whether the step has a worktree of its own.
+func (s *PlanStep) worktree() bool { return s.Extra != nil && s.Extra.Worktree }
 
 // reviewers returns a consensus step's reviewers and rule.
 func (s *PlanStep) reviewers() ([]string, string) {
@@ -207,6 +226,15 @@ type PlanLoop struct {
 	ContinueOnError bool
 	// MaxItems is the most items the loop may have.
 	MaxItems int
+	// Merge is how the work of the items comes back when each has a
+	// worktree of its own: MergeAuto or MergeNone; "" when the items
+	// work in the run's workspace.
+	Merge string
+	// MergeLoopBack is the body step an item whose merge conflicts
+	// re-enters, "" to fail it; MergeMaxIterations bounds those
+	// loop-backs.
+	MergeLoopBack      string
+	MergeMaxIterations int
 	// pos maps a body step's id to its place in Body.
 	pos map[string]int
 }
@@ -240,6 +268,11 @@ func NewPlan(steps []PlanStep, maxParallel int) (*Plan, error) {
 				return nil, fmt.Errorf("plan: loop %s: body step %s is not a step of its body", s.ID, b)
 			}
 			s.ForEach.pos[b] = j
+		}
+		if t := s.ForEach.MergeLoopBack; t != "" {
+			if _, ok := s.ForEach.pos[t]; !ok {
+				return nil, fmt.Errorf("plan: loop %s: merge loops back to %s, which is not a step of its body", s.ID, t)
+			}
 		}
 	}
 	// The dependents link each step to the steps that need it. A body

@@ -103,7 +103,7 @@ func Failure(ps *PlanStep, f SessionFacts) string {
 			why += ": " + rep.Error
 		}
 		return why
-	case failed(f.Verdict) && !ps.HasGate && !ps.Reviewer && (ps.Kind == KindAgent || ps.SignalsDecide):
+	case failed(f.Verdict) && !ps.HasGate && !ps.Reviewer && !ps.ReportDecides && (ps.Kind == KindAgent || ps.SignalsDecide):
 		return "the session's verdict is " + verdictText(f)
 	}
 	return ""
@@ -149,7 +149,7 @@ func GateVerdict(ps *PlanStep, f SessionFacts, g GateFacts) (reason, evidence st
 		return "gate.pass is false: " + g.Pass.Src, f.Output
 	case g.Fail != nil && g.Fail.Value:
 		return "gate.fail is true: " + g.Fail.Src, f.Output
-	case g.Pass != nil || g.Fail != nil:
+	case g.Pass != nil || g.Fail != nil, ps.ReportDecides:
 		return "", ""
 	case failed(f.Verdict):
 		return "the verdict is " + verdictText(f), f.Output

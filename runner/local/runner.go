@@ -8,6 +8,7 @@ import (
 	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -97,6 +98,9 @@ type Runner struct {
 	// session, in a private file removed when the session ends; ""
 	// means os.TempDir().
 	TempDir string
+	// Git performs the git side of workspaces (workspace.go); nil
+	// means the git binary in PATH, through internal/gitwork.
+	Git Git
 }
 
 // Options says which run to run and how.
@@ -113,6 +117,10 @@ type Options struct {
 	Vars map[string]string
 	// Budgets override the workflow's default budgets.
 	Budgets Budgets
+	// AcceptEdits applies an edit of the workflow file that weakens
+	// the run's gates (config.Weakenings): a person's decision, never a
+	// session's.
+	AcceptEdits bool
 	// StartAt resets a step and everything downstream of it before the
 	// run goes on (or, in a new run, skips the steps before it).
 	StartAt string
@@ -259,6 +267,9 @@ type run struct {
 	root *confine.Root
 	// notices are the run's notifications (notify.go).
 	notices *notices
+	// wspaces are the run's workspaces (workspace.go), set up at first
+	// use.
+	wspaces *workspaces
 }
 
 // Run runs (or resumes) a run until it ends, waits on a human with
@@ -394,6 +405,9 @@ func (x *run) open() error {
 			return err
 		}
 		x.st = st
+		if err := x.refuseWeakening(runID); err != nil {
+			return err
+		}
 		if damaged {
 			x.warn("", "run_state.json was damaged or disagreed with events.jsonl; rebuilt from events.jsonl and kept aside")
 		}
@@ -553,7 +567,9 @@ func (x *run) setWorkflow(wf *config.Workflow) {
 	x.wf = wf
 	x.keepOut, x.runWide = sourceRefs(wf)
 	x.limits = wf.Limits()
-	x.redact = Secrets(wf, x.r.Environ)
+	// --env NAME=value pairs are the sessions' environment too: a
+	// secret-named one is hidden like one of the runner's.
+	x.redact = Secrets(wf, slices.Concat(x.r.Environ, x.opts.Invocation.Env))
 	x.digest = wf.Digest()
 	x.gated = hasGates(wf)
 }
@@ -570,6 +586,15 @@ func (x *run) reload() (changed bool, err error) {
 	}
 	if wf.Digest() == x.digest {
 		return false, nil
+	}
+	if !x.opts.AcceptEdits {
+		weak, err := x.weakenings(wf)
+		if err != nil {
+			return false, err
+		}
+		if len(weak) > 0 {
+			return false, &weakenedError{weak: weak}
+		}
 	}
 	plan, err := NewPlan(wf, x.budgets(), func(l *config.Limit) (int, error) {
 		v, err := l.Expr.Program().Eval(x.env(nil))

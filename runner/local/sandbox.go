@@ -1,13 +1,20 @@
 package local
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/sandbox"
+	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
+	"github.com/spf13/afero"
 )
 
 // Sandbox confines the processes a run starts for its workflow —
@@ -102,4 +109,47 @@ func (x *run) realPath(p string) string {
 		return real
 	}
 	return p
+}
+
+// weakenings lists how the workflow as loaded now weakens the gates of
+// the one the run recorded in its workflow.json (config.Weakenings);
+// nil when the run recorded none or nothing is weakened.
+func (x *run) weakenings(wf *config.Workflow) ([]string, error) {
+	b, err := afero.ReadFile(x.rec, filepath.Join(x.dir, record.LoadedWorkflowFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the run's recorded workflow: %w", err)
+	}
+	var loaded struct {
+		Workflow json.RawMessage `json:"workflow"`
+	}
+	if err := json.Unmarshal(b, &loaded); err != nil || len(loaded.Workflow) == 0 {
+		return nil, nil // not a record of its workflow: nothing to compare
+	}
+	return config.Weakenings(loaded.Workflow, wf)
+}
+
+// refuseWeakening refuses to go on with an edit of the workflow file
+// that weakens the run's gates, unless a person accepted it (flow
+// resume --accept-edits).
+func (x *run) refuseWeakening(runID string) error {
+	if x.opts.AcceptEdits || x.st.WorkflowDigest == x.digest {
+		return nil
+	}
+	weak, err := x.weakenings(x.wf)
+	if err != nil || len(weak) == 0 {
+		return err
+	}
+	return core.Refused("run %s: the workflow file %s was edited since the run recorded it, and the edit weakens its gates:\n  - %s\nthe repository is writable by the run's sessions, so only a person applies such an edit: flow resume %s --accept-edits (or undo the edit)",
+		runID, x.wf.File, strings.Join(weak, "\n  - "), runID)
+}
+
+// weakenedError is an edit of the workflow file that weakens the run's
+// gates, which a live runner does not apply.
+type weakenedError struct{ weak []string }
+
+func (e *weakenedError) Error() string {
+	return "it weakens the run's gates (" + strings.Join(e.weak, "; ") + ")"
 }

@@ -233,12 +233,21 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 		"FLOW_STATE_PATH=" + filepath.Join(x.dir, record.StateFile),
 		"FLOW_RUN_DIR=" + x.dir,
 	}
-	vars = append(vars, x.itemEnv(e.Step)...)
+
+	dir, err := x.prepareWorkspace(e.Step)
+	if err != nil {
+		return proc.Spec{}, pp, "", err
+	}
+	if dir == x.opts.Repo {
+		dir = x.sessionDir() // agent_orchestrator's --workdir, else the repository
+	}
+	vars = append(vars, x.workspaceEnv(e.Step)...)
 	// A report left by an earlier attempt must not speak for this one.
 	record.RemoveStale(x.rec, e.ReportPath)
 	if err := x.rec.MkdirAll(e.SessionDir, 0o755); err != nil {
 		return proc.Spec{}, pp, "", fmt.Errorf("make the session's directory: %w", err)
 	}
+	vars = append(vars, x.itemEnv(e.Step, e.SessionDir)...)
 	private := ""
 	if s.Kind == config.KindAgent {
 		use, priv, err := x.writePrompt(x.names.Prompt(e.Step, e.Iteration, e.Attempt), sent)
@@ -282,11 +291,10 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 	}
 	sp := proc.Spec{
 		Command:   command,
-		Dir:       x.opts.Repo,
+		Dir:       dir,
 		Env:       slices.Concat(x.r.Environ, x.opts.Invocation.Env, vars),
 		KillGrace: x.r.KillGrace,
 	}
-	var err error
 	if sp.Timeout, err = x.duration(x.wf.StepTimeout(s), env); err != nil {
 		return proc.Spec{}, pp, private, fmt.Errorf("timeout: %w", err)
 	}
@@ -294,6 +302,12 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 		return proc.Spec{}, pp, private, fmt.Errorf("idle_timeout: %w", err)
 	}
 	writable := []string{e.SessionDir}
+	if dir != x.opts.Repo && dir != x.sessionDir() {
+		// A session in a worktree under .agents/worktrees/ writes it (git's
+		// own record of it, under the repository's .git/, is writable as
+		// the rest of the repository is).
+		writable = append(writable, dir)
+	}
 	if x.orchestrated() {
 		// agent_orchestrator's sessions write their artifacts, and the
 		// prompts of later steps under .agents/prompts/ (its prompt
@@ -487,7 +501,11 @@ func (x *run) finishSession(ls *liveSession) core.SessionDone {
 			_, _ = io.WriteString(scan, po.res.Text+"\n")
 		}
 		done.Notes = po.notes
-		done.Outcome.Usage = agentUsage(po.usage)
+		u, bad := po.usage.Sane()
+		if bad != "" {
+			x.warn(e.Step, "the agent reported "+bad+": counted as zero")
+		}
+		done.Outcome.Usage = agentUsage(u)
 		done.Outcome.AgentSession = po.res.SessionID
 		presetWhy = presetFailure(pp.agent.Preset, po.res, res.ExitCode)
 	} else {
@@ -563,6 +581,7 @@ func (x *run) finishSession(ls *liveSession) core.SessionDone {
 			}
 		}
 	}
+	x.orchestratorFacts(f, o, report)
 	if report != nil {
 		// Every session's report is kept: the next session of the step
 		// replaces reports/<run>__<step>.json, where agent_orchestrator's
@@ -701,7 +720,7 @@ func (x *run) runCheck(s *config.Step, e sessionRun, cmd string) (gates.CheckInf
 	hidden := x.redact.Writer(capped)
 	defer hidden.Close()
 	tail := &tailBuffer{max: outputTail}
-	sp := proc.Spec{Command: cmd, Dir: x.opts.Repo, Env: append(slices.Clone(x.r.Environ), x.itemEnv(e.Step)...), KillGrace: x.r.KillGrace,
+	sp := proc.Spec{Command: cmd, Dir: x.workDir(e.Step), Env: append(slices.Clone(x.r.Environ), x.itemEnv(e.Step, "")...), KillGrace: x.r.KillGrace,
 		Output: &lockedWriter{ws: []io.Writer{hidden, tail}}}
 	sp.Timeout, _ = x.duration(x.wf.StepTimeout(s), nil)
 	if err := x.confine(&sp, s, e.SessionDir); err != nil {

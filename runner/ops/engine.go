@@ -103,6 +103,9 @@ type RestartRequest struct {
 	Vars []string
 	// Move moves a Temporal run off its lost worker (--move).
 	Move bool
+	// AcceptEdits applies an edit of the workflow file that weakens the
+	// run's gates (flow resume --accept-edits).
+	AcceptEdits bool
 	// By names who restarts the run (local runs record it).
 	By string
 }
@@ -214,6 +217,7 @@ func (l *Local) Run(ctx context.Context, opts local.Options, att Attach) (local.
 		KillMarked:  l.KillMarked,
 		Sandbox:     l.Sandbox,
 		OnEvent:     att.Events,
+		PollEvery:   PollEvery(opts.Invocation),
 	}
 	// Notifications link to the run's page on the flow serve whose
 	// public address FLOW_PUBLIC_URL gives.

@@ -178,6 +178,12 @@ func (s *Service) Repo(repo string) (string, error) {
 	if fi, err := s.FS.Stat(abs); err != nil || !fi.IsDir() {
 		return "", core.Usage("--repo %s: not a directory", dir)
 	}
+	if repo == "" {
+		// In a worktree flow made for a run: the repository it belongs to.
+		if main, ok := mainOfWorktree(s.FS, abs); ok {
+			return main, nil
+		}
+	}
 	return abs, nil
 }
 
