@@ -906,7 +906,7 @@ func (c *Core) start(x *decider, id string, autoApprove bool) {
 	if c.control == RunOnce && !c.onceUsed {
 		c.onceUsed, c.onceStep = true, id
 	}
-	x.emit(EvStepStarted, id, StepStarted{Attempt: attempt, Iteration: s.IterationCount})
+	x.emit(EvStepStarted, id, StepStarted{Session: true, Attempt: attempt, Iteration: s.IterationCount})
 	x.effect(StartSession{Step: id, Attempt: attempt, Iteration: s.IterationCount})
 }
 
@@ -1023,11 +1023,13 @@ func (c *Core) schedule(x *decider) {
 		c.finished = true
 		x.emit(EvRunInterrupted, "", Note{Message: c.haltReason})
 		x.effect(Finish{Status: RunInterrupted, ExitCode: exitInterrupted, Reason: c.haltReason})
-	case c.haltCode == exitBudgetExceeded:
+	case c.haltCode == exitBudgetExceeded && !allDone:
+		// (A budget the last session spent stops nothing: the run is
+		// done.)
 		c.finished = true
 		x.emit(EvRunFinished, "", RunFinished{Status: RunBudgetExceeded, ExitCode: exitBudgetExceeded, Reason: c.haltReason})
 		x.effect(Finish{Status: RunBudgetExceeded, ExitCode: exitBudgetExceeded, Reason: c.haltReason})
-	case c.haltCode != 0 || anyFailed:
+	case c.haltCode != 0 && !(c.haltCode == exitBudgetExceeded && allDone) || anyFailed:
 		code, reason := c.haltCode, c.haltReason
 		if code == 0 {
 			code, reason = exitFailed, "a step failed"

@@ -131,6 +131,9 @@ type CleanupFinished struct {
 
 // StepStarted is the data of EvStepStarted.
 type StepStarted struct {
+	// Session is true when a session starts (a consensus decides
+	// without one): every session counts against budget.sessions.
+	Session    bool   `json:"session,omitempty"`
 	Attempt    int    `json:"attempt"`
 	Iteration  int    `json:"iteration"`
 	LogPath    string `json:"log_path,omitempty"`
@@ -623,6 +626,10 @@ func stepStarted(s *State, st *StepState, d *StepStarted, at Time) {
 	st.LogPath = d.LogPath
 	if d.ReportPath != "" {
 		st.ReportPath = strp(d.ReportPath)
+	}
+	if d.Session {
+		st.Sessions++
+		s.Sessions++
 	}
 	s.Status = RunRunning
 }

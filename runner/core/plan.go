@@ -80,6 +80,11 @@ type PlanStep struct {
 	// its session succeeded and its gate passed, it waits on a human
 	// (WAITING_ON_HUMAN) as a human step does, instead of completing.
 	HumanAfter bool
+	// ReportGate is true for a step of a workflow in agent_orchestrator's
+	// format, whose gate fails only on a report with gate_failure true:
+	// a report without one, or a session without a verdict, passes it
+	// (that format's rule; flow's own asks for an explicit verdict).
+	ReportGate bool
 	// Reviewer is true for a step a consensus step reviews with: its
 	// verdict is the consensus step's to weigh, so FAIL does not fail
 	// its session, and it runs beside the other reviewers whatever

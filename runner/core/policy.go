@@ -132,6 +132,8 @@ func verdictText(f SessionFacts) string {
 // verdict — a final PASS line, or a report with gate_failure false —
 // and no FAIL or MIXED one (silence never passes a review); an agent
 // step with a check, and a command step, need no FAIL or MIXED verdict.
+// In agent_orchestrator's format (ps.ReportGate) nothing but those
+// fails it: that format's gate fails only on gate_failure true.
 // It also returns the evidence the re-entered step is shown: the
 // check's output when the check decided, else the session's.
 func GateVerdict(ps *PlanStep, f SessionFacts, g GateFacts) (reason, evidence string) {
@@ -150,6 +152,8 @@ func GateVerdict(ps *PlanStep, f SessionFacts, g GateFacts) (reason, evidence st
 	case g.Fail != nil && g.Fail.Value:
 		return "gate.fail is true: " + g.Fail.Src, f.Output
 	case g.Pass != nil || g.Fail != nil:
+		return "", ""
+	case ps.ReportGate:
 		return "", ""
 	case failed(f.Verdict):
 		return "the verdict is " + verdictText(f), f.Output

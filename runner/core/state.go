@@ -79,6 +79,9 @@ type State struct {
 	StepOrder []string `json:"step_order"`
 	// Usage sums what the run's agent sessions consumed.
 	Usage *AgentUsage `json:"usage,omitempty"`
+	// Sessions counts every session the run started — commands and
+	// agents alike — against budget.sessions.
+	Sessions int `json:"sessions,omitempty"`
 	// BudgetRaised holds the budgets raised on the command line (flow
 	// resume --budget-cost ...), which win over the workflow's from then
 	// on.
@@ -138,6 +141,8 @@ type StepState struct {
 	// re-entered step continues.
 	Usage        *AgentUsage `json:"usage,omitempty"`
 	AgentSession string      `json:"agent_session,omitempty"`
+	// Sessions counts every session the step started.
+	Sessions int `json:"sessions,omitempty"`
 	// ConversationUsage is what the sessions of AgentSession used.
 	ConversationUsage *AgentUsage `json:"conversation_usage,omitempty"`
 

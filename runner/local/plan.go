@@ -100,6 +100,7 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 			ex.Reviewers, ex.Consensus = g.Reviewers, g.Consensus
 		}
 		ps.Reviewer = wf.ReviewerOf(s.ID) != nil
+		ps.ReportGate = wf.Compat == config.CompatOrchestrator
 		if b := s.Budget; b != nil {
 			ex.Budget = core.Budget{CostUSD: b.CostUSD, Tokens: b.Tokens, Sessions: b.Sessions}.Lifted(over.Raise)
 		}
