@@ -91,6 +91,11 @@ type RunnerStarted struct {
 	RepoDir         string `json:"repo_dir,omitempty"`
 	ReportsDir      string `json:"reports_dir,omitempty"`
 	ManualInputsDir string `json:"manual_inputs_dir,omitempty"`
+	// Generation, when set, is the run's new generation: a runner that
+	// takes a run whose session was interrupted names its sessions in
+	// a new generation, so that the re-run of the interrupted attempt
+	// (which kept its number) does not overwrite its log.
+	Generation int `json:"generation,omitempty"`
 }
 
 // WorkflowChanged is the data of EvWorkflowChanged.
@@ -401,6 +406,11 @@ func mapRoundTrips[V any](m map[string]V) bool {
 	return true
 }
 
+// InterruptedNote is the last_error of a step whose session was cut
+// short by an interruption: it is PENDING again, the attempt not
+// counted.
+const InterruptedNote = "interrupted; the attempt is not counted"
+
 // none is the data of an event that carries none.
 type none struct{}
 
@@ -434,6 +444,7 @@ var appliers = map[string]applier{
 		if d.RepoDir != "" {
 			s.RepoDir, s.ReportsDir, s.ManualInputsDir = d.RepoDir, d.ReportsDir, d.ManualInputsDir
 		}
+		s.Generation = max(s.Generation, d.Generation)
 		if !s.Status.Terminal() {
 			s.Status = RunRunning
 		}
@@ -586,7 +597,7 @@ var appliers = map[string]applier{
 			st.Attempts--
 		}
 		st.EndedAt = timep(at)
-		st.LastError = strp("interrupted; the attempt is not counted")
+		st.LastError = strp(InterruptedNote)
 	}),
 	EvRunFinished: onRun(func(s *State, d *RunFinished, _ Time) {
 		s.Status = d.Status

@@ -136,7 +136,11 @@ func Open(sh Shape, o Opening) (*State, []Event, error) {
 	if o.Note != "" {
 		add(EvWarning, "", Note{Message: o.Note})
 	}
-	add(EvRunnerStarted, "", o.Runner)
+	rs := o.Runner
+	if o.State != nil && interrupted(st) {
+		rs.Generation = st.Generation + 1
+	}
+	add(EvRunnerStarted, "", rs)
 	if o.State != nil && o.StartAt != "" {
 		reset, err := StartAtReset(sh, st, o.StartAt)
 		if err != nil {
@@ -156,6 +160,18 @@ func Open(sh Shape, o Opening) (*State, []Event, error) {
 		add(EvBudgetRaised, "", o.Raise)
 	}
 	return st, evs, nil
+}
+
+// interrupted reports whether a session of run st was cut short by an
+// interruption and has not run again: its attempt kept its number, so
+// the session that runs it again is named in a new generation.
+func interrupted(st *State) bool {
+	for _, id := range st.StepOrder {
+		if s := st.Steps[id]; s != nil && s.Status == Pending && deref(s.LastError) == InterruptedNote {
+			return true
+		}
+	}
+	return false
 }
 
 // RunVars returns the vars of run st under a workflow whose file
