@@ -248,8 +248,13 @@ func note(s *core.StepState) string {
 		return "waiting for gates to open: " + strings.Join(s.WaitingGates, ", ")
 	case s.BlockedByLoop != nil:
 		return "blocked by the loop-back of " + *s.BlockedByLoop
-	case s.LastError != nil:
-		msg := *s.LastError
+	case s.LastError != nil || s.Status == core.Skipped && s.SkipReason != "":
+		msg := s.SkipReason
+		if s.LastError != nil {
+			msg = *s.LastError
+		}
+		// A failed session's error ends with its last lines of output.
+		msg = strings.ReplaceAll(msg, "\n", " / ")
 		if len(msg) > 100 {
 			msg = msg[:100] + "…"
 		}

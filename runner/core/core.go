@@ -608,6 +608,12 @@ func (c *Core) sessionEnd(x *decider, in SessionDone) {
 		retryable = in.RetryIf == nil || *in.RetryIf
 	}
 	o.Error = shorten(why)
+	if why != "" && in.Invalid == "" && exitFailure(in.Facts) && (in.Facts.Report == nil || in.Facts.Report.Error == "") {
+		// A failed exit says why in its last lines of output.
+		if tail := lastLines(in.Facts.Output); tail != "" {
+			o.Error = shorten(why + ": " + tail)
+		}
+	}
 	switch {
 	case in.Interrupted:
 		x.emit(EvStepInterrupted, in.Step, nil)
@@ -626,7 +632,7 @@ func (c *Core) sessionEnd(x *decider, in SessionDone) {
 		if ps.Kind == KindCommand && ps.HasGate && in.Invalid == "" && exitFailure(in.Facts) {
 			// A command with a loop-back whose attempts failed by their
 			// exit code fails its gate: failing tests go back to the
-			// coder, with their output.
+			// coder, with their output (as evidence, not in the reason).
 			c.gateFailure(x, in.Step, shorten(why), evidence(in.Facts.Output), o)
 			return
 		}
@@ -1162,6 +1168,41 @@ func evidence(out string) string {
 		}
 	}
 	return out
+}
+
+// The bounds of the output a failed session's last_error ends with.
+const (
+	maxErrorLines = 5
+	maxErrorTail  = 1 << 10
+)
+
+// lastLines returns the last non-blank lines of a session's output for
+// its last_error: at most maxErrorLines lines and maxErrorTail bytes,
+// cut at a line (or character) boundary, or "" when it printed nothing.
+func lastLines(out string) string {
+	lines := strings.Split(strings.TrimRight(out, "\r\n\t "), "\n")
+	var keep []string
+	size := 0
+	for i := len(lines) - 1; i >= 0 && len(keep) < maxErrorLines; i-- {
+		l := strings.TrimRight(lines[i], "\r")
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		if size+len(l) > maxErrorTail {
+			if len(keep) > 0 {
+				break
+			}
+			j := len(l) - maxErrorTail
+			for j < len(l) && !utf8.RuneStart(l[j]) {
+				j++
+			}
+			l = "…" + l[j:]
+		}
+		size += len(l) + 1
+		keep = append(keep, l)
+	}
+	slices.Reverse(keep)
+	return strings.Join(keep, "\n")
 }
 
 // schedulePass visits the candidates once, in workflow order, starting

@@ -436,7 +436,7 @@ var appliers = map[string]applier{
 		for _, id := range d.Skipped {
 			st := s.Steps[id]
 			st.Status = Skipped
-			st.LastError = strp("skipped: run started at " + d.StartAt)
+			st.SkipReason = "skipped: run started at " + d.StartAt
 		}
 	}),
 	EvRunnerStarted: onRun(func(s *State, d *RunnerStarted, at Time) {
@@ -493,6 +493,7 @@ var appliers = map[string]applier{
 			st.Status = Pending
 			st.Attempts = 0
 			st.LastError = nil
+			st.SkipReason = ""
 			st.BlockedByLoop = nil
 			st.GateFailed = false
 			st.EndedAt = nil
@@ -535,9 +536,7 @@ var appliers = map[string]applier{
 		st.WaitingFor = nil
 		st.EndedAt = timep(at)
 		unblock(s, st)
-		if d.Reason != "" {
-			st.LastError = strp(d.Reason)
-		}
+		st.SkipReason, st.LastError = d.Reason, nil
 	}),
 	EvStepCompleted: onStep(func(s *State, st *StepState, d *Outcome, _ Event, at Time) {
 		stepCompleted(s, st, d, at)
@@ -562,6 +561,7 @@ var appliers = map[string]applier{
 			other.IterationCount++
 			other.Status = Pending
 			other.Attempts = 0
+			other.SkipReason = ""
 			if other.LoopCompleted != nil {
 				other.LoopCompleted = boolp(false)
 			}
@@ -629,6 +629,7 @@ var appliers = map[string]applier{
 // stepStarted folds a step_started event into the state.
 func stepStarted(s *State, st *StepState, d *StepStarted, at Time) {
 	st.Status = Running
+	st.SkipReason = ""
 	st.WaitingFor, st.WaitingGates = nil, nil
 	st.Attempts = d.Attempt
 	st.PID, st.SessionMarker = 0, ""
@@ -843,7 +844,7 @@ func applyLoopItems(s *State, loop string, st *StepState, d *LoopItems, at Time)
 		if keep[k.Item] {
 			why = "step removed from the loop's body"
 		}
-		x.Status, x.LastError, x.EndedAt = Skipped, strp(why), timep(at)
+		x.Status, x.SkipReason, x.LastError, x.EndedAt = Skipped, why, nil, timep(at)
 	}
 	if at0 < 0 {
 		at0 = len(order)

@@ -117,6 +117,10 @@ type StepState struct {
 	// is not upstream of it, that target: the step runs again once the
 	// target is done. It is cleared when the step runs.
 	WaitingFor *string `json:"waiting_for,omitempty"`
+	// SkipReason says why a SKIPPED step did not run (its when was
+	// false, the run started after it, its item was removed); it is
+	// kept apart from last_error, which only errors fill.
+	SkipReason string `json:"skip_reason,omitempty"`
 	// WaitingGates are the gates of the gate-state file that keep a
 	// ready step from starting, while they are closed.
 	WaitingGates []string `json:"waiting_gates,omitempty"`

@@ -269,7 +269,7 @@ func (x *run) announce(e core.Event) {
 	case core.EvStepCompleted:
 		x.printf("%s: completed\n", e.Step)
 	case core.EvStepSkipped:
-		x.printf("%s: skipped (%s)\n", e.Step, deref(s.LastError))
+		x.printf("%s: skipped (%s)\n", e.Step, s.SkipReason)
 	case core.EvGateFailed:
 		var d core.GateFailure
 		_ = jsonUnmarshal(e.Data, &d)

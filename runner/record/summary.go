@@ -50,6 +50,8 @@ func stepNote(s *core.StepState) string {
 		note := p.String()
 		if s.LastError != nil {
 			note += ": " + *s.LastError
+		} else if s.Status == core.Skipped && s.SkipReason != "" {
+			note += ": " + s.SkipReason
 		}
 		return note
 	}
@@ -64,6 +66,8 @@ func stepNote(s *core.StepState) string {
 		return "blocked by the loop-back of " + *s.BlockedByLoop
 	case s.LastError != nil:
 		return *s.LastError
+	case s.Status == core.Skipped:
+		return s.SkipReason
 	}
 	return ""
 }
