@@ -425,6 +425,13 @@ sessions and never interrupts one.`,
 				return err
 			}
 			fmt.Fprintf(a.stdio.Out, "run %s: desired state %s\n", res.RunID, res.DesiredState)
+			if c := res.Cleanup; c != nil {
+				// A finished run's cleanup session ran here.
+				if c.ExitCode != 0 {
+					return exitQuietly(c.ExitCode)
+				}
+				return nil
+			}
 			if !res.RunnerLive && state != core.Pause {
 				fmt.Fprintf(a.stdio.Out, "run %s has no live runner; it also needs: flow resume %s\n", res.RunID, res.RunID)
 			}

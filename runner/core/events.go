@@ -42,6 +42,10 @@ const (
 	EvRunInterrupted  = "interrupted"
 	EvRunPaused       = "run_paused"
 	EvRunWaiting      = "run_waiting"
+	// EvRunnerExited records that the runner left a run it did not
+	// finish (flow run --no-wait at a human step, or paused), with the
+	// exit code its process exits with.
+	EvRunnerExited = "runner_exited"
 	EvControl         = "control"
 	EvWarning         = "warning"
 	// EvBudgetExceeded records that a cost, token or session budget ran
@@ -228,6 +232,12 @@ type RunFinished struct {
 	Status   RunStatus `json:"status"`
 	ExitCode int       `json:"exit_code"`
 	Reason   string    `json:"reason,omitempty"`
+}
+
+// RunnerExited is the data of EvRunnerExited.
+type RunnerExited struct {
+	ExitCode int    `json:"exit_code"`
+	Reason   string `json:"reason,omitempty"`
 }
 
 // Note is the data of EvWarning, EvRunPaused, EvRunWaiting and others
@@ -446,7 +456,9 @@ var appliers = map[string]applier{
 		}
 		s.Generation = max(s.Generation, d.Generation)
 		if !s.Status.Terminal() {
-			s.Status = RunRunning
+			// exit_code is the code the last runner's process exited
+			// with; a runner at work has none yet.
+			s.Status, s.ExitCode = RunRunning, 0
 		}
 	}),
 	EvWorkflowChanged: onRun(func(s *State, d *WorkflowChanged, _ Time) {
@@ -624,6 +636,11 @@ var appliers = map[string]applier{
 		s.BudgetRaised = &b
 	}),
 	EvRunWaiting: onRun(func(s *State, _ *none, _ Time) { s.Status = RunWaitingOnHuman }),
+	EvRunnerExited: onRun(func(s *State, d *RunnerExited, _ Time) {
+		if !s.Status.Terminal() {
+			s.ExitCode = d.ExitCode
+		}
+	}),
 }
 
 // stepStarted folds a step_started event into the state.

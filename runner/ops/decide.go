@@ -113,6 +113,10 @@ type ControlResult struct {
 	// desired state between its sessions; when false, nothing happens
 	// until flow resume starts a runner (record.LiveRunner).
 	RunnerLive bool `json:"runner_live"`
+	// Cleanup is, for flow cleanup on a finished run, how the cleanup
+	// session that was run ended (its ExitCode 0, 1 or 130); the run's
+	// own status is unchanged.
+	Cleanup *RunResult `json:"cleanup,omitempty"`
 }
 
 // controlVerbs names the command of each desired state, for messages.
@@ -126,8 +130,10 @@ var controlVerbs = map[core.ControlState]string{
 // Control writes the desired state of a run (the newest when it names
 // none) in its control file; the runner reads it between sessions and
 // never interrupts one. A run that has already ended is refused
-// (ExitRefused); an unknown run is an ExitUsage error; an invalid state
-// is an ExitUsage error. The result says whether a live runner holds
+// (ExitRefused: run_once has no next session to run; the cleanup of a
+// finished run is Local.Control's, which runs it); so is run_cleanup
+// for a workflow that declares no cleanup session. An unknown run is
+// an ExitUsage error; an invalid state is an ExitUsage error. The result says whether a live runner holds
 // the run: without one, the desired state takes effect at the next flow
 // resume.
 func (s *Service) Control(req ControlRequest) (ControlResult, error) {
@@ -135,19 +141,35 @@ func (s *Service) Control(req ControlRequest) (ControlResult, error) {
 	if !ok {
 		return ControlResult{}, core.Usage("unknown desired state %q", req.State)
 	}
-	_, ref, err := s.openRun(req.Repo, req.RunID)
+	repo, ref, err := s.openRun(req.Repo, req.RunID)
 	if err != nil {
 		return ControlResult{}, err
 	}
 	if st := ref.State; st.Status.Terminal() {
+		switch req.State {
+		case core.RunOnce:
+			return ControlResult{}, core.Refused("run %s has already %s (exit %d): there is no next session to run once; to run steps again: flow run %s --start-at-step STEP",
+				ref.ID, st.Status, st.ExitCode, st.WorkflowFile)
+		case core.RunCleanup:
+			if err := s.checkCleanup(repo, ref); err != nil {
+				return ControlResult{}, err
+			}
+			return ControlResult{}, core.Refused("run %s has already %s: its cleanup session runs on the command line (flow cleanup %s), which takes the run for that one session",
+				ref.ID, st.Status, ref.ID)
+		}
 		return ControlResult{}, core.Refused("run %s has already %s (exit %d); %s applies to a run that has not ended; to run steps again: flow run %s --start-at-step STEP",
 			ref.ID, st.Status, st.ExitCode, verb, st.WorkflowFile)
 	}
-	by := s.Who(req.By)
-	if err := record.SetDesired(s.FS, ref.Dir, req.State, by, req.Note, s.clock().Now()); err != nil {
-		return ControlResult{}, err
+	if req.State == core.RunCleanup {
+		if err := s.checkCleanup(repo, ref); err != nil {
+			return ControlResult{}, err
+		}
 	}
+	by := s.Who(req.By)
 	now := s.clock().Now()
 	_, live := record.LiveRunner(s.FS, ref.Dir, ref.State, now, s.alive())
+	if err := record.SetDesired(s.FS, ref.Dir, req.State, by, req.Note, now, !live); err != nil {
+		return ControlResult{}, err
+	}
 	return ControlResult{RunID: ref.ID, DesiredState: req.State, By: by, Note: req.Note, RunnerLive: live}, nil
 }

@@ -106,8 +106,19 @@ func (l *Local) Decide(_ context.Context, req DecideRequest) (Decision, error) {
 	return l.Service.Decide(req)
 }
 
-// Control implements Engine.
-func (l *Local) Control(_ context.Context, req ControlRequest) (ControlResult, error) {
+// Control implements Engine: Service.Control, except that flow cleanup
+// on a finished run runs the cleanup session (cleanupFinished).
+func (l *Local) Control(ctx context.Context, req ControlRequest) (ControlResult, error) {
+	if req.State == core.RunCleanup {
+		_, ref, err := l.Service.openRun(req.Repo, req.RunID)
+		if err != nil {
+			return ControlResult{}, err
+		}
+		if ref.State.Status.Terminal() {
+			req.RunID = ref.ID
+			return l.cleanupFinished(ctx, req)
+		}
+	}
 	return l.Service.Control(req)
 }
 
