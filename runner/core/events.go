@@ -46,8 +46,8 @@ const (
 	// finish (flow run --no-wait at a human step, or paused), with the
 	// exit code its process exits with.
 	EvRunnerExited = "runner_exited"
-	EvControl         = "control"
-	EvWarning         = "warning"
+	EvControl      = "control"
+	EvWarning      = "warning"
 	// EvBudgetExceeded records that a cost, token or session budget ran
 	// out: the run stops before its next session (exit 6).
 	EvBudgetExceeded = "budget_exceeded"
