@@ -276,6 +276,7 @@ func (a *app) execute(cmd *cobra.Command, l *ops.Launch, asJSON bool) error {
 		if len(p.Capped) > 0 {
 			fmt.Fprintf(out, "  at their iteration budget: %s\n", listOrNone(p.Capped))
 		}
+		printBudgets(out, p.Budgets)
 	}
 	att := ops.Attach{
 		Output: out,
@@ -346,6 +347,16 @@ func printPlan(w io.Writer, p *ops.StartAtPlan) {
 	fmt.Fprintf(w, "  re-run:  %s\n", listOrNone(p.Rerun))
 	for _, m := range p.Missing {
 		fmt.Fprintf(w, "  missing: %s (artifact of %s)\n", m.Path, m.Step)
+	}
+	printBudgets(w, p.Budgets)
+}
+
+// printBudgets prints the loops a restart or a retry reopens, whose
+// iteration budgets start afresh.
+func printBudgets(w io.Writer, loops []core.LoopBudget) {
+	for _, l := range loops {
+		fmt.Fprintf(w, "  budget:  %s loops back to %s: a fresh iteration budget (%d %s used before)\n",
+			l.Gate, l.Target, l.Used, plural(l.Used, "iteration", "iterations"))
 	}
 }
 

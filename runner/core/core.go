@@ -715,7 +715,7 @@ func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
 		x.emit(EvStepFailed, g, o)
 		c.stepFailed(g, exitFailed, o.Error)
 		return
-	case ts.IterationCount+1 >= ps.MaxIterations:
+	case ts.IterationCount-ts.IterationBase+1 >= ps.MaxIterations:
 		gf.Target, gf.Budget, gf.MaxIterations = "", true, ps.MaxIterations
 		x.emit(EvGateFailed, g, gf)
 		c.stepFailed(g, exitBudget, fmt.Sprintf("step %s: %s", g, deref(x.st.Steps[g].LastError)))

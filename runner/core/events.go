@@ -116,6 +116,9 @@ type WorkflowChanged struct {
 type StartAt struct {
 	Step  string   `json:"step"`
 	Reset []string `json:"reset"`
+	// Budgets are the loop-back targets of the loops the restart
+	// reopens: their iteration budgets start afresh (ReopenedLoops).
+	Budgets []string `json:"budgets,omitempty"`
 }
 
 // Retry is the data of EvRetry: flow retry put the failed steps, and
@@ -128,6 +131,9 @@ type Retry struct {
 	// MaxIterations, when set, overrides the iteration budgets for this
 	// retry (flow retry --max-iterations).
 	MaxIterations int `json:"max_iterations,omitempty"`
+	// Budgets are the loop-back targets of the loops the retry reopens:
+	// their iteration budgets start afresh (ReopenedLoops).
+	Budgets []string `json:"budgets,omitempty"`
 }
 
 // CleanupFinished is the data of EvCleanupStarted and EvCleanupFinished:
@@ -490,6 +496,7 @@ var appliers = map[string]applier{
 				*st = *newStepState()
 			}
 		}
+		restartBudgets(s, d.Budgets)
 		reopenItems(s, d.Reset)
 		if s.Status.Terminal() || s.Status == RunInterrupted {
 			s.Status = RunPending
@@ -510,6 +517,7 @@ var appliers = map[string]applier{
 			st.GateFailed = false
 			st.EndedAt = nil
 		}
+		restartBudgets(s, d.Budgets)
 		reopenItems(s, d.Reset)
 		s.Status, s.ExitCode = RunPending, 0
 		s.Generation++
@@ -822,7 +830,7 @@ func applyLoopItems(s *State, loop string, st *StepState, d *LoopItems, at Time)
 			if x == nil || x.Status != Pending || x.Attempts > 0 {
 				n := newStepState()
 				if x != nil {
-					n.IterationCount = x.IterationCount
+					n.IterationCount, n.IterationBase = x.IterationCount, x.IterationBase
 				} else {
 					n.IterationCount = st.IterationCount
 				}

@@ -117,6 +117,11 @@ type StepState struct {
 	// is not upstream of it, that target: the step runs again once the
 	// target is done. It is cleared when the step runs.
 	WaitingFor *string `json:"waiting_for,omitempty"`
+	// IterationBase is the iteration_count at which the step's current
+	// iteration budget began, as a loop-back target: 0, or where a
+	// restart or a retry that reopened its loop left it. Its gate
+	// counts iteration_count - iteration_base against max_iterations.
+	IterationBase int `json:"iteration_base,omitempty"`
 	// SkipReason says why a SKIPPED step did not run (its when was
 	// false, the run started after it, its item was removed); it is
 	// kept apart from last_error, which only errors fill.

@@ -531,7 +531,9 @@ func TestControl(t *testing.T) {
 	s2, _ := newService(t, twoSteps, nil)
 	run(t, s2, RunRequest{Workflow: wf, RunID: "done"})
 	_, err = s2.Control(ControlRequest{RunID: "done", State: core.RunOnce})
-	wantCode(t, err, core.ExitRefused, "has already completed", "run-once applies to a run that has not ended")
+	wantCode(t, err, core.ExitRefused, "has already completed", "there is no next session to run once")
+	_, err = s2.Control(ControlRequest{RunID: "done", State: core.Pause})
+	wantCode(t, err, core.ExitRefused, "has already completed", "pause applies to a run that has not ended")
 }
 
 func TestLogs(t *testing.T) {

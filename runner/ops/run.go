@@ -108,6 +108,9 @@ type StartAtPlan struct {
 	// Refused is true when artifacts are missing and the request did not
 	// force: Start refuses the launch.
 	Refused bool `json:"refused"`
+	// Budgets are the loops the restart reopens: their targets' iteration
+	// budgets start afresh.
+	Budgets []core.LoopBudget `json:"budgets"`
 }
 
 // MissingArtifact is a declared artifact of a kept step that is gone.
@@ -260,7 +263,10 @@ func (s *Service) plan(wf *config.Workflow, ref record.RunRef, repo, step string
 		return nil, core.Usage("%v", err)
 	}
 	out := &StartAtPlan{Workflow: wf.Name, RunID: ref.ID, Step: step, Kept: nonNil(p.Kept), Rerun: nonNil(p.Rerun),
-		Missing: []MissingArtifact{}}
+		Missing: []MissingArtifact{}, Budgets: p.Budgets}
+	if out.Budgets == nil {
+		out.Budgets = []core.LoopBudget{}
+	}
 	for _, m := range p.Missing {
 		out.Missing = append(out.Missing, MissingArtifact{Step: m.Step, Path: m.Path})
 	}
