@@ -11,7 +11,8 @@ import (
 type DecideRequest struct {
 	// Repo is the repository of the run; "" is the Service's directory.
 	Repo string
-	// RunID names the run; "" is the newest run.
+	// RunID names the run; "" is the one run of the repository that
+	// has not finished, when there is exactly one (openTarget).
 	RunID string
 	// Step is the human step.
 	Step string
@@ -58,7 +59,11 @@ func (s *Service) Decide(req DecideRequest) (Decision, error) {
 	if !req.Approve && strings.TrimSpace(req.Reason) == "" {
 		return Decision{}, core.Usage("reject needs --reason\ntry: flow reject %s %s --reason 'why'", req.RunID, core.ShellArg(req.Step))
 	}
-	repo, ref, err := s.openRun(req.Repo, req.RunID)
+	verb := "approve"
+	if !req.Approve {
+		verb = "reject"
+	}
+	repo, ref, err := s.openTarget(req.Repo, req.RunID, verb)
 	if err != nil {
 		return Decision{}, err
 	}
@@ -88,7 +93,8 @@ func (s *Service) Decide(req DecideRequest) (Decision, error) {
 type ControlRequest struct {
 	// Repo is the repository of the run; "" is the Service's directory.
 	Repo string
-	// RunID names the run; "" is the newest run.
+	// RunID names the run; "" is the one run of the repository that
+	// has not finished, when there is exactly one (openTarget).
 	RunID string
 	// State is the desired state: pause, continuous, run_once or
 	// run_cleanup.
@@ -127,8 +133,8 @@ var controlVerbs = map[core.ControlState]string{
 	core.RunCleanup: "cleanup",
 }
 
-// Control writes the desired state of a run (the newest when it names
-// none) in its control file; the runner reads it between sessions and
+// Control writes the desired state of a run (given none, the one run
+// that has not finished: openTarget) in its control file; the runner reads it between sessions and
 // never interrupts one. A run that has already ended is refused
 // (ExitRefused: run_once has no next session to run; the cleanup of a
 // finished run is Local.Control's, which runs it); so is run_cleanup
@@ -141,7 +147,7 @@ func (s *Service) Control(req ControlRequest) (ControlResult, error) {
 	if !ok {
 		return ControlResult{}, core.Usage("unknown desired state %q", req.State)
 	}
-	repo, ref, err := s.openRun(req.Repo, req.RunID)
+	repo, ref, err := s.openTarget(req.Repo, req.RunID, verb)
 	if err != nil {
 		return ControlResult{}, err
 	}

@@ -110,7 +110,7 @@ func (l *Local) Decide(_ context.Context, req DecideRequest) (Decision, error) {
 // on a finished run runs the cleanup session (cleanupFinished).
 func (l *Local) Control(ctx context.Context, req ControlRequest) (ControlResult, error) {
 	if req.State == core.RunCleanup {
-		_, ref, err := l.Service.openRun(req.Repo, req.RunID)
+		_, ref, err := l.Service.openTarget(req.Repo, req.RunID, "cleanup")
 		if err != nil {
 			return ControlResult{}, err
 		}
@@ -129,7 +129,7 @@ func (l *Local) Control(ctx context.Context, req ControlRequest) (ControlResult,
 // runner on another host is out of reach (ExitRefused, naming it).
 func (l *Local) Cancel(_ context.Context, req CancelRequest) (CancelResult, error) {
 	s := l.Service
-	_, ref, err := s.openRun(req.Repo, req.RunID)
+	_, ref, err := s.openTarget(req.Repo, req.RunID, "cancel")
 	if err != nil {
 		return CancelResult{}, err
 	}

@@ -50,7 +50,9 @@ type RunRequest struct {
 type ResumeRequest struct {
 	// Repo is the repository of the run; "" is the Service's directory.
 	Repo string
-	// RunID names the run; "" is the newest run.
+	// RunID names the run; "" is the one run that flow resume (or flow
+	// retry) may take without its id, when there is exactly one
+	// (openTarget).
 	RunID string
 	// Workflow is the workflow file to go on with; "" is the run's own,
 	// found again under Repo when the run was copied (LocateWorkflow).
@@ -197,12 +199,16 @@ func (s *Service) PrepareRun(req RunRequest) (*Launch, error) {
 	return l, nil
 }
 
-// PrepareResume finds the run of a resume request (the newest when it
-// names none), loads its workflow (LocateWorkflow re-roots a copied
+// PrepareResume finds the run of a resume request (given none, the one
+// run it may take: openTarget), loads its workflow (LocateWorkflow re-roots a copied
 // run) and, with a start step, plans the restart. Errors are as in
 // PrepareRun, and an unknown run is an ExitUsage error.
 func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
-	repo, ref, err := s.openRun(req.Repo, req.RunID)
+	verb := "resume"
+	if req.Retry {
+		verb = "retry"
+	}
+	repo, ref, err := s.openTarget(req.Repo, req.RunID, verb)
 	if err != nil {
 		return nil, err
 	}
