@@ -381,6 +381,10 @@ func (x *run) announce(e core.Event) {
 // pollWaiting looks at the manual input files of waiting steps, their
 // human timeouts, and control.json.
 func (x *run) pollWaiting() error {
+	if len(x.awaiting) > 0 {
+		x.reloadWhileWaiting(false)
+	}
+	var decisions []core.Input
 	for step := range x.awaiting {
 		in, timedOut, err := x.checkHuman(step)
 		if err != nil {
@@ -393,8 +397,13 @@ func (x *run) pollWaiting() error {
 			if in != nil {
 				d.Input = *in
 			}
-			x.queue = append(x.queue, d)
+			decisions = append(decisions, d)
 		}
+	}
+	if len(decisions) > 0 {
+		// An edit not taken yet is taken, or said, before the decision.
+		x.reloadWhileWaiting(true)
+		x.queue = append(x.queue, decisions...)
 	}
 	if x.usesGates() {
 		x.pollGates()

@@ -256,6 +256,11 @@ type run struct {
 	// trail is what run-summary.md tells beyond the state: the rounds
 	// of the steps and why the run stopped (record.Trail).
 	trail *record.Trail
+	// wfStamp is the workflow file's stamp when the run last loaded it;
+	// editPending is true when an edit waits for the sessions in flight
+	// to end (reload_waiting.go).
+	wfStamp     fileStamp
+	editPending bool
 }
 
 // Run runs (or resumes) a run until it ends, waits on a human with
@@ -280,6 +285,7 @@ func (r *Runner) Run(ctx context.Context, opts Options) (res Result, err error) 
 		outputs: map[string]string{}, reports: map[string]map[string]any{}, awaiting: map[string]bool{}, warned: map[string]string{},
 		environ: EnvironMap(r.Environ)}
 	x.setWorkflow(x.wf)
+	x.noteWorkflowStamp()
 	if err := x.open(); err != nil {
 		_ = x.close()
 		return Result{}, err
@@ -600,6 +606,7 @@ func (x *run) reload() (changed bool, err error) {
 		return false, fmt.Errorf("resolve budgets: %w", err)
 	}
 	x.setWorkflow(wf)
+	x.noteWorkflowStamp()
 	o := x.opening(x.r.Clock.Now())
 	o.State, o.Vars = x.st, core.RunVars(x.wf.Vars, x.st)
 	evs := core.Reconcile(wf, o)
