@@ -103,7 +103,9 @@ func Run(ctx context.Context, args []string, stdio Stdio) int {
 		KillOrphans: proc.KillOrphans,
 		KillMarked:  proc.KillMarked,
 		Signal:      proc.Signal,
+		Inspect:     runlock.InspectProcess,
 	}
+	svc.Self, _ = os.Executable()
 	a := &app{stdio: stdio, svc: svc}
 	return a.exit(ctx, a.rootCmd(), args)
 }

@@ -185,6 +185,7 @@ ran out, 130 interrupted.`,
 func (a *app) resumeCmd() *cobra.Command {
 	var f runFlags
 	var workflowPath string
+	var takeover bool
 	cmd := &cobra.Command{
 		Use:   "resume [RUN_ID]",
 		Short: "Go on with a run that stopped: interrupted, crashed, waiting on a human or paused",
@@ -192,15 +193,22 @@ func (a *app) resumeCmd() *cobra.Command {
 finished steps are kept, a step that was running when its runner died runs again,
 and edits to the workflow file are picked up (new steps start PENDING, removed
 steps are dropped). A run held by a live runner is refused; a dead runner's run
-is taken over.`,
-		Example: "  flow resume\n  flow resume 20250115-143000-f8c1a4 --start-at-step coding",
+is taken over. A frozen runner — its process still holds the run, but it no
+longer beats (stopped, or stuck in a hung disk write) — is killed and its run
+taken over with --takeover, once flow has checked that the process is that
+runner.
+
+Without RUN_ID it takes the one run of the repository that has not finished,
+when there is exactly one.`,
+		Example: "  flow resume\n  flow resume 20250115-143000-f8c1a4 --start-at-step coding\n  flow resume 20250115-143000-f8c1a4 --takeover",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.checkInvocation(); err != nil {
 				return err
 			}
 			l, err := a.engine().Restart(cmd.Context(), ops.RestartRequest{Repo: f.repo, RunID: argOr(args), WorkflowPath: workflowPath,
-				StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv, By: f.by, Move: a.move})
+				StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv, By: f.by, Move: a.move,
+				Takeover: takeover})
 			if err != nil {
 				return err
 			}
@@ -209,6 +217,7 @@ is taken over.`,
 	}
 	f.add(cmd, false)
 	cmd.Flags().StringVar(&workflowPath, "workflow", "", "workflow file to resume with (default: the run's own, found again under --repo if the run was copied)")
+	cmd.Flags().BoolVar(&takeover, "takeover", false, "kill the run's frozen runner (no heartbeat, its process still alive) and take the run over")
 	return cmd
 }
 

@@ -129,6 +129,10 @@ type Options struct {
 	// PlanRetry). Budgets.MaxIterations with ForceMaxIterations raises
 	// the iteration budgets for it.
 	Retry bool
+	// Gone, when set, is a lock holder to take for dead whatever its
+	// pid says: the pid of a runner that flow resume --takeover found
+	// reused by another process.
+	Gone *runlock.Holder
 	// CleanupOnly runs the workflow's cleanup session in a run that has
 	// finished (flow cleanup on a completed or failed run), and nothing
 	// else: the run's status and exit code stay as they are.

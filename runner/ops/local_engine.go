@@ -28,7 +28,8 @@ func (l *Local) Restart(_ context.Context, req RestartRequest) (*Launch, error) 
 		return nil, core.Usage("--move is for runs on Temporal: a local run goes on in its own checkout")
 	}
 	return s.PrepareResume(ResumeRequest{Repo: req.Repo, RunID: req.RunID, Workflow: req.WorkflowPath, StartAt: req.StartAt,
-		Force: req.Force, NoWait: req.NoWait, Budgets: req.Budgets, Invocation: req.Invocation, Retry: req.Retry, By: req.By})
+		Force: req.Force, NoWait: req.NoWait, Budgets: req.Budgets, Invocation: req.Invocation, Retry: req.Retry, By: req.By,
+		Takeover: req.Takeover})
 }
 
 // Newest implements Engine: the most recently active run of repo (of

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
@@ -72,6 +73,9 @@ type ResumeRequest struct {
 	Retry bool
 	// By is as in RunRequest.
 	By string
+	// Takeover stops the run's frozen runner first (flow resume
+	// --takeover; see takeover).
+	Takeover bool
 }
 
 // Launch is a run ready to start: the workflow loaded, the vars
@@ -217,6 +221,12 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 		// the workflow that drives them.
 		return nil, core.Refused("run %s is driven by a Temporal server (this is a worker's mirror of it): go on with --engine temporal", ref.ID)
 	}
+	var gone *runlock.Holder
+	if req.Takeover {
+		if gone, err = s.takeover(ref); err != nil {
+			return nil, err
+		}
+	}
 	path := req.Workflow
 	if path == "" {
 		if path, err = LocateWorkflow(s.FS, ref.State, repo); err != nil {
@@ -237,6 +247,7 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 	if ref.Err == nil {
 		l.Options.Read = ref.State
 	}
+	l.Options.Gone = gone
 	if req.Retry {
 		if ref.State.Status != core.RunFailed {
 			return nil, core.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", ref.ID, ref.State.Status)
