@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// A budget (DESIGN §14) bounds the cost, the tokens and the sessions of
+// A budget (README.md, "Agents") bounds the cost, the tokens and the sessions of
 // the whole run or of one step; the runner stops before the next
 // session once one is used up. Here a budget is only read: each value
 // given is a positive number (the cost a decimal, tokens and sessions
@@ -24,6 +24,7 @@ func (b *builder) budget(rb *rawBudget) *Budget {
 		return nil
 	}
 	bu.CostUSD, _ = b.number("budget.cost_usd", rb.costUSD, true)
+	bu.DailyCostUSD, _ = b.number("budget.daily_cost_usd", rb.daily, true)
 	if rb.tokens.ok() {
 		bu.Tokens, _ = b.count64("budget.tokens", rb.tokens)
 	}

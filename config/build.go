@@ -110,6 +110,7 @@ func build(raw *rawWorkflow, fs afero.Fs, path string, o Options, d *diags) *Wor
 	b.secrets()
 	b.notify()
 	w.Budget = b.budget(raw.budget)
+	w.Workspace = b.workspace(raw.workspace)
 	seen := map[string]bool{}
 	w.Steps = make([]*Step, 0, len(raw.steps))
 	for i, rs := range raw.steps {
@@ -167,6 +168,7 @@ func (b *builder) defaults() {
 	def.MaxIterations = b.limit("max_iterations", rd.maxIterations)
 	def.Timeout = b.duration("timeout", rd.timeout)
 	def.IdleTimeout = b.duration("idle_timeout", rd.idleTimeout)
+	def.Sandbox = b.sandboxMode("defaults.sandbox", rd.sandbox)
 	def.Retry = b.retry(rd.retry)
 	if rd.agent.set {
 		def.Agent, def.AgentPos = rd.agent.val, rd.agent.pos()
@@ -281,6 +283,7 @@ func (b *builder) step(rs *rawStep, seen map[string]bool, loop *Step) *Step {
 	}
 	s.Timeout = b.duration("timeout", rs.timeout)
 	s.IdleTimeout = b.duration("idle_timeout", rs.idleTimeout)
+	s.Sandbox = b.sandboxMode("sandbox", rs.sandbox)
 	for _, a := range rs.artifacts {
 		if t := b.template("artifacts", a); t != nil {
 			s.Artifacts = append(s.Artifacts, t)
@@ -292,8 +295,12 @@ func (b *builder) step(rs *rawStep, seen map[string]bool, loop *Step) *Step {
 			b.d.errorf(rs.budget.pos, "step %q is a human step: budget belongs on a step that runs sessions", s.ID)
 		} else {
 			s.Budget = b.budget(rs.budget)
+			if rb := rs.budget; rb != nil && rb.daily.ok() {
+				b.d.errorf(rb.daily.pos(), "budget.daily_cost_usd is the workflow's budget, not a step's: a day's spending is the repository's")
+			}
 		}
 	}
+	b.stepWorkspace(s, rs, loop)
 	b.rawNeeds[s] = rs.needs
 	return s
 }
@@ -436,7 +443,8 @@ func (b *builder) gates(rs *rawStep) []string {
 		if !g.ok() {
 			continue
 		}
-		if !gateName.MatchString(g.val) {
+		// agent_orchestrator names a gate with any string.
+		if !gateName.MatchString(g.val) && b.raw.compat.val != CompatOrchestrator {
 			b.d.errorf(g.pos(), "gate %q: want letters, digits, _, - and ., starting with a letter or digit", g.val)
 			continue
 		}
@@ -825,3 +833,16 @@ func ParseDuration(s string) (time.Duration, error) {
 
 // maxSeconds keeps durations well inside time.Duration's range.
 const maxSeconds = 100 * 365 * 86400
+
+// sandboxMode checks a sandbox mode: on, required or off.
+func (b *builder) sandboxMode(what string, v str) string {
+	if !v.ok() {
+		return ""
+	}
+	switch v.val {
+	case SandboxOn, SandboxRequired, SandboxOff:
+		return v.val
+	}
+	b.d.errorf(v.pos(), "%s: want on, required or off, got %q", what, v.val)
+	return ""
+}

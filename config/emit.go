@@ -204,6 +204,41 @@ func (e *emitter) workflow() *block {
 	if w.Notify != nil {
 		b.add("notify", notifyBlock(w.Notify))
 	}
+	if ws := workspaceValue(w.Workspace); ws != nil {
+		b.add("workspace", ws)
+	}
+	return b.sorted()
+}
+
+// workspaceValue writes a workspace as the word worktree when it gives
+// nothing else, else as a block; nil for a shared one.
+func workspaceValue(w *Workspace) any {
+	if !w.Worktree() {
+		return nil
+	}
+	b := &block{ks: &workspaceTable.keySet}
+	b.text("base", w.Base)
+	b.text("root", w.Root)
+	if w.Keep != KeepOnFailure {
+		b.text("keep", w.Keep)
+	}
+	b.template("setup", w.Setup)
+	if len(w.Copy) > 0 {
+		b.add("copy", append([]string{}, w.Copy...))
+	}
+	if len(b.entries) == 0 {
+		return w.Mode
+	}
+	return b.sorted()
+}
+
+func mergeBlock(m *Merge) *block {
+	b := &block{ks: &mergeTable.keySet}
+	if m.Mode != MergeAuto {
+		b.text("mode", m.Mode)
+	}
+	b.text("loop_back_to", m.LoopBackTo)
+	b.limit("max_iterations", m.MaxIterations)
 	return b.sorted()
 }
 
@@ -214,6 +249,7 @@ func (e *emitter) defaults() *block {
 	b.limit("max_iterations", d.MaxIterations)
 	b.duration("timeout", d.Timeout)
 	b.duration("idle_timeout", d.IdleTimeout)
+	b.text("sandbox", d.Sandbox)
 	b.text("agent", d.Agent)
 	if d.Retry != nil {
 		b.add("retry", retryBlock(d.Retry))
@@ -322,6 +358,7 @@ func (e *emitter) step(s *Step, before *Step) *block {
 	b.expr("retry_if", s.RetryIf)
 	b.duration("timeout", s.Timeout)
 	b.duration("idle_timeout", s.IdleTimeout)
+	b.text("sandbox", s.Sandbox)
 	if len(s.Artifacts) > 0 {
 		arts := make([]string, 0, len(s.Artifacts))
 		for _, a := range s.Artifacts {
@@ -354,10 +391,16 @@ func (e *emitter) step(s *Step, before *Step) *block {
 		if fe.ContinueOnError {
 			b.add("continue_on_error", true)
 		}
+		if fe.Merge != nil {
+			b.add("merge", mergeBlock(fe.Merge))
+		}
 		b.add("steps", e.steps(fe.Body))
 	}
 	if s.Budget != nil {
 		b.add("budget", budgetBlock(s.Budget))
+	}
+	if ws := workspaceValue(s.Workspace); ws != nil {
+		b.add("workspace", ws)
 	}
 	return b.sorted()
 }
@@ -453,6 +496,9 @@ func budgetBlock(bu *Budget) *block {
 	}
 	if bu.Sessions > 0 {
 		b.add("sessions", number(strconv.Itoa(bu.Sessions)))
+	}
+	if bu.DailyCostUSD > 0 {
+		b.add("daily_cost_usd", floatText(bu.DailyCostUSD))
 	}
 	return b.sorted()
 }
@@ -765,7 +811,7 @@ func hclName(ks *keySet, key string) (string, bool) {
 func (h *hclWriter) body(b *block, top bool) error {
 	var blocks []entry
 	for _, en := range b.entries {
-		if b.ks.kinds[b.ks.yIndex[en.key]].isBlock() {
+		if _, sub := en.val.(*block); sub || b.ks.kinds[b.ks.yIndex[en.key]].isBlock() {
 			blocks = append(blocks, en)
 			continue
 		}

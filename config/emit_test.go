@@ -329,6 +329,11 @@ steps:
 // emitter was first written, one each; a workflow whose key the loader
 // does not know is skipped.
 var newKeys = []struct{ name, src string }{
+	{"sandbox", `name: k
+defaults: {sandbox: required}
+steps:
+  - {id: s, run: "true", sandbox: off}
+`},
 	{"prompt_path", `name: k
 agents: {a: {run: "true"}}
 steps:

@@ -207,8 +207,8 @@ func (b *builder) reportCycle(steps []*Step, cyc []int, reported map[string]bool
 
 // loopBacks checks loop-back targets: each is the step itself, one it
 // depends on, or one independent of it (neither upstream nor downstream:
-// a fix step off to the side, which the gate step then waits for, DESIGN
-// §17); never one that depends on it. From a step of a loop's body, that
+// a fix step off to the side, which the gate step then waits for); never
+// one that depends on it. From a step of a loop's body, that
 // is a step of the body; or a step of the top level the loop depends on,
 // which runs the whole loop again.
 func (b *builder) loopBacks() {

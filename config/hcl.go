@@ -173,6 +173,8 @@ func (v *hclValue) isList() bool {
 	return ok
 }
 
+func (v *hclValue) isBlock() bool { return v.block != nil }
+
 func (v *hclValue) isEmpty() bool {
 	return v.block != nil && len(v.block.Body.Attributes) == 0 && len(v.block.Body.Blocks) == 0
 }
@@ -286,7 +288,7 @@ func (h *hclDecoder) body(b *hclsyntax.Body, t *keySet, dst any) {
 	for _, bl := range b.Blocks {
 		i, ok := t.hIndex[bl.Type]
 		switch {
-		case ok && t.kinds[i].isBlock():
+		case ok && (t.kinds[i].isBlock() || t.kinds[i] == kindWordOrBlock):
 			if once == nil {
 				once = map[string]bool{}
 			}

@@ -13,26 +13,27 @@ package config
 type kind int
 
 const (
-	kindString    kind = iota // a string, checked against pattern if given
-	kindTemplate              // a string with {{ expr }} parts
-	kindExpr                  // an expression
-	kindLimit                 // a positive integer or an expression
-	kindDuration              // a duration or an expression
-	kindSize                  // a size in bytes, with or without a unit
-	kindCount                 // a positive integer
-	kindBool                  // true or false
-	kindNumber                // a number of at least 0, such as 0.3
-	kindPositive              // a number greater than 0, such as 2.5
-	kindStepID                // a step's id
-	kindVars                  // a mapping of names to scalars
-	kindEnv                   // a mapping of environment variable names to templates
-	kindList                  // a list of elem
-	kindOneOrList             // an elem, or a list of them
-	kindForEach               // an expression, or a list of values of any shape
-	kindMapping               // a mapping of names to values of any shape
-	kindBlock                 // a nested block of the keys of sub
-	kindEntries               // named blocks of sub: a YAML mapping, HCL labelled blocks
-	kindItems                 // a list of blocks of sub: a YAML list, HCL labelled blocks
+	kindString      kind = iota // a string, checked against pattern if given
+	kindTemplate                // a string with {{ expr }} parts
+	kindExpr                    // an expression
+	kindLimit                   // a positive integer or an expression
+	kindDuration                // a duration or an expression
+	kindSize                    // a size in bytes, with or without a unit
+	kindCount                   // a positive integer
+	kindBool                    // true or false
+	kindNumber                  // a number of at least 0, such as 0.3
+	kindPositive                // a number greater than 0, such as 2.5
+	kindStepID                  // a step's id
+	kindVars                    // a mapping of names to scalars
+	kindEnv                     // a mapping of environment variable names to templates
+	kindList                    // a list of elem
+	kindOneOrList               // an elem, or a list of them
+	kindForEach                 // an expression, or a list of values of any shape
+	kindMapping                 // a mapping of names to values of any shape
+	kindWordOrBlock             // a word of enum, or a block of the keys of sub
+	kindBlock                   // a nested block of the keys of sub
+	kindEntries                 // named blocks of sub: a YAML mapping, HCL labelled blocks
+	kindItems                   // a list of blocks of sub: a YAML list, HCL labelled blocks
 )
 
 // isBlock reports whether the values of a kind are HCL blocks rather than
@@ -70,6 +71,9 @@ type value interface {
 	// isList reports whether the value is written as a list (a YAML
 	// sequence, an HCL tuple).
 	isList() bool
+	// isBlock reports whether the value is written as a block (a YAML
+	// mapping, an HCL block) rather than as a scalar.
+	isBlock() bool
 	// isEmpty reports whether the value is a block written without a
 	// single key (a YAML {} or nothing, an HCL block with an empty
 	// body); a value that is no block at all is not empty.
@@ -269,6 +273,8 @@ var defaultsTable = newTable("defaults", "", "",
 		func(d *rawDefaults) *str { return &d.timeout }),
 	scalar("idle_timeout", kindDuration, "A session with no output for this long is stuck and is killed.",
 		func(d *rawDefaults) *str { return &d.idleTimeout }),
+	scalar("sandbox", kindString, "on (the default): sessions run sandboxed where the kernel allows it, unsandboxed with a warning where not; required: a step fails where it cannot be sandboxed; off: never sandboxed.",
+		func(d *rawDefaults) *str { return &d.sandbox }),
 	scalar("agent", kindString, "The agent of prompt steps that name none.",
 		func(d *rawDefaults) *str { return &d.agent }),
 	retryField(func(d *rawDefaults) **rawRetry { return &d.retry }),
@@ -329,6 +335,8 @@ var budgetTable = newTable("budget", "Stops the run before the next session once
 		func(b *rawBudget) *str { return &b.tokens }),
 	scalar("sessions", kindCount, "The most sessions that may start.",
 		func(b *rawBudget) *str { return &b.sessions }),
+	scalar("daily_cost_usd", kindPositive, "The workflow's budget only: the most every run of the repository may spend in a UTC day, in USD, summed in .agents/cost-ledger.json (flow run --daily-cost-limit).",
+		func(b *rawBudget) *str { return &b.daily }),
 ).atLeastOne()
 
 // budgetField declares the budget block of the workflow or of a step.
@@ -397,6 +405,51 @@ var gateTable = newTable("gate", "", "",
 	field[rawGate]{name: "consensus", kind: kindString, enum: Consensuses,
 		doc: "How the reviewers' verdicts decide: all (the default) pass when every reviewer passes, any when one passes and none fails, majority when more pass than fail. MIXED counts as FAIL.",
 		set: func(g *rawGate, v value) { g.consensus = v.str("consensus") }},
+)
+
+var workspaceTable = newTable("workspace", "Where the sessions of a scope (the run, each item of a loop, a step) work: shared, the repository's checkout, or worktree, a git worktree and branch of the scope's own. Written as the word, or as a block of these keys.", "workspace",
+	field[rawWorkspace]{name: "mode", kind: kindString, enum: WorkspaceModes,
+		doc: "shared (the repository's checkout) or worktree (default worktree in a block).",
+		set: func(w *rawWorkspace, v value) { w.mode = v.str("mode") }},
+	scalar("base", kindString, "The commit, branch or tag a new worktree starts from (default: the commit the run or the loop started from, recorded).",
+		func(w *rawWorkspace) *str { return &w.base }),
+	scalar("root", kindString, "The directory the worktrees are made in, absolute or relative to the repository (default .agents/worktrees/<run>).",
+		func(w *rawWorkspace) *str { return &w.root }),
+	field[rawWorkspace]{name: "keep", kind: kindString, enum: KeepPolicies,
+		doc: "When a worktree is kept at the end of the run: never, on_failure (the default: when its scope or the run failed) or always.",
+		set: func(w *rawWorkspace, v value) { w.keep = v.str("keep") }},
+	scalar("setup", kindTemplate, "A command run once in a new worktree, before its first session (installing dependencies); a template.",
+		func(w *rawWorkspace) *str { return &w.setup }),
+	field[rawWorkspace]{name: "copy", kind: kindList, elem: kindString, unique: true,
+		doc: "Files or directories, relative to the repository, copied into a new worktree: ignored files such as .env that git does not check out.",
+		set: func(w *rawWorkspace, v value) { w.copyPos, w.copy = v.keyPos(), v.list("copy", false) }},
+)
+
+// workspaceField declares the workspace key of the workflow or of a
+// step: a word, or a block.
+func workspaceField[T any](doc string, dst func(*T) **rawWorkspace) field[T] {
+	return field[T]{name: "workspace", kind: kindWordOrBlock, sub: workspaceTable, enum: WorkspaceModes, doc: doc, set: func(t *T, v value) {
+		w := &rawWorkspace{pos: v.keyPos()}
+		if v.isBlock() {
+			w.block = true
+			if !workspaceTable.decode(v, w) {
+				return
+			}
+		} else {
+			w.mode = v.str("workspace")
+		}
+		*dst(t) = w
+	}}
+}
+
+var mergeTable = newTable("merge", "How the work of a loop's items comes back, when each item has a worktree of its own.", "merge",
+	field[rawMerge]{name: "mode", kind: kindString, enum: MergeModes,
+		doc: "auto (the default) merges each item into the workspace the loop works in, one at a time in item order, once the item completed; none leaves the branches for a later step (steps.<loop>.items[i].branch).",
+		set: func(m *rawMerge, v value) { m.mode = v.str("mode") }},
+	scalar("loop_back_to", kindStepID, "A step of the loop's body that an item whose merge conflicts goes back to, with the conflict as its feedback; without it such an item fails.",
+		func(m *rawMerge) *str { return &m.loopBackTo }),
+	scalar("max_iterations", kindLimit, "Loop-backs of an item for conflicts before it fails (default: the workflow's max_iterations).",
+		func(m *rawMerge) *str { return &m.maxIterations }),
 )
 
 var stepTable = loopKeys(newTable("step", "A step: exactly one of run, prompt or prompt_file, human, a for_each loop over items with a body of steps, or a pair review (gate.reviewers) that decides from its reviewers' verdicts.", "step",
@@ -468,6 +521,8 @@ var stepTable = loopKeys(newTable("step", "A step: exactly one of run, prompt or
 		func(s *rawStep) *str { return &s.more().timeout }),
 	scalar("idle_timeout", kindDuration, "A session with no output for this long is stuck and is killed.",
 		func(s *rawStep) *str { return &s.more().idleTimeout }),
+	scalar("sandbox", kindString, "on, required or off: whether this step's sessions run sandboxed (default: defaults.sandbox, else on).",
+		func(s *rawStep) *str { return &s.more().sandbox }),
 	field[rawStep]{name: "artifacts", kind: kindList, elem: kindTemplate, doc: "Files the step produces, relative to the repo; templates.",
 		set: func(s *rawStep, v value) { s.more().artifactsPos, s.artifacts = v.keyPos(), v.list("artifacts", false) }},
 	field[rawStep]{name: "env", kind: kindEnv,
@@ -498,6 +553,14 @@ var stepTable = loopKeys(newTable("step", "A step: exactly one of run, prompt or
 		func(s *rawStep) *str { return &s.more().continueOnError }),
 	budgetField("The step's budget: its sessions, all attempts and iterations together (for a step of a loop's body, all its items together). Not on a human step or a for_each loop.",
 		func(s *rawStep) **rawBudget { return &s.more().budget }),
+	workspaceField("Where the step's sessions work: shared (default: the run's workspace) or worktree, a worktree and branch of the step's own, committed and merged back when it completes. On a for_each loop, each item gets its own.",
+		func(s *rawStep) **rawWorkspace { return &s.more().workspace }),
+	field[rawStep]{name: "merge", kind: kindBlock, sub: mergeTable, doc: "How a for_each loop whose items have worktrees brings their work back.",
+		set: func(s *rawStep, v value) {
+			if m := (&rawMerge{pos: v.keyPos()}); mergeTable.decode(v, m) {
+				s.more().merge = m
+			}
+		}},
 ))
 
 // loopKeys adds to the step table the body of a loop: steps, a list of
@@ -592,4 +655,6 @@ var workflowTable = newTable("workflow", "A flow workflow: steps of agent and co
 		func(w *rawWorkflow) **rawBudget { return &w.budget }),
 	notifyField("Whom to tell when a run waits on a human, fails, spends its budget or completes: a command, a webhook or both.",
 		func(w *rawWorkflow) **rawNotify { return &w.notify }),
+	workspaceField("Where the run's sessions work: shared (the default: the repository's checkout) or worktree, a git worktree and branch of the run's own (flow/<run>/_run), which leaves the checkout to its user.",
+		func(w *rawWorkflow) **rawWorkspace { return &w.workspace }),
 )

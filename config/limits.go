@@ -1,7 +1,7 @@
 package config
 
 // The Step* methods resolve what a step does not set itself: first the
-// step, then the workflow's defaults, then the seed defaults.
+// step, then the workflow's defaults, then agent_orchestrator's defaults (2 attempts, 4 iterations).
 
 // StepMaxAttempts returns the number of sessions a step may use within
 // one iteration.
@@ -71,7 +71,7 @@ func (s *Step) LoopBack() string {
 
 // HasGate reports whether a step's work is decided by a gate after its
 // session succeeded: it has a gate block, or a loop_back_to of its own,
-// whose gate is the session's report (DESIGN §4).
+// whose gate is the session's report (docs/architecture.md, "Gate decisions").
 func (s *Step) HasGate() bool {
 	return s.Gate != nil || s.LoopBackTo() != ""
 }

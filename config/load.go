@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/afero"
 )
 
-// The caps on what a workflow may hold (DESIGN §10). A workflow file is
+// The caps on what a workflow may hold (README.md, "Limits and safety"). A workflow file is
 // refused before it is read past MaxWorkflowSize bytes, and decoding
 // stops at the first step over MaxSteps, so that a huge or hostile file
 // costs little.
@@ -133,11 +133,17 @@ func load(fs afero.Fs, path, format string, data []byte, o Options) (*Workflow, 
 		if format == "yaml" {
 			// One parse serves the format's detection and the decoding.
 			y, root := yamlRoot(src, d)
+			var det detection
 			if dialect == "" && root != nil {
-				dialect, why = detectRoot(root)
+				det = detectRoot(root)
+				dialect, why = det.format, det.why
 			}
 			switch {
 			case root == nil:
+			case det.clash():
+				// One error naming both keys, rather than every key of
+				// the other format reported as unknown.
+				clashError(y, det)
 			case dialect == FormatOrchestrator:
 				raw = decodeOrchestrator(y, root, o)
 			default:

@@ -18,7 +18,7 @@ const (
 // session contract.
 const CompatOrchestrator = "agent_orchestrator"
 
-// Seed defaults for the attempt and iteration budgets.
+// The default attempt and iteration budgets, agent_orchestrator's.
 const (
 	DefaultMaxAttempts   = 2
 	DefaultMaxIterations = 4
@@ -34,7 +34,7 @@ type Workflow struct {
 	// Format is "yaml" or "hcl".
 	Format string
 	// Dialect is DialectFlow, or DialectOrchestrator for a file read in
-	// agent_orchestrator's format (DESIGN §17).
+	// agent_orchestrator's format (README.md, "agent_orchestrator workflows").
 	Dialect string
 	// DialectReason says why a file was read in agent_orchestrator's
 	// format, for a notice; "" when it was told to.
@@ -76,6 +76,8 @@ type Workflow struct {
 	// Notify says whom to tell when the run needs a human or ends, or
 	// is nil: the workflow's notify over the defaults', key by key.
 	Notify *Notify
+	// Workspace is where the run's sessions work; nil is shared.
+	Workspace *Workspace
 
 	// Pos is where the workflow's name is declared.
 	Pos Pos
@@ -98,6 +100,9 @@ type Defaults struct {
 	MaxIterations *Limit
 	Timeout       *Duration
 	IdleTimeout   *Duration
+	// Sandbox is the sandbox mode of every step that sets none: "on",
+	// "required" or "off"; "" is on.
+	Sandbox string
 	// Agent is the agent of prompt steps and a prompt cleanup that name
 	// none. Load has already applied it: Step.Agent and Cleanup.Agent
 	// hold the agent each runs, so nothing else need read it.
@@ -111,7 +116,7 @@ type Defaults struct {
 
 // Agent says how a session of an agent is started: Run is a shell
 // command that reads the prompt from $FLOW_PROMPT or $FLOW_PROMPT_FILE,
-// or Preset names a tool that flow starts itself (DESIGN §14). Exactly
+// or Preset names a tool that flow starts itself (README.md, "Agents"). Exactly
 // one of the two is set in a loaded agent.
 type Agent struct {
 	Name string
@@ -148,6 +153,9 @@ type Budget struct {
 	CostUSD  float64 // 0: no limit
 	Tokens   int64   // input and output tokens together; 0: no limit
 	Sessions int     // 0: no limit
+	// DailyCostUSD is, in the workflow's budget only, the most every
+	// run of the repository may spend in a UTC day; 0: no limit.
+	DailyCostUSD float64
 	// Pos is where budget is written.
 	Pos Pos
 }
@@ -216,7 +224,7 @@ const (
 	// KindLoop is a for_each step: it runs its body once per item.
 	KindLoop StepKind = "loop"
 	// KindConsensus is a step whose gate has reviewers: it runs no
-	// session, and decides from its reviewers' verdicts (DESIGN §17).
+	// session, and decides from its reviewers' verdicts (README.md, "agent_orchestrator workflows").
 	KindConsensus StepKind = "consensus"
 )
 
@@ -284,16 +292,23 @@ type StepOptions struct {
 	RetryIf       *Expr
 	Timeout       *Duration
 	IdleTimeout   *Duration
-	Artifacts     []*Template
-	Env           map[string]*Template
+	// Sandbox is the step's own sandbox mode ("on", "required", "off"),
+	// or "" for the defaults' (StepSandbox).
+	Sandbox   string
+	Artifacts []*Template
+	Env       map[string]*Template
 	// Budget bounds what the step's sessions consume, all attempts and
 	// iterations together (for a step of a loop's body, all its items
 	// together), or is nil. Never set on a human or a loop step.
 	Budget *Budget
 
-	// ForEach makes the step a loop over items (DESIGN §11): its body
+	// ForEach makes the step a loop over items (README.md, "Loops over items"): its body
 	// runs once per item. It is set exactly for KindLoop steps.
 	ForEach *ForEach
+
+	// Workspace is where the step's sessions work (for a loop, each of
+	// its items'); nil is the run's workspace.
+	Workspace *Workspace
 }
 
 // defaultOptions are the options of a step that sets none.
@@ -310,7 +325,7 @@ type StepExtra struct {
 	// expressions read it as steps.<id>.metadata.
 	Metadata map[string]any
 	// Gates names the gates of the gate-state file that must be open
-	// before the step starts (DESIGN §17).
+	// before the step starts (README.md, "agent_orchestrator workflows").
 	Gates []string
 	// NeedsSet is true when the file wrote needs explicitly, and
 	// NeedsPos is where.
@@ -358,7 +373,7 @@ func (s *Step) Metadata() map[string]any {
 }
 
 // Gates names the gates of the gate-state file that must be open before
-// the step starts (DESIGN §17); nil for none.
+// the step starts (README.md, "agent_orchestrator workflows"); nil for none.
 func (s *Step) Gates() []string {
 	if s.Extra == nil {
 		return nil
@@ -396,7 +411,7 @@ func (s *Step) LoopPos() Pos {
 }
 
 // DefaultMaxItems is the most items a loop may have unless
-// defaults.max_items says otherwise (DESIGN §10).
+// defaults.max_items says otherwise (README.md, "Limits and safety").
 const DefaultMaxItems = 10000
 
 // ForEach is what a for_each step loops over and what it runs per item.
@@ -423,6 +438,10 @@ type ForEach struct {
 	// ContinueOnError runs every item even when one fails; the loop
 	// step still fails at the end, naming the failed items.
 	ContinueOnError bool
+	// Merge is how the items' work comes back when they have
+	// worktrees, as written; nil when the loop gives none (see
+	// Step.ItemMerge).
+	Merge *Merge
 	// Body lists the steps run per item, in file order. Their Loop is
 	// the loop step's id; their Needs name body steps or steps of the
 	// top level before the loop.
@@ -455,7 +474,7 @@ type Gate struct {
 	Consensus string
 }
 
-// The consensus rules of a pair review (DESIGN §17). A MIXED verdict
+// The consensus rules of a pair review (README.md, "agent_orchestrator workflows"). A MIXED verdict
 // counts as FAIL.
 const (
 	// ConsensusAll passes when every reviewer passes; a missing verdict

@@ -9,9 +9,11 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/flow-run/flow/internal/suggest"
 )
 
-// agent_orchestrator's format (DESIGN §17). A file in it is a name, a
+// agent_orchestrator's format (README.md, "agent_orchestrator workflows"). A file in it is a name, a
 // description and steps, each an agent named for a wrapper script with
 // the path of a prompt file, and keys of its own: next_on_success,
 // human_in_the_loop, gates, model, metadata, loop. It is decoded with
@@ -27,12 +29,14 @@ import (
 type OrchestratorOptions struct {
 	// Wrapper is the script every agent's session runs: WRAPPER
 	// --run-id … --step-id … --agent … --prompt … --repo … --report …,
-	// then WrapperArgs; a .py script runs with python3.
+	// then WrapperArgs; a .py script runs with Python.
 	Wrapper     string
 	WrapperArgs []string
+	// Python is the interpreter of a .py wrapper: python3 when empty.
+	Python string
 	// CommandTemplate, instead of Wrapper, is a shell command with
 	// {run_id} {step_id} {agent} {prompt} {repo} {report} {attempt}
-	// {manual_input} placeholders.
+	// {manual_input} placeholders, then WrapperArgs.
 	CommandTemplate string
 	// PauseForHumanInput makes a human_in_the_loop step wait, once its
 	// agent is done, for its manual-input file.
@@ -144,11 +148,14 @@ var orchStepTable = newTable("step", "", "",
 			}
 		}},
 	scalar("timeout", kindString, "", func(s *rawStep) *str { return &s.orch.timeout }),
+	scalar("max_attempts", kindLimit, "", func(s *rawStep) *str { return &s.more().maxAttempts }),
 )
 
 var orchWorkflowTable = newTable("workflow", "", "",
 	scalar("name", kindString, "", func(w *rawWorkflow) *str { return &w.name }),
 	scalar("description", kindString, "", func(w *rawWorkflow) *str { return &w.description }),
+	// metadata is the file's to describe itself: read by neither.
+	field[rawWorkflow]{name: "metadata", kind: kindMapping, set: func(w *rawWorkflow, v value) {}},
 	field[rawWorkflow]{name: "steps", kind: kindItems, sub: orchStepTable, required: true,
 		set: func(w *rawWorkflow, v value) {
 			v.items("steps", func(item value) {
@@ -167,14 +174,38 @@ var orchWorkflowTable = newTable("workflow", "", "",
 // format has: one of them marks a file as written in it.
 var orchestratorOnly = []string{"next_on_success", "human_in_the_loop", "loop"}
 
-// DetectFormat says which format a workflow file is written in,
-// conservatively (DESIGN §17): a YAML file with no key of flow's own
-// format and at least one step key of agent_orchestrator's own
-// (next_on_success, human_in_the_loop, loop), or whose steps have an
-// agent and a .md prompt while it declares no agents, is in
-// agent_orchestrator's format; every other file is in flow's. why says
-// what decided it, for a notice. A file that cannot be parsed is
-// flow's, whose decoder says what is wrong with it.
+// flowOnly are the keys, of the workflow or of a step, that only flow's
+// own format has: one of them marks a file as written in flow's. Keys
+// both formats know (needs, loop_back_to, max_attempts, model, ...)
+// count for neither.
+var flowOnly = []string{"agents", "gate", "when", "for_each", "human", "vars", "defaults", "budget", "notify", "workspace", "secrets", "cleanup"}
+
+// detection is what DetectFormat found of a file: its format, why, and
+// for a file with agent_orchestrator's shape and a key of flow's own,
+// both keys.
+type detection struct {
+	format, why string
+	// marker is the key (or the .md prompt) that gives the file
+	// agent_orchestrator's shape; flowKey the first key of flow's own.
+	marker, flowKey         string
+	markerNode, flowKeyNode *yaml.Node
+}
+
+// clash reports whether the file has agent_orchestrator's shape and a
+// key of flow's own format: it is in neither.
+func (det detection) clash() bool { return det.markerNode != nil && det.flowKeyNode != nil }
+
+// DetectFormat says which format a workflow file is written in
+// (docs/agent-orchestrator.md): a YAML file with agent_orchestrator's
+// shape — a step key of its own (next_on_success, human_in_the_loop,
+// loop), or steps that name an agent and a .md prompt while the file
+// declares no agents — and no key of flow's own (flowOnly) is in
+// agent_orchestrator's format; every other file is in flow's. Keys of
+// neither format decide nothing: in agent_orchestrator's format they
+// are warnings. why says what decided it, for a notice. A file with
+// the shape and a key of flow's own is flow's here: loading it is an
+// error naming both keys. A file that cannot be parsed is flow's, whose
+// decoder says what is wrong with it.
 func DetectFormat(path string, data []byte) (format, why string) {
 	if f, err := formatOf(path); err != nil || f != "yaml" {
 		return FormatFlow, ""
@@ -183,62 +214,84 @@ func DetectFormat(path string, data []byte) (format, why string) {
 	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil || len(doc.Content) == 0 {
 		return FormatFlow, ""
 	}
-	return detectRoot(doc.Content[0])
+	det := detectRoot(doc.Content[0])
+	return det.format, det.why
 }
 
 // detectRoot is DetectFormat on a YAML file's root node.
-func detectRoot(root *yaml.Node) (format, why string) {
+func detectRoot(root *yaml.Node) detection {
+	flow := detection{format: FormatFlow}
 	root = resolve(root)
 	if root.Kind != yaml.MappingNode {
-		return FormatFlow, ""
+		return flow
 	}
 	var steps *yaml.Node
+	hasAgents := false
+	note := func(k *yaml.Node) {
+		if flow.flowKeyNode == nil && slices.Contains(flowOnly, k.Value) {
+			flow.flowKey, flow.flowKeyNode = k.Value, k
+		}
+	}
 	for i := 0; i+1 < len(root.Content); i += 2 {
-		switch k := root.Content[i].Value; k {
-		case "name", "description":
+		k := resolve(root.Content[i])
+		note(k)
+		switch k.Value {
 		case "steps":
 			steps = resolve(root.Content[i+1])
-		default:
-			return FormatFlow, ""
+		case "agents":
+			hasAgents = true
 		}
 	}
 	if steps == nil || steps.Kind != yaml.SequenceNode {
-		return FormatFlow, ""
+		return flow
 	}
-	var marker, mdPrompt string
+	var mdPrompt *yaml.Node
 	for _, s := range steps.Content {
 		s = resolve(s)
 		if s.Kind != yaml.MappingNode {
-			return FormatFlow, ""
+			continue
 		}
-		var agent, prompt string
+		var agent, prompt *yaml.Node
 		for i := 0; i+1 < len(s.Content); i += 2 {
-			k := s.Content[i].Value
-			if _, known := orchStepTable.yIndex[k]; !known {
-				return FormatFlow, ""
-			}
-			if marker == "" && slices.Contains(orchestratorOnly, k) {
-				marker = k
+			k := resolve(s.Content[i])
+			note(k)
+			if flow.markerNode == nil && slices.Contains(orchestratorOnly, k.Value) {
+				flow.marker, flow.markerNode = k.Value, k
 			}
 			v := resolve(s.Content[i+1])
-			switch k {
+			switch k.Value {
 			case "agent":
-				agent = v.Value
+				agent = v
 			case "prompt":
-				prompt = v.Value
+				prompt = v
 			}
 		}
-		if mdPrompt == "" && agent != "" && strings.HasSuffix(strings.ToLower(prompt), ".md") && !strings.ContainsAny(prompt, "\n") {
+		if mdPrompt == nil && agent != nil && agent.Kind == yaml.ScalarNode && prompt != nil && prompt.Kind == yaml.ScalarNode &&
+			strings.HasSuffix(strings.ToLower(prompt.Value), ".md") && !strings.ContainsAny(prompt.Value, "\n") {
 			mdPrompt = prompt
 		}
 	}
-	switch {
-	case marker != "":
-		return FormatOrchestrator, "it has " + marker + ", and no key of flow's own"
-	case mdPrompt != "":
-		return FormatOrchestrator, fmt.Sprintf("its steps name agents with prompt files (%s) and it declares no agents", mdPrompt)
+	if flow.markerNode == nil && mdPrompt != nil && !hasAgents {
+		flow.marker, flow.markerNode = "prompt: "+mdPrompt.Value, mdPrompt
 	}
-	return FormatFlow, ""
+	switch {
+	case flow.markerNode == nil || flow.clash():
+		return flow
+	case mdPrompt == flow.markerNode:
+		return detection{format: FormatOrchestrator, marker: flow.marker, markerNode: flow.markerNode,
+			why: fmt.Sprintf("its steps name agents with prompt files (%s) and it declares no agents", mdPrompt.Value)}
+	}
+	return detection{format: FormatOrchestrator, marker: flow.marker, markerNode: flow.markerNode,
+		why: "it has " + flow.marker + ", and no key of flow's own"}
+}
+
+// clashError reports a file with agent_orchestrator's shape and a key
+// of flow's own format: one error, at the key of flow's, naming both.
+func clashError(y *yamlDecoder, det detection) {
+	y.d.errorf(y.pos(det.flowKeyNode), "%s is a key of flow's own format, but %s (line %d) is agent_orchestrator's: "+
+		"a file is written in one of them (flow convert turns agent_orchestrator's into flow's); "+
+		"--as orchestrator or --as flow (flow run --format) reads it as one",
+		det.flowKey, det.marker, det.markerNode.Line)
 }
 
 // decodeOrchestrator decodes a YAML file in agent_orchestrator's format
@@ -246,6 +299,7 @@ func detectRoot(root *yaml.Node) (format, why string) {
 func decodeOrchestrator(y *yamlDecoder, root *yaml.Node, o Options) *rawWorkflow {
 	src, d := y.src, y.d
 	w := &rawWorkflow{src: src}
+	pruneUnknown(y, root)
 	orchWorkflowTable.decode(&yamlValue{y: y, n: root}, w)
 	// Its sessions follow its contract: environment and report rules.
 	w.compat = str{val: CompatOrchestrator, set: true, sp: y.span(root)}
@@ -260,6 +314,11 @@ func decodeOrchestrator(y *yamlDecoder, root *yaml.Node, o Options) *rawWorkflow
 		ro.note("", fmt.Sprintf("name %q, from the file's name (the file gives none)", w.name.val))
 	}
 	ro.note("", "read in agent_orchestrator's format: compat keeps its session environment and report rules")
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if resolve(root.Content[i]).Value == "metadata" {
+			ro.note("", "metadata is read by neither format, and left out")
+		}
+	}
 	var steps []*rawStep
 	for _, s := range w.steps {
 		steps = append(steps, ro.mapStep(s, d)...)
@@ -267,6 +326,59 @@ func decodeOrchestrator(y *yamlDecoder, root *yaml.Node, o Options) *rawWorkflow
 	w.steps = steps
 	ro.defineAgents(w)
 	return w
+}
+
+// pruneUnknown takes out of a file in agent_orchestrator's format the
+// keys that format does not know, of the workflow, of its steps and of
+// their loops, each a warning with a did-you-mean: agent_orchestrator
+// ignores them, and so does flow.
+func pruneUnknown(y *yamlDecoder, root *yaml.Node) {
+	seen := map[*yaml.Node]bool{}
+	prune := func(n *yaml.Node, t *keySet, where string) {
+		n = resolve(n)
+		if n.Kind != yaml.MappingNode || seen[n] {
+			return
+		}
+		seen[n] = true
+		kept := n.Content[:0:0]
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := resolve(n.Content[i])
+			if _, known := t.yIndex[k.Value]; known || k.Kind != yaml.ScalarNode {
+				kept = append(kept, n.Content[i], n.Content[i+1])
+				continue
+			}
+			msg := fmt.Sprintf("unknown %s key %q", where, k.Value)
+			sg, ok := suggest.Closest(k.Value, t.yamlKeys)
+			if ok {
+				msg += fmt.Sprintf(" (did you mean %q?)", sg)
+			}
+			msg += ": ignored, as agent_orchestrator ignores it"
+			y.d.warnings = append(y.d.warnings, Diagnostic{Pos: y.pos(k), Severity: SeverityWarning, Message: msg, Suggestion: sg})
+		}
+		n.Content = kept
+	}
+	prune(root, &orchWorkflowTable.keySet, "workflow")
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if resolve(root.Content[i]).Value != "steps" {
+			continue
+		}
+		steps := resolve(root.Content[i+1])
+		if steps.Kind != yaml.SequenceNode {
+			continue
+		}
+		for _, st := range steps.Content {
+			prune(st, &orchStepTable.keySet, "step")
+			st = resolve(st)
+			if st.Kind != yaml.MappingNode {
+				continue
+			}
+			for j := 0; j+1 < len(st.Content); j += 2 {
+				if resolve(st.Content[j]).Value == "loop" {
+					prune(st.Content[j+1], &orchLoopTable.keySet, "loop")
+				}
+			}
+		}
+	}
 }
 
 // note adds a note to step id's notes.
@@ -367,14 +479,14 @@ func (ro *rawOrchestrator) mapLoop(s *rawStep, d *diags) *rawStep {
 	}
 	if f := l.itemsFromStep; f.ok() {
 		from = append(from, "items_from_step")
-		loop.forEach = str{val: "steps." + f.val + ".report.items", set: true, sp: f.sp}
+		loop.forEach = str{val: itemsOf("steps." + f.val + ".artifacts[0]"), set: true, sp: f.sp}
 		if !slices.ContainsFunc(s.needs, func(n str) bool { return n.val == f.val }) {
 			loop.needs = append(slices.Clone(loop.needs), f)
 		}
 	}
 	if f := l.itemsFromArtifact; f.ok() {
 		from = append(from, "items_from_artifact")
-		loop.forEach = str{val: "read_json(" + strconv.Quote(f.val) + ")", set: true, sp: f.sp}
+		loop.forEach = str{val: itemsOf(strconv.Quote(f.val)), set: true, sp: f.sp}
 	}
 	switch len(from) {
 	case 0:
@@ -390,14 +502,21 @@ func (ro *rawOrchestrator) mapLoop(s *rawStep, d *diags) *rawStep {
 	case l.itemsSet:
 		how += " over the items written here"
 	case l.itemsFromStep.ok():
-		how += fmt.Sprintf(" over steps.%s.report.items (the items list of %s's report)", l.itemsFromStep.val, l.itemsFromStep.val)
+		how += fmt.Sprintf(" over the JSON list in %s's first artifact, or its items", l.itemsFromStep.val)
 	case l.itemsFromArtifact.ok():
-		how += fmt.Sprintf(" over read_json(%q)", l.itemsFromArtifact.val)
+		how += fmt.Sprintf(" over the JSON list in %s, or its items", l.itemsFromArtifact.val)
 	}
 	ro.note(id, how+fmt.Sprintf("; the step runs per item as %s%s", body.id.val, mapNames(l)))
 	ro.notes[body.id.val] = ro.notes[id]
 	delete(ro.notes, id)
 	return loop
+}
+
+// itemsOf is the expression of a loop's items read from the JSON file
+// at path (an expression), as agent_orchestrator reads them: a list, or
+// an object whose items is one.
+func itemsOf(path string) string {
+	return "let f = read_json(" + path + `); type(f) == "map" ? f.items : f`
 }
 
 // mapNames says how a loop's names and limit were mapped.
@@ -441,18 +560,24 @@ func (ro *rawOrchestrator) defineAgents(w *rawWorkflow) {
 // agent in agent_orchestrator's way: the wrapper with its flags, or the
 // command template with its placeholders replaced by references to the
 // session's environment ($RUN_ID, $STEP_ID, …), quoted for where each
-// stands, so that no value is ever parsed by the shell.
+// stands, so that no value is ever parsed by the shell; either is
+// followed by the wrapper arguments.
 func OrchestratorCommand(o OrchestratorOptions, agent string) string {
-	if o.Wrapper == "" {
-		return expandPlaceholders(o.CommandTemplate, agent)
-	}
 	var b strings.Builder
-	if strings.HasSuffix(o.Wrapper, ".py") {
-		b.WriteString("python3 ")
+	if o.Wrapper == "" {
+		b.WriteString(expandPlaceholders(o.CommandTemplate, agent))
+	} else {
+		if strings.HasSuffix(o.Wrapper, ".py") {
+			py := o.Python
+			if py == "" {
+				py = "python3"
+			}
+			b.WriteString(ShellQuote(py) + " ")
+		}
+		b.WriteString(ShellQuote(o.Wrapper))
+		b.WriteString(` --run-id "$RUN_ID" --step-id "$STEP_ID" --agent ` + ShellQuote(agent) +
+			` --prompt "$PROMPT_PATH" --repo "$REPO_DIR" --report "$REPORT_PATH"`)
 	}
-	b.WriteString(ShellQuote(o.Wrapper))
-	b.WriteString(` --run-id "$RUN_ID" --step-id "$STEP_ID" --agent ` + ShellQuote(agent) +
-		` --prompt "$PROMPT_PATH" --repo "$REPO_DIR" --report "$REPORT_PATH"`)
 	for _, a := range o.WrapperArgs {
 		b.WriteString(" " + ShellQuote(a))
 	}
@@ -467,8 +592,9 @@ var placeholders = map[string]string{
 }
 
 // expandPlaceholders replaces each {name} of a command template by a
-// reference to its variable: "${NAME}" outside quotes, ${NAME} inside
-// double quotes, and '"${NAME}"' inside single quotes. {agent} is the
+// reference to its variable: ${NAME:+"${NAME}"} outside quotes (one
+// word, or none when the value is empty), ${NAME} inside double quotes,
+// and '"${NAME}"' inside single quotes. {agent} is the
 // agent's name itself, quoted the same way. Other braces stay as
 // written.
 func expandPlaceholders(tmpl, agent string) string {
@@ -486,7 +612,9 @@ func expandPlaceholders(tmpl, agent string) string {
 					case '\'':
 						b.WriteString(`'"` + ref + `"'`)
 					default:
-						b.WriteString(`"` + ref + `"`)
+						// An empty value is no word, as shlex.split
+						// reads agent_orchestrator's template.
+						b.WriteString("${" + v + `:+"` + ref + `"}`)
 					}
 					i += j
 					continue

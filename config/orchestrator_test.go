@@ -79,7 +79,34 @@ steps:
     agent: coder
     prompt: p.md
     loop: {items: [1]}
+    gate: {pass: "true"}
+`, want: FormatFlow},
+		{name: "keys both formats know count for neither", src: `
+steps:
+  - id: x
+    agent: coder
+    prompt: p.md
+    loop: {items: [1]}
     max_attempts: 3
+    needs: []
+    loop_back_to: x
+`, want: FormatOrchestrator, why: "it has loop"},
+		{name: "keys of neither format decide nothing", src: `
+name: a
+metadata: {owner: me}
+steps:
+  - id: x
+    agent: coder
+    prompt: p.txt
+    next_on_success: []
+    retries: 3
+`, want: FormatOrchestrator, why: "it has next_on_success"},
+		{name: "md prompts and a flow-only key", src: `
+vars: {v: 1}
+steps:
+  - id: x
+    agent: coder
+    prompt: p.md
 `, want: FormatFlow},
 		{name: "a plain flow file", src: `
 name: a
@@ -369,22 +396,25 @@ func TestShellQuote(t *testing.T) {
 	}
 }
 
+// bare is a placeholder outside quotes: one word, or none when empty.
+func bare(name string) string { return "${" + name + `:+"${` + name + `}"}` }
+
 func TestExpandPlaceholders(t *testing.T) {
 	tests := []struct{ tmpl, want string }{
-		{"run {step_id}", `run "${STEP_ID}"`},
+		{"run {step_id}", `run ` + bare("STEP_ID")},
 		{`run "{prompt}"`, `run "${PROMPT_PATH}"`},
 		{`run '{report}'`, `run ''"${REPORT_PATH}"''`},
 		{`run "x {run_id} y"`, `run "x ${RUN_ID} y"`},
-		{"{repo}/{attempt} {manual_input}", `"${REPO_DIR}"/"${STEP_ATTEMPT}" "${MANUAL_RESULT_PATH}"`},
-		{"{agent}", `"${AGENT_ID}"`},
+		{"{repo}/{attempt} {manual_input}", bare("REPO_DIR") + "/" + bare("STEP_ATTEMPT") + " " + bare("MANUAL_RESULT_PATH")},
+		{"{agent}", bare("AGENT_ID")},
 		// Not placeholders: left as written.
 		{"echo {} {x} {step_id", "echo {} {x} {step_id"},
 		{"awk '{print $1}'", "awk '{print $1}'"},
 		// An escaped quote does not open a quoted string.
-		{`echo \" {step_id}`, `echo \" "${STEP_ID}"`},
+		{`echo \" {step_id}`, `echo \" ` + bare("STEP_ID")},
 		{`echo "a\"b {step_id}"`, `echo "a\"b ${STEP_ID}"`},
 		// A single-quoted backslash is a backslash.
-		{`echo '\' {step_id}`, `echo '\' "${STEP_ID}"`},
+		{`echo '\' {step_id}`, `echo '\' ` + bare("STEP_ID")},
 	}
 	for _, tt := range tests {
 		if got := expandPlaceholders(tt.tmpl, "a"); got != tt.want {
@@ -404,7 +434,7 @@ func TestOrchestratorCommand(t *testing.T) {
 		{OrchestratorOptions{Wrapper: "/my tools/wrap.py", WrapperArgs: []string{"--fast", "two words"}}, "a b",
 			"python3 '/my tools/wrap.py'" + strings.Replace(base, "%s", "'a b'", 1) + " --fast 'two words'"},
 		{OrchestratorOptions{Wrapper: "/w/wrap.PY"}, "c", "/w/wrap.PY" + strings.Replace(base, "%s", "c", 1)},
-		{OrchestratorOptions{CommandTemplate: "run {agent} --p '{prompt}'"}, "c", `run "${AGENT_ID}" --p ''"${PROMPT_PATH}"''`},
+		{OrchestratorOptions{CommandTemplate: "run {agent} --p '{prompt}'"}, "c", `run ` + bare("AGENT_ID") + ` --p ''"${PROMPT_PATH}"''`},
 	}
 	for _, tt := range tests {
 		if got := OrchestratorCommand(tt.o, tt.agent); got != tt.want {

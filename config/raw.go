@@ -42,6 +42,7 @@ type rawWorkflow struct {
 	secrets     []str
 	budget      *rawBudget
 	notify      *rawNotify
+	workspace   *rawWorkspace
 	// stepCount counts the steps met, decoded or not; tooManySteps is
 	// set when it went past MaxSteps: the workflow is refused, and not
 	// built, whatever else is in it.
@@ -71,6 +72,7 @@ type rawDefaults struct {
 	maxIterations str
 	timeout       str
 	idleTimeout   str
+	sandbox       str
 	agent         str
 	retry         *rawRetry
 	promptLimit   str
@@ -109,6 +111,7 @@ type rawBudget struct {
 	costUSD  str
 	tokens   str
 	sessions str
+	daily    str
 }
 
 // rawNotify is a notify block, of the workflow or of its defaults; empty
@@ -167,6 +170,7 @@ type rawStepMore struct {
 	retryIf       str
 	timeout       str
 	idleTimeout   str
+	sandbox       str
 	artifacts     []str
 	artifactsPos  Pos
 	env           []kv
@@ -179,6 +183,8 @@ type rawStepMore struct {
 	gates         []str
 	gatesPos      Pos
 	maxItems      str
+	workspace     *rawWorkspace
+	merge         *rawMerge
 
 	// The keys of a for_each loop. forEach is the expression, or
 	// forEachList the list written in the file when forEachIsList;
@@ -257,4 +263,26 @@ type rawSignals struct {
 	done str
 	pass str
 	fail str
+}
+
+// rawWorkspace is a workspace: written as a word (mode) or, when
+// block is set, as a block of its keys.
+type rawWorkspace struct {
+	pos     Pos
+	block   bool
+	mode    str
+	base    str
+	root    str
+	keep    str
+	setup   str
+	copy    []str
+	copyPos Pos
+}
+
+// rawMerge is the merge block of a loop.
+type rawMerge struct {
+	pos           Pos
+	mode          str
+	loopBackTo    str
+	maxIterations str
 }

@@ -1,9 +1,11 @@
 package config_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/configtest"
 	"github.com/spf13/afero"
 )
 
@@ -96,5 +98,26 @@ cleanup {
 		if w.Cleanup == nil || w.Cleanup.Agent != "coder" {
 			t.Errorf("%s: cleanup %+v, want the agent coder", format, w.Cleanup)
 		}
+	}
+}
+
+// TestSandboxModes: defaults.sandbox and a step's sandbox take on,
+// required or off; a step without one takes the defaults', else on.
+func TestSandboxModes(t *testing.T) {
+	w := configtest.Load(t, "name: s\ndefaults: {sandbox: required}\nsteps:\n  - {id: a, run: x}\n  - {id: b, run: x, sandbox: off}\n")
+	if got := w.StepSandbox(w.Step("a")); got != config.SandboxRequired {
+		t.Errorf("a: %q", got)
+	}
+	if got := w.StepSandbox(w.Step("b")); got != config.SandboxOff {
+		t.Errorf("b: %q", got)
+	}
+	if got := configtest.Load(t, "name: s\nsteps:\n  - {id: a, run: x}\n"); got.StepSandbox(got.Step("a")) != config.SandboxOn {
+		t.Error("the default is not on")
+	}
+	fsys := afero.NewMemMapFs()
+	_ = afero.WriteFile(fsys, "/w.yaml", []byte("name: s\nsteps:\n  - {id: a, run: x, sandbox: maybe}\n"), 0o644)
+	_, err := config.Load(fsys, "/w.yaml")
+	if err == nil || !strings.Contains(err.Error(), `sandbox: want on, required or off, got "maybe"`) || !strings.Contains(err.Error(), "3:") {
+		t.Errorf("bad mode: %v", err)
 	}
 }

@@ -154,6 +154,8 @@ func (f *field[T]) schema(s *schemaBuilder) obj {
 			list = append(list, member{"uniqueItems", true})
 		}
 		o = obj{{"oneOf", []any{item, append(list, member{"items", item})}}}
+	case kindWordOrBlock:
+		o = obj{{"oneOf", []any{obj{{"type", "string"}, {"enum", f.enum}}, s.ref(f.sub)}}}
 	case kindString:
 		o = kindSchema(f.kind, f.pattern)
 		if f.enum != nil {

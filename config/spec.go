@@ -26,6 +26,26 @@ type specWorkflow struct {
 	Secrets     []string              `json:"secrets,omitempty"`
 	Budget      *specBudget           `json:"budget,omitempty"`
 	Notify      *specNotify           `json:"notify,omitempty"`
+	Workspace   *specWorkspace        `json:"workspace,omitempty"`
+}
+
+// specWorkspace is a workspace of its own; a shared one is left out,
+// so that the digests of workflows without workspaces are what they
+// always were.
+type specWorkspace struct {
+	Mode  string   `json:"mode"`
+	Base  string   `json:"base,omitempty"`
+	Root  string   `json:"root,omitempty"`
+	Keep  string   `json:"keep"`
+	Setup string   `json:"setup,omitempty"`
+	Copy  []string `json:"copy,omitempty"`
+}
+
+// specMerge is a loop's merge block, as written.
+type specMerge struct {
+	Mode          string `json:"mode"`
+	LoopBackTo    string `json:"loop_back_to,omitempty"`
+	MaxIterations any    `json:"max_iterations,omitempty"`
 }
 
 // specNotify is the notify block after the defaults' are merged in.
@@ -41,6 +61,7 @@ type specDefaults struct {
 	MaxIterations any        `json:"max_iterations,omitempty"`
 	Timeout       string     `json:"timeout,omitempty"`
 	IdleTimeout   string     `json:"idle_timeout,omitempty"`
+	Sandbox       string     `json:"sandbox,omitempty"`
 	Agent         string     `json:"agent,omitempty"`
 	Retry         *specRetry `json:"retry,omitempty"`
 	// The sizes are in bytes; they are left out when not set, so that
@@ -98,10 +119,12 @@ type specStep struct {
 	RetryIf       string            `json:"retry_if,omitempty"`
 	Timeout       string            `json:"timeout,omitempty"`
 	IdleTimeout   string            `json:"idle_timeout,omitempty"`
+	Sandbox       string            `json:"sandbox,omitempty"`
 	Artifacts     []string          `json:"artifacts,omitempty"`
 	Env           map[string]string `json:"env,omitempty"`
 	ForEach       *specForEach      `json:"for_each,omitempty"`
 	Budget        *specBudget       `json:"budget,omitempty"`
+	Workspace     *specWorkspace    `json:"workspace,omitempty"`
 }
 
 // specForEach is a loop: its list (the expression's source, or the
@@ -114,6 +137,7 @@ type specForEach struct {
 	Key             string      `json:"key,omitempty"`
 	MaxParallel     int         `json:"max_parallel"`
 	ContinueOnError bool        `json:"continue_on_error,omitempty"`
+	Merge           *specMerge  `json:"merge,omitempty"`
 	Steps           []*specStep `json:"steps"`
 }
 
@@ -204,6 +228,7 @@ func (w *Workflow) spec() *specWorkflow {
 			MaxIterations: specLimit(w.Defaults.MaxIterations),
 			Timeout:       specDuration(w.Defaults.Timeout),
 			IdleTimeout:   specDuration(w.Defaults.IdleTimeout),
+			Sandbox:       w.Defaults.Sandbox,
 			Agent:         w.Defaults.Agent,
 			Retry:         specRetryOf(w.Defaults.Retry),
 			PromptLimit:   w.Defaults.Limits.Prompt,
@@ -228,6 +253,7 @@ func (w *Workflow) spec() *specWorkflow {
 		sw.Agents[name] = sa
 	}
 	sw.Budget = specBudgetOf(w.Budget)
+	sw.Workspace = specWorkspaceOf(w.Workspace)
 	if n := w.Notify; n != nil {
 		sw.Notify = &specNotify{On: n.On, Command: n.Command, Webhook: n.Webhook, Timeout: n.Timeout.String()}
 	}
@@ -261,8 +287,10 @@ func specStepOf(s *Step) *specStep {
 		RetryIf:       esrc(s.RetryIf),
 		Timeout:       specDuration(s.Timeout),
 		IdleTimeout:   specDuration(s.IdleTimeout),
+		Sandbox:       s.Sandbox,
 		Env:           specEnv(s.Env),
 		Budget:        specBudgetOf(s.Budget),
+		Workspace:     specWorkspaceOf(s.Workspace),
 	}
 	if ss.Needs == nil {
 		ss.Needs = []string{}
@@ -280,6 +308,9 @@ func specStepOf(s *Step) *specStep {
 	if fe := s.ForEach; fe != nil {
 		sf := &specForEach{Items: esrc(fe.Items), List: fe.List, As: fe.As, IndexAs: fe.IndexAs, Key: esrc(fe.Key),
 			MaxParallel: fe.MaxParallel, ContinueOnError: fe.ContinueOnError, Steps: []*specStep{}}
+		if m := fe.Merge; m != nil {
+			sf.Merge = &specMerge{Mode: m.Mode, LoopBackTo: m.LoopBackTo, MaxIterations: specLimit(m.MaxIterations)}
+		}
 		for _, b := range fe.Body {
 			sf.Steps = append(sf.Steps, specStepOf(b))
 		}
@@ -335,6 +366,13 @@ func specBudgetOf(b *Budget) *specBudget {
 		return nil
 	}
 	return &specBudget{CostUSD: b.CostUSD, Tokens: b.Tokens, Sessions: b.Sessions}
+}
+
+func specWorkspaceOf(w *Workspace) *specWorkspace {
+	if !w.Worktree() {
+		return nil
+	}
+	return &specWorkspace{Mode: w.Mode, Base: w.Base, Root: w.Root, Keep: w.Keep, Setup: tsrc(w.Setup), Copy: w.Copy}
 }
 
 func specEnv(env map[string]*Template) map[string]string {

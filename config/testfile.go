@@ -4,7 +4,7 @@ import (
 	"time"
 )
 
-// TestFile is a workflow test file (*.test.yaml or *.test.hcl, DESIGN §12): a workflow
+// TestFile is a workflow test file (*.test.yaml or *.test.hcl, README.md, "Testing workflows"): a workflow
 // and the tests that run it with scripted sessions, checks and human
 // decisions, and what each expects of the run.
 type TestFile struct {
@@ -37,6 +37,10 @@ type WorkflowTest struct {
 	// Human maps a human step to its decisions, consumed in order; the
 	// last one repeats.
 	Human map[string][]Decision
+	// Merges maps an item of a loop whose items have worktrees
+	// (loop[key]) to the outcomes of its merges, consumed in order; the
+	// last one repeats, and an item not scripted merges.
+	Merges map[string][]MergeOutcome
 	// Control maps a step to the control states a person sets while
 	// its first session runs (the first) and, each time the run then
 	// stops paused, to go on (the next ones): pause, continue, run_once,
@@ -134,4 +138,25 @@ type StepText struct {
 	Step string
 	Text string
 	Pos  Pos
+}
+
+// The outcomes a test may script for a merge.
+const (
+	MergeOutcomeMerged   = "merged"
+	MergeOutcomeConflict = "conflict"
+	MergeOutcomeWaiting  = "waiting"
+	MergeOutcomeFailed   = "failed"
+)
+
+// MergeOutcomes lists the outcomes of a scripted merge.
+var MergeOutcomes = []string{MergeOutcomeMerged, MergeOutcomeConflict, MergeOutcomeWaiting, MergeOutcomeFailed}
+
+// MergeOutcome is what one scripted merge of an item does: merged, a
+// conflict in Files, waiting (the shared checkout refuses, for Reason),
+// or failed (git fails, with Reason).
+type MergeOutcome struct {
+	Status string
+	Files  []string
+	Reason string
+	Pos    Pos
 }

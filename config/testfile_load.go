@@ -23,7 +23,8 @@ import (
 // The keys of a test file, level by level.
 var (
 	testFileKeys  = []string{"workflow", "defaults", "tests"}
-	testKeys      = []string{"name", "vars", "files", "sessions", "checks", "human", "control", "expect"}
+	testKeys      = []string{"name", "vars", "files", "sessions", "checks", "human", "merges", "control", "expect"}
+	mergeKeys     = []string{"status", "files", "reason"}
 	outcomeKeys   = []string{"exit_code", "output", "report", "writes", "duration", "usage"}
 	usageKeys     = []string{"tokens_in", "tokens_out", "tokens_cached", "cost_usd", "turns"}
 	decisionKeys  = []string{"approved", "input", "reason"}
@@ -53,6 +54,12 @@ func isHCLTestFile(path string) bool {
 // *.test.hcl file is HCL (test "name" { ... } blocks) and decodes to the
 // same model as its YAML twin.
 func LoadTests(fs afero.Fs, path string) (*TestFile, error) {
+	return LoadTestsAs(fs, path, "")
+}
+
+// LoadTestsAs is LoadTests with the workflow read in format (FormatFlow
+// or FormatOrchestrator; "" detects it).
+func LoadTestsAs(fs afero.Fs, path, format string) (*TestFile, error) {
 	if !IsTestFile(path) {
 		return nil, fmt.Errorf("load tests %s: want a *.test.yaml or *.test.hcl file", path)
 	}
@@ -60,16 +67,21 @@ func LoadTests(fs afero.Fs, path string) (*TestFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load tests: %w", err)
 	}
-	return ParseTests(fs, path, data)
+	return parseTests(fs, path, data, format)
 }
 
 // ParseTests decodes and checks a test file from its bytes, loading the
 // workflow it names through fs; the format follows path's extension (see
 // LoadTests).
 func ParseTests(fs afero.Fs, path string, data []byte) (*TestFile, error) {
+	return parseTests(fs, path, data, "")
+}
+
+// parseTests is ParseTests with the workflow read in format.
+func parseTests(fs afero.Fs, path string, data []byte, format string) (*TestFile, error) {
 	src := newSource(path, data)
 	d := &diags{}
-	t := &testDecoder{y: &yamlDecoder{src: src, d: d}, tf: &TestFile{File: path, Source: data}}
+	t := &testDecoder{y: &yamlDecoder{src: src, d: d}, tf: &TestFile{File: path, Source: data}, format: format}
 	if !invalidUTF8(src, d) {
 		var root *yaml.Node
 		if isHCLTestFile(path) {
@@ -102,6 +114,8 @@ type testDecoder struct {
 	hcl, badWorkflow bool
 	// badTests is set when HCL test blocks were written but none stood.
 	badTests bool
+	// format is the format the workflow is read in ("" detects it).
+	format string
 }
 
 // stepRef is a step named in a test, and what kind of step it must be.
@@ -195,7 +209,7 @@ func (t *testDecoder) loadWorkflow(fs afero.Fs, p str) {
 		y.d.errorf(p.pos(), "workflow: %s is a test file, not a workflow", p.val)
 		return
 	}
-	wf, err := Load(fs, path)
+	wf, err := LoadWith(fs, path, Options{Format: t.format})
 	var ds Diagnostics
 	switch {
 	case errors.As(err, &ds):
@@ -213,6 +227,10 @@ func (t *testDecoder) loadWorkflow(fs afero.Fs, p str) {
 		ids[i] = s.ID
 	}
 	for _, r := range t.refs {
+		if r.want == "merge" {
+			t.checkMergeRef(wf, r)
+			continue
+		}
 		s := wf.Step(r.name)
 		if loop, item, step, ok := instanceKey(r.name); ok {
 			// An instance of a body step for one item: loop[item].step.
@@ -263,7 +281,7 @@ func (t *testDecoder) test(n *yaml.Node) {
 		return
 	}
 	wt := &WorkflowTest{Pos: y.pos(n), Vars: map[string]string{}, Sessions: map[string][]Outcome{},
-		Checks: map[string][]Outcome{}, Human: map[string][]Decision{}, Control: map[string][]TestControl{}}
+		Checks: map[string][]Outcome{}, Human: map[string][]Decision{}, Control: map[string][]TestControl{}, Merges: map[string][]MergeOutcome{}}
 	y.mapping(n, "test", testKeys, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "name":
@@ -281,6 +299,8 @@ func (t *testDecoder) test(n *yaml.Node) {
 			t.outcomes("checks", "check", v, wt.Checks)
 		case "human":
 			t.decisions(v, wt.Human)
+		case "merges":
+			t.merges(v, wt.Merges)
 		case "control":
 			t.control(v, wt.Control)
 		case "expect":
@@ -604,4 +624,70 @@ func instanceKey(name string) (loop, item, step string, ok bool) {
 		return "", "", "", false
 	}
 	return name[:i], name[i+1 : j], name[j+2:], true
+}
+
+// merges reads the scripted merges of items: loop[key] to one outcome
+// or a list of them.
+func (t *testDecoder) merges(n *yaml.Node, dst map[string][]MergeOutcome) {
+	t.steps("merges", "merge", n, func(id string, _ Pos, v *yaml.Node) {
+		list := []MergeOutcome{}
+		t.oneOrList("merges."+id, v, func(n *yaml.Node) {
+			y := t.y
+			what := "merges." + id
+			o := MergeOutcome{Pos: y.pos(n)}
+			if n.Kind != yaml.MappingNode {
+				y.d.errorf(o.Pos, "%s: a merge outcome must be a mapping of keys, got %s", what, kindName(n))
+				return
+			}
+			y.mapping(n, what, mergeKeys, func(key string, _, v *yaml.Node) {
+				switch key {
+				case "status":
+					s := y.str(what+".status", v)
+					if s.ok() && !slices.Contains(MergeOutcomes, s.val) {
+						y.d.unknown(s.pos(), "merge outcome", s.val, MergeOutcomes)
+					}
+					o.Status = s.val
+				case "files":
+					y.list(v, what+".files", func(n *yaml.Node) bool {
+						if f := y.str(what+".files", n); f.ok() {
+							o.Files = append(o.Files, f.val)
+						}
+						return true
+					})
+				case "reason":
+					o.Reason = y.str(what+".reason", v).val
+				}
+			})
+			if o.Status == "" {
+				y.d.errorf(o.Pos, "%s: a merge outcome needs a status: one of %s", what, strings.Join(MergeOutcomes, ", "))
+				return
+			}
+			list = append(list, o)
+		})
+		dst[id] = list
+	})
+}
+
+// checkMergeRef checks that a scripted merge names an item, loop[key],
+// of a loop whose items have worktrees and are merged.
+func (t *testDecoder) checkMergeRef(wf *Workflow, r stepRef) {
+	y := t.y
+	i := strings.IndexByte(r.name, '[')
+	if i <= 0 || !strings.HasSuffix(r.name, "]") || i == len(r.name)-2 {
+		y.d.errorf(r.pos, "merges: %q is not an item of a loop (loop[key])", r.name)
+		return
+	}
+	loop := wf.Step(r.name[:i])
+	switch {
+	case loop == nil || loop.ForEach == nil:
+		var loops []string
+		for _, s := range wf.Steps {
+			if s.ForEach != nil {
+				loops = append(loops, s.ID)
+			}
+		}
+		y.d.unknown(r.pos, "loop", r.name[:i], loops)
+	case loop.ItemMerge() == nil || loop.ItemMerge().Mode != MergeAuto:
+		y.d.errorf(r.pos, "merges: the items of loop %q are not merged (it needs workspace: worktree, and merge mode auto)", loop.ID)
+	}
 }

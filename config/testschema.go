@@ -6,7 +6,7 @@ import (
 )
 
 // TestSchema returns a JSON Schema (draft 2020-12) of the YAML workflow
-// test file format (*.test.yaml, DESIGN §12), with descriptions, for
+// test file format (*.test.yaml, README.md, "Testing workflows"), with descriptions, for
 // editors: a test file that starts with
 // "# yaml-language-server: $schema=<path to it>" is checked and completed
 // as it is typed. Each level lists exactly the keys the loader accepts
@@ -54,6 +54,12 @@ func TestSchema() []byte {
 			"sessions": stepMap("The outcomes of each step's sessions, in order; the last one repeats.", oneOrList("outcome")),
 			"checks":   stepMap("The outcomes of each step's gate.check, in order; the last one repeats.", oneOrList("outcome")),
 			"human":    stepMap("The decisions of each human step, in order; the last one repeats.", oneOrList("decision")),
+			"merges": obj{
+				{"description", "The outcomes of the merges of each item (loop[key]) of a loop whose items have worktrees, in order; the last one repeats, and an item not scripted merges."},
+				{"type", "object"},
+				{"propertyNames", obj{{"pattern", `^[a-z0-9][a-z0-9_-]*\[[A-Za-z0-9_-]{1,48}\]$`}}},
+				{"additionalProperties", oneOrList("mergeOutcome")},
+			},
 			"control": stepMap("Control states a person sets while the step's first session runs (the first), and to go on each time the run then stops paused (the next ones).",
 				obj{{"oneOf", []any{defRef("controlState"), obj{{"type", "array"}, {"items", defRef("controlState")}}}}}),
 			"expect": defRef("expect"),
@@ -71,6 +77,11 @@ func TestSchema() []byte {
 				"cost_usd":      obj{{"description", "The cost in USD the tool reports."}, {"type", []string{"number", "string"}}},
 				"turns":         with(defRef("integer"), "Turns."),
 			}),
+		})},
+		{"mergeOutcome", keyedObject("What one scripted merge of an item does.", mergeKeys, []string{"status"}, map[string]any{
+			"status": obj{{"description", "merged; conflict (in files); waiting (the shared checkout refuses, for reason; the run is resumed and tries again); failed (git fails, with reason)."}, {"enum", MergeOutcomes}},
+			"files":  obj{{"description", "The conflicting files."}, {"type", "array"}, {"items", obj{{"type", "string"}}}},
+			"reason": append(obj{{"description", "Why the checkout refused, or why git failed."}}, scalarValue()...),
 		})},
 		{"decision", keyedObject("A scripted human decision, as in a manual input file.", decisionKeys, []string{"approved"}, map[string]any{
 			"approved": obj{{"description", "Whether the step is approved."}, {"type", []string{"boolean", "string"}}, {"pattern", "^(1|t|T|TRUE|true|True|0|f|F|FALSE|false|False)$"}},
@@ -136,7 +147,7 @@ func keyedObject(desc string, keys, required []string, props map[string]any) obj
 }
 
 // stepKeyPattern matches what a test names a step by: a step id, or the
-// key of a loop's instance, loop[item].step (DESIGN §6).
+// key of a loop's instance, loop[item].step (docs/architecture.md, "The record").
 var stepKeyPattern = func() string {
 	id := strings.TrimSuffix(strings.TrimPrefix(namePattern.String(), "^"), "$")
 	return "^" + id + `(\[[A-Za-z0-9_-]{1,48}\]\.` + id + ")?$"

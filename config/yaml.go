@@ -146,6 +146,8 @@ func (v *yamlValue) entry(t *keySet, dst any) bool {
 
 func (v *yamlValue) isList() bool { return resolve(v.n).Kind == yaml.SequenceNode }
 
+func (v *yamlValue) isBlock() bool { return resolve(v.n).Kind == yaml.MappingNode }
+
 func (v *yamlValue) isEmpty() bool {
 	n := resolve(v.n)
 	return isNull(n) || n.Kind == yaml.MappingNode && len(n.Content) == 0

@@ -147,7 +147,7 @@ func (t *Template) Static() (string, bool) {
 
 // DefaultRenderLimit is the limit, in bytes, on the text Render
 // returns. It is generous: callers that know a tighter limit, such as
-// DESIGN's 1 MiB for a prompt and 100 KiB for a command, pass it to
+// the defaults of 1 MiB for a prompt and 100 KiB for a command, pass it to
 // RenderLimit.
 const DefaultRenderLimit = 16 << 20
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,7 +20,7 @@ import (
 	"github.com/flow-run/flow/runner/record"
 )
 
-// ciMode is how flow shows itself to a CI service (DESIGN §13).
+// ciMode is how flow shows itself to a CI service (README.md, "Running in CI").
 type ciMode string
 
 // The CI modes: off (a terminal or a plain pipe), plain (live session
@@ -212,8 +213,8 @@ func orDefault(s, def string) string {
 
 // ghMasks registers every secret value of the run with GitHub's log
 // masker, before anything else is printed.
-func (a *app) ghMasks(w io.Writer, wf *config.Workflow) {
-	for _, v := range local.SecretValues(wf, a.svc.Environ) {
+func (a *app) ghMasks(w io.Writer, wf *config.Workflow, more []string) {
+	for _, v := range local.SecretValues(wf, slices.Concat(a.svc.Environ, more)) {
 		// A multi-line value is masked line by line.
 		for _, line := range strings.Split(strings.ReplaceAll(v, "\r\n", "\n"), "\n") {
 			if line != "" {

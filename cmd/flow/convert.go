@@ -3,12 +3,13 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
 
 func (a *app) convertCmd() *cobra.Command {
 	var f runFlags
-	var to string
+	var to, as string
 	cmd := &cobra.Command{
 		Use:   "convert WORKFLOW",
 		Short: "Print a workflow in flow's own format (from agent_orchestrator's, or YAML ⇄ HCL)",
@@ -22,6 +23,16 @@ prompt files it names by the same relative paths.`,
 		Example: "  flow convert review_loop.yaml --wrapper ./wrapper.py > review_loop.flow.yaml\n  flow convert workflows/sdlc.yaml --to hcl",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkAs(as); err != nil {
+				return err
+			}
+			switch {
+			case as == "":
+			case f.inv.Format != "" && f.inv.Format != as:
+				return core.Usage("--as %s and --format %s say different formats: give one", as, f.inv.Format)
+			default:
+				f.inv.Format = as
+			}
 			if err := f.checkInvocation(); err != nil {
 				return err
 			}
@@ -35,6 +46,7 @@ prompt files it names by the same relative paths.`,
 	}
 	cmd.Flags().StringVar(&to, "to", "yaml", "the format to print: yaml or hcl")
 	f.addInvocation(cmd)
+	addAs(cmd, &as)
 	cmd.Flags().IntVar(&f.maxIterations, "max-iterations", 0, "agent_orchestrator's --max-iterations N (N loop-backs), written as max_iterations N+1")
 	return cmd
 }

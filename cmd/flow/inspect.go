@@ -215,6 +215,7 @@ func printStatus(out io.Writer, v ops.Status, items bool) {
 		_, _ = tw.Write(row)
 	}
 	tw.Flush()
+	printWorkspaces(w, st)
 }
 
 // usageText says what a run's agents consumed: "3 sessions, 12 turns,

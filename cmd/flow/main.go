@@ -7,9 +7,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/flow-run/flow/internal/sandbox"
 )
 
 func main() {
+	// flow re-executed as a session's sandbox launcher becomes it here
+	// and never returns (internal/sandbox).
+	sandbox.Main()
 	os.Exit(run())
 }
 

@@ -18,11 +18,12 @@ import (
 	"github.com/flow-run/flow/internal/confine"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
+	"github.com/flow-run/flow/internal/sandbox"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
 
-// Exit codes of the flow command: the table of DESIGN §8, defined
+// Exit codes of the flow command: the table in docs/architecture.md, "Shared tables", defined
 // once in runner.
 const (
 	ExitOK          = int(core.ExitOK)
@@ -81,8 +82,13 @@ func exitQuietly(code int) error {
 // user all enter the operations layer here.
 func Run(ctx context.Context, args []string, stdio Stdio) int {
 	// Sessions run as the same user: they must not read a runner's
-	// memory or environment (its secrets), nor attach to it.
-	_ = proc.Private()
+	// memory or environment (its secrets), nor attach to it. An
+	// unprivileged runner stays dumpable: it must write the user
+	// namespace maps of the sandbox's launchers, and its sandboxed
+	// sessions cannot see it from their own PID namespace.
+	if os.Geteuid() == 0 {
+		_ = proc.Private()
+	}
 	host, _ := os.Hostname()
 	dir, _ := os.Getwd()
 	environ := os.Environ()
@@ -104,6 +110,10 @@ func Run(ctx context.Context, args []string, stdio Stdio) int {
 		KillMarked:  proc.KillMarked,
 		Signal:      proc.Signal,
 		Inspect:     runlock.InspectProcess,
+		// Sessions run sandboxed through this very program, re-executed
+		// as the launcher; it is started by the name it was started by,
+		// so that a wrapper that dispatches on it (a test's) finds it.
+		Sandbox: &sandbox.Probed{Launcher: sandbox.Launcher{Self: selfOr(sandbox.DefaultSelf)}},
 	}
 	svc.Self, _ = os.Executable()
 	a := &app{stdio: stdio, svc: svc}
@@ -115,7 +125,7 @@ func Run(ctx context.Context, args []string, stdio Stdio) int {
 // Diagnostics are shown with their source lines; other errors as
 // "flow: message".
 func (a *app) exit(ctx context.Context, root *cobra.Command, args []string) int {
-	root.SetArgs(args)
+	root.SetArgs(expandEnvArgs(args))
 	err := root.ExecuteContext(ctx)
 	return a.code(err)
 }
@@ -196,7 +206,7 @@ func (a *app) rootCmd() *cobra.Command {
 		return err
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return core.Usage("%w\ntry: %s --help", err, c.CommandPath())
+		return core.Usage("%w%s\ntry: %s --help", err, flagHint(c, err), c.CommandPath())
 	})
 	root.AddCommand(
 		a.validateCmd(),
@@ -206,6 +216,7 @@ func (a *app) rootCmd() *cobra.Command {
 		a.schemaCmd(),
 		a.versionCmd(),
 		a.serveCmd(),
+		a.pruneCmd(),
 	)
 	a.addRunnerCmds(root)
 	a.addTemporal(root)
@@ -237,4 +248,13 @@ func isTerminal(w any) bool {
 	}
 	// A character device is not always a terminal: /dev/null is one.
 	return ttyFd(f.Fd())
+}
+
+// selfOr returns the path of this program's executable as it was
+// started (selfPath), or def when it cannot be found.
+func selfOr(def string) string {
+	if p, err := selfPath(); err == nil {
+		return p
+	}
+	return def
 }

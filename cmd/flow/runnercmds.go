@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -48,11 +50,14 @@ type runFlags struct {
 	maxAttempts   int
 	maxIterations int
 	junit         string
+	acceptEdits   bool
 	budgetCost    float64
 	budgetTokens  int64
 	budgetSess    int
 	by            string
 	inv           record.Invocation
+	orch          orchFlags
+	workflow      string
 }
 
 func (f *runFlags) add(cmd *cobra.Command, isRun bool) {
@@ -65,6 +70,7 @@ func (f *runFlags) add(cmd *cobra.Command, isRun bool) {
 	fl.StringVar(&f.by, "by", "", "who starts this runner, recorded in its runner_started event (default: $USER; local engine)")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "default sessions per iteration before a step fails (steps' own max_attempts win)")
 	fl.IntVar(&f.maxIterations, "max-iterations", 0, "default loop-backs before a gate fails the run (steps' own max_iterations win)")
+	fl.BoolVar(&f.acceptEdits, "accept-edits", false, "apply an edit of the workflow file that weakens the run's gates (removes a human step, changes a gate, lowers the sandbox, ...): only a person does")
 	fl.StringVar(&f.junit, "junit", "", "write the run's steps as JUnit XML to this file when the run ends")
 	fl.Float64Var(&f.budgetCost, "budget-cost", 0, "raise the run's cost budget to this many USD (and any step's below it); recorded for later resumes")
 	fl.Int64Var(&f.budgetTokens, "budget-tokens", 0, "raise the run's token budget (and any step's below it)")
@@ -87,7 +93,9 @@ func (f *runFlags) addInvocation(cmd *cobra.Command) {
 	fl.StringVar(&f.inv.CommandTemplate, "command-template", "", "agent_orchestrator's format: run every agent's session as this shell command, with {run_id} {step_id} {agent} {prompt} {repo} {report} {attempt} {manual_input}")
 	fl.BoolVar(&f.inv.PauseForHumanInput, "pause-for-human-input", false, "agent_orchestrator's format: a human_in_the_loop step waits, once its agent is done, for its manual-input file")
 	fl.StringVar(&f.inv.GateStateFile, "gate-state-file", "", "a JSON file of gate names and whether each is open; steps with gates (external_gates) wait until theirs are")
-	fl.StringArrayVar(&f.inv.Env, "env", nil, "one more environment variable for every session: --env NAME=value (repeatable)")
+	fl.StringArrayVar(&f.inv.Env, "env", nil, "more environment variables for every session: --env NAME=value [NAME=value...] (repeatable)")
+	fl.StringVar(&f.inv.Python, "python", "", "agent_orchestrator's format: the interpreter of a .py wrapper (default: python3)")
+	fl.StringVar(&f.inv.Sandbox, "sandbox", "", "on, required or off: run every step's sessions so, whatever the workflow says (kept for later resumes); default: the workflow's sandbox, else on")
 }
 
 // checkInvocation checks the flags of the invocation: a known format,
@@ -98,13 +106,24 @@ func (f *runFlags) checkInvocation() error {
 	default:
 		return core.Usage("--format %q: want flow or orchestrator", f.inv.Format)
 	}
+	if c := f.budgetCost; math.IsNaN(c) || math.IsInf(c, 0) || c < 0 {
+		return core.Usage("--budget-cost %v: want a number of USD of at least 0", c)
+	}
+	if f.budgetTokens < 0 || f.budgetSess < 0 {
+		return core.Usage("--budget-tokens and --budget-sessions want a count of at least 0")
+	}
+	switch f.inv.Sandbox {
+	case "", config.SandboxOn, config.SandboxRequired, config.SandboxOff:
+	default:
+		return core.Usage("--sandbox %q: want on, required or off", f.inv.Sandbox)
+	}
 	for _, kv := range f.inv.Env {
 		name, _, ok := strings.Cut(kv, "=")
 		if !ok || name == "" || strings.ContainsAny(name, " \t\n") {
 			return core.Usage("--env %q: want NAME=value", kv)
 		}
 	}
-	return nil
+	return f.orchInvocation()
 }
 
 // notices prints on stderr, before a run starts, how its workflow was
@@ -113,6 +132,10 @@ func (a *app) notices(cmd *cobra.Command, wf *config.Workflow) {
 	w := cmd.ErrOrStderr()
 	if n := ops.InvocationNotice(wf); n != "" {
 		fmt.Fprintln(w, n)
+	}
+	if l := cmd.Flags().Lookup("poll-interval"); l != nil && l.Changed {
+		v, _ := strconv.ParseFloat(l.Value.String(), 64)
+		pollNotice(w, v)
 	}
 	for _, d := range wf.Warnings {
 		fmt.Fprintln(w, d.String())
@@ -146,8 +169,8 @@ loop-backs; a template that cannot be rendered makes it exit 1.
 Exit codes: 0 completed, 1 a step failed, 2 bad usage or invalid workflow,
 3 waiting on a human (--no-wait), 4 paused (--no-wait), 5 an iteration budget
 ran out, 130 interrupted.`,
-		Example: "  flow run workflows/sdlc.yaml --var feature='dark mode'\n  flow run workflows/sdlc.yaml --dry-run --var feature='dark mode'\n  flow run workflows/sdlc.yaml --start-at-step coding",
-		Args:    cobra.ExactArgs(1),
+		Example: "  flow run workflows/sdlc.yaml --var feature='dark mode'\n  flow run workflows/sdlc.yaml --dry-run --var feature='dark mode'\n  flow run workflows/sdlc.yaml --start-at-step coding\n  flow run --repo . --workflow workflows/review.yaml --wrapper wrappers/claude_wrapper.py   # agent_orchestrator's command line",
+		Args:    cobra.MaximumNArgs(1),
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 			return []string{"yaml", "yml", "hcl"}, cobra.ShellCompDirectiveFilterFileExt
 		},
@@ -155,6 +178,11 @@ ran out, 130 interrupted.`,
 			if err := f.checkInvocation(); err != nil {
 				return err
 			}
+			path, err := workflowArg(args, f.workflow)
+			if err != nil {
+				return err
+			}
+			args = []string{path}
 			req := ops.RunRequest{Workflow: args[0], Repo: f.repo, RunID: f.runID, Vars: f.vars,
 				StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv, By: f.by}
 			if f.dryRun {
@@ -164,10 +192,10 @@ ran out, 130 interrupted.`,
 				return a.dryRun(req, f.asJSON)
 			}
 			var l *ops.Launch
-			var err error
 			if f.startAt != "" {
 				l, err = a.engine().Restart(cmd.Context(), ops.RestartRequest{WorkflowFile: args[0], Repo: f.repo, RunID: f.runID,
-					Vars: f.vars, StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv, By: f.by})
+					Vars: f.vars, StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv, By: f.by,
+					AcceptEdits: f.acceptEdits})
 			} else {
 				l, err = a.svc.PrepareRun(req)
 			}
@@ -179,6 +207,8 @@ ran out, 130 interrupted.`,
 		},
 	}
 	f.add(cmd, true)
+	f.addOrchestratorRun(cmd)
+	cmd.Flags().StringVar(&f.workflow, "workflow", "", "the workflow file, as agent_orchestrator's --workflow (instead of the argument)")
 	return cmd
 }
 
@@ -208,7 +238,7 @@ when there is exactly one.`,
 			}
 			l, err := a.engine().Restart(cmd.Context(), ops.RestartRequest{Repo: f.repo, RunID: argOr(args), WorkflowPath: workflowPath,
 				StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv, By: f.by, Move: a.move,
-				Takeover: takeover})
+				AcceptEdits: f.acceptEdits, Takeover: takeover})
 			if err != nil {
 				return err
 			}
@@ -216,6 +246,7 @@ when there is exactly one.`,
 		},
 	}
 	f.add(cmd, false)
+	f.addOrchestratorRun(cmd)
 	cmd.Flags().StringVar(&workflowPath, "workflow", "", "workflow file to resume with (default: the run's own, found again under --repo if the run was copied)")
 	cmd.Flags().BoolVar(&takeover, "takeover", false, "kill the run's frozen runner (no heartbeat, its process still alive) and take the run over")
 	return cmd
@@ -236,8 +267,11 @@ steps' and gates' own budgets. A rejected human step waits for a new decision.`,
 		Example: "  flow retry\n  flow retry 20250115-143000-f8c1a4 --max-iterations 6",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.checkInvocation(); err != nil {
+				return err
+			}
 			l, err := a.engine().Restart(cmd.Context(), ops.RestartRequest{Repo: f.repo, RunID: argOr(args), NoWait: f.noWait,
-				Budgets: f.budgets(), Retry: true, By: f.by, Move: a.move})
+				Budgets: f.budgets(), Retry: true, By: f.by, Move: a.move, AcceptEdits: f.acceptEdits})
 			if err != nil {
 				return err
 			}
@@ -268,7 +302,7 @@ func (a *app) execute(cmd *cobra.Command, l *ops.Launch, asJSON bool) error {
 	}
 	mode := a.ciMode()
 	if mode == ciGitHub {
-		a.ghMasks(out, l.Workflow)
+		a.ghMasks(out, l.Workflow, l.Options.Invocation.Env)
 	}
 	if mode == ciGitHub || mode == ciGitLab {
 		// The runner's live output and the reporter's markup meet here.
@@ -294,7 +328,7 @@ func (a *app) execute(cmd *cobra.Command, l *ops.Launch, asJSON bool) error {
 		Live: isTerminal(out) || a.inCI(),
 	}
 	if asJSON {
-		// One JSON object per line (DESIGN §8): each event as it is
+		// One JSON object per line (docs/architecture.md, "Shared tables"): each event as it is
 		// recorded, then the result.
 		enc := json.NewEncoder(a.stdio.Out)
 		enc.SetEscapeHTML(false)

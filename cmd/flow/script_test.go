@@ -3,23 +3,26 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/flow-run/flow/internal/sandbox"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
 // TestMain lets the test binary act as the flow command inside scripts.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"flow": func() { os.Exit(run()) },
+		"flow": func() { sandbox.Main(); os.Exit(run()) },
 	})
 }
 
@@ -60,8 +63,40 @@ func scriptParams(dir string) testscript.Params {
 			env.Setenv("GORACE", "atexit_sleep_ms=0")
 			return nil
 		},
+		Condition: func(cond string) (bool, error) {
+			if cond != "sandbox" {
+				return false, fmt.Errorf("unknown condition %q", cond)
+			}
+			return sandboxWorks()
+		},
 	}
 }
+
+// sandboxWorks reports whether sessions can be sandboxed on this
+// machine, for the scripts' [sandbox] condition. Where they cannot and
+// FLOW_REQUIRE_SANDBOX=1 (as CI sets it), that is an error, not a skip.
+var sandboxWorks = sync.OnceValues(func() (bool, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return false, err
+	}
+	// The launcher is this test binary started under the name flow, as
+	// the scripts' flow command is.
+	dir, err := os.MkdirTemp("", "flow-sandbox-cond-")
+	if err != nil {
+		return false, err
+	}
+	defer os.RemoveAll(dir)
+	self := filepath.Join(dir, "flow")
+	if err := os.Symlink(exe, self); err != nil {
+		return false, err
+	}
+	perr := sandbox.Launcher{Self: self}.Probe(true)
+	if perr != nil && os.Getenv("FLOW_REQUIRE_SANDBOX") == "1" {
+		return false, fmt.Errorf("FLOW_REQUIRE_SANDBOX=1, but sessions cannot be sandboxed here: %v", perr)
+	}
+	return perr == nil, nil
+})
 
 // cmdBounded runs a program and checks its exit code, like exits, and
 // its peak resident memory (512 MiB unless -mem says otherwise; the

@@ -14,7 +14,7 @@ import (
 	"github.com/flow-run/flow/runner/ops"
 )
 
-// This file wires the Temporal engine (DESIGN §16) into flow's
+// This file wires the Temporal engine (README.md, "Running on Temporal") into flow's
 // commands. The engine itself links Temporal's SDK, which costs every
 // flow command about 3.5 ms of start-up and 15 MB: it lives in
 // flow-temporal, the same command line built with -tags temporal

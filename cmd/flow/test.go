@@ -16,7 +16,7 @@ import (
 )
 
 func (a *app) testCmd() *cobra.Command {
-	var run, junit string
+	var run, junit, as string
 	var cover, asJSON bool
 	var coverMin float64
 	cmd := &cobra.Command{
@@ -31,6 +31,9 @@ test's script, and nothing touches the disk or starts a process. It prints
 file:line:col, and exits 1 when a test fails, 2 when a test file is invalid.`,
 		Example: "  flow test workflows/\n  flow test workflows/sdlc.test.yaml -run 'review' --cover\n  flow test workflows/ --junit test-report.xml",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkAs(as); err != nil {
+				return err
+			}
 			var filter *regexp.Regexp
 			if run != "" {
 				re, err := regexp.Compile(run)
@@ -49,7 +52,7 @@ file:line:col, and exits 1 when a test fails, 2 when a test file is invalid.`,
 			code := ExitOK
 			var reports []*wftest.FileResult
 			for _, file := range files {
-				c, fr := a.testFile(cmd, file, filter, cover || coverMin > 0, coverMin, asJSON)
+				c, fr := a.testFile(cmd, file, filter, as, cover || coverMin > 0, coverMin, asJSON)
 				code = max(code, c)
 				reports = append(reports, fr)
 			}
@@ -70,6 +73,7 @@ file:line:col, and exits 1 when a test fails, 2 when a test file is invalid.`,
 	cmd.Flags().BoolVar(&cover, "cover", false, "print what the tests exercised of each workflow, and what they did not")
 	cmd.Flags().Float64Var(&coverMin, "cover-min", 0, "fail when a workflow's coverage is below this percentage")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per test per line")
+	addAs(cmd, &as)
 	cmd.Flags().StringVar(&junit, "junit", "", "also write the results as JUnit XML to `FILE`, for CI test reporters")
 	return cmd
 }
@@ -77,9 +81,9 @@ file:line:col, and exits 1 when a test fails, 2 when a test file is invalid.`,
 // testFile runs one test file and prints its results; it returns the
 // exit code it calls for and the file's results (with Err set when it
 // could not be loaded).
-func (a *app) testFile(cmd *cobra.Command, file string, filter *regexp.Regexp, cover bool, coverMin float64, asJSON bool) (int, *wftest.FileResult) {
+func (a *app) testFile(cmd *cobra.Command, file string, filter *regexp.Regexp, as string, cover bool, coverMin float64, asJSON bool) (int, *wftest.FileResult) {
 	out := a.stdio.Out
-	fr, err := wftest.RunFile(cmd.Context(), a.svc.FS, file, wftest.Options{Filter: filter})
+	fr, err := wftest.RunFile(cmd.Context(), a.svc.FS, file, wftest.Options{Filter: filter, Format: as})
 	if err != nil {
 		var ds config.Diagnostics
 		if errors.As(err, &ds) {

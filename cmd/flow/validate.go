@@ -11,7 +11,7 @@ import (
 
 func (a *app) validateCmd() *cobra.Command {
 	var asJSON bool
-	var format string
+	var format, as string
 	cmd := &cobra.Command{
 		Use:   "validate WORKFLOW...",
 		Short: "Check workflow files and report every problem in them",
@@ -20,7 +20,9 @@ templates and checks its steps, references, dependencies and loop-backs.
 It prints "FILE: ok (N steps)" for a valid file; otherwise every problem,
 as file:line:col: message with the source line, on stderr, and exits 2.
 In GitHub Actions each problem is also an ::error annotation on its line.
---format gitlab prints the problems as a GitLab Code Quality report on stdout.`,
+--format gitlab prints the problems as a GitLab Code Quality report on stdout.
+A YAML file in agent_orchestrator's format is detected (--as flow or --as
+orchestrator reads every file in one format).`,
 		Example: "  flow validate workflows/*.yaml workflows/*.hcl\n  flow validate --json workflow.yaml\n  flow validate --format gitlab workflows/*.yaml > gl-code-quality-report.json",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -33,7 +35,10 @@ In GitHub Actions each problem is also an ::error annotation on its line.
 				return core.Usage("--format %s: want text, json or gitlab", format)
 			}
 			gitlab := format == "gitlab"
-			res, err := a.svc.Validate(args)
+			if err := checkAs(as); err != nil {
+				return err
+			}
+			res, err := a.svc.ValidateAs(args, as)
 			if err != nil {
 				return err
 			}
@@ -85,6 +90,7 @@ In GitHub Actions each problem is also an ::error annotation on its line.
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text, json (as --json) or gitlab (a GitLab Code Quality report on stdout)")
+	addAs(cmd, &as)
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print the problems to stdout as a JSON array of {"file","line","col","severity","message","suggestion"}`)
 	return cmd
 }

@@ -47,6 +47,12 @@ type Spec struct {
 	// KillGrace is how long the session may take to exit after SIGTERM
 	// before it gets SIGKILL; 0 means DefaultKillGrace.
 	KillGrace time.Duration
+	// Wrap, when set, turns the start of the session's shell (path,
+	// its arguments argv with argv[0], and its attributes sys) into the
+	// start of another program that runs it — a sandbox's launcher
+	// (internal/sandbox). The session is still the process started, its
+	// group and its marker.
+	Wrap func(path string, argv []string, sys *syscall.SysProcAttr) (string, []string, *syscall.SysProcAttr, error)
 }
 
 // Result is the outcome of a session.
@@ -326,10 +332,18 @@ func (s osStarter) Start(ctx context.Context, spec Spec) (Session, error) {
 		Files: []*os.File{stdin, pw, pw},
 		Sys:   sysProcAttr(),
 	}
+	path, argv := sh, []string{sh, "-c", spec.Command}
+	if spec.Wrap != nil {
+		if path, argv, attr.Sys, err = spec.Wrap(path, argv, attr.Sys); err != nil {
+			pr.Close()
+			pw.Close()
+			return nil, fmt.Errorf("start session %q: %w", spec.Command, err)
+		}
+	}
 	cmd := &mainProc{}
 	started := time.Now()
 	err = s.mains.start(func() (int, error) {
-		p, err := os.StartProcess(sh, []string{sh, "-c", spec.Command}, attr)
+		p, err := os.StartProcess(path, argv, attr)
 		if err != nil {
 			return 0, err
 		}

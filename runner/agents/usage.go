@@ -1,6 +1,11 @@
 package agents
 
-import "math"
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
 
 // Usage is what sessions consumed. TokensIn counts every input token,
 // cached ones included; TokensCached is the part of TokensIn read from
@@ -11,6 +16,30 @@ type Usage struct {
 	CostEstimated                     bool // computed from a Price, not reported by the tool
 	Turns                             int
 	Sessions                          int
+}
+
+// Sane returns u with every count that is negative, and a cost that is
+// negative, NaN or infinite, set to zero, and what was wrong ("" when
+// nothing was): a tool's report must not lower a run's spending below
+// its budget, nor make it unreadable.
+func (u Usage) Sane() (Usage, string) {
+	var bad []string
+	if math.IsNaN(u.CostUSD) || math.IsInf(u.CostUSD, 0) || u.CostUSD < 0 {
+		bad = append(bad, fmt.Sprintf("a cost of %v USD", u.CostUSD))
+		u.CostUSD = 0
+	}
+	for name, n := range map[string]*int64{"input tokens": &u.TokensIn, "output tokens": &u.TokensOut, "cached tokens": &u.TokensCached} {
+		if *n < 0 {
+			bad = append(bad, fmt.Sprintf("%d %s", *n, name))
+			*n = 0
+		}
+	}
+	if u.Turns < 0 {
+		bad = append(bad, fmt.Sprintf("%d turns", u.Turns))
+		u.Turns = 0
+	}
+	slices.Sort(bad)
+	return u, strings.Join(bad, ", ")
 }
 
 // Add adds o to u. A sum is estimated when either part is.

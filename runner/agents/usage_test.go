@@ -61,3 +61,23 @@ func TestPrice(t *testing.T) {
 		t.Errorf("no tokens estimated: %+v", got)
 	}
 }
+
+// TestUsageSane: a report's negative, NaN or infinite numbers count as
+// zero, and say so; a sane report is kept as it is.
+func TestUsageSane(t *testing.T) {
+	for _, tt := range []struct {
+		in   Usage
+		want Usage
+		bad  string
+	}{
+		{Usage{TokensIn: 10, CostUSD: 0.5}, Usage{TokensIn: 10, CostUSD: 0.5}, ""},
+		{Usage{CostUSD: -2000}, Usage{}, "a cost of -2000 USD"},
+		{Usage{CostUSD: math.NaN()}, Usage{}, "a cost of NaN USD"},
+		{Usage{CostUSD: math.Inf(1), TokensOut: -5}, Usage{}, "-5 output tokens, a cost of +Inf USD"},
+	} {
+		got, bad := tt.in.Sane()
+		if got != tt.want || bad != tt.bad {
+			t.Errorf("%+v.Sane() = %+v, %q; want %+v, %q", tt.in, got, bad, tt.want, tt.bad)
+		}
+	}
+}

@@ -7,7 +7,7 @@ import (
 )
 
 // checkBudgets stops the run when what its sessions used has reached a
-// budget (DESIGN §14): the run's, and, after a session of step (a step
+// budget (README.md, "Agents"): the run's, and, after a session of step (a step
 // or an instance), that step's — for a body step, all its instances'
 // together. Sessions in flight finish; none starts after. The run ends
 // budget_exceeded (exit 6) and goes on when resumed with a higher
@@ -19,6 +19,8 @@ func (c *Core) checkBudgets(x *decider, step string) {
 	if step == "" {
 		if what, limit, used, ok := c.plan.Budget.spent(counted(x.st.Usage, x.st.Sessions)); ok {
 			c.budgetSpent(x, "", what, limit, used)
+		} else if l := c.plan.DailyCostUSD; l > 0 && c.dailySpent >= l {
+			c.budgetSpent(x, "", DailyCost, l, c.dailySpent)
 		}
 		return
 	}
@@ -36,17 +38,25 @@ func (c *Core) checkBudgets(x *decider, step string) {
 	c.checkBudgets(x, "")
 }
 
+// DailyCost is what BudgetExceeded names the daily cost limit.
+const DailyCost = "daily_cost_usd"
+
 // budgetSpent records a budget that ran out and stops the run.
 func (c *Core) budgetSpent(x *decider, step, what string, limit, used float64) {
 	if c.haltCode == exitBudgetExceeded {
 		return
 	}
 	x.emit(EvBudgetExceeded, "", BudgetExceeded{Step: step, What: what, Limit: limit, Used: used})
+	c.haltCode = exitBudgetExceeded
+	if what == DailyCost {
+		c.haltReason = fmt.Sprintf("the repository's daily cost limit is spent (%s of %s USD today, UTC); resume with a higher one: flow resume %s --daily-cost-limit N",
+			number(used), number(limit), x.st.RunID)
+		return
+	}
 	whose := "the run's"
 	if step != "" {
 		whose = "step " + step + "'s"
 	}
-	c.haltCode = exitBudgetExceeded
 	flag := map[string]string{"cost_usd": "--budget-cost", "tokens": "--budget-tokens", "sessions": "--budget-sessions"}[what]
 	c.haltReason = fmt.Sprintf("%s %s budget is spent (%s of %s); resume with a higher one: flow resume %s %s N",
 		whose, what, number(used), number(limit), x.st.RunID, flag)

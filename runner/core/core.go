@@ -25,6 +25,9 @@ import (
 // the state by Begin.
 type Core struct {
 	plan *Plan
+	// dailySpent is what the runs of the repository spent today, as the
+	// driver last said.
+	dailySpent float64
 	// gates are the gates of the gate-state file and whether each is
 	// open; gated maps each ready step kept back by closed gates to
 	// them (gates.go).
@@ -39,7 +42,18 @@ type Core struct {
 	waiting    map[string]bool
 	// expanding holds loop steps whose items the driver evaluates.
 	expanding map[string]bool
-	cleaning  bool
+	// merging holds the scopes of items whose merge the driver makes;
+	// mergeHeld those whose merge waits for the shared checkout until
+	// MergeRetry; idleAtRetry is whether the run was idle when the
+	// last MergeRetry came (a merge that still waits leaves it so).
+	merging     map[string]bool
+	mergeHeld   map[string]bool
+	idleAtRetry bool
+	// stepMerges holds, for a step with a worktree whose merge is in
+	// flight or waits, the outcome of its session, recorded once the
+	// merge is.
+	stepMerges map[string]Outcome
+	cleaning   bool
 	// halt is set when the run stops starting sessions: a step failed
 	// (exit 1 or 5) or the runner was interrupted (130).
 	haltCode   int
@@ -85,7 +99,8 @@ type Core struct {
 // ControlState is a desired or current state of control.json.
 type ControlState string
 
-// The control states of the seed's agent_state.json.
+// The control states of control.json, which keeps the fields and
+// states of the agent_state.json control file (README.md, "Operating runs").
 const (
 	Continuous ControlState = "continuous"
 	Pause      ControlState = "pause"
@@ -96,6 +111,7 @@ const (
 // NewCore returns a core for plan.
 func NewCore(plan *Plan) *Core {
 	return &Core{plan: plan, evaluating: map[string]bool{}, preparing: map[string]bool{}, waiting: map[string]bool{}, expanding: map[string]bool{},
+		merging: map[string]bool{}, mergeHeld: map[string]bool{}, stepMerges: map[string]Outcome{},
 		control: Continuous, candidates: make([]bool, len(plan.Steps)), loops: map[string]*loopRun{}, waiters: map[string][]string{},
 		approvals: map[string]Outcome{}, autoApproved: map[string]bool{}}
 }
@@ -139,6 +155,9 @@ type Begin struct {
 	// Gates are the gates of the gate-state file and whether each is
 	// open, as the run starts.
 	Gates map[string]bool
+	// DailySpent is what the runs of the repository spent today (UTC),
+	// as the run starts: the daily cost limit's measure.
+	DailySpent float64
 }
 
 // WhenResult answers an Evaluate effect.
@@ -182,6 +201,9 @@ type SessionDone struct {
 	// that refused to resume its conversation): each is recorded as a
 	// warning event before the session's outcome.
 	Notes []string
+	// DailySpent, when set, is what the runs of the repository spent
+	// today (UTC), this session included.
+	DailySpent *float64
 	// AutoApprove is the value of human.auto_approve of a session step
 	// with human:, evaluated once its session has succeeded (it may read
 	// the session's output); nil when the step has none.
@@ -312,6 +334,9 @@ type Idle struct {
 	Paused  bool
 	// Gated are the steps that wait for gates of the gate-state file.
 	Gated []string
+	// Merges are the items whose merge waits for the shared checkout
+	// (as <loop>.<key>); MergeRetry tries them again.
+	Merges []string
 }
 
 // Finish says the run has ended (for now) with Status and ExitCode.
@@ -358,7 +383,7 @@ func (d Decision) Durable() bool {
 	for _, e := range d.Events {
 		switch e.Type {
 		case EvStepCompleted, EvGateFailed, EvStepFailed, EvAttemptFailed, EvStepSkipped,
-			EvStepInterrupted, EvHumanInput, EvRunFinished, EvRunInterrupted, EvLoopItems, EvItemFinished:
+			EvStepInterrupted, EvHumanInput, EvRunFinished, EvRunInterrupted, EvLoopItems, EvItemFinished, EvItemMerge, EvStepMerge:
 			return true
 		case EvStepWaiting:
 			// The wait of a session step with human: records its
@@ -391,13 +416,14 @@ func (x *decider) emit(typ, step string, data any) {
 	if s := x.st.Steps[step]; s != nil {
 		wasRunning = s.Status == Running
 	}
-	// A loop-back may reset loop steps that were running their items.
+	// A loop-back may reset loop steps that were running their items,
+	// and resume one that had ended (resume.go).
 	gf, isGate := data.(GateFailure)
-	resetRunning := 0
+	var resetRunning []string
 	if isGate {
 		for _, id := range gf.Reset {
 			if s := x.st.Steps[id]; id != step && s != nil && s.Status == Running {
-				resetRunning++
+				resetRunning = append(resetRunning, id)
 			}
 		}
 	}
@@ -419,7 +445,18 @@ func (x *decider) emit(typ, step string, data any) {
 	case wasRunning && !isRunning:
 		*counter--
 	}
-	x.c.running -= resetRunning
+	if isGate {
+		for _, id := range gf.Reset {
+			was := slices.Contains(resetRunning, id)
+			switch is := x.st.Steps[id] != nil && x.st.Steps[id].Status == Running; {
+			case id == step:
+			case was && !is:
+				x.c.running--
+			case !was && is:
+				x.c.running++
+			}
+		}
+	}
 	if typ == EvLoopItems {
 		delete(x.c.loops, step)
 	}
@@ -470,6 +507,15 @@ func (c *Core) Decide(st *State, in Input, at time.Time) Decision {
 		c.gatesChanged(in)
 	case ControlChanged:
 		c.controlChanged(x, in.Desired)
+	case MergeResult:
+		c.mergeResult(x, in)
+	case MergeRetry:
+		c.idleAtRetry = c.idle
+		c.retryStepMerges(x)
+		clear(c.mergeHeld)
+		for _, i := range c.plan.loops {
+			c.markIndex(i)
+		}
 	case CleanupDone:
 		c.cleaning = false
 		x.emit(EvCleanupFinished, "", CleanupFinished{N: x.st.Cleanups, Failed: in.Failed, Error: shorten(in.Error)})
@@ -499,11 +545,17 @@ func (c *Core) begin(x *decider, in Begin) {
 	clear(c.expanding)
 	clear(c.loops)
 	clear(c.approvals)
+	// A merge that waited is tried again; one in flight when the last
+	// runner stopped is asked for again.
+	clear(c.merging)
+	clear(c.mergeHeld)
+	clear(c.stepMerges)
 	clear(c.autoApproved)
 	c.cleaning = false
 	c.control = Continuous
 	c.running, c.instRunning = 0, 0
 	c.gates, c.gated = in.Gates, nil
+	c.dailySpent = in.DailySpent
 	for id, s := range x.st.Steps {
 		if s.Status == Running {
 			if IsInstance(id) {
@@ -579,6 +631,9 @@ func (c *Core) sessionDone(x *decider, in SessionDone) {
 		for _, n := range in.Notes {
 			x.emit(EvWarning, in.Step, Note{Message: shorten(n)})
 		}
+	}
+	if in.DailySpent != nil {
+		c.dailySpent = *in.DailySpent
 	}
 	c.sessionEnd(x, in)
 	c.checkBudgets(x, in.Step)
@@ -661,6 +716,18 @@ func (c *Core) sessionEnd(x *decider, in SessionDone) {
 // does (its wait prepared by the driver, or approved at once when its
 // auto_approve was true).
 func (c *Core) succeeded(x *decider, id string, ps *PlanStep, o Outcome) {
+	if ps.worktree() && !IsInstance(id) {
+		// A step with a worktree of its own merges its work first.
+		c.startStepMerge(x, id, ps, o)
+		return
+	}
+	c.completed(x, id, ps, o)
+}
+
+// completed completes a step whose session succeeded, whose gate passed
+// and whose work (in a worktree of its own) was merged, or has it wait
+// on a human first.
+func (c *Core) completed(x *decider, id string, ps *PlanStep, o Outcome) {
 	if !ps.HumanAfter {
 		x.emit(EvStepCompleted, id, o)
 		return
@@ -722,7 +789,7 @@ func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
 		return
 	}
 	// A target upstream of the gate step resets it with the rest of
-	// its downstream. A target off to its side (DESIGN §17) does not:
+	// its downstream. A target off to its side (README.md, "agent_orchestrator workflows") does not:
 	// the gate step and what depends on it are reset too, and the gate
 	// step waits for the target (waiting_for) before it runs again.
 	downstream := func(id string) []string {
@@ -755,11 +822,15 @@ func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
 		}
 	}
 	if !inBody {
-		// A loop step reset runs all its items again: its instances
-		// are reset with it.
+		// A loop step reset runs all its items again, or, resuming,
+		// those from the failed one on: their instances are reset
+		// with it.
+		if inst {
+			gf.Resume = c.itemResume(x.st, gk, target, reset)
+		}
 		for _, id := range reset {
 			if ls := x.st.Steps[id]; ls != nil && ls.LoopIndex != nil {
-				for _, inst := range c.instances(x.st, id) {
+				for _, inst := range c.instancesFrom(x.st, id, gf.Resume.from(id)) {
 					// The gate instance may be there already: it is
 					// reset, and counted, once.
 					if !slices.Contains(reset, inst) {
@@ -791,6 +862,11 @@ func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
 		delete(c.evaluating, id)
 		delete(c.preparing, id)
 		delete(c.expanding, id)
+	}
+	if gf.Resume != nil {
+		for _, id := range gf.Resume.Loops {
+			delete(c.loops, id) // its items are looked at again from the first
+		}
 	}
 }
 
@@ -1000,7 +1076,7 @@ func (c *Core) schedule(x *decider) {
 	} // A running loop step holds a slot of max_parallel but runs no
 	// session: the run is busy when sessions, evaluations, timers or
 	// waits are in flight.
-	inFlight := c.running + c.instRunning + len(c.evaluating) + len(c.expanding)
+	inFlight := c.running + c.instRunning + len(c.evaluating) + len(c.expanding) + len(c.merging)
 	for _, i := range c.plan.loops {
 		if s := st.Steps[c.plan.Steps[i].ID]; s != nil && s.Status == Running {
 			inFlight--
@@ -1047,19 +1123,22 @@ func (c *Core) schedule(x *decider) {
 		c.finished = true
 		x.emit(EvRunFinished, "", RunFinished{Status: RunCompleted})
 		x.effect(Finish{Status: RunCompleted})
-	case len(waiting) > 0 || c.paused() || len(c.gated) > 0:
+	case len(waiting) > 0 || c.paused() || len(c.gated) > 0 || len(c.mergeHeld) > 0:
 		if !c.idle {
 			c.idle = true
 			gated := c.gatedSteps()
+			merges := c.mergesWaiting()
 			if c.paused() && len(waiting) == 0 {
 				x.emit(EvRunPaused, "", Note{Message: "paused by control.json"})
 				x.effect(SetControl{Desired: Pause, Current: Pause})
 			} else if len(waiting) > 0 {
 				x.emit(EvRunWaiting, "", Note{Message: "waiting on a human: " + fmt.Sprint(waiting)})
-			} else {
+			} else if len(gated) > 0 {
 				x.emit(EvRunWaiting, "", Note{Message: "waiting on gates: " + c.gatesReport(st)})
+			} else {
+				x.emit(EvRunWaiting, "", Note{Message: "waiting for the checkout to take the merge of " + strings.Join(merges, ", ")})
 			}
-			x.effect(Idle{Waiting: waiting, Paused: c.paused(), Gated: gated})
+			x.effect(Idle{Waiting: waiting, Paused: c.paused(), Gated: gated, Merges: merges})
 		}
 	default:
 		// Nothing runs and nothing can start: a bug or an impossible
@@ -1114,7 +1193,7 @@ func deref(s *string) string {
 }
 
 // MaxExcerpt bounds the text of an error or reason kept in an event
-// (DESIGN §10): a longer one keeps its head and tail around a marker,
+// (README.md, "Limits and safety"): a longer one keeps its head and tail around a marker,
 // so that no rendered value, output or report is ever copied whole
 // into the record.
 const MaxExcerpt = 4 << 10

@@ -195,7 +195,7 @@ type Outcome struct {
 	Report     json.RawMessage   `json:"report,omitempty"`
 	Duration   string            `json:"duration,omitempty"`
 	// Usage is what the session consumed, when its agent reports it
-	// (a preset, DESIGN §14).
+	// (a preset, README.md, "Agents").
 	Usage *AgentUsage `json:"usage,omitempty"`
 	// AgentSession is the agent tool's own session (conversation) id,
 	// which a re-entered step continues.
@@ -226,6 +226,9 @@ type GateFailure struct {
 	// step, reset with the others, waits for Target (its waiting_for)
 	// before it runs again.
 	WaitingFor string `json:"waiting_for,omitempty"`
+	// Resume, when set, names the loops that go on at the failed item
+	// rather than run all their items again (resume.go).
+	Resume *ItemResume `json:"resume,omitempty"`
 }
 
 // Skip is the data of EvStepSkipped.
@@ -578,6 +581,7 @@ var appliers = map[string]applier{
 			if other == nil {
 				continue
 			}
+			attempts := other.Attempts
 			other.IterationCount++
 			other.Status = Pending
 			other.Attempts = 0
@@ -595,6 +599,16 @@ var appliers = map[string]applier{
 				other.WaitingFor = strp(d.WaitingFor)
 			default:
 				other.BlockedByLoop = strp(e.Step)
+			}
+			if r := d.Resume; r != nil {
+				if slices.Contains(r.Loops, id) {
+					resumeLoop(other, r.From, attempts)
+				}
+				if k, ok := SplitKey(id); ok && k.Loop == d.Target {
+					// The target runs again at once: no
+					// expansion of its items unblocks it.
+					other.BlockedByLoop = nil
+				}
 			}
 		}
 	}),
@@ -630,6 +644,19 @@ var appliers = map[string]applier{
 	EvCleanupStarted: onRun(func(s *State, d *CleanupFinished, _ Time) { s.Cleanups = d.N }),
 	EvLoopItems: onStep(func(s *State, st *StepState, d *LoopItems, e Event, at Time) {
 		applyLoopItems(s, e.Step, st, d, at)
+	}),
+	EvWorkspaceReady: onRun(func(s *State, d *WorkspaceReady, _ Time) { applyWorkspaceReady(s, d) }),
+	EvWorkspaceRemoved: onRun(func(s *State, d *WorkspaceRemoved, _ Time) {
+		if ws := s.Workspaces[d.Scope]; ws != nil {
+			ws.Removed, ws.BranchDeleted = true, d.BranchDeleted
+		}
+	}),
+	EvItemMerge: onStep(func(s *State, st *StepState, d *ItemMerge, e Event, _ Time) {
+		applyItemMerge(s, st, d, e)
+	}),
+	EvStepMerge: onStep(func(s *State, st *StepState, d *ItemMerge, e Event, _ Time) {
+		d.Target, d.Reset = "", nil
+		applyItemMerge(s, st, d, e)
 	}),
 	EvItemStarted:    onItem(func(_ *StepState, it *Item, _ *ItemEvent) { it.Status = Running }),
 	EvItemFinished:   onItem(finishItem),
@@ -812,10 +839,13 @@ func applyLoopItems(s *State, loop string, st *StepState, d *LoopItems, at Time)
 	st.RemovedItems = slices.DeleteFunc(st.RemovedItems, func(k string) bool { return keep[k] })
 	st.Items = make([]Item, len(d.Items))
 	st.LoopItems = make([]json.RawMessage, len(d.Items))
+	keys := make([]string, len(d.Items))
 	for i, it := range d.Items {
 		st.Items[i] = Item{Key: it.Key, Status: Pending}
 		st.LoopItems[i] = it.Value
+		keys[i] = it.Key
 	}
+	resetItemMerges(s, loop, keys)
 	st.LoopIndex, st.LoopCompleted = intp(0), boolp(false)
 	s.Status = RunRunning
 
@@ -900,6 +930,7 @@ func reopenItems(s *State, ids []string) {
 				*ls.LoopIndex--
 			}
 			it.Status, it.Error = Pending, ""
+			resetItemMerges(s, k.Loop, []string{it.Key})
 		}
 		ls.Status, ls.EndedAt, ls.LastError = Running, nil, nil
 		ls.LoopCompleted = boolp(false)

@@ -8,13 +8,13 @@ import (
 	"time"
 )
 
-// ExitCode is one row of flow's exit-code table (DESIGN §8). It is
+// ExitCode is one row of flow's exit-code table (docs/architecture.md, "Shared tables"). It is
 // defined here once; the core finishes runs with these codes, the
 // operations return them in *ExitError, and the command line exits
 // with them.
 type ExitCode int
 
-// The exit codes of DESIGN §8.
+// The exit codes of docs/architecture.md, "Shared tables".
 const (
 	// ExitOK: the run completed, or a command did what it was asked.
 	ExitOK ExitCode = 0
@@ -107,7 +107,7 @@ func (e *HeldError) Error() string {
 		e.RunID, e.Holder.PID, e.Holder.Host, since)
 }
 
-// Limits on names that become file names (DESIGN §6: every name on
+// Limits on names that become file names (docs/architecture.md, "The record": every name on
 // disk stays under 255 bytes).
 const (
 	// MaxRunID is the longest run id.

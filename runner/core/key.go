@@ -6,10 +6,10 @@ import (
 	"strings"
 )
 
-// StepKey names a step instance (DESIGN §9, §11): a step of the
+// StepKey names a step instance (docs/architecture.md, "Layers", §11): a step of the
 // workflow, or a step of a loop's body run for one item of the loop.
 // A plain step has no Loop and no Item, and its key is its id, so that
-// plain workflows keep the seed schema's steps.<id>. The core keys its
+// plain workflows keep agent_orchestrator's run_state.json steps.<id>. The core keys its
 // state, plan, events and effects by the key's String form.
 type StepKey struct {
 	// Loop is the for_each step the instance belongs to; "" for a plain
@@ -34,7 +34,7 @@ func (k StepKey) String() string {
 }
 
 // FileName returns the key as file names carry it: "step", or
-// "loop.item.step" for an instance (DESIGN §6). Step ids and item keys
+// "loop.item.step" for an instance (docs/architecture.md, "The record"). Step ids and item keys
 // hold no dots, so the form is unambiguous.
 func (k StepKey) FileName() string {
 	if k.Loop == "" {
@@ -43,7 +43,7 @@ func (k StepKey) FileName() string {
 	return k.Loop + "." + k.Item + "." + k.Step
 }
 
-// The limits of DESIGN §6 that keep file names under 255 bytes.
+// The limits of docs/architecture.md, "The record" that keep file names under 255 bytes.
 const (
 	// MaxStepID is the longest step id.
 	MaxStepID = 48
@@ -97,7 +97,7 @@ func Instance(loop, item, step string) string { return loop + "[" + item + "]." 
 func IsInstance(key string) bool { return strings.IndexByte(key, '[') > 0 }
 
 // SanitizeItemKey turns the value of a loop's key: into an item key
-// (DESIGN §6): every run of characters other than letters, digits, '_'
+// (docs/architecture.md, "The record"): every run of characters other than letters, digits, '_'
 // and '-' becomes one '_', and the result is cut to MaxItemKey bytes.
 // "Login page!" becomes "Login_page_". It may return "".
 func SanitizeItemKey(raw string) string {

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// This file is the core's side of loops over items (DESIGN §11): a
+// This file is the core's side of loops over items (README.md, "Loops over items"): a
 // loop step runs when its list of items is known, admits its items in
 // order, up to its own max_parallel at once, starts each item's
 // instances as their needs are met, and ends when its items have: with
@@ -160,6 +160,10 @@ func (c *Core) scheduleLoop(x *decider, ps *PlanStep, start bool) {
 	lr := c.loopOf(st, ps)
 	fe := ps.ForEach
 	inflight, failed, pending := 0, 0, false
+	// merging counts the items whose body completed and whose work is
+	// still to come back; turn is set while every item before the one
+	// looked at has finished: merges go in item order.
+	merging, turn := 0, true
 	for i := lr.head; i < len(ls.Items); i++ {
 		it := &ls.Items[i]
 		switch it.Status {
@@ -173,7 +177,7 @@ func (c *Core) scheduleLoop(x *decider, ps *PlanStep, start bool) {
 			continue
 		case Pending:
 			if !start || inflight >= fe.MaxParallel || failed > 0 && !fe.ContinueOnError {
-				pending = true
+				pending, turn = true, false
 				continue
 			}
 			x.emit(EvItemStarted, ps.ID, ItemEvent{Index: i, Key: it.Key})
@@ -182,7 +186,19 @@ func (c *Core) scheduleLoop(x *decider, ps *PlanStep, start bool) {
 		if start {
 			c.startItem(x, ps, lr.inst[i])
 		}
-		if status, why := c.itemEnd(st, lr.inst[i]); status != "" {
+		status, why := c.itemEnd(st, lr.inst[i])
+		if status == Completed && fe.Merge != "" {
+			done, bad, reason := c.mergeItem(x, ps, i, it, turn, start)
+			switch {
+			case !done:
+				merging++
+				turn = false
+				continue
+			case bad:
+				status, why = Failed, reason
+			}
+		}
+		if status != "" {
 			x.emit(EvItemFinished, ps.ID, ItemEvent{Index: i, Key: it.Key, Status: status, Error: shorten(why)})
 			if status == Failed {
 				failed++
@@ -192,8 +208,9 @@ func (c *Core) scheduleLoop(x *decider, ps *PlanStep, start bool) {
 			continue
 		}
 		inflight++
+		turn = false
 	}
-	if inflight > 0 || pending && (start && (failed == 0 || fe.ContinueOnError)) {
+	if inflight > 0 || merging > 0 || pending && (start && (failed == 0 || fe.ContinueOnError)) {
 		return
 	}
 	if pending && !start {
@@ -210,7 +227,11 @@ func (c *Core) scheduleLoop(x *decider, ps *PlanStep, start bool) {
 			continue
 		}
 		names = append(names, it.Key)
-		if !c.failedByBudget(st, lr.inst[i]) {
+		if ws := itemMergeState(st, ps.ID, it.Key); ws != nil && ws.Merge == MergeFailed {
+			if !ws.Spent {
+				code = exitFailed
+			}
+		} else if !c.failedByBudget(st, lr.inst[i]) {
 			code = exitFailed
 		}
 	}

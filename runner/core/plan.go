@@ -30,6 +30,12 @@ type Plan struct {
 	MaxParallel int
 	// Budget is the run's cost, token and session budget.
 	Budget Budget
+	// DailyCostUSD is the most every run of the repository may spend in
+	// a UTC day, or 0 (Begin and SessionDone say what was spent).
+	DailyCostUSD float64
+	// ResumeItems makes a loop-back from an item of a loop resume at
+	// that item (resume.go): agent_orchestrator's rule.
+	ResumeItems bool
 	// index maps a step's id to its place in Steps.
 	index map[string]int
 	// loops lists the indices of the loop steps.
@@ -80,16 +86,16 @@ type PlanStep struct {
 	// its session succeeded and its gate passed, it waits on a human
 	// (WAITING_ON_HUMAN) as a human step does, instead of completing.
 	HumanAfter bool
-	// ReportGate is true for a step of a workflow in agent_orchestrator's
-	// format, whose gate fails only on a report with gate_failure true:
-	// a report without one, or a session without a verdict, passes it
-	// (that format's rule; flow's own asks for an explicit verdict).
-	ReportGate bool
 	// Reviewer is true for a step a consensus step reviews with: its
 	// verdict is the consensus step's to weigh, so FAIL does not fail
 	// its session, and it runs beside the other reviewers whatever
 	// max_parallel says.
 	Reviewer bool
+	// ReportDecides is true for a step of a workflow that follows
+	// agent_orchestrator's contract: its report alone decides it, and
+	// its gate fails only on the report's gate_failure (or a check,
+	// pass or fail of its own); no verdict of its output counts.
+	ReportDecides bool
 }
 
 // PlanExtra is the part of a PlanStep that most steps leave unset.
@@ -108,13 +114,18 @@ type PlanExtra struct {
 	// rule (all, any or majority).
 	Reviewers []string
 	Consensus string
+	// Worktree is set for a step with a worktree of its own: once its
+	// session succeeded and its gate passed, its work is merged into
+	// the run's workspace before it completes; a conflict fails its
+	// gate.
+	Worktree bool
 }
 
 // IsZero reports whether e sets nothing: a step whose Extra would be
 // zero needs none.
 func (e *PlanExtra) IsZero() bool {
 	return e == nil || len(e.Gates) == 0 && e.Backoff == 0 && e.MaxBackoff == 0 && !e.Budget.set() &&
-		e.Reviewers == nil && e.Consensus == ""
+		e.Reviewers == nil && e.Consensus == "" && !e.Worktree
 }
 
 // gates returns the gates of the gate-state file the step waits for.
@@ -133,6 +144,9 @@ func (s *PlanStep) budget() Budget {
 	return s.Extra.Budget
 }
 
+// worktree reports whether the step has a worktree of its own.
+func (s *PlanStep) worktree() bool { return s.Extra != nil && s.Extra.Worktree }
+
 // reviewers returns a consensus step's reviewers and rule.
 func (s *PlanStep) reviewers() ([]string, string) {
 	if s.Extra == nil {
@@ -141,7 +155,7 @@ func (s *PlanStep) reviewers() ([]string, string) {
 	return s.Extra.Reviewers, s.Extra.Consensus
 }
 
-// Budget is a cost, token or session budget (DESIGN §14): the run
+// Budget is a cost, token or session budget (README.md, "Agents"): the run
 // stops before its next session once what was used reaches a limit. A
 // zero field has no limit.
 type Budget struct {
@@ -202,7 +216,7 @@ func (b Budget) Set() bool { return b.set() }
 func (b Budget) set() bool { return b.CostUSD > 0 || b.Tokens > 0 || b.Sessions > 0 }
 
 // PlanLoop is what the core needs to know of a loop step: its body and
-// how its items run (DESIGN §11).
+// how its items run (README.md, "Loops over items").
 type PlanLoop struct {
 	// Body lists the ids of the body's steps, in workflow order.
 	Body []string
@@ -212,6 +226,15 @@ type PlanLoop struct {
 	ContinueOnError bool
 	// MaxItems is the most items the loop may have.
 	MaxItems int
+	// Merge is how the work of the items comes back when each has a
+	// worktree of its own: MergeAuto or MergeNone; "" when the items
+	// work in the run's workspace.
+	Merge string
+	// MergeLoopBack is the body step an item whose merge conflicts
+	// re-enters, "" to fail it; MergeMaxIterations bounds those
+	// loop-backs.
+	MergeLoopBack      string
+	MergeMaxIterations int
 	// pos maps a body step's id to its place in Body.
 	pos map[string]int
 }
@@ -245,6 +268,11 @@ func NewPlan(steps []PlanStep, maxParallel int) (*Plan, error) {
 				return nil, fmt.Errorf("plan: loop %s: body step %s is not a step of its body", s.ID, b)
 			}
 			s.ForEach.pos[b] = j
+		}
+		if t := s.ForEach.MergeLoopBack; t != "" {
+			if _, ok := s.ForEach.pos[t]; !ok {
+				return nil, fmt.Errorf("plan: loop %s: merge loops back to %s, which is not a step of its body", s.ID, t)
+			}
 		}
 	}
 	// The dependents link each step to the steps that need it. A body

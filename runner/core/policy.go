@@ -6,7 +6,7 @@ import (
 )
 
 // SessionFacts are what a driver observed of a finished session. The
-// core decides from them what the session means (DESIGN §3, §4): failed
+// core decides from them what the session means (README.md, "Sessions", §4): failed
 // or not, retried or not, and what its gate says; the driver decides
 // nothing.
 type SessionFacts struct {
@@ -23,7 +23,7 @@ type SessionFacts struct {
 	ReportErr string
 	// Report holds what the session's report said, when it wrote one.
 	Report *ReportFacts
-	// Verdict is the session's verdict by the rule of DESIGN §2:
+	// Verdict is the session's verdict by the rule of README.md, "A workflow":
 	// VerdictPass, VerdictFail, VerdictMixed or "" (none), and
 	// VerdictWhy why there is none or it is mixed.
 	Verdict, VerdictWhy string
@@ -33,7 +33,7 @@ type SessionFacts struct {
 	Output string
 }
 
-// The verdicts (DESIGN §2).
+// The verdicts (README.md, "A workflow").
 const (
 	VerdictPass  = "PASS"
 	VerdictFail  = "FAIL"
@@ -69,7 +69,7 @@ type ExprValue struct {
 	Src   string
 }
 
-// failed reports whether a verdict fails (DESIGN §17: MIXED counts as
+// failed reports whether a verdict fails (README.md, "agent_orchestrator workflows": MIXED counts as
 // FAIL).
 func failed(verdict string) bool { return verdict == VerdictFail || verdict == VerdictMixed }
 
@@ -103,7 +103,7 @@ func Failure(ps *PlanStep, f SessionFacts) string {
 			why += ": " + rep.Error
 		}
 		return why
-	case failed(f.Verdict) && !ps.HasGate && !ps.Reviewer && (ps.Kind == KindAgent || ps.SignalsDecide):
+	case failed(f.Verdict) && !ps.HasGate && !ps.Reviewer && !ps.ReportDecides && (ps.Kind == KindAgent || ps.SignalsDecide):
 		return "the session's verdict is " + verdictText(f)
 	}
 	return ""
@@ -125,15 +125,13 @@ func verdictText(f SessionFacts) string {
 }
 
 // GateVerdict says why the gate of step ps failed after a session that
-// succeeded, or "" when it passed, by DESIGN §4's table. Always: a
+// succeeded, or "" when it passed, by docs/architecture.md, "Gate decisions"'s table. Always: a
 // report with gate_failure true, or a gate.check that exited non-zero,
 // fails it. Then gate.pass must be true and gate.fail false when given;
 // with neither, an agent step without a check needs an explicit
 // verdict — a final PASS line, or a report with gate_failure false —
 // and no FAIL or MIXED one (silence never passes a review); an agent
 // step with a check, and a command step, need no FAIL or MIXED verdict.
-// In agent_orchestrator's format (ps.ReportGate) nothing but those
-// fails it: that format's gate fails only on gate_failure true.
 // It also returns the evidence the re-entered step is shown: the
 // check's output when the check decided, else the session's.
 func GateVerdict(ps *PlanStep, f SessionFacts, g GateFacts) (reason, evidence string) {
@@ -151,9 +149,7 @@ func GateVerdict(ps *PlanStep, f SessionFacts, g GateFacts) (reason, evidence st
 		return "gate.pass is false: " + g.Pass.Src, f.Output
 	case g.Fail != nil && g.Fail.Value:
 		return "gate.fail is true: " + g.Fail.Src, f.Output
-	case g.Pass != nil || g.Fail != nil:
-		return "", ""
-	case ps.ReportGate:
+	case g.Pass != nil || g.Fail != nil, ps.ReportDecides:
 		return "", ""
 	case failed(f.Verdict):
 		return "the verdict is " + verdictText(f), f.Output

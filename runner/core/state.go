@@ -86,6 +86,9 @@ type State struct {
 	// resume --budget-cost ...), which win over the workflow's from then
 	// on.
 	BudgetRaised *Budget `json:"budget_raised,omitempty"`
+	// Workspaces are the git worktrees of the run's scopes, by scope
+	// (WorkspaceScope): what each holds and how its work came back.
+	Workspaces map[string]*Workspace `json:"workspaces,omitempty"`
 
 	Steps map[string]*StepState `json:"steps"`
 }
@@ -257,6 +260,13 @@ func (s *State) Clone() *State {
 	c.StepOrder = slices.Clone(s.StepOrder)
 	c.Usage = clonePtr(s.Usage)
 	c.BudgetRaised = clonePtr(s.BudgetRaised)
+	c.Workspaces = nil
+	if s.Workspaces != nil {
+		c.Workspaces = make(map[string]*Workspace, len(s.Workspaces))
+		for k, w := range s.Workspaces {
+			c.Workspaces[k] = w.clone()
+		}
+	}
 	c.Steps = nil
 	if s.Steps != nil {
 		c.Steps = make(map[string]*StepState, len(s.Steps))

@@ -21,7 +21,7 @@ import (
 )
 
 // This file serves a driver that decides elsewhere (the Temporal
-// driver, DESIGN §16): a worker performs one of the core's effects at a
+// driver, README.md, "Running on Temporal"): a worker performs one of the core's effects at a
 // time on this machine, exactly as the local driver performs it, in the
 // run directory under its repository, whose record the worker mirrors
 // (Mirror). The decisions stay with the core that driver runs.
@@ -100,6 +100,7 @@ func (m *Remote) Session(ctx context.Context, e core.StartSession, started func(
 	defer func() { x.sessionStarted = nil }()
 	sr := sessionRun{Step: e.Step, Attempt: e.Attempt, Iteration: e.Iteration,
 		LogPath: x.names.Log(e.Step, e.Iteration, e.Attempt), ReportPath: x.names.Report(e.Step)}
+	sr = sr.withSession(x.names)
 	s := x.stepOf(e.Step)
 	if s == nil {
 		return nil, core.SessionDone{Step: e.Step, Outcome: core.Outcome{Attempt: e.Attempt}, Invalid: fmt.Sprintf("step %s is not in the workflow", e.Step)}

@@ -30,4 +30,16 @@
 //     expression file functions are read confined and bounded
 //     (internal/confine); rendered templates and logs are capped; secret
 //     values are hidden in everything the driver writes or prints.
+//   - Sessions writing where flow writes: agent_orchestrator's
+//     memory_updates go into AGENTS.md files of the repository through
+//     the same link-refusing file system as the record
+//     (orchestrator_memory.go), and the daily cost ledger under .agents/
+//     is updated under a flock, so that concurrent runs share it
+//     (ledger.go); a ledger that cannot be read is warned of and starts
+//     again.
+//
+// A workflow read in agent_orchestrator's format, or with compat:
+// agent_orchestrator, runs by that format's rules (orchestrator.go,
+// docs/agent-orchestrator.md): its environment, report and gate rules,
+// prompt lookup and memory.
 package local

@@ -23,6 +23,10 @@ func (x *run) env(cur *stepFacts) *gates.Env {
 		Dir:   x.opts.Repo,
 		Now:   x.r.Clock.Now(),
 	}
+	if cur != nil {
+		// read_file and glob read the workspace the step works in.
+		e.Dir = x.workDir(cur.step)
+	}
 	e.Run = gates.RunInfo{ID: st.RunID, Workflow: st.WorkflowName, Usage: usageInfo(st.Usage)}
 	if st.CreatedAt != nil {
 		e.Run.StartedAt = st.CreatedAt.Time
@@ -95,7 +99,7 @@ func (x *run) stepInfo(id string, s *core.StepState) gates.StepInfo {
 		Signals:   s.Signals,
 		Verdict:   s.Verdict,
 		Metrics:   s.Metrics,
-		Artifacts: s.Artifacts,
+		Artifacts: x.exprArtifacts(s.Artifacts),
 		Report:    x.reports[id],
 		Error:     deref(s.LastError),
 	}

@@ -54,7 +54,7 @@ func hasGates(wf *config.Workflow) bool {
 // readGates reads the gate-state file; ok is false when it cannot be
 // read or parsed (err says why), and gates then are not to change.
 func (x *run) readGates() (gates map[string]bool, ok bool, err error) {
-	gates, err = ReadGateFile(x.r.FS, x.opts.Invocation.GateStateFile)
+	gates, err = ReadGateFileAs(x.r.FS, x.opts.Invocation.GateStateFile, x.wf.Compat)
 	return gates, err == nil, err
 }
 

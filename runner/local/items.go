@@ -3,16 +3,18 @@ package local
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"strconv"
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/gates"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
-// This file is the local driver's side of loops over items (DESIGN
-// §11): it evaluates a loop's list and keys, and gives each instance
+// This file is the local driver's side of loops over items (README.md,
+// "Loops over items"): it evaluates a loop's list and keys, and gives each instance
 // its item — in its expressions (as:, index_as:, steps.<body step> for
 // this item's instances) and in its session's environment (FLOW_ITEM,
 // FLOW_ITEM_KEY, FLOW_ITEM_INDEX).
@@ -48,12 +50,24 @@ func (x *run) itemOf(key string) (k core.StepKey, index int, raw json.RawMessage
 
 // itemEnv returns the environment variables of an instance's session:
 // the item as JSON, its key and its index; none for a plain step.
-func (x *run) itemEnv(key string) []string {
+func (x *run) itemEnv(key, sessionDir string) []string {
 	k, i, raw, ok := x.itemOf(key)
 	if !ok {
 		return nil
 	}
-	return []string{"FLOW_ITEM=" + string(raw), "FLOW_ITEM_KEY=" + k.Item, "FLOW_ITEM_INDEX=" + strconv.Itoa(i)}
+	env := []string{"FLOW_ITEM_KEY=" + k.Item, "FLOW_ITEM_INDEX=" + strconv.Itoa(i)}
+	// Linux caps one environment string at 128 KiB: a larger item is
+	// only in its file, as a large prompt is.
+	if len(raw) <= MaxEnvPrompt {
+		env = append(env, "FLOW_ITEM="+string(raw))
+	}
+	if sessionDir != "" {
+		path := filepath.Join(sessionDir, "item.json")
+		if err := record.WriteFile(x.rec, path, x.redact.Bytes(raw)); err == nil {
+			env = append(env, "FLOW_ITEM_FILE="+path)
+		}
+	}
+	return env
 }
 
 // fillItem puts an instance's item into its expression environment:
@@ -92,6 +106,10 @@ func (x *run) loopItemsInfo(loop *config.Step, s *core.StepState) []map[string]a
 	out := make([]map[string]any, 0, len(s.Items))
 	for i, it := range s.Items {
 		m := map[string]any{"key": it.Key, "index": i, "status": string(it.Status)}
+		if ws := x.st.Workspaces[core.ItemScope(loop.ID, it.Key)]; ws != nil {
+			// An item with a worktree: where its work is.
+			m["branch"], m["commit"], m["merge"] = ws.Branch, ws.Commit, ws.Merge
+		}
 		if i < len(s.LoopItems) {
 			var v any
 			if json.Unmarshal(s.LoopItems[i], &v) == nil {

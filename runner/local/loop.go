@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -28,6 +29,7 @@ func (x *run) drive(ctx context.Context) (Result, error) {
 	sessCtx, cancelSessions := context.WithCancel(context.WithoutCancel(ctx))
 	x.sessCtx = sessCtx
 	x.stopped = make(chan struct{})
+	x.ws()
 	// On the way out: stop delivering inputs, stop sessions, wait for
 	// their goroutines.
 	defer x.sessions.Wait()
@@ -41,7 +43,7 @@ func (x *run) drive(ctx context.Context) (Result, error) {
 	if err := x.controlStarted(control); err != nil {
 		return Result{}, err
 	}
-	x.queue = append(x.queue, core.Begin{Control: control, Gates: x.startGates()})
+	x.queue = append(x.queue, core.Begin{Control: control, Gates: x.startGates(), DailySpent: x.dailySpent()})
 	heartbeat := x.r.Clock.After(x.r.HeartbeatEvery)
 	var poll, snap <-chan time.Time
 	done := ctx.Done()
@@ -79,7 +81,7 @@ func (x *run) drive(ctx context.Context) (Result, error) {
 				}
 			}
 		}
-		if len(x.awaiting) > 0 || x.core.Paused() || x.usesGates() {
+		if len(x.awaiting) > 0 || x.core.Paused() || x.usesGates() || x.mergesWaiting() {
 			if poll == nil {
 				poll = x.r.Clock.After(x.r.PollEvery)
 			}
@@ -174,7 +176,7 @@ func (x *run) enqueue(in core.Input) error {
 		}
 		x.controlChange(desired)
 	}
-	x.queue = append(x.queue, in)
+	x.queue = append(x.queue, x.sessionEnded(in))
 	return nil
 }
 
@@ -194,7 +196,8 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 			return Result{}, false, err
 		}
 	case core.PrepareHuman:
-		// The decision goes to the seed's manual_inputs/<run>__<step>.json;
+		// The decision goes to manual_inputs/<run>__<step>.json, where
+		// agent_orchestrator's contract puts it;
 		// its directory is there for whoever writes it by hand.
 		path := x.names.ManualInput(e.Step)
 		if err := x.rec.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -259,6 +262,10 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 		// has counted this one.
 		x.cleanupN = e.N - 1
 		x.startCleanup()
+	case core.MergeItem:
+		x.startMerge(x.mergeJobOf(e))
+	case core.MergeStep:
+		x.startMerge(x.stepMergeJob(e))
 	case core.Idle:
 		if len(x.queue) > 0 {
 			return Result{}, false, nil
@@ -271,6 +278,8 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 		switch {
 		case e.Paused && len(e.Waiting) == 0:
 			res = x.result(core.RunPaused, exitPaused, "paused")
+		case len(e.Waiting) == 0 && len(e.Gated) == 0 && len(e.Merges) > 0:
+			res.Reason = "waiting for the checkout to take the merge of " + strings.Join(e.Merges, ", ") + "; flow resume tries again"
 		case len(e.Waiting) == 0 && len(e.Gated) > 0:
 			res.Reason = "waiting on gates: " + strings.Join(e.Gated, ", ")
 		}
@@ -284,6 +293,8 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 		if e.Reason == core.AlreadyEnded {
 			x.printf("run %s had already %s (exit %d); to run steps again: flow run %s --start-at-step STEP\n",
 				x.st.RunID, e.Status, e.ExitCode, x.st.WorkflowFile)
+		} else {
+			x.releaseWorkspaces(e.Status)
 		}
 		return x.result(e.Status, e.ExitCode, e.Reason), true, nil
 	}
@@ -291,7 +302,7 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 }
 
 func (x *run) result(status core.RunStatus, code int, reason string) Result {
-	return Result{RunID: x.st.RunID, RunDir: x.dir, Status: status, ExitCode: code, Reason: reason, State: x.st}
+	return Result{RunID: x.st.RunID, RunDir: x.dir, Status: status, ExitCode: code, Reason: x.redact.String(reason), State: x.st}
 }
 
 // announce prints a line of progress for the events a person cares
@@ -375,6 +386,8 @@ func (x *run) announce(e core.Event) {
 		var d core.Note
 		_ = jsonUnmarshal(e.Data, &d)
 		x.printf("warning: %s\n", d.Message)
+	case core.EvItemMerge, core.EvStepMerge:
+		x.announceWorkspace(e)
 	}
 }
 
@@ -408,6 +421,7 @@ func (x *run) pollWaiting() error {
 	if x.usesGates() {
 		x.pollGates()
 	}
+	x.pollMerges()
 	desired, err := x.readControl()
 	if err != nil {
 		return err
@@ -430,7 +444,12 @@ func (x *run) controlChange(desired core.ControlState) {
 		if err != nil {
 			if msg := err.Error(); x.warned["reload"] != msg {
 				x.warned["reload"] = msg
-				x.warn("", "the edited workflow does not load; the run stays paused until it does:\n"+msg)
+				var weak *weakenedError
+				if errors.As(err, &weak) {
+					x.warn("", "the edit of the workflow file is not applied, and the run stays paused: "+msg+"; undo the edit, or let a person apply it: flow resume "+x.st.RunID+" --accept-edits")
+				} else {
+					x.warn("", "the edited workflow does not load; the run stays paused until it does:\n"+msg)
+				}
 			}
 			return
 		}

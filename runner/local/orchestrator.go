@@ -6,17 +6,24 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf16"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/confine"
+	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // What a session of a workflow read in agent_orchestrator's format is
-// given and must give back (DESIGN §17): its environment, a prompt found
+// given and must give back (README.md, "agent_orchestrator workflows"): its environment, a prompt found
 // by path when it starts, and a run report with the fields that format
 // requires, written to $REPORT_PATH or printed between markers.
 
@@ -42,54 +49,66 @@ func (x *run) orchestrated() bool { return x.wf.Compat == config.CompatOrchestra
 
 // findPrompt finds the prompt file of a step given by path, when its
 // session starts: an absolute path as it is; else, in turn,
-// <repo>/.agents/prompts/<base name>, the path under the workflow's
-// directory, the path under the repository. Each is read as a regular
-// file inside its root (the repository or the workflow's directory),
-// at most limit bytes. A prompt found nowhere is an error naming every
-// place tried.
+// <repo>/.agents/prompts/<base name>, the path against the workflow's
+// directory, the path against the repository — agent_orchestrator's
+// order. A place inside the repository is read there (a workflow in
+// workflows/ names ../prompts/x.md), one inside the workflow's
+// directory there, and one outside both is passed over. Each is read as
+// a regular file inside its root, following no link out of it, at most
+// limit bytes. A prompt found nowhere is an error naming every place
+// tried.
 func (x *run) findPrompt(path string, limit int64) (found string, text []byte, err error) {
 	repo := x.opts.Repo
 	wfDir := filepath.Dir(absPath(x.wf.File))
-	type place struct{ root, path string }
-	var places []place
+	var places []string
 	if filepath.IsAbs(path) {
-		root := repo
-		if !inside(repo, path) {
-			root = wfDir
-		}
-		places = []place{{root, filepath.Clean(path)}}
+		places = []string{filepath.Clean(path)}
 	} else {
-		places = []place{
-			{repo, filepath.Join(repo, ".agents", "prompts", filepath.Base(path))},
-			{wfDir, filepath.Join(wfDir, path)},
-			{repo, filepath.Join(repo, path)},
+		places = []string{
+			filepath.Join(repo, ".agents", "prompts", filepath.Base(path)),
+			filepath.Join(wfDir, path),
+			filepath.Join(repo, path),
 		}
 	}
-	var tried []string
+	var tried, outside []string
 	for _, p := range places {
-		if slices.Contains(tried, p.path) {
+		if slices.Contains(tried, p) || slices.Contains(outside, p) {
 			// The workflow's directory is the repository.
 			continue
 		}
-		tried = append(tried, p.path)
-		if !inside(p.root, p.path) {
-			return "", nil, fmt.Errorf("prompt %s is outside the repository and the workflow's directory", path)
+		root := ""
+		switch {
+		case inside(repo, p):
+			root = repo
+		case inside(wfDir, p):
+			root = wfDir
+		default:
+			outside = append(outside, p)
+			continue
 		}
-		root, err := confine.NewRoot(x.r.FS, p.root)
+		tried = append(tried, p)
+		r, err := confine.NewRoot(x.r.FS, root)
 		if err != nil {
 			continue
 		}
-		b, err := root.ReadFile(p.path, limit)
+		b, err := r.ReadFile(p, limit)
 		switch {
 		case err == nil:
-			return p.path, b, nil
+			return p, b, nil
 		case errors.Is(err, fs.ErrNotExist):
 			continue
 		default:
-			return "", nil, fmt.Errorf("read prompt %s: %w", p.path, err)
+			return "", nil, fmt.Errorf("read prompt %s: %w", p, err)
 		}
 	}
-	return "", nil, fmt.Errorf("prompt %s not found; looked in %s", path, strings.Join(tried, ", "))
+	if len(tried) == 0 {
+		return "", nil, fmt.Errorf("prompt %s is outside the repository and the workflow's directory", path)
+	}
+	msg := fmt.Sprintf("prompt %s not found; looked in %s", path, strings.Join(tried, ", "))
+	if len(outside) > 0 {
+		msg += " (not in " + strings.Join(outside, ", ") + ": outside the repository and the workflow's directory)"
+	}
+	return "", nil, errors.New(msg)
 }
 
 // inside reports whether path lies in dir or is dir.
@@ -101,11 +120,14 @@ func inside(dir, path string) bool {
 // orchestratorEnv is the environment agent_orchestrator gives a
 // session: RUN_ID, STEP_ID (a looped step's own id for each of its
 // items), AGENT_ID, REPO_DIR, PROMPT_PATH, REPORT_PATH,
-// MANUAL_RESULT_PATH, STEP_ATTEMPT, ARTIFACTS_DIR, STEP_MODEL, for each
-// step it needs DEP_<STEP>_ARTIFACTS (its artifacts, absolute, joined
-// by ':') and DEP_<STEP>_ARTIFACT_<i> (each, from 0), and in a loop
-// LOOP_<INDEX_VAR> and LOOP_<ITEM_VAR> (a string item as it is, any
-// other as JSON).
+// MANUAL_RESULT_PATH (empty but for a step that waits for its manual
+// input), STEP_ATTEMPT, ARTIFACTS_DIR, STEP_MODEL (unset without a
+// model), for each step it needs DEP_<STEP>_ARTIFACTS (its artifacts,
+// absolute, joined by ',': of a loop, its last item's) and
+// DEP_<STEP>_ARTIFACT_<i> (each, from 0), in a loop LOOP_<INDEX_VAR>
+// and LOOP_<ITEM_VAR> (the item as JSON, as Python's json.dumps writes
+// it), and with an ISSUE_NUMBER the ISSUE_MARKDOWN_PATH, _DIR and
+// _FILENAME of gh_issue_<n>.md in the artifacts directory, unless given.
 func (x *run) orchestratorEnv(s *config.Step, e sessionRun, promptPath string) []string {
 	id := s.ID
 	if s.Loop != "" && s.ID == s.Loop+"_item" {
@@ -113,17 +135,23 @@ func (x *run) orchestratorEnv(s *config.Step, e sessionRun, promptPath string) [
 	}
 	artifacts := filepath.Join(x.dir, ArtifactsDir)
 	_ = x.r.FS.MkdirAll(artifacts, 0o755)
+	manual := ""
+	if s.Human != nil {
+		manual = x.names.ManualInput(e.Step)
+	}
 	vars := []string{
 		"RUN_ID=" + x.st.RunID,
 		"STEP_ID=" + id,
 		"AGENT_ID=" + s.Agent,
-		"REPO_DIR=" + x.opts.Repo,
+		"REPO_DIR=" + x.workDir(e.Step),
 		"PROMPT_PATH=" + promptPath,
-		"REPORT_PATH=" + e.ReportPath,
-		"MANUAL_RESULT_PATH=" + x.names.ManualInput(e.Step),
+		"REPORT_PATH=" + e.SessionReport,
+		"MANUAL_RESULT_PATH=" + manual,
 		"STEP_ATTEMPT=" + strconv.Itoa(e.Attempt),
 		"ARTIFACTS_DIR=" + artifacts,
-		"STEP_MODEL=" + s.Model,
+	}
+	if s.Model != "" {
+		vars = append(vars, "STEP_MODEL="+s.Model)
 	}
 	// A looped step's needs are its loop's (agent_orchestrator's step
 	// needs them), after any of its own inside the loop.
@@ -144,7 +172,7 @@ func (x *run) orchestratorEnv(s *config.Step, e sessionRun, promptPath string) [
 		}
 	}
 	for _, n := range needs {
-		dep, key := n.dep, n.key
+		dep, key := n.dep, x.lastItemKey(n.key)
 		ds := x.st.Steps[key]
 		if ds == nil {
 			continue
@@ -158,20 +186,143 @@ func (x *run) orchestratorEnv(s *config.Step, e sessionRun, promptPath string) [
 			paths[i] = a
 			vars = append(vars, fmt.Sprintf("DEP_%s_ARTIFACT_%d=%s", name, i, a))
 		}
-		vars = append(vars, "DEP_"+name+"_ARTIFACTS="+strings.Join(paths, ":"))
+		vars = append(vars, "DEP_"+name+"_ARTIFACTS="+strings.Join(paths, ","))
 	}
 	if k, i, raw, ok := x.itemOf(e.Step); ok {
 		if loop := x.wf.Step(k.Loop); loop != nil && loop.ForEach != nil {
-			item := string(raw)
-			var str string
-			if json.Unmarshal(raw, &str) == nil {
-				item = str
-			}
 			vars = append(vars, "LOOP_"+envWord(loop.ForEach.IndexAs)+"="+strconv.Itoa(i),
-				"LOOP_"+envWord(loop.ForEach.As)+"="+item)
+				"LOOP_"+envWord(loop.ForEach.As)+"="+pyJSON(raw))
 		}
 	}
-	return vars
+	return append(vars, x.issueEnv(artifacts)...)
+}
+
+// lastItemKey is the key whose artifacts a step that needs key sees:
+// key itself, or for a loop the last body step of its last item, whose
+// artifacts agent_orchestrator's looped step holds once it is done.
+func (x *run) lastItemKey(key string) string {
+	loop := x.wf.Step(key)
+	ls := x.st.Steps[key]
+	if loop == nil || loop.ForEach == nil || len(loop.ForEach.Body) == 0 || ls == nil || len(ls.Items) == 0 {
+		return key
+	}
+	body := loop.ForEach.Body
+	return core.Instance(key, ls.Items[len(ls.Items)-1].Key, body[len(body)-1].ID)
+}
+
+// issueEnv is ISSUE_MARKDOWN_FILENAME, _DIR and _PATH, naming
+// gh_issue_<ISSUE_NUMBER>.md in the artifacts directory, for a session
+// whose environment has an ISSUE_NUMBER (--issue-number, --env or
+// flow's own); each one already there is left as it is.
+func (x *run) issueEnv(artifacts string) []string {
+	n, _ := x.baseEnv("ISSUE_NUMBER")
+	if n == "" {
+		return nil
+	}
+	file := "gh_issue_" + n + ".md"
+	var out []string
+	for _, kv := range [][2]string{
+		{"ISSUE_MARKDOWN_FILENAME", file},
+		{"ISSUE_MARKDOWN_DIR", artifacts},
+		{"ISSUE_MARKDOWN_PATH", filepath.Join(artifacts, file)},
+	} {
+		if _, given := x.baseEnv(kv[0]); !given {
+			out = append(out, kv[0]+"="+kv[1])
+		}
+	}
+	return out
+}
+
+// baseEnv looks name up in what a session's environment starts from:
+// --env's variables over flow's own.
+func (x *run) baseEnv(name string) (string, bool) {
+	inv := x.opts.Invocation.Env
+	for i := len(inv) - 1; i >= 0; i-- {
+		if k, v, _ := strings.Cut(inv[i], "="); k == name {
+			return v, true
+		}
+	}
+	v, ok := x.environ[name]
+	return v, ok
+}
+
+// pyJSON writes a JSON value as Python's json.dumps does by default:
+// ", " and ": " between items, non-ASCII escaped as \uXXXX. Objects
+// come with their keys sorted (the record keeps no other order).
+func pyJSON(raw json.RawMessage) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return string(raw)
+	}
+	var b strings.Builder
+	writePyJSON(&b, v)
+	return b.String()
+}
+
+func writePyJSON(b *strings.Builder, v any) {
+	switch v := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		b.WriteString(strconv.FormatBool(v))
+	case json.Number:
+		b.WriteString(v.String())
+	case string:
+		writePyString(b, v)
+	case []any:
+		b.WriteByte('[')
+		for i, e := range v {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writePyJSON(b, e)
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		b.WriteByte('{')
+		for i, k := range slices.Sorted(maps.Keys(v)) {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writePyString(b, k)
+			b.WriteString(": ")
+			writePyJSON(b, v[k])
+		}
+		b.WriteByte('}')
+	}
+}
+
+// writePyString writes a JSON string as Python's json.dumps does.
+func writePyString(b *strings.Builder, s string) {
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\b':
+			b.WriteString(`\b`)
+		case r == '\f':
+			b.WriteString(`\f`)
+		case r >= 0x20 && r < 0x7f:
+			b.WriteRune(r)
+		case r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(b, `\u%04x\u%04x`, r1, r2)
+		default:
+			fmt.Fprintf(b, `\u%04x`, r)
+		}
+	}
+	b.WriteByte('"')
 }
 
 // siblingKey is the instance key of body step dep for the same item as
@@ -285,6 +436,170 @@ func missingReportFields(raw map[string]any) []string {
 		if v, ok := raw[f]; !ok || v == nil {
 			out = append(out, f)
 		}
+	}
+	return out
+}
+
+// orchestratorFacts applies, to a session of a workflow that follows
+// agent_orchestrator's contract, the rules of its report: a report
+// decides the session's outcome, the exit code only when there is none
+// (its wrappers exit with the agent's code after writing a report that
+// says COMPLETED); a report that does not match --schema is unreadable;
+// and the cost a wrapper reports as the metric cost_usd is the
+// session's, when flow measured none.
+func (x *run) orchestratorFacts(f *core.SessionFacts, o *core.Outcome, report *record.Report) {
+	if !x.orchestrated() || report == nil {
+		return
+	}
+	if f.ReportErr == "" {
+		f.ReportErr = x.schemaError(report)
+	}
+	if report.Status == "completed" && f.ReportErr == "" {
+		f.ExitCode = 0
+	}
+	if o.Usage == nil {
+		if c, err := strconv.ParseFloat(strings.TrimSpace(report.Metrics["cost_usd"]), 64); err == nil && c > 0 {
+			o.Usage = &core.AgentUsage{CostUSD: c, Sessions: 1}
+		}
+	}
+}
+
+// ReadGateFileAs reads the gate-state file at path by the rules of a
+// workflow whose compat is compat: flow's (ReadGateFile), or
+// agent_orchestrator's, where a gate is open when its value is true as
+// Python's bool() reads it — true, a number other than 0, a non-empty
+// string (even "false" or "closed"), list or object — and closed when
+// false, 0, "", [], {} or null. A missing file closes every gate.
+func ReadGateFileAs(fsys afero.Fs, path, compat string) (map[string]bool, error) {
+	if compat != config.CompatOrchestrator {
+		return ReadGateFile(fsys, path)
+	}
+	root, err := confine.NewRoot(fsys, filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("read gate-state file %s: %w", path, err)
+	}
+	b, err := root.ReadFile(path, maxGateFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]bool{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read gate-state file %s: %w", path, err)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, fmt.Errorf("gate-state file %s: not a JSON object of gates: %w", path, err)
+	}
+	out := make(map[string]bool, len(raw))
+	for name, v := range raw {
+		out[name] = pyTruth(v)
+	}
+	return out, nil
+}
+
+// pyTruth is Python's bool() of a JSON value.
+func pyTruth(v any) bool {
+	switch v := v.(type) {
+	case bool:
+		return v
+	case float64:
+		return v != 0
+	case string:
+		return v != ""
+	case []any:
+		return len(v) > 0
+	case map[string]any:
+		return len(v) > 0
+	}
+	return false
+}
+
+// sessionDir is the directory sessions run in: --workdir (checked to
+// lie in the repository when the run was asked for), or the repository.
+func (x *run) sessionDir() string {
+	if w := x.opts.Invocation.Workdir; w != "" && inside(x.opts.Repo, w) {
+		return w
+	}
+	return x.opts.Repo
+}
+
+// CompileReportSchema compiles the JSON Schema at path (--schema) that
+// every run report is checked against. References to other documents
+// are refused: the schema is read from its one file.
+func CompileReportSchema(fsys afero.Fs, path string) (*jsonschema.Schema, error) {
+	b, err := confine.ReadFile(fsys, path, maxSchema, "/")
+	if err != nil {
+		return nil, fmt.Errorf("read report schema %s: %w", path, err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("report schema %s: not JSON: %w", path, err)
+	}
+	c := jsonschema.NewCompiler()
+	c.UseLoader(noLoader{})
+	url := "file://" + filepath.ToSlash(path)
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("report schema %s: %w", path, err)
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("report schema %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// maxSchema bounds a report schema file.
+const maxSchema = 1 << 20
+
+// noLoader refuses every document a schema refers to.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("%s: a report schema refers to no other document", url)
+}
+
+// schemaError checks a report against --schema, when the run has one:
+// it says why the report does not match, or "".
+func (x *run) schemaError(report *record.Report) string {
+	path := x.opts.Invocation.Schema
+	if path == "" || report == nil {
+		return ""
+	}
+	s, err := CompileReportSchema(x.r.FS, path)
+	if err != nil {
+		return err.Error()
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(report.JSON))
+	if err != nil {
+		return err.Error()
+	}
+	if err := s.Validate(inst); err != nil {
+		return fmt.Sprintf("does not match the report schema %s: %s", path, strings.Join(strings.Fields(err.Error()), " "))
+	}
+	return ""
+}
+
+// exprArtifacts are a step's artifacts as expressions see them: under
+// agent_orchestrator's contract, one inside the repository is relative
+// to it, so that read_json reads it (items_from_step reads a step's
+// first artifact, which its wrappers write to $ARTIFACTS_DIR); flow's
+// own as recorded.
+func (x *run) exprArtifacts(paths []string) []string {
+	if !x.orchestrated() {
+		return paths
+	}
+	var out []string
+	for i, p := range paths {
+		if filepath.IsAbs(p) && inside(x.opts.Repo, p) {
+			if rel, err := filepath.Rel(x.opts.Repo, p); err == nil {
+				if out == nil {
+					out = slices.Clone(paths)
+				}
+				out[i] = rel
+			}
+		}
+	}
+	if out == nil {
+		return paths
 	}
 	return out
 }

@@ -19,6 +19,9 @@ type Budgets struct {
 	// resume --budget-cost ...): its limits win over the workflow's for
 	// the run, and lift any step's that are lower.
 	Raise core.Budget
+	// DailyCostUSD is the repository's daily cost limit (ledger.go),
+	// over the workflow's budget.daily_cost_usd; 0 leaves that.
+	DailyCostUSD float64
 }
 
 // LimitFunc resolves a budget expression to a number.
@@ -26,7 +29,7 @@ type LimitFunc func(l *config.Limit) (int, error)
 
 // NewPlan resolves wf into the core's Plan. Budget expressions are
 // evaluated with eval; steps' own budgets win over the overrides, which
-// win over the workflow's defaults, which win over the seed defaults (2
+// win over the workflow's defaults, which win over agent_orchestrator's defaults (2
 // and 4).
 func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, error) {
 	steps := make([]core.PlanStep, 0, len(wf.Steps))
@@ -73,6 +76,7 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 		ex := core.PlanExtra{Gates: s.Gates()}
 		ps := core.PlanStep{ID: s.ID, Kind: core.Kind(s.Kind), Needs: s.Needs, LoopTarget: s.LoopBack(), HasGate: s.HasGate(), Loop: s.Loop,
 			SignalsDecide: s.Kind == config.KindCommand && wf.Signals != defaultSignals,
+			ReportDecides: wf.Compat == config.CompatOrchestrator,
 			Conditional:   s.When != nil || (s.Kind == config.KindHuman && s.Human.AutoApprove != nil), HumanAfter: s.Human != nil && s.Kind != config.KindHuman}
 		a, err := limit(s.ID, "max_attempts", s.MaxAttempts)
 		if err != nil {
@@ -100,7 +104,7 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 			ex.Reviewers, ex.Consensus = g.Reviewers, g.Consensus
 		}
 		ps.Reviewer = wf.ReviewerOf(s.ID) != nil
-		ps.ReportGate = wf.Compat == config.CompatOrchestrator
+		ex.Worktree = s.Loop == "" && s.ForEach == nil && s.Workspace.Worktree()
 		if b := s.Budget; b != nil {
 			ex.Budget = core.Budget{CostUSD: b.CostUSD, Tokens: b.Tokens, Sessions: b.Sessions}.Lifted(over.Raise)
 		}
@@ -116,6 +120,12 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 			for _, b := range fe.Body {
 				pl.Body = append(pl.Body, b.ID)
 			}
+			if m := s.ItemMerge(); m != nil {
+				pl.Merge, pl.MergeLoopBack = m.Mode, m.LoopBackTo
+				if pl.MergeMaxIterations, err = limit(s.ID, "merge.max_iterations", m.MaxIterations); err != nil {
+					return nil, err
+				}
+			}
 			ps.ForEach = pl
 		}
 		steps = append(steps, ps)
@@ -128,6 +138,13 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 		plan.Budget = core.Budget{CostUSD: b.CostUSD, Tokens: b.Tokens, Sessions: b.Sessions}
 	}
 	plan.Budget = plan.Budget.Over(over.Raise)
+	if b := wf.Budget; b != nil {
+		plan.DailyCostUSD = b.DailyCostUSD
+	}
+	if over.DailyCostUSD > 0 {
+		plan.DailyCostUSD = over.DailyCostUSD
+	}
+	plan.ResumeItems = wf.Compat == config.CompatOrchestrator
 	return plan, nil
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/flow-run/flow/runner/record"
 )
 
-// This file drives the agents flow knows (DESIGN §14): a preset agent's
+// This file drives the agents flow knows (README.md, "Agents"): a preset agent's
 // session runs the tool's headless command, its structured output is
 // parsed for the final text (which signals and the verdict are read
 // from), the tool's session id and its usage, and a step re-entered by
@@ -41,7 +41,9 @@ type presetPlan struct {
 // agent's.
 func (x *run) presetCommand(agent *config.Agent, model, step string, attempt int) (command, resumeID, resumePrompt string, err error) {
 	ss := x.st.Steps[step]
-	if agent.Resume && ss != nil && ss.AgentSession != "" {
+	if agent.Resume && ss != nil && ss.AgentSession != "" && !strings.HasPrefix(ss.AgentSession, "-") {
+		// A session id is an argument of the agent's command line: one
+		// that looks like a flag is never passed (a fresh session runs).
 		switch {
 		case ss.Feedback != nil:
 			// Re-entered by a loop-back: the feedback is the new prompt.

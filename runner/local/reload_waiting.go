@@ -1,6 +1,7 @@
 package local
 
 import (
+	"errors"
 	"maps"
 	"time"
 
@@ -14,9 +15,10 @@ import (
 // from its state, new steps and vars are recorded — and says the
 // waiting steps' messages again, rendered with the vars as they are
 // now. An edit it cannot take is said, never dropped in silence: one
-// that does not load (the run goes on with the workflow as it was), or
-// one made while sessions run (taken once none does, or at the next
-// flow continue or flow resume).
+// that does not load, or one that weakens the run's gates and was not
+// accepted (flow resume --accept-edits) — the run goes on with the
+// workflow as it was — or one made while sessions run (taken once none
+// does, or at the next flow continue or flow resume).
 
 // fileStamp is what tells that a workflow file was written: its size
 // and modification time.
@@ -76,7 +78,12 @@ func (x *run) reloadWhileWaiting(decided bool) bool {
 	if err != nil {
 		if msg := err.Error(); x.warned["reload"] != msg {
 			x.warned["reload"] = msg
-			x.warn("", "the edited workflow does not load; the edit is not applied, and the run goes on with the workflow as it was:\n"+msg)
+			var weak *weakenedError
+			if errors.As(err, &weak) {
+				x.warn("", "the edit of the workflow file is not applied, and the run goes on with the workflow as it was: "+msg+"; undo the edit, or let a person apply it: flow resume "+x.st.RunID+" --accept-edits")
+			} else {
+				x.warn("", "the edited workflow does not load; the edit is not applied, and the run goes on with the workflow as it was:\n"+msg)
+			}
 		}
 		return false
 	}

@@ -8,6 +8,7 @@ import (
 	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -89,10 +90,17 @@ type Runner struct {
 	// (flow serve --public-url) that notifications carry.
 	Notifier Notifier
 	RunURL   func(runID, runDir string) string
+	// Sandbox, when set, confines the run's sessions and gate checks
+	// (sandbox.go); nil runs them unconfined, and a step whose sandbox
+	// mode is required fails.
+	Sandbox Sandbox
 	// TempDir is where a prompt holding a secret is handed to its
 	// session, in a private file removed when the session ends; ""
 	// means os.TempDir().
 	TempDir string
+	// Git performs the git side of workspaces (workspace.go); nil
+	// means the git binary in PATH, through internal/gitwork.
+	Git Git
 }
 
 // Options says which run to run and how.
@@ -109,6 +117,10 @@ type Options struct {
 	Vars map[string]string
 	// Budgets override the workflow's default budgets.
 	Budgets Budgets
+	// AcceptEdits applies an edit of the workflow file that weakens
+	// the run's gates (config.Weakenings): a person's decision, never a
+	// session's.
+	AcceptEdits bool
 	// StartAt resets a step and everything downstream of it before the
 	// run goes on (or, in a new run, skips the steps before it).
 	StartAt string
@@ -200,15 +212,21 @@ type run struct {
 	dir   string
 	// rec is the file system the run's record is written through
 	// (Runner.recordFS).
-	rec    afero.Fs
-	st     *core.State
-	log    *eventlog.Log
-	core   *core.Core
-	plan   *core.Plan
-	lock   *runlock.Lock
-	inputs chan core.Input
-	queue  []core.Input
-	live   sync.Mutex
+	rec afero.Fs
+	// The sandbox (sandbox.go): whether the Runner's Sandbox was
+	// probed and why it cannot be used; the repository's real path;
+	// whether the run warned that sessions run unsandboxed.
+	sandboxProbed, sandboxWarned bool
+	sandboxErr                   error
+	realRepo                     string
+	st                           *core.State
+	log                          *eventlog.Log
+	core                         *core.Core
+	plan                         *core.Plan
+	lock                         *runlock.Lock
+	inputs                       chan core.Input
+	queue                        []core.Input
+	live                         sync.Mutex
 	// lastSnap is when run_state.json was last written and snapCost
 	// how long that took; dirty is true when events were applied since.
 	lastSnap time.Time
@@ -265,6 +283,9 @@ type run struct {
 	// to end (reload_waiting.go).
 	wfStamp     fileStamp
 	editPending bool
+	// wspaces are the run's workspaces (workspace.go), set up at first
+	// use.
+	wspaces *workspaces
 }
 
 // Run runs (or resumes) a run until it ends, waits on a human with
@@ -407,6 +428,9 @@ func (x *run) open() error {
 			return err
 		}
 		x.st = st
+		if err := x.refuseWeakening(runID); err != nil {
+			return err
+		}
 		// The summary tells the run's whole story: its earlier events
 		// are folded once, the new ones as they are appended.
 		if t, terr := record.ReadTrail(x.rec, x.dir); terr == nil {
@@ -581,13 +605,15 @@ func (x *run) setWorkflow(wf *config.Workflow) {
 	x.wf = wf
 	x.keepOut, x.runWide = sourceRefs(wf)
 	x.limits = wf.Limits()
-	x.redact = Secrets(wf, x.r.Environ)
+	// --env NAME=value pairs are the sessions' environment too: a
+	// secret-named one is hidden like one of the runner's.
+	x.redact = Secrets(wf, slices.Concat(x.r.Environ, x.opts.Invocation.Env))
 	x.digest = wf.Digest()
 	x.gated = hasGates(wf)
 }
 
 // reload takes the workflow file as it is now, for a paused run that
-// goes on (DESIGN §8: edits are picked up): when it changed, its new
+// goes on (docs/architecture.md, "Shared tables": edits are picked up): when it changed, its new
 // steps, vars and limits are recorded (reconcileWorkflow) and a new core
 // over the new plan replaces the old one. An edit that does not load is
 // an error, and changes nothing.
@@ -598,6 +624,15 @@ func (x *run) reload() (changed bool, err error) {
 	}
 	if wf.Digest() == x.digest {
 		return false, nil
+	}
+	if !x.opts.AcceptEdits {
+		weak, err := x.weakenings(wf)
+		if err != nil {
+			return false, err
+		}
+		if len(weak) > 0 {
+			return false, &weakenedError{weak: weak}
+		}
 	}
 	plan, err := NewPlan(wf, x.budgets(), func(l *config.Limit) (int, error) {
 		v, err := l.Expr.Program().Eval(x.env(nil))
@@ -793,7 +828,7 @@ func (x *run) snapshot() error {
 
 // writeState writes run_state.json. It is replaced atomically but not
 // synced: events.jsonl, synced, is the truth, and a snapshot a crash of
-// the machine damaged is rebuilt from it (DESIGN §6); its two syncs
+// the machine damaged is rebuilt from it (docs/architecture.md, "The record"); its two syncs
 // cost half a millisecond.
 func (x *run) writeState() error {
 	err := atomicfile.ReplaceWith(x.rec, filepath.Join(x.dir, record.StateFile), 0o644, func(w io.Writer) error {
@@ -814,7 +849,7 @@ func (x *run) writeState() error {
 // run has none yet: sessions are given its path ($FLOW_STATE_PATH) and
 // may read it at once, while a new run's first snapshot is otherwise
 // not due for a second. Later snapshots keep their own pace (the file
-// may lag events.jsonl by up to one, DESIGN §6).
+// may lag events.jsonl by up to one, docs/architecture.md, "The record").
 func (x *run) ensureState() error {
 	if x.stateOnDisk {
 		return nil

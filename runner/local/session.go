@@ -92,7 +92,20 @@ type sessionRun struct {
 	Step               string
 	Attempt, Iteration int
 	LogPath            string
-	ReportPath         string
+	// ReportPath is where the step's report is kept for readers
+	// (reports/<run>__<step>.json); SessionDir the session's own
+	// directory, the one place of the run directory it may write, and
+	// SessionReport where it writes its report (FLOW_REPORT_PATH).
+	ReportPath    string
+	SessionDir    string
+	SessionReport string
+}
+
+// withSession names the session's own directory and report.
+func (e sessionRun) withSession(n record.Layout) sessionRun {
+	e.SessionDir = n.SessionDir(e.Step, e.Iteration, e.Attempt)
+	e.SessionReport = filepath.Join(e.SessionDir, record.SessionReportName)
+	return e
 }
 
 // startSession starts the session of a step; its end comes back as a
@@ -100,6 +113,7 @@ type sessionRun struct {
 func (x *run) startSession(ss core.StartSession) {
 	e := sessionRun{Step: ss.Step, Attempt: ss.Attempt, Iteration: ss.Iteration,
 		LogPath: x.names.Log(ss.Step, ss.Iteration, ss.Attempt), ReportPath: x.names.Report(ss.Step)}
+	e = e.withSession(x.names)
 	s := x.stepOf(e.Step)
 	facts := &stepFacts{step: e.Step, attempt: e.Attempt, iteration: e.Iteration}
 	env := x.env(facts)
@@ -215,13 +229,25 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 		"FLOW_STEP_KEY=" + e.Step,
 		"FLOW_ATTEMPT=" + strconv.Itoa(e.Attempt),
 		"FLOW_ITERATION=" + strconv.Itoa(e.Iteration),
-		"FLOW_REPORT_PATH=" + e.ReportPath,
+		"FLOW_REPORT_PATH=" + e.SessionReport,
 		"FLOW_STATE_PATH=" + filepath.Join(x.dir, record.StateFile),
 		"FLOW_RUN_DIR=" + x.dir,
 	}
-	vars = append(vars, x.itemEnv(e.Step)...)
+
+	dir, err := x.prepareWorkspace(e.Step)
+	if err != nil {
+		return proc.Spec{}, pp, "", err
+	}
+	if dir == x.opts.Repo {
+		dir = x.sessionDir() // agent_orchestrator's --workdir, else the repository
+	}
+	vars = append(vars, x.workspaceEnv(e.Step)...)
 	// A report left by an earlier attempt must not speak for this one.
 	record.RemoveStale(x.rec, e.ReportPath)
+	if err := x.rec.MkdirAll(e.SessionDir, 0o755); err != nil {
+		return proc.Spec{}, pp, "", fmt.Errorf("make the session's directory: %w", err)
+	}
+	vars = append(vars, x.itemEnv(e.Step, e.SessionDir)...)
 	private := ""
 	if s.Kind == config.KindAgent {
 		use, priv, err := x.writePrompt(x.names.Prompt(e.Step, e.Iteration, e.Attempt), sent)
@@ -265,16 +291,39 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 	}
 	sp := proc.Spec{
 		Command:   command,
-		Dir:       x.opts.Repo,
+		Dir:       dir,
 		Env:       slices.Concat(x.r.Environ, x.opts.Invocation.Env, vars),
 		KillGrace: x.r.KillGrace,
 	}
-	var err error
 	if sp.Timeout, err = x.duration(x.wf.StepTimeout(s), env); err != nil {
 		return proc.Spec{}, pp, private, fmt.Errorf("timeout: %w", err)
 	}
 	if sp.IdleTimeout, err = x.duration(x.wf.StepIdleTimeout(s), env); err != nil {
 		return proc.Spec{}, pp, private, fmt.Errorf("idle_timeout: %w", err)
+	}
+	writable := []string{e.SessionDir}
+	if dir != x.opts.Repo && dir != x.sessionDir() {
+		// A session in a worktree under .agents/worktrees/ writes it (git's
+		// own record of it, under the repository's .git/, is writable as
+		// the rest of the repository is).
+		writable = append(writable, dir)
+	}
+	if x.orchestrated() {
+		// agent_orchestrator's sessions write their artifacts, and the
+		// prompts of later steps under .agents/prompts/ (its prompt
+		// lookup): those stay writable under the sandbox.
+		prompts := filepath.Join(x.opts.Repo, ".agents", "prompts")
+		if err := x.rec.MkdirAll(prompts, 0o755); err != nil {
+			return proc.Spec{}, pp, private, fmt.Errorf("make .agents/prompts: %w", err)
+		}
+		writable = append(writable, filepath.Join(x.dir, ArtifactsDir), prompts)
+	}
+	var step *config.Step
+	if e.Step != record.CleanupSession {
+		step = s
+	}
+	if err := x.confine(&sp, step, writable...); err != nil {
+		return proc.Spec{}, pp, private, err
 	}
 	if pp != nil && pp.resumeID != "" {
 		if err := x.presetFresh(pp, sp, e, prompt); err != nil {
@@ -452,7 +501,11 @@ func (x *run) finishSession(ls *liveSession) core.SessionDone {
 			_, _ = io.WriteString(scan, po.res.Text+"\n")
 		}
 		done.Notes = po.notes
-		done.Outcome.Usage = agentUsage(po.usage)
+		u, bad := po.usage.Sane()
+		if bad != "" {
+			x.warn(e.Step, "the agent reported "+bad+": counted as zero")
+		}
+		done.Outcome.Usage = agentUsage(u)
 		done.Outcome.AgentSession = po.res.SessionID
 		presetWhy = presetFailure(pp.agent.Preset, po.res, res.ExitCode)
 	} else {
@@ -498,14 +551,21 @@ func (x *run) finishSession(ls *liveSession) core.SessionDone {
 	if res.Idle {
 		f.IdleTimeout = sp.IdleTimeout
 	}
-	report, rerr := record.ReadReportIn(x.root, e.ReportPath, x.limits.Report)
+	report, rerr := record.ReadReportIn(x.root, e.SessionReport, x.limits.Report)
 	if report == nil && rerr == nil && markers != nil && markers.report() != nil {
 		// No report file, but one printed between the markers: it is
 		// the report, kept where the file would be.
-		if err := record.WriteFile(x.rec, e.ReportPath, markers.report()); err != nil {
+		if err := record.WriteFile(x.rec, e.SessionReport, markers.report()); err != nil {
 			rerr = fmt.Errorf("keep the run report printed on stdout: %w", err)
 		} else {
-			report, rerr = record.ReadReportIn(x.root, e.ReportPath, x.limits.Report)
+			report, rerr = record.ReadReportIn(x.root, e.SessionReport, x.limits.Report)
+		}
+	}
+	if report != nil {
+		// Readers find a step's report where agent_orchestrator's
+		// contract keeps it.
+		if err := record.WriteFile(x.rec, e.ReportPath, x.redact.Bytes(report.JSON)); err != nil {
+			rerr = fmt.Errorf("keep the report: %w", err)
 		}
 	}
 	if rerr != nil {
@@ -521,9 +581,11 @@ func (x *run) finishSession(ls *liveSession) core.SessionDone {
 			}
 		}
 	}
+	x.orchestratorFacts(f, o, report)
 	if report != nil {
 		// Every session's report is kept: the next session of the step
-		// replaces the seed's reports/<run>__<step>.json.
+		// replaces reports/<run>__<step>.json, where agent_orchestrator's
+		// contract keeps a step's report.
 		if err := x.archiveReport(e, x.redact.Bytes(report.JSON)); err != nil {
 			f.Err = err.Error()
 		}
@@ -658,9 +720,12 @@ func (x *run) runCheck(s *config.Step, e sessionRun, cmd string) (gates.CheckInf
 	hidden := x.redact.Writer(capped)
 	defer hidden.Close()
 	tail := &tailBuffer{max: outputTail}
-	sp := proc.Spec{Command: cmd, Dir: x.opts.Repo, Env: append(slices.Clone(x.r.Environ), x.itemEnv(e.Step)...), KillGrace: x.r.KillGrace,
+	sp := proc.Spec{Command: cmd, Dir: x.workDir(e.Step), Env: append(slices.Clone(x.r.Environ), x.itemEnv(e.Step, "")...), KillGrace: x.r.KillGrace,
 		Output: &lockedWriter{ws: []io.Writer{hidden, tail}}}
 	sp.Timeout, _ = x.duration(x.wf.StepTimeout(s), nil)
+	if err := x.confine(&sp, s, e.SessionDir); err != nil {
+		return gates.CheckInfo{}, fmt.Errorf("start gate.check: %w", err)
+	}
 	sess, err := x.r.Starter.Start(x.sessCtx, sp)
 	if err != nil {
 		return gates.CheckInfo{}, fmt.Errorf("start gate.check: %w", err)
@@ -723,6 +788,7 @@ func (x *run) startCleanup() {
 		step.Kind = config.KindAgent // c.Agent has defaults.agent filled in at load
 	}
 	e := sessionRun{Step: record.CleanupSession, Attempt: x.cleanupN, LogPath: x.names.CleanupLog(x.cleanupN), ReportPath: x.names.Report(record.CleanupSession)}
+	e = e.withSession(x.names)
 	env := x.env(nil)
 	sp, pp, private, err := x.sessionSpec(step, e, env)
 	if err != nil {

@@ -453,8 +453,8 @@ steps:
 		if err != nil || fi.IsDir() {
 			return err
 		}
-		if filepath.Base(filepath.Dir(path)) == record.ReportsDir {
-			return nil // written by the session itself, not by flow
+		if rel, _ := filepath.Rel(record.RunDir(repo, "r1"), path); strings.HasPrefix(rel, record.SessionsDir+string(filepath.Separator)) {
+			return nil // the session's own directory: written by the session, not by flow
 		}
 		b, _ := afero.ReadFile(e.fs, path)
 		for _, v := range []string{token, key, declared} {

@@ -154,7 +154,7 @@ func (s *Service) DryRun(req RunRequest) (DryRun, error) {
 	maps.Copy(vars, over)
 	d := &dryRun{wf: wf, limits: wf.Limits(), secrets: local.Secrets(wf, s.Environ),
 		env: &gates.Env{Vars: vars, Env: local.EnvironMap(s.Environ), FS: s.FS, Dir: repo, Now: s.clock().Now()}}
-	plan, err := local.NewPlan(wf, orchestratorBudgets(wf, req.Budgets), func(l *config.Limit) (int, error) {
+	plan, err := local.NewPlan(wf, orchestratorBudgets(wf, req.Budgets, req.Invocation), func(l *config.Limit) (int, error) {
 		v, err := l.Expr.Program().Eval(d.env)
 		if err != nil {
 			return 0, fmt.Errorf("%s: %w", posString(l.Expr.Pos), err)

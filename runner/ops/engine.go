@@ -100,6 +100,9 @@ type RestartRequest struct {
 	Vars []string
 	// Move moves a Temporal run off its lost worker (--move).
 	Move bool
+	// AcceptEdits applies an edit of the workflow file that weakens the
+	// run's gates (flow resume --accept-edits).
+	AcceptEdits bool
 	// By names who restarts the run (local runs record it).
 	By string
 	// Takeover kills the run's frozen runner first (flow resume
@@ -191,6 +194,9 @@ type Local struct {
 	Alive       func(runlock.Holder) bool
 	KillOrphans func(pgid int) bool
 	KillMarked  func(marker string) int
+	// Sandbox confines sessions (local.Runner.Sandbox); nil runs them
+	// unconfined.
+	Sandbox local.Sandbox
 }
 
 // Name implements Engine.
@@ -220,7 +226,9 @@ func (l *Local) Run(ctx context.Context, opts local.Options, att Attach) (local.
 		Alive:       alive,
 		KillOrphans: l.KillOrphans,
 		KillMarked:  l.KillMarked,
+		Sandbox:     l.Sandbox,
 		OnEvent:     att.Events,
+		PollEvery:   PollEvery(opts.Invocation),
 	}
 	// Notifications link to the run's page on the flow serve whose
 	// public address FLOW_PUBLIC_URL gives.
@@ -248,7 +256,7 @@ func (s *Service) engine() Engine {
 // Local returns the local engine over the Service's fields.
 func (s *Service) Local() *Local {
 	return &Local{Service: s, FS: s.FS, Clock: s.clock(), Starter: s.Starter, Environ: s.Environ, Host: s.Host, PID: s.PID,
-		Alive: s.alive(), KillOrphans: s.KillOrphans, KillMarked: s.KillMarked}
+		Alive: s.alive(), KillOrphans: s.KillOrphans, KillMarked: s.KillMarked, Sandbox: s.Sandbox}
 }
 
 // publicURL returns FLOW_PUBLIC_URL from env, ending in a slash, or "".

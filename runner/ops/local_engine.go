@@ -22,14 +22,15 @@ func (l *Local) Restart(_ context.Context, req RestartRequest) (*Launch, error) 
 	s := l.Service
 	if req.WorkflowFile != "" {
 		return s.PrepareRun(RunRequest{Workflow: req.WorkflowFile, Repo: req.Repo, RunID: req.RunID, Vars: req.Vars,
-			StartAt: req.StartAt, Force: req.Force, NoWait: req.NoWait, Budgets: req.Budgets, Invocation: req.Invocation, By: req.By})
+			StartAt: req.StartAt, Force: req.Force, NoWait: req.NoWait, Budgets: req.Budgets, Invocation: req.Invocation, By: req.By,
+			AcceptEdits: req.AcceptEdits})
 	}
 	if req.Move {
 		return nil, core.Usage("--move is for runs on Temporal: a local run goes on in its own checkout")
 	}
 	return s.PrepareResume(ResumeRequest{Repo: req.Repo, RunID: req.RunID, Workflow: req.WorkflowPath, StartAt: req.StartAt,
 		Force: req.Force, NoWait: req.NoWait, Budgets: req.Budgets, Invocation: req.Invocation, Retry: req.Retry, By: req.By,
-		Takeover: req.Takeover})
+		AcceptEdits: req.AcceptEdits, Takeover: req.Takeover})
 }
 
 // Newest implements Engine: the most recently active run of repo (of

@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/flow-run/flow/internal/safefs"
 	"github.com/flow-run/flow/internal/suggest"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/spf13/afero"
 )
 
 // StepLogs is the result of Logs: the session logs of one step.
@@ -70,7 +73,7 @@ func (s *Service) Logs(repo, runID, step string, all bool) (StepLogs, error) {
 // CopyLog writes a session log to w, streaming it: a log of any size
 // is never held in memory whole.
 func (s *Service) CopyLog(w io.Writer, l record.LogFile) error {
-	f, err := s.FS.Open(l.Path)
+	f, err := s.openLog(l.Path)
 	if err != nil {
 		return fmt.Errorf("read log %s: %w", l.Name, err)
 	}
@@ -95,7 +98,7 @@ func (s *Service) Follow(ctx context.Context, logs StepLogs, w io.Writer) error 
 	path := logs.Logs[len(logs.Logs)-1].Path
 	var off int64
 	read := func() {
-		f, err := s.FS.Open(path)
+		f, err := s.openLog(path)
 		if err != nil {
 			return
 		}
@@ -145,4 +148,16 @@ func unknownStep(runID string, st *core.State, step string) error {
 		msg += fmt.Sprintf(" (did you mean %q?)", c)
 	}
 	return core.Usage("%s; its steps: %s", msg, strings.Join(top, ", "))
+}
+
+// openLog opens a session log of a run for reading. On the real disk it
+// is opened beneath the run's directory following no link, and only as
+// a regular file, never waiting on a FIFO (internal/safefs): a session
+// can plant a link or a FIFO where its log is, and a reader must not
+// follow it out of the run, nor hang on it.
+func (s *Service) openLog(path string) (afero.File, error) {
+	if _, ok := s.FS.(*afero.OsFs); ok {
+		return safefs.New(filepath.Dir(filepath.Dir(path))).Open(path)
+	}
+	return s.FS.Open(path)
 }

@@ -45,6 +45,9 @@ type RunRequest struct {
 	// By names who starts the run, recorded in its runner_started
 	// event; "" is $USER (left out when that is unset too).
 	By string
+	// AcceptEdits applies, with StartAt, an edit of the workflow file
+	// that weakens the restarted run's gates.
+	AcceptEdits bool
 }
 
 // ResumeRequest asks for a run that stopped to go on.
@@ -66,6 +69,9 @@ type ResumeRequest struct {
 	// Invocation, when it gives flags, replaces the run's recorded one;
 	// its Env is put over the recorded environment.
 	Invocation record.Invocation
+	// AcceptEdits applies an edit of the workflow file that weakens the
+	// run's gates.
+	AcceptEdits bool
 	// Retry re-runs a failed run's failed steps and what depends on
 	// them (flow retry): the launch carries a RetryPlan. A
 	// Budgets.MaxIterations then overrides the steps' and gates' own
@@ -141,7 +147,7 @@ type RunResult struct {
 	// Status is the run's status: completed, failed, waiting_on_human,
 	// paused, interrupted, ...
 	Status core.RunStatus `json:"status"`
-	// ExitCode is the run's exit code (the table of DESIGN §8).
+	// ExitCode is the run's exit code (the table in docs/architecture.md, "Shared tables").
 	ExitCode int `json:"exit_code"`
 	// Reason says why the run ended so, in a sentence.
 	Reason string `json:"reason"`
@@ -176,7 +182,8 @@ func (s *Service) PrepareRun(req RunRequest) (*Launch, error) {
 		return nil, err
 	}
 	l := &Launch{Workflow: wf, Options: local.Options{Workflow: wf, Repo: repo, RunID: req.RunID, Vars: vars,
-		NoWait: req.NoWait, Budgets: orchestratorBudgets(wf, req.Budgets), Invocation: inv, By: s.starter(req.By)}}
+		NoWait: req.NoWait, Budgets: orchestratorBudgets(wf, req.Budgets, inv), Invocation: inv, By: s.starter(req.By),
+		AcceptEdits: req.AcceptEdits}}
 	if req.StartAt == "" {
 		return l, nil
 	}
@@ -243,7 +250,8 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 		return nil, err
 	}
 	l := &Launch{Workflow: wf, Options: local.Options{Workflow: wf, Repo: repo, RunID: ref.ID, Resume: true,
-		NoWait: req.NoWait, Budgets: orchestratorBudgets(wf, req.Budgets), Invocation: inv, By: s.starter(req.By)}}
+		NoWait: req.NoWait, Budgets: orchestratorBudgets(wf, req.Budgets, inv), Invocation: inv, By: s.starter(req.By),
+		AcceptEdits: req.AcceptEdits}}
 	if ref.Err == nil {
 		l.Options.Read = ref.State
 	}
@@ -309,6 +317,7 @@ func (s *Service) Start(ctx context.Context, l *Launch, att Attach) (RunResult, 
 		att.Ask = checkedAsk(att.Ask, att.Output)
 	}
 	res, err := s.engine().Run(ctx, l.Options, att)
+	s.copyOut(l.Options, res.RunDir, att.Output)
 	if err != nil {
 		return RunResult{}, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/internal/suggest"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
 )
 
@@ -71,6 +72,9 @@ type Service struct {
 	// runner (proc.KillOrphans, proc.KillMarked); nil skips them.
 	KillOrphans func(pgid int) bool
 	KillMarked  func(marker string) int
+	// Sandbox confines the sessions of runs run by the local engine
+	// (local.Runner.Sandbox); nil runs them unconfined.
+	Sandbox local.Sandbox
 	// NotifyDead makes readers of a run that find it dead tell its
 	// workflow's notifiers (notify.on: [dead]) — flow status --watch
 	// --notify-dead, flow serve --notify-dead. Off, reading a run never
@@ -181,6 +185,12 @@ func (s *Service) Repo(repo string) (string, error) {
 	}
 	if fi, err := s.FS.Stat(abs); err != nil || !fi.IsDir() {
 		return "", core.Usage("--repo %s: not a directory", dir)
+	}
+	if repo == "" {
+		// In a worktree flow made for a run: the repository it belongs to.
+		if main, ok := mainOfWorktree(s.FS, abs); ok {
+			return main, nil
+		}
 	}
 	return abs, nil
 }

@@ -22,7 +22,7 @@ import (
 // liveness of its runner.
 //
 // Its JSON is run_state.json's object (every field of core.State,
-// the seed schema's and flow's) with two more keys: "liveness", the
+// agent_orchestrator's schema's and flow's) with two more keys: "liveness", the
 // record.Liveness object {"state", "hook", "reason", "holder"}, and
 // "fault", present only when the run's event log has a fault and the
 // state is the one recorded before it.

@@ -97,6 +97,13 @@ func (r ValidateResult) MarshalJSON() ([]byte, error) {
 // ExitUsage error; invalid workflows are not errors: they are in the
 // result.
 func (s *Service) Validate(paths []string) (ValidateResult, error) {
+	return s.ValidateAs(paths, "")
+}
+
+// ValidateAs is Validate with the workflows (and the workflows of test
+// files) read in format: config.FormatFlow or config.FormatOrchestrator;
+// "" detects it.
+func (s *Service) ValidateAs(paths []string, format string) (ValidateResult, error) {
 	files, err := s.workflowPaths(paths)
 	if err != nil {
 		return ValidateResult{}, err
@@ -107,12 +114,12 @@ func (s *Service) Validate(paths []string) (ValidateResult, error) {
 		var err error
 		if config.IsTestFile(path) {
 			var tf *config.TestFile
-			if tf, err = config.LoadTests(s.FS, path); err == nil {
+			if tf, err = config.LoadTestsAs(s.FS, path, format); err == nil {
 				f.Tests = len(tf.Tests)
 			}
 		} else {
 			var w *config.Workflow
-			if w, err = config.LoadWith(s.FS, path, config.Options{Repo: s.cwd()}); err == nil {
+			if w, err = config.LoadWith(s.FS, path, config.Options{Repo: s.cwd(), Format: format}); err == nil {
 				f.Steps = len(w.Steps)
 				if w.Dialect == config.DialectOrchestrator {
 					f.Format, f.Notice = config.FormatOrchestrator, InvocationNotice(w)

@@ -18,7 +18,7 @@ import (
 )
 
 // Control is control.json: what humans want (DesiredState) and what the
-// runner does (CurrentState), with the seed's agent_state.json fields.
+// runner does (CurrentState), with the fields of the agent_state.json control file.
 type Control struct {
 	DesiredState core.ControlState `json:"desired_state"`
 	CurrentState core.ControlState `json:"current_state"`

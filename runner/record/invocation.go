@@ -21,7 +21,7 @@ const InvocationFile = "invocation.json"
 
 // Invocation is how a run was asked to run beyond its workflow file and
 // vars: the format its file was read in, agent_orchestrator's flags
-// (DESIGN §17) and more environment for its sessions. It is kept in the
+// (README.md, "agent_orchestrator workflows") and more environment for its sessions. It is kept in the
 // run directory, so that a resume reads the workflow and starts
 // sessions the same way without the flags given again. Values of
 // variables with secret names (config.IsSecretName) are not kept: a
@@ -35,12 +35,34 @@ type Invocation struct {
 	GateStateFile      string   `json:"gate_state_file,omitempty"`
 	// Env are NAME=value pairs for every session.
 	Env []string `json:"env,omitempty"`
+	// Python is the interpreter of a .py wrapper (default python3).
+	Python string `json:"python,omitempty"`
+	// Schema is a JSON Schema file every run report is checked against.
+	Schema string `json:"schema,omitempty"`
+	// Workdir is the directory, inside the repository, that sessions
+	// run in; "" is the repository.
+	Workdir string `json:"workdir,omitempty"`
+	// LogsDir and StateFile receive a copy of the run's session logs
+	// and of its run_state.json whenever its runner stops; the record
+	// stays in the run directory.
+	LogsDir   string `json:"logs_dir,omitempty"`
+	StateFile string `json:"state_file,omitempty"`
+	// PollInterval is how often, in seconds, a waiting run looks at its
+	// manual inputs, gates and control file: at most 1.
+	PollInterval float64 `json:"poll_interval,omitempty"`
+	// DailyCostLimit is the most, in USD, the runs of the repository
+	// may spend in a UTC day (the cost ledger under .agents/).
+	DailyCostLimit float64 `json:"daily_cost_limit,omitempty"`
+	// Sandbox, when set, is the sandbox mode of every step (flow run
+	// --sandbox): it wins over the workflow's.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // IsZero reports whether the invocation asks for nothing.
 func (v Invocation) IsZero() bool {
 	return v.Format == "" && v.Wrapper == "" && len(v.WrapperArgs) == 0 && v.CommandTemplate == "" &&
-		!v.PauseForHumanInput && v.GateStateFile == "" && len(v.Env) == 0
+		!v.PauseForHumanInput && v.GateStateFile == "" && len(v.Env) == 0 && v.Sandbox == "" && v.Python == "" &&
+		v.Schema == "" && v.Workdir == "" && v.LogsDir == "" && v.StateFile == "" && v.PollInterval == 0 && v.DailyCostLimit == 0
 }
 
 // LoadOptions are the config options that load the workflow as the
@@ -48,15 +70,16 @@ func (v Invocation) IsZero() bool {
 func (v Invocation) LoadOptions(repo string) config.Options {
 	return config.Options{Repo: repo, Format: v.Format, Orchestrator: config.OrchestratorOptions{
 		Wrapper: v.Wrapper, WrapperArgs: v.WrapperArgs, CommandTemplate: v.CommandTemplate,
-		PauseForHumanInput: v.PauseForHumanInput,
+		PauseForHumanInput: v.PauseForHumanInput, Python: v.Python,
 	}}
 }
 
 // Merge returns the invocation with what later gives over v, flag by
 // flag: a format, a wrapper or a command template (either replaces
-// both), wrapper arguments, a gate-state file, and
-// --pause-for-human-input when set; its environment goes over v's,
-// name by name.
+// both), wrapper arguments, a gate-state file, the interpreter, the
+// schema, the directories and files, the poll interval, the daily cost
+// limit (a higher one lifts a spent limit), and --pause-for-human-input
+// when set; its environment goes over v's, name by name.
 func (v Invocation) Merge(later Invocation) Invocation {
 	out := v
 	if later.Format != "" {
@@ -70,6 +93,26 @@ func (v Invocation) Merge(later Invocation) Invocation {
 	}
 	if later.GateStateFile != "" {
 		out.GateStateFile = later.GateStateFile
+	}
+	for _, f := range []struct {
+		dst *string
+		src string
+	}{
+		{&out.Python, later.Python}, {&out.Schema, later.Schema}, {&out.Workdir, later.Workdir},
+		{&out.LogsDir, later.LogsDir}, {&out.StateFile, later.StateFile},
+	} {
+		if f.src != "" {
+			*f.dst = f.src
+		}
+	}
+	if later.PollInterval > 0 {
+		out.PollInterval = later.PollInterval
+	}
+	if later.DailyCostLimit > 0 {
+		out.DailyCostLimit = later.DailyCostLimit
+	}
+	if later.Sandbox != "" {
+		out.Sandbox = later.Sandbox
 	}
 	out.PauseForHumanInput = v.PauseForHumanInput || later.PauseForHumanInput
 	out.Env = mergeEnv(v.Env, later.Env)

@@ -20,10 +20,24 @@ func TestInvocationMerge(t *testing.T) {
 			Invocation{Format: "orchestrator", Wrapper: "/w.sh", WrapperArgs: []string{"--fast"}, GateStateFile: "/g.json", Env: []string{"A=1", "B=3", "C=4"}}},
 		{"pause added", Invocation{PauseForHumanInput: true},
 			Invocation{Format: "orchestrator", Wrapper: "/w.sh", WrapperArgs: []string{"--fast"}, GateStateFile: "/g.json", PauseForHumanInput: true, Env: []string{"A=1", "B=2"}}},
+		{"agent_orchestrator's run flags", Invocation{Python: "/py", Schema: "/s.json", Workdir: "/r/sub", LogsDir: "/logs", StateFile: "/st.json", PollInterval: 0.5, DailyCostLimit: 3},
+			Invocation{Format: "orchestrator", Wrapper: "/w.sh", WrapperArgs: []string{"--fast"}, GateStateFile: "/g.json", Env: []string{"A=1", "B=2"},
+				Python: "/py", Schema: "/s.json", Workdir: "/r/sub", LogsDir: "/logs", StateFile: "/st.json", PollInterval: 0.5, DailyCostLimit: 3}},
 	} {
 		got := kept.Merge(tc.later)
 		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 			t.Errorf("%s: Merge = %+v, want %+v", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestInvocationIsZero(t *testing.T) {
+	for _, v := range []Invocation{{Python: "p"}, {Schema: "s"}, {Workdir: "w"}, {LogsDir: "l"}, {StateFile: "f"}, {PollInterval: 1}, {DailyCostLimit: 1}} {
+		if v.IsZero() {
+			t.Errorf("%+v.IsZero() = true", v)
+		}
+	}
+	if !(Invocation{}).IsZero() {
+		t.Error("the zero Invocation is not zero")
 	}
 }

@@ -14,7 +14,8 @@ import (
 	"github.com/flow-run/flow/runner/core"
 )
 
-// Liveness states of the seeds' agent liveness model, derived from a
+// Liveness states of the agent liveness model (spawning, working, stuck,
+// stopped, done, stale, dead; README.md, "Operating runs"), derived from a
 // run's record by Live.
 const (
 	LiveSpawning = "spawning"

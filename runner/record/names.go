@@ -8,10 +8,10 @@ import (
 	"github.com/flow-run/flow/runner/core"
 )
 
-// Layout maps the logical Layout of a run — a step, its iteration and
-// attempt — to the files of its run directory (DESIGN §6). The core
-// speaks only of logical Layout; this is the one place that turns them
-// into paths.
+// Layout maps the logical names of a run — a step, its iteration and
+// attempt — to the files of its run directory (docs/architecture.md,
+// "The record"). The core speaks only of logical names; this is the one
+// place that turns them into paths.
 type Layout struct {
 	Dir, RunID string
 	// gen is the run's generation: from 1 on, names of sessions carry
@@ -24,7 +24,7 @@ type Layout struct {
 // keeps files of its own.
 const CleanupSession = "@cleanup"
 
-// namesOf returns the names of the run in dir.
+// LayoutOf returns the names of the run in dir.
 func LayoutOf(dir, runID string) Layout { return Layout{Dir: dir, RunID: runID} }
 
 // file returns a step instance's key as file names carry it
@@ -39,7 +39,7 @@ func file(step string) string {
 	return step
 }
 
-// session names one session of a step: "step.<iteration>.<attempt>",
+// Session names one session of a step: "step.<iteration>.<attempt>",
 // or "step.g<N>.<iteration>.<attempt>" from generation 1 on.
 func (n Layout) Session(step string, iteration, attempt int) string {
 	if n.Gen > 0 {
@@ -48,52 +48,67 @@ func (n Layout) Session(step string, iteration, attempt int) string {
 	return fmt.Sprintf("%s.%d.%d", file(step), iteration, attempt)
 }
 
-// log is the output of one session of a step.
+// Log is the output of one session of a step.
 func (n Layout) Log(step string, iteration, attempt int) string {
 	return filepath.Join(n.Dir, LogsDir, n.Session(step, iteration, attempt)+".log")
 }
 
-// checkLog is the output of a step's gate.check for one session.
+// CheckLog is the output of a step's gate.check for one session.
 func (n Layout) CheckLog(step string, iteration, attempt int) string {
 	return filepath.Join(n.Dir, LogsDir, n.Session(step, iteration, attempt)+".check.log")
 }
 
-// cleanupLog is the output of the run's k-th cleanup session (counted
+// CleanupLog is the output of the run's k-th cleanup session (counted
 // over the whole run).
 func (n Layout) CleanupLog(k int) string {
 	return filepath.Join(n.Dir, LogsDir, fmt.Sprintf("%s.%d.log", CleanupSession, k))
 }
 
-// archivedReport is where the report of one session is kept once read:
+// ArchivedReport is where the report of one session is kept once read:
 // reports/archive/<run>__<session>.json.
 func (n Layout) ArchivedReport(step string, iteration, attempt int) string {
 	return filepath.Join(n.Dir, ReportsDir, "archive", n.RunID+"__"+n.Session(step, iteration, attempt)+".json")
 }
 
-// archivedDecision is where a human decision is kept once recorded,
+// ArchivedDecision is where a human decision is kept once recorded,
 // beside the decision file: <run>__<session>.json.
 func (n Layout) ArchivedDecision(step string, iteration, attempt int) string {
 	return filepath.Join(n.Dir, InputsDir, n.RunID+"__"+n.Session(step, iteration, attempt)+".json")
 }
 
-// report is where a step's session may write its report (the seed's
+// SessionsDir is the directory of a run that holds each session's own
+// directory.
+const SessionsDir = "sessions"
+
+// SessionDir is one session's own directory: the only place in the run
+// directory its session may write (where FLOW_REPORT_PATH points), the
+// rest of .agents/ being read-only to it under the sandbox.
+func (n Layout) SessionDir(step string, iteration, attempt int) string {
+	return filepath.Join(n.Dir, SessionsDir, n.Session(step, iteration, attempt))
+}
+
+// SessionReportName is the name of the report a session writes in its
+// own directory.
+const SessionReportName = "report.json"
+
+// Report is where a step's session may write its report (agent_orchestrator's
 // reports/<run_id>__<step>.json).
 func (n Layout) Report(step string) string {
 	return filepath.Join(n.Dir, ReportsDir, n.RunID+"__"+file(step)+".json")
 }
 
-// manualInput is where a human step's decision goes (the seed's
+// ManualInput is where a human step's decision goes (agent_orchestrator's
 // manual_inputs/<run_id>__<step>.json).
 func (n Layout) ManualInput(step string) string {
 	return filepath.Join(n.Dir, InputsDir, n.RunID+"__"+file(step)+".json")
 }
 
-// prompt is the record of the prompt of one session of a step.
+// Prompt is the record of the prompt of one session of a step.
 func (n Layout) Prompt(step string, iteration, attempt int) string {
 	return filepath.Join(n.Dir, PromptsDir, n.Session(step, iteration, attempt)+".md")
 }
 
-// feedback is the gate failure that sent a step back, for one of its
+// Feedback is the gate failure that sent a step back, for one of its
 // sessions.
 func (n Layout) Feedback(step string, iteration, attempt int) string {
 	return filepath.Join(n.Dir, PromptsDir, n.Session(step, iteration, attempt)+".feedback.json")

@@ -20,7 +20,7 @@ import (
 	"github.com/flow-run/flow/runner/core"
 )
 
-// The files of a run directory (DESIGN §6).
+// The files of a run directory (docs/architecture.md, "The record").
 const (
 	StateFile          = "run_state.json"
 	EventsFile         = "events.jsonl"

@@ -1,4 +1,4 @@
-// Package serve is flow's Mission Control (DESIGN §15): a small web
+// Package serve is flow's Mission Control (README.md, "Mission Control"): a small web
 // server that shows the runs of one or more repositories and lets
 // people act on them — approve or reject a human step, pause, continue,
 // run once, clean up, resume and retry — from a browser.

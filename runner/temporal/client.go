@@ -66,6 +66,11 @@ func (e *Engine) Run(ctx context.Context, opts local.Options, att ops.Attach) (l
 	case opts.Resume:
 		return e.restart(ctx, opts, att)
 	}
+	if opts.Workflow != nil && opts.Workflow.UsesWorktrees() {
+		// A worktree lives on the worker that made it, and the merges of
+		// items are not performed by the Temporal workflow yet.
+		return local.Result{}, ops.Unsupported("temporal", "workspace: worktree (docs/workspaces.md)")
+	}
 	if opts.RunID == "" {
 		now := time.Now
 		if e.Now != nil {

@@ -159,6 +159,11 @@ func TestEnginesDecideAlike(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range shipped {
+		// A workflow with worktrees runs on the local engine only (the
+		// Temporal engine refuses it: TestWorktreesRefused).
+		if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), "\nworkspace: worktree") {
+			continue
+		}
 		if name := filepath.Base(f); !strings.HasSuffix(name, ".test.yaml") && !slices.ContainsFunc(cases, func(c engineCase) bool { return c.name == name }) {
 			t.Errorf("shipped workflow %s is not run on both engines here", name)
 		}

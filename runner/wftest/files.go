@@ -62,7 +62,7 @@ func Expand(fs afero.Fs, args []string) ([]string, error) {
 // RunFile loads the test file at path through fs and runs its tests; an
 // invalid file is config.LoadTests's error.
 func RunFile(ctx context.Context, fs afero.Fs, path string, opts Options) (*FileResult, error) {
-	tf, err := config.LoadTests(fs, path)
+	tf, err := config.LoadTestsAs(fs, path, opts.Format)
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,10 @@ import (
 type Options struct {
 	// Filter, when set, runs only the tests whose name it matches.
 	Filter *regexp.Regexp
+	// Format forces the format the workflows are read in (flow test's
+	// --as): config.FormatFlow or config.FormatOrchestrator; "" detects
+	// it.
+	Format string
 }
 
 // Result is how one test went.
@@ -97,7 +101,8 @@ func runOne(ctx context.Context, tf *config.TestFile, t *config.WorkflowTest) Re
 	// Serial: sessions end in the order the core started them, so that a
 	// test of parallel steps or items takes one path every time.
 	r := &local.Runner{FS: mem, Clock: virtualClock{fake}, Starter: st, Stdout: discard{}, Host: "flow-test", PID: 1, Serial: true,
-		Alive: func(runlock.Holder) bool { return false }, HeartbeatEvery: never, PollEvery: never, TempDir: "/tmp"}
+		Alive: func(runlock.Holder) bool { return false }, HeartbeatEvery: never, PollEvery: never, TempDir: "/tmp",
+		Git: newScriptedGit(repo, t)}
 	ro := local.Options{Workflow: tf.Workflow, Repo: repo, RunID: runID, Vars: t.Vars, NoWait: true}
 	decided := map[string]int{}
 	controlled := map[string]int{}
@@ -119,7 +124,7 @@ func runOne(ctx context.Context, tf *config.TestFile, t *config.WorkflowTest) Re
 			}
 		} else if rr.Status != core.RunWaitingOnHuman {
 			break
-		} else if !decide(mem, rr, t, decided, fake.Now(), fail) && !waitOut(tf.Workflow, rr, fake) {
+		} else if !decide(mem, rr, t, decided, fake.Now(), fail) && !waitOut(tf.Workflow, rr, fake) && !mergeWaits(rr.State) {
 			break
 		}
 		ro.Resume = true
@@ -374,4 +379,15 @@ func bodyStep(key string) string {
 		return key[i+2:]
 	}
 	return key
+}
+
+// mergeWaits reports whether an item's merge waits for the checkout: a
+// resumed run tries it again, taking its next scripted outcome.
+func mergeWaits(st *core.State) bool {
+	for _, w := range st.Workspaces {
+		if w.WaitingFor == "merge" {
+			return true
+		}
+	}
+	return false
 }

@@ -14,6 +14,7 @@ vars = {
 
 max_parallel = 3
 secrets      = ["API_KEY_X", "DEPLOY_PW"]
+workspace    = "worktree"
 
 defaults {
   max_attempts   = 3
@@ -147,6 +148,17 @@ step "files" {
   max_parallel      = 2
   max_items         = 10
   continue_on_error = true
+  workspace {
+    base  = "main"
+    root  = "../flow-worktrees"
+    keep  = "always"
+    setup = "npm ci --prefix {{ file }}"
+    copy  = [".env", "config/local"]
+  }
+  merge {
+    loop_back_to   = "fix"
+    max_iterations = 3
+  }
 
   # once per file
   step "lint" {
@@ -164,7 +176,11 @@ step "files" {
 }
 
 step "shards" {
-  for_each = "steps.plan.metrics.shards"
+  for_each  = "steps.plan.metrics.shards"
+  workspace = "worktree"
+  merge {
+    mode = "none"
+  }
 
   step "shard" {
     run = "echo {{ item }} {{ index }}"
@@ -198,6 +214,9 @@ step "ship" {
 step "announce" {
   prompt_path = "prompts/announce.md"
   model       = "haiku"
+  workspace {
+    keep = "never"
+  }
 }
 
 cleanup {
@@ -212,9 +231,10 @@ signals {
 }
 
 budget {
-  cost_usd = 20
-  tokens   = 5000000
-  sessions = 100
+  cost_usd       = 20
+  tokens         = 5000000
+  sessions       = 100
+  daily_cost_usd = 50
 }
 
 notify {
