@@ -18,6 +18,9 @@
 #   BENCH_INSTALL=1     install missing hyperfine/time with apt-get (root only)
 #   NO_HYPERFINE=1      use the script's own timing loop even if hyperfine
 #                       is installed
+#   FLOW_ARGS="..."     more arguments of every flow run, e.g.
+#                       FLOW_ARGS="--sandbox off" to time flow without the
+#                       sandbox its sessions run in by default
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -80,7 +83,7 @@ for n in $NS; do gen "$n"; done
 repo=$out/repo
 floordir=$out/floordir
 fresh="rm -rf '$repo' '$floordir' && mkdir -p '$repo'"
-cmd_flow() { printf "'%s' run '%s' --repo '%s'" "$out/flow" "$out/wf-$1.yaml" "$repo"; }
+cmd_flow() { printf "'%s' run '%s' --repo '%s' %s" "$out/flow" "$out/wf-$1.yaml" "$repo" "${FLOW_ARGS:-}"; }
 cmd_shell() { printf 'for i in $(seq %d); do sh -c true; done' "$1"; }
 cmd_floor() { printf "'%s' -n %d -dir '%s'" "$out/floor" "$1" "$floordir"; }
 

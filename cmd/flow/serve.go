@@ -9,34 +9,46 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/serve"
 )
 
 func (a *app) serveCmd() *cobra.Command {
 	var (
-		addr     string
-		repos    []string
-		tokens   []string
-		readOnly bool
-		public   string
-		notify   bool
+		addr      string
+		repos     []string
+		workflows []string
+		tokens    []string
+		readOnly  bool
+		public    string
+		notify    bool
+		resume    bool
 	)
+	tf := &temporalFlags{}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve Mission Control: runs, steps, graphs, live logs and actions in a browser",
-		Long: `serve shows the runs of one or more repositories in a browser: each run's steps,
-graph, events and live logs, and forms to approve or reject human steps, pause,
-continue, run once, clean up, resume and retry.
+		Long: `serve shows the runs of one or more repositories in a browser, live: each run's
+question when a step waits, its steps, timeline, graph and logs, and forms to
+approve or reject human steps, pause, continue, run once, clean up, cancel,
+resume and retry, and to start runs. A JSON API under /api/ serves scripts
+(docs/mission-control.md).
 
-It listens on the loopback address by default. On any other address it needs a
-token: --token NAME=SECRET (repeatable; NAME is recorded as who acted); without
-one it makes one and prints a login link once. --read-only refuses every change.`,
-		Example: "  flow serve\n  flow serve --repo ~/src/app --repo ~/src/site\n  flow serve --addr 0.0.0.0:8080 --token alice=$FLOW_TOKEN --read-only",
+It listens on the loopback address by default, and prints a token for the
+API's changes (Authorization: Bearer). On any other address it needs a token:
+--token NAME=SECRET (repeatable; NAME is recorded as who acted); without one it
+makes one and prints a login link, which signs in every browser it is opened
+in until the server stops. --read-only refuses every change.
+
+With --temporal-address (or $FLOW_TEMPORAL_ADDRESS) it lists the runs of that
+Temporal server beside the repositories' and acts on them (as flow-temporal).`,
+		Example: "  flow serve\n  flow serve --repo ~/src/app --repo ~/src/site\n  flow serve --addr 0.0.0.0:8080 --token alice=$FLOW_TOKEN --read-only\n  flow serve --temporal-address localhost:7233",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var toks []serve.Token
@@ -47,26 +59,65 @@ one it makes one and prints a login link once. --read-only refuses every change.
 				}
 				toks = append(toks, t)
 			}
+			if tf.address == "" {
+				tf.address = a.svc.Getenv("FLOW_TEMPORAL_ADDRESS")
+			}
+			var engines []ops.Engine
+			var launchEnv []string
+			if tf.address != "" {
+				h := temporalHooks
+				if h == nil {
+					return a.execTemporal(cmd.Context())
+				}
+				tf.resolve(a.svc.Getenv)
+				eng, closeFn, err := h.engine(cmd.Context(), a, tf)
+				if err != nil {
+					return err
+				}
+				defer closeFn()
+				engines = append(engines, eng)
+				launchEnv = append(launchEnv, "FLOW_TEMPORAL_ADDRESS="+tf.address, "FLOW_TEMPORAL_NAMESPACE="+tf.namespace,
+					"FLOW_TEMPORAL_TASK_QUEUE="+tf.queue)
+			}
 			loopback := serve.IsLoopback(addr)
 			login := ""
-			if len(toks) == 0 && !loopback {
+			var apiTokens []serve.Token
+			switch {
+			case len(toks) == 0 && !loopback:
 				secret, err := serve.NewSecret()
 				if err != nil {
 					return err
 				}
 				toks = append(toks, serve.Token{Name: "admin", Secret: secret})
-				// The link carries a one-time code, not the token.
+				// The link carries a login code, not the token.
 				if login, err = serve.NewSecret(); err != nil {
 					return err
 				}
+			case len(toks) == 0:
+				// Scripts change runs through /api/ with a token, never a
+				// browser's cookie.
+				secret, err := serve.NewSecret()
+				if err != nil {
+					return err
+				}
+				apiTokens = append(apiTokens, serve.Token{Name: "api", Secret: secret})
 			}
 			a.svc.NotifyDead = notify
 			exe, err := selfPath()
 			if err != nil {
 				return fmt.Errorf("find the flow executable: %w", err)
 			}
-			srv, err := serve.New(serve.Config{Service: a.svc, Repos: repos, Tokens: toks, Loopback: loopback,
-				ReadOnly: readOnly, LoginCode: login, Launcher: serve.ExecLauncher{Path: exe, Dir: a.svc.Dir, Env: publicEnv(public)}})
+			var files []string
+			for _, f := range workflows {
+				abs, err := filepath.Abs(f)
+				if err != nil {
+					return core.Usage("--workflow %s: %v", f, err)
+				}
+				files = append(files, abs)
+			}
+			srv, err := serve.New(serve.Config{Service: a.svc, Engine: a.engine(), Engines: engines, Repos: repos, Workflows: files,
+				Tokens: toks, APITokens: apiTokens, Loopback: loopback, ReadOnly: readOnly, LoginCode: login, ResumeOnDecision: resume,
+				Launcher: serve.ExecLauncher{Path: exe, Dir: a.svc.Dir, Env: append(publicEnv(public), launchEnv...)}})
 			if err != nil {
 				return err
 			}
@@ -74,10 +125,16 @@ one it makes one and prints a login link once. --read-only refuses every change.
 			if err != nil {
 				return core.Usage("--addr %s: %v", addr, err)
 			}
-			url := "http://" + displayAddr(ln.Addr().String(), a.svc.Host) + "/"
+			url := baseURL(addr, ln.Addr().String(), public, a.svc.Host)
 			fmt.Fprintf(a.stdio.Out, "flow serve: %s\n", url)
 			if login != "" {
-				fmt.Fprintf(a.stdio.Out, "log in once with (the link works once): %slogin?code=%s\n", url, login)
+				fmt.Fprintf(a.stdio.Out, "log in with (it signs in every browser you open it in, until the server stops): %slogin?code=%s\n", url, login)
+			}
+			if len(apiTokens) > 0 && !readOnly {
+				fmt.Fprintf(a.stdio.Out, "API token for changes under %sapi/ (Authorization: Bearer): %s\n", url, apiTokens[0].Secret)
+			}
+			for _, e := range engines {
+				fmt.Fprintf(a.stdio.Out, "runs on %s: %s\n", e.Name(), tf.address)
 			}
 			return serveUntil(cmd.Context(), ln, srv)
 		},
@@ -85,11 +142,35 @@ one it makes one and prints a login link once. --read-only refuses every change.
 	fl := cmd.Flags()
 	fl.StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (host:port)")
 	fl.StringArrayVar(&repos, "repo", nil, "repository whose runs are shown (repeatable; default: the current directory)")
+	fl.StringArrayVar(&workflows, "workflow", nil, "workflow file the start page offers, besides each repository's workflows/ directory (repeatable)")
 	fl.StringArrayVar(&tokens, "token", nil, "accept this token: NAME=SECRET (repeatable); required off loopback")
 	fl.BoolVar(&readOnly, "read-only", false, "show runs, refuse every change")
 	fl.BoolVar(&notify, "notify-dead", false, "tell a dead run's notifiers (notify.on: [dead]) when a page finds it dead; without it, showing a run never runs anything")
-	fl.StringVar(&public, "public-url", "", "the address people reach this server at; runners it starts link their notifications to it (FLOW_PUBLIC_URL)")
+	fl.BoolVar(&resume, "resume-on-decision", false, "resume a run that no runner holds as soon as a decision on it is made from a page")
+	fl.StringVar(&public, "public-url", "", "the address people reach this server at: the login link uses it, and runners it starts link their notifications to it (FLOW_PUBLIC_URL)")
+	fl.StringVar(&tf.address, "temporal-address", "", "also list and act on the runs of this Temporal server, HOST:PORT (default: $FLOW_TEMPORAL_ADDRESS)")
+	fl.StringVar(&tf.namespace, "temporal-namespace", "", "the Temporal namespace (default: $FLOW_TEMPORAL_NAMESPACE, else default)")
+	fl.StringVar(&tf.queue, "temporal-task-queue", "", "the task queue of flow's workers (default: $FLOW_TEMPORAL_TASK_QUEUE, else flow)")
 	return cmd
+}
+
+// baseURL is the address of the server's pages, as the links it
+// prints give it: --public-url when given, else the address it was
+// asked to listen on (with the port it got), an unspecified host
+// replaced by this machine's name.
+func baseURL(asked, got, public, hostname string) string {
+	if public != "" {
+		return strings.TrimRight(public, "/") + "/"
+	}
+	host, _, err := net.SplitHostPort(asked)
+	_, port, err2 := net.SplitHostPort(got)
+	if err != nil || err2 != nil {
+		return "http://" + displayAddr(got, hostname) + "/"
+	}
+	if host == "" {
+		return "http://" + displayAddr(got, hostname) + "/"
+	}
+	return "http://" + displayAddr(net.JoinHostPort(host, port), hostname) + "/"
 }
 
 // displayAddr is a listening address as a browser elsewhere reaches it:

@@ -30,6 +30,18 @@ func (x *run) checkHuman(id string) (in *core.HumanInput, timedOut bool, err err
 	if in != nil && record.DecidedBefore(in, s) {
 		in = nil
 	}
+	if in != nil && !anyFile {
+		// flow approve, flow reject and Mission Control date their
+		// decisions; a file with no time, or one from the future, was
+		// not made by them for this wait.
+		if why := record.Undated(in, x.r.Clock.Now()); why != "" {
+			if msg := "manual input " + *s.ManualInputPath + " ignored: " + why; x.warned[id] != msg {
+				x.warned[id] = msg
+				x.warn(id, msg)
+			}
+			return nil, false, nil
+		}
+	}
 	if in != nil {
 		x.fillInputs(id, in)
 		return in, false, nil

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"unicode/utf16"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/config"
@@ -525,37 +525,25 @@ func (x *run) sessionDir() string {
 // CompileReportSchema compiles the JSON Schema at path (--schema) that
 // every run report is checked against. References to other documents
 // are refused: the schema is read from its one file.
-func CompileReportSchema(fsys afero.Fs, path string) (*jsonschema.Schema, error) {
+func CompileReportSchema(fsys afero.Fs, path string) (*jsonschema.Resolved, error) {
 	b, err := confine.ReadFile(fsys, path, maxSchema, "/")
 	if err != nil {
 		return nil, fmt.Errorf("read report schema %s: %w", path, err)
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-	if err != nil {
-		return nil, fmt.Errorf("report schema %s: not JSON: %w", path, err)
+	var doc jsonschema.Schema
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("report schema %s: not a JSON Schema: %w", path, err)
 	}
-	c := jsonschema.NewCompiler()
-	c.UseLoader(noLoader{})
-	url := "file://" + filepath.ToSlash(path)
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, fmt.Errorf("report schema %s: %w", path, err)
-	}
-	s, err := c.Compile(url)
+	// No loader: a reference to another document is refused.
+	rs, err := doc.Resolve(&jsonschema.ResolveOptions{BaseURI: "file://" + filepath.ToSlash(path)})
 	if err != nil {
 		return nil, fmt.Errorf("report schema %s: %w", path, err)
 	}
-	return s, nil
+	return rs, nil
 }
 
 // maxSchema bounds a report schema file.
 const maxSchema = 1 << 20
-
-// noLoader refuses every document a schema refers to.
-type noLoader struct{}
-
-func (noLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("%s: a report schema refers to no other document", url)
-}
 
 // schemaError checks a report against --schema, when the run has one:
 // it says why the report does not match, or "".
@@ -568,8 +556,8 @@ func (x *run) schemaError(report *record.Report) string {
 	if err != nil {
 		return err.Error()
 	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(report.JSON))
-	if err != nil {
+	var inst any
+	if err := json.Unmarshal(report.JSON, &inst); err != nil {
 		return err.Error()
 	}
 	if err := s.Validate(inst); err != nil {

@@ -159,13 +159,13 @@ func TestFeedbackInPrompt(t *testing.T) {
 	}
 }
 
-// TestHandWrittenDecisionDefaults: an approval written by hand gets the
-// defaults of the inputs it leaves out.
+// TestHandWrittenDecisionDefaults: an approval written by hand (dated,
+// as flow dates its own) gets the defaults of the inputs it leaves out.
 func TestHandWrittenDecisionDefaults(t *testing.T) {
 	e := newEnv(t, "name: t\nsteps:\n  - id: ok\n    human:\n      message: go\n      inputs: [{name: env, default: staging}, {name: ticket}]\n  - {id: b, run: 'deploy {{ steps.ok.input.env }}'}\n")
 	e.run(&scripted{fn: ok}, Options{NoWait: true})
 	path := record.RunDir(repo, "r1") + "/manual_inputs/r1__ok.json"
-	if err := afero.WriteFile(e.fs, path, []byte(`{"approved": true, "input": {"ticket": "T-1"}}`), 0o644); err != nil {
+	if err := afero.WriteFile(e.fs, path, []byte(`{"approved": true, "input": {"ticket": "T-1"}, "at": "2025-01-15T14:31:00Z"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	s := &scripted{fn: ok}

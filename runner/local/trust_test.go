@@ -578,3 +578,31 @@ func TestResumeUsesTheStateItWasGiven(t *testing.T) {
 		t.Errorf("resume given a completed run's state: %v (exit %d), want refused (exit 8)", err, core.CodeOf(err))
 	}
 }
+
+// TestUndatedDecisionIgnored: in flow's format a decision file without a
+// time, or with one from the future, was not made by flow approve for
+// this wait: it is ignored, with a warning, and the step keeps waiting.
+func TestUndatedDecisionIgnored(t *testing.T) {
+	for name, body := range map[string]string{
+		"no time":    `{"approved": true, "by": "release-manager"}`,
+		"from later": `{"approved": true, "by": "release-manager", "at": "2030-01-01T00:00:00Z"}`,
+		"not a time": `{"approved": true, "by": "release-manager", "at": "soon"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, "name: t\nsteps:\n  - id: ok\n    human: {message: go}\n  - {id: b, run: deploy}\n")
+			e.run(&scripted{fn: ok}, Options{NoWait: true})
+			path := record.RunDir(repo, "r1") + "/manual_inputs/r1__ok.json"
+			if err := afero.WriteFile(e.fs, path, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s := &scripted{fn: ok}
+			res := e.run(s, Options{Resume: true, NoWait: true})
+			if res.ExitCode != int(core.ExitHuman) || len(s.calls) != 0 {
+				t.Fatalf("exit %d, calls %+v: an undated decision was taken", res.ExitCode, s.calls)
+			}
+			if !strings.Contains(e.out.String(), "manual input") || !strings.Contains(e.out.String(), "ignored") {
+				t.Errorf("no warning:\n%s", e.out.String())
+			}
+		})
+	}
+}

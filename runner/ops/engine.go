@@ -41,6 +41,9 @@ type Engine interface {
 	// the workflow named workflow, when it is not ""), or "" when there
 	// is none.
 	Newest(ctx context.Context, repo, workflow string) (string, error)
+	// Runs lists the runs of repo (a Temporal engine's: the runs on its
+	// server, whatever repo), newest first, as flow runs lists them.
+	Runs(ctx context.Context, repo string) (RunList, error)
 	// Status returns a run's status (the newest run's when runID is "").
 	Status(ctx context.Context, repo, runID string) (Status, error)
 	// Watch calls fn with a run's status as it changes, until the run

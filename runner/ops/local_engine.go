@@ -47,6 +47,11 @@ func (l *Local) Newest(_ context.Context, repo, workflow string) (string, error)
 	return ref.ID, err
 }
 
+// Runs implements Engine: the runs recorded in the repository.
+func (l *Local) Runs(_ context.Context, repo string) (RunList, error) {
+	return l.Service.ListRuns(repo)
+}
+
 // Status implements Engine.
 func (l *Local) Status(_ context.Context, repo, runID string) (Status, error) {
 	return l.Service.Status(repo, runID)

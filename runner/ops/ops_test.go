@@ -598,7 +598,7 @@ func TestWatch(t *testing.T) {
 	// Another runner, with a clock of its own, finishes the run while
 	// the watch waits.
 	other := *s
-	other.Clock = clock.NewFake(t0.Add(time.Minute))
+	other.Clock = clock.NewFake(t0.Add(time.Hour + time.Minute))
 	var updates []Update
 	done := make(chan error, 1)
 	go func() {

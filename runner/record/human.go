@@ -296,6 +296,28 @@ func DecidedBefore(in *core.HumanInput, s *core.StepState) bool {
 	return err == nil && t.Before(s.StartedAt.Time)
 }
 
+// maxDecisionSkew is how far in the future a decision's time may be:
+// the clocks of the machines that share a repository differ a little.
+const maxDecisionSkew = 5 * time.Minute
+
+// Undated says why a decision was not made by flow for a wait that is
+// going on at now: it has no time (at), an unreadable one, or one in
+// the future; "" when it is dated as flow dates its decisions.
+func Undated(in *core.HumanInput, now time.Time) string {
+	if in.At == "" {
+		return "it has no time (at); decide with flow approve or flow reject"
+	}
+	t, err := time.Parse(time.RFC3339Nano, in.At)
+	if err != nil {
+		return fmt.Sprintf("its time %q is not a time", in.At)
+	}
+	if t.After(now.Add(maxDecisionSkew)) {
+		return fmt.Sprintf("its time %s is in the future", in.At)
+	}
+	return ""
+}
+
+// Verb returns approved or rejected.
 func Verb(approved bool) string {
 	if approved {
 		return "approved"

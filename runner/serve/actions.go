@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"time"
@@ -11,15 +12,53 @@ import (
 	"github.com/flow-run/flow/runner/record"
 )
 
+// Every change goes through the run's engine (ops.Engine), as the
+// command line's do; the pages' handlers and the JSON API's share the
+// functions here and differ only in how they read the request and
+// answer.
+
 // inputField is the prefix of the form fields that carry an approval's
 // declared inputs: in.NAME.
 const inputField = "in."
 
+// decided is what a decision from a page did.
+type decided struct {
+	ops.Decision
+	// RunnerLive is true when a runner holds the run and takes the
+	// decision up; Resumed when none did and one was started.
+	RunnerLive bool `json:"runner_live"`
+	Resumed    bool `json:"resumed"`
+}
+
+// doDecide records a decision through the run's engine. When no runner
+// holds the run, the decision waits for one: with ResumeOnDecision one
+// is started.
+func (s *Server) doDecide(ctx context.Context, t target, req ops.DecideRequest) (decided, error) {
+	req.Repo, req.RunID, req.Step = t.dir(), t.runID, t.step
+	d, err := t.src.eng.Decide(ctx, req)
+	if err != nil {
+		return decided{}, err
+	}
+	out := decided{Decision: d, RunnerLive: true}
+	st, err := t.src.eng.Status(ctx, t.dir(), t.runID)
+	if err != nil || st.State.Status.Terminal() || s.runnerLive(t, st) {
+		return out, nil
+	}
+	out.RunnerLive = false
+	if s.resumeOnDecision && s.launcher != nil && !d.Already {
+		if err := s.doRelaunch(ctx, t, false, req.By); err == nil {
+			out.Resumed = true
+		}
+	}
+	return out, nil
+}
+
 // decide approves (approve true) or rejects a waiting step. An
 // approval's inputs are the form's in.NAME fields, or, for a step that
-// declares none, the key=value lines of its "inputs" field; ops checks
-// them against the step's declaration. A rejection needs a reason.
-// Success redirects to the run's page (303); a decision that lost to
+// declares none, the key=value lines of its "inputs" field; the engine
+// checks them against the step's declaration. A rejection needs a
+// reason. Success redirects to the run's page (303), which says what
+// comes next when no runner holds the run; a decision that lost to
 // another is 409 with what was decided, by whom and when.
 func (s *Server) decide(approve bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -27,8 +66,11 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 		if !ok {
 			return
 		}
-		req := ops.DecideRequest{Repo: t.repoDir, RunID: t.runID, Step: t.step, Approve: approve, By: who(r),
-			Reason: strings.TrimSpace(r.PostFormValue("reason"))}
+		req := ops.DecideRequest{Approve: approve, By: who(r), Reason: strings.TrimSpace(r.PostFormValue("reason"))}
+		if !approve && req.Reason == "" {
+			s.fail(w, r, core.Usage("A rejection needs a reason: write it in the Reason field."))
+			return
+		}
 		if approve {
 			in, err := formInputs(r)
 			if err != nil {
@@ -37,7 +79,7 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 			}
 			req.Input = in
 		}
-		d, err := s.svc.Decide(req)
+		d, err := s.doDecide(r.Context(), t, req)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -46,6 +88,10 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 		switch {
 		case d.Already:
 			done = "already"
+		case d.Resumed:
+			done = "resumed"
+		case !d.RunnerLive:
+			done = "decided"
 		case approve:
 			done = "approve"
 		}
@@ -93,7 +139,7 @@ var controlStates = map[string]core.ControlState{
 }
 
 // control writes a run's desired state (pause, continue, run-once,
-// cleanup) through ops.Control, with the form's "note", and redirects
+// cleanup) through its engine, with the form's "note", and redirects
 // to the run's page.
 func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 	state, ok := controlStates[r.PathValue("verb")]
@@ -105,7 +151,7 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	res, err := s.svc.Control(ops.ControlRequest{Repo: t.repoDir, RunID: t.runID, State: state, By: who(r),
+	res, err := t.src.eng.Control(r.Context(), ops.ControlRequest{Repo: t.dir(), RunID: t.runID, State: state, By: who(r),
 		Note: clip(strings.TrimSpace(r.PostFormValue("note")), 500)})
 	if err != nil {
 		s.fail(w, r, err)
@@ -118,11 +164,61 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, runURL(t.repo, t.runID)+"?done="+done, http.StatusSeeOther)
 }
 
-// relaunch starts flow resume (or, with retry, flow retry) on a run as
-// a detached process, after checking through ops that it would start:
-// the run and its workflow are found, a retried run has failed, and no
-// live runner holds it. It redirects to the run's page, which shows
-// what the new runner does.
+// cancel stops a run through its engine (flow cancel): its runner
+// stops its sessions and records it interrupted, resumable.
+func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
+	t, ok := s.target(w, r)
+	if !ok {
+		return
+	}
+	if _, err := t.src.eng.Cancel(r.Context(), ops.CancelRequest{Repo: t.dir(), RunID: t.runID, By: who(r)}); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, runURL(t.repo, t.runID)+"?done=cancel", http.StatusSeeOther)
+}
+
+// doRelaunch starts flow resume (or, with retry, flow retry) on a run
+// as a detached process, after its engine's Restart says that it would
+// start: the run and its workflow are found, a retried run has failed.
+// A run that a live runner holds, or that has ended (resume), is
+// refused with what to do instead.
+func (s *Server) doRelaunch(ctx context.Context, t target, retry bool, by string) error {
+	verb := "resume"
+	if retry {
+		verb = "retry"
+	}
+	if s.launcher == nil {
+		return core.Refused("this server does not start runners: flow %s %s does", verb, t.runID)
+	}
+	st, err := t.src.eng.Status(ctx, t.dir(), t.runID)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !retry && st.State.Status == core.RunFailed:
+		return core.Refused("Run %s has failed: there is nothing to resume. Retry failed steps runs them again.", t.runID)
+	case !retry && st.State.Status.Terminal():
+		return core.Refused("Run %s has %s: there is nothing to resume.", t.runID, st.State.Status)
+	case s.runnerLive(t, st):
+		return core.Refused("Run %s is held by a live runner (%s): it needs no %s.", t.runID, st.Liveness.State, verb)
+	}
+	req := ops.RestartRequest{Repo: t.dir(), RunID: t.runID, Retry: retry}
+	if t.src.local {
+		req.By = by
+	}
+	if _, err := t.src.eng.Restart(ctx, req); err != nil {
+		return err
+	}
+	args := []string{verb, t.runID, "--repo", t.dir(), "--engine", t.src.eng.Name()}
+	if t.src.local {
+		args = append(args, "--by", by)
+	}
+	return s.launcher.Launch(args)
+}
+
+// relaunch starts flow resume (or flow retry) on a run and redirects
+// to its page, which shows what the new runner does.
 func (s *Server) relaunch(retry bool) http.HandlerFunc {
 	verb := "resume"
 	if retry {
@@ -133,28 +229,7 @@ func (s *Server) relaunch(retry bool) http.HandlerFunc {
 		if !ok {
 			return
 		}
-		if s.launcher == nil {
-			s.message(w, r, http.StatusForbidden, "Not available", "This server does not start runners.")
-			return
-		}
-		st, err := s.svc.Status(t.repoDir, t.runID)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		switch {
-		case !retry && st.State.Status.Terminal():
-			s.fail(w, r, core.Refused("run %s has already %s; to run its failed steps again, retry it", t.runID, st.State.Status))
-			return
-		case s.heldByLiveRunner(st):
-			s.fail(w, r, core.Refused("run %s is held by a live runner (%s); it needs no %s", t.runID, st.Liveness.State, verb))
-			return
-		}
-		if _, err := s.svc.PrepareResume(ops.ResumeRequest{Repo: t.repoDir, RunID: t.runID, Retry: retry}); err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		if err := s.launcher.Launch([]string{verb, t.runID, "--repo", t.repoDir, "--by", who(r)}); err != nil {
+		if err := s.doRelaunch(r.Context(), t, retry, who(r)); err != nil {
 			s.fail(w, r, err)
 			return
 		}
@@ -162,7 +237,7 @@ func (s *Server) relaunch(retry bool) http.HandlerFunc {
 	}
 }
 
-// heldByLiveRunner reports whether a live runner holds a run.
+// heldByLiveRunner reports whether a live runner holds a local run.
 func (s *Server) heldByLiveRunner(st ops.Status) bool {
 	alive := s.svc.Alive
 	if alive == nil {

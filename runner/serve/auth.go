@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/flow-run/flow/runner/core"
@@ -116,12 +117,16 @@ func who(r *http.Request) string {
 
 // admit checks a request before it is served: on a server without
 // tokens, that its Host is a loopback name; on one with tokens, that it
-// carries one (except /login); for a POST, that the server is not
-// read-only, that it comes from this origin and that it carries the
-// CSRF token of its browser. It also gives a browser without a CSRF
-// cookie one. It answers and returns false when the request is refused.
+// carries one (except /login and the static assets); for a change,
+// that the server is not read-only and then, under /api/, that it
+// carries a token as an Authorization Bearer header (never the cookie,
+// so that no other site's page can make a browser send it), else that
+// it comes from this origin with the CSRF token of its browser. It
+// also gives a browser without a CSRF cookie one. It answers and
+// returns false when the request is refused.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
 	ctx := r.Context()
+	api := strings.HasPrefix(r.URL.Path, "/api/")
 	if len(s.tokens) == 0 {
 		host, _, err := net.SplitHostPort(r.Host)
 		if err != nil {
@@ -131,11 +136,10 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*http.Request, b
 			http.Error(w, "this server answers only requests to a loopback address", http.StatusForbidden)
 			return nil, false
 		}
-	} else if r.URL.Path != "/login" {
-		name, ok := s.authenticate(r)
+	} else if r.URL.Path != "/login" && !strings.HasPrefix(r.URL.Path, "/static/") {
+		name, ok := s.authenticate(r, api && r.Method == http.MethodPost)
 		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="flow"`)
-			http.Error(w, "401 unauthorized", http.StatusUnauthorized)
+			s.unauthorized(w, r, api)
 			return nil, false
 		}
 		ctx = context.WithValue(ctx, whoKey, name)
@@ -146,10 +150,20 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*http.Request, b
 	}
 	if r.Method == http.MethodPost {
 		r.Body = http.MaxBytesReader(w, r.Body, maxForm)
-		switch {
-		case s.readOnly:
-			http.Error(w, "403 forbidden: this server is read-only", http.StatusForbidden)
+		if s.readOnly {
+			refuse(w, api, http.StatusForbidden, "this server is read-only")
 			return nil, false
+		}
+		if api {
+			name, ok := s.bearer(r)
+			if !ok {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="flow"`)
+				refuse(w, true, http.StatusUnauthorized, "a change under /api/ needs an Authorization: Bearer header with a token of this server (the cookie of a browser is not accepted)")
+				return nil, false
+			}
+			return r.WithContext(context.WithValue(ctx, whoKey, name)), true
+		}
+		switch {
 		case !sameOrigin(r):
 			http.Error(w, "403 forbidden: the request does not come from this server's pages", http.StatusForbidden)
 			return nil, false
@@ -158,7 +172,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*http.Request, b
 			return nil, false
 		}
 	}
-	if csrf == "" {
+	if csrf == "" && !api {
 		b, err := randomBytes(32)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -171,29 +185,60 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*http.Request, b
 	return r.WithContext(context.WithValue(ctx, csrfKey, csrf)), true
 }
 
-// authenticate returns the name of the token a request carries, as a
-// Bearer header or the login cookie. Every token is compared, in
-// constant time, so that the time taken says nothing of the secret.
-func (s *Server) authenticate(r *http.Request) (string, bool) {
-	given := ""
-	if h := r.Header.Get("Authorization"); h != "" {
-		if v, ok := strings.CutPrefix(h, "Bearer "); ok {
-			given = strings.TrimSpace(v)
-		}
-	} else if c, err := r.Cookie(tokenCookie); err == nil {
-		given = c.Value
+// refuse answers a refused request: JSON under /api/, text otherwise.
+func refuse(w http.ResponseWriter, api bool, code int, msg string) {
+	if api {
+		writeJSON(w, code, apiError{Error: msg, Code: code})
+		return
 	}
-	if given == "" {
-		return "", false
-	}
-	return s.match(given)
+	http.Error(w, fmt.Sprintf("%d %s: %s", code, strings.ToLower(http.StatusText(code)), msg), code)
 }
 
-// match returns the name of the token whose secret is given.
-func (s *Server) match(given string) (string, bool) {
+// unauthorized answers a request without a valid token: a page that
+// says how to log in, or JSON under /api/.
+func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request, api bool) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="flow"`)
+	if api {
+		refuse(w, true, http.StatusUnauthorized, "this server needs a token: send Authorization: Bearer TOKEN")
+		return
+	}
+	s.render(w, r, http.StatusUnauthorized, "message", &messageData{page: page{Title: "Log in"}, Back: "/",
+		Text: "This server shows its runs to those who log in.\n\n" +
+			"Open the login link flow serve printed when it started (…/login?code=…): it signs in this browser, and any other you open it in, until the server restarts.\n" +
+			"With a token of your own (flow serve --token NAME=SECRET), open /login?token=SECRET once.\n" +
+			"Scripts send Authorization: Bearer SECRET with every request."})
+}
+
+// authenticate returns the name of the token a request carries, as a
+// Bearer header or (unless bearerOnly) the login cookie. Every token is
+// compared, in constant time, so that the time taken says nothing of
+// the secret.
+func (s *Server) authenticate(r *http.Request, bearerOnly bool) (string, bool) {
+	if h := r.Header.Get("Authorization"); h != "" || bearerOnly {
+		return s.bearer(r)
+	}
+	c, err := r.Cookie(tokenCookie)
+	if err != nil || c.Value == "" {
+		return "", false
+	}
+	return s.match(c.Value, s.tokens)
+}
+
+// bearer returns the name of the token of a request's Authorization
+// Bearer header: one of the tokens, or of the API tokens.
+func (s *Server) bearer(r *http.Request) (string, bool) {
+	v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || strings.TrimSpace(v) == "" {
+		return "", false
+	}
+	return s.match(strings.TrimSpace(v), append(slices.Clip(s.tokens), s.apiTokens...))
+}
+
+// match returns the name of the token of tokens whose secret is given.
+func (s *Server) match(given string, tokens []Token) (string, bool) {
 	g := sha256.Sum256([]byte(given))
 	name, found := "", 0
-	for _, t := range s.tokens {
+	for _, t := range tokens {
 		h := sha256.Sum256([]byte(t.Secret))
 		if subtle.ConstantTimeCompare(g[:], h[:]) == 1 && found == 0 {
 			name, found = t.Name, 1
@@ -202,8 +247,9 @@ func (s *Server) match(given string) (string, bool) {
 	return name, found == 1
 }
 
-// login checks ?token=SECRET, sets it as an HttpOnly, SameSite=Strict
-// cookie and redirects to the list of runs; a wrong token is 401.
+// login checks ?token=SECRET, or ?code=CODE, the login code, sets the
+// token as an HttpOnly, SameSite=Strict cookie and redirects to the
+// list of runs; a wrong token or code is 401, with how to log in.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	if len(s.tokens) == 0 {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
@@ -213,13 +259,22 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	if code := r.URL.Query().Get("code"); code != "" {
 		secret = s.useLoginCode(code)
 	}
-	if _, ok := s.match(secret); !ok || secret == "" {
-		http.Error(w, "401 unauthorized", http.StatusUnauthorized)
+	if _, ok := s.match(secret, s.tokens); !ok || secret == "" {
+		s.unauthorized(w, r, false)
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: secret, Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// revokeLogin stops the login code from signing more browsers in;
+// those signed in stay so.
+func (s *Server) revokeLogin(w http.ResponseWriter, r *http.Request) {
+	s.loginMu.Lock()
+	s.loginCode = ""
+	s.loginMu.Unlock()
+	s.message(w, r, http.StatusOK, "Login link revoked", "The login link no longer signs browsers in. Browsers signed in with it stay signed in until the server restarts.")
 }
 
 // sameOrigin reports whether a request's Origin, or without one its
@@ -263,14 +318,13 @@ func (s *Server) csrfField(r *http.Request) string {
 	return s.csrfToken(c)
 }
 
-// useLoginCode returns the first token's secret for the one-time login
-// code, once; "" for a wrong or used code.
+// useLoginCode returns the first token's secret for the login code,
+// "" for a wrong or revoked code.
 func (s *Server) useLoginCode(code string) string {
 	s.loginMu.Lock()
 	defer s.loginMu.Unlock()
 	if s.loginCode == "" || len(s.tokens) == 0 || subtle.ConstantTimeCompare([]byte(code), []byte(s.loginCode)) != 1 {
 		return ""
 	}
-	s.loginCode = ""
 	return s.tokens[0].Secret
 }

@@ -114,9 +114,10 @@ func resumeFrom(r *http.Request, param string) int64 {
 }
 
 // runEvents streams a run: each event appended after ?after= (or the
-// Last-Event-ID a reconnecting browser sends) as an "event" event, and
-// a "status" event with the step table whenever it changes, from the
-// run's shared watcher (watch.go), until the client goes away.
+// Last-Event-ID a reconnecting browser sends) as an "event" event, a
+// "status" event with the step table whenever it changes and a "parts"
+// event with the page's parts that changed (view.go), from the run's
+// shared watcher (watch.go), until the client goes away.
 func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 	t, ok := s.target(w, r)
 	if !ok {
@@ -125,11 +126,14 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 	after := resumeFrom(r, "after")
 	// The stream reads the run's events, not its state: fifty browsers
 	// that open a large run's page at once would each decode megabytes
-	// (the run's shared watcher reads the state, once).
-	dir := record.RunDir(t.repoDir, t.runID)
-	if _, err := s.svc.FS.Stat(filepath.Join(dir, record.EventsFile)); err != nil {
-		s.fail(w, r, core.Usage("run %s has no events: %v", t.runID, err))
-		return
+	// (the run's shared watcher reads the state, once). A run of
+	// another engine has no events here: its watcher sends its status.
+	dir := t.runDir()
+	if t.src.local {
+		if _, err := s.svc.FS.Stat(filepath.Join(dir, record.EventsFile)); err != nil {
+			s.fail(w, r, core.Usage("run %s has no events: %v", t.runID, err))
+			return
+		}
 	}
 	stream, ok := startSSE(w)
 	if !ok {
@@ -140,6 +144,9 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 	sub, last, cancel := s.subscribe(t)
 	defer cancel()
 	catchUp := func() bool {
+		if !t.src.local {
+			return true
+		}
 		events, _ := record.ReadEvents(s.svc.FS, dir, after)
 		for _, e := range events {
 			if stream.send("event", strconv.FormatInt(e.Seq, 10), eventRowOf(e)) != nil {
@@ -193,136 +200,4 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-}
-
-// logTail streams the latest session log of a step from ?offset= (or
-// a reconnecting browser's Last-Event-ID) on:
-// its new bytes as "log" events (JSON strings), until the step is done
-// with sessions ("end"), runs another session ("next": the page loads
-// that session's log) or the client goes away (see tailNext). A step
-// that has printed nothing yet is looked at again until its first log
-// appears.
-func (s *Server) logTail(w http.ResponseWriter, r *http.Request) {
-	t, ok := s.target(w, r)
-	if !ok {
-		return
-	}
-	off := max(resumeFrom(r, "offset"), 0)
-	logs, err := s.svc.Logs(t.repoDir, t.runID, t.step, false)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	stream, ok := startSSE(w)
-	if !ok {
-		return
-	}
-	tick := time.NewTicker(s.poll)
-	defer tick.Stop()
-	path := ""
-	read := func() error {
-		if path == "" {
-			return nil
-		}
-		for {
-			chunk, err := s.readAt(path, off)
-			if err != nil || len(chunk) == 0 {
-				return nil
-			}
-			off += int64(len(chunk))
-			if err := stream.send("log", strconv.FormatInt(off, 10), string(chunk)); err != nil {
-				return err
-			}
-		}
-	}
-	// Whether the session still runs is read from the run's record, no
-	// sooner than statusShare times the last reading took (a large
-	// run's takes tens of milliseconds); its log is read every Poll.
-	var checked time.Time
-	var cost time.Duration
-	for {
-		if path == "" && len(logs.Logs) > 0 {
-			path = logs.Logs[len(logs.Logs)-1].Path
-		}
-		if read() != nil {
-			return
-		}
-		if time.Since(checked) >= statusShare*cost {
-			start := time.Now()
-			state, _, err := record.LoadState(s.svc.FS, logs.RunDir, false, start)
-			if err != nil {
-				return
-			}
-			checked = time.Now()
-			cost = checked.Sub(start)
-			if ss := state.Steps[logs.Step]; path == "" && ss != nil && ss.LogPath != "" {
-				// The step's first session has started.
-				path = ss.LogPath
-			}
-			switch tailNext(state, logs.Step, path) {
-			case tailEnd:
-				if read() == nil {
-					_ = stream.send("end", "", "the session has ended")
-				}
-				return
-			case tailNextSession:
-				if read() == nil {
-					_ = stream.send("next", "", "the step runs another session")
-				}
-				return
-			}
-		}
-		select {
-		case <-r.Context().Done():
-			return
-		case <-tick.C:
-		}
-	}
-}
-
-// What a log's stream does next, by tailNext.
-const (
-	tailGoOn        = iota // the session runs, or the step waits to run again
-	tailNextSession        // the step runs a session with another log
-	tailEnd                // the step is done with sessions, or the run stopped
-)
-
-// tailNext says what the stream of the log at path (the step's latest
-// session's, "" while it has none) does, from the run's state: it goes
-// on while that session runs, and while the step waits to run again in
-// a run that goes on (an attempt failed, or a loop-back sent the run
-// back to it); it tells the page of the next session once the step runs
-// one; it ends otherwise.
-func tailNext(st *core.State, step, path string) int {
-	ss := st.Steps[step]
-	switch {
-	case ss == nil:
-		return tailEnd
-	case ss.Status == core.Running:
-		if path != "" && ss.LogPath != "" && ss.LogPath != path {
-			return tailNextSession
-		}
-		return tailGoOn
-	case ss.Status == core.Pending && st.Status == core.RunRunning:
-		return tailGoOn
-	}
-	return tailEnd
-}
-
-// readAt reads at most maxTailChunk bytes of a log from off on.
-func (s *Server) readAt(path string, off int64) ([]byte, error) {
-	f, err := s.svc.FS.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if _, err := f.Seek(off, io.SeekStart); err != nil {
-		return nil, err
-	}
-	buf := make([]byte, maxTailChunk)
-	n, err := io.ReadFull(f, buf)
-	if err == io.ErrUnexpectedEOF || err == io.EOF {
-		err = nil
-	}
-	return buf[:n], err
 }

@@ -1,8 +1,8 @@
 package serve
 
 import (
+	"context"
 	"fmt"
-	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
@@ -35,18 +35,26 @@ const (
 
 // runRow is one run in the list of runs.
 type runRow struct {
-	URL        string
-	RepoDir    string
-	ID         string
-	Workflow   string
-	Status     string
-	Live       string
-	Hook       string
+	URL      string
+	Source   string
+	Engine   string
+	ID       string
+	Workflow string
+	Status   string
+	// Badge and BadgeClass show its state (runState).
+	Badge, BadgeClass string
+	// Note says what matters of it now: the step that failed and why,
+	// the step that waits for a decision, what its runner does.
+	Note       string
+	NoteClass  string
 	Started    string
 	Duration   string
 	Iterations int
 	Cost       string
 	Error      string
+	// ForYou is set on a run with a step that waits for a decision no
+	// one has made.
+	ForYou bool
 }
 
 // runsData is the data of the list of runs.
@@ -56,42 +64,80 @@ type runsData struct {
 	Statuses []string
 	Runs     []runRow
 	Errors   []string
+	// Waiting counts the runs that wait for a decision.
+	Waiting int
+	// LiveURL is the stream that keeps the list up to date.
+	LiveURL string
 }
 
 // runStatuses are the statuses a list can be filtered by.
 var runStatuses = []string{"running", "waiting_on_human", "paused", "pending", "failed", "budget_exceeded", "interrupted", "completed"}
 
-// listRuns shows the runs of every repository, newest first; ?status=
+// listRuns shows the runs of every source, newest first; ?status=
 // keeps the runs with that status.
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
-	d := &runsData{page: s.page(r, "Runs"), Filter: r.URL.Query().Get("status"), Statuses: runStatuses}
+	filter := listFilter(r)
+	d := s.listData(r.Context(), filter)
+	d.page = s.page(r, "Runs")
+	s.render(w, r, http.StatusOK, "runs", d)
+}
+
+// listFilter is the status a list is filtered by: one of runStatuses,
+// else none.
+func listFilter(r *http.Request) string {
+	f := r.URL.Query().Get("status")
+	for _, st := range runStatuses {
+		if f == st {
+			return f
+		}
+	}
+	return ""
+}
+
+// listData reads the list of runs of every source.
+func (s *Server) listData(ctx context.Context, filter string) *runsData {
+	d := &runsData{Filter: filter, Statuses: runStatuses, LiveURL: "/live"}
+	if filter != "" {
+		d.LiveURL += "?status=" + url.QueryEscape(filter)
+	}
 	var rows []runRow
 	var created []time.Time
 	// The rows of finished runs are kept from one listing to the next:
 	// they do not change until the run does (its updated_at with it).
 	seen := map[finishedKey]finishedRow{}
-	for i, repo := range s.repos {
-		list, err := s.svc.ListRuns(repo)
+	mirrors := s.hasRemote()
+	for i, src := range s.sources {
+		list, err := src.eng.Runs(ctx, src.dir)
 		if err != nil {
-			d.Errors = append(d.Errors, err.Error())
+			d.Errors = append(d.Errors, src.name+": "+err.Error())
 			continue
 		}
 		for n, sum := range list.Runs {
 			if n == maxListed {
 				break
 			}
-			if d.Filter != "" && sum.Status != d.Filter {
+			if filter != "" && sum.Status != filter {
 				continue
 			}
-			row := runRow{URL: runURL(i, sum.RunID), RepoDir: repo, ID: sum.RunID, Workflow: sum.Workflow, Status: sum.Status, Error: sum.Error}
+			if mirrors && src.local && sum.Dir != "" && record.OnTemporal(s.svc.FS, sum.Dir) {
+				// A Temporal worker's mirror of a run listed from the
+				// server itself.
+				continue
+			}
+			row := runRow{URL: runURL(i, sum.RunID), Source: src.name, Engine: src.eng.Name(), ID: sum.RunID, Workflow: sum.Workflow,
+				Status: sum.Status, Badge: sum.Status, BadgeClass: statusClass(sum.Status), Error: sum.Error}
 			var at time.Time
+			if t, err := time.Parse(time.RFC3339Nano, sum.CreatedAt); err == nil {
+				at = t
+			}
 			key := finishedKey{repo: i, runID: sum.RunID, status: sum.Status, updated: sum.UpdatedAt}
 			if f, ok := s.finished.get(key); ok {
 				row, at = f.row, f.created
 				seen[key] = f
 			} else if sum.Error == "" {
-				if st, err := s.listStatus(repo, sum.RunID); err == nil {
-					row = s.runRowOf(row, st)
+				if st, err := s.listStatus(src, sum.RunID); err == nil {
+					row = s.runRowOf(row, st, src.local)
+					row.ForYou = s.forYou(target{repo: i, src: src, runID: sum.RunID}, st)
 					if st.State.CreatedAt != nil {
 						at = st.State.CreatedAt.Time
 					}
@@ -102,13 +148,16 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 					row.Error = err.Error()
 				}
 			}
+			if row.ForYou {
+				d.Waiting++
+			}
 			rows = append(rows, row)
 			created = append(created, at)
 		}
 	}
 	s.finished.keep(seen)
-	// Newest first across repositories: an insertion sort keeps each
-	// repository's own order for equal times.
+	// Newest first across sources: an insertion sort keeps each
+	// source's own order for equal times.
 	for i := 1; i < len(rows); i++ {
 		for j := i; j > 0 && created[j].After(created[j-1]); j-- {
 			rows[j], rows[j-1] = rows[j-1], rows[j]
@@ -116,7 +165,39 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	d.Runs = rows
-	s.render(w, r, http.StatusOK, "runs", d)
+	return d
+}
+
+// hasRemote reports whether a source is another engine's server.
+func (s *Server) hasRemote() bool {
+	for _, src := range s.sources {
+		if !src.local {
+			return true
+		}
+	}
+	return false
+}
+
+// forYou reports whether a run has a step that waits for a decision
+// that no one has made yet.
+func (s *Server) forYou(t target, st ops.Status) bool {
+	if st.State.Status != core.RunWaitingOnHuman {
+		return false
+	}
+	for _, key := range st.State.StepOrder {
+		ss := st.State.Steps[key]
+		if ss == nil || ss.Status != core.WaitingOnHuman {
+			continue
+		}
+		if !t.src.local || ss.ManualInputPath == nil {
+			return true
+		}
+		in, err := record.ReadDecision(s.svc.FS, *ss.ManualInputPath, true)
+		if err != nil || in == nil || record.DecidedBefore(in, ss) {
+			return true
+		}
+	}
+	return false
 }
 
 // finishedRows keeps the rows of the list of runs that show finished
@@ -156,14 +237,23 @@ func (f *finishedRows) keep(m map[finishedKey]finishedRow) {
 	f.m = m
 }
 
-// runRowOf fills a row of the list from a run's status.
-func (s *Server) runRowOf(row runRow, st ops.Status) runRow {
+// runRowOf fills a row of the list from a run's status (local: a
+// repository's run, whose runner holds a lock).
+func (s *Server) runRowOf(row runRow, st ops.Status, local bool) runRow {
 	state := st.State
-	row.Live, row.Hook = st.Liveness.State, st.Liveness.Hook
+	row.Badge, row.BadgeClass = runState(st)
+	row.Note, row.NoteClass = runNote(st, local)
 	row.Started = timeText(state.CreatedAt)
 	end := st.At
-	if state.Status.Terminal() && state.UpdatedAt != nil {
+	switch {
+	case state.Status.Terminal() && state.UpdatedAt != nil:
 		end = state.UpdatedAt.Time
+	case st.Liveness.State == record.LiveDead || st.Liveness.State == record.LiveStale:
+		// Nothing goes on: the run's time stopped when it was last
+		// heard from.
+		if seen := lastSeen(state); !seen.IsZero() {
+			end = seen
+		}
 	}
 	if state.CreatedAt != nil {
 		row.Duration = duration(end.Sub(state.CreatedAt.Time))
@@ -173,6 +263,55 @@ func (s *Server) runRowOf(row runRow, st ops.Status) runRow {
 	}
 	row.Cost = cost(state.Usage)
 	return row
+}
+
+// runNote says what matters of a run now, and its CSS class: the step
+// that failed and why, the step that waits for a decision, whether a
+// runner holds it (a local run's lock says) and what it does.
+func runNote(st ops.Status, local bool) (string, string) {
+	state := st.State
+	switch state.Status {
+	case core.RunCompleted:
+		return "", ""
+	case core.RunFailed, core.RunBudgetExceeded:
+		for _, key := range tableOrder(state) {
+			if ss := state.Steps[key]; ss != nil && ss.Status == core.Failed {
+				why := "failed"
+				if ss.LastError != nil && *ss.LastError != "" {
+					why = clip(*ss.LastError, 160)
+				}
+				return key + ": " + why, "error"
+			}
+		}
+		if state.Status == core.RunBudgetExceeded {
+			return "a budget ran out", "error"
+		}
+		return "", ""
+	}
+	l := st.Liveness
+	switch l.State {
+	case record.LiveDead:
+		return "no live runner: Resume takes the run over", "error"
+	case record.LiveStale:
+		return l.Reason, "waits"
+	}
+	if state.Status == core.RunWaitingOnHuman {
+		for _, key := range tableOrder(state) {
+			if ss := state.Steps[key]; ss != nil && ss.Status == core.WaitingOnHuman {
+				if local && l.Holder == nil {
+					return key + " waits for a decision (no runner: Resume after deciding)", "waits"
+				}
+				return key + " waits for a decision", "waits"
+			}
+		}
+	}
+	switch l.State {
+	case record.LiveWorking:
+		return "working on " + l.Hook, ""
+	case record.LiveStuck:
+		return "stuck: " + l.Reason, "error"
+	}
+	return l.Reason, ""
 }
 
 // stepRow is one row of a run's step table; the live stream sends the
@@ -191,6 +330,12 @@ type stepRow struct {
 	Waits    string `json:"waits"`
 	Instance bool   `json:"instance"`
 	Log      string `json:"log"`
+	// Class is the row's CSS class: its status's, or s-dead for a
+	// running step of a run that no runner holds.
+	Class string `json:"class"`
+	// Since is when a running step started (RFC 3339): the page counts
+	// its duration on.
+	Since string `json:"since,omitempty"`
 	// Waiting is set on a step that waits on a human, with the inputs
 	// its approval takes.
 	Waiting *humanForm `json:"-"`
@@ -224,7 +369,13 @@ func stepRows(base string, st ops.Status, wf *config.Workflow) []stepRow {
 			return
 		}
 		row := stepRow{Key: key, Status: string(ss.Status), Attempts: ss.Attempts, Iteration: ss.IterationCount,
-			Verdict: ss.Verdict, Instance: core.IsInstance(key)}
+			Verdict: ss.Verdict, Instance: core.IsInstance(key), Class: statusClass(string(ss.Status))}
+		if ss.Human != nil && row.Verdict == "" {
+			row.Verdict = describeDecision(*ss.Human)
+		}
+		if ss.StartedAt != nil && ss.Status == core.Running && ss.LoopIndex == nil {
+			row.Since = ss.StartedAt.UTC().Format(time.RFC3339Nano)
+		}
 		if ss.StartedAt != nil {
 			end := st.At
 			if ss.EndedAt != nil {
@@ -296,102 +447,58 @@ func eventRowOf(e core.Event) eventRow {
 	return eventRow{Seq: e.Seq, At: e.At.String(), Type: e.Type, Step: e.Step, Data: clip(string(e.Data), 300)}
 }
 
-// runData is the data of a run's page.
-type runData struct {
-	page
-	Base     string
-	RepoDir  string
-	RunID    string
-	Workflow string
-	Status   string
-	Live     string
-	Hook     string
-	Reason   string
-	Fault    string
-	Started  string
-	Duration string
-	Cost     string
-	Done     string
-	// Steps are the rows of the table's page; Waiting, the rows of
-	// every step that waits on a human, on whatever page.
-	Steps   []stepRow
-	Waiting []stepRow
-	// Pager is set when the table has more than one page.
-	Pager *pager
-	Graph template.HTML
-	// GraphNote says why there is no graph.
-	GraphNote  string
-	Events     []eventRow
-	EventsURL  string
-	CanControl bool
-	CanResume  bool
-	CanRetry   bool
-}
-
 // doneTexts are the messages a run's page shows after an action
 // redirected to it (?done=).
 var doneTexts = map[string]string{
 	"approve":  "Approved.",
 	"reject":   "Rejected.",
+	"decided":  "Recorded. No runner holds this run: it goes on once resumed — Resume is below the question.",
+	"resumed":  "Recorded, and a runner was started to go on with the run.",
 	"already":  "That decision had already been made; nothing changed.",
 	"pause":    "Asked the run to pause after its current session.",
 	"continue": "Asked the run to go on.",
 	"run-once": "Asked the run to start one more session, then pause.",
 	"cleanup":  "Asked the run to run its cleanup session, then pause.",
 	"idle":     "Recorded; no live runner holds this run, so it takes effect when the run is resumed.",
-	"resume":   "Started flow resume; this page shows what it does.",
-	"retry":    "Started flow retry; this page shows what it does.",
+	"cancel":   "Asked the runner to stop the run's sessions; the run stays resumable.",
+	"resume":   "Started a runner; this page shows what it does.",
+	"retry":    "Started a runner on the failed steps; this page shows what it does.",
+	"started":  "Started the run; this page shows what it does.",
 }
 
-// runPage shows a run: its step table, graph, events and actions.
+// runPage shows a run: the question of a step that waits, its facts,
+// actions, step table, timeline, graph and newest events.
 func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	t, ok := s.target(w, r)
 	if !ok {
 		return
 	}
-	st, err := s.svc.Status(t.repoDir, t.runID)
+	sub, err := s.subject(r.Context(), t)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	state := st.State
-	base := runURL(t.repo, t.runID)
-	wf := s.workflow(t.repoDir, state)
-	row := s.runRowOf(runRow{}, st)
-	d := &runData{page: s.page(r, "Run "+t.runID), Base: base, RepoDir: t.repoDir, RunID: t.runID,
-		Workflow: state.WorkflowName, Status: string(state.Status), Live: st.Liveness.State, Hook: st.Liveness.Hook,
-		Reason: st.Liveness.Reason, Fault: st.Fault, Started: row.Started, Duration: row.Duration, Cost: row.Cost,
-		Done: doneTexts[r.URL.Query().Get("done")]}
-	rows := stepRows(base, st, wf)
-	for _, row := range rows {
-		if row.Waiting != nil {
-			d.Waiting = append(d.Waiting, row)
+	v := s.view(sub)
+	v.page = s.page(r, "Run "+t.runID)
+	v.Done = doneTexts[r.URL.Query().Get("done")]
+	v.Steps, v.Pager = pageOf(v.Steps, s.pageSteps, r.URL.Query().Get("page"), v.Base)
+	state := sub.st.State
+	after := state.Seq
+	if t.src.local {
+		// The newest events are those after the snapshot's seq less
+		// maxEvents (and any the snapshot does not hold yet); the log's
+		// lines before them are skipped undecoded.
+		events, _ := record.ReadEvents(s.svc.FS, t.runDir(), max(0, state.Seq-maxEvents))
+		if len(events) > maxEvents {
+			events = events[len(events)-maxEvents:]
+		}
+		for _, e := range events {
+			v.Events = append(v.Events, eventRowOf(e))
+			after = max(after, e.Seq)
 		}
 	}
-	d.Steps, d.Pager = pageOf(rows, s.pageSteps, r.URL.Query().Get("page"), base)
-	if n := graphSteps(wf, state); n <= s.maxGraphSteps {
-		d.Graph = graphSVG(wf, state)
-	} else {
-		d.GraphNote = fmt.Sprintf("The graph is drawn for workflows of up to %d steps; this one has %d. flow graph draws it: flow graph %s", s.maxGraphSteps, n, state.WorkflowFile)
-	}
-	// The newest events are those after the snapshot's seq less
-	// maxEvents (and any the snapshot does not hold yet); the log's
-	// lines before them are skipped undecoded.
-	events, _ := record.ReadEvents(s.svc.FS, st.RunDir, max(0, state.Seq-maxEvents))
-	if len(events) > maxEvents {
-		events = events[len(events)-maxEvents:]
-	}
-	after := state.Seq
-	for _, e := range events {
-		d.Events = append(d.Events, eventRowOf(e))
-		after = max(after, e.Seq)
-	}
-	d.EventsURL = fmt.Sprintf("%s/events?after=%d", base, after)
-	terminal := state.Status.Terminal()
-	d.CanControl = !terminal
-	d.CanResume = !terminal && s.launcher != nil && !s.heldByLiveRunner(st)
-	d.CanRetry = state.Status == core.RunFailed && s.launcher != nil
-	s.render(w, r, http.StatusOK, "run", d)
+	v.EventsURL = fmt.Sprintf("%s/events?after=%d", v.Base, after)
+	s.render(w, r, http.StatusOK, "run", v)
 }
 
 // pager links the pages of a run's step table.
@@ -471,49 +578,6 @@ func graphSteps(wf *config.Workflow, st *core.State) int {
 		}
 	}
 	return n
-}
-
-// maxLogShown is how much of the end of a log its page shows.
-const maxLogShown = 256 << 10
-
-// logData is the data of a log's page.
-type logData struct {
-	page
-	Base    string
-	RunID   string
-	Step    string
-	Name    string
-	Text    string
-	Clipped bool
-	TailURL string
-}
-
-// logPage shows the end of the latest session log of a step, and
-// follows it live when the step runs.
-func (s *Server) logPage(w http.ResponseWriter, r *http.Request) {
-	t, ok := s.target(w, r)
-	if !ok {
-		return
-	}
-	logs, err := s.svc.Logs(t.repoDir, t.runID, t.step, false)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	base := runURL(t.repo, t.runID)
-	d := &logData{page: s.page(r, t.step+" — "+t.runID), Base: base, RunID: t.runID, Step: t.step}
-	var off int64
-	if len(logs.Logs) > 0 {
-		l := logs.Logs[len(logs.Logs)-1]
-		tail := &tailWriter{max: maxLogShown}
-		if err := s.svc.CopyLog(tail, l); err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		d.Name, d.Text, d.Clipped, off = l.Name, strings.ToValidUTF8(string(tail.buf), "\uFFFD"), tail.n > int64(len(tail.buf)), tail.n
-	}
-	d.TailURL = fmt.Sprintf("%s/logs/%s/tail?offset=%d", base, url.PathEscape(t.step), off)
-	s.render(w, r, http.StatusOK, "log", d)
 }
 
 // tailWriter keeps the last max bytes written to it, and counts them

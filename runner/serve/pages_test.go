@@ -167,3 +167,18 @@ func TestTailNext(t *testing.T) {
 		}
 	}
 }
+
+func TestPageWords(t *testing.T) {
+	for in, want := range map[string]string{
+		"waiting on a human (no runner; flow resume after approval)":                    "Waiting on a human (no runner; Resume after approval)",
+		"no runner holds the run and it did not finish; flow resume takes it over":      "No runner holds the run and it did not finish; Resume takes it over",
+		"run r1 is interrupted: nothing to cancel (it stays resumable: flow resume r1)": "Run r1 is interrupted: nothing to cancel (it stays resumable: Resume (on the run's page))",
+		"paused; no runner holds the run: flow continue r1, then flow resume r1":        "Paused; no runner holds the run: Continue (on the run's page), then Resume (on the run's page)",
+		"reject needs --reason\ntry: flow reject RUN_ID approve --reason 'why'":         "Reject needs --reason",
+		"waiting on a human: flow approve r1 ship_it":                                   "Waiting on a human: the approval form on the run's page",
+	} {
+		if got := pageWords(in); got != want {
+			t.Errorf("pageWords(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +27,7 @@ import (
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
 )
@@ -89,12 +91,18 @@ func (scripted) Start(_ context.Context, spec proc.Spec) (proc.Session, error) {
 type fakeLauncher struct {
 	mu    sync.Mutex
 	calls [][]string
+	// then, when set, is called with each command started.
+	then func(args []string)
 }
 
 func (l *fakeLauncher) Launch(args []string) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.calls = append(l.calls, args)
+	then := l.then
+	l.mu.Unlock()
+	if then != nil {
+		then(args)
+	}
 	return nil
 }
 
@@ -218,12 +226,15 @@ func TestListRunsAndFilter(t *testing.T) {
 func TestRunPage(t *testing.T) {
 	s, _ := newServer(t)
 	w := get(s, "/runs/0/r1")
-	wantStatus(t, w, http.StatusOK, "<svg", "for_each items", `name="in.ticket"`, `value="prod"`,
-		"2/2 items", "items[0].work", "step_waiting", `data-events="/runs/0/r1/events?after=`)
-	svg := w.Body.String()[strings.Index(w.Body.String(), "<svg"):]
+	wantStatus(t, w, http.StatusOK, `<svg class="graph"`, "for_each items", `name="in.ticket"`, `value="prod"`,
+		"2/2 items", "items[0].work", "step_waiting", `data-events="/runs/0/r1/events?after=`,
+		`<blockquote class="question" id="question-ship_it">Ship it?</blockquote>`, `<svg class="gantt"`,
+		`href="/runs/0/r1/logs/items%5B0%5D.work?log=items.0.work.0.1.log"`)
+	svg := w.Body.String()[strings.Index(w.Body.String(), `<svg class="graph"`):]
 	svg = svg[:strings.Index(svg, "</svg>")]
-	for _, id := range []string{"build", "items", "work", "ship_it", "deploy"} {
-		if !strings.Contains(svg, `data-key="`+id+`"`) || !strings.Contains(svg, ">"+id+"<") && !strings.Contains(svg, "for_each "+id) {
+	for _, id := range []string{"build", "items", "items.work", "ship_it", "deploy"} {
+		name := id[strings.LastIndex(id, ".")+1:]
+		if !strings.Contains(svg, `data-key="`+id+`"`) || !strings.Contains(svg, ">"+name+"<") && !strings.Contains(svg, "for_each "+id) {
 			t.Errorf("the graph does not name step %s", id)
 		}
 	}
@@ -366,14 +377,21 @@ func TestApproveWithInputs(t *testing.T) {
 	wantStatus(t, post(s, "/runs/0/r1/approve/ship_it", url.Values{"in.env": {"staging"}}), http.StatusBadRequest, "ticket")
 	w := post(s, "/runs/0/r1/approve/ship_it", url.Values{"in.ticket": {"OPS-12"}, "in.env": {""}})
 	wantStatus(t, w, http.StatusSeeOther)
-	if loc := w.Header().Get("Location"); loc != "/runs/0/r1?done=approve" {
+	// No runner holds r1: the page says so, shows the decision and
+	// offers Resume in place of the form.
+	if loc := w.Header().Get("Location"); loc != "/runs/0/r1?done=decided" {
 		t.Errorf("Location %q", loc)
 	}
 	in := decision(t, s)
 	if !in.Approved || in.By != "local" || in.Input["ticket"] != "OPS-12" || in.Input["env"] != "prod" {
 		t.Errorf("decision %+v", in)
 	}
-	wantStatus(t, get(s, "/runs/0/r1?done=approve"), http.StatusOK, "Approved.")
+	w = get(s, "/runs/0/r1?done=decided")
+	wantStatus(t, w, http.StatusOK, "No runner holds this run", `<p class="decided">Approved by local at 2025-01-15 14:30:00Z with env=prod, ticket=OPS-12. No runner holds this run`,
+		`action="/runs/0/r1/resume"`)
+	if strings.Contains(w.Body.String(), `name="in.ticket"`) {
+		t.Error("the approval form still shows after the decision")
+	}
 }
 
 func TestReject(t *testing.T) {
@@ -433,10 +451,10 @@ func TestControl(t *testing.T) {
 func TestResumeAndRetry(t *testing.T) {
 	s, l := newServer(t)
 	wantStatus(t, post(s, "/runs/0/r1/retry", nil), http.StatusConflict, "not failed")
-	wantStatus(t, post(s, "/runs/0/r2/resume", nil), http.StatusConflict, "retry")
+	wantStatus(t, post(s, "/runs/0/r2/resume", nil), http.StatusConflict, "Retry failed steps")
 	wantStatus(t, post(s, "/runs/0/r1/resume", nil), http.StatusSeeOther)
 	wantStatus(t, post(s, "/runs/0/r2/retry", nil), http.StatusSeeOther)
-	want := [][]string{{"resume", "r1", "--repo", repo, "--by", "local"}, {"retry", "r2", "--repo", repo, "--by", "local"}}
+	want := [][]string{{"resume", "r1", "--repo", repo, "--engine", "local", "--by", "local"}, {"retry", "r2", "--repo", repo, "--engine", "local", "--by", "local"}}
 	if got := l.got(); !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("launched %q, want %q", got, want)
 	}
@@ -466,7 +484,9 @@ func TestAuth(t *testing.T) {
 		}
 	}
 	wantStatus(t, get(s, "/runs/0/r1"), http.StatusUnauthorized)
-	wantStatus(t, get(s, "/static/flow.css"), http.StatusUnauthorized)
+	// The 401 page says how to log in, with the server's own style.
+	wantStatus(t, get(s, "/runs/0/r1"), http.StatusUnauthorized, "login link", "Authorization: Bearer")
+	wantStatus(t, get(s, "/static/flow.css"), http.StatusOK)
 	wantStatus(t, get(s, "/", "Authorization", "Bearer "+secret), http.StatusOK, "signed in as alice", "r1")
 	wantStatus(t, get(s, "/login?token=wrong"), http.StatusUnauthorized)
 	w := get(s, "/login?token="+secret)
@@ -589,14 +609,14 @@ func TestGraphLoopBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := &core.State{StepOrder: []string{"code", "review"}, Steps: map[string]*core.StepState{"code": {Status: core.Completed}, "review": {Status: core.Failed}}}
-	svg := string(graphSVG(wf, st))
-	for _, want := range []string{`<line class="edge"`, `class="edge loopback" stroke-dasharray="6 4"`, "review loops back to code",
+	svg := string(graphSVG(wf, st, true))
+	for _, want := range []string{`<path class="edge" fill="none"`, `class="edge loopback" stroke-dasharray="6 4"`, "review loops back to code",
 		`class="node s-completed" data-key="code"`, `class="node s-failed" data-key="review"`, ">FAILED<"} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("the graph has no %q:\n%s", want, svg)
 		}
 	}
-	if svg != string(graphSVG(wf, st)) {
+	if svg != string(graphSVG(wf, st, true)) {
 		t.Error("the graph is not the same twice")
 	}
 }
@@ -630,9 +650,10 @@ func TestSameOriginBehindProxy(t *testing.T) {
 	}
 }
 
-// TestOneTimeLogin: the login code flow serve prints when it makes its
-// token signs one browser in, once; the token itself is never in it.
-func TestOneTimeLogin(t *testing.T) {
+// TestLoginCode: the login code flow serve prints when it makes its
+// token signs in every browser it is opened in, until it is revoked;
+// the token itself is never in it.
+func TestLoginCode(t *testing.T) {
 	s, _ := newServer(t, func(c *Config) {
 		c.Loopback = false
 		c.Tokens = []Token{{Name: "admin", Secret: "0123456789abcdef0123"}}
@@ -651,8 +672,12 @@ func TestOneTimeLogin(t *testing.T) {
 	if cookie == nil || cookie.Value != "0123456789abcdef0123" || !cookie.HttpOnly {
 		t.Fatalf("cookie %+v", cookie)
 	}
+	// A second browser: a phone.
+	wantStatus(t, get(s, "/login?code=once-only-code-0123456789"), http.StatusSeeOther)
+	wantStatus(t, get(s, "/login?code=wrong"), http.StatusUnauthorized, "login link")
+	// Revoked by someone signed in, it signs no one in any more.
+	wantStatus(t, post(s, "/login/revoke", nil, "Cookie", tokenCookie+"=0123456789abcdef0123; "+csrfCookie+"="+csrfCookieValue), http.StatusOK, "revoked")
 	wantStatus(t, get(s, "/login?code=once-only-code-0123456789"), http.StatusUnauthorized)
-	wantStatus(t, get(s, "/login?code=wrong"), http.StatusUnauthorized)
 }
 
 // TestRunPageOfALargeRun: past a page of rows the step table is paged,
@@ -666,7 +691,7 @@ func TestRunPageOfALargeRun(t *testing.T) {
 	wantStatus(t, w, http.StatusOK, "Steps 5–6 of 6", `<b aria-current="page">3</b>`, `href="/runs/0/r1?page=2" rel="prev"`,
 		`data-key="ship_it"`, `name="in.ticket"`, "drawn for workflows of up to 4 steps; this one has 5", "flow graph "+repo+"/wf.yaml")
 	body := w.Body.String()
-	if strings.Contains(body, "<svg") || strings.Contains(body, `<tr class="s-completed" data-key="build"`) {
+	if strings.Contains(body, `<svg class="graph"`) || strings.Contains(body, `<tr class="s-completed" data-key="build"`) {
 		t.Error("the page draws the graph, or shows the first page's rows")
 	}
 	w = get(s, "/runs/0/r1?page=1")
@@ -705,9 +730,9 @@ func TestWorkflowLoadedOnce(t *testing.T) {
 func TestFinishedRunsReadOnce(t *testing.T) {
 	s, _ := newServer(t)
 	reads := map[string]int{}
-	s.listStatus = func(repo, runID string) (ops.Status, error) {
+	s.listStatus = func(src *source, runID string) (ops.Status, error) {
 		reads[runID]++
-		return s.svc.Status(repo, runID)
+		return s.svc.Status(src.dir, runID)
 	}
 	for range 3 {
 		wantStatus(t, get(s, "/"), http.StatusOK, `href="/runs/0/r1"`, `href="/runs/0/r2"`, "failed")
@@ -762,5 +787,367 @@ func TestWorkflowCacheKeepsTheLastUsed(t *testing.T) {
 		if _, ok := s.workflows.m[workflowKey{repo, fmt.Sprintf("%s/wf%d.yaml", repo, i)}]; ok != want {
 			t.Errorf("wf%d kept: %v, want %v", i, ok, want)
 		}
+	}
+}
+
+// greet has vars, one of them a number, and one named as a secret.
+const greet = `name: greet
+vars:
+  greeting: hello
+  attempts: "1"
+  api_token: ""
+steps:
+  - id: hello
+    run: echo "{{ vars.greeting }}"
+    max_attempts: vars.attempts
+`
+
+// TestStartRun: the start page offers the workflows of workflows/; a
+// var that breaks the workflow is refused, positioned, before anything
+// starts; a good start launches flow run and opens the run's page.
+func TestStartRun(t *testing.T) {
+	s, l := newServer(t)
+	afero.WriteFile(s.svc.FS, repo+"/workflows/greet.yaml", []byte(greet), 0o644)
+	l.then = func(args []string) {
+		if args[0] == "run" {
+			afero.WriteFile(s.svc.FS, record.RunDir(repo, args[slices.Index(args, "--run-id")+1])+"/"+record.EventsFile, nil, 0o644)
+		}
+	}
+	wantStatus(t, get(s, "/start"), http.StatusOK, `href="/start/0?workflow=workflows%2Fgreet.yaml"`, ">greet<")
+	w := get(s, "/start/0?workflow=workflows%2Fgreet.yaml")
+	wantStatus(t, w, http.StatusOK, `name="var.greeting" value="hello"`, `name="var.attempts" value="1"`, `<option value="hello">hello</option>`, "<code>api_token</code>")
+	if strings.Contains(w.Body.String(), `name="var.api_token"`) {
+		t.Error("the form asks for a secret")
+	}
+	wantStatus(t, get(s, "/start/0?workflow=wf.yaml"), http.StatusNotFound)
+	form := url.Values{"workflow": {"workflows/greet.yaml"}, "var.greeting": {"bonjour"}, "var.attempts": {"zero"}}
+	w = post(s, "/start/0", form)
+	wantStatus(t, w, http.StatusBadRequest, `<div class="field-error" data-var="attempts"><div class="start-error"><b>greet.yaml:9:19</b>`, "not a number",
+		"    max_attempts: vars.attempts\n                  ^</pre>", `value="bonjour"`)
+	form.Set("var.api_token", "s3cret")
+	form.Set("var.attempts", "2")
+	wantStatus(t, post(s, "/start/0", form), http.StatusBadRequest, "names a secret")
+	if n := len(l.got()); n != 0 {
+		t.Fatalf("%d commands started by refused starts", n)
+	}
+	form.Del("var.api_token")
+	w = post(s, "/start/0", form)
+	wantStatus(t, w, http.StatusSeeOther)
+	got := l.got()
+	if len(got) != 1 {
+		t.Fatalf("started %q", got)
+	}
+	id := got[0][slices.Index(got[0], "--run-id")+1]
+	want := []string{"run", repo + "/workflows/greet.yaml", "--repo", repo, "--run-id", id, "--engine", "local", "--by", "local", "--var", "attempts=2", "--var", "greeting=bonjour"}
+	if !slices.Equal(got[0], want) {
+		t.Errorf("started %q, want %q", got[0], want)
+	}
+	if loc := w.Header().Get("Location"); loc != "/runs/0/"+id+"?done=started" {
+		t.Errorf("Location %q", loc)
+	}
+}
+
+// TestAPI: reads answer the command line's JSON; changes need a Bearer
+// token, never a browser's cookie and CSRF token.
+func TestAPI(t *testing.T) {
+	const apiSecret = "api-secret-0123456789"
+	s, l := newServer(t, func(c *Config) { c.APITokens = []Token{{Name: "api", Secret: apiSecret}} })
+	w := get(s, "/api/runs")
+	wantStatus(t, w, http.StatusOK, `"repo":0`, `"engine":"local"`, `"run_id":"r1"`, `"status":"waiting_on_human"`)
+	wantStatus(t, get(s, "/api/runs/0/r2"), http.StatusOK, `"run_id":"r2"`, `"status":"failed"`, `"liveness":{`)
+	wantStatus(t, get(s, "/api/runs/0/nope"), http.StatusNotFound, `"error":"There is no run nope in /repo."`)
+	wantStatus(t, get(s, "/api/runs/0/r1/events?after=18"), http.StatusOK, `"seq":19`)
+	wantStatus(t, get(s, "/api/runs/0/r1/logs/build"), http.StatusOK, `"log":"build.0.1.log"`, `"text":"out of build\n"`, `"state":{"state":"ended"`)
+	// A change with the browser's cookie and CSRF token, or no token,
+	// is refused; with the Bearer token it is made, as the token's name.
+	wantStatus(t, post(s, "/api/runs/0/r1/control/pause", nil), http.StatusUnauthorized, "Bearer")
+	wantStatus(t, post(s, "/api/runs/0/r1/control/pause", nil, "Authorization", "Bearer wrong-0123456789abcdef"), http.StatusUnauthorized)
+	wantStatus(t, post(s, "/api/runs/0/r1/control/pause", nil, "Authorization", "Bearer "+apiSecret, "Origin", ""), http.StatusOK, `"desired_state":"pause"`, `"by":"api"`)
+	req := httptest.NewRequest(http.MethodPost, "/api/runs/0/r1/approve/ship_it", strings.NewReader(`{"input": {"ticket": "OPS-3"}}`))
+	req.Host = host
+	req.Header.Set("Authorization", "Bearer "+apiSecret)
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	wantStatus(t, rec, http.StatusOK, `"approved":true`, `"by":"api"`, `"runner_live":false`)
+	if in := decision(t, s); in.Input["ticket"] != "OPS-3" || in.Input["env"] != "prod" {
+		t.Errorf("decision %+v", in)
+	}
+	req = httptest.NewRequest(http.MethodPost, "/api/runs/0/r2/retry", nil)
+	req.Host = host
+	req.Header.Set("Authorization", "Bearer "+apiSecret)
+	rec = httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	wantStatus(t, rec, http.StatusAccepted, `"started":"retry"`)
+	if got := l.got(); len(got) != 1 || got[0][0] != "retry" {
+		t.Errorf("launched %q", got)
+	}
+	// A read-only server refuses changes whatever the token.
+	ro, _ := newServer(t, func(c *Config) { c.APITokens = []Token{{Name: "api", Secret: apiSecret}}; c.ReadOnly = true })
+	wantStatus(t, post(ro, "/api/runs/0/r1/control/pause", nil, "Authorization", "Bearer "+apiSecret), http.StatusForbidden, "read-only")
+}
+
+// TestListStream: the list's stream sends the list, rendered, and the
+// count of runs waiting for a decision.
+func TestListStream(t *testing.T) {
+	s, _ := newServer(t)
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/live", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			if !strings.Contains(d, `data-run=\"r1\"`) || !strings.Contains(d, `"waiting":1`) || !strings.Contains(d, `check:`) && !strings.Contains(d, `boom: exit code 1`) {
+				t.Errorf("the list sent %s", d)
+			}
+			return
+		}
+	}
+	t.Fatal("the stream ended without a list")
+}
+
+// TestGraphEdgesAvoidBoxes: in a graph with a loop body, an edge that
+// skips rows and a loop-back, every straight part of an edge lies
+// between rows, in its source's or target's column, or in a lane right
+// of every box.
+func TestGraphEdgesAvoidBoxes(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	src := `name: g
+steps:
+  - id: a
+    run: x
+  - id: b
+    run: x
+  - id: loop
+    needs: [a, b]
+    for_each: ["1", "2"]
+    steps:
+      - {id: one, run: x}
+      - {id: two, run: x, needs: [one]}
+      - {id: three, run: x, needs: [two], loop_back_to: one}
+  - id: review
+    needs: [loop]
+    run: x
+    loop_back_to: a
+  - id: ship
+    needs: [review, a]
+    run: x
+`
+	afero.WriteFile(fsys, "/g.yaml", []byte(src), 0o644)
+	wf, err := config.Load(fsys, "/g.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg := string(graphSVG(wf, &core.State{Steps: map[string]*core.StepState{}}, true))
+	type rect struct{ x, y, w, h float64 }
+	var boxes []rect
+	for _, m := range regexp.MustCompile(`<g class="node (?:s-\w+)" data-key="[^"]+"><rect x="(\d+)" y="(\d+)" width="(\d+)" height="(\d+)"`).FindAllStringSubmatch(svg, -1) {
+		var r rect
+		fmt.Sscan(m[1]+" "+m[2]+" "+m[3]+" "+m[4], &r.x, &r.y, &r.w, &r.h)
+		boxes = append(boxes, r)
+	}
+	if len(boxes) != 7 {
+		t.Fatalf("%d step boxes, want 7:\n%s", len(boxes), svg)
+	}
+	paths := regexp.MustCompile(`<path class="edge[^"]*"[^>]* d="([^"]+)"[^>]*><title>([^<]+)</title>`).FindAllStringSubmatch(svg, -1)
+	for _, want := range []string{"one, then two", "two, then three", "three loops back to one", "review loops back to a", "a, then ship", "a, then loop", "b, then loop"} {
+		found := false
+		for _, p := range paths {
+			found = found || p[2] == want
+		}
+		if !found {
+			t.Errorf("no edge %q", want)
+		}
+	}
+	for _, p := range paths {
+		// Sample the path: its straight parts, and its curves by their
+		// cubic formula.
+		var pts [][2]float64
+		f := strings.Fields(strings.NewReplacer(",", " ").Replace(p[1]))
+		var cur [2]float64
+		for i := 0; i < len(f); {
+			num := func(k int) float64 { v, _ := strconv.ParseFloat(f[i+k], 64); return v }
+			switch f[i] {
+			case "M":
+				cur = [2]float64{num(1), num(2)}
+				i += 3
+			case "L":
+				to := [2]float64{num(1), num(2)}
+				for s := 0.0; s <= 1; s += 0.02 {
+					pts = append(pts, [2]float64{cur[0] + s*(to[0]-cur[0]), cur[1] + s*(to[1]-cur[1])})
+				}
+				cur = to
+				i += 3
+			case "C":
+				c1, c2, to := [2]float64{num(1), num(2)}, [2]float64{num(3), num(4)}, [2]float64{num(5), num(6)}
+				for s := 0.0; s <= 1; s += 0.02 {
+					u := 1 - s
+					pts = append(pts, [2]float64{u*u*u*cur[0] + 3*u*u*s*c1[0] + 3*u*s*s*c2[0] + s*s*s*to[0],
+						u*u*u*cur[1] + 3*u*u*s*c1[1] + 3*u*s*s*c2[1] + s*s*s*to[1]})
+				}
+				cur = to
+				i += 7
+			default:
+				t.Fatalf("path %q: unknown command %q", p[1], f[i])
+			}
+		}
+		for _, pt := range pts {
+			for _, b := range boxes {
+				if pt[0] > b.x+1 && pt[0] < b.x+b.w-1 && pt[1] > b.y+1 && pt[1] < b.y+b.h-1 {
+					t.Errorf("edge %q passes through the box at %v (point %v)", p[2], b, pt)
+					break
+				}
+			}
+		}
+	}
+}
+
+// TestTimeline: sessions, waits and loop-backs from a run's events.
+func TestTimeline(t *testing.T) {
+	s, _ := newServer(t)
+	st, err := s.svc.Status(repo, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := s.readTimeline(target{src: s.sources[0], runID: "r1"}, st.State)
+	if r := tl.rows["build"]; r == nil || len(r.bars) != 1 || r.bars[0].class != "s-completed" || r.bars[0].log != "build.0.1.log" {
+		t.Errorf("build's row %+v", tl.rows["build"])
+	}
+	if r := tl.rows["ship_it"]; r == nil || len(r.bars) != 1 || !r.bars[0].wait || !r.bars[0].end.IsZero() {
+		t.Errorf("ship_it's row %+v", tl.rows["ship_it"])
+	}
+	svg, note := tl.svg(st.State, "/runs/0/r1", st.At, 100, false)
+	for _, want := range []string{`class="bar s-completed" data-key="build"`, `class="bar s-waiting_on_human wait" data-key="ship_it"`,
+		`href="/runs/0/r1/logs/items%5B1%5D.work?log=items.1.work.0.1.log"`, ">items[0].work<"} {
+		if !strings.Contains(string(svg), want) {
+			t.Errorf("the timeline has no %q:\n%s", want, svg)
+		}
+	}
+	if note != "" {
+		t.Errorf("note %q", note)
+	}
+	_, note = tl.svg(st.State, "/runs/0/r1", st.At, 2, false)
+	if !strings.Contains(note, "first 2 of") {
+		t.Errorf("a timeline of 2 rows notes %q", note)
+	}
+}
+
+// fakeEngine is another engine's server holding one run, t1, waiting
+// on a human: it answers from r1's status and records what is asked.
+type fakeEngine struct {
+	st    ops.Status
+	mu    sync.Mutex
+	asked []string
+}
+
+func (e *fakeEngine) note(s string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.asked = append(e.asked, s)
+}
+
+func (e *fakeEngine) Name() string { return "temporal" }
+func (e *fakeEngine) Run(context.Context, local.Options, ops.Attach) (local.Result, error) {
+	return local.Result{}, ops.Unsupported("temporal", "run")
+}
+func (e *fakeEngine) Restart(_ context.Context, req ops.RestartRequest) (*ops.Launch, error) {
+	e.note("restart " + req.RunID)
+	return &ops.Launch{}, nil
+}
+func (e *fakeEngine) Newest(context.Context, string, string) (string, error) { return "t1", nil }
+func (e *fakeEngine) Runs(context.Context, string) (ops.RunList, error) {
+	return ops.RunList{Runs: []ops.RunSummary{{RunID: "t1", Workflow: "wf", Status: string(e.st.State.Status), CreatedAt: e.st.State.CreatedAt.String()}}}, nil
+}
+func (e *fakeEngine) Status(_ context.Context, _, runID string) (ops.Status, error) {
+	if runID != "t1" {
+		return ops.Status{}, core.Usage("no run %s on Temporal", runID)
+	}
+	return e.st, nil
+}
+func (e *fakeEngine) Watch(ctx context.Context, repo, runID string, _ ops.WatchOptions, fn func(ops.Update) error) error {
+	st, err := e.Status(ctx, repo, runID)
+	if err != nil {
+		return err
+	}
+	return fn(ops.Update{Status: &st, First: true, Changed: true})
+}
+func (e *fakeEngine) Logs(_ context.Context, req ops.LogsRequest, out, _ io.Writer) error {
+	e.note("logs " + req.Step)
+	_, err := io.WriteString(out, "tail of "+req.Step+"\n")
+	return err
+}
+func (e *fakeEngine) Decide(_ context.Context, req ops.DecideRequest) (ops.Decision, error) {
+	e.note(fmt.Sprintf("decide %s %s %v by %s", req.RunID, req.Step, req.Input, req.By))
+	return ops.Decision{RunID: req.RunID, Step: req.Step, Approved: req.Approve, By: req.By}, nil
+}
+func (e *fakeEngine) Control(_ context.Context, req ops.ControlRequest) (ops.ControlResult, error) {
+	e.note(fmt.Sprintf("control %s %s", req.RunID, req.State))
+	return ops.ControlResult{RunID: req.RunID, DesiredState: req.State, RunnerLive: true}, nil
+}
+func (e *fakeEngine) Cancel(_ context.Context, req ops.CancelRequest) (ops.CancelResult, error) {
+	e.note("cancel " + req.RunID)
+	return ops.CancelResult{RunID: req.RunID}, nil
+}
+
+// TestRemoteEngine: another engine's runs are listed beside the
+// repository's, marked with the engine, and every page and action
+// goes through that engine.
+func TestRemoteEngine(t *testing.T) {
+	svc := newService(t)
+	st, err := svc.Status(repo, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.State.RunID = "t1"
+	st.Liveness = record.Liveness{State: record.LiveStuck, Hook: "ship_it", Reason: "waiting on a human", Holder: &runlock.Holder{PID: 1}}
+	eng := &fakeEngine{st: st}
+	s, l := newServer(t, func(c *Config) { c.Engines = []ops.Engine{eng} })
+	wantStatus(t, get(s, "/"), http.StatusOK, `href="/runs/1/t1"`, `<span class="engine">on temporal</span>`, `href="/runs/0/r1"`)
+	w := get(s, "/runs/1/t1")
+	wantStatus(t, w, http.StatusOK, "Ship it?", `name="in.ticket"`, `action="/runs/1/t1/approve/ship_it"`, `data-action="cancel"`,
+		"keeps its history on its server")
+	wantStatus(t, post(s, "/runs/1/t1/approve/ship_it", url.Values{"in.ticket": {"T-9"}}), http.StatusSeeOther)
+	wantStatus(t, post(s, "/runs/1/t1/control/pause", nil), http.StatusSeeOther)
+	wantStatus(t, post(s, "/runs/1/t1/cancel", nil), http.StatusSeeOther)
+	wantStatus(t, get(s, "/runs/1/t1/logs/build"), http.StatusOK, "tail of build")
+	wantStatus(t, get(s, "/api/runs/1/t1"), http.StatusOK, `"run_id":"t1"`)
+	wantStatus(t, get(s, "/runs/1/nope"), http.StatusBadRequest)
+	eng.mu.Lock()
+	got := strings.Join(eng.asked, "\n")
+	eng.mu.Unlock()
+	for _, want := range []string{"decide t1 ship_it map[ticket:T-9] by local", "control t1 pause", "cancel t1", "logs build"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the engine was not asked %q; it was asked:\n%s", want, got)
+		}
+	}
+	if len(l.got()) != 0 {
+		t.Errorf("launched %q", l.got())
+	}
+	// A run no runner holds is resumed with the engine's flag.
+	eng.st.Liveness = record.Liveness{State: record.LiveStopped}
+	wantStatus(t, post(s, "/runs/1/t1/resume", nil), http.StatusSeeOther)
+	if got := l.got(); len(got) != 1 || !slices.Equal(got[0], []string{"resume", "t1", "--repo", repo, "--engine", "temporal"}) {
+		t.Errorf("launched %q", got)
+	}
+}
+
+// TestResumeOnDecision: with ResumeOnDecision, a decision on a run no
+// runner holds starts a runner at once.
+func TestResumeOnDecision(t *testing.T) {
+	s, l := newServer(t, func(c *Config) { c.ResumeOnDecision = true })
+	w := post(s, "/runs/0/r1/approve/ship_it", url.Values{"in.ticket": {"OPS-12"}})
+	wantStatus(t, w, http.StatusSeeOther)
+	if loc := w.Header().Get("Location"); loc != "/runs/0/r1?done=resumed" {
+		t.Errorf("Location %q", loc)
+	}
+	if got := l.got(); len(got) != 1 || !slices.Equal(got[0], []string{"resume", "r1", "--repo", repo, "--engine", "local", "--by", "local"}) {
+		t.Errorf("launched %q", got)
 	}
 }

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"strconv"
@@ -8,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
 )
 
@@ -20,6 +23,11 @@ import (
 // its event log did not change: liveness changes with time (a runner's
 // heartbeat grows old).
 const statusEvery = 2 * time.Second
+
+// partsEvery is how often, at most, a watcher draws a run page's parts
+// again (its graph and timeline) while the run's status stays the same:
+// a session's bar grows by the second.
+const partsEvery = time.Second
 
 // statusShare bounds the time a watcher spends building a run's status:
 // after a build that took d, the next waits at least statusShare times
@@ -51,6 +59,10 @@ type watcher struct {
 	live    *liveStatus
 	full    *message
 	stopped bool
+	// parts are the run page's live parts as last sent, by name;
+	// partsMsg all of them, for a stream that joins.
+	parts    map[string]string
+	partsMsg *message
 }
 
 // subscription is one stream's place at a watcher. A stream that falls
@@ -82,14 +94,23 @@ func (s *Server) subscribe(t target) (sub *subscription, last *message, cancel f
 		s.watch.all[key] = w
 		go w.run()
 	}
-	sub = &subscription{ch: make(chan message, 1024), wake: make(chan struct{}, 1)}
+	sub = &subscription{ch: make(chan message, subBuffer), wake: make(chan struct{}, 1)}
 	w.mu.Lock()
 	w.subs[sub] = struct{}{}
 	last = w.whole()
+	if last != nil && w.partsMsg != nil {
+		// The parts follow the table in the channel: a new stream has
+		// room for both.
+		sub.ch <- *w.partsMsg
+	}
 	w.mu.Unlock()
 	s.watch.mu.Unlock()
 	return sub, last, func() { w.leave(sub) }
 }
+
+// subBuffer is how many messages a stream may fall behind before it
+// misses some (and catches up from the log).
+const subBuffer = 256
 
 // leave removes a stream; the last one to leave stops the watcher.
 func (w *watcher) leave(sub *subscription) {
@@ -186,22 +207,90 @@ func (w *watcher) done() bool {
 	return w.stopped
 }
 
-// run looks at the run every Poll until its last stream leaves: new
-// events when the event log grew, and the status when events came or
-// statusEvery passed.
+// updateParts renders the run page's live parts from a view and sends
+// its streams those that differ from the last sent, as one "parts"
+// message (a JSON object of name to HTML).
+func (w *watcher) updateParts(v *runView) {
+	parts, err := w.s.renderParts(v)
+	if err != nil {
+		return
+	}
+	w.mu.Lock()
+	prev := w.parts
+	w.mu.Unlock()
+	changed := map[string]string{}
+	for name, html := range parts {
+		if prev == nil || prev[name] != html {
+			changed[name] = html
+		}
+	}
+	if len(changed) == 0 {
+		return
+	}
+	b, _ := json.Marshal(changed)
+	all, _ := json.Marshal(parts)
+	w.mu.Lock()
+	w.parts, w.partsMsg = parts, &message{event: "parts", data: all}
+	w.mu.Unlock()
+	w.broadcast(message{event: "parts", data: b})
+}
+
+// run follows the run until its last stream leaves: a local run's
+// record directly (run), another engine's through its Watch.
 func (w *watcher) run() {
+	if w.t.src.local {
+		w.runLocal()
+		return
+	}
+	w.runRemote()
+}
+
+// runRemote follows a run of another engine through its Watch, every
+// Poll (at least a second), until the run is over or the last stream
+// leaves.
+func (w *watcher) runRemote() {
 	s := w.s
-	st, err := s.svc.Status(w.t.repoDir, w.t.runID)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for !w.done() {
+			time.Sleep(s.poll)
+		}
+		cancel()
+	}()
+	var wf *config.Workflow
+	_ = w.t.src.eng.Watch(ctx, w.t.dir(), w.t.runID, ops.WatchOptions{Interval: max(s.poll, time.Second), Every: true}, func(u ops.Update) error {
+		if u.Status == nil || u.Status.State == nil {
+			return nil
+		}
+		st := *u.Status
+		if wf == nil {
+			wf = s.remoteWorkflow(st.State)
+		}
+		v := s.view(runSubject{t: w.t, st: st, wf: wf})
+		w.update(&liveStatus{Status: string(st.State.Status), Live: st.Liveness.State, Hook: st.Liveness.Hook, Reason: st.Liveness.Reason, Steps: v.Steps})
+		w.updateParts(v)
+		return nil
+	})
+}
+
+// runLocal looks at a local run every Poll until its last stream
+// leaves: new events when the event log grew, and the status (its
+// table and the page's parts) when events came or statusEvery passed.
+func (w *watcher) runLocal() {
+	s := w.s
+	st, err := s.svc.Status(w.t.dir(), w.t.runID)
 	if err != nil {
 		return
 	}
 	dir := st.RunDir
-	base := runURL(w.t.repo, w.t.runID)
-	wf := s.workflow(w.t.repoDir, st.State)
-	after := st.State.Seq
+	wf := s.workflow(w.t.dir(), st.State)
+	tl := s.buildTimeline(w.t, st.State)
+	after := max(st.State.Seq, tl.seq)
 	var size int64 = -1
-	var built time.Time
+	var built, drawn time.Time
 	var cost time.Duration
+	drawnStatus := ""
 	// dirty is set when events came since the last status was built.
 	dirty := true
 	tick := time.NewTicker(s.poll)
@@ -214,6 +303,7 @@ func (w *watcher) run() {
 			for _, e := range events {
 				b, _ := json.Marshal(eventRowOf(e))
 				w.broadcast(message{event: "event", id: strconv.FormatInt(e.Seq, 10), seq: e.Seq, data: b})
+				tl.apply(e)
 				after = e.Seq
 				changed = true
 			}
@@ -221,9 +311,19 @@ func (w *watcher) run() {
 		dirty = dirty || changed
 		if since := time.Since(built); dirty && since >= statusShare*cost || since >= statusEvery {
 			start := time.Now()
-			if st, err = s.svc.StatusWith(w.t.repoDir, w.t.runID, wf); err == nil {
+			// The local engine's Status, with the workflow loaded once.
+			if st, err = s.svc.StatusWith(w.t.dir(), w.t.runID, wf); err == nil {
 				dirty = false
-				w.update(&liveStatus{Status: string(st.State.Status), Live: st.Liveness.State, Hook: st.Liveness.Hook, Reason: st.Liveness.Reason, Steps: stepRows(base, st, wf)})
+				// The parts are drawn when the run's status or its
+				// runner's changed, else at most every partsEvery.
+				key := string(st.State.Status) + " " + st.Liveness.State
+				draw := key != drawnStatus || time.Since(drawn) >= partsEvery
+				v := s.view(runSubject{t: w.t, st: st, wf: wf, tl: tl, rowsOnly: !draw})
+				w.update(&liveStatus{Status: string(st.State.Status), Live: st.Liveness.State, Hook: st.Liveness.Hook, Reason: st.Liveness.Reason, Steps: v.Steps})
+				if draw {
+					w.updateParts(v)
+					drawn, drawnStatus = time.Now(), key
+				}
 			}
 			built = time.Now()
 			cost = built.Sub(start)

@@ -81,6 +81,15 @@ func (e *Engine) Newest(ctx context.Context, _, workflow string) (string, error)
 	return NewestRun(ctx, e.Client, workflow)
 }
 
+// Runs implements ops.Engine: the runs on the server, newest first, by
+// its visibility API (repo plays no part). A running run's status is
+// asked of its workflow; a closed one's is its result (a workflow
+// that ended otherwise — terminated, cancelled, timed out — is
+// interrupted: flow resume --engine temporal continues it).
+func (e *Engine) Runs(ctx context.Context, _ string) (ops.RunList, error) {
+	return ListRuns(ctx, e.Client)
+}
+
 // runOrNewest returns runID, or the newest run on the server.
 func (e *Engine) runOrNewest(ctx context.Context, runID string) (string, error) {
 	if runID != "" {

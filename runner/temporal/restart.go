@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/afero"
@@ -449,6 +451,56 @@ func NewestRun(ctx context.Context, c client.Client, name string) (string, error
 		}
 	}
 	return newest, nil
+}
+
+// maxListed bounds the runs ListRuns lists: the newest.
+const maxListed = 200
+
+// ListRuns lists the runs on Temporal, newest first (at most
+// maxListed): a running run's status is its status query's, a closed
+// run's its workflow's result.
+func ListRuns(ctx context.Context, c client.Client) (ops.RunList, error) {
+	resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{PageSize: maxListed,
+		Query: fmt.Sprintf("WorkflowType = '%s'", WorkflowName)})
+	if err != nil {
+		return ops.RunList{}, fmt.Errorf("list runs on Temporal: %w", err)
+	}
+	out := ops.RunList{Runs: []ops.RunSummary{}}
+	for _, ex := range resp.GetExecutions() {
+		id := ex.GetExecution().GetWorkflowId()
+		r := ops.RunSummary{RunID: id, CreatedAt: core.Time{Time: ex.GetStartTime().AsTime().UTC()}.String()}
+		if p, ok := ex.GetMemo().GetFields()[memoWorkflow]; ok {
+			_ = converter.GetDefaultDataConverter().FromPayload(p, &r.Workflow)
+		}
+		if t := ex.GetCloseTime(); t != nil && t.IsValid() && !t.AsTime().IsZero() {
+			r.UpdatedAt = core.Time{Time: t.AsTime().UTC()}.String()
+		}
+		switch ex.GetStatus() {
+		case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+			st, err := Status(ctx, c, id)
+			switch {
+			case err != nil:
+				r.Error = err.Error()
+			case st.State != nil:
+				r.Status, r.ExitCode, r.Usage = string(st.State.Status), st.State.ExitCode, st.State.Usage
+				if st.State.UpdatedAt != nil {
+					r.UpdatedAt = st.State.UpdatedAt.String()
+				}
+			}
+		case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+			var res Result
+			if err := c.GetWorkflow(ctx, id, ex.GetExecution().GetRunId()).Get(ctx, &res); err != nil {
+				r.Error = err.Error()
+			} else {
+				r.Status, r.ExitCode, r.Dir = string(res.Status), res.ExitCode, res.RunDir
+			}
+		default:
+			r.Status = string(core.RunInterrupted)
+		}
+		out.Runs = append(out.Runs, r)
+	}
+	slices.SortStableFunc(out.Runs, func(a, b ops.RunSummary) int { return strings.Compare(b.CreatedAt, a.CreatedAt) })
+	return out, nil
 }
 
 // memoWorkflow is the memo that names a run's workflow, so that the

@@ -1,19 +1,55 @@
-// flow Mission Control: follows a run or a log live over Server-Sent
-// Events. The pages work without it; it only saves reloading them.
+// flow Mission Control: keeps its pages live over Server-Sent Events.
+// The pages work without it — each is whole as the server renders it —
+// it only saves reloading them: the server sends the parts of a page
+// that changed, rendered, and this puts them in place.
 (function () {
   'use strict';
+
+  var csrf = (document.querySelector('meta[name="csrf"]') || {}).content || '';
+
+  // fillCSRF gives the forms of parts the server rendered for every
+  // page alike this page's CSRF token.
+  function fillCSRF(root) {
+    root.querySelectorAll('input[name="csrf"]').forEach(function (i) {
+      if (!i.value) { i.value = csrf; }
+    });
+  }
+
+  // goDuration writes seconds as Go writes a duration rounded to the
+  // second: 45s, 1m5s, 1h0m5s.
+  function goDuration(sec) {
+    sec = Math.max(0, Math.round(sec));
+    var h = Math.floor(sec / 3600), m = Math.floor(sec % 3600 / 60), s = sec % 60;
+    if (h) { return h + 'h' + m + 'm' + s + 's'; }
+    if (m) { return m + 'm' + s + 's'; }
+    return s + 's';
+  }
+
+  // Durations of what runs count on, every second, from data-since.
+  function tick() {
+    var now = Date.now();
+    document.querySelectorAll('[data-since]').forEach(function (el) {
+      var t = Date.parse(el.dataset.since);
+      if (isNaN(t)) { return; }
+      var d = goDuration((now - t) / 1000);
+      if (el.id === 'log-state') {
+        var text = document.getElementById('log-state-text');
+        if (text) { text.textContent = 'running for ' + d; }
+        return;
+      }
+      el.textContent = d;
+    });
+  }
+  setInterval(tick, 1000);
+
   if (!window.EventSource) { return; }
 
   function statusClass(s) { return 's-' + String(s).toLowerCase(); }
 
-  function setBadge(el, status) {
+  function setBadge(el, status, cls) {
     if (!el) { return; }
     el.textContent = status;
-    el.className = 'badge ' + statusClass(status);
-  }
-
-  function byKey(key) {
-    return document.querySelectorAll('[data-key="' + CSS.escape(key) + '"]');
+    el.className = 'badge ' + (cls || statusClass(status));
   }
 
   // cell returns a table cell of a step's row.
@@ -39,7 +75,7 @@
     }
     var tr = document.createElement('tr');
     tr.dataset.key = row.key;
-    var name = cell();
+    var name = cell(null, 'key');
     name.textContent = row.key;
     var badge = document.createElement('span');
     badge.className = 'badge';
@@ -87,7 +123,7 @@
     }
     function open() {
       if (es || done) { return; }
-      es = new EventSource(last === null ? url : setParam(url, param, last));
+      es = new EventSource(last === null || !param ? url : setParam(url, param, last));
       Object.keys(handlers).forEach(function (name) {
         es.addEventListener(name, function (e) {
           if (e.lastEventId) { last = e.lastEventId; }
@@ -103,11 +139,35 @@
     open();
   }
 
+  // putPart replaces a part of the page with what the server rendered,
+  // keeping what a person was typing in its forms.
+  function putPart(name, html) {
+    var el = document.getElementById('part-' + name);
+    if (!el || el.dataset.html === html) { return; }
+    var typed = {};
+    el.querySelectorAll('input:not([type=hidden]), textarea').forEach(function (i) {
+      var sec = i.closest('[data-waits]');
+      typed[(sec ? sec.dataset.waits : '') + ' ' + i.name] = i.value;
+    });
+    var focused = document.activeElement && el.contains(document.activeElement) ? document.activeElement.name : null;
+    el.innerHTML = html;
+    el.dataset.html = html;
+    fillCSRF(el);
+    el.querySelectorAll('input:not([type=hidden]), textarea').forEach(function (i) {
+      var sec = i.closest('[data-waits]');
+      var k = (sec ? sec.dataset.waits : '') + ' ' + i.name;
+      if (k in typed) { i.value = typed[k]; }
+      if (focused && i.name === focused) { i.focus(); }
+    });
+  }
+
+  var maxEvents = 500;
+
   var run = document.getElementById('run');
   if (run && run.dataset.events) {
     follow(run.dataset.events, 'after', {event: function (e) {
       var ev = JSON.parse(e.data);
-      var ol = document.getElementById('timeline');
+      var ol = document.getElementById('events');
       if (!ol || document.getElementById('ev-' + ev.seq)) { return; }
       var li = document.createElement('li');
       li.id = 'ev-' + ev.seq;
@@ -119,58 +179,81 @@
       c.textContent = ev.data || '';
       li.append(t, ' ', b, ' ' + (ev.step || '') + ' ', c);
       ol.appendChild(li);
+      while (ol.children.length > maxEvents) { ol.removeChild(ol.firstElementChild); }
     }, status: function (e) {
       var s = JSON.parse(e.data);
-      setBadge(document.getElementById('run-status'), s.status);
-      var live = document.getElementById('run-live');
-      if (live) { live.textContent = s.live; }
-      var hook = document.getElementById('run-hook');
-      if (hook) { hook.textContent = s.hook || ''; }
-      var reason = document.getElementById('run-reason');
-      if (reason) { reason.textContent = s.reason || ''; }
       (s.steps || []).forEach(function (row) {
-        var els = Array.prototype.slice.call(byKey(row.key));
-        if (row.instance && !els.some(function (el) { return el.tagName.toLowerCase() === 'tr'; })) {
-          var added = addInstance(row);
-          if (added) { els.push(added); }
+        var tr = document.querySelector('#steps tr[data-key="' + CSS.escape(row.key) + '"]');
+        if (!tr && row.instance) { tr = addInstance(row); }
+        if (!tr) { return; }
+        linkLog(tr, row.log);
+        var cls = row['class'] || statusClass(row.status);
+        tr.className = cls + (row.instance ? ' instance' : '');
+        setBadge(tr.querySelector('[data-col=status] .badge'), row.status, cls);
+        ['attempts', 'iteration', 'duration', 'verdict', 'progress', 'waits', 'error'].forEach(function (col) {
+          var td = tr.querySelector('[data-col=' + col + ']');
+          if (td) { td.textContent = row[col] === undefined ? '' : String(row[col]); }
+        });
+        var dur = tr.querySelector('[data-col=duration]');
+        if (dur) {
+          if (row.since) { dur.dataset.since = row.since; } else { delete dur.dataset.since; }
         }
-        els.forEach(function (el) {
-          if (el.tagName.toLowerCase() === 'tr') {
-            linkLog(el, row.log);
-            el.className = statusClass(row.status) + (row.instance ? ' instance' : '');
-            setBadge(el.querySelector('[data-col=status] .badge'), row.status);
-            ['attempts', 'iteration', 'duration', 'verdict', 'progress', 'waits', 'error'].forEach(function (col) {
-              var td = el.querySelector('[data-col=' + col + ']');
-              if (td) { td.textContent = row[col] === undefined ? '' : String(row[col]); }
-            });
-          } else {
-            var loop = el.classList.contains('loop') ? ' loop' : '';
-            el.setAttribute('class', 'node' + loop + ' ' + statusClass(row.status));
-            var st = el.querySelector('.state');
-            if (st && !loop) { st.textContent = row.status; }
-          }
-        });
       });
-      // A decision form goes once its step no longer waits.
-      document.querySelectorAll('section.decide[data-waits]').forEach(function (sec) {
-        (s.steps || []).forEach(function (row) {
-          if (row.key === sec.dataset.waits && row.status !== 'WAITING_ON_HUMAN') { sec.hidden = true; }
-        });
-      });
+    }, parts: function (e) {
+      var parts = JSON.parse(e.data);
+      Object.keys(parts).forEach(function (name) { putPart(name, parts[name]); });
+    }});
+  }
+
+  var list = document.getElementById('runs-list');
+  if (list && list.dataset.live) {
+    var title = document.title;
+    follow(list.dataset.live, null, {list: function (e) {
+      var l = JSON.parse(e.data);
+      if (list.dataset.html !== l.html) {
+        list.innerHTML = l.html;
+        list.dataset.html = l.html;
+        fillCSRF(list);
+      }
+      document.title = (l.waiting ? '(' + l.waiting + ') ' : '') + title;
     }});
   }
 
   var log = document.getElementById('log');
-  if (log && log.dataset.tail) {
-    follow(log.dataset.tail, 'offset', {
-      log: function (e) {
-        var atEnd = log.scrollTop + log.clientHeight >= log.scrollHeight - 8;
-        log.textContent += JSON.parse(e.data);
-        if (atEnd) { log.scrollTop = log.scrollHeight; }
-      },
-      end: function (e, stop) { stop(); },
-      // The step runs another session: its page shows that session's log.
-      next: function (e, stop) { stop(); window.location.reload(); }
-    });
+  if (log) {
+    var box = document.getElementById('follow');
+    var atEnd = function () { return log.scrollTop + log.clientHeight >= log.scrollHeight - 8; };
+    var toEnd = function () { log.scrollTop = log.scrollHeight; };
+    // A log opens at its end: its newest lines are what matters.
+    toEnd();
+    if (log.dataset.tail && box) {
+      box.closest('label').hidden = false;
+      // Scrolling up stops following; scrolling back to the end, or
+      // ticking the box, follows again.
+      log.addEventListener('scroll', function () { box.checked = atEnd(); });
+      box.addEventListener('change', function () { if (box.checked) { toEnd(); } });
+      follow(log.dataset.tail, 'offset', {
+        log: function (e) {
+          log.textContent += JSON.parse(e.data);
+          if (box.checked) { toEnd(); }
+        },
+        end: function (e, stop) {
+          stop();
+          var st = JSON.parse(e.data);
+          var badge = document.getElementById('log-state');
+          if (badge) {
+            badge.textContent = st.state;
+            badge.className = 'badge s-' + st.state;
+            delete badge.dataset.since;
+          }
+          var text = document.getElementById('log-state-text');
+          if (text) { text.textContent = st.text; }
+          box.closest('label').hidden = true;
+        },
+        // The step runs another session: its page shows that session's
+        // log.
+        next: function (e, stop) { stop(); window.location.href = window.location.pathname; }
+      });
+    }
   }
 })();
