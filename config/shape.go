@@ -55,3 +55,14 @@ func (w *Workflow) BodyDownstream(loop, step string) []string {
 	}
 	return out
 }
+
+// LoopTarget returns the step a failed gate (or a rejected human step)
+// of step loops back to, or "" when it has no loop-back or the workflow
+// no such step.
+func (w *Workflow) LoopTarget(step string) string {
+	s := w.Step(step)
+	if s == nil {
+		return ""
+	}
+	return s.LoopBack()
+}

@@ -19,7 +19,19 @@ step "round" {
   EOT
   max_attempts = 1
   gate {
-    check          = "test \"$(tail -n 1 hailstone.txt)\" -eq 1"
+    # A round appends exactly one number: after round i (from 0) the
+    # file holds i + 1 of them. A round that wrote more (a batch of the
+    # sequence at once) fails its gate, and every round after it, until
+    # its budget runs out (exit 5). Then the walk is done when the last
+    # number is 1.
+    check = <<-EOT
+      n=$(wc -l < hailstone.txt)
+      if [ "$n" -ne {{ iteration + 1 }} ]; then
+        echo "round {{ iteration }} left $n numbers in hailstone.txt, want {{ iteration + 1 }}: a round appends exactly one"
+        exit 2
+      fi
+      test "$(tail -n 1 hailstone.txt)" -eq 1
+    EOT
     pass           = "check.exit_code == 0"
     loop_back_to   = "round"
     max_iterations = "int(vars.max_rounds)"

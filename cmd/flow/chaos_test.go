@@ -28,7 +28,9 @@ const chaosSteps = 20
 // multi-step run, up to 25 times, resuming after each kill, until the run
 // completes. Then every step has appended its line exactly once, except
 // a step that was in flight at a kill, which may have run again; a
-// completed step never runs twice.
+// completed step never runs twice. It has no deadline of its own: after
+// 25 kills the next runner is left to finish, and the test binary's
+// -timeout bounds a run that never does.
 func TestKillNine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills real processes for several seconds")
@@ -55,8 +57,7 @@ func TestKillNine(t *testing.T) {
 
 	inFlight := map[string]bool{} // steps RUNNING in the record after a kill
 	kills, done := 0, false
-	deadline := time.Now().Add(20 * time.Second)
-	for !done && time.Now().Before(deadline) {
+	for !done {
 		args := []string{"resume", "c"}
 		if !chaosRunExists(dir) {
 			args = []string{"run", "wf.yaml", "--run-id", "c"}
@@ -102,9 +103,6 @@ func TestKillNine(t *testing.T) {
 				inFlight[id] = true
 			}
 		}
-	}
-	if !done {
-		t.Fatalf("the run did not complete within the time allowed, after %d kills", kills)
 	}
 	t.Logf("%d kills; steps in flight at a kill: %v", kills, inFlight)
 
@@ -169,7 +167,8 @@ func chaosRunning(t *testing.T, flow, dir string) []string {
 }
 
 // chaosAwaitGrowth waits until the event log grows past its size when
-// called, or the runner exits (its exit is put back into exited).
+// called, or the runner exits (its exit is put back into exited): one
+// or the other always comes, so it has no deadline.
 func chaosAwaitGrowth(events string, exited chan error) {
 	size := func() int64 {
 		fi, err := os.Stat(events)
@@ -179,7 +178,7 @@ func chaosAwaitGrowth(events string, exited chan error) {
 		return fi.Size()
 	}
 	initial := size()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && size() <= initial; {
+	for size() <= initial {
 		select {
 		case err := <-exited:
 			exited <- err

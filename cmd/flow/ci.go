@@ -337,6 +337,8 @@ func ghSummary(v ops.Status, res ops.RunResult) string {
 			note = "waiting on a human"
 		case s.LastError != nil:
 			note = *s.LastError
+		case s.Status == core.Skipped:
+			note = s.SkipReason
 		}
 		if p, ok := record.ItemsProgress(s); ok {
 			note = strings.TrimSuffix(p.String()+": "+note, ": ")

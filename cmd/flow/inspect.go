@@ -249,8 +249,13 @@ func note(s *core.StepState) string {
 		return "waiting for gates to open: " + strings.Join(s.WaitingGates, ", ")
 	case s.BlockedByLoop != nil:
 		return "blocked by the loop-back of " + *s.BlockedByLoop
-	case s.LastError != nil:
-		msg := *s.LastError
+	case s.LastError != nil || s.Status == core.Skipped && s.SkipReason != "":
+		msg := s.SkipReason
+		if s.LastError != nil {
+			msg = *s.LastError
+		}
+		// A failed session's error ends with its last lines of output.
+		msg = strings.ReplaceAll(msg, "\n", " / ")
 		if len(msg) > 100 {
 			msg = msg[:100] + "…"
 		}
@@ -421,6 +426,13 @@ sessions and never interrupts one.`,
 				return err
 			}
 			fmt.Fprintf(a.stdio.Out, "run %s: desired state %s\n", res.RunID, res.DesiredState)
+			if c := res.Cleanup; c != nil {
+				// A finished run's cleanup session ran here.
+				if c.ExitCode != 0 {
+					return exitQuietly(c.ExitCode)
+				}
+				return nil
+			}
 			if !res.RunnerLive && state != core.Pause {
 				fmt.Fprintf(a.stdio.Out, "run %s has no live runner; it also needs: flow resume %s\n", res.RunID, res.RunID)
 			}

@@ -22,7 +22,8 @@ func main() {
 // flow command of their scripts.
 //
 // The first SIGINT or SIGTERM stops a run gracefully (its sessions get
-// SIGTERM and 10 s); a second one ends flow at once. The sessions die
+// SIGTERM and 10 s); a second one ends flow at once. SIGPIPE ends
+// nothing (see below). The sessions die
 // with it (their parent-death signal), and flow resume recovers the run
 // as after a crash.
 func run() int {
@@ -31,6 +32,15 @@ func run() int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	// A closed stdout or stderr (flow run wf.yaml | head -1) never kills
+	// a run: with SIGPIPE notified, a write to the closed pipe fails
+	// with EPIPE instead of ending flow, and flow stops writing there
+	// and goes on; the run's record is the truth. The channel is never
+	// read: a signal that finds it full is dropped. Sessions keep the
+	// default SIGPIPE: a caught signal is reset when they start.
+	pipes := make(chan os.Signal, 1)
+	signal.Notify(pipes, syscall.SIGPIPE)
+	defer signal.Stop(pipes)
 	go func() {
 		if _, ok := <-sigs; !ok {
 			return

@@ -109,11 +109,13 @@ func Run(ctx context.Context, args []string, stdio Stdio) int {
 		KillOrphans: proc.KillOrphans,
 		KillMarked:  proc.KillMarked,
 		Signal:      proc.Signal,
+		Inspect:     runlock.InspectProcess,
 		// Sessions run sandboxed through this very program, re-executed
 		// as the launcher; it is started by the name it was started by,
 		// so that a wrapper that dispatches on it (a test's) finds it.
 		Sandbox: &sandbox.Probed{Launcher: sandbox.Launcher{Self: selfOr(sandbox.DefaultSelf)}},
 	}
+	svc.Self, _ = os.Executable()
 	a := &app{stdio: stdio, svc: svc}
 	return a.exit(ctx, a.rootCmd(), args)
 }

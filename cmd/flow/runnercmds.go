@@ -215,6 +215,7 @@ ran out, 130 interrupted.`,
 func (a *app) resumeCmd() *cobra.Command {
 	var f runFlags
 	var workflowPath string
+	var takeover bool
 	cmd := &cobra.Command{
 		Use:   "resume [RUN_ID]",
 		Short: "Go on with a run that stopped: interrupted, crashed, waiting on a human or paused",
@@ -222,8 +223,14 @@ func (a *app) resumeCmd() *cobra.Command {
 finished steps are kept, a step that was running when its runner died runs again,
 and edits to the workflow file are picked up (new steps start PENDING, removed
 steps are dropped). A run held by a live runner is refused; a dead runner's run
-is taken over.`,
-		Example: "  flow resume\n  flow resume 20250115-143000-f8c1a4 --start-at-step coding",
+is taken over. A frozen runner — its process still holds the run, but it no
+longer beats (stopped, or stuck in a hung disk write) — is killed and its run
+taken over with --takeover, once flow has checked that the process is that
+runner.
+
+Without RUN_ID it takes the one run of the repository that has not finished,
+when there is exactly one.`,
+		Example: "  flow resume\n  flow resume 20250115-143000-f8c1a4 --start-at-step coding\n  flow resume 20250115-143000-f8c1a4 --takeover",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.checkInvocation(); err != nil {
@@ -231,7 +238,7 @@ is taken over.`,
 			}
 			l, err := a.engine().Restart(cmd.Context(), ops.RestartRequest{Repo: f.repo, RunID: argOr(args), WorkflowPath: workflowPath,
 				StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv, By: f.by, Move: a.move,
-				AcceptEdits: f.acceptEdits})
+				AcceptEdits: f.acceptEdits, Takeover: takeover})
 			if err != nil {
 				return err
 			}
@@ -241,6 +248,7 @@ is taken over.`,
 	f.add(cmd, false)
 	f.addOrchestratorRun(cmd)
 	cmd.Flags().StringVar(&workflowPath, "workflow", "", "workflow file to resume with (default: the run's own, found again under --repo if the run was copied)")
+	cmd.Flags().BoolVar(&takeover, "takeover", false, "kill the run's frozen runner (no heartbeat, its process still alive) and take the run over")
 	return cmd
 }
 
@@ -311,6 +319,7 @@ func (a *app) execute(cmd *cobra.Command, l *ops.Launch, asJSON bool) error {
 		if len(p.Capped) > 0 {
 			fmt.Fprintf(out, "  at their iteration budget: %s\n", listOrNone(p.Capped))
 		}
+		printBudgets(out, p.Budgets)
 	}
 	att := ops.Attach{
 		Output: out,
@@ -381,6 +390,16 @@ func printPlan(w io.Writer, p *ops.StartAtPlan) {
 	fmt.Fprintf(w, "  re-run:  %s\n", listOrNone(p.Rerun))
 	for _, m := range p.Missing {
 		fmt.Fprintf(w, "  missing: %s (artifact of %s)\n", m.Path, m.Step)
+	}
+	printBudgets(w, p.Budgets)
+}
+
+// printBudgets prints the loops a restart or a retry reopens, whose
+// iteration budgets start afresh.
+func printBudgets(w io.Writer, loops []core.LoopBudget) {
+	for _, l := range loops {
+		fmt.Fprintf(w, "  budget:  %s loops back to %s: a fresh iteration budget (%d %s used before)\n",
+			l.Gate, l.Target, l.Used, plural(l.Used, "iteration", "iterations"))
 	}
 }
 

@@ -122,3 +122,13 @@ func (f *Fake) BlockUntil(n int, timeout time.Duration) bool {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// AwaitWaiters waits, polling in real time, until at least n timers are
+// pending: until the code under test is blocked on the clock. It has no
+// deadline: tests are bounded by the test binary's -timeout, not by a
+// wall-clock guess that a loaded machine can miss.
+func (f *Fake) AwaitWaiters(n int) {
+	for f.Waiters() < n {
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -296,7 +296,7 @@ func TestEmitHiddenSecretDecoded(t *testing.T) {
 // roundTrips must be reviewed for it, then this list updated.
 func TestRoundTripTypesReviewed(t *testing.T) {
 	want := map[string]string{
-		"StepStarted":    "Attempt int attempt|Iteration int iteration|LogPath string log_path,omitempty|ReportPath string report_path,omitempty",
+		"StepStarted":    "Session bool session,omitempty|Attempt int attempt|Iteration int iteration|LogPath string log_path,omitempty|ReportPath string report_path,omitempty",
 		"SessionStarted": "PID int pid|Marker string marker,omitempty|LogPath string log_path,omitempty|ReportPath string report_path,omitempty",
 		"Outcome": "Attempt int attempt|ExitCode *int exit_code,omitempty|Error string error,omitempty|" +
 			"ReportPath string report_path,omitempty|Artifacts []string artifacts,omitempty|" +

@@ -17,7 +17,7 @@ func (c *Core) checkBudgets(x *decider, step string) {
 		return
 	}
 	if step == "" {
-		if what, limit, used, ok := c.plan.Budget.spent(x.st.Usage); ok {
+		if what, limit, used, ok := c.plan.Budget.spent(counted(x.st.Usage, x.st.Sessions)); ok {
 			c.budgetSpent(x, "", what, limit, used)
 		} else if l := c.plan.DailyCostUSD; l > 0 && c.dailySpent >= l {
 			c.budgetSpent(x, "", DailyCost, l, c.dailySpent)
@@ -66,17 +66,38 @@ func (c *Core) budgetSpent(x *decider, step, what string, limit, used float64) {
 // instance's.
 func (c *Core) stepUsage(st *State, ps *PlanStep) *AgentUsage {
 	if ps.Loop == "" {
-		return st.Steps[ps.ID].Usage
+		s := st.Steps[ps.ID]
+		return counted(s.Usage, s.Sessions)
 	}
 	sum := &AgentUsage{}
+	sessions := 0
 	prefix, suffix := ps.Loop+"[", "]."+ps.ID
 	// In the record's order: a sum of costs is the same on every replay.
 	for _, id := range st.StepOrder {
-		if s := st.Steps[id]; s != nil && s.Usage != nil && strings.HasPrefix(id, prefix) && strings.HasSuffix(id, suffix) {
-			sum = sum.plus(*s.Usage)
+		if s := st.Steps[id]; s != nil && strings.HasPrefix(id, prefix) && strings.HasSuffix(id, suffix) {
+			if s.Usage != nil {
+				sum = sum.plus(*s.Usage)
+			}
+			sessions += s.Sessions
 		}
 	}
-	return sum
+	return counted(sum, sessions)
+}
+
+// counted returns usage u with its sessions the larger of what the
+// agents reported and sessions, the sessions the record counted: every
+// session counts against budget.sessions, a command's as an agent's.
+// (A run recorded before sessions were counted has only its agents'.)
+func counted(u *AgentUsage, sessions int) *AgentUsage {
+	if u == nil {
+		return &AgentUsage{Sessions: sessions}
+	}
+	if int(u.Sessions) >= sessions {
+		return u
+	}
+	c := *u
+	c.Sessions = sessions
+	return &c
 }
 
 // number writes a budget's number without a needless fraction.

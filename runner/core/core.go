@@ -663,6 +663,12 @@ func (c *Core) sessionEnd(x *decider, in SessionDone) {
 		retryable = in.RetryIf == nil || *in.RetryIf
 	}
 	o.Error = shorten(why)
+	if why != "" && in.Invalid == "" && exitFailure(in.Facts) && (in.Facts.Report == nil || in.Facts.Report.Error == "") {
+		// A failed exit says why in its last lines of output.
+		if tail := lastLines(in.Facts.Output); tail != "" {
+			o.Error = shorten(why + ": " + tail)
+		}
+	}
 	switch {
 	case in.Interrupted:
 		x.emit(EvStepInterrupted, in.Step, nil)
@@ -681,7 +687,7 @@ func (c *Core) sessionEnd(x *decider, in SessionDone) {
 		if ps.Kind == KindCommand && ps.HasGate && in.Invalid == "" && exitFailure(in.Facts) {
 			// A command with a loop-back whose attempts failed by their
 			// exit code fails its gate: failing tests go back to the
-			// coder, with their output.
+			// coder, with their output (as evidence, not in the reason).
 			c.gateFailure(x, in.Step, shorten(why), evidence(in.Facts.Output), o)
 			return
 		}
@@ -776,7 +782,7 @@ func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
 		x.emit(EvStepFailed, g, o)
 		c.stepFailed(g, exitFailed, o.Error)
 		return
-	case ts.IterationCount+1 >= ps.MaxIterations:
+	case ts.IterationCount-ts.IterationBase+1 >= ps.MaxIterations:
 		gf.Target, gf.Budget, gf.MaxIterations = "", true, ps.MaxIterations
 		x.emit(EvGateFailed, g, gf)
 		c.stepFailed(g, exitBudget, fmt.Sprintf("step %s: %s", g, deref(x.st.Steps[g].LastError)))
@@ -982,7 +988,7 @@ func (c *Core) start(x *decider, id string, autoApprove bool) {
 	if c.control == RunOnce && !c.onceUsed {
 		c.onceUsed, c.onceStep = true, id
 	}
-	x.emit(EvStepStarted, id, StepStarted{Attempt: attempt, Iteration: s.IterationCount})
+	x.emit(EvStepStarted, id, StepStarted{Session: true, Attempt: attempt, Iteration: s.IterationCount})
 	x.effect(StartSession{Step: id, Attempt: attempt, Iteration: s.IterationCount})
 }
 
@@ -1099,11 +1105,13 @@ func (c *Core) schedule(x *decider) {
 		c.finished = true
 		x.emit(EvRunInterrupted, "", Note{Message: c.haltReason})
 		x.effect(Finish{Status: RunInterrupted, ExitCode: exitInterrupted, Reason: c.haltReason})
-	case c.haltCode == exitBudgetExceeded:
+	case c.haltCode == exitBudgetExceeded && !allDone:
+		// (A budget the last session spent stops nothing: the run is
+		// done.)
 		c.finished = true
 		x.emit(EvRunFinished, "", RunFinished{Status: RunBudgetExceeded, ExitCode: exitBudgetExceeded, Reason: c.haltReason})
 		x.effect(Finish{Status: RunBudgetExceeded, ExitCode: exitBudgetExceeded, Reason: c.haltReason})
-	case c.haltCode != 0 || anyFailed:
+	case c.haltCode != 0 && !(c.haltCode == exitBudgetExceeded && allDone) || anyFailed:
 		code, reason := c.haltCode, c.haltReason
 		if code == 0 {
 			code, reason = exitFailed, "a step failed"
@@ -1239,6 +1247,41 @@ func evidence(out string) string {
 		}
 	}
 	return out
+}
+
+// The bounds of the output a failed session's last_error ends with.
+const (
+	maxErrorLines = 5
+	maxErrorTail  = 1 << 10
+)
+
+// lastLines returns the last non-blank lines of a session's output for
+// its last_error: at most maxErrorLines lines and maxErrorTail bytes,
+// cut at a line (or character) boundary, or "" when it printed nothing.
+func lastLines(out string) string {
+	lines := strings.Split(strings.TrimRight(out, "\r\n\t "), "\n")
+	var keep []string
+	size := 0
+	for i := len(lines) - 1; i >= 0 && len(keep) < maxErrorLines; i-- {
+		l := strings.TrimRight(lines[i], "\r")
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		if size+len(l) > maxErrorTail {
+			if len(keep) > 0 {
+				break
+			}
+			j := len(l) - maxErrorTail
+			for j < len(l) && !utf8.RuneStart(l[j]) {
+				j++
+			}
+			l = "…" + l[j:]
+		}
+		size += len(l) + 1
+		keep = append(keep, l)
+	}
+	slices.Reverse(keep)
+	return strings.Join(keep, "\n")
 }
 
 // schedulePass visits the candidates once, in workflow order, starting

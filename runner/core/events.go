@@ -42,8 +42,12 @@ const (
 	EvRunInterrupted  = "interrupted"
 	EvRunPaused       = "run_paused"
 	EvRunWaiting      = "run_waiting"
-	EvControl         = "control"
-	EvWarning         = "warning"
+	// EvRunnerExited records that the runner left a run it did not
+	// finish (flow run --no-wait at a human step, or paused), with the
+	// exit code its process exits with.
+	EvRunnerExited = "runner_exited"
+	EvControl      = "control"
+	EvWarning      = "warning"
 	// EvBudgetExceeded records that a cost, token or session budget ran
 	// out: the run stops before its next session (exit 6).
 	EvBudgetExceeded = "budget_exceeded"
@@ -91,6 +95,11 @@ type RunnerStarted struct {
 	RepoDir         string `json:"repo_dir,omitempty"`
 	ReportsDir      string `json:"reports_dir,omitempty"`
 	ManualInputsDir string `json:"manual_inputs_dir,omitempty"`
+	// Generation, when set, is the run's new generation: a runner that
+	// takes a run whose session was interrupted names its sessions in
+	// a new generation, so that the re-run of the interrupted attempt
+	// (which kept its number) does not overwrite its log.
+	Generation int `json:"generation,omitempty"`
 }
 
 // WorkflowChanged is the data of EvWorkflowChanged.
@@ -107,6 +116,9 @@ type WorkflowChanged struct {
 type StartAt struct {
 	Step  string   `json:"step"`
 	Reset []string `json:"reset"`
+	// Budgets are the loop-back targets of the loops the restart
+	// reopens: their iteration budgets start afresh (ReopenedLoops).
+	Budgets []string `json:"budgets,omitempty"`
 }
 
 // Retry is the data of EvRetry: flow retry put the failed steps, and
@@ -119,6 +131,9 @@ type Retry struct {
 	// MaxIterations, when set, overrides the iteration budgets for this
 	// retry (flow retry --max-iterations).
 	MaxIterations int `json:"max_iterations,omitempty"`
+	// Budgets are the loop-back targets of the loops the retry reopens:
+	// their iteration budgets start afresh (ReopenedLoops).
+	Budgets []string `json:"budgets,omitempty"`
 }
 
 // CleanupFinished is the data of EvCleanupStarted and EvCleanupFinished:
@@ -131,6 +146,9 @@ type CleanupFinished struct {
 
 // StepStarted is the data of EvStepStarted.
 type StepStarted struct {
+	// Session is true when a session starts (a consensus decides
+	// without one): every session counts against budget.sessions.
+	Session    bool   `json:"session,omitempty"`
 	Attempt    int    `json:"attempt"`
 	Iteration  int    `json:"iteration"`
 	LogPath    string `json:"log_path,omitempty"`
@@ -223,6 +241,12 @@ type RunFinished struct {
 	Status   RunStatus `json:"status"`
 	ExitCode int       `json:"exit_code"`
 	Reason   string    `json:"reason,omitempty"`
+}
+
+// RunnerExited is the data of EvRunnerExited.
+type RunnerExited struct {
+	ExitCode int    `json:"exit_code"`
+	Reason   string `json:"reason,omitempty"`
 }
 
 // Note is the data of EvWarning, EvRunPaused, EvRunWaiting and others
@@ -401,6 +425,11 @@ func mapRoundTrips[V any](m map[string]V) bool {
 	return true
 }
 
+// InterruptedNote is the last_error of a step whose session was cut
+// short by an interruption: it is PENDING again, the attempt not
+// counted.
+const InterruptedNote = "interrupted; the attempt is not counted"
+
 // none is the data of an event that carries none.
 type none struct{}
 
@@ -426,7 +455,7 @@ var appliers = map[string]applier{
 		for _, id := range d.Skipped {
 			st := s.Steps[id]
 			st.Status = Skipped
-			st.LastError = strp("skipped: run started at " + d.StartAt)
+			st.SkipReason = "skipped: run started at " + d.StartAt
 		}
 	}),
 	EvRunnerStarted: onRun(func(s *State, d *RunnerStarted, at Time) {
@@ -434,8 +463,11 @@ var appliers = map[string]applier{
 		if d.RepoDir != "" {
 			s.RepoDir, s.ReportsDir, s.ManualInputsDir = d.RepoDir, d.ReportsDir, d.ManualInputsDir
 		}
+		s.Generation = max(s.Generation, d.Generation)
 		if !s.Status.Terminal() {
-			s.Status = RunRunning
+			// exit_code is the code the last runner's process exited
+			// with; a runner at work has none yet.
+			s.Status, s.ExitCode = RunRunning, 0
 		}
 	}),
 	EvWorkflowChanged: onRun(func(s *State, d *WorkflowChanged, _ Time) {
@@ -467,6 +499,7 @@ var appliers = map[string]applier{
 				*st = *newStepState()
 			}
 		}
+		restartBudgets(s, d.Budgets)
 		reopenItems(s, d.Reset)
 		if s.Status.Terminal() || s.Status == RunInterrupted {
 			s.Status = RunPending
@@ -482,10 +515,12 @@ var appliers = map[string]applier{
 			st.Status = Pending
 			st.Attempts = 0
 			st.LastError = nil
+			st.SkipReason = ""
 			st.BlockedByLoop = nil
 			st.GateFailed = false
 			st.EndedAt = nil
 		}
+		restartBudgets(s, d.Budgets)
 		reopenItems(s, d.Reset)
 		s.Status, s.ExitCode = RunPending, 0
 		s.Generation++
@@ -524,9 +559,7 @@ var appliers = map[string]applier{
 		st.WaitingFor = nil
 		st.EndedAt = timep(at)
 		unblock(s, st)
-		if d.Reason != "" {
-			st.LastError = strp(d.Reason)
-		}
+		st.SkipReason, st.LastError = d.Reason, nil
 	}),
 	EvStepCompleted: onStep(func(s *State, st *StepState, d *Outcome, _ Event, at Time) {
 		stepCompleted(s, st, d, at)
@@ -552,6 +585,7 @@ var appliers = map[string]applier{
 			other.IterationCount++
 			other.Status = Pending
 			other.Attempts = 0
+			other.SkipReason = ""
 			if other.LoopCompleted != nil {
 				other.LoopCompleted = boolp(false)
 			}
@@ -597,7 +631,7 @@ var appliers = map[string]applier{
 			st.Attempts--
 		}
 		st.EndedAt = timep(at)
-		st.LastError = strp("interrupted; the attempt is not counted")
+		st.LastError = strp(InterruptedNote)
 	}),
 	EvRunFinished: onRun(func(s *State, d *RunFinished, _ Time) {
 		s.Status = d.Status
@@ -637,11 +671,17 @@ var appliers = map[string]applier{
 		s.BudgetRaised = &b
 	}),
 	EvRunWaiting: onRun(func(s *State, _ *none, _ Time) { s.Status = RunWaitingOnHuman }),
+	EvRunnerExited: onRun(func(s *State, d *RunnerExited, _ Time) {
+		if !s.Status.Terminal() {
+			s.ExitCode = d.ExitCode
+		}
+	}),
 }
 
 // stepStarted folds a step_started event into the state.
 func stepStarted(s *State, st *StepState, d *StepStarted, at Time) {
 	st.Status = Running
+	st.SkipReason = ""
 	st.WaitingFor, st.WaitingGates = nil, nil
 	st.Attempts = d.Attempt
 	st.PID, st.SessionMarker = 0, ""
@@ -650,6 +690,10 @@ func stepStarted(s *State, st *StepState, d *StepStarted, at Time) {
 	st.LogPath = d.LogPath
 	if d.ReportPath != "" {
 		st.ReportPath = strp(d.ReportPath)
+	}
+	if d.Session {
+		st.Sessions++
+		s.Sessions++
 	}
 	s.Status = RunRunning
 }
@@ -816,7 +860,7 @@ func applyLoopItems(s *State, loop string, st *StepState, d *LoopItems, at Time)
 			if x == nil || x.Status != Pending || x.Attempts > 0 {
 				n := newStepState()
 				if x != nil {
-					n.IterationCount = x.IterationCount
+					n.IterationCount, n.IterationBase = x.IterationCount, x.IterationBase
 				} else {
 					n.IterationCount = st.IterationCount
 				}
@@ -855,7 +899,7 @@ func applyLoopItems(s *State, loop string, st *StepState, d *LoopItems, at Time)
 		if keep[k.Item] {
 			why = "step removed from the loop's body"
 		}
-		x.Status, x.LastError, x.EndedAt = Skipped, strp(why), timep(at)
+		x.Status, x.SkipReason, x.LastError, x.EndedAt = Skipped, why, nil, timep(at)
 	}
 	if at0 < 0 {
 		at0 = len(order)

@@ -37,6 +37,9 @@ type Shape interface {
 	// BodyDownstream lists the steps of loop's body that depend on
 	// step, directly or not, in body order.
 	BodyDownstream(loop, step string) []string
+	// LoopTarget returns the step a failed gate of step loops back to,
+	// or "" when it has none.
+	LoopTarget(step string) string
 }
 
 // Opening is how a driver asks to open a run: what it found, and what
@@ -136,17 +139,21 @@ func Open(sh Shape, o Opening) (*State, []Event, error) {
 	if o.Note != "" {
 		add(EvWarning, "", Note{Message: o.Note})
 	}
-	add(EvRunnerStarted, "", o.Runner)
+	rs := o.Runner
+	if o.State != nil && interrupted(st) {
+		rs.Generation = st.Generation + 1
+	}
+	add(EvRunnerStarted, "", rs)
 	if o.State != nil && o.StartAt != "" {
 		reset, err := StartAtReset(sh, st, o.StartAt)
 		if err != nil {
 			return nil, nil, Usage("--start-at-step: %v", err)
 		}
-		add(EvStartAt, o.StartAt, StartAt{Step: o.StartAt, Reset: reset})
+		add(EvStartAt, o.StartAt, StartAt{Step: o.StartAt, Reset: reset, Budgets: targetsOf(ReopenedLoops(sh, st, reset, false))})
 	}
 	if o.State != nil && o.Retry && st.Status == RunFailed {
 		p := PlanRetry(sh, st)
-		r := Retry{Failed: p.Failed, Reset: p.Reset}
+		r := Retry{Failed: p.Failed, Reset: p.Reset, Budgets: targetsOf(p.Budgets)}
 		if o.ForceMaxIterations {
 			r.MaxIterations = o.MaxIterations
 		}
@@ -156,6 +163,18 @@ func Open(sh Shape, o Opening) (*State, []Event, error) {
 		add(EvBudgetRaised, "", o.Raise)
 	}
 	return st, evs, nil
+}
+
+// interrupted reports whether a session of run st was cut short by an
+// interruption and has not run again: its attempt kept its number, so
+// the session that runs it again is named in a new generation.
+func interrupted(st *State) bool {
+	for _, id := range st.StepOrder {
+		if s := st.Steps[id]; s != nil && s.Status == Pending && deref(s.LastError) == InterruptedNote {
+			return true
+		}
+	}
+	return false
 }
 
 // RunVars returns the vars of run st under a workflow whose file
@@ -361,6 +380,9 @@ type RetryPlan struct {
 	// Capped are the failed steps that failed at an iteration budget:
 	// they run again only with a higher one (flow retry --max-iterations).
 	Capped []string `json:"capped,omitempty"`
+	// Budgets are the loops the retry reopens, whose iteration budgets
+	// start afresh (ReopenedLoops).
+	Budgets []LoopBudget `json:"budgets,omitempty"`
 }
 
 // PlanRetry computes the plan of retrying the failed run st of sh.
@@ -405,6 +427,7 @@ func PlanRetry(sh Shape, st *State) RetryPlan {
 		}
 	}
 	slices.Sort(p.Capped)
+	p.Budgets = ReopenedLoops(sh, st, p.Reset, true)
 	return p
 }
 

@@ -79,6 +79,9 @@ type State struct {
 	StepOrder []string `json:"step_order"`
 	// Usage sums what the run's agent sessions consumed.
 	Usage *AgentUsage `json:"usage,omitempty"`
+	// Sessions counts every session the run started — commands and
+	// agents alike — against budget.sessions.
+	Sessions int `json:"sessions,omitempty"`
 	// BudgetRaised holds the budgets raised on the command line (flow
 	// resume --budget-cost ...), which win over the workflow's from then
 	// on.
@@ -117,6 +120,15 @@ type StepState struct {
 	// is not upstream of it, that target: the step runs again once the
 	// target is done. It is cleared when the step runs.
 	WaitingFor *string `json:"waiting_for,omitempty"`
+	// IterationBase is the iteration_count at which the step's current
+	// iteration budget began, as a loop-back target: 0, or where a
+	// restart or a retry that reopened its loop left it. Its gate
+	// counts iteration_count - iteration_base against max_iterations.
+	IterationBase int `json:"iteration_base,omitempty"`
+	// SkipReason says why a SKIPPED step did not run (its when was
+	// false, the run started after it, its item was removed); it is
+	// kept apart from last_error, which only errors fill.
+	SkipReason string `json:"skip_reason,omitempty"`
 	// WaitingGates are the gates of the gate-state file that keep a
 	// ready step from starting, while they are closed.
 	WaitingGates []string `json:"waiting_gates,omitempty"`
@@ -141,6 +153,8 @@ type StepState struct {
 	// re-entered step continues.
 	Usage        *AgentUsage `json:"usage,omitempty"`
 	AgentSession string      `json:"agent_session,omitempty"`
+	// Sessions counts every session the step started.
+	Sessions int `json:"sessions,omitempty"`
 	// ConversationUsage is what the sessions of AgentSession used.
 	ConversationUsage *AgentUsage `json:"conversation_usage,omitempty"`
 

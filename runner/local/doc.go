@@ -26,6 +26,14 @@
 //   - Two runners: the lock file names the holder; the event log refuses
 //     a second writer; the record's runner (pid, host, heartbeat) is
 //     checked before a takeover.
+//   - A runner that stops however it stops says so in control.json
+//     (current_state pause, control_stop.go); its process's exit code
+//     is recorded (runner_exited), and the snapshot is written within a
+//     second of every change and at once when the run waits, pauses or
+//     ends.
+//   - An edit of the workflow while the run waits on a human is taken
+//     when no session runs, or said when it cannot be
+//     (reload_waiting.go).
 //   - Hostile input: reports, control.json, decision files and the
 //     expression file functions are read confined and bounded
 //     (internal/confine); rendered templates and logs are capped; secret

@@ -16,8 +16,16 @@ import (
 )
 
 // loop feeds the core until the run finishes, idles with NoWait, or is
-// interrupted.
+// interrupted; then it says in control.json that the runner stopped.
 func (x *run) loop(ctx context.Context) (Result, error) {
+	res, err := x.drive(ctx)
+	x.controlStopped(res, err)
+	return res, err
+}
+
+// drive is loop's work: it feeds the core until the run finishes,
+// idles with NoWait, or is interrupted.
+func (x *run) drive(ctx context.Context) (Result, error) {
 	sessCtx, cancelSessions := context.WithCancel(context.WithoutCancel(ctx))
 	x.sessCtx = sessCtx
 	x.stopped = make(chan struct{})
@@ -32,9 +40,12 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if err := x.controlStarted(control); err != nil {
+		return Result{}, err
+	}
 	x.queue = append(x.queue, core.Begin{Control: control, Gates: x.startGates(), DailySpent: x.dailySpent()})
 	heartbeat := x.r.Clock.After(x.r.HeartbeatEvery)
-	var poll <-chan time.Time
+	var poll, snap <-chan time.Time
 	done := ctx.Done()
 	for {
 		for len(x.queue) > 0 {
@@ -77,6 +88,11 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 		} else {
 			poll = nil
 		}
+		// A change not yet in run_state.json is written there within
+		// snapshotEvery, even when nothing else happens meanwhile.
+		if x.dirty && snap == nil {
+			snap = x.r.Clock.After(max(x.snapshotEvery()-x.r.Clock.Now().Sub(x.lastSnap), 0))
+		}
 		select {
 		case in := <-x.inputs:
 			if err := x.enqueue(in); err != nil {
@@ -108,6 +124,13 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 			poll = nil
 			if err := x.pollWaiting(); err != nil {
 				return Result{}, err
+			}
+		case <-snap:
+			snap = nil
+			if x.dirty {
+				if err := x.snapshot(); err != nil {
+					return Result{}, err
+				}
 			}
 		}
 	}
@@ -206,6 +229,11 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 			quoted = fmt.Sprintf(": %q ", msg)
 		}
 		x.printf("%s: waiting on a human%s(flow approve %s %s, or flow reject)\n", e.Step, quoted, x.st.RunID, core.ShellArg(e.Step))
+		// Whoever decides reads the wait (its manual_input_path) from
+		// run_state.json: it is there before anyone is asked.
+		if err := x.snapshot(); err != nil {
+			return Result{}, false, err
+		}
 		x.ask(e, msg)
 	case core.StartTimer:
 		if s := x.stepOf(e.Step); s != nil {
@@ -230,28 +258,37 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 			return Result{}, false, err
 		}
 	case core.StartCleanup:
+		// Cleanup sessions are numbered over the whole run: the core
+		// has counted this one.
+		x.cleanupN = e.N - 1
 		x.startCleanup()
 	case core.MergeItem:
 		x.startMerge(x.mergeJobOf(e))
 	case core.MergeStep:
 		x.startMerge(x.stepMergeJob(e))
 	case core.Idle:
-		if !x.opts.NoWait || len(x.queue) > 0 {
+		if len(x.queue) > 0 {
 			return Result{}, false, nil
 		}
+		if !x.opts.NoWait {
+			// A run that waits, or pauses, is in run_state.json at once.
+			return Result{}, false, x.snapshot()
+		}
+		res := x.result(core.RunWaitingOnHuman, exitHuman, "waiting on a human: "+strings.Join(e.Waiting, ", "))
+		switch {
+		case e.Paused && len(e.Waiting) == 0:
+			res = x.result(core.RunPaused, exitPaused, "paused")
+		case len(e.Waiting) == 0 && len(e.Gated) == 0 && len(e.Merges) > 0:
+			res.Reason = "waiting for the checkout to take the merge of " + strings.Join(e.Merges, ", ") + "; flow resume tries again"
+		case len(e.Waiting) == 0 && len(e.Gated) > 0:
+			res.Reason = "waiting on gates: " + strings.Join(e.Gated, ", ")
+		}
+		// The record says what the process exits with.
+		x.emit(newEvent(x.r.Clock.Now(), core.EvRunnerExited, "", core.RunnerExited{ExitCode: res.ExitCode, Reason: res.Reason}))
 		if err := x.snapshot(); err != nil {
 			return Result{}, false, err
 		}
-		if e.Paused && len(e.Waiting) == 0 {
-			return x.result(core.RunPaused, exitPaused, "paused"), true, nil
-		}
-		if len(e.Waiting) == 0 && len(e.Gated) == 0 && len(e.Merges) > 0 {
-			return x.result(core.RunWaitingOnHuman, exitHuman, "waiting for the checkout to take the merge of "+strings.Join(e.Merges, ", ")+"; flow resume tries again"), true, nil
-		}
-		if len(e.Waiting) == 0 && len(e.Gated) > 0 {
-			return x.result(core.RunWaitingOnHuman, exitHuman, "waiting on gates: "+strings.Join(e.Gated, ", ")), true, nil
-		}
-		return x.result(core.RunWaitingOnHuman, exitHuman, "waiting on a human: "+strings.Join(e.Waiting, ", ")), true, nil
+		return res, true, nil
 	case core.Finish:
 		if e.Reason == core.AlreadyEnded {
 			x.printf("run %s had already %s (exit %d); to run steps again: flow run %s --start-at-step STEP\n",
@@ -281,7 +318,7 @@ func (x *run) announce(e core.Event) {
 	case core.EvStepCompleted:
 		x.printf("%s: completed\n", e.Step)
 	case core.EvStepSkipped:
-		x.printf("%s: skipped (%s)\n", e.Step, deref(s.LastError))
+		x.printf("%s: skipped (%s)\n", e.Step, s.SkipReason)
 	case core.EvGateFailed:
 		var d core.GateFailure
 		_ = jsonUnmarshal(e.Data, &d)
@@ -357,6 +394,10 @@ func (x *run) announce(e core.Event) {
 // pollWaiting looks at the manual input files of waiting steps, their
 // human timeouts, and control.json.
 func (x *run) pollWaiting() error {
+	if len(x.awaiting) > 0 {
+		x.reloadWhileWaiting(false)
+	}
+	var decisions []core.Input
 	for step := range x.awaiting {
 		in, timedOut, err := x.checkHuman(step)
 		if err != nil {
@@ -369,8 +410,13 @@ func (x *run) pollWaiting() error {
 			if in != nil {
 				d.Input = *in
 			}
-			x.queue = append(x.queue, d)
+			decisions = append(decisions, d)
 		}
+	}
+	if len(decisions) > 0 {
+		// An edit not taken yet is taken, or said, before the decision.
+		x.reloadWhileWaiting(true)
+		x.queue = append(x.queue, decisions...)
 	}
 	if x.usesGates() {
 		x.pollGates()

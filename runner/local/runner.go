@@ -141,6 +141,14 @@ type Options struct {
 	// PlanRetry). Budgets.MaxIterations with ForceMaxIterations raises
 	// the iteration budgets for it.
 	Retry bool
+	// Gone, when set, is a lock holder to take for dead whatever its
+	// pid says: the pid of a runner that flow resume --takeover found
+	// reused by another process.
+	Gone *runlock.Holder
+	// CleanupOnly runs the workflow's cleanup session in a run that has
+	// finished (flow cleanup on a completed or failed run), and nothing
+	// else: the run's status and exit code stay as they are.
+	CleanupOnly bool
 	// Read is the run's state as the caller read it just before (the
 	// operations layer reads it to find the run), or nil. The checks
 	// a runner makes before it takes the run's lock — a finished run is
@@ -267,6 +275,14 @@ type run struct {
 	root *confine.Root
 	// notices are the run's notifications (notify.go).
 	notices *notices
+	// trail is what run-summary.md tells beyond the state: the rounds
+	// of the steps and why the run stopped (record.Trail).
+	trail *record.Trail
+	// wfStamp is the workflow file's stamp when the run last loaded it;
+	// editPending is true when an edit waits for the sessions in flight
+	// to end (reload_waiting.go).
+	wfStamp     fileStamp
+	editPending bool
 	// wspaces are the run's workspaces (workspace.go), set up at first
 	// use.
 	wspaces *workspaces
@@ -294,6 +310,7 @@ func (r *Runner) Run(ctx context.Context, opts Options) (res Result, err error) 
 		outputs: map[string]string{}, reports: map[string]map[string]any{}, awaiting: map[string]bool{}, warned: map[string]string{},
 		environ: EnvironMap(r.Environ)}
 	x.setWorkflow(x.wf)
+	x.noteWorkflowStamp()
 	if err := x.open(); err != nil {
 		_ = x.close()
 		return Result{}, err
@@ -303,6 +320,9 @@ func (r *Runner) Run(ctx context.Context, opts Options) (res Result, err error) 
 			err = cerr
 		}
 	}()
+	if opts.CleanupOnly {
+		return x.cleanupOnly(ctx)
+	}
 	return x.loop(ctx)
 }
 
@@ -339,7 +359,10 @@ func (x *run) open() error {
 	if !opts.Resume && exists {
 		return core.Usage("run %s already exists in %s; use flow resume %s, or another --run-id", runID, x.dir, runID)
 	}
-	if exists && opts.StartAt == "" {
+	if opts.CleanupOnly && !exists {
+		return fmt.Errorf("clean up run %s: %w", runID, core.ErrNoRun)
+	}
+	if exists && opts.StartAt == "" && !opts.CleanupOnly {
 		st, err := opts.Read, error(nil)
 		if st == nil || st.RunID != runID {
 			st, _, err = record.LoadState(x.rec, x.dir, false, now)
@@ -398,7 +421,7 @@ func (x *run) open() error {
 		if err != nil {
 			return fmt.Errorf("load run %s: %w", runID, err)
 		}
-		if err := core.CheckReopen(x.wf, st, o); err != nil {
+		if err := core.CheckReopen(x.wf, st, o); err != nil && !opts.CleanupOnly {
 			return err
 		}
 		if err := x.checkRecordedRunner(st, now); err != nil {
@@ -407,6 +430,13 @@ func (x *run) open() error {
 		x.st = st
 		if err := x.refuseWeakening(runID); err != nil {
 			return err
+		}
+		// The summary tells the run's whole story: its earlier events
+		// are folded once, the new ones as they are appended.
+		if t, terr := record.ReadTrail(x.rec, x.dir); terr == nil {
+			x.trail = t
+		} else {
+			x.trail = record.NewTrail()
 		}
 		if damaged {
 			x.warn("", "run_state.json was damaged or disagreed with events.jsonl; rebuilt from events.jsonl and kept aside")
@@ -417,15 +447,23 @@ func (x *run) open() error {
 			o.Runner.RepoDir, o.Runner.ReportsDir, o.Runner.ManualInputsDir = opts.Repo, filepath.Join(x.dir, record.ReportsDir), filepath.Join(x.dir, record.InputsDir)
 		}
 	} else {
+		x.trail = record.NewTrail()
 		o.Created = record.Created(x.wf, opts.Repo, runID, opts.Vars)
 		o.Created.WorkflowFile, o.Created.WorkflowDigest = absPath(x.wf.File), x.digest
 	}
-	st, evs, err := core.Open(x.wf, o)
-	if err != nil {
-		return err
+	var evs []core.Event
+	if opts.CleanupOnly {
+		// A finished run is not reopened: the runner only says it took
+		// the run, for its one cleanup session.
+		x.emit(newEvent(now, core.EvRunnerStarted, "", o.Runner))
+	} else {
+		st, opened, err := core.Open(x.wf, o)
+		if err != nil {
+			return err
+		}
+		x.st, evs = st, opened
+		x.queueEvents(evs)
 	}
-	x.st = st
-	x.queueEvents(evs)
 	if changed := x.announceOpening(evs); !exists || changed {
 		if err := x.writeWorkflowJSON(); err != nil {
 			return err
@@ -607,6 +645,7 @@ func (x *run) reload() (changed bool, err error) {
 		return false, fmt.Errorf("resolve budgets: %w", err)
 	}
 	x.setWorkflow(wf)
+	x.noteWorkflowStamp()
 	o := x.opening(x.r.Clock.Now())
 	o.State, o.Vars = x.st, core.RunVars(x.wf.Vars, x.st)
 	evs := core.Reconcile(wf, o)
@@ -748,6 +787,11 @@ func (x *run) flush() error {
 		return fmt.Errorf("record %s event: %w", x.pending[0].Type, err)
 	}
 	x.st.Seq = got[len(got)-1].Seq
+	if x.trail != nil {
+		for _, e := range got {
+			x.trail.Add(e)
+		}
+	}
 	if x.r.OnEvent != nil {
 		for _, e := range got {
 			x.r.OnEvent(e)
@@ -770,7 +814,7 @@ func (x *run) snapshot() error {
 		return err
 	}
 	err := atomicfile.ReplaceWith(x.rec, filepath.Join(x.dir, record.SummaryFile), 0o644, func(w io.Writer) error {
-		record.WriteSummary(w, x.st)
+		record.WriteSummaryTrail(w, x.st, x.trail)
 		return nil
 	})
 	if err != nil {

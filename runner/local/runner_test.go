@@ -169,9 +169,7 @@ func (e *env) tryRun(fsys afero.Fs, s *scripted, opts Options) (Result, error) {
 	if opts.RunID == "" {
 		opts.RunID = "r1"
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	return e.runner(fsys, s).Run(ctx, opts)
+	return e.runner(fsys, s).Run(context.Background(), opts)
 }
 
 // state reads the run's state from disk, as flow status does, and

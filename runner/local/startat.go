@@ -20,6 +20,9 @@ type StartAtPlan struct {
 	// Missing lists kept steps' declared artifacts that are not in the
 	// repository.
 	Missing []MissingArtifact
+	// Budgets are the loops the restart reopens, whose iteration
+	// budgets start afresh (core.ReopenedLoops).
+	Budgets []core.LoopBudget
 }
 
 // MissingArtifact is a declared artifact of a kept step that is gone.
@@ -38,7 +41,7 @@ func PlanStartAt(fsys afero.Fs, wf *config.Workflow, st *core.State, repo, step 
 	if err != nil {
 		return StartAtPlan{}, err
 	}
-	p := StartAtPlan{Step: step, Rerun: reset}
+	p := StartAtPlan{Step: step, Rerun: reset, Budgets: core.ReopenedLoops(wf, st, reset, false)}
 	if k, inst := core.SplitKey(step); inst {
 		// The instance's loop runs again for its item.
 		p.Rerun = append([]string{k.Loop}, p.Rerun...)

@@ -11,7 +11,8 @@ import (
 type DecideRequest struct {
 	// Repo is the repository of the run; "" is the Service's directory.
 	Repo string
-	// RunID names the run; "" is the newest run.
+	// RunID names the run; "" is the one run of the repository that
+	// has not finished, when there is exactly one (openTarget).
 	RunID string
 	// Step is the human step.
 	Step string
@@ -58,7 +59,11 @@ func (s *Service) Decide(req DecideRequest) (Decision, error) {
 	if !req.Approve && strings.TrimSpace(req.Reason) == "" {
 		return Decision{}, core.Usage("reject needs --reason\ntry: flow reject %s %s --reason 'why'", req.RunID, core.ShellArg(req.Step))
 	}
-	repo, ref, err := s.openRun(req.Repo, req.RunID)
+	verb := "approve"
+	if !req.Approve {
+		verb = "reject"
+	}
+	repo, ref, err := s.openTarget(req.Repo, req.RunID, verb)
 	if err != nil {
 		return Decision{}, err
 	}
@@ -88,7 +93,8 @@ func (s *Service) Decide(req DecideRequest) (Decision, error) {
 type ControlRequest struct {
 	// Repo is the repository of the run; "" is the Service's directory.
 	Repo string
-	// RunID names the run; "" is the newest run.
+	// RunID names the run; "" is the one run of the repository that
+	// has not finished, when there is exactly one (openTarget).
 	RunID string
 	// State is the desired state: pause, continuous, run_once or
 	// run_cleanup.
@@ -113,6 +119,10 @@ type ControlResult struct {
 	// desired state between its sessions; when false, nothing happens
 	// until flow resume starts a runner (record.LiveRunner).
 	RunnerLive bool `json:"runner_live"`
+	// Cleanup is, for flow cleanup on a finished run, how the cleanup
+	// session that was run ended (its ExitCode 0, 1 or 130); the run's
+	// own status is unchanged.
+	Cleanup *RunResult `json:"cleanup,omitempty"`
 }
 
 // controlVerbs names the command of each desired state, for messages.
@@ -123,11 +133,13 @@ var controlVerbs = map[core.ControlState]string{
 	core.RunCleanup: "cleanup",
 }
 
-// Control writes the desired state of a run (the newest when it names
-// none) in its control file; the runner reads it between sessions and
+// Control writes the desired state of a run (given none, the one run
+// that has not finished: openTarget) in its control file; the runner reads it between sessions and
 // never interrupts one. A run that has already ended is refused
-// (ExitRefused); an unknown run is an ExitUsage error; an invalid state
-// is an ExitUsage error. The result says whether a live runner holds
+// (ExitRefused: run_once has no next session to run; the cleanup of a
+// finished run is Local.Control's, which runs it); so is run_cleanup
+// for a workflow that declares no cleanup session. An unknown run is
+// an ExitUsage error; an invalid state is an ExitUsage error. The result says whether a live runner holds
 // the run: without one, the desired state takes effect at the next flow
 // resume.
 func (s *Service) Control(req ControlRequest) (ControlResult, error) {
@@ -135,19 +147,35 @@ func (s *Service) Control(req ControlRequest) (ControlResult, error) {
 	if !ok {
 		return ControlResult{}, core.Usage("unknown desired state %q", req.State)
 	}
-	_, ref, err := s.openRun(req.Repo, req.RunID)
+	repo, ref, err := s.openTarget(req.Repo, req.RunID, verb)
 	if err != nil {
 		return ControlResult{}, err
 	}
 	if st := ref.State; st.Status.Terminal() {
+		switch req.State {
+		case core.RunOnce:
+			return ControlResult{}, core.Refused("run %s has already %s (exit %d): there is no next session to run once; to run steps again: flow run %s --start-at-step STEP",
+				ref.ID, st.Status, st.ExitCode, st.WorkflowFile)
+		case core.RunCleanup:
+			if err := s.checkCleanup(repo, ref); err != nil {
+				return ControlResult{}, err
+			}
+			return ControlResult{}, core.Refused("run %s has already %s: its cleanup session runs on the command line (flow cleanup %s), which takes the run for that one session",
+				ref.ID, st.Status, ref.ID)
+		}
 		return ControlResult{}, core.Refused("run %s has already %s (exit %d); %s applies to a run that has not ended; to run steps again: flow run %s --start-at-step STEP",
 			ref.ID, st.Status, st.ExitCode, verb, st.WorkflowFile)
 	}
-	by := s.Who(req.By)
-	if err := record.SetDesired(s.FS, ref.Dir, req.State, by, req.Note, s.clock().Now()); err != nil {
-		return ControlResult{}, err
+	if req.State == core.RunCleanup {
+		if err := s.checkCleanup(repo, ref); err != nil {
+			return ControlResult{}, err
+		}
 	}
+	by := s.Who(req.By)
 	now := s.clock().Now()
 	_, live := record.LiveRunner(s.FS, ref.Dir, ref.State, now, s.alive())
+	if err := record.SetDesired(s.FS, ref.Dir, req.State, by, req.Note, now, !live); err != nil {
+		return ControlResult{}, err
+	}
 	return ControlResult{RunID: ref.ID, DesiredState: req.State, By: by, Note: req.Note, RunnerLive: live}, nil
 }

@@ -108,6 +108,10 @@ type RestartRequest struct {
 	AcceptEdits bool
 	// By names who restarts the run (local runs record it).
 	By string
+	// Takeover kills the run's frozen runner first (flow resume
+	// --takeover): one whose process still holds the run but no longer
+	// beats.
+	Takeover bool
 }
 
 // LogsRequest asks for the output of a step's sessions.
@@ -203,6 +207,16 @@ func (l *Local) Name() string { return "local" }
 
 // Run implements Engine with a local.Runner.
 func (l *Local) Run(ctx context.Context, opts local.Options, att Attach) (local.Result, error) {
+	alive := l.Alive
+	if g := opts.Gone; g != nil && alive != nil {
+		// The lock's pid is another process now: its runner is gone.
+		alive = func(h runlock.Holder) bool {
+			if h.PID == g.PID && h.Host == g.Host && h.StartedAt.Equal(g.StartedAt) {
+				return false
+			}
+			return l.Alive(h)
+		}
+	}
 	r := &local.Runner{
 		FS:          l.FS,
 		Clock:       l.Clock,
@@ -212,7 +226,7 @@ func (l *Local) Run(ctx context.Context, opts local.Options, att Attach) (local.
 		Environ:     l.Environ,
 		Host:        l.Host,
 		PID:         l.PID,
-		Alive:       l.Alive,
+		Alive:       alive,
 		KillOrphans: l.KillOrphans,
 		KillMarked:  l.KillMarked,
 		Sandbox:     l.Sandbox,

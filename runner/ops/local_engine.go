@@ -30,7 +30,7 @@ func (l *Local) Restart(_ context.Context, req RestartRequest) (*Launch, error) 
 	}
 	return s.PrepareResume(ResumeRequest{Repo: req.Repo, RunID: req.RunID, Workflow: req.WorkflowPath, StartAt: req.StartAt,
 		Force: req.Force, NoWait: req.NoWait, Budgets: req.Budgets, Invocation: req.Invocation, Retry: req.Retry, By: req.By,
-		AcceptEdits: req.AcceptEdits})
+		AcceptEdits: req.AcceptEdits, Takeover: req.Takeover})
 }
 
 // Newest implements Engine: the most recently active run of repo (of
@@ -113,8 +113,19 @@ func (l *Local) Decide(_ context.Context, req DecideRequest) (Decision, error) {
 	return l.Service.Decide(req)
 }
 
-// Control implements Engine.
-func (l *Local) Control(_ context.Context, req ControlRequest) (ControlResult, error) {
+// Control implements Engine: Service.Control, except that flow cleanup
+// on a finished run runs the cleanup session (cleanupFinished).
+func (l *Local) Control(ctx context.Context, req ControlRequest) (ControlResult, error) {
+	if req.State == core.RunCleanup {
+		_, ref, err := l.Service.openTarget(req.Repo, req.RunID, "cleanup")
+		if err != nil {
+			return ControlResult{}, err
+		}
+		if ref.State.Status.Terminal() {
+			req.RunID = ref.ID
+			return l.cleanupFinished(ctx, req)
+		}
+	}
 	return l.Service.Control(req)
 }
 
@@ -125,7 +136,7 @@ func (l *Local) Control(_ context.Context, req ControlRequest) (ControlResult, e
 // runner on another host is out of reach (ExitRefused, naming it).
 func (l *Local) Cancel(_ context.Context, req CancelRequest) (CancelResult, error) {
 	s := l.Service
-	_, ref, err := s.openRun(req.Repo, req.RunID)
+	_, ref, err := s.openTarget(req.Repo, req.RunID, "cancel")
 	if err != nil {
 		return CancelResult{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
@@ -53,7 +54,9 @@ type RunRequest struct {
 type ResumeRequest struct {
 	// Repo is the repository of the run; "" is the Service's directory.
 	Repo string
-	// RunID names the run; "" is the newest run.
+	// RunID names the run; "" is the one run that flow resume (or flow
+	// retry) may take without its id, when there is exactly one
+	// (openTarget).
 	RunID string
 	// Workflow is the workflow file to go on with; "" is the run's own,
 	// found again under Repo when the run was copied (LocateWorkflow).
@@ -76,6 +79,9 @@ type ResumeRequest struct {
 	Retry bool
 	// By is as in RunRequest.
 	By string
+	// Takeover stops the run's frozen runner first (flow resume
+	// --takeover; see takeover).
+	Takeover bool
 }
 
 // Launch is a run ready to start: the workflow loaded, the vars
@@ -114,6 +120,9 @@ type StartAtPlan struct {
 	// Refused is true when artifacts are missing and the request did not
 	// force: Start refuses the launch.
 	Refused bool `json:"refused"`
+	// Budgets are the loops the restart reopens: their targets' iteration
+	// budgets start afresh.
+	Budgets []core.LoopBudget `json:"budgets"`
 }
 
 // MissingArtifact is a declared artifact of a kept step that is gone.
@@ -201,12 +210,16 @@ func (s *Service) PrepareRun(req RunRequest) (*Launch, error) {
 	return l, nil
 }
 
-// PrepareResume finds the run of a resume request (the newest when it
-// names none), loads its workflow (LocateWorkflow re-roots a copied
+// PrepareResume finds the run of a resume request (given none, the one
+// run it may take: openTarget), loads its workflow (LocateWorkflow re-roots a copied
 // run) and, with a start step, plans the restart. Errors are as in
 // PrepareRun, and an unknown run is an ExitUsage error.
 func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
-	repo, ref, err := s.openRun(req.Repo, req.RunID)
+	verb := "resume"
+	if req.Retry {
+		verb = "retry"
+	}
+	repo, ref, err := s.openTarget(req.Repo, req.RunID, verb)
 	if err != nil {
 		return nil, err
 	}
@@ -214,6 +227,12 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 		// A local runner would run its sessions a second time, beside
 		// the workflow that drives them.
 		return nil, core.Refused("run %s is driven by a Temporal server (this is a worker's mirror of it): go on with --engine temporal", ref.ID)
+	}
+	var gone *runlock.Holder
+	if req.Takeover {
+		if gone, err = s.takeover(ref); err != nil {
+			return nil, err
+		}
 	}
 	path := req.Workflow
 	if path == "" {
@@ -236,6 +255,7 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 	if ref.Err == nil {
 		l.Options.Read = ref.State
 	}
+	l.Options.Gone = gone
 	if req.Retry {
 		if ref.State.Status != core.RunFailed {
 			return nil, core.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", ref.ID, ref.State.Status)
@@ -268,7 +288,10 @@ func (s *Service) plan(wf *config.Workflow, ref record.RunRef, repo, step string
 		return nil, core.Usage("%v", err)
 	}
 	out := &StartAtPlan{Workflow: wf.Name, RunID: ref.ID, Step: step, Kept: nonNil(p.Kept), Rerun: nonNil(p.Rerun),
-		Missing: []MissingArtifact{}}
+		Missing: []MissingArtifact{}, Budgets: p.Budgets}
+	if out.Budgets == nil {
+		out.Budgets = []core.LoopBudget{}
+	}
 	for _, m := range p.Missing {
 		out.Missing = append(out.Missing, MissingArtifact{Step: m.Step, Path: m.Path})
 	}

@@ -81,8 +81,16 @@ type Service struct {
 	// runs anything.
 	NotifyDead bool
 	// Signal sends a signal to a process of this host (flow cancel
-	// stops a run's runner with it); nil makes Cancel unsupported.
+	// stops a run's runner with it, flow resume --takeover kills a
+	// frozen one); nil makes Cancel and takeovers unsupported.
 	Signal func(pid int, sig syscall.Signal) error
+	// Inspect says what this host's kernel knows of a process, for flow
+	// resume --takeover to check that a lock's pid is its runner; nil
+	// means runlock.InspectProcess. Self is the path of this flow's
+	// executable (os.Executable), which tells a runner from another
+	// process.
+	Inspect func(pid int) (runlock.Process, error)
+	Self    string
 }
 
 // Getenv returns the value of key in the Service's environment, or ""

@@ -110,8 +110,12 @@ func updateControl(fsys afero.Fs, runDir string, now time.Time, durable bool, fn
 	return nil
 }
 
-// SetDesired records what a human wants the runner to do.
-func SetDesired(fsys afero.Fs, runDir string, desired core.ControlState, by, note string, now time.Time) error {
+// SetDesired records what a human wants the runner to do: it writes
+// desired_state (and who set it, and the note) and never current_state,
+// which only the runner writes — except in a file that has none, where
+// idle (no live runner holds the run) makes it pause, the truth of a
+// run in which nothing runs.
+func SetDesired(fsys afero.Fs, runDir string, desired core.ControlState, by, note string, now time.Time, idle bool) error {
 	if !ValidControl(desired) {
 		return fmt.Errorf("unknown control state %q", desired)
 	}
@@ -119,7 +123,7 @@ func SetDesired(fsys afero.Fs, runDir string, desired core.ControlState, by, not
 		c.DesiredState = desired
 		c.SetBy = by
 		c.Note = note
-		if c.CurrentState == "" {
+		if c.CurrentState == "" && idle {
 			c.CurrentState = core.Pause
 		}
 	})

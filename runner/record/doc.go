@@ -7,7 +7,9 @@
 // and their heads, reads and updates control.json, the invocation, the
 // decision files of human steps and the reports sessions leave, derives
 // a run's liveness from its runner's heartbeat, and writes
-// run-summary.md. It decides nothing (package core does) and runs
+// run-summary.md (with a Trail: the rounds of the steps, the restarts
+// and interruptions, and why the run stopped, folded from its events).
+// It decides nothing (package core does) and runs
 // nothing (the drivers do): every driver and every reader of a run —
 // the local driver, the Temporal worker's mirror, the operations layer —
 // goes through it, and it imports none of them.
@@ -23,4 +25,9 @@
 //     confined, regular files only, size-capped.
 //   - Two writers: the event log holds the run's lock and checks before
 //     every append that nobody else wrote.
+//   - Two writers of control.json: people write desired_state and the
+//     runner current_state, each read-modify-write under the file's
+//     lock, so that neither side's update is lost.
+//   - A report value of any size: excerpted around a marker, never
+//     copied whole into the record, never a failure.
 package record

@@ -108,7 +108,10 @@ func Live(fsys afero.Fs, runDir string, st *core.State, wf *config.Workflow, now
 		age := now.Sub(st.Runner.HeartbeatAt.Time)
 		switch {
 		case age > DeadAfter:
-			l.State, l.Reason = LiveDead, "no heartbeat for "+age.Round(time.Second).String()
+			// Frozen: stopped, or stuck in a hung write. It holds the
+			// run's lock and log, so a plain resume is refused.
+			l.State, l.Reason = LiveDead, fmt.Sprintf("no heartbeat for %s; pid %d on host %s still exists and holds the lock (frozen?): flow resume %s --takeover kills it and takes the run over",
+				age.Round(time.Second), holder.PID, holder.Host, st.RunID)
 			return l
 		case age > 3*HeartbeatInterval:
 			l.State, l.Reason = LiveStale, "heartbeat "+age.Round(time.Second).String()+" old"

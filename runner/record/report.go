@@ -17,14 +17,15 @@ import (
 	"github.com/flow-run/flow/internal/confine"
 )
 
-// Bounds on a report's entries: a report that breaks one is refused as
-// a whole, so that what it says is never silently cut.
+// Bounds on a report's entries: a report with too many entries is
+// refused as a whole; a value too long is excerpted, with a marker that
+// says so (Excerpt), so that nothing is cut silently.
 const (
 	// maxReportEntries bounds the metrics, the artifacts and the logs
 	// entries of a report, each.
 	MaxReportEntries = 1000
 	// maxReportValue bounds each metric name and value, artifact, logs
-	// entry and the error string, in bytes.
+	// entry and the error string, in bytes: a longer one is excerpted.
 	MaxReportValue = 4 << 10
 )
 
@@ -138,10 +139,12 @@ func (e *reportReadError) Unwrap() error { return e.err }
 // parseReport parses a report leniently: status words in any case and
 // with aliases, metric values of any JSON type stored as strings, logs
 // as a string or a list. It refuses a report with more than
-// maxReportEntries metrics, artifacts or logs entries, or a metric name
-// or value, artifact, logs entry or error longer than maxReportValue
-// bytes: those values go into events and run_state.json, whose size
-// must not be the session's to choose.
+// maxReportEntries metrics, artifacts or logs entries; a metric name or
+// value, artifact, logs entry or error longer than maxReportValue bytes
+// is excerpted — its head and tail kept around a marker saying how much
+// was cut (Excerpt) — never refused: those values go into events and
+// run_state.json, whose size must not be the session's to choose, and
+// a session that succeeded does not fail for saying too much.
 func ParseReport(b []byte) (*Report, error) {
 	var raw map[string]any
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -173,14 +176,7 @@ func ParseReport(b []byte) (*Report, error) {
 			return nil, tooManyEntries("metrics", len(m))
 		}
 		for k, v := range m {
-			if len(k) > MaxReportValue {
-				return nil, fmt.Errorf("report has a metric name (%s) longer than %s", excerpt(k), confine.Size(MaxReportValue))
-			}
-			s := scalarString(v)
-			if len(s) > MaxReportValue {
-				return nil, tooLong(metricKey(k), len(s))
-			}
-			r.Metrics[k] = s
+			r.Metrics[Excerpt(k)] = Excerpt(scalarString(v))
 		}
 	}
 	switch g := raw["gate_failure"].(type) {
@@ -191,67 +187,46 @@ func ParseReport(b []byte) (*Report, error) {
 		r.GateFailure, r.GateFailureGiven = b, err == nil
 	}
 	if e, ok := raw["error"]; ok && e != nil {
-		r.Error = scalarString(e)
-		if len(r.Error) > MaxReportValue {
-			return nil, tooLong("error", len(r.Error))
-		}
+		r.Error = Excerpt(scalarString(e))
 	}
 	return r, nil
 }
 
 // boundedList reads the list (or single string) under key with
-// stringList, refusing one with too many entries or too long an entry.
+// stringList, refusing one with too many entries and excerpting too
+// long an entry.
 func boundedList(key string, v any) ([]string, error) {
 	if l, ok := v.([]any); ok && len(l) > MaxReportEntries {
 		return nil, tooManyEntries(key, len(l))
 	}
 	out := stringList(v)
 	for i, s := range out {
-		if len(s) > MaxReportValue {
-			if _, one := v.(string); one {
-				return nil, tooLong(key, len(s))
-			}
-			return nil, tooLong(fmt.Sprintf("%s[%d]", key, i), len(s))
-		}
+		out[i] = Excerpt(s)
 	}
 	return out, nil
 }
 
+// Excerpt returns s, or, when it is longer than MaxReportValue bytes,
+// its head and tail around a marker that says how many bytes were cut
+// ("[... 6144 bytes cut ...]"), at most MaxReportValue bytes in all and
+// cut at character boundaries.
+func Excerpt(s string) string {
+	if len(s) <= MaxReportValue {
+		return s
+	}
+	const keep = MaxReportValue/2 - 64
+	h, t := keep, len(s)-keep
+	for h > 0 && !utf8.RuneStart(s[h]) {
+		h--
+	}
+	for t < len(s) && !utf8.RuneStart(s[t]) {
+		t++
+	}
+	return fmt.Sprintf("%s [... %d bytes cut ...] %s", s[:h], t-h, s[t:])
+}
+
 func tooManyEntries(key string, n int) error {
 	return fmt.Errorf("report %s has %d entries, more than the limit of %d", key, n, MaxReportEntries)
-}
-
-func tooLong(key string, n int) error {
-	return fmt.Errorf("report %s is %d bytes, longer than the limit of %s", key, n, confine.Size(MaxReportValue))
-}
-
-// metricKey names a metric in an error message: metrics.<name>, or
-// metrics[<quoted excerpt>] for a name that is not a plain word.
-func metricKey(k string) string {
-	plain := k != "" && len(k) <= 64
-	for _, c := range k {
-		if !(c == '_' || c == '-' || c == '.' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return "metrics." + k
-	}
-	return "metrics[" + excerpt(k) + "]"
-}
-
-// excerpt quotes s for an error message, cut to its first 64 bytes.
-func excerpt(s string) string {
-	const max = 64
-	if len(s) <= max {
-		return strconv.Quote(s)
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return strconv.Quote(s[:cut]) + "..."
 }
 
 // stringList reads a list of strings, or one string, from a JSON value.

@@ -9,38 +9,20 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/config"
 )
 
-// readReportWithin runs readReport in a goroutine and fails the test,
-// instead of hanging it, when the read blocks: a read that opens a
-// FIFO without O_NONBLOCK waits for a writer for ever. On a hang it
-// opens the FIFO for writing itself, which releases the reader.
+// readReportWithin reads a report as ReadReport does. A read that
+// blocks (one that opens a FIFO without O_NONBLOCK waits for a writer
+// for ever) hangs the test until the test binary's -timeout, which is
+// the only bound: no wall-clock guess of its own.
 func readReportWithin(t *testing.T, fsys afero.Fs, path, runDir string, limit int64) (*Report, error) {
 	t.Helper()
-	type result struct {
-		r   *Report
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		r, err := ReadReport(fsys, path, runDir, limit)
-		done <- result{r, err}
-	}()
-	select {
-	case res := <-done:
-		return res.r, res.err
-	case <-time.After(20 * time.Second):
-		if w, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-			w.Close()
-		}
-		t.Fatalf("readReport(%s) still blocked after 20 s", path)
-		return nil, nil
-	}
+	return ReadReport(fsys, path, runDir, limit)
 }
 
 func TestReadReportConfined(t *testing.T) {
@@ -71,6 +53,8 @@ func TestReadReportConfined(t *testing.T) {
 		limit int64
 		want  string // "" for a report read without error
 		nilOK bool   // the wanted report is nil
+		// check, when set, checks the report read.
+		check func(r *Report) error
 	}{
 		{name: "missing", setup: func(string) error { return nil }, nilOK: true},
 		{name: "regular", setup: func(p string) error { return os.WriteFile(p, []byte(`{"status": "ok"}`), 0o644) }},
@@ -95,25 +79,30 @@ func TestReadReportConfined(t *testing.T) {
 			want:  "report reports/r__x.json is larger than 10 bytes"},
 		{name: "empty", setup: func(p string) error { return os.WriteFile(p, []byte(" \n"), 0o644) },
 			want: "report reports/r__x.json is empty"},
-		{name: "metric value too long",
+		{name: "metric value too long: excerpted",
 			setup: func(p string) error {
 				return os.WriteFile(p, []byte(`{"metrics": {"coverage": "`+big(4097)+`"}}`), 0o644)
 			},
-			want: "report metrics.coverage is 4097 bytes, longer than the limit of 4 KiB"},
+			check: excerpted(func(r *Report) string { return r.Metrics["coverage"] })},
 		{name: "metric value at the limit",
 			setup: func(p string) error {
 				return os.WriteFile(p, []byte(`{"metrics": {"coverage": "`+big(4096)+`"}}`), 0o644)
 			}},
-		{name: "metric object too long",
+		{name: "metric object too long: excerpted",
 			setup: func(p string) error {
 				return os.WriteFile(p, []byte(`{"metrics": {"m": {"k": "`+big(4096)+`"}}}`), 0o644)
 			},
-			want: "report metrics.m is 4104 bytes, longer than the limit of 4 KiB"},
-		{name: "metric name too long",
+			check: excerpted(func(r *Report) string { return r.Metrics["m"] })},
+		{name: "metric name too long: excerpted",
 			setup: func(p string) error {
 				return os.WriteFile(p, []byte(`{"metrics": {"`+big(5000)+`": 1}}`), 0o644)
 			},
-			want: "report has a metric name (\"xxxx"},
+			check: func(r *Report) error {
+				for k := range r.Metrics {
+					return excerpted(func(*Report) string { return k })(r)
+				}
+				return fmt.Errorf("no metric")
+			}},
 		{name: "too many metrics",
 			setup: func(p string) error { return os.WriteFile(p, []byte(`{"metrics": `+metrics(1001)+`}`), 0o644) },
 			want:  "report metrics has 1001 entries, more than the limit of 1000"},
@@ -125,21 +114,21 @@ func TestReadReportConfined(t *testing.T) {
 		{name: "too many logs",
 			setup: func(p string) error { return os.WriteFile(p, []byte(`{"logs": `+list(1001)+`}`), 0o644) },
 			want:  "report logs has 1001 entries"},
-		{name: "artifact too long",
+		{name: "artifact too long: excerpted",
 			setup: func(p string) error {
 				return os.WriteFile(p, []byte(`{"artifacts": ["a", "`+big(4097)+`"]}`), 0o644)
 			},
-			want: "report artifacts[1] is 4097 bytes"},
-		{name: "logs string too long",
+			check: excerpted(func(r *Report) string { return r.Artifacts[1] })},
+		{name: "logs string too long: excerpted",
 			setup: func(p string) error {
 				return os.WriteFile(p, []byte(`{"logs": "`+big(4097)+`"}`), 0o644)
 			},
-			want: "report logs is 4097 bytes"},
-		{name: "error too long",
+			check: excerpted(func(r *Report) string { return r.Logs[0] })},
+		{name: "error too long: excerpted",
 			setup: func(p string) error {
 				return os.WriteFile(p, []byte(`{"status": "failed", "error": "`+big(4097)+`"}`), 0o644)
 			},
-			want: "report error is 4097 bytes, longer than the limit of 4 KiB"},
+			check: excerpted(func(r *Report) string { return r.Error })},
 	}
 	fsys := afero.NewOsFs()
 	for i, tt := range tests {
@@ -176,6 +165,53 @@ func TestReadReportConfined(t *testing.T) {
 			}
 			if (r == nil) != tt.nilOK {
 				t.Fatalf("readReport = %v; want nil: %v", r, tt.nilOK)
+			}
+			if tt.check != nil {
+				if err := tt.check(r); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+}
+
+// excerpted returns a check that the value get reads from a report is
+// an excerpt: at most MaxReportValue bytes, with the marker.
+func excerpted(get func(r *Report) string) func(r *Report) error {
+	return func(r *Report) error {
+		v := get(r)
+		if len(v) > MaxReportValue || !strings.Contains(v, " bytes cut ...] ") {
+			return fmt.Errorf("value of %d bytes is not an excerpt: %.80q", len(v), v)
+		}
+		return nil
+	}
+}
+
+func TestExcerpt(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		cut  bool
+	}{
+		{"short", "hello", false},
+		{"at the limit", strings.Repeat("x", MaxReportValue), false},
+		{"one over", strings.Repeat("x", MaxReportValue+1), true},
+		{"10 KiB of runes", strings.Repeat("é", 5<<10), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Excerpt(tt.in)
+			if !tt.cut {
+				if got != tt.in {
+					t.Fatalf("Excerpt changed a value within the limit")
+				}
+				return
+			}
+			if len(got) > MaxReportValue || !utf8.ValidString(got) || !strings.Contains(got, " bytes cut ...] ") {
+				t.Fatalf("Excerpt = %d bytes, valid %v: %.100q", len(got), utf8.ValidString(got), got)
+			}
+			if !strings.HasPrefix(tt.in, got[:100]) || !strings.HasSuffix(tt.in, got[len(got)-100:]) {
+				t.Errorf("Excerpt does not keep the head and the tail")
 			}
 		})
 	}

@@ -382,11 +382,12 @@ func ListRuns(fsys afero.Fs, repo string) ([]RunRef, error) {
 	return runs, nil
 }
 
-// runHead is what the head of a run's first event says: when the run
-// was created, and of which workflow.
+// runHead is what the head of a run's first event says — when the run
+// was created, and of which workflow — and when it was last active.
 type runHead struct {
 	id       string
 	created  time.Time
+	active   time.Time
 	workflow string
 }
 
@@ -395,12 +396,16 @@ var (
 	headWorkflow = regexp.MustCompile(`"workflow_name":"([^"\\]*)"`)
 )
 
-// runHeads lists the runs of repo, newest first, from the first bytes
-// of each run's events.jsonl: a run's run_created event comes first and
-// begins with its time and workflow. Reading a few kilobytes per run
-// instead of every run's whole record keeps finding the newest run fast
-// in a repository with hundreds of runs. A run whose head cannot be
-// read sorts last.
+// runHeads lists the runs of repo, most recently active first, from
+// the first bytes of each run's events.jsonl — a run's run_created
+// event comes first and begins with its time and workflow — and the
+// times its events.jsonl and run_state.json were last written (every
+// change appends an event; a live runner rewrites the snapshot with
+// its heartbeat): a run restarted yesterday that runs now comes before
+// one created today that ended. Runs as active are ordered by creation,
+// newest first. Reading a few kilobytes per run instead of every run's
+// whole record keeps finding the run fast in a repository with hundreds
+// of runs. A run whose head cannot be read sorts last.
 func runHeads(fsys afero.Fs, repo string) ([]runHead, error) {
 	dir := RunsDir(repo)
 	ids, err := runIDs(fsys, dir)
@@ -411,6 +416,11 @@ func runHeads(fsys afero.Fs, repo string) ([]runHead, error) {
 	buf := make([]byte, 4<<10)
 	for _, id := range ids {
 		h := runHead{id: id}
+		for _, name := range []string{EventsFile, StateFile} {
+			if fi, err := fsys.Stat(filepath.Join(dir, id, name)); err == nil && fi.ModTime().After(h.active) {
+				h.active = fi.ModTime()
+			}
+		}
 		if f, err := fsys.Open(filepath.Join(dir, id, EventsFile)); err == nil {
 			n, _ := io.ReadFull(f, buf)
 			_ = f.Close()
@@ -425,6 +435,9 @@ func runHeads(fsys afero.Fs, repo string) ([]runHead, error) {
 		heads = append(heads, h)
 	}
 	slices.SortStableFunc(heads, func(a, b runHead) int {
+		if c := b.active.Compare(a.active); c != 0 {
+			return c
+		}
 		if c := b.created.Compare(a.created); c != 0 {
 			return c
 		}
@@ -440,8 +453,9 @@ func created(r RunRef) time.Time {
 	return r.State.CreatedAt.Time
 }
 
-// FindRun returns the run with id, or the newest run when id is "";
-// with workflow set, the newest run of that workflow.
+// FindRun returns the run with id, or the most recently active run when
+// id is "" (see runHeads); with workflow set, the most recently active
+// run of that workflow.
 func FindRun(fsys afero.Fs, repo, id, workflow string) (RunRef, error) {
 	if id != "" {
 		if err := core.CheckRunID(id); err != nil {

@@ -16,8 +16,13 @@ func Summary(st *core.State) string {
 	return b.String()
 }
 
-// writeSummary writes what Summary returns to b.
-func WriteSummary(b io.Writer, st *core.State) {
+// WriteSummary writes what Summary returns to b.
+func WriteSummary(b io.Writer, st *core.State) { WriteSummaryTrail(b, st, nil) }
+
+// WriteSummaryTrail writes run-summary.md to b: the run at a glance,
+// then, with a Trail, why it last stopped, its restarts and
+// interruptions, and the rounds of its steps.
+func WriteSummaryTrail(b io.Writer, st *core.State, t *Trail) {
 	fmt.Fprintf(b, "# Run %s\n\n", st.RunID)
 	fmt.Fprintf(b, "- workflow: %s (`%s`)\n", st.WorkflowName, st.WorkflowFile)
 	fmt.Fprintf(b, "- status: **%s**", st.Status)
@@ -31,6 +36,9 @@ func WriteSummary(b io.Writer, st *core.State) {
 	if st.UpdatedAt != nil {
 		fmt.Fprintf(b, "- updated: %s\n", st.UpdatedAt)
 	}
+	if t != nil && t.stop != "" {
+		fmt.Fprintf(b, "- stopped: %s\n", cutText(t.stop))
+	}
 	fmt.Fprintf(b, "- repo: `%s`\n\n", st.RepoDir)
 	io.WriteString(b, "| step | status | attempts | iteration | note |\n|---|---|---|---|---|\n")
 	for _, id := range st.StepOrder {
@@ -40,6 +48,7 @@ func WriteSummary(b io.Writer, st *core.State) {
 		}
 		fmt.Fprintf(b, "| %s | %s | %d | %d | %s |\n", id, s.Status, s.Attempts, s.IterationCount, MarkdownCell(stepNote(s)))
 	}
+	t.write(b, st)
 	io.WriteString(b, "\nDetails: `run_state.json` (snapshot), `events.jsonl` (every change), `logs/` (session output).\n")
 }
 
@@ -50,6 +59,8 @@ func stepNote(s *core.StepState) string {
 		note := p.String()
 		if s.LastError != nil {
 			note += ": " + *s.LastError
+		} else if s.Status == core.Skipped && s.SkipReason != "" {
+			note += ": " + s.SkipReason
 		}
 		return note
 	}
@@ -64,6 +75,8 @@ func stepNote(s *core.StepState) string {
 		return "blocked by the loop-back of " + *s.BlockedByLoop
 	case s.LastError != nil:
 		return *s.LastError
+	case s.Status == core.Skipped:
+		return s.SkipReason
 	}
 	return ""
 }

@@ -386,6 +386,8 @@ func stepRows(base string, st ops.Status, wf *config.Workflow) []stepRow {
 		}
 		if ss.LastError != nil {
 			row.Error = *ss.LastError
+		} else if ss.Status == core.Skipped {
+			row.Error = ss.SkipReason
 		}
 		if p, ok := ops.Progress(state, key); ok {
 			row.Progress = p.String()

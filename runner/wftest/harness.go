@@ -109,7 +109,7 @@ func (s *starter) Start(_ context.Context, spec proc.Spec) (proc.Session, error)
 		if cs := s.test.Control[step]; len(cs) > 0 && s.counts[step] == 1 {
 			// A person sets control.json while the step's first session
 			// runs; the runner acts on it once the session ends.
-			if err := record.SetDesired(s.fs, s.runDir, controlState(cs[0].State), "flow test", "", s.clock.Now()); err != nil {
+			if err := record.SetDesired(s.fs, s.runDir, controlState(cs[0].State), "flow test", "", s.clock.Now(), false); err != nil {
 				s.errs = append(s.errs, fmt.Sprintf("set control: %v", err))
 			}
 		}

@@ -339,7 +339,7 @@ func goOn(fs afero.Fs, runDir string, t *config.WorkflowTest, used map[string]in
 			continue
 		}
 		used[step] = n
-		if err := record.SetDesired(fs, runDir, controlState(cs[n].State), "flow test", "", now); err != nil {
+		if err := record.SetDesired(fs, runDir, controlState(cs[n].State), "flow test", "", now, false); err != nil {
 			fail(cs[n].Pos, "set control: %v", err)
 			return false
 		}
