@@ -59,6 +59,19 @@ func (e *env) tick(d time.Duration) {
 	e.clock.Advance(d)
 }
 
+// awaitStatus waits until the record shows step in status: by order,
+// with the test binary's -timeout as the only bound.
+func (e *env) awaitStatus(step string, status core.Status) {
+	e.t.Helper()
+	for {
+		st, _, err := record.LoadState(e.fs, record.RunDir(repo, "r1"), false, e.clock.Now())
+		if err == nil && st.Steps[step] != nil && st.Steps[step].Status == status {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func (e *env) events() []string {
 	evs, err := eventlog.Read(e.fs, filepath.Join(record.RunDir(repo, "r1"), record.EventsFile), 0)
 	if err != nil {
@@ -81,7 +94,7 @@ steps:
 `)
 	s := &scripted{fn: ok}
 	wait := e.runAsync(s, Options{})
-	e.tick(time.Millisecond) // the runner is waiting now
+	e.awaitStatus("gate", core.WaitingOnHuman) // the runner is waiting now
 	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), "gate", core.HumanInput{Approved: true, By: "alice", Input: map[string]any{"ticket": "OPS-7"}}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
