@@ -4,9 +4,10 @@
 // TestNoRuntimeKnobs parses every .go file of the module that is not a
 // test (of every platform: build constraints are not applied) and
 // fails on each use of a runtime knob or a raw system call, naming it
-// as file:line:col: runtime.GOMAXPROCS, debug.SetGCPercent,
-// debug.FreeOSMemory, and syscall.RawSyscall with its variants (also
-// those of golang.org/x/sys/unix). flow's speed is to come from what
+// as file:line:col: package runtime's setter of the processor count,
+// runtime/debug's collector percentage and memory release, and the raw
+// system calls of package syscall and golang.org/x/sys/unix (knobs in
+// knobs_test.go lists them by name). flow's speed is to come from what
 // it keeps and how often it writes, not from tuning the Go runtime;
 // and a raw system call hides a blocking call from the scheduler, which
 // on one processor freezes every goroutine — timers, heartbeats, the
