@@ -236,7 +236,13 @@ when there is exactly one.`,
 			if err := f.checkInvocation(); err != nil {
 				return err
 			}
-			l, err := a.engine().Restart(cmd.Context(), ops.RestartRequest{Repo: f.repo, RunID: argOr(args), WorkflowPath: workflowPath,
+			// The repository, resolved here: an engine elsewhere (Temporal)
+			// reads the run's workflow file in it.
+			repo, err := a.svc.Repo(f.repo)
+			if err != nil {
+				return err
+			}
+			l, err := a.engine().Restart(cmd.Context(), ops.RestartRequest{Repo: repo, RunID: argOr(args), WorkflowPath: workflowPath,
 				StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv, By: f.by, Move: a.move,
 				AcceptEdits: f.acceptEdits, Takeover: takeover})
 			if err != nil {
@@ -270,7 +276,11 @@ steps' and gates' own budgets. A rejected human step waits for a new decision.`,
 			if err := f.checkInvocation(); err != nil {
 				return err
 			}
-			l, err := a.engine().Restart(cmd.Context(), ops.RestartRequest{Repo: f.repo, RunID: argOr(args), NoWait: f.noWait,
+			repo, err := a.svc.Repo(f.repo)
+			if err != nil {
+				return err
+			}
+			l, err := a.engine().Restart(cmd.Context(), ops.RestartRequest{Repo: repo, RunID: argOr(args), NoWait: f.noWait,
 				Budgets: f.budgets(), Retry: true, By: f.by, Move: a.move, AcceptEdits: f.acceptEdits})
 			if err != nil {
 				return err

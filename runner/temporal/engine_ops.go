@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner/core"
@@ -55,7 +56,11 @@ func (e *Engine) Restart(ctx context.Context, req ops.RestartRequest) (*ops.Laun
 	if runID == "" {
 		return nil, core.Usage("no run on Temporal to go on with")
 	}
-	return e.PrepareRestart(ctx, RestartRequest{RunID: runID, Workflow: wf, WorkflowPath: req.WorkflowPath,
+	wfPath := req.WorkflowPath
+	if wfPath != "" && !filepath.IsAbs(wfPath) {
+		wfPath = filepath.Join(req.Repo, wfPath)
+	}
+	return e.PrepareRestart(ctx, RestartRequest{RunID: runID, Workflow: wf, WorkflowPath: wfPath,
 		Repo: req.Repo, StartAt: req.StartAt, Retry: req.Retry, NoWait: req.NoWait, Budgets: req.Budgets,
 		Invocation: req.Invocation, Move: req.Move, Force: req.Force})
 }
