@@ -93,6 +93,19 @@ func TestEndToEndEditedRestart(t *testing.T) {
 	if _, err := Decide(ctx, c, "wait-1", DecideRequest{Step: "h", Input: core.HumanInput{Approved: true}}); err != nil {
 		t.Fatal(err)
 	}
+	// A --no-wait follower that looks before the workflow has moved on
+	// from the decision sees the run still waiting: follow it once the
+	// step has left its wait (by order; the test's -timeout bounds it).
+	for {
+		st, err := Status(ctx, c, "wait-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := st.State.Steps["h"]; h != nil && h.Status != core.WaitingOnHuman {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if res, err := eng.Run(ctx, l.Options, ops.Attach{Output: &out}); err != nil || res.Status != core.RunCompleted {
 		t.Fatalf("after the approval: %+v %v\n%s", res, err, out.String())
 	}
