@@ -43,23 +43,7 @@ type NotRegularError struct {
 }
 
 func (e *NotRegularError) Error() string {
-	return fmt.Sprintf("%s is %s, not a regular file", e.Path, describe(e.Mode))
-}
-
-func describe(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeDevice != 0, m&fs.ModeCharDevice != 0:
-		return "a device"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeSymlink != 0:
-		return "a symlink"
-	}
-	return "not a regular file (" + m.Type().String() + ")"
+	return fmt.Sprintf("%s is %s, not a regular file", e.Path, safefs.Describe(e.Mode))
 }
 
 // TooLargeError says a file is larger than the reader's limit.

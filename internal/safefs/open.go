@@ -34,11 +34,11 @@ type NotRegularError struct {
 }
 
 func (e *NotRegularError) Error() string {
-	return describe(e.Mode) + ", not a regular file"
+	return Describe(e.Mode) + ", not a regular file"
 }
 
-// describe names the kind of file mode m is.
-func describe(m fs.FileMode) string {
+// Describe names the kind of file mode m is ("a FIFO", "a device").
+func Describe(m fs.FileMode) string {
 	switch {
 	case m.IsDir():
 		return "a directory"

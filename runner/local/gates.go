@@ -62,16 +62,12 @@ func (x *run) readGates() (gates map[string]bool, ok bool, err error) {
 // every gate (an empty map); one that cannot be read or parsed is an
 // error, and the gates then are not to change.
 func ReadGateFile(fsys afero.Fs, path string) (map[string]bool, error) {
-	root, err := confine.NewRoot(fsys, filepath.Dir(path))
+	b, err := readGateBytes(fsys, path)
 	if err != nil {
-		return nil, fmt.Errorf("read gate-state file %s: %w", path, err)
+		return nil, err
 	}
-	b, err := root.ReadFile(path, maxGateFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return map[string]bool{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read gate-state file %s: %w", path, err)
+	if b == nil {
+		return map[string]bool{}, nil // no file: every gate closed
 	}
 	gates, err := parseGates(b)
 	if err != nil {
@@ -153,4 +149,21 @@ func (x *run) startGates() map[string]bool {
 		x.gates = gates
 	}
 	return maps.Clone(x.gates)
+}
+
+// readGateBytes reads the gate-state file at path, confined and
+// bounded; nil and no error when there is none.
+func readGateBytes(fsys afero.Fs, path string) ([]byte, error) {
+	root, err := confine.NewRoot(fsys, filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("read gate-state file %s: %w", path, err)
+	}
+	b, err := root.ReadFile(path, maxGateFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read gate-state file %s: %w", path, err)
+	}
+	return b, nil
 }

@@ -474,16 +474,12 @@ func ReadGateFileAs(fsys afero.Fs, path, compat string) (map[string]bool, error)
 	if compat != config.CompatOrchestrator {
 		return ReadGateFile(fsys, path)
 	}
-	root, err := confine.NewRoot(fsys, filepath.Dir(path))
+	b, err := readGateBytes(fsys, path)
 	if err != nil {
-		return nil, fmt.Errorf("read gate-state file %s: %w", path, err)
+		return nil, err
 	}
-	b, err := root.ReadFile(path, maxGateFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return map[string]bool{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read gate-state file %s: %w", path, err)
+	if b == nil {
+		return map[string]bool{}, nil // no file: every gate closed
 	}
 	var raw map[string]any
 	if err := json.Unmarshal(b, &raw); err != nil {
