@@ -36,6 +36,9 @@ type temporalFlags struct {
 	// heartbeat is how long a session's activity may go without a beat
 	// before Temporal runs it again (--heartbeat-timeout; 0: a minute).
 	heartbeat time.Duration
+	// drain is how long a worker asked to stop lets its sessions finish
+	// before it hands them back (--drain-timeout).
+	drain time.Duration
 }
 
 // minHeartbeat is the shortest --heartbeat-timeout: a session's activity
@@ -169,7 +172,13 @@ runs and their sessions, as activities, in --repo, exactly as flow run does
 locally (process groups, timeouts, logs, reports, gates), and keeps each run's
 events.jsonl and run_state.json under <repo>/.agents/runs/<run_id>/. A run's
 sessions stay on the worker that took its first one, so that they share its
-checkout, unless the workers share one repository (--shared-repo).`,
+checkout, unless the workers share one repository (--shared-repo).
+
+A worker started before its server waits for it, trying again with backoff
+and saying so on stderr. On SIGTERM or SIGINT it drains: it takes no more
+work, lets the sessions it runs finish for up to --drain-timeout, then hands
+the rest back to their runs, which record it and run them again on another
+worker (docs/temporal.md).`,
 		Example: "  flow worker --address localhost:7233 --task-queue flow --repo .",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -188,6 +197,7 @@ checkout, unless the workers share one repository (--shared-repo).`,
 	f.addServer(cmd)
 	cmd.Flags().StringVar(&repo, "repo", "", "repository the sessions work in (default: the current directory)")
 	cmd.Flags().BoolVar(&shared, "shared-repo", false, "the workers share this repository: any of them may run any session")
+	cmd.Flags().DurationVar(&f.drain, "drain-timeout", 0, "on SIGTERM, how long the sessions running may finish before they are handed back to run on another worker (default 5m)")
 	return cmd
 }
 

@@ -42,9 +42,16 @@ func temporalEngine(ctx context.Context, a *app, f *temporalFlags) (ops.Engine, 
 }
 
 func temporalWorker(ctx context.Context, a *app, f *temporalFlags, repo string, shared bool) error {
-	c, err := dial(ctx, a, f)
+	// A worker waits for its server: one started beside it by a
+	// service manager may come up first.
+	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(a.stdio.Err, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	c, err := temporal.DialWaiting(ctx, client.Options{HostPort: f.address, Namespace: f.namespace, Logger: logger}, a.stdio.Err, nil)
 	if err != nil {
-		return err
+		if ctx.Err() != nil {
+			fmt.Fprintf(a.stdio.Err, "flow worker: stopped before Temporal at %s could be reached\n", f.address)
+			return nil
+		}
+		return fmt.Errorf("connect to Temporal at %s: %w", f.address, err)
 	}
 	defer c.Close()
 	acts := temporal.ActivitiesOf(a.svc, a.stdio.Out, repo)
@@ -53,5 +60,5 @@ func temporalWorker(ctx context.Context, a *app, f *temporalFlags, repo string, 
 		queue += " and " + temporal.HostQueue(f.queue, acts.Host, repo)
 	}
 	fmt.Fprintf(a.stdio.Out, "flow worker: %s namespace %s, task queue %s, repository %s\n", f.address, f.namespace, queue, repo)
-	return temporal.Serve(ctx, c, f.queue, shared, acts)
+	return temporal.Serve(ctx, c, temporal.ServeOptions{Queue: f.queue, Shared: shared, DrainTimeout: f.drain}, acts)
 }

@@ -1,6 +1,7 @@
 package temporal
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,9 +18,11 @@ import (
 	"github.com/spf13/afero"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/atomicfile"
+	"github.com/flow-run/flow/internal/redact"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
@@ -85,6 +89,17 @@ type SessionReply struct {
 	Done core.SessionDone `json:"done"`
 	// Tail is the end of the session's log.
 	Tail *LogTail `json:"tail,omitempty"`
+	// HandedBack, when set, says that the worker stopped before the
+	// session ended and gave it back: the session did not end, and its
+	// step runs again on another worker.
+	HandedBack *HandBack `json:"handed_back,omitempty"`
+}
+
+// HandBack is a session a worker gave back to its run when it stopped
+// (flow worker, SIGTERM): the worker and why.
+type HandBack struct {
+	Host   string `json:"host"`
+	Reason string `json:"reason"`
 }
 
 // StepRequest names a step of a run.
@@ -170,12 +185,21 @@ type Activities struct {
 	// Slots is how many activities the worker runs at once; 0 means
 	// the SDK's default (1,000).
 	Slots int
+	// Log receives the worker's own lines: sessions killed, drained,
+	// handed back. Nil discards them.
+	Log io.Writer
 
 	mirrors local.Mirrors
 	mu      sync.Mutex
 	// opened are the runs this worker has read the launch of, by
 	// directory.
 	opened map[string]opened
+	// running are the sessions running on this worker, with what ends
+	// each (track).
+	running map[SessionID]context.CancelCauseFunc
+	// drained is the reason sessions are handed back, once the worker
+	// has been asked to stop.
+	drained string
 }
 
 // opened is a run's launch as a worker read it, and its workflow.
@@ -194,7 +218,7 @@ type opened struct {
 func ActivitiesOf(s *ops.Service, out io.Writer, repo string) *Activities {
 	return &Activities{
 		Runner: &local.Runner{FS: s.FS, Clock: s.Clock, Starter: s.Starter, Stdout: out, Environ: s.Environ, Host: s.Host, PID: s.PID},
-		Repo:   repo, Host: s.Host,
+		Repo:   repo, Host: s.Host, Log: out,
 	}
 }
 
@@ -221,6 +245,15 @@ func (a *Activities) Register(reg interface {
 	reg.RegisterActivityWithOptions(a.Cleanup, activity.RegisterOptions{Name: ActivityCleanup})
 	reg.RegisterActivityWithOptions(a.Gates, activity.RegisterOptions{Name: ActivityGates})
 	reg.RegisterActivityWithOptions(a.Artifacts, activity.RegisterOptions{Name: ActivityArtifacts})
+}
+
+// RegisterControl names the activities of the worker's control queue
+// (ControlQueue).
+func (a *Activities) RegisterControl(reg interface {
+	RegisterActivityWithOptions(any, activity.RegisterOptions)
+}) {
+	reg.RegisterActivityWithOptions(a.Kill, activity.RegisterOptions{Name: ActivityKill})
+	reg.RegisterActivityWithOptions(a.Tail, activity.RegisterOptions{Name: ActivityTail})
 }
 
 func (a *Activities) fs() afero.Fs { return a.Runner.FS }
@@ -319,18 +352,28 @@ func (a *Activities) Mirror(ctx context.Context, req MirrorRequest) error {
 	return a.mirrors.Append(record.RunDir(a.Repo, req.RunID), req.Events, req.Final)
 }
 
+// remoteRun is a run opened on this worker, and the values of its
+// secrets, which nothing it returns to the run's workflow may carry.
+type remoteRun struct {
+	*local.Remote
+	secrets *redact.Redactor
+}
+
+// Secrets returns what hides the run's secrets.
+func (r remoteRun) Secrets() *redact.Redactor { return r.secrets }
+
 // remote opens the run on this worker.
-func (a *Activities) remote(runID string) (*local.Remote, error) {
+func (a *Activities) remote(runID string) (remoteRun, error) {
 	if err := core.CheckRunID(runID); err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
+		return remoteRun{}, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 	}
 	dir := record.RunDir(a.Repo, runID)
 	fi, err := a.fs().Stat(filepath.Join(dir, LaunchFile))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("run %s was not opened on %s (no %s): is the worker's repository shared? (flow worker --shared-repo)", runID, a.Host, LaunchFile)
+			return remoteRun{}, fmt.Errorf("run %s was not opened on %s (no %s): is the worker's repository shared? (flow worker --shared-repo)", runID, a.Host, LaunchFile)
 		}
-		return nil, err
+		return remoteRun{}, err
 	}
 	a.mu.Lock()
 	if a.opened == nil {
@@ -341,20 +384,31 @@ func (a *Activities) remote(runID string) (*local.Remote, error) {
 	if !ok || !o.mod.Equal(fi.ModTime()) || o.size != fi.Size() {
 		o = opened{mod: fi.ModTime(), size: fi.Size()}
 		if o.launch, err = readLaunch(a.fs(), dir); err != nil {
-			return nil, err
+			return remoteRun{}, err
 		}
 		if o.wf, err = ParseSource(a.Repo, o.launch.Source, o.launch.Invocation); err != nil {
-			return nil, temporal.NewNonRetryableApplicationError("the run's workflow does not load: "+err.Error(), "refused", nil)
+			return remoteRun{}, temporal.NewNonRetryableApplicationError("the run's workflow does not load: "+err.Error(), "refused", nil)
 		}
 		a.mu.Lock()
 		a.opened[dir] = o
 		a.mu.Unlock()
 	}
 	l := o.launch
-	return a.Runner.OpenRemote(local.Options{Workflow: o.wf, Repo: a.Repo, RunID: runID, Resume: true, Invocation: l.Invocation, Budgets: l.Budgets})
+	m, err := a.Runner.OpenRemote(local.Options{Workflow: o.wf, Repo: a.Repo, RunID: runID, Resume: true, Invocation: l.Invocation, Budgets: l.Budgets})
+	if err != nil {
+		return remoteRun{}, err
+	}
+	// The secrets are those the local driver hides: the worker's
+	// environment's and the run's --env, by the workflow's names.
+	return remoteRun{Remote: m, secrets: local.Secrets(o.wf, slices.Concat(a.Runner.Environ, l.Invocation.Env))}, nil
 }
 
 // Session runs a step's session, beating with the tail of its log.
+// The session ends early when the run's workflow sends a kill
+// (ActivityKill) or when the worker, asked to stop, hands it back: its
+// reply then says so (HandedBack) and the run runs it again elsewhere.
+// What the reply carries has the secrets of the worker's environment
+// hidden, as the local driver hides them in its record.
 func (a *Activities) Session(ctx context.Context, req SessionRequest) (SessionReply, error) {
 	m, err := a.remote(req.RunID)
 	if err != nil {
@@ -369,6 +423,9 @@ func (a *Activities) Session(ctx context.Context, req SessionRequest) (SessionRe
 	if ht := activity.GetInfo(ctx).HeartbeatTimeout; ht > 0 && ht/3 < every {
 		every = ht / 3
 	}
+	sctx, end := context.WithCancelCause(ctx)
+	defer end(nil)
+	defer a.track(sessionOf(req.RunID, req.Start), end)()
 	stop := make(chan struct{})
 	defer close(stop)
 	log := m.LogPath(req.Start)
@@ -392,12 +449,48 @@ func (a *Activities) Session(ctx context.Context, req SessionRequest) (SessionRe
 			}
 		}
 	}()
-	pid, done := m.Session(ctx, req.Start, func(p core.SessionPID) {
+	pid, done := m.Session(sctx, req.Start, func(p core.SessionPID) {
 		running.Store(int64(p.PID))
 		beat()
 	})
+	if cause := context.Cause(sctx); done.Interrupted && (errors.Is(cause, errHandedBack) || errors.Is(cause, worker.ErrWorkerShutdown)) {
+		return SessionReply{HandedBack: &HandBack{Host: a.Host, Reason: a.drainReason()}}, nil
+	}
 	tail := a.tail(req.Start, log)
-	return SessionReply{PID: pid, Done: done, Tail: &tail}, nil
+	return hide(m.Secrets(), SessionReply{PID: pid, Done: done, Tail: &tail}), nil
+}
+
+// drainReason says why this worker hands its sessions back.
+func (a *Activities) drainReason() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.drained != "" {
+		return a.drained
+	}
+	return "the worker stopped"
+}
+
+// hide returns v with the values r hides replaced, as they are in
+// everything the run records: v goes into the run's history. A value
+// that no longer decodes once hidden (a secret that spans JSON syntax)
+// is returned as it was.
+func hide[T any](r *redact.Redactor, v T) T {
+	if r == nil {
+		return v
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	h := r.Bytes(b)
+	if bytes.Equal(h, b) {
+		return v
+	}
+	var out T
+	if err := json.Unmarshal(h, &out); err != nil {
+		return v
+	}
+	return out
 }
 
 // tail reads the end of a session's log (at most TailBytes).
@@ -416,7 +509,7 @@ func (a *Activities) Evaluate(ctx context.Context, req StepRequest) (WhenResultR
 	if err != nil {
 		return WhenResultReply{}, err
 	}
-	return WhenResultReply{Result: m.Evaluate(req.Step)}, nil
+	return hide(m.Secrets(), WhenResultReply{Result: m.Evaluate(req.Step)}), nil
 }
 
 // Expand evaluates a loop step's items.
@@ -425,7 +518,7 @@ func (a *Activities) Expand(ctx context.Context, req StepRequest) (ItemsReply, e
 	if err != nil {
 		return ItemsReply{}, err
 	}
-	return ItemsReply{Result: m.ExpandItems(req.Step)}, nil
+	return hide(m.Secrets(), ItemsReply{Result: m.ExpandItems(req.Step)}), nil
 }
 
 // PrepareHuman names the place a human step's decision goes.
@@ -458,7 +551,7 @@ func (a *Activities) Cleanup(ctx context.Context, req CleanupRequest) (core.Clea
 	if err != nil {
 		return core.CleanupDone{}, err
 	}
-	return m.Cleanup(ctx, req.Cleanup), nil
+	return hide(m.Secrets(), m.Cleanup(ctx, req.Cleanup)), nil
 }
 
 // Gates reads the run's gate-state file, as the local driver polls it.

@@ -58,7 +58,7 @@ func serveTestWorker(addr string) error {
 	host := os.Getenv("FLOW_TEST_HOST")
 	acts := &Activities{Runner: &local.Runner{FS: afero.NewOsFs(), Clock: clock.Real(), Starter: proc.OS(), Environ: os.Environ(), Host: host, PID: os.Getpid()},
 		Repo: os.Getenv("FLOW_TEST_REPO"), Host: host, HeartbeatEvery: 200 * time.Millisecond, Slots: 1}
-	return Serve(ctx, c, os.Getenv("FLOW_TEST_QUEUE"), os.Getenv("FLOW_TEST_PINNED") == "", acts)
+	return Serve(ctx, c, ServeOptions{Queue: os.Getenv("FLOW_TEST_QUEUE"), Shared: os.Getenv("FLOW_TEST_PINNED") == ""}, acts)
 }
 
 // TestEndToEndWorkerKilled runs a workflow on two worker processes that

@@ -87,7 +87,7 @@ func serveE2E(t *testing.T, ctx context.Context, c client.Client, queue string, 
 	t.Helper()
 	wctx, cancel := context.WithCancel(ctx)
 	served := make(chan error, 1)
-	go func() { served <- Serve(wctx, c, queue, shared, acts) }()
+	go func() { served <- Serve(wctx, c, ServeOptions{Queue: queue, Shared: shared}, acts) }()
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {

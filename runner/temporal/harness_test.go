@@ -155,6 +155,7 @@ func (h *harness) newEnv() {
 	h.env.SetStartTime(now)
 	h.env.RegisterWorkflowWithOptions(Run, workflow.RegisterOptions{Name: WorkflowName})
 	h.acts.Register(h.env)
+	h.acts.RegisterControl(h.env)
 }
 
 // run runs the workflow to its end and returns its result.

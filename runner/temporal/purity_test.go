@@ -10,7 +10,7 @@ import (
 
 // workflowFiles are the files of the workflow code: what runs inside
 // Temporal's deterministic sandbox, on every replay.
-var workflowFiles = []string{"workflow.go", "workflow_handlers.go", "workflow_gates.go", "workflow_artifacts.go", "input.go"}
+var workflowFiles = []string{"workflow.go", "workflow_handlers.go", "workflow_gates.go", "workflow_artifacts.go", "workflow_tail.go", "input.go"}
 
 // forbiddenImports reach files, processes, the network, randomness,
 // goroutines or the worker's side of Temporal.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"path"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -56,6 +57,8 @@ type driver struct {
 	// seq is the seq of the last event recorded; mirrorSeq that of the
 	// last event the worker mirrored.
 	seq, mirrorSeq int64
+	// sessions are the sessions in flight, by step.
+	sessions map[string]core.StartSession
 	// tails are the tails of the logs of the sessions that ended in
 	// this segment, the last of each step, for QueryLogs.
 	tails map[string]LogTail
@@ -77,7 +80,7 @@ func Run(ctx workflow.Context, in Input) (Result, error) {
 	if err := checkSize("the run's input", in); err != nil {
 		return Result{}, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 	}
-	d := &driver{ctx: ctx, in: in, awaiting: map[string]bool{}, tails: map[string]LogTail{}}
+	d := &driver{ctx: ctx, in: in, awaiting: map[string]bool{}, tails: map[string]LogTail{}, sessions: map[string]core.StartSession{}}
 	if err := d.handlers(); err != nil {
 		return Result{}, err
 	}
@@ -283,6 +286,7 @@ func (d *driver) loop() (Result, error) {
 			// sessions' process groups killed) and report their ends.
 			d.cancelled, d.draining = true, false
 			d.ctx, _ = workflow.NewDisconnectedContext(d.ctx)
+			d.killSessions("the run was cancelled")
 			d.inbox = append(d.inbox, core.Interrupt{})
 		}
 	}
@@ -440,15 +444,19 @@ func runActivity[T any](d *driver, name string, req any, answer func(error, T) c
 }
 
 // session runs a step's session as an activity: its process, then its
-// end, come back as inputs.
+// end, come back as inputs. A session its worker hands back (the
+// worker was stopped, HandedBack) is recorded and runs again, on
+// whichever worker takes it.
 func (d *driver) session(e core.StartSession) {
 	d.inflight++
+	d.sessions[e.Step] = e
 	ctx := workflow.WithActivityOptions(d.ctx, sessionOptions(d.host.Queue, d.in.SessionHeartbeat))
 	f := workflow.ExecuteActivity(ctx, ActivitySession, SessionRequest{RunID: d.in.RunID, Start: e})
 	workflow.Go(d.ctx, func(gctx workflow.Context) {
 		var res SessionReply
 		err := f.Get(gctx, &res)
 		d.inflight--
+		delete(d.sessions, e.Step)
 		var canceled *temporal.CanceledError
 		switch {
 		case errors.As(err, &canceled):
@@ -456,6 +464,14 @@ func (d *driver) session(e core.StartSession) {
 		case err != nil:
 			d.inbox = append(d.inbox, core.SessionDone{Step: e.Step, Outcome: core.Outcome{Attempt: e.Attempt},
 				Facts: core.SessionFacts{ExitCode: -1, Err: "the session's activity failed on the worker: " + err.Error()}})
+		case res.HandedBack != nil && !d.cancelled:
+			msg := fmt.Sprintf("%s's session (iteration %d, attempt %d) was handed back by worker %s: %s; it runs again on another worker",
+				e.Step, e.Iteration, e.Attempt, res.HandedBack.Host, res.HandedBack.Reason)
+			d.record([]core.Event{core.NewEvent(workflow.Now(gctx), core.EvWarning, e.Step, core.Note{Message: msg})}, false)
+			d.wake = true
+			d.session(e)
+		case res.HandedBack != nil:
+			d.inbox = append(d.inbox, core.SessionDone{Step: e.Step, Outcome: core.Outcome{Attempt: e.Attempt}, Interrupted: true})
 		default:
 			if t := res.Tail; t != nil {
 				d.tails[e.Step] = *t
@@ -467,6 +483,38 @@ func (d *driver) session(e core.StartSession) {
 		}
 	})
 }
+
+// killSessions asks the workers of the sessions in flight to end them
+// at once (ActivityKill on their control queue): the cancellation of
+// their activities reaches a worker only when the activity next beats.
+// A run recorded before this was so does not send them.
+func (d *driver) killSessions(reason string) {
+	if workflow.GetVersion(d.ctx, versionKillSessions, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	keys := make([]string, 0, len(d.sessions))
+	for k := range d.sessions {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	actx := workflow.WithActivityOptions(d.ctx, workflow.ActivityOptions{
+		TaskQueue:              ControlQueue(d.host.Queue),
+		ScheduleToStartTimeout: time.Minute,
+		StartToCloseTimeout:    time.Minute,
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+	})
+	for _, k := range keys {
+		e := d.sessions[k]
+		// Nothing waits for the kill: the session's end comes back
+		// through its own activity.
+		workflow.ExecuteActivity(actx, ActivityKill, KillRequest{Session: sessionOf(d.in.RunID, e), Reason: reason})
+	}
+}
+
+// versionKillSessions gates the kills a cancelled run sends its
+// sessions' workers (workflow.GetVersion): a run whose history was
+// recorded before sends none when it replays.
+const versionKillSessions = "kill-sessions"
 
 // await waits for a human's decision of step: an Update, or its
 // human.timeout (one given as an expression is evaluated on a worker,
