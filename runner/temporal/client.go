@@ -41,6 +41,9 @@ type Engine struct {
 	// SessionHeartbeat is how long a session's activity may go without
 	// beating before Temporal runs it again; 0 means a minute.
 	SessionHeartbeat time.Duration
+	// HistoryLimit is the history length past which a new run continues
+	// as new; 0 means DefaultHistoryLimit.
+	HistoryLimit int
 	// ArtifactsWait is how long PrepareRestart waits for a run's worker
 	// to look for the artifacts a start step keeps; 0 means
 	// DefaultArtifactsWait.
@@ -85,7 +88,7 @@ func (e *Engine) Run(ctx context.Context, opts local.Options, att ops.Attach) (l
 	if err != nil {
 		return local.Result{}, err
 	}
-	in.SessionHeartbeat, in.StartAt = e.SessionHeartbeat, opts.StartAt
+	in.SessionHeartbeat, in.StartAt, in.HistoryLimit = e.SessionHeartbeat, opts.StartAt, e.HistoryLimit
 	run, err := e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: opts.RunID, TaskQueue: e.TaskQueue, Memo: map[string]any{memoWorkflow: opts.Workflow.Name},
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
@@ -149,13 +152,18 @@ func (e *Engine) follow(ctx context.Context, opts local.Options, run client.Work
 	}()
 	pull := func() error {
 		for {
-			v, err := e.Client.QueryWorkflow(bg, opts.RunID, "", QueryEvents, after)
+			page, err := queryEvents(bg, e.Client, opts.RunID, "", after)
 			if err != nil {
 				return err
 			}
-			var page EventsPage
-			if err := v.Get(&page); err != nil {
-				return err
+			if n := len(page.Events); n > 0 && page.Events[0].Seq > after+1 {
+				// The run continued as new since the last look: the
+				// events in between are the earlier executions'.
+				missed, err := earlierEvents(bg, e.Client, opts.RunID, after, page.Events[0].Seq)
+				if err != nil {
+					return err
+				}
+				page.Events = append(missed, page.Events...)
 			}
 			for _, ev := range page.Events {
 				if err := ann.Event(ev); err != nil {
@@ -236,6 +244,73 @@ func (e *Engine) follow(ctx context.Context, opts local.Options, run client.Work
 			}
 		}
 	}
+}
+
+// queryEvents asks execution exec of a run ("" for its latest) for its
+// events after seq after.
+func queryEvents(ctx context.Context, c client.Client, runID, exec string, after int64) (EventsPage, error) {
+	var page EventsPage
+	v, err := c.QueryWorkflow(ctx, runID, exec, QueryEvents, after)
+	if err != nil {
+		return page, err
+	}
+	err = v.Get(&page)
+	return page, err
+}
+
+// earlierEvents returns the events of a run after seq after and before
+// seq before that its latest execution does not hold: those of the
+// executions it continued as new from, each asked in turn, going back
+// from the latest until one holds the event after after (a closed
+// execution answers queries: a worker replays its history).
+func earlierEvents(ctx context.Context, c client.Client, runID string, after, before int64) ([]core.Event, error) {
+	desc, err := c.DescribeWorkflowExecution(ctx, runID, "")
+	if err != nil {
+		return nil, err
+	}
+	exec := desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+	got := map[int64]core.Event{}
+	for exec != "" {
+		it := c.GetWorkflowHistory(ctx, runID, exec, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		if !it.HasNext() {
+			break
+		}
+		first, err := it.Next()
+		if err != nil {
+			return nil, fmt.Errorf("read the history of run %s: %w", runID, err)
+		}
+		exec = first.GetWorkflowExecutionStartedEventAttributes().GetContinuedExecutionRunId()
+		if exec == "" {
+			break
+		}
+		low := before
+		for from := after; ; {
+			page, err := queryEvents(ctx, c, runID, exec, from)
+			if err != nil {
+				return nil, fmt.Errorf("ask an earlier execution of run %s for its events: %w", runID, err)
+			}
+			for _, ev := range page.Events {
+				if ev.Seq < before {
+					got[ev.Seq] = ev
+					low = min(low, ev.Seq)
+				}
+			}
+			if len(page.Events) < maxPage {
+				break
+			}
+			from = page.Events[len(page.Events)-1].Seq
+		}
+		if low <= after+1 {
+			break
+		}
+	}
+	out := make([]core.Event, 0, len(got))
+	for seq := after + 1; seq < before; seq++ {
+		if ev, ok := got[seq]; ok {
+			out = append(out, ev)
+		}
+	}
+	return out, nil
 }
 
 // ask asks at the terminal for a decision on step, which waits on a

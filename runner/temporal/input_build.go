@@ -3,6 +3,7 @@ package temporal
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/afero"
 
@@ -16,6 +17,9 @@ import (
 // read through fsys and carried by their paths relative to the
 // repository. An input over MaxPayload is refused, saying so.
 func NewInput(fsys afero.Fs, opts local.Options, queue string) (Input, error) {
+	if err := checkEnv(opts.Workflow, opts.Invocation.Env); err != nil {
+		return Input{}, err
+	}
 	src, err := ReadSource(fsys, opts.Workflow, opts.Repo)
 	if err != nil {
 		return Input{}, err
@@ -72,4 +76,17 @@ func ReadSource(fsys afero.Fs, wf *config.Workflow, repo string) (Source, error)
 		src.Prompts[r] = b
 	}
 	return src, nil
+}
+
+// checkEnv refuses a --env NAME=value whose name is a secret's: a
+// run's input stays in its history on the server, where no secret's
+// value may go. Secrets reach a run on Temporal through the workers'
+// environment.
+func checkEnv(wf *config.Workflow, env []string) error {
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); config.IsSecretName(k, wf.Secrets) {
+			return core.Usage("--env %s: a secret's value is not passed to a run on Temporal, whose history keeps what it was started with; set %s in the environment of the workers (flow worker)", k, k)
+		}
+	}
+	return nil
 }

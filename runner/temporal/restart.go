@@ -144,6 +144,9 @@ func (e *Engine) PrepareRestart(ctx context.Context, req RestartRequest) (*ops.L
 	if err != nil {
 		return nil, err
 	}
+	if err := checkEnv(wf, req.Invocation.Env); err != nil {
+		return nil, err
+	}
 	e.prepared = &prepared{runID: req.RunID, source: src, move: req.Move}
 	l := &ops.Launch{Workflow: wf, Options: local.Options{Workflow: wf, Repo: host.Repo, RunID: req.RunID, Resume: true,
 		NoWait: req.NoWait, Budgets: req.Budgets, Invocation: inv}}
