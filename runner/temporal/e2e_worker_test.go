@@ -97,7 +97,9 @@ steps:
 	fake := clock.NewFake(time.Now())
 	actx, stopA := context.WithCancel(ctx)
 	servedA := make(chan error, 1)
-	go func() { servedA <- Serve(actx, c, ServeOptions{Queue: "drain", Shared: true, DrainTimeout: time.Hour, Clock: fake}, a) }()
+	go func() {
+		servedA <- Serve(actx, c, ServeOptions{Queue: "drain", Shared: true, DrainTimeout: time.Hour, Clock: fake}, a)
+	}()
 	t.Cleanup(func() {
 		stopA()
 		fake.Advance(time.Hour)
@@ -109,7 +111,9 @@ steps:
 	await(t, "quick and slow to run on A", func() bool { return fileOf(repo, "quick.by") == "A" && fileOf(repo, "slow.by") == "A" })
 
 	stopA() // SIGTERM
-	await(t, "A to drain", func() bool { return strings.Contains(alog.String(), "stopping: taking no more work; 2 session(s) running") })
+	await(t, "A to drain", func() bool {
+		return strings.Contains(alog.String(), "stopping: taking no more work; 2 session(s) running")
+	})
 	// A session that ends within the drain ends there.
 	if err := os.WriteFile(filepath.Join(repo, "go-quick"), nil, 0o644); err != nil {
 		t.Fatal(err)
