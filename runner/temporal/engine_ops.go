@@ -192,6 +192,13 @@ func (e *Engine) Control(ctx context.Context, req ops.ControlRequest) (ops.Contr
 	if req.RunID == "" {
 		return ops.ControlResult{}, core.Usage("a run on Temporal is steered by its id: give the RUN_ID")
 	}
+	if req.State == core.RunCleanup {
+		// A finished run's workflow has ended: nothing is left on
+		// Temporal to run its cleanup session.
+		if st, err := Status(ctx, e.Client, req.RunID); err == nil && st.State != nil && st.State.Status.Terminal() {
+			return ops.ControlResult{}, ops.Unsupported("temporal", "cleanup of a finished run (run it while the run goes on, or paused)")
+		}
+	}
 	if err := Control(ctx, e.Client, req.RunID, req.State); err != nil {
 		return ops.ControlResult{}, err
 	}
