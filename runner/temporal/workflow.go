@@ -68,6 +68,9 @@ type driver struct {
 	// gateWarned the reason it could not be read last warned of.
 	gates      map[string]bool
 	gateWarned string
+	// batched decides the inputs that wait together (decideAll); unset
+	// in runs recorded before it was so.
+	batched bool
 	// wake is set when the loop is to look again though no input came:
 	// a poll of the gate-state file added to the history (the run may
 	// have to continue as new) and may have recorded a warning, which
@@ -87,6 +90,7 @@ func Run(ctx workflow.Context, in Input) (Result, error) {
 	if err := d.start(); err != nil {
 		return Result{}, err
 	}
+	d.batched = workflow.GetVersion(ctx, versionBatched, workflow.DefaultVersion, 1) >= 1
 	return d.loop()
 }
 
@@ -243,7 +247,12 @@ func (d *driver) decidedInInbox(step string) bool {
 // the run finishes or continues as new.
 func (d *driver) loop() (Result, error) {
 	for {
-		for len(d.inbox) > 0 && !d.draining {
+		if d.batched {
+			if err := d.decideAll(); err != nil {
+				return Result{}, err
+			}
+		}
+		for len(d.inbox) > 0 && !d.draining && !d.batched {
 			in := d.inbox[0]
 			d.inbox = d.inbox[1:]
 			dec := d.core.Decide(d.st, in, workflow.Now(d.ctx))
@@ -255,11 +264,14 @@ func (d *driver) loop() (Result, error) {
 				d.perform(eff)
 			}
 			if d.done {
-				if err := d.mirror(true); err != nil {
-					return Result{}, err
-				}
-				return d.result, nil
+				break
 			}
+		}
+		if d.done {
+			if err := d.mirror(true); err != nil {
+				return Result{}, err
+			}
+			return d.result, nil
 		}
 		if !d.draining && !d.cancelled && d.continueAsNew() {
 			d.draining = true
@@ -291,6 +303,43 @@ func (d *driver) loop() (Result, error) {
 		}
 	}
 }
+
+// decideAll decides every input that waits, mirrors their events in one
+// activity, then performs their effects: inputs that come together (a
+// session's process and its end) cost one round trip to the worker,
+// not one each. Deciding stops at the run's end.
+func (d *driver) decideAll() error {
+	var effs []core.Effect
+	for len(d.inbox) > 0 && !d.draining && !d.finishing(effs) {
+		in := d.inbox[0]
+		d.inbox = d.inbox[1:]
+		dec := d.core.Decide(d.st, in, workflow.Now(d.ctx))
+		d.record(dec.Events, true)
+		effs = append(effs, dec.Effects...)
+	}
+	if err := d.mirror(false); err != nil {
+		return err
+	}
+	for _, eff := range effs {
+		d.perform(eff)
+	}
+	return nil
+}
+
+// finishing reports whether effs end the run.
+func (d *driver) finishing(effs []core.Effect) bool {
+	for _, e := range effs {
+		if _, ok := e.(core.Finish); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// versionBatched gates deciding the inputs that wait together
+// (decideAll): a run whose history was recorded before decides them one
+// at a time, mirroring each, when it replays.
+const versionBatched = "batched-decisions"
 
 // continueAsNew reports whether the history is long enough that the
 // run should continue as new.
