@@ -38,5 +38,24 @@
 //     it (Restart.Move), never silently.
 //   - Cancelling the workflow interrupts the run as SIGINT does
 //     locally: sessions are cancelled (their process groups killed) and
-//     the run ends interrupted.
+//     the run ends interrupted. The workflow sends each session's worker
+//     a kill on its control queue (control.go), since a cancelled
+//     activity learns of it only when it next reaches the server.
+//   - A worker asked to stop (SIGTERM) drains (Serve): it takes no more
+//     work, lets its sessions finish for its drain timeout, then hands
+//     the rest back; the run records a warning and runs them again on
+//     another worker. A worker started before its server waits for it
+//     (DialWaiting).
+//   - A follower of a session's output reads the log on its worker
+//     through a workflow of its own (TailWorkflow): nothing of the
+//     output goes through the run's history. A follower of a run's
+//     events asks the executions it continued as new from for the
+//     events its latest one does not hold.
+//   - Secrets: what a worker returns to the workflow has the values of
+//     the run's secrets hidden, as the local driver hides them in its
+//     record; a secret passed with --env is refused, since the run's
+//     input stays in its history.
+//   - A change to the commands the workflow issues is gated with
+//     workflow.GetVersion, so that a history recorded before replays
+//     as it ran (testdata/temporal, TestReplayRecordedHistories).
 package temporal
