@@ -24,6 +24,7 @@
 #   CONC=100          concurrent runs of (2); WORKERS="1 2 4"
 #   LONG=10000        steps of (3)
 #   LAT_RUNS=5        lines followed and cancels of (4)
+#   PARTS="1 2 3 4"   which of the measurements above to make
 #   SMOKE=1           a few seconds of each, to check that the script works
 #                     (.ci/run)
 #   OUT=DIR           where binaries, workflows and results go (default:
@@ -41,6 +42,8 @@ CONC=${CONC:-100}
 WORKERS=${WORKERS:-"1 2 4"}
 LONG=${LONG:-10000}
 LAT_RUNS=${LAT_RUNS:-5}
+PARTS=${PARTS:-"1 2 3 4"}
+part() { [[ " $PARTS " == *" $1 "* ]]; }
 cli=${TEMPORAL_CLI:?set TEMPORAL_CLI to the Temporal CLI (v1.5.1; .ci/run builds it)}
 out=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/flow-bench-temporal.XXXXXX")}
 mkdir -p "$out"
@@ -94,6 +97,7 @@ seq_wf() {
 median() { python3 -c 'import statistics,sys; v=[float(x) for x in sys.stdin.read().split()]; print(statistics.median(v) if v else "nan")'; }
 
 # --- 1. per-step cost -------------------------------------------------------
+if part 1; then
 say "== 1. per-step cost, N = $NS"
 repo1=$out/repo1
 mkdir -p "$repo1"
@@ -115,6 +119,7 @@ for n in $NS; do
 	python3 -c "n=$n; l=$l; t=$t; print(f'N={n}: local {l:.2f} s ({l/n*1000:.1f} ms/step), temporal {t:.2f} s ({t/n*1000:.1f} ms/step), {t/l:.1f}x')" >&2
 done
 stop_workers
+fi
 
 # --- 2. concurrent runs -----------------------------------------------------
 # wait_done REPO IDS...: until each run's mirrored state has ended.
@@ -165,6 +170,7 @@ q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))]
 print(f"{steps / (last - first):.1f}\t{q(0.5) * 1000:.0f}\t{q(0.99) * 1000:.0f}\t{last - first:.2f}")
 PY
 }
+if part 2; then
 say "== 2. $CONC concurrent 10-step runs on $WORKERS worker(s)"
 printf 'workers\tsteps_per_s\tp50_ms\tp99_ms\twall_s\n' >"$out/concurrent.tsv"
 for w in $WORKERS; do
@@ -185,8 +191,10 @@ for w in $WORKERS; do
 	say "$w worker(s): $(printf '%s' "$r" | awk -F'\t' '{printf "%s steps/s, step latency p50 %s ms, p99 %s ms, %s s", $1, $2, $3, $4}')"
 	stop_workers
 done
+fi
 
 # --- 3. a long run through continue-as-new --------------------------------
+if part 3; then
 say "== 3. one $LONG-step run"
 repo3=$out/repo3
 mkdir -p "$repo3"
@@ -216,8 +224,10 @@ print(f"{n} steps: {d:.1f} s ({d / n * 1000:.1f} ms/step); {len(execs)} executio
 PY
 cat "$out/long.txt" >&2
 stop_workers
+fi
 
 # --- 4. output and cancel latency -------------------------------------------
+if part 4; then
 say "== 4. output and cancel latency ($LAT_RUNS each)"
 repo4=$out/repo4
 mkdir -p "$repo4"
@@ -252,4 +262,6 @@ done
 cancel_ms=$(printf '%s\n' "${cl[@]}" | median)
 printf 'output_ms\t%s\ncancel_ms\t%.0f\n' "$out_ms" "$cancel_ms" >"$out/latency.tsv"
 say "output reaches flow logs --follow in $out_ms ms (median of $LAT_RUNS lines); a cancel reaches the session in $(printf '%.0f' "$cancel_ms") ms (median of $LAT_RUNS, from flow cancel's start)"
+stop_workers
+fi
 say "results in $out"

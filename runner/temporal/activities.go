@@ -428,6 +428,9 @@ func (a *Activities) Session(ctx context.Context, req SessionRequest) (SessionRe
 	defer a.track(sessionOf(req.RunID, req.Start), end)()
 	stop := make(chan struct{})
 	defer close(stop)
+	if a.Shared {
+		a.watchKill(sessionOf(req.RunID, req.Start), end, stop)
+	}
 	log := m.LogPath(req.Start)
 	// Each beat carries the session's process, so that flow status
 	// shows its pid while it runs; the first goes as it starts.

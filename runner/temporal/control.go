@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/spf13/afero"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/flow-run/flow/internal/confine"
@@ -113,20 +114,77 @@ func (a *Activities) handBack() []SessionID {
 	return ids
 }
 
-// Kill ends a session of this worker at once (ActivityKill). A session
-// this worker does not run is not its to end: its activity learns of
-// the cancel from the server.
+// Kill ends a session of this worker at once (ActivityKill). When the
+// workers share the repository, a session another worker runs is ended
+// by that worker, which looks for the kill file this one leaves in the
+// run's directory (watchKill); otherwise a session this worker does not
+// run is not its to end: its activity learns of the cancel from the
+// server.
 func (a *Activities) Kill(ctx context.Context, req KillRequest) (KillReply, error) {
+	id := req.Session
+	if err := core.CheckRunID(id.RunID); err != nil {
+		return KillReply{}, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
+	}
 	a.mu.Lock()
-	stop, ok := a.running[req.Session]
+	stop, ok := a.running[id]
 	a.mu.Unlock()
 	if ok {
 		stop(errKilled)
 		if a.Log != nil {
-			fmt.Fprintf(a.Log, "flow worker: run %s: step %s's session ended: %s\n", req.Session.RunID, req.Session.Step, req.Reason)
+			fmt.Fprintf(a.Log, "flow worker: run %s: step %s's session ended: %s\n", id.RunID, id.Step, req.Reason)
+		}
+		return KillReply{Killed: true, Host: a.Host}, nil
+	}
+	if a.Shared {
+		path := a.killFile(id)
+		if err := a.fs().MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return KillReply{}, fmt.Errorf("create %s: %w", filepath.Dir(path), err)
+		}
+		if err := afero.WriteFile(a.fs(), path, []byte(req.Reason+"\n"), 0o644); err != nil {
+			return KillReply{}, fmt.Errorf("write kill file %s: %w", path, err)
 		}
 	}
-	return KillReply{Killed: ok, Host: a.Host}, nil
+	return KillReply{Host: a.Host}, nil
+}
+
+// KillsDir is the directory of a run, on workers that share the
+// repository, where a kill for a session another worker runs is left
+// (a file named after the session).
+const KillsDir = "temporal_kills"
+
+// killFile is where a kill of session id is left.
+func (a *Activities) killFile(id SessionID) string {
+	dir := record.RunDir(a.Repo, id.RunID)
+	return filepath.Join(dir, KillsDir, record.LayoutOf(dir, id.RunID).Session(id.Step, id.Iteration, id.Attempt))
+}
+
+// killEvery is how often a session on workers that share the
+// repository looks for a kill left for it.
+const killEvery = 200 * time.Millisecond
+
+// watchKill ends session id with errKilled when a kill is left for it
+// (Kill, on another worker of a shared repository), until done is
+// closed. A kill left before the session began is not its.
+func (a *Activities) watchKill(id SessionID, end context.CancelCauseFunc, done <-chan struct{}) {
+	path := a.killFile(id)
+	_ = a.fs().Remove(path)
+	go func() {
+		defer a.fs().Remove(path)
+		for {
+			select {
+			case <-done:
+				return
+			case <-a.Runner.Clock.After(killEvery):
+			}
+			if _, err := a.fs().Stat(path); err == nil {
+				if a.Log != nil {
+					fmt.Fprintf(a.Log, "flow worker: run %s: step %s's session ended: its run was cancelled (a kill left by another worker)\n", id.RunID, id.Step)
+				}
+				end(errKilled)
+				return
+			}
+		}
+	}()
 }
 
 // TailRequest asks a worker for a session's output from Offset on

@@ -161,38 +161,52 @@ steps:
 
 // TestEndToEndCancelKillsAtOnce: a cancelled run's session, which
 // prints nothing and ignores SIGTERM, is killed without waiting for its
-// activity's next beat: the worker beats once an hour here, so only the
-// kill the run sends its worker can end it.
+// activity's next beat: the workers beat once an hour here, so only the
+// kill the run sends can end it — on the session's own worker, or, when
+// the workers share the repository, on whichever worker takes the kill.
 func TestEndToEndCancelKillsAtOnce(t *testing.T) {
 	c := devServer(t)
-	repo := t.TempDir()
-	src := "name: stuck\nsteps:\n  - {id: stuck, run: \"trap '' TERM; echo $$ > stuck.pid; while :; do sleep 0.05; done\"}\n"
-	fsys, wf := e2eWorkflow(t, repo, "stuck.yaml", src)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	acts := e2eActivities(fsys, repo)
-	acts.HeartbeatEvery, acts.Runner.KillGrace = time.Hour, 100*time.Millisecond
-	var wlog syncbuf.Buffer
-	acts.Log = &wlog
-	serveE2E(t, ctx, c, "stuck", false, acts)
-	eng := &Engine{Client: c, TaskQueue: "stuck", FS: fsys, PollEvery: 50 * time.Millisecond, SessionHeartbeat: time.Hour}
-	var out syncbuf.Buffer
-	ended := runAsync(t, ctx, eng, local.Options{Workflow: wf, Repo: repo, RunID: "stuck-1"}, &out)
-	await(t, "the session to start", func() bool { return fileOf(repo, "stuck.pid") != "" })
-	pid := 0
-	fmt.Sscan(fileOf(repo, "stuck.pid"), &pid)
-	if _, err := eng.Cancel(ctx, ops.CancelRequest{RunID: "stuck-1"}); err != nil {
-		t.Fatal(err)
-	}
-	res := <-ended
-	if res.Status != core.RunInterrupted {
-		t.Errorf("result %+v, want interrupted\n%s", res, out.String())
-	}
-	if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Errorf("the session's process group %d after the cancel: %v, want gone", pid, err)
-	}
-	if want := "run stuck-1: step stuck's session ended: the run was cancelled"; !strings.Contains(wlog.String(), want) {
-		t.Errorf("the worker's log lacks %q:\n%s", want, wlog.String())
+	for _, tc := range []struct {
+		name    string
+		workers int
+		shared  bool
+	}{{"own worker", 1, false}, {"shared repository", 2, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo := t.TempDir()
+			src := "name: stuck\nsteps:\n  - {id: stuck, run: \"trap '' TERM; echo $$ > stuck.pid; while :; do sleep 0.05; done\"}\n"
+			fsys, wf := e2eWorkflow(t, repo, "stuck.yaml", src)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			queue := strings.ReplaceAll(tc.name, " ", "-")
+			var wlog syncbuf.Buffer
+			for i := range tc.workers {
+				acts := e2eActivities(fsys, repo)
+				acts.Host = fmt.Sprintf("w%d", i)
+				acts.HeartbeatEvery, acts.Runner.KillGrace = time.Hour, 100*time.Millisecond
+				acts.Log = &wlog
+				serveE2E(t, ctx, c, queue, tc.shared, acts)
+			}
+			eng := &Engine{Client: c, TaskQueue: queue, FS: fsys, PollEvery: 50 * time.Millisecond, SessionHeartbeat: time.Hour}
+			var out syncbuf.Buffer
+			id := "stuck-" + queue
+			ended := runAsync(t, ctx, eng, local.Options{Workflow: wf, Repo: repo, RunID: id}, &out)
+			await(t, "the session to start", func() bool { return fileOf(repo, "stuck.pid") != "" })
+			pid := 0
+			fmt.Sscan(fileOf(repo, "stuck.pid"), &pid)
+			if _, err := eng.Cancel(ctx, ops.CancelRequest{RunID: id}); err != nil {
+				t.Fatal(err)
+			}
+			res := <-ended
+			if res.Status != core.RunInterrupted {
+				t.Errorf("result %+v, want interrupted\n%s", res, out.String())
+			}
+			if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) {
+				t.Errorf("the session's process group %d after the cancel: %v, want gone", pid, err)
+			}
+			if want := "run " + id + ": step stuck's session ended: "; !strings.Contains(wlog.String(), want) {
+				t.Errorf("the workers' log lacks %q:\n%s", want, wlog.String())
+			}
+		})
 	}
 }
 
