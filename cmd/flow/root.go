@@ -125,7 +125,7 @@ func Run(ctx context.Context, args []string, stdio Stdio) int {
 // Diagnostics are shown with their source lines; other errors as
 // "flow: message".
 func (a *app) exit(ctx context.Context, root *cobra.Command, args []string) int {
-	root.SetArgs(expandEnvArgs(args))
+	root.SetArgs(goStyleFlags(root, expandEnvArgs(args)))
 	err := root.ExecuteContext(ctx)
 	return a.code(err)
 }

@@ -28,8 +28,11 @@ runs its workflow through the real core and driver on a memory file system
 with a fake clock: sessions, gate checks and human decisions follow the
 test's script, and nothing touches the disk or starts a process. It prints
 "ok" or "FAIL" per file, with each failure at its expectation's
-file:line:col, and exits 1 when a test fails, 2 when a test file is invalid.`,
+file:line:col, and exits 1 when a test fails, 2 when a test file is invalid.
+Its flags may also be spelled with one dash, as go test's are: -run REGEX.`,
 		Example: "  flow test workflows/\n  flow test workflows/sdlc.test.yaml -run 'review' --cover\n  flow test workflows/ --junit test-report.xml",
+		// -run, as go test spells it, is --run (goStyleFlags).
+		Annotations: map[string]string{goFlags: "yes"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkAs(as); err != nil {
 				return err
