@@ -69,7 +69,7 @@ func (f *runFlags) add(cmd *cobra.Command, isRun bool) {
 	fl.BoolVar(&f.asJSON, "json", false, "print the result as JSON on stdout, progress on stderr")
 	fl.StringVar(&f.by, "by", "", "who starts this runner, recorded in its runner_started event (default: $USER; local engine)")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "default sessions per iteration before a step fails (steps' own max_attempts win)")
-	fl.IntVar(&f.maxIterations, "max-iterations", 0, "default loop-backs before a gate fails the run (steps' own max_iterations win)")
+	fl.IntVar(&f.maxIterations, "max-iterations", 0, "default runs of a loop: its gate's N-th failure ends the run, after N-1 loop-backs (steps' and gates' own max_iterations win; a workflow in agent_orchestrator's format counts N loop-backs, as it does)")
 	fl.BoolVar(&f.acceptEdits, "accept-edits", false, "apply an edit of the workflow file that weakens the run's gates (removes a human step, changes a gate, lowers the sandbox, ...): only a person does")
 	fl.StringVar(&f.junit, "junit", "", "write the run's steps as JUnit XML to this file when the run ends")
 	fl.Float64Var(&f.budgetCost, "budget-cost", 0, "raise the run's cost budget to this many USD (and any step's below it); recorded for later resumes")
@@ -166,9 +166,7 @@ their budgets, commands, prompts and human messages rendered with the vars known
 now (a value known only at run time shows as <steps.x.output>), gates and
 loop-backs; a template that cannot be rendered makes it exit 1.
 
-Exit codes: 0 completed, 1 a step failed, 2 bad usage or invalid workflow,
-3 waiting on a human (--no-wait), 4 paused (--no-wait), 5 an iteration budget
-ran out, 130 interrupted.`,
+` + exitCodesHelp(),
 		Example: "  flow run workflows/sdlc.yaml --var feature='dark mode'\n  flow run workflows/sdlc.yaml --dry-run --var feature='dark mode'\n  flow run workflows/sdlc.yaml --start-at-step coding\n  flow run --repo . --workflow workflows/review.yaml --wrapper wrappers/claude_wrapper.py   # agent_orchestrator's command line",
 		Args:    cobra.MaximumNArgs(1),
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
@@ -229,7 +227,9 @@ taken over with --takeover, once flow has checked that the process is that
 runner.
 
 Without RUN_ID it takes the one run of the repository that has not finished,
-when there is exactly one.`,
+when there is exactly one.
+
+` + exitCodesHelp(),
 		Example: "  flow resume\n  flow resume 20250115-143000-f8c1a4 --start-at-step coding\n  flow resume 20250115-143000-f8c1a4 --takeover",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -269,7 +269,9 @@ keeping their iterations and every other step as it is; then it goes on, in a ne
 generation of the run (its logs and reports are named apart; nothing is
 overwritten). It prints its plan first. A step that failed at its iteration budget
 runs again only with --max-iterations N, which for this retry overrides the
-steps' and gates' own budgets. A rejected human step waits for a new decision.`,
+steps' and gates' own budgets. A rejected human step waits for a new decision.
+
+` + exitCodesHelp(),
 		Example: "  flow retry\n  flow retry 20250115-143000-f8c1a4 --max-iterations 6",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -289,9 +291,21 @@ steps' and gates' own budgets. A rejected human step waits for a new decision.`,
 		},
 	}
 	f.add(cmd, false)
+	cmd.Flags().Lookup("max-iterations").Usage = "for this retry, the runs of every loop, over the steps' and gates' own max_iterations: what lets a step that failed at its iteration budget run again"
 	_ = cmd.Flags().MarkHidden("start-at-step")
 	_ = cmd.Flags().MarkHidden("force")
 	return cmd
+}
+
+// exitCodesHelp lists the exit codes of the commands that run a run,
+// for their help: the table of core.ExitCodes.
+func exitCodesHelp() string {
+	var b strings.Builder
+	b.WriteString("Exit codes:")
+	for _, c := range core.ExitCodes() {
+		fmt.Fprintf(&b, "\n  %-4d %s", int(c), c.Meaning())
+	}
+	return b.String()
 }
 
 // argOr returns the first argument, or "".
