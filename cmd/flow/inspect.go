@@ -322,15 +322,17 @@ func (a *app) logsCmd() *cobra.Command {
 	var repo string
 	var follow, all bool
 	cmd := &cobra.Command{
-		Use:   "logs RUN_ID [STEP]",
+		Use:   "logs [RUN_ID] [STEP]",
 		Short: "Print the output of a step's latest session",
 		Long: `logs prints the output of the latest session of STEP (logs/<step>.<iteration>.<attempt>.log);
 --all prints every session of the step in order, --follow keeps printing while the
-session runs. A run on Temporal keeps the tail of each step's last session:
-without a STEP, every step's.`,
-		Args: cobra.RangeArgs(1, 2),
+session runs. A RUN_ID left out means the most recently active run: flow logs STEP.
+Given no STEP, it lists the run's steps. A run on Temporal keeps the tail of each
+step's last session: without a STEP, every step's.`,
+		Example: "  flow logs 20250115-143000-f8c1a4 tests\n  flow logs tests --all\n  flow logs tests --follow",
+		Args:    cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := ops.LogsRequest{Repo: repo, RunID: args[0], Step: argAt(args, 1), All: all, Follow: follow}
+			req := ops.LogsRequest{Repo: repo, RunID: argAt(args, 0), Step: argAt(args, 1), All: all, Follow: follow}
 			return a.engine().Logs(cmd.Context(), req, a.stdio.Out, a.stdio.Err)
 		},
 	}
@@ -344,19 +346,22 @@ func (a *app) approveCmd() *cobra.Command {
 	var repo, by string
 	var inputs []string
 	cmd := &cobra.Command{
-		Use:   "approve RUN_ID STEP",
+		Use:   "approve [RUN_ID] STEP",
 		Short: "Approve a human step that waits",
 		Long: `approve writes the step's manual input file ({"approved": true, ...}); the runner
 waiting on it goes on within a second, or flow resume goes on after a --no-wait
-run. --input k=v values are available to later expressions as steps.<id>.input.`,
-		Example: "  flow approve 20250115-143000-f8c1a4 manual_approval --by alice --input ticket=OPS-12",
-		Args:    cobra.ExactArgs(2),
+run. --input k=v values are available to later expressions as steps.<id>.input.
+Without RUN_ID it takes the one run of the repository that has not finished, when
+there is exactly one; given no STEP, it lists the run's steps that wait.`,
+		Example: "  flow approve 20250115-143000-f8c1a4 manual_approval --by alice --input ticket=OPS-12\n  flow approve manual_approval",
+		Args:    cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in, err := ops.ParseInputs(inputs)
 			if err != nil {
 				return err
 			}
-			return a.decide(cmd.Context(), ops.DecideRequest{Repo: repo, RunID: args[0], Step: args[1], Approve: true, By: by, Input: in})
+			// One argument is the run or the step (ops.DecideRequest).
+			return a.decide(cmd.Context(), ops.DecideRequest{Repo: repo, RunID: argAt(args, 0), Step: argAt(args, 1), Approve: true, By: by, Input: in})
 		},
 	}
 	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
@@ -368,11 +373,15 @@ run. --input k=v values are available to later expressions as steps.<id>.input.`
 func (a *app) rejectCmd() *cobra.Command {
 	var repo, by, reason string
 	cmd := &cobra.Command{
-		Use:   "reject RUN_ID STEP --reason TEXT",
+		Use:   "reject [RUN_ID] STEP --reason TEXT",
 		Short: "Reject a human step that waits: it fails, or loops back",
-		Args:  cobra.ExactArgs(2),
+		Long: `reject writes the step's manual input file ({"approved": false, "reason": ...}): the
+step fails, or loops back when its gate says so. Without RUN_ID it takes the one run
+of the repository that has not finished, when there is exactly one; given no STEP,
+it lists the run's steps that wait.`,
+		Args: cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.decide(cmd.Context(), ops.DecideRequest{Repo: repo, RunID: args[0], Step: args[1], By: by, Reason: reason})
+			return a.decide(cmd.Context(), ops.DecideRequest{Repo: repo, RunID: argAt(args, 0), Step: argAt(args, 1), By: by, Reason: reason})
 		},
 	}
 	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")

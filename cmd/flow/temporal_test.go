@@ -42,7 +42,7 @@ func TestEngineTemporalNeedsFlowTemporal(t *testing.T) {
 		{[]string{"run", wf, "--start-at-step", "a", "--engine", "temporal"}, 2, "flow-temporal"},
 		{[]string{"logs", "r1", "--engine", "temporal"}, 2, "flow-temporal"},
 		{[]string{"cancel", "r1", "--engine", "temporal"}, 2, "flow-temporal"},
-		{[]string{"logs"}, 2, "accepts between 1 and 2 arg(s)"},
+		{[]string{"logs"}, 2, "no such run in " + filepath.Join(dir, ".agents", "runs")},
 	} {
 		var out, errb bytes.Buffer
 		code := Run(context.Background(), tc.args, Stdio{In: strings.NewReader(""), Out: &out, Err: &errb})
