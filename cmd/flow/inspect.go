@@ -52,7 +52,7 @@ reads run_state.json and applies any newer events, so it is exact while a run go
 		},
 	}
 	cmd.Flags().BoolVar(&items, "items", false, "show each instance of a for_each loop's body, item by item")
-	cmd.Flags().StringVar(&repo, "repo", "", "repository of the run (default: the current directory)")
+	cmd.Flags().StringVar(&repo, "repo", "", "repository of the run "+repoDefault)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print run_state.json with the liveness added")
 	cmd.Flags().BoolVar(&watch, "watch", false, "show the status again every second until the run ends")
 	cmd.Flags().BoolVar(&notifyDead, "notify-dead", false, "with --watch: tell the notifiers of the run's workflow (notify.on: [dead]) if its runner dies; without it, reading a run never runs anything")
@@ -313,7 +313,7 @@ func (a *app) runsCmd() *cobra.Command {
 			return out.Flush()
 		},
 	}
-	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
+	cmd.Flags().StringVar(&repo, "repo", "", "repository "+repoDefault)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as a JSON array")
 	return cmd
 }
@@ -336,7 +336,7 @@ step's last session: without a STEP, every step's.`,
 			return a.engine().Logs(cmd.Context(), req, a.stdio.Out, a.stdio.Err)
 		},
 	}
-	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
+	cmd.Flags().StringVar(&repo, "repo", "", "repository "+repoDefault)
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing the output while the session runs")
 	cmd.Flags().BoolVar(&all, "all", false, "print every session of the step, oldest first")
 	return cmd
@@ -364,7 +364,7 @@ there is exactly one; given no STEP, it lists the run's steps that wait.`,
 			return a.decide(cmd.Context(), ops.DecideRequest{Repo: repo, RunID: argAt(args, 0), Step: argAt(args, 1), Approve: true, By: by, Input: in})
 		},
 	}
-	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
+	cmd.Flags().StringVar(&repo, "repo", "", "repository "+repoDefault)
 	cmd.Flags().StringVar(&by, "by", "", "who approves (default: $USER, else the OS user name)")
 	cmd.Flags().StringArrayVar(&inputs, "input", nil, "input for later steps: --input key=value (repeatable)")
 	return cmd
@@ -384,7 +384,7 @@ it lists the run's steps that wait.`,
 			return a.decide(cmd.Context(), ops.DecideRequest{Repo: repo, RunID: argAt(args, 0), Step: argAt(args, 1), By: by, Reason: reason})
 		},
 	}
-	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
+	cmd.Flags().StringVar(&repo, "repo", "", "repository "+repoDefault)
 	cmd.Flags().StringVar(&by, "by", "", "who rejects (default: $USER, else the OS user name)")
 	cmd.Flags().StringVar(&reason, "reason", "", "why (required)")
 	return cmd
@@ -448,7 +448,7 @@ sessions and never interrupts one.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
+	cmd.Flags().StringVar(&repo, "repo", "", "repository "+repoDefault)
 	cmd.Flags().StringVar(&note, "note", "", "a note kept in control.json")
 	return cmd
 }
@@ -475,7 +475,7 @@ be resumed (flow resume RUN_ID). A run no runner holds has nothing to stop.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
+	cmd.Flags().StringVar(&repo, "repo", "", "repository "+repoDefault)
 	cmd.Flags().StringVar(&by, "by", "", "who cancels (default: $USER, else the OS user name)")
 	return cmd
 }

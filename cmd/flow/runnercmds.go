@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -62,7 +63,7 @@ type runFlags struct {
 
 func (f *runFlags) add(cmd *cobra.Command, isRun bool) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.repo, "repo", "", "repository the sessions work in (default: the current directory)")
+	fl.StringVar(&f.repo, "repo", "", "repository the sessions work in "+repoDefault)
 	fl.StringVar(&f.startAt, "start-at-step", "", "reset this step and everything downstream of it, keep the rest, and go on")
 	fl.BoolVar(&f.force, "force", false, "with --start-at-step: go on even when kept steps' artifacts are missing")
 	fl.BoolVar(&f.noWait, "no-wait", false, "exit 3 at a human step, or 4 when paused, instead of waiting (for CI)")
@@ -126,10 +127,17 @@ func (f *runFlags) checkInvocation() error {
 	return f.orchInvocation()
 }
 
-// notices prints on stderr, before a run starts, how its workflow was
-// read: in agent_orchestrator's format, and the keys read and ignored.
-func (a *app) notices(cmd *cobra.Command, wf *config.Workflow) {
+// notices prints on stderr, before a run starts, the repository found
+// above the current directory (found, when it was), and how its
+// workflow was read: in agent_orchestrator's format, and the keys read
+// and ignored.
+func (a *app) notices(cmd *cobra.Command, wf *config.Workflow, found string) {
 	w := cmd.ErrOrStderr()
+	if found != "" && a.svc.Dir != "" && found != a.svc.Dir {
+		if rel, err := filepath.Rel(found, a.svc.Dir); err == nil && filepath.IsLocal(rel) {
+			fmt.Fprintf(w, "repository: %s (above %s; the sessions run there)\n", found, a.svc.Dir)
+		}
+	}
 	if n := ops.InvocationNotice(wf); n != "" {
 		fmt.Fprintln(w, n)
 	}
@@ -153,8 +161,11 @@ func (a *app) runCmd() *cobra.Command {
 		Use:   "run WORKFLOW",
 		Short: "Run a workflow, or restart its newest run at a step",
 		Long: `run starts a new run of WORKFLOW and drives its sessions until the run completes,
-fails, waits on a human (with --no-wait) or is interrupted. The run's record is
-kept in <repo>/.agents/runs/<run_id>/.
+fails, waits on a human (with --no-wait) or is interrupted. Its sessions run in
+the repository: --repo, else the first of the current directory and its parents
+that holds .agents/runs/ or .git (a worktree flow made for a run stands for its
+main checkout), else the current directory. The run's record is kept in
+<repo>/.agents/runs/<run_id>/.
 
 With --start-at-step STEP it takes the newest run of the workflow instead, prints
 its plan (kept steps, steps that run again, missing artifacts), resets STEP and
@@ -200,7 +211,11 @@ loop-backs; a template that cannot be rendered makes it exit 1.
 			if err != nil {
 				return err
 			}
-			a.notices(cmd, l.Workflow)
+			found := "" // the repository, when it was found (no --repo)
+			if f.repo == "" {
+				found = l.Options.Repo
+			}
+			a.notices(cmd, l.Workflow, found)
 			return a.withJUnit(cmd.Context(), f.junit, l, func() error { return a.execute(cmd, l, f.asJSON) })
 		},
 	}

@@ -57,3 +57,7 @@ func goStyleFlags(root *cobra.Command, args []string) []string {
 	}
 	return out
 }
+
+// repoDefault ends the help of --repo: which repository a command takes
+// without it (ops.Service.Repo).
+const repoDefault = "(default: the repository of the current directory — the first of it and its parents that holds .agents/runs/ or .git — else the current directory)"
