@@ -21,6 +21,7 @@ import (
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/internal/confine"
 	"github.com/flow-run/flow/internal/eventlog"
+	"github.com/flow-run/flow/internal/gitwork"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/redact"
 	"github.com/flow-run/flow/internal/runlock"
@@ -472,6 +473,9 @@ func (x *run) open() error {
 	if err := x.writeInvocation(); err != nil {
 		return err
 	}
+	if err := x.ignoreRecord(); err != nil {
+		x.warn("", err.Error())
+	}
 	// Sessions of this runner are named in the run's generation.
 	x.names.Gen = x.st.Generation
 	// Nothing has run yet: the record needs no sync, and no snapshot
@@ -495,6 +499,20 @@ func (x *run) open() error {
 	x.core.HideSecrets(x.redact)
 	x.loadCaches()
 	return nil
+}
+
+// ignoreRecord writes <repo>/.agents/.gitignore, which keeps flow's
+// state (the run records, the worktrees, the ledger, the history) out
+// of git — so that a session's git add -A commits none of it — when
+// there is none; one there is the repository's, and left as it is.
+// .agents/prompts/ is never listed: agent_orchestrator's prompts are
+// the repository's own files.
+func (x *run) ignoreRecord() error {
+	path := filepath.Join(x.opts.Repo, filepath.FromSlash(gitwork.IgnoreFile))
+	if _, err := x.rec.Stat(path); !errors.Is(err, iofs.ErrNotExist) {
+		return nil
+	}
+	return gitwork.EnsureIgnore(x.rec, x.opts.Repo)
 }
 
 // killLeftovers kills what the sessions of a dead runner on this host
