@@ -288,7 +288,7 @@ func containsLine(lines []string, s string) bool {
 
 // ghSummary renders a run as the Markdown of a GitHub step summary: its
 // status, the step waiting on a human, a table of its steps and the
-// evidence of failed steps. GitHub refuses a step's summary above
+// evidence the run recorded on its failed steps. GitHub refuses a step's summary above
 // 1 MiB, so a large run's stays well under it: the table lists every
 // step of a run of up to summaryRows steps; of a larger run, the steps
 // that failed, wait or run (at most summaryRows) and a line counting
@@ -361,7 +361,7 @@ func ghSummary(v ops.Status, res ops.RunResult) string {
 	shown := 0
 	for _, id := range st.StepOrder {
 		s := st.Steps[id]
-		if s == nil || s.Status != core.Failed || s.Feedback == nil || s.Feedback.Output == "" {
+		if s == nil || s.Status != core.Failed || s.Evidence == "" {
 			continue
 		}
 		if shown == summaryEvidence {
@@ -369,9 +369,9 @@ func ghSummary(v ops.Status, res ops.RunResult) string {
 			break
 		}
 		shown++
-		fence := mdFence(s.Feedback.Output)
+		fence := mdFence(s.Evidence)
 		fmt.Fprintf(&b, "\n<details><summary>%s: evidence (last %d lines)</summary>\n\n%s\n%s\n%s\n\n</details>\n",
-			record.MarkdownCell(id), summaryTail, fence, lastLines(s.Feedback.Output, summaryTail), fence)
+			record.MarkdownCell(id), summaryTail, fence, lastLines(s.Evidence, summaryTail), fence)
 	}
 	return b.String() + "\n"
 }

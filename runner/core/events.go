@@ -203,6 +203,10 @@ type Outcome struct {
 	// Budget is true when the step failed because its iteration budget
 	// ran out.
 	Budget bool `json:"budget,omitempty"`
+	// Evidence is, on step_failed, the tail of the output that failed
+	// the step: its session's, or its gate.check's (at most 200 lines,
+	// 16 KiB; secrets hidden).
+	Evidence string `json:"evidence,omitempty"`
 }
 
 // GateFailure is the data of EvGateFailed: one event records the
@@ -387,7 +391,7 @@ func roundTrips(d any) bool {
 	case *SessionStarted:
 		return validUTF8(d.Marker, d.LogPath, d.ReportPath)
 	case *Outcome:
-		return d.Report == nil && validUTF8(d.Error, d.ReportPath, d.Verdict, d.Duration, d.AgentSession) &&
+		return d.Report == nil && validUTF8(d.Error, d.ReportPath, d.Verdict, d.Duration, d.AgentSession, d.Evidence) &&
 			listRoundTrips(d.Artifacts) && listRoundTrips(d.Logs) && mapRoundTrips(d.Metrics) && mapRoundTrips(d.Signals)
 	}
 	return false
@@ -518,6 +522,7 @@ var appliers = map[string]applier{
 			st.SkipReason = ""
 			st.BlockedByLoop = nil
 			st.GateFailed = false
+			st.Evidence = ""
 			st.EndedAt = nil
 		}
 		restartBudgets(s, d.Budgets)
@@ -568,6 +573,7 @@ var appliers = map[string]applier{
 		st.Status = Completed
 		st.EndedAt = timep(at)
 		setOutcome(s, st, d.Outcome)
+		st.Evidence = d.Output
 		st.GateFailed = true
 		st.LastError = strp("gate failed: " + d.Reason)
 		unblock(s, st)
@@ -624,6 +630,7 @@ var appliers = map[string]applier{
 		st.EndedAt = timep(at)
 		setOutcome(s, st, *d)
 		st.LastError = strp(d.Error)
+		st.Evidence = d.Evidence
 	}),
 	EvStepInterrupted: onStep(func(_ *State, st *StepState, _ *none, _ Event, at Time) {
 		st.Status = Pending
@@ -687,6 +694,7 @@ func stepStarted(s *State, st *StepState, d *StepStarted, at Time) {
 	st.PID, st.SessionMarker = 0, ""
 	st.StartedAt = timep(at)
 	st.EndedAt = nil
+	st.Evidence = ""
 	st.LogPath = d.LogPath
 	if d.ReportPath != "" {
 		st.ReportPath = strp(d.ReportPath)
@@ -717,6 +725,7 @@ func stepCompleted(s *State, st *StepState, d *Outcome, at Time) {
 	setOutcome(s, st, *d)
 	st.GateFailed = false
 	st.LastError = nil
+	st.Evidence = ""
 	if st.LoopCompleted != nil {
 		st.LoopCompleted = boolp(true)
 	}
