@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner/core"
@@ -327,6 +328,7 @@ func (x *run) announce(e core.Event) {
 			x.printf("%s: looping back to %s (iteration %d)\n", e.Step, d.Target, x.st.Steps[d.Target].IterationCount)
 		} else if s != nil && s.Status == core.Failed {
 			x.printf("%s: FAILED: %s\n", e.Step, deref(s.LastError))
+			x.showEvidence(e.Step, s)
 		}
 	case core.EvAttemptFailed:
 		// The same decision may have started the next attempt already:
@@ -336,6 +338,7 @@ func (x *run) announce(e core.Event) {
 		x.printf("%s: attempt %d failed: %s\n", e.Step, d.Attempt, d.Error)
 	case core.EvStepFailed:
 		x.printf("%s: FAILED: %s\n", e.Step, deref(s.LastError))
+		x.showEvidence(e.Step, s)
 	case core.EvLoopItems:
 		keys := make([]string, len(s.Items))
 		for i, it := range s.Items {
@@ -389,6 +392,46 @@ func (x *run) announce(e core.Event) {
 	case core.EvItemMerge, core.EvStepMerge:
 		x.announceWorkspace(e)
 	}
+}
+
+// The bounds of the evidence shown under a failed step when its
+// sessions' output was not shown live.
+const (
+	shownEvidenceLines = 10
+	shownEvidenceLine  = 500
+)
+
+// showEvidence prints, under a failed step, the last lines of the
+// output that failed it and the command that prints all of it, when the
+// sessions' output is not shown live (not a terminal, not CI): without
+// them the failure would say only its reason. Lines the error already
+// ends with are not shown twice.
+func (x *run) showEvidence(step string, s *core.StepState) {
+	if x.r.Live || s == nil || strings.TrimSpace(s.Evidence) == "" {
+		return
+	}
+	lines := strings.Split(strings.TrimRight(s.Evidence, "\n"), "\n")
+	if len(lines) > shownEvidenceLines {
+		lines = lines[len(lines)-shownEvidenceLines:]
+	}
+	logs := fmt.Sprintf("flow logs %s %s", x.st.RunID, core.ShellArg(step))
+	if strings.HasSuffix(strings.TrimRight(deref(s.LastError), "\n"), strings.Join(lines, "\n")) {
+		x.printf("%s: all of its output: %s\n", step, logs)
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: the last lines of its output (all of it: %s):\n", step, logs)
+	for _, l := range lines {
+		if len(l) > shownEvidenceLine {
+			n := shownEvidenceLine
+			for n > 0 && !utf8.RuneStart(l[n]) {
+				n--
+			}
+			l = l[:n] + "…"
+		}
+		fmt.Fprintf(&b, "  %s\n", strings.TrimRight(l, "\r"))
+	}
+	x.printf("%s", b.String())
 }
 
 // pollWaiting looks at the manual input files of waiting steps, their
