@@ -125,83 +125,134 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 
 // ciReporter turns a run's events into a CI service's log markup: a
 // group (GitHub) or collapsible section (GitLab) around each session,
-// and annotations for failures (GitHub).
+// annotations for failures (GitHub), and the evidence of a failed
+// session in a section left open (GitLab).
+//
+// The runner hands it each event just before it prints the event's line
+// (local.Runner.OnEvent), so a session's group opens before its
+// "started" line, and closes after its outcome's line: at the next
+// event, or when the run ends (finish).
 type ciReporter struct {
 	mode ciMode
 	w    io.Writer
 	// open is the step whose group or section is open ("" for none),
-	// and section its GitLab section name.
-	open    string
-	section string
+	// section its GitLab section name and header its title.
+	open, section, header string
+	// ended is set once the open group's session has an outcome: it
+	// closes at the next event. after is what follows it then:
+	// annotations, or a failure's open section.
+	ended bool
+	after []string
+	// failure is the evidence of the open section's failed session
+	// (GitLab).
+	failure string
 }
 
 // event writes the markup one event calls for. Groups do not nest: a
 // session that starts while another's group is open closes it.
 func (r *ciReporter) event(e core.Event) {
+	if r.ended {
+		r.close(e.At.Time)
+	}
 	switch e.Type {
 	case core.EvStepStarted:
 		var d core.StepStarted
 		_ = json.Unmarshal(e.Data, &d)
-		r.close(e)
-		header := fmt.Sprintf("%s (attempt %d, iteration %d)", e.Step, d.Attempt, d.Iteration)
+		r.close(e.At.Time)
+		r.header = fmt.Sprintf("%s (attempt %d, iteration %d)", e.Step, d.Attempt, d.Iteration)
 		switch r.mode {
 		case ciGitHub:
-			io.WriteString(r.w, ghCommand("group", header))
+			io.WriteString(r.w, ghCommand("group", r.header))
 		case ciGitLab:
 			r.section = gitlabName(fmt.Sprintf("flow_%s_%d_%d", e.Step, d.Iteration, d.Attempt))
-			fmt.Fprintf(r.w, "\x1b[0Ksection_start:%d:%s[collapsed=true]\r\x1b[0K%s\n", e.At.Unix(), r.section, header)
+			fmt.Fprintf(r.w, "\x1b[0Ksection_start:%d:%s[collapsed=true]\r\x1b[0K%s\n", e.At.Unix(), r.section, r.header)
 		}
 		r.open = e.Step
-	case core.EvStepCompleted, core.EvAttemptFailed, core.EvStepInterrupted:
-		if r.open == e.Step {
-			r.close(e)
-		}
-	case core.EvStepFailed:
-		if r.open == e.Step {
-			r.close(e)
-		}
+	case core.EvStepCompleted, core.EvStepInterrupted:
+		r.outcome(e.Step, "")
+	case core.EvAttemptFailed:
 		var d core.Outcome
 		_ = json.Unmarshal(e.Data, &d)
+		r.outcome(e.Step, orDefault(d.Error, "failed"))
+	case core.EvStepFailed:
+		var d core.Outcome
+		_ = json.Unmarshal(e.Data, &d)
+		r.outcome(e.Step, orDefault(d.Evidence, orDefault(d.Error, "failed")))
 		if r.mode == ciGitHub {
 			title := "flow: step " + e.Step + " failed"
 			if d.Budget {
 				title = "flow: step " + e.Step + " ran out of iterations"
 			}
-			io.WriteString(r.w, ghCommand("error", orDefault(d.Error, "failed"), "title", title))
+			r.after = append(r.after, ghCommand("error", orDefault(d.Error, "failed"), "title", title))
 		}
 	case core.EvGateFailed:
-		if r.open == e.Step {
-			r.close(e)
-		}
 		var d core.GateFailure
 		_ = json.Unmarshal(e.Data, &d)
+		r.outcome(e.Step, orDefault(d.Output, "gate failed: "+d.Reason))
 		if r.mode != ciGitHub {
-			return
+			break
 		}
 		switch {
 		case d.Budget:
-			io.WriteString(r.w, ghCommand("error", fmt.Sprintf("%s (iteration budget of %d spent)", d.Reason, d.MaxIterations),
+			r.after = append(r.after, ghCommand("error", fmt.Sprintf("%s (iteration budget of %d spent)", d.Reason, d.MaxIterations),
 				"title", "flow: step "+e.Step+" ran out of iterations"))
 		case d.Target != "":
-			io.WriteString(r.w, ghCommand("warning", d.Reason, "title", "flow: "+e.Step+" looped back to "+d.Target))
+			r.after = append(r.after, ghCommand("warning", d.Reason, "title", "flow: "+e.Step+" looped back to "+d.Target))
 		}
 	case core.EvRunFinished, core.EvRunInterrupted, core.EvRunPaused, core.EvRunWaiting:
-		r.close(e)
+		r.close(e.At.Time)
+	}
+	if !r.ended && r.open == "" {
+		// Nothing is open for an outcome to wait for: what follows it
+		// goes out now.
+		r.flushAfter()
 	}
 }
 
-// close closes the open group or section, if any.
-func (r *ciReporter) close(e core.Event) {
-	if r.open == "" {
+// outcome notes that step's session ended: its group closes at the next
+// event. A failed session's evidence (failure non-empty) follows it in
+// GitLab, in a section left open: GitLab collapses a section or not
+// when it starts, before its session's outcome is known.
+func (r *ciReporter) outcome(step, failure string) {
+	if r.open != step {
 		return
 	}
-	switch r.mode {
-	case ciGitHub:
-		io.WriteString(r.w, "::endgroup::\n")
-	case ciGitLab:
-		fmt.Fprintf(r.w, "\x1b[0Ksection_end:%d:%s\r\x1b[0K\n", e.At.Unix(), r.section)
+	r.ended = true
+	if r.mode == ciGitLab {
+		r.failure = failure
 	}
-	r.open, r.section = "", ""
+}
+
+// close closes the open group or section, if any, and writes what
+// follows it; at is the time of the event that closes it.
+func (r *ciReporter) close(at time.Time) {
+	if r.open != "" {
+		switch r.mode {
+		case ciGitHub:
+			io.WriteString(r.w, "::endgroup::\n")
+		case ciGitLab:
+			fmt.Fprintf(r.w, "\x1b[0Ksection_end:%d:%s\r\x1b[0K\n", at.Unix(), r.section)
+			if r.failure != "" {
+				fmt.Fprintf(r.w, "\x1b[0Ksection_start:%d:%s_failed\r\x1b[0K%s failed:\n%s\n\x1b[0Ksection_end:%d:%s_failed\r\x1b[0K\n",
+					at.Unix(), r.section, r.header, lastLines(r.failure, summaryTail), at.Unix(), r.section)
+			}
+		}
+	}
+	r.open, r.section, r.header, r.ended, r.failure = "", "", "", false, ""
+	r.flushAfter()
+}
+
+// flushAfter writes what waited for the open group to close.
+func (r *ciReporter) flushAfter() {
+	for _, a := range r.after {
+		io.WriteString(r.w, a)
+	}
+	r.after = nil
+}
+
+// finish closes what is open when the run's runner has stopped.
+func (r *ciReporter) finish(at time.Time) {
+	r.close(at)
 }
 
 func orDefault(s, def string) string {

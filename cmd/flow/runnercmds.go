@@ -373,8 +373,9 @@ func (a *app) execute(cmd *cobra.Command, l *ops.Launch, asJSON bool) error {
 		enc.SetEscapeHTML(false)
 		att.Events = func(e core.Event) { _ = enc.Encode(e) }
 	}
+	var rep *ciReporter
 	if mode == ciGitHub || mode == ciGitLab {
-		rep := &ciReporter{mode: mode, w: out}
+		rep = &ciReporter{mode: mode, w: out}
 		if prev := att.Events; prev != nil {
 			att.Events = func(e core.Event) { prev(e); rep.event(e) }
 		} else {
@@ -386,6 +387,9 @@ func (a *app) execute(cmd *cobra.Command, l *ops.Launch, asJSON bool) error {
 		att.Ask = k.Ask
 	}
 	res, err := a.svc.Start(cmd.Context(), l, att)
+	if rep != nil {
+		rep.finish(a.svc.Clock.Now())
+	}
 	if err != nil {
 		return err
 	}

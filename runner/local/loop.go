@@ -54,13 +54,14 @@ func (x *run) drive(ctx context.Context) (Result, error) {
 			x.queue = x.queue[1:]
 			d := x.core.Decide(x.st, in, x.r.Clock.Now())
 			x.queueEvents(d.Events)
-			if err := x.persist(d.Durable()); err != nil {
+			x.hold = true
+			err := x.persist(d.Durable())
+			x.hold = false
+			if err != nil {
 				cancelSessions()
 				return Result{}, err
 			}
-			for _, e := range d.Events {
-				x.announce(e)
-			}
+			x.announceAll(d.Events)
 			x.notifyOf(d.Events)
 			for _, e := range d.Events {
 				if e.Type == core.EvHumanInput {
@@ -304,6 +305,34 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 
 func (x *run) result(status core.RunStatus, code int, reason string) Result {
 	return Result{RunID: x.st.RunID, RunDir: x.dir, Status: status, ExitCode: code, Reason: x.redact.String(reason), State: x.st}
+}
+
+// announceAll announces a decision's events, appended and held back
+// from Runner.OnEvent (x.held): each is handed to OnEvent just before
+// its line is printed, so that what OnEvent prints about an event (a
+// CI service's group around a session) comes in order with the lines
+// of the events before and after it. Events appended before the
+// decision's, announced when they were made, go first.
+func (x *run) announceAll(evs []core.Event) {
+	held := x.held
+	x.held = nil
+	if x.r.OnEvent == nil || len(held) < len(evs) {
+		for _, e := range held {
+			x.r.OnEvent(e)
+		}
+		for _, e := range evs {
+			x.announce(e)
+		}
+		return
+	}
+	before := len(held) - len(evs)
+	for _, e := range held[:before] {
+		x.r.OnEvent(e)
+	}
+	for i, e := range evs {
+		x.r.OnEvent(held[before+i])
+		x.announce(e)
+	}
 }
 
 // announce prints a line of progress for the events a person cares

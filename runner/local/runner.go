@@ -253,6 +253,11 @@ type run struct {
 	stopped chan struct{}
 	// pending are events applied to st but not yet appended.
 	pending []core.Event
+	// held, while hold is set, are the events appended but not yet
+	// handed to Runner.OnEvent: the loop hands each of a decision's
+	// events over just before it announces it (see drive).
+	hold bool
+	held []core.Event
 	// cacheMu guards outputs and reports, written by session goroutines.
 	cacheMu sync.Mutex
 	// warned remembers the last warning per waiting step, so that a bad
@@ -810,7 +815,11 @@ func (x *run) flush() error {
 			x.trail.Add(e)
 		}
 	}
-	if x.r.OnEvent != nil {
+	switch {
+	case x.r.OnEvent == nil:
+	case x.hold:
+		x.held = append(x.held, got...)
+	default:
 		for _, e := range got {
 			x.r.OnEvent(e)
 		}
