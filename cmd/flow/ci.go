@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,6 +65,26 @@ func (a *app) ciMode() ciMode {
 		return ciOff
 	}
 	return m
+}
+
+// ciPath names file as a CI service wants it in an annotation or a
+// report: relative to the checkout the variable root names
+// ($GITHUB_WORKSPACE, $CI_PROJECT_DIR), with slashes. A file outside it,
+// or with root unset, keeps the name it was given.
+func (a *app) ciPath(file, root string) string {
+	ws := a.svc.Getenv(root)
+	if ws == "" || file == "" {
+		return file
+	}
+	abs := file
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(a.svc.Dir, file)
+	}
+	rel, err := filepath.Rel(filepath.Clean(ws), abs)
+	if err != nil || !filepath.IsLocal(rel) {
+		return file
+	}
+	return filepath.ToSlash(rel)
 }
 
 // ghData escapes s as the data (message) of a GitHub workflow command.
@@ -494,17 +515,19 @@ type codeQuality struct {
 
 // gitlabCodeQuality renders diagnostics as a GitLab Code Quality report:
 // a JSON array, each issue's fingerprint a hash of its file, line and
-// message, stable from one pipeline to the next.
-func gitlabCodeQuality(ds config.Diagnostics) ([]byte, error) {
+// message, stable from one pipeline to the next, and its path as path
+// gives it (relative to the project's checkout).
+func gitlabCodeQuality(ds config.Diagnostics, path func(string) string) ([]byte, error) {
 	issues := make([]codeQuality, 0, len(ds))
 	for _, d := range ds {
 		var q codeQuality
 		q.Description = d.Message
 		q.CheckName = "flow-validate"
-		sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%s", d.Pos.File, d.Pos.Line, d.Message)))
+		file := path(d.Pos.File)
+		sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%s", file, d.Pos.Line, d.Message)))
 		q.Fingerprint = hex.EncodeToString(sum[:16])
 		q.Severity = "major"
-		q.Location.Path = d.Pos.File
+		q.Location.Path = file
 		q.Location.Lines.Begin = d.Pos.Line
 		issues = append(issues, q)
 	}

@@ -181,3 +181,24 @@ func TestGitHubSummaryOfALargeRun(t *testing.T) {
 		t.Errorf("a run of %d steps lists %d", summaryRows, n)
 	}
 }
+
+// TestCIPath: annotations and Code Quality reports name a file relative
+// to the checkout, whatever directory flow ran in and however the file
+// was named; a file outside it keeps its name.
+func TestCIPath(t *testing.T) {
+	a := &app{svc: &ops.Service{Dir: "/w/sub", Environ: []string{"GITHUB_WORKSPACE=/w/"}}}
+	for _, tc := range []struct{ file, want string }{
+		{"wf.yaml", "sub/wf.yaml"},
+		{"../workflows/a.yaml", "workflows/a.yaml"},
+		{"/w/workflows/a.yaml", "workflows/a.yaml"},
+		{"/elsewhere/a.yaml", "/elsewhere/a.yaml"},
+		{"../../x.yaml", "../../x.yaml"},
+	} {
+		if got := a.ciPath(tc.file, "GITHUB_WORKSPACE"); got != tc.want {
+			t.Errorf("ciPath(%s) = %s, want %s", tc.file, got, tc.want)
+		}
+	}
+	if got := a.ciPath("wf.yaml", "CI_PROJECT_DIR"); got != "wf.yaml" {
+		t.Errorf("ciPath without its root = %s, want the name as given", got)
+	}
+}

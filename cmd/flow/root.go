@@ -179,7 +179,7 @@ func (a *app) renderDiagnostics(ds config.Diagnostics) error {
 		// An annotation for each, on the file and line of the problem.
 		for _, d := range ds {
 			fmt.Fprint(a.stdio.Err, ghCommand("error", d.Message,
-				"file", d.Pos.File, "line", strconv.Itoa(d.Pos.Line), "col", strconv.Itoa(d.Pos.Col)))
+				"file", a.ciPath(d.Pos.File, "GITHUB_WORKSPACE"), "line", strconv.Itoa(d.Pos.Line), "col", strconv.Itoa(d.Pos.Col)))
 		}
 	}
 	return nil

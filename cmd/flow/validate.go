@@ -19,8 +19,9 @@ func (a *app) validateCmd() *cobra.Command {
 templates and checks its steps, references, dependencies and loop-backs.
 It prints "FILE: ok (N steps)" for a valid file; otherwise every problem,
 as file:line:col: message with the source line, on stderr, and exits 2.
-In GitHub Actions each problem is also an ::error annotation on its line.
---format gitlab prints the problems as a GitLab Code Quality report on stdout.
+In GitHub Actions each problem is also an ::error annotation on its line (its
+file relative to $GITHUB_WORKSPACE). --format gitlab prints the problems as a
+GitLab Code Quality report on stdout (paths relative to $CI_PROJECT_DIR).
 A YAML file in agent_orchestrator's format is detected (--as flow or --as
 orchestrator reads every file in one format).`,
 		Example: "  flow validate workflows/*.yaml workflows/*.hcl\n  flow validate --json workflow.yaml\n  flow validate --format gitlab workflows/*.yaml > gl-code-quality-report.json",
@@ -65,7 +66,7 @@ orchestrator reads every file in one format).`,
 				}
 			}
 			if gitlab {
-				b, err := gitlabCodeQuality(res.Diagnostics)
+				b, err := gitlabCodeQuality(res.Diagnostics, func(f string) string { return a.ciPath(f, "CI_PROJECT_DIR") })
 				if err != nil {
 					return err
 				}
