@@ -221,6 +221,7 @@ func (a *app) rootCmd() *cobra.Command {
 	a.addRunnerCmds(root)
 	a.addTemporal(root)
 	root.AddCommand(a.exportCmds()...)
+	a.addCompletions(root)
 	return root
 }
 

@@ -178,11 +178,9 @@ now (a value known only at run time shows as <steps.x.output>), gates and
 loop-backs; a template that cannot be rendered makes it exit 1.
 
 ` + exitCodesHelp(),
-		Example: "  flow run workflows/sdlc.yaml --var feature='dark mode'\n  flow run workflows/sdlc.yaml --dry-run --var feature='dark mode'\n  flow run workflows/sdlc.yaml --start-at-step coding\n  flow run --repo . --workflow workflows/review.yaml --wrapper wrappers/claude_wrapper.py   # agent_orchestrator's command line",
-		Args:    cobra.MaximumNArgs(1),
-		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-			return []string{"yaml", "yml", "hcl"}, cobra.ShellCompDirectiveFilterFileExt
-		},
+		Example:           "  flow run workflows/sdlc.yaml --var feature='dark mode'\n  flow run workflows/sdlc.yaml --dry-run --var feature='dark mode'\n  flow run workflows/sdlc.yaml --start-at-step coding\n  flow run --repo . --workflow workflows/review.yaml --wrapper wrappers/claude_wrapper.py   # agent_orchestrator's command line",
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: workflowFiles,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.checkInvocation(); err != nil {
 				return err
