@@ -52,15 +52,15 @@ orchestrator reads every file in one format).`,
 						fmt.Fprintln(a.stdio.Err, w)
 					}
 				}
+				count := fmt.Sprintf("%d %s", f.Steps, plural(f.Steps, "step", "steps"))
+				if f.Tests > 0 {
+					count = fmt.Sprintf("%d %s", f.Tests, plural(f.Tests, "test", "tests"))
+				}
 				switch {
-				case f.Valid && gitlab && f.Tests > 0:
-					fmt.Fprintf(a.stdio.Err, "%s: ok (%d tests)\n", f.File, f.Tests)
 				case f.Valid && gitlab:
-					fmt.Fprintf(a.stdio.Err, "%s: ok (%d steps)\n", f.File, f.Steps)
-				case f.Valid && !asJSON && f.Tests > 0:
-					fmt.Fprintf(a.stdio.Out, "%s: ok (%d tests)\n", f.File, f.Tests)
+					fmt.Fprintf(a.stdio.Err, "%s: ok (%s)\n", f.File, count)
 				case f.Valid && !asJSON:
-					fmt.Fprintf(a.stdio.Out, "%s: ok (%d steps)\n", f.File, f.Steps)
+					fmt.Fprintf(a.stdio.Out, "%s: ok (%s)\n", f.File, count)
 				case f.Error != "":
 					fmt.Fprintf(a.stdio.Err, "flow: %s\n", f.Error)
 				}
