@@ -497,20 +497,20 @@ var appliers = map[string]applier{
 		s.StepOrder = slices.DeleteFunc(s.StepOrder, func(id string) bool { return id == e.Step })
 		return nil
 	},
-	EvStartAt: onRun(func(s *State, d *StartAt, _ Time) {
+	EvStartAt: onRun(func(s *State, d *StartAt, at Time) {
 		for _, id := range d.Reset {
 			if st := s.Steps[id]; st != nil {
 				*st = *newStepState()
 			}
 		}
 		restartBudgets(s, d.Budgets)
-		reopenItems(s, d.Reset)
+		reopenItems(s, d.Reset, at)
 		if s.Status.Terminal() || s.Status == RunInterrupted {
 			s.Status = RunPending
 		}
 		s.Generation++
 	}),
-	EvRetry: onRun(func(s *State, d *Retry, _ Time) {
+	EvRetry: onRun(func(s *State, d *Retry, at Time) {
 		for _, id := range d.Reset {
 			st := s.Steps[id]
 			if st == nil {
@@ -526,7 +526,7 @@ var appliers = map[string]applier{
 			st.EndedAt = nil
 		}
 		restartBudgets(s, d.Budgets)
-		reopenItems(s, d.Reset)
+		reopenItems(s, d.Reset, at)
 		s.Status, s.ExitCode = RunPending, 0
 		s.Generation++
 	}),
@@ -919,8 +919,11 @@ func applyLoopItems(s *State, loop string, st *StepState, d *LoopItems, at Time)
 
 // reopenItems puts the items of the instances in ids back to PENDING,
 // and their loops back to RUNNING: flow retry and --start-at-step
-// re-run some items of a loop without evaluating its list again.
-func reopenItems(s *State, ids []string) {
+// re-run some items of a loop without evaluating its list again. A
+// loop reopened at runs again from then: its duration does not count
+// the time it lay finished, and it is in an attempt (a retry had put
+// its attempts back to 0).
+func reopenItems(s *State, ids []string, at Time) {
 	for _, id := range ids {
 		k, ok := SplitKey(id)
 		if !ok {
@@ -942,6 +945,8 @@ func reopenItems(s *State, ids []string) {
 			resetItemMerges(s, k.Loop, []string{it.Key})
 		}
 		ls.Status, ls.EndedAt, ls.LastError = Running, nil, nil
+		ls.StartedAt = timep(at)
+		ls.Attempts = max(ls.Attempts, 1)
 		ls.LoopCompleted = boolp(false)
 	}
 }
