@@ -363,7 +363,7 @@ func (x *run) open() error {
 		return fmt.Errorf("resume run %s: %w", runID, core.ErrNoRun)
 	}
 	if !opts.Resume && exists {
-		return core.Usage("run %s already exists in %s; use flow resume %s, or another --run-id", runID, x.dir, runID)
+		return core.Usage("run %s already exists in %s; %s, or give another --run-id", runID, x.dir, x.goOn(runID, now))
 	}
 	if opts.CleanupOnly && !exists {
 		return fmt.Errorf("clean up run %s: %w", runID, core.ErrNoRun)
@@ -504,6 +504,23 @@ func (x *run) open() error {
 	x.core.HideSecrets(x.redact)
 	x.loadCaches()
 	return nil
+}
+
+// goOn says how to go on with run id, which flow run was asked to start
+// again: what the run's state allows — resume an unfinished run, retry
+// a failed one, restart a finished one at a step.
+func (x *run) goOn(id string, now time.Time) string {
+	st, _, err := record.LoadState(x.rec, x.dir, false, now)
+	restart := fmt.Sprintf("to run steps of it again: flow run %s --run-id %s --start-at-step STEP", core.ShellArg(x.wf.File), id)
+	switch {
+	case err != nil || st == nil:
+		return "flow resume " + id + " goes on with it"
+	case st.Status == core.RunFailed:
+		return fmt.Sprintf("it failed; to run its failed steps again: flow retry %s; %s", id, restart)
+	case st.Status.Terminal():
+		return fmt.Sprintf("it has %s; %s", st.Status, restart)
+	}
+	return fmt.Sprintf("it is %s; go on with it: flow resume %s", st.Status, id)
 }
 
 // ignoreRecord writes <repo>/.agents/.gitignore, which keeps flow's
