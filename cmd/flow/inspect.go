@@ -320,23 +320,26 @@ func (a *app) runsCmd() *cobra.Command {
 
 func (a *app) logsCmd() *cobra.Command {
 	var repo string
-	var follow, all bool
+	var follow, all, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "logs RUN_ID [STEP]",
 		Short: "Print the output of a step's latest session",
 		Long: `logs prints the output of the latest session of STEP (logs/<step>.<iteration>.<attempt>.log);
 --all prints every session of the step in order, --follow keeps printing while the
 session runs. A run on Temporal keeps the tail of each step's last session:
-without a STEP, every step's.`,
+without a STEP, every step's. --json prints JSON Lines: {"run_id", "step", "log",
+"iteration", "attempt", "offset", "text"} for each piece of a log, in order, then
+one line whose "end" says how the step stands ({"status", "exit_code", "error"}).`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := ops.LogsRequest{Repo: repo, RunID: args[0], Step: argAt(args, 1), All: all, Follow: follow}
+			req := ops.LogsRequest{Repo: repo, RunID: args[0], Step: argAt(args, 1), All: all, Follow: follow, JSON: asJSON}
 			return a.engine().Logs(cmd.Context(), req, a.stdio.Out, a.stdio.Err)
 		},
 	}
 	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing the output while the session runs")
 	cmd.Flags().BoolVar(&all, "all", false, "print every session of the step, oldest first")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON Lines: the logs' pieces, then how the step stands")
 	return cmd
 }
 
