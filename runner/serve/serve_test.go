@@ -1213,3 +1213,43 @@ func TestStreamLimits(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestTakeover(t *testing.T) {
+	s, l := newServer(t)
+	// A run whose runner holds the lock, its process alive, beating.
+	s.svc.Alive = func(runlock.Holder) bool { return true }
+	dir := record.RunDir(repo, "r1")
+	afero.WriteFile(s.svc.FS, filepath.Join(dir, record.LockFile), []byte(`{"pid":99,"host":"test","token":"t"}`), 0o644)
+	st, err := s.svc.Status(repo, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.State.Runner = &core.RunnerInfo{PID: 99, Host: "test", HeartbeatAt: &core.Time{Time: s.now()}}
+	if err := record.WriteSnapshot(s.svc.FS, dir, st.State); err != nil {
+		t.Fatal(err)
+	}
+	w := get(s, "/runs/0/r1")
+	wantStatus(t, w, http.StatusOK)
+	if strings.Contains(w.Body.String(), `data-action="takeover"`) {
+		t.Error("a beating runner's run offers Take over")
+	}
+	wantStatus(t, post(s, "/runs/0/r1/takeover", nil), http.StatusConflict, "no frozen runner")
+	// Not heard from for a minute: frozen. Take over is offered first,
+	// and starts flow resume --takeover.
+	s.svc.Clock.(*clock.Fake).Advance(time.Minute)
+	w = get(s, "/runs/0/r1")
+	wantStatus(t, w, http.StatusOK, `data-action="takeover"`)
+	body := w.Body.String()
+	if i, j := strings.Index(body, `data-action="takeover"`), strings.Index(body, `data-action="cancel"`); i < 0 || j < 0 || i > j || strings.Contains(body, `data-action="control/pause"`) {
+		t.Errorf("a frozen runner's run does not offer Take over first, then Cancel, and nothing else (takeover at %d, cancel at %d)", i, j)
+	}
+	wantStatus(t, get(s, "/"), http.StatusOK, "Take over (on the run&#39;s page)")
+	wantStatus(t, post(s, "/runs/0/r1/takeover", nil), http.StatusSeeOther)
+	want := [][]string{{"resume", "r1", "--repo", repo, "--engine", "local", "--by", "local", "--takeover"}}
+	if got := l.got(); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("launched %q, want %q", got, want)
+	}
+	// A runner on another host is not this server's to take over.
+	afero.WriteFile(s.svc.FS, filepath.Join(dir, record.LockFile), []byte(`{"pid":99,"host":"elsewhere","token":"t"}`), 0o644)
+	wantStatus(t, post(s, "/runs/0/r1/takeover", nil), http.StatusConflict, "no frozen runner")
+}

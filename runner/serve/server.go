@@ -244,6 +244,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /runs/{repo}/{run}/cancel", s.cancel)
 	m.HandleFunc("POST /runs/{repo}/{run}/resume", s.relaunch(false))
 	m.HandleFunc("POST /runs/{repo}/{run}/retry", s.relaunch(true))
+	m.HandleFunc("POST /runs/{repo}/{run}/takeover", s.takeover)
 	s.apiRoutes(m)
 	s.mux = m
 }
