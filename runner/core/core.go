@@ -583,6 +583,17 @@ func (c *Core) begin(x *decider, in Begin) {
 				x.emit(EvReconciled, id, nil)
 			}
 		case WaitingOnHuman:
+			if ps := c.step(id); ps != nil && ps.Kind != KindHuman && !ps.HumanAfter {
+				// An accepted edit took the step's human away: the wait is
+				// over. A session that ran before it stands; a step that
+				// ran none runs as it is now.
+				if s.ExitCode != nil {
+					x.emit(EvStepCompleted, id, sessionOutcome(s))
+				} else {
+					x.emit(EvReconciled, id, Note{Message: "the workflow was edited: the step no longer waits on a human, and runs as it is now"})
+				}
+				break
+			}
 			x.effect(AwaitHuman{Step: id, ManualInputPath: deref(s.ManualInputPath)})
 		}
 	}
