@@ -82,6 +82,7 @@ func (x *run) ws() *workspaces {
 	if w.git == nil {
 		g := gitwork.New(x.r.Environ)
 		g.FS = x.r.FS
+		g.Run = gitwork.ExecThrough("", x.r.Environ, 0, x.gitWrap())
 		w.git = g
 	}
 	for name, rec := range x.st.Workspaces {
