@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/termsafe"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
@@ -232,8 +233,9 @@ func (r *ciReporter) event(e core.Event) {
 
 // outcome notes that step's session ended: its group closes at the next
 // event. A failed session's evidence (failure non-empty) follows it in
-// GitLab, in a section left open: GitLab collapses a section or not
-// when it starts, before its session's outcome is known.
+// GitLab, in a section left open (GitLab collapses a section or not
+// when it starts, before its session's outcome is known), its control
+// characters escaped: it cannot end the section or start another.
 func (r *ciReporter) outcome(step, failure string) {
 	if r.open != step {
 		return
@@ -255,7 +257,7 @@ func (r *ciReporter) close(at time.Time) {
 			fmt.Fprintf(r.w, "\x1b[0Ksection_end:%d:%s\r\x1b[0K\n", at.Unix(), r.section)
 			if r.failure != "" {
 				fmt.Fprintf(r.w, "\x1b[0Ksection_start:%d:%s_failed\r\x1b[0K%s failed:\n%s\n\x1b[0Ksection_end:%d:%s_failed\r\x1b[0K\n",
-					at.Unix(), r.section, r.header, lastLines(r.failure, summaryTail), at.Unix(), r.section)
+					at.Unix(), r.section, r.header, termsafe.Escape(lastLines(r.failure, summaryTail)), at.Unix(), r.section)
 			}
 		}
 	}
