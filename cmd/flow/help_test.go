@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/ops"
 )
 
 // TestHelpTexts: the help of the commands that run a run lists every
@@ -19,7 +20,10 @@ func TestHelpTexts(t *testing.T) {
 	help := func(t *testing.T, cmd string) string {
 		t.Helper()
 		var out, errb bytes.Buffer
-		if code := Run(context.Background(), []string{cmd, "--help"}, Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}); code != 0 {
+		// Not Run: it would make the test binary the subreaper of the
+		// scripts' orphans (proc.OS), which it never reaps.
+		a := &app{stdio: Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}, svc: &ops.Service{}}
+		if code := a.exit(context.Background(), a.rootCmd(), []string{cmd, "--help"}); code != 0 {
 			t.Fatalf("flow %s --help: exit %d: %s", cmd, code, errb.String())
 		}
 		return out.String()
