@@ -42,7 +42,8 @@ import (
 //	    the next code block is a transcript: each "$ command" line is run
 //	    with sh in the repository and what it prints must be the lines
 //	    under it (see normalizeTranscript), "..." standing for any number
-//	    of lines; unordered compares the lines in any order.
+//	    of lines; unordered compares the lines in any order, and counts
+//	    of what has finished ("(2/3)") by their totals.
 //	<!-- test: sh -->
 //	    the next code block is a script that must succeed.
 //	<!-- test: excerpt FILE -->
@@ -481,6 +482,7 @@ var (
 	readmeDurations = regexp.MustCompile(`\b[0-9]+(\.[0-9]+)?(ns|µs|ms|s|m|h)\b`)
 	readmePIDs      = regexp.MustCompile(`(pid|group) [0-9]+`)
 	readmeSpace     = regexp.MustCompile(`[ \t]+`)
+	progressCount   = regexp.MustCompile(`\([0-9]+/([0-9]+)\)`)
 )
 
 // normalizeTranscript makes output comparable: the example's repository
@@ -617,8 +619,14 @@ func runTranscript(t *testing.T, repo string, env []string, steps []transcriptSt
 		}
 		g, w := normalizeTranscript(repo, gotLines), normalizeTranscript("", st.want)
 		if unordered {
-			slices.Sort(g)
-			slices.Sort(w)
+			// Lines of things in flight come in any order, and so do
+			// the counts of what has finished: "(2/3)".
+			for _, ls := range [][]string{g, w} {
+				for i, l := range ls {
+					ls[i] = progressCount.ReplaceAllString(l, "(<n>/$1)")
+				}
+				slices.Sort(ls)
+			}
 		}
 		if !matchLines(g, w) {
 			t.Errorf("%s:%d: $ %s\nprints:\n%s\nthe page shows:\n%s", file, st.line, st.cmd, strings.Join(g, "\n"), strings.Join(w, "\n"))
