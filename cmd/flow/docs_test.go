@@ -47,7 +47,8 @@ import (
 //	<!-- test: sh -->
 //	    the next code block is a script that must succeed.
 //	<!-- test: excerpt FILE -->
-//	    the next code block is an excerpt of FILE of this repository: its
+//	    the next code block is an excerpt of FILE of this repository (or
+//	    of the file NAME of a txtar archive, ARCHIVE.txtar/NAME): its
 //	    lines are FILE's, in order, comments and blanks aside, "..."
 //	    standing for what is left out.
 //	<!-- test: actions -->
@@ -400,7 +401,7 @@ func excerptLine(l string) string {
 // stands for any text.
 func checkExcerpt(t *testing.T, at, file string, b *docBlock) {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join("../..", file))
+	src, err := readExcerpted(file)
 	if err != nil {
 		t.Errorf("%s: excerpt of %s: %v", at, file, err)
 		return
@@ -427,6 +428,25 @@ func checkExcerpt(t *testing.T, at, file string, b *docBlock) {
 		}
 		i++
 	}
+}
+
+// readExcerpted reads the file an excerpt is taken from: a file of this
+// repository, or a file of a txtar archive named ARCHIVE.txtar/NAME.
+func readExcerpted(file string) ([]byte, error) {
+	archive, name, ok := strings.Cut(file, ".txtar/")
+	if !ok {
+		return os.ReadFile(filepath.Join("../..", file))
+	}
+	ar, err := txtar.ParseFile(filepath.Join("../..", archive+".txtar"))
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range ar.Files {
+		if f.Name == name {
+			return f.Data, nil
+		}
+	}
+	return nil, fmt.Errorf("%s.txtar has no file %s", archive, name)
 }
 
 // transcriptStep is one command of a transcript and the output shown
