@@ -36,8 +36,9 @@ import (
 //	<!-- test: setup
 //	    shell commands -->
 //	    runs commands in the repository, out of the reader's sight.
-//	<!-- test: file PATH -->
-//	    the next code block is written to PATH in the repository.
+//	<!-- test: file PATH [append] -->
+//	    the next code block is written to PATH in the repository, or
+//	    appended to it.
 //	<!-- test: run [unordered] [env=NAME=VALUE,...] -->
 //	    the next code block is a transcript: each "$ command" line is run
 //	    with sh in the repository and what it prints must be the lines
@@ -320,7 +321,20 @@ func runDocExample(t *testing.T, bin string, ex *docExample) {
 		case "setup":
 			shell(t, repo, env, at(it.line), it.script)
 		case "file":
-			writeFile(t, filepath.Join(repo, strings.TrimSpace(it.args)), []byte(strings.Join(it.block.body, "\n")+"\n"))
+			args := strings.Fields(it.args)
+			if len(args) == 0 || len(args) > 2 || (len(args) == 2 && args[1] != "append") {
+				t.Fatalf("%s: want test: file PATH [append]", at(it.line))
+			}
+			body := []byte(strings.Join(it.block.body, "\n") + "\n")
+			path := filepath.Join(repo, args[0])
+			if len(args) == 2 {
+				old, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatalf("%s: %v", at(it.line), err)
+				}
+				body = append(old, body...)
+			}
+			writeFile(t, path, body)
 		case "sh":
 			shell(t, repo, env, at(it.block.line), strings.Join(it.block.body, "\n"))
 		case "excerpt":
