@@ -734,3 +734,83 @@ func TestParseDoc(t *testing.T) {
 		t.Error("matchLines: ... does not stand for any number of lines")
 	}
 }
+
+// mdLink is a link of Markdown text: [text](target).
+var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// headingSlug is the anchor GitHub gives a heading: lower case, spaces
+// as hyphens, punctuation but hyphens and underscores left out.
+func headingSlug(h string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(h)) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// TestDocsLinks checks the links of README.md and docs/ between the
+// repository's files: the file each names exists, and so does the
+// heading its #anchor names.
+func TestDocsLinks(t *testing.T) {
+	files := []string{"README.md", filepath.Join("bench", "README.md")}
+	err := filepath.WalkDir("../../docs", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
+			rel, _ := filepath.Rel("../..", path)
+			files = append(files, rel)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := map[string]map[string]bool{}
+	anchorsOf := func(file string) map[string]bool {
+		if a, ok := anchors[file]; ok {
+			return a
+		}
+		a := map[string]bool{}
+		b, _ := os.ReadFile(filepath.Join("../..", file))
+		inFence := false
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), "```") {
+				inFence = !inFence
+			}
+			if h, ok := strings.CutPrefix(l, "#"); ok && !inFence {
+				a[headingSlug(strings.TrimLeft(h, "#"))] = true
+			}
+		}
+		anchors[file] = a
+		return a
+	}
+	for _, file := range files {
+		b, err := os.ReadFile(filepath.Join("../..", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n, line := range strings.Split(string(b), "\n") {
+			for _, m := range mdLink.FindAllStringSubmatch(line, -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				path, anchor, _ := strings.Cut(target, "#")
+				to := file
+				if path != "" {
+					to = filepath.Join(filepath.Dir(file), path)
+					if _, err := os.Stat(filepath.Join("../..", to)); err != nil {
+						t.Errorf("%s:%d: link to %s: no such file", file, n+1, target)
+						continue
+					}
+				}
+				if anchor != "" && strings.HasSuffix(to, ".md") && !anchorsOf(to)[anchor] {
+					t.Errorf("%s:%d: link to %s: %s has no heading #%s", file, n+1, target, to, anchor)
+				}
+			}
+		}
+	}
+}
