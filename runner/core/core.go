@@ -245,6 +245,9 @@ type HumanDecision struct {
 type ItemsResult struct {
 	Step  string
 	Items []LoopItem
+	// Total is the length of the list when Items holds only its first
+	// items (a driver stops one past the loop's limit); 0 is len(Items).
+	Total int
 	// Err is set when the list could not be evaluated, or is not a
 	// list: the loop step fails with it.
 	Err string
