@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flow-run/flow/internal/proc"
+	"github.com/flow-run/flow/internal/termsafe"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
@@ -52,7 +53,7 @@ reads run_state.json and applies any newer events, so it is exact while a run go
 		},
 	}
 	cmd.Flags().BoolVar(&items, "items", false, "show each instance of a for_each loop's body, item by item")
-	cmd.Flags().StringVar(&repo, "repo", "", "repository of the run (default: the current directory)")
+	cmd.Flags().StringVar(&repo, "repo", "", "repository of the run "+repoDefault)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print run_state.json with the liveness added")
 	cmd.Flags().BoolVar(&watch, "watch", false, "show the status again every second until the run ends")
 	cmd.Flags().BoolVar(&notifyDead, "notify-dead", false, "with --watch: tell the notifiers of the run's workflow (notify.on: [dead]) if its runner dies; without it, reading a run never runs anything")
@@ -130,7 +131,7 @@ func (a *app) statusWatcher(asJSON, items bool) (bool, func(ops.Update) error) {
 			printStatus(out, *u.Status, items)
 		default:
 			for _, c := range u.Changes {
-				fmt.Fprintf(out, "%s %s: %s\n", u.Status.At.UTC().Format(time.TimeOnly), c.Key, c.Value)
+				fmt.Fprintf(out, "%s %s: %s\n", u.Status.At.UTC().Format(time.TimeOnly), c.Key, termsafe.Escape(c.Value))
 			}
 		}
 		return nil
@@ -143,7 +144,7 @@ func printTails(w io.Writer, tails []ops.Tail) {
 	for _, t := range tails {
 		fmt.Fprintf(w, "\n--- %s (last %d lines of %s)\n", t.Step, len(t.Lines), t.Log)
 		for _, l := range t.Lines {
-			fmt.Fprintf(w, "  %s\n", l)
+			fmt.Fprintf(w, "  %s\n", termsafe.Escape(l))
 		}
 	}
 }
@@ -155,7 +156,7 @@ func printStatus(out io.Writer, v ops.Status, items bool) {
 	w := bufio.NewWriterSize(out, 64<<10)
 	defer w.Flush()
 	st, live := v.State, v.Liveness
-	fmt.Fprintf(w, "run %s  workflow %s  status %s", st.RunID, st.WorkflowName, st.Status)
+	fmt.Fprintf(w, "run %s  workflow %s  status %s", st.RunID, termsafe.Escape(st.WorkflowName), st.Status)
 	if st.Status.Terminal() || st.Status == core.RunInterrupted || st.Status == core.RunBudgetExceeded {
 		fmt.Fprintf(w, " (exit %d)", st.ExitCode)
 	}
@@ -164,7 +165,7 @@ func printStatus(out io.Writer, v ops.Status, items bool) {
 	if live.Hook != "" {
 		fmt.Fprintf(w, " [%s]", live.Hook)
 	}
-	fmt.Fprintf(w, ": %s\n", live.Reason)
+	fmt.Fprintf(w, ": %s\n", termsafe.Escape(live.Reason))
 	// Usage columns appear when the run's agents reported any.
 	withUsage := st.Usage != nil
 	if withUsage {
@@ -259,7 +260,7 @@ func note(s *core.StepState) string {
 		if len(msg) > 100 {
 			msg = msg[:100] + "…"
 		}
-		return msg
+		return termsafe.Escape(msg)
 	}
 	return ""
 }
@@ -294,10 +295,10 @@ func (a *app) runsCmd() *cobra.Command {
 			fmt.Fprintln(tw, head)
 			for _, r := range list.Runs {
 				if r.Error != "" {
-					fmt.Fprintf(tw, "%s\t?\tunreadable: %s\t\t\n", r.RunID, r.Error)
+					fmt.Fprintf(tw, "%s\t?\tunreadable: %s\t\t\n", r.RunID, termsafe.Escape(r.Error))
 					continue
 				}
-				line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s", r.RunID, r.Workflow, r.Status, r.CreatedAt, r.UpdatedAt)
+				line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s", r.RunID, termsafe.Escape(r.Workflow), r.Status, r.CreatedAt, r.UpdatedAt)
 				if withCost {
 					cost := "-"
 					if r.Usage != nil {
@@ -313,30 +314,46 @@ func (a *app) runsCmd() *cobra.Command {
 			return out.Flush()
 		},
 	}
-	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
+	cmd.Flags().StringVar(&repo, "repo", "", "repository "+repoDefault)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as a JSON array")
 	return cmd
 }
 
 func (a *app) logsCmd() *cobra.Command {
 	var repo string
-	var follow, all bool
+	var follow, all, asJSON bool
 	cmd := &cobra.Command{
-		Use:   "logs RUN_ID [STEP]",
+		Use:   "logs [RUN_ID] [STEP]",
 		Short: "Print the output of a step's latest session",
 		Long: `logs prints the output of the latest session of STEP (logs/<step>.<iteration>.<attempt>.log);
 --all prints every session of the step in order, --follow keeps printing while the
-session runs. A run on Temporal keeps the tail of each step's last session:
-without a STEP, every step's.`,
-		Args: cobra.RangeArgs(1, 2),
+session runs. A RUN_ID left out means the most recently active run: flow logs STEP.
+Given no STEP, it lists the run's steps. A run on Temporal keeps the tail of each
+step's last session: without a STEP, every step's. --json prints JSON Lines:
+{"run_id", "step", "log", "iteration", "attempt", "offset", "text"} for each piece
+of a log, in order, then one line whose "end" says how the step stands ({"status",
+"exit_code", "error"}).`,
+		Example: "  flow logs 20250115-143000-f8c1a4 tests\n  flow logs tests --all\n  flow logs tests --follow",
+		Args:    cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := ops.LogsRequest{Repo: repo, RunID: args[0], Step: argAt(args, 1), All: all, Follow: follow}
-			return a.engine().Logs(cmd.Context(), req, a.stdio.Out, a.stdio.Err)
+			req := ops.LogsRequest{Repo: repo, RunID: argAt(args, 0), Step: argAt(args, 1), All: all, Follow: follow, JSON: asJSON}
+			if asJSON || !isTerminal(a.stdio.Out) {
+				return a.engine().Logs(cmd.Context(), req, a.stdio.Out, a.stdio.Err)
+			}
+			// On a terminal, a session's output keeps its colours but
+			// cannot move the cursor, set the title or the clipboard.
+			tw := termsafe.NewWriter(a.stdio.Out)
+			err := a.engine().Logs(cmd.Context(), req, tw, a.stdio.Err)
+			if ferr := tw.Flush(); err == nil {
+				err = ferr
+			}
+			return err
 		},
 	}
-	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
+	cmd.Flags().StringVar(&repo, "repo", "", "repository "+repoDefault)
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing the output while the session runs")
 	cmd.Flags().BoolVar(&all, "all", false, "print every session of the step, oldest first")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON Lines: the logs' pieces, then how the step stands")
 	return cmd
 }
 
@@ -344,22 +361,25 @@ func (a *app) approveCmd() *cobra.Command {
 	var repo, by string
 	var inputs []string
 	cmd := &cobra.Command{
-		Use:   "approve RUN_ID STEP",
+		Use:   "approve [RUN_ID] STEP",
 		Short: "Approve a human step that waits",
 		Long: `approve writes the step's manual input file ({"approved": true, ...}); the runner
 waiting on it goes on within a second, or flow resume goes on after a --no-wait
-run. --input k=v values are available to later expressions as steps.<id>.input.`,
-		Example: "  flow approve 20250115-143000-f8c1a4 manual_approval --by alice --input ticket=OPS-12",
-		Args:    cobra.ExactArgs(2),
+run. --input k=v values are available to later expressions as steps.<id>.input.
+Without RUN_ID it takes the one run of the repository that has not finished, when
+there is exactly one; given no STEP, it lists the run's steps that wait.`,
+		Example: "  flow approve 20250115-143000-f8c1a4 manual_approval --by alice --input ticket=OPS-12\n  flow approve manual_approval",
+		Args:    cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in, err := ops.ParseInputs(inputs)
 			if err != nil {
 				return err
 			}
-			return a.decide(cmd.Context(), ops.DecideRequest{Repo: repo, RunID: args[0], Step: args[1], Approve: true, By: by, Input: in})
+			// One argument is the run or the step (ops.DecideRequest).
+			return a.decide(cmd.Context(), ops.DecideRequest{Repo: repo, RunID: argAt(args, 0), Step: argAt(args, 1), Approve: true, By: by, Input: in})
 		},
 	}
-	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
+	cmd.Flags().StringVar(&repo, "repo", "", "repository "+repoDefault)
 	cmd.Flags().StringVar(&by, "by", "", "who approves (default: $USER, else the OS user name)")
 	cmd.Flags().StringArrayVar(&inputs, "input", nil, "input for later steps: --input key=value (repeatable)")
 	return cmd
@@ -368,14 +388,18 @@ run. --input k=v values are available to later expressions as steps.<id>.input.`
 func (a *app) rejectCmd() *cobra.Command {
 	var repo, by, reason string
 	cmd := &cobra.Command{
-		Use:   "reject RUN_ID STEP --reason TEXT",
+		Use:   "reject [RUN_ID] STEP --reason TEXT",
 		Short: "Reject a human step that waits: it fails, or loops back",
-		Args:  cobra.ExactArgs(2),
+		Long: `reject writes the step's manual input file ({"approved": false, "reason": ...}): the
+step fails, or loops back when its gate says so. Without RUN_ID it takes the one run
+of the repository that has not finished, when there is exactly one; given no STEP,
+it lists the run's steps that wait.`,
+		Args: cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.decide(cmd.Context(), ops.DecideRequest{Repo: repo, RunID: args[0], Step: args[1], By: by, Reason: reason})
+			return a.decide(cmd.Context(), ops.DecideRequest{Repo: repo, RunID: argAt(args, 0), Step: argAt(args, 1), By: by, Reason: reason})
 		},
 	}
-	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
+	cmd.Flags().StringVar(&repo, "repo", "", "repository "+repoDefault)
 	cmd.Flags().StringVar(&by, "by", "", "who rejects (default: $USER, else the OS user name)")
 	cmd.Flags().StringVar(&reason, "reason", "", "why (required)")
 	return cmd
@@ -439,7 +463,7 @@ sessions and never interrupts one.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
+	cmd.Flags().StringVar(&repo, "repo", "", "repository "+repoDefault)
 	cmd.Flags().StringVar(&note, "note", "", "a note kept in control.json")
 	return cmd
 }
@@ -466,7 +490,7 @@ be resumed (flow resume RUN_ID). A run no runner holds has nothing to stop.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
+	cmd.Flags().StringVar(&repo, "repo", "", "repository "+repoDefault)
 	cmd.Flags().StringVar(&by, "by", "", "who cancels (default: $USER, else the OS user name)")
 	return cmd
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/flow-run/flow/runner/ops"
 )
 
-// This file wires the Temporal engine (README.md, "Running on Temporal") into flow's
+// This file wires the Temporal engine (docs/temporal.md) into flow's
 // commands. The engine itself links Temporal's SDK, which costs every
 // flow command about 3.5 ms of start-up and 15 MB: it lives in
 // flow-temporal, the same command line built with -tags temporal
@@ -195,7 +195,7 @@ worker (docs/temporal.md).`,
 		},
 	}
 	f.addServer(cmd)
-	cmd.Flags().StringVar(&repo, "repo", "", "repository the sessions work in (default: the current directory)")
+	cmd.Flags().StringVar(&repo, "repo", "", "repository the sessions work in "+repoDefault)
 	cmd.Flags().BoolVar(&shared, "shared-repo", false, "the workers share this repository: any of them may run any session")
 	cmd.Flags().DurationVar(&f.drain, "drain-timeout", 0, "on SIGTERM, how long the sessions running may finish before they are handed back to run on another worker (default 5m)")
 	return cmd

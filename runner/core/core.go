@@ -228,11 +228,15 @@ type HumanReady struct {
 	ManualInputPath string
 }
 
-// HumanDecision reports a human's input to a waiting step.
+// HumanDecision reports a human's input to a waiting step, that its
+// human.timeout passed, or (Err) that its human block's message or
+// timeout could not be evaluated: the step fails with it, as at any
+// other expression.
 type HumanDecision struct {
 	Step     string
 	Input    HumanInput
 	TimedOut bool
+	Err      string
 }
 
 // ItemsResult answers ExpandItems: the items of a loop step, in order,
@@ -241,6 +245,9 @@ type HumanDecision struct {
 type ItemsResult struct {
 	Step  string
 	Items []LoopItem
+	// Total is the length of the list when Items holds only its first
+	// items (a driver stops one past the loop's limit); 0 is len(Items).
+	Total int
 	// Err is set when the list could not be evaluated, or is not a
 	// list: the loop step fails with it.
 	Err string
@@ -579,6 +586,17 @@ func (c *Core) begin(x *decider, in Begin) {
 				x.emit(EvReconciled, id, nil)
 			}
 		case WaitingOnHuman:
+			if ps := c.step(id); ps != nil && ps.Kind != KindHuman && !ps.HumanAfter {
+				// An accepted edit took the step's human away: the wait is
+				// over. A session that ran before it stands; a step that
+				// ran none runs as it is now.
+				if s.ExitCode != nil {
+					x.emit(EvStepCompleted, id, sessionOutcome(s))
+				} else {
+					x.emit(EvReconciled, id, Note{Message: "the workflow was edited: the step no longer waits on a human, and runs as it is now"})
+				}
+				break
+			}
 			x.effect(AwaitHuman{Step: id, ManualInputPath: deref(s.ManualInputPath)})
 		}
 	}
@@ -694,6 +712,7 @@ func (c *Core) sessionEnd(x *decider, in SessionDone) {
 		if s.Attempts >= ps.MaxAttempts && ps.MaxAttempts > 1 {
 			o.Error = fmt.Sprintf("%s (attempt %d of %d)", o.Error, s.Attempts, ps.MaxAttempts)
 		}
+		o.Evidence = evidence(in.Facts.Output)
 		x.emit(EvStepFailed, in.Step, o)
 		c.stepFailed(in.Step, exitFailed, fmt.Sprintf("step %s failed: %s", in.Step, o.Error))
 	case ps.HasGate:
@@ -761,6 +780,7 @@ func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
 	ps := c.step(g)
 	if ps.LoopTarget == "" {
 		o.Error = "gate failed: " + reason
+		o.Evidence = output
 		x.emit(EvStepFailed, g, o)
 		c.stepFailed(g, exitFailed, fmt.Sprintf("step %s: gate failed: %s", g, reason))
 		return
@@ -779,6 +799,7 @@ func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
 	switch {
 	case ts == nil:
 		o.Error = fmt.Sprintf("gate failed: %s; loop_back_to %q is not a step of this run", reason, target)
+		o.Evidence = output
 		x.emit(EvStepFailed, g, o)
 		c.stepFailed(g, exitFailed, o.Error)
 		return
@@ -876,7 +897,9 @@ func (c *Core) humanDecision(x *decider, in HumanDecision) {
 		return
 	}
 	c.idle = false
-	x.emit(EvHumanInput, in.Step, in.Input)
+	if in.Err == "" {
+		x.emit(EvHumanInput, in.Step, in.Input)
+	}
 	o := Outcome{Attempt: s.Attempts}
 	if ps := c.step(in.Step); ps != nil && ps.HumanAfter {
 		o = sessionOutcome(s)
@@ -886,6 +909,10 @@ func (c *Core) humanDecision(x *decider, in HumanDecision) {
 		who = "a human"
 	}
 	switch {
+	case in.Err != "":
+		o.Error = shorten(in.Err)
+		x.emit(EvStepFailed, in.Step, o)
+		c.stepFailed(in.Step, exitFailed, fmt.Sprintf("step %s: %s", in.Step, o.Error))
 	case in.TimedOut:
 		o.Error = "no human decision before human.timeout"
 		x.emit(EvStepFailed, in.Step, o)

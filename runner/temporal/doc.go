@@ -1,4 +1,4 @@
-// Package temporal is flow's Temporal driver (README.md, "Running on Temporal"): a run as a
+// Package temporal is flow's Temporal driver (docs/temporal.md): a run as a
 // Temporal workflow that drives the same decision core as the local
 // driver, with sessions, evaluations and the run's record as
 // activities on workers (flow worker), approvals and control as
