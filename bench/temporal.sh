@@ -117,6 +117,33 @@ for n in $NS; do
 	l=$(printf '%s\n' "${lt[@]}" | median) t=$(printf '%s\n' "${tt[@]}" | median)
 	printf '%s\t%s\t%s\n' "$n" "$l" "$t" >>"$out/steps.tsv"
 	python3 -c "n=$n; l=$l; t=$t; print(f'N={n}: local {l:.2f} s ({l/n*1000:.1f} ms/step), temporal {t:.2f} s ({t/n*1000:.1f} ms/step), {t/l:.1f}x')" >&2
+	# Where a step's time goes: the gaps between the events of the last
+	# run's history, per step.
+	"$cli" workflow show -w "t$n-$RUNS" --address "$addr" --output json >"$out/history-$n.json"
+	python3 - "$out/history-$n.json" "$n" >"$out/breakdown-$n.txt" <<'PY'
+import json, sys
+from collections import defaultdict
+from datetime import datetime
+evs, n = json.load(open(sys.argv[1]))["events"], int(sys.argv[2])
+t = lambda e: datetime.fromisoformat(e["eventTime"].replace("Z", "+00:00")).timestamp()
+name = {
+    ("WORKFLOW_TASK_SCHEDULED", "WORKFLOW_TASK_STARTED"): "workflow task: waiting for a worker",
+    ("WORKFLOW_TASK_STARTED", "WORKFLOW_TASK_COMPLETED"): "workflow task: the workflow code",
+    ("ACTIVITY_TASK_SCHEDULED", "ACTIVITY_TASK_STARTED"): "activity: waiting for a worker",
+    ("ACTIVITY_TASK_STARTED", "ACTIVITY_TASK_COMPLETED"): "activity: on the worker",
+}
+gaps, count = defaultdict(float), defaultdict(int)
+for a, b in zip(evs, evs[1:]):
+    k = (a["eventType"].replace("EVENT_TYPE_", ""), b["eventType"].replace("EVENT_TYPE_", ""))
+    k = name.get(k, "between")
+    gaps[k] += (t(b) - t(a)) * 1000
+    count[k] += 1
+total = (t(evs[-1]) - t(evs[0])) * 1000
+print(f"{len(evs) / n:.1f} history events per step, {total / n:.1f} ms per step:")
+for k in sorted(gaps, key=lambda k: -gaps[k]):
+    print(f"  {k}: {gaps[k] / n:.1f} ms per step ({count[k] / n:.1f} per step)")
+PY
+	cat "$out/breakdown-$n.txt" >&2
 done
 stop_workers
 fi
