@@ -118,13 +118,16 @@ for n in $NS; do
 	printf '%s\t%s\t%s\n' "$n" "$l" "$t" >>"$out/steps.tsv"
 	python3 -c "n=$n; l=$l; t=$t; print(f'N={n}: local {l:.2f} s ({l/n*1000:.1f} ms/step), temporal {t:.2f} s ({t/n*1000:.1f} ms/step), {t/l:.1f}x')" >&2
 	# Where a step's time goes: the gaps between the events of the last
-	# run's history, per step.
+	# run's (latest execution's) history, per step.
 	"$cli" workflow show -w "t$n-$RUNS" --address "$addr" --output json >"$out/history-$n.json"
 	python3 - "$out/history-$n.json" "$n" >"$out/breakdown-$n.txt" <<'PY'
 import json, sys
 from collections import defaultdict
 from datetime import datetime
-evs, n = json.load(open(sys.argv[1]))["events"], int(sys.argv[2])
+evs = json.load(open(sys.argv[1]))["events"]
+# The steps of this execution (a run past 8,000 events continued as new):
+# its sessions' activities.
+n = sum(1 for e in evs if e.get("activityTaskScheduledEventAttributes", {}).get("activityType", {}).get("name") == "flow.Session") or int(sys.argv[2])
 t = lambda e: datetime.fromisoformat(e["eventTime"].replace("Z", "+00:00")).timestamp()
 name = {
     ("WORKFLOW_TASK_SCHEDULED", "WORKFLOW_TASK_STARTED"): "workflow task: waiting for a worker",
