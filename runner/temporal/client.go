@@ -338,21 +338,48 @@ func (e *Engine) ask(ctx context.Context, opts local.Options, step, msg string, 
 func Decide(ctx context.Context, c client.Client, runID string, req DecideRequest) (Decided, error) {
 	var d Decided
 	err := update(ctx, c, runID, UpdateDecide, req, &d)
+	if updateEnded(err) {
+		// The run's workflow has ended: it takes no Update, and the
+		// refusal is the one it would have given, from its last state.
+		if st, serr := Status(ctx, c, runID); serr == nil && st.State != nil {
+			return d, core.Refused("%v", decisionRefused(st.State, runID, req.Step, true))
+		}
+		return d, runError(runID, err)
+	}
 	return d, err
+}
+
+// updateEnded reports whether err is an Update's on a workflow that
+// has ended (or never was): the server finds no running execution.
+func updateEnded(err error) bool {
+	var nf *serviceerror.NotFound
+	return errors.As(err, &nf)
 }
 
 // Control changes the desired control state of a run on Temporal by
 // Update.
 func Control(ctx context.Context, c client.Client, runID string, desired core.ControlState) error {
 	var s string
-	return update(ctx, c, runID, UpdateControl, ControlRequest{Desired: desired}, &s)
+	err := update(ctx, c, runID, UpdateControl, ControlRequest{Desired: desired}, &s)
+	if updateEnded(err) {
+		if st, serr := Status(ctx, c, runID); serr == nil && st.State != nil {
+			return core.Refused("run %s has already %s", runID, st.State.Status)
+		}
+		return runError(runID, err)
+	}
+	return err
 }
 
+// update sends an Update to a run's workflow. An error that says the
+// workflow has ended (updateEnded) is returned as the server gave it.
 func update(ctx context.Context, c client.Client, runID, name string, arg, result any) error {
 	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: runID, UpdateName: name, Args: []any{arg},
 		WaitForStage: client.WorkflowUpdateStageCompleted})
 	if err == nil {
 		err = h.Get(ctx, result)
+	}
+	if updateEnded(err) {
+		return err
 	}
 	return runError(runID, err)
 }

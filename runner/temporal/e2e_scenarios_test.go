@@ -72,7 +72,21 @@ func (s *scene) note(op string, res local.Result, err error) {
 	} else if res.Status != "" {
 		line += " " + string(res.Status)
 	}
+	s.add(line)
+}
+
+// add records a line; the runs in the background record theirs too.
+func (s *scene) add(line string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.log = append(s.log, line)
+}
+
+// lines returns what the scenario recorded.
+func (s *scene) lines() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.log)
 }
 
 // exec runs a launch on the engine, as flow run and flow resume do.
@@ -116,7 +130,7 @@ func (s *scene) restart(op string, req ops.RestartRequest) local.Result {
 	}
 	if l.Plan != nil {
 		for _, m := range l.Plan.Missing {
-			s.log = append(s.log, fmt.Sprintf("%s: missing %s (artifact of %s)", op, m.Path, m.Step))
+			s.add(fmt.Sprintf("%s: missing %s (artifact of %s)", op, m.Path, m.Step))
 		}
 	}
 	res, err := s.exec(l)
@@ -131,8 +145,18 @@ func (s *scene) restart(op string, req ops.RestartRequest) local.Result {
 func (s *scene) goOn(op, id string, noWait bool) {
 	s.t.Helper()
 	if s.eng.Name() == "local" {
-		res := s.restart(op, ops.RestartRequest{RunID: id, NoWait: noWait})
-		s.log[len(s.log)-1] = fmt.Sprintf("%s: %s", op, res.Status)
+		req := ops.RestartRequest{Repo: s.repo, RunID: id, NoWait: noWait}
+		l, err := s.eng.Restart(s.ctx, req)
+		if err != nil {
+			s.note(op, local.Result{}, err)
+			return
+		}
+		res, err := s.exec(l)
+		if err != nil {
+			s.note(op, res, err)
+			return
+		}
+		s.add(fmt.Sprintf("%s: %s", op, res.Status))
 		return
 	}
 	var st ops.Status
@@ -141,7 +165,7 @@ func (s *scene) goOn(op, id string, noWait bool) {
 		st, err = s.eng.Status(s.ctx, s.repo, id)
 		return err == nil && st.State.Seq > s.mark && st.Over()
 	})
-	s.log = append(s.log, fmt.Sprintf("%s: %s", op, st.State.Status))
+	s.add(fmt.Sprintf("%s: %s", op, st.State.Status))
 }
 
 // markRun notes the seq of the last event of the run, before an
@@ -184,7 +208,7 @@ func (s *scene) steps(id string) {
 			parts = append(parts, fmt.Sprintf("%s=%s", k, strings.ToLower(string(ss.Status))))
 		}
 	}
-	s.log = append(s.log, "steps: "+strings.Join(parts, " "))
+	s.add("steps: " + strings.Join(parts, " "))
 }
 
 // await waits, by looking, until a file of the repository is there.
@@ -369,7 +393,7 @@ steps:
 			}
 			for _, k := range []string{"stories[s1].review", "stories[s2].review"} {
 				if ss := st.State.Steps[k]; ss != nil {
-					s.log = append(s.log, fmt.Sprintf("%s: %s, iteration %d", k, strings.ToLower(string(ss.Status)), ss.IterationCount))
+					s.add(fmt.Sprintf("%s: %s, iteration %d", k, strings.ToLower(string(ss.Status)), ss.IterationCount))
 				}
 			}
 		},
@@ -385,17 +409,16 @@ func TestEndToEndScenarios(t *testing.T) {
 	c := devServer(t)
 	for i, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
-			logs := map[string][]string{}
 			for _, engine := range []string{"local", "temporal"} {
 				s := newScene(t, c, engine, fmt.Sprintf("scenario-%d", i))
 				sc.play(s)
-				logs[engine] = s.log
+				got := s.lines()
 				want := sc.want
 				if engine == "temporal" && sc.wantTemporal != nil {
 					want = sc.wantTemporal
 				}
-				if !slices.Equal(s.log, want) {
-					t.Errorf("%s engine:\n  %s\nwant:\n  %s\noutput:\n%s", engine, strings.Join(s.log, "\n  "), strings.Join(want, "\n  "), s.out.String())
+				if !slices.Equal(got, want) {
+					t.Errorf("%s engine:\n  %s\nwant:\n  %s\noutput:\n%s", engine, strings.Join(got, "\n  "), strings.Join(want, "\n  "), s.out.String())
 				}
 			}
 		})

@@ -138,16 +138,25 @@ func (d *driver) validDecision(req DecideRequest) error {
 	if d.st == nil || d.st.RunID == "" {
 		return errStarting
 	}
-	s := d.st.Steps[req.Step]
-	switch {
-	case s == nil:
-		return fmt.Errorf("run %s has no step %s", d.in.RunID, req.Step)
-	case d.done || d.st.Status.Terminal():
-		return fmt.Errorf("run %s has already %s", d.in.RunID, d.st.Status)
-	case s.Status == core.WaitingOnHuman && !d.decidedInInbox(req.Step):
+	if d.st.Steps[req.Step] != nil && !d.done && !d.st.Status.Terminal() &&
+		d.st.Steps[req.Step].Status == core.WaitingOnHuman && !d.decidedInInbox(req.Step) {
 		// The state is the truth: the wait may be recorded before the
 		// driver has performed it (the worker mirrors the record first).
 		return nil
+	}
+	return decisionRefused(d.st, d.in.RunID, req.Step, d.done)
+}
+
+// decisionRefused says why a decision of step cannot win in a run
+// whose state is st (done: its workflow has ended), one whose step does
+// not wait on a human: the step was decided already, or never waited.
+func decisionRefused(st *core.State, runID, step string, done bool) error {
+	s := st.Steps[step]
+	switch {
+	case s == nil:
+		return fmt.Errorf("run %s has no step %s", runID, step)
+	case done || st.Status.Terminal():
+		return fmt.Errorf("run %s has already %s", runID, st.Status)
 	case s.Human != nil:
 		by := s.Human.By
 		if by == "" {
@@ -157,9 +166,9 @@ func (d *driver) validDecision(req DecideRequest) error {
 		if s.Human.Approved {
 			verb = "approved"
 		}
-		return fmt.Errorf("step %s was already %s by %s; it is %s", req.Step, verb, by, s.Status)
+		return fmt.Errorf("step %s was already %s by %s; it is %s", step, verb, by, s.Status)
 	}
-	return fmt.Errorf("step %s is not waiting on a human; it is %s", req.Step, s.Status)
+	return fmt.Errorf("step %s is not waiting on a human; it is %s", step, s.Status)
 }
 
 // decide hands the core a human's decision.
