@@ -474,6 +474,11 @@ func (x *run) open() error {
 	}
 	// Sessions of this runner are named in the run's generation.
 	x.names.Gen = x.st.Generation
+	// The snapshot is about to be behind the log: the runs index must
+	// read the run again (record.TouchState).
+	if err := record.TouchState(x.rec, x.dir, now); err != nil {
+		return err
+	}
 	// Nothing has run yet: the record needs no sync, and no snapshot
 	// (readers replay the events) until the first one is due.
 	x.lastSnap = now

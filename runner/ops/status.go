@@ -12,7 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/afero"
+
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/safefs"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
@@ -237,34 +240,51 @@ type RunList struct {
 
 // ListRuns lists the runs of a repository, newest first; runs that
 // cannot be read are listed with Error set. A repository that is not a
-// directory is an ExitUsage error.
+// directory is an ExitUsage error. The runs that have not changed since
+// the last list are taken from the runs index (record.ListRunEntries),
+// which it keeps up to date.
 func (s *Service) ListRuns(repo string) (RunList, error) {
 	dir, err := s.Repo(repo)
 	if err != nil {
 		return RunList{}, err
 	}
-	runs, err := record.ListRunHeads(s.FS, dir)
+	runs, err := record.ListRunEntries(s.FS, dir, s.recordFS(dir))
 	if err != nil {
 		return RunList{}, err
 	}
-	out := RunList{RunsDir: record.RunsDir(dir), Runs: []RunSummary{}}
+	out := RunList{RunsDir: record.RunsDir(dir), Runs: make([]RunSummary, 0, len(runs))}
 	for _, r := range runs {
-		x := RunSummary{RunID: r.ID, Dir: r.Dir}
-		if r.Err != nil {
-			x.Error = r.Err.Error()
-		} else {
-			x.Workflow, x.Status, x.ExitCode = r.State.WorkflowName, string(r.State.Status), r.State.ExitCode
-			x.Usage = r.State.Usage
-			if r.State.CreatedAt != nil {
-				x.CreatedAt = r.State.CreatedAt.String()
-			}
-			if r.State.UpdatedAt != nil {
-				x.UpdatedAt = r.State.UpdatedAt.String()
-			}
-		}
-		out.Runs = append(out.Runs, x)
+		out.Runs = append(out.Runs, summaryOfEntry(r))
 	}
 	return out, nil
+}
+
+// summaryOfEntry is the summary of a run as the record lists it.
+func summaryOfEntry(r record.RunEntry) RunSummary {
+	x := RunSummary{RunID: r.ID, Dir: r.Dir}
+	if r.Err != nil {
+		x.Error = r.Err.Error()
+		return x
+	}
+	x.Workflow, x.Status, x.ExitCode, x.Usage = r.Workflow, string(r.Status), r.ExitCode, r.Usage
+	if r.CreatedAt != nil {
+		x.CreatedAt = r.CreatedAt.String()
+	}
+	if r.UpdatedAt != nil {
+		x.UpdatedAt = r.UpdatedAt.String()
+	}
+	return x
+}
+
+// recordFS is the file system flow writes the files of repo's record
+// through: on the operating system's, one that opens beneath the
+// repository following no link (internal/safefs), since a session may
+// have planted one; any other (a test's) as it is.
+func (s *Service) recordFS(repo string) afero.Fs {
+	if _, ok := s.FS.(*afero.OsFs); ok {
+		return safefs.New(repo)
+	}
+	return s.FS
 }
 
 // WatchOptions says what Watch reports and how often it looks.

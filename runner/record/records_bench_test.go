@@ -61,6 +61,23 @@ func BenchmarkListRunHeads(b *testing.B) {
 	}
 }
 
+// BenchmarkListRunEntries is flow runs through the runs index: 10,000
+// runs of 3 steps, the index written by a first call, then checked
+// with one stat per run.
+func BenchmarkListRunEntries(b *testing.B) {
+	repo := copyRuns(b, 10000, 3)
+	fsys := afero.NewOsFs()
+	if _, err := ListRunEntries(fsys, repo, fsys); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		runs, err := ListRunEntries(fsys, repo, fsys)
+		if err != nil || len(runs) != 10000 || runs[0].Err != nil {
+			b.Fatal(len(runs), err)
+		}
+	}
+}
+
 // BenchmarkListRuns reads every run whole, as flow runs did.
 func BenchmarkListRuns(b *testing.B) {
 	repo := copyRuns(b, 200, 20)
