@@ -66,7 +66,9 @@ func writeRun(t *testing.T, fsys afero.Fs, s spec) {
 	}
 }
 
-func worktreeOf(id string) string { return filepath.Join(repo, ".agents", "worktrees", id, core.RunScope) }
+func worktreeOf(id string) string {
+	return filepath.Join(repo, ".agents", "worktrees", id, core.RunScope)
+}
 
 // fakeGit is a repository's git: its worktrees and branches, and what
 // was removed.
