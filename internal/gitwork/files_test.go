@@ -8,9 +8,9 @@ import (
 
 func TestEnsureIgnore(t *testing.T) {
 	for name, tc := range map[string]struct{ before, want string }{
-		"none":     {"", "# flow's run records and worktrees (written by flow)\nruns/\nworktrees/\n.gitignore\n"},
-		"partial":  {"runs/\nprompts-draft/", "runs/\nprompts-draft/\nworktrees/\n.gitignore\n"},
-		"complete": {"/runs/\nworktrees/\n.gitignore\n", "/runs/\nworktrees/\n.gitignore\n"},
+		"none":     {"", "# flow's run records and worktrees (written by flow)\nruns/\nworktrees/\nhistory.jsonl\n.gitignore\n"},
+		"partial":  {"runs/\nprompts-draft/", "runs/\nprompts-draft/\nworktrees/\nhistory.jsonl\n.gitignore\n"},
+		"complete": {"/runs/\nworktrees/\n/history.jsonl\n.gitignore\n", "/runs/\nworktrees/\n/history.jsonl\n.gitignore\n"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			fsys := afero.NewMemMapFs()

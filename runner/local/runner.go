@@ -286,6 +286,10 @@ type run struct {
 	// wspaces are the run's workspaces (workspace.go), set up at first
 	// use.
 	wspaces *workspaces
+	// finished is set when the run finished in this runner: its history
+	// line is written, and its workflow's retention applied
+	// (retention.go).
+	finished bool
 }
 
 // Run runs (or resumes) a run until it ends, waits on a human with
