@@ -266,13 +266,19 @@ func note(s *core.StepState) string {
 
 func (a *app) runsCmd() *cobra.Command {
 	var repo string
-	var asJSON bool
+	var asJSON, all bool
 	cmd := &cobra.Command{
-		Use:   "runs",
+		Use:   "runs [--all]",
 		Short: "List the runs of a repository, newest first",
-		Args:  cobra.NoArgs,
+		Long: `runs lists the runs recorded in the repository (.agents/runs/), newest first.
+--all adds the runs flow prune removed, from the history of finished runs
+(.agents/history.jsonl), marked (pruned).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			list, err := a.svc.ListRuns(repo)
+			if all {
+				list, err = a.svc.ListAllRuns(repo)
+			}
 			if err != nil {
 				return err
 			}
@@ -297,7 +303,11 @@ func (a *app) runsCmd() *cobra.Command {
 					fmt.Fprintf(tw, "%s\t?\tunreadable: %s\t\t\n", r.RunID, r.Error)
 					continue
 				}
-				line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s", r.RunID, r.Workflow, r.Status, r.CreatedAt, r.UpdatedAt)
+				status := r.Status
+				if r.Pruned {
+					status += " (pruned)"
+				}
+				line := r.RunID + "\t" + r.Workflow + "\t" + status + "\t" + r.CreatedAt + "\t" + r.UpdatedAt
 				if withCost {
 					cost := "-"
 					if r.Usage != nil {
@@ -305,7 +315,7 @@ func (a *app) runsCmd() *cobra.Command {
 					}
 					line += "\t" + cost
 				}
-				fmt.Fprintln(tw, line)
+				io.WriteString(tw, line+"\n")
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -315,6 +325,7 @@ func (a *app) runsCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as a JSON array")
+	cmd.Flags().BoolVar(&all, "all", false, "list the pruned runs too, from .agents/history.jsonl")
 	return cmd
 }
 

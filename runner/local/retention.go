@@ -29,10 +29,7 @@ func (x *run) retain(ctx context.Context) {
 	if r == nil {
 		return
 	}
-	pol := retention.Policy{Keep: -1, OlderThan: r.OlderThan, Workflow: x.st.WorkflowName}
-	if r.Keep > 0 {
-		pol.Keep = r.Keep
-	}
+	pol := retention.Policy{Keep: r.Keep, OlderThan: r.OlderThan, Workflow: x.st.WorkflowName}
 	var g retention.Git
 	if rg, ok := x.ws().git.(retention.Git); ok {
 		g = rg

@@ -228,6 +228,10 @@ type RunSummary struct {
 	Error string `json:"error,omitempty"`
 	// Usage is what the run's agents consumed, when they reported it.
 	Usage *core.AgentUsage `json:"usage,omitempty"`
+	// Pruned is set on a run known only from the history
+	// (.agents/history.jsonl): its record was removed (flow prune). Its
+	// Dir is then "", and UpdatedAt is when it ended.
+	Pruned bool `json:"pruned,omitempty"`
 }
 
 // RunList is the result of ListRuns.
@@ -257,6 +261,55 @@ func (s *Service) ListRuns(repo string) (RunList, error) {
 		out.Runs = append(out.Runs, summaryOfEntry(r))
 	}
 	return out, nil
+}
+
+// ListAllRuns lists the runs of a repository as ListRuns does, and the
+// runs whose record was removed that its history tells of
+// (.agents/history.jsonl), with Pruned set; newest first (by creation,
+// then id). A run that has both a record and a history line is listed
+// from its record.
+func (s *Service) ListAllRuns(repo string) (RunList, error) {
+	list, err := s.ListRuns(repo)
+	if err != nil {
+		return list, err
+	}
+	dir, err := s.Repo(repo)
+	if err != nil {
+		return list, err
+	}
+	history, err := record.ReadHistory(s.FS, dir)
+	if err != nil {
+		return list, err
+	}
+	have := make(map[string]bool, len(list.Runs))
+	for _, r := range list.Runs {
+		have[r.RunID] = true
+	}
+	n := len(list.Runs)
+	for _, h := range history {
+		if have[h.RunID] {
+			continue
+		}
+		x := RunSummary{RunID: h.RunID, Workflow: h.Workflow, Status: string(h.Status), ExitCode: h.ExitCode, Usage: h.Usage, Pruned: true}
+		if h.CreatedAt != nil {
+			x.CreatedAt = h.CreatedAt.String()
+		}
+		if h.EndedAt != nil {
+			x.UpdatedAt = h.EndedAt.String()
+		}
+		list.Runs = append(list.Runs, x)
+	}
+	if len(list.Runs) > n {
+		// The times are written in one layout (UTC, microseconds), in
+		// which their text sorts as they do; "" (unknown) sorts last.
+		slices.SortStableFunc(list.Runs, func(a, b RunSummary) int {
+			if c := strings.Compare(b.CreatedAt, a.CreatedAt); c != 0 {
+				return c
+			}
+			return strings.Compare(b.RunID, a.RunID)
+		})
+	}
+	return list, nil
 }
 
 // summaryOfEntry is the summary of a run as the record lists it.

@@ -14,8 +14,8 @@ import (
 // Policy says which finished runs go.
 type Policy struct {
 	// Keep is how many of the newest runs (by creation) of each
-	// workflow, among those of Statuses, stay whatever their age; a
-	// negative Keep keeps none for being new.
+	// workflow, among those of Statuses, stay whatever their age; 0 or
+	// less keeps none for being new.
 	Keep int
 	// OlderThan, when above 0, keeps the runs that ended less than
 	// OlderThan ago, whatever their number.
@@ -134,7 +134,7 @@ func Select(p Policy, runs []Run, now time.Time) []Decision {
 		}
 		age := now.Sub(ended)
 		var why []string
-		if p.Keep >= 0 {
+		if p.Keep > 0 {
 			if n < p.Keep {
 				d.Why = fmt.Sprintf("one of the %d newest %s runs of %s", p.Keep, p.statusText(), r.Workflow)
 				out = append(out, d)

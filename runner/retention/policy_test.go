@@ -41,12 +41,12 @@ func TestSelect(t *testing.T) {
 		{"keep 1: completed runs only, per workflow", Policy{Keep: 1}, "a2 a4 b2 z1", "a1 b1"},
 		{"keep 0: every completed run", Policy{Keep: 0}, "a1 b1 a2 a4 b2 z1", ""},
 		{"keep 5: fewer runs than that", Policy{Keep: 5}, "", "a1 b1 a2 a4 b2 z1"},
-		{"older than a week", Policy{Keep: -1, OlderThan: 7 * day}, "a4 b2", "a1 b1 a2 z1"},
+		{"older than a week", Policy{Keep: 0, OlderThan: 7 * day}, "a4 b2", "a1 b1 a2 z1"},
 		{"keep 1 and older than 2 days: both must hold", Policy{Keep: 1, OlderThan: 2 * day}, "a2 a4 b2", "a1 b1 z1"},
 		{"one workflow", Policy{Keep: 1, Workflow: "b"}, "b2", "b1"},
 		{"failed too", Policy{Keep: 1, Statuses: []core.RunStatus{core.RunCompleted, core.RunFailed}}, "a2 a3 a4 b2 z1", "a1 b1"},
 		{"every status that may go", Policy{Keep: 0, Statuses: all}, "a1 b1 a2 a3 a4 a5 a6 b2 z1", ""},
-		{"interrupted only", Policy{Keep: -1, OlderThan: day, Statuses: []core.RunStatus{core.RunInterrupted}}, "a5", ""},
+		{"interrupted only", Policy{Keep: 0, OlderThan: day, Statuses: []core.RunStatus{core.RunInterrupted}}, "a5", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -91,7 +91,7 @@ func TestSelectWhy(t *testing.T) {
 			t.Errorf("%s: %q, want %q", d.ID, d.Why, want[d.ID])
 		}
 	}
-	ds = Select(Policy{Keep: -1, OlderThan: 48 * time.Hour}, runs, now)
+	ds = Select(Policy{Keep: 0, OlderThan: 48 * time.Hour}, runs, now)
 	if ds[0].Why != "ended 1h0m ago, less than 2d" {
 		t.Errorf("young run: %q", ds[0].Why)
 	}

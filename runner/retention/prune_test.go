@@ -208,7 +208,7 @@ func TestPrune(t *testing.T) {
 			"c2 c3", "c1: the run that is ending; c4: live: its runner (pid 1 on here) holds it", 0},
 		{"interrupted runs: not one that waits", Policy{Keep: 0, Statuses: []core.RunStatus{core.RunInterrupted}}, Options{},
 			"i2", "i1: step work waits on a human", 0},
-		{"older than 3 days, any status", Policy{Keep: -1, OlderThan: 72 * time.Hour, Statuses: Prunable}, Options{},
+		{"older than 3 days, any status", Policy{Keep: 0, OlderThan: 72 * time.Hour, Statuses: Prunable}, Options{},
 			"c3 f1 i2 b1", "c4: live: its runner (pid 1 on here) holds it; i1: step work waits on a human", 2},
 		{"a dry run removes nothing", Policy{Keep: 0}, Options{DryRun: true},
 			"c1 c2 c3 b1", "c4: live: its runner (pid 1 on here) holds it", 0},
