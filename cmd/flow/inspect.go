@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -290,34 +291,7 @@ func (a *app) runsCmd() *cobra.Command {
 				return nil
 			}
 			out := bufio.NewWriterSize(a.stdio.Out, 64<<10)
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			// A cost column when some run's agents reported usage.
-			withCost := slices.ContainsFunc(list.Runs, func(r ops.RunSummary) bool { return r.Usage != nil })
-			head := "RUN\tWORKFLOW\tSTATUS\tCREATED\tUPDATED"
-			if withCost {
-				head += "\tCOST"
-			}
-			fmt.Fprintln(tw, head)
-			for _, r := range list.Runs {
-				if r.Error != "" {
-					fmt.Fprintf(tw, "%s\t?\tunreadable: %s\t\t\n", r.RunID, r.Error)
-					continue
-				}
-				status := r.Status
-				if r.Pruned {
-					status += " (pruned)"
-				}
-				line := r.RunID + "\t" + r.Workflow + "\t" + status + "\t" + r.CreatedAt + "\t" + r.UpdatedAt
-				if withCost {
-					cost := "-"
-					if r.Usage != nil {
-						cost = costText(r.Usage)
-					}
-					line += "\t" + cost
-				}
-				io.WriteString(tw, line+"\n")
-			}
-			if err := tw.Flush(); err != nil {
+			if err := printRuns(out, list.Runs); err != nil {
 				return err
 			}
 			return out.Flush()
@@ -327,6 +301,79 @@ func (a *app) runsCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as a JSON array")
 	cmd.Flags().BoolVar(&all, "all", false, "list the pruned runs too, from .agents/history.jsonl")
 	return cmd
+}
+
+// runRows returns the table of runs flow runs prints, a row per run
+// under a header; a run that cannot be read is a row of its own shape.
+// A cost column is there when some run's agents reported usage.
+func runRows(runs []ops.RunSummary) (rows [][]string, uniform bool) {
+	withCost := slices.ContainsFunc(runs, func(r ops.RunSummary) bool { return r.Usage != nil })
+	head := []string{"RUN", "WORKFLOW", "STATUS", "CREATED", "UPDATED"}
+	if withCost {
+		head = append(head, "COST")
+	}
+	rows = make([][]string, 0, len(runs)+1)
+	rows = append(rows, head)
+	// The rows' cells are carved from one array.
+	cells := make([]string, 0, len(runs)*len(head))
+	uniform = true
+	for _, r := range runs {
+		if r.Error != "" {
+			rows = append(rows, []string{r.RunID, "?", "unreadable: " + r.Error, "", ""})
+			uniform = false
+			continue
+		}
+		status := r.Status
+		if r.Pruned {
+			status += " (pruned)"
+		}
+		n := len(cells)
+		cells = append(cells, r.RunID, r.Workflow, status, r.CreatedAt, r.UpdatedAt)
+		if withCost {
+			cost := "-"
+			if r.Usage != nil {
+				cost = costText(r.Usage)
+			}
+			cells = append(cells, cost)
+		}
+		rows = append(rows, cells[n:len(cells):len(cells)])
+	}
+	return rows, uniform
+}
+
+// printRuns prints the table of runs, its columns two spaces apart, as
+// text/tabwriter aligns them. Rows that all have the same cells (no
+// unreadable run) are aligned here, in one pass over them: flow runs of
+// 10,000 runs spent a third of its memory in tabwriter's copies of the
+// cells.
+func printRuns(w *bufio.Writer, runs []ops.RunSummary) error {
+	rows, uniform := runRows(runs)
+	if !uniform {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		for _, row := range rows {
+			io.WriteString(tw, strings.Join(row, "\t")+"\n")
+		}
+		return tw.Flush()
+	}
+	last := len(rows[0]) - 1
+	width := make([]int, last)
+	for _, row := range rows {
+		for c := range last {
+			width[c] = max(width[c], utf8.RuneCountInString(row[c]))
+		}
+	}
+	const pad = "                                                                "
+	for _, row := range rows {
+		for c := range last {
+			w.WriteString(row[c])
+			for n := width[c] + 2 - utf8.RuneCountInString(row[c]); n > 0; n -= len(pad) {
+				w.WriteString(pad[:min(n, len(pad))])
+			}
+		}
+		w.WriteString(row[last])
+		w.WriteByte('\n')
+	}
+	return nil
 }
 
 func (a *app) logsCmd() *cobra.Command {

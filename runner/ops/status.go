@@ -320,12 +320,7 @@ func summaryOfEntry(r record.RunEntry) RunSummary {
 		return x
 	}
 	x.Workflow, x.Status, x.ExitCode, x.Usage = r.Workflow, string(r.Status), r.ExitCode, r.Usage
-	if r.CreatedAt != nil {
-		x.CreatedAt = r.CreatedAt.String()
-	}
-	if r.UpdatedAt != nil {
-		x.UpdatedAt = r.UpdatedAt.String()
-	}
+	x.CreatedAt, x.UpdatedAt = r.CreatedAt, r.UpdatedAt
 	return x
 }
 

@@ -1,12 +1,10 @@
 package record
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -33,12 +31,15 @@ type RunEntry struct {
 	Dir string
 	// Workflow, Status, ExitCode, CreatedAt, UpdatedAt and Usage are the
 	// state's fields of those names; they are empty when Err is set and
-	// the run could not be read at all.
+	// the run could not be read at all. The times are written as the
+	// record writes them (core.Time's text: UTC, microseconds, a layout
+	// whose text sorts as the times do), "" when unknown: a list shows
+	// them as they are, and never parses them.
 	Workflow  string
 	Status    core.RunStatus
 	ExitCode  int
-	CreatedAt *core.Time
-	UpdatedAt *core.Time
+	CreatedAt string
+	UpdatedAt string
 	Usage     *core.AgentUsage
 	// Err is why the run could not be read, as in RunHead.
 	Err error
@@ -49,9 +50,31 @@ func entryOf(h RunHead) RunEntry {
 	e := RunEntry{ID: h.ID, Dir: h.Dir, Err: h.Err}
 	if st := h.State; st != nil {
 		e.Workflow, e.Status, e.ExitCode = st.WorkflowName, st.Status, st.ExitCode
-		e.CreatedAt, e.UpdatedAt, e.Usage = st.CreatedAt, st.UpdatedAt, st.Usage
+		e.CreatedAt, e.UpdatedAt, e.Usage = timeText(st.CreatedAt), timeText(st.UpdatedAt), st.Usage
 	}
 	return e
+}
+
+// timeText returns a time of the record as the record writes it, or ""
+// for none.
+func timeText(t *core.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.String()
+}
+
+// ParseTime reads a time written as the record writes it (RunEntry's
+// times); "" is the zero time.
+func ParseTime(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	var t core.Time
+	if err := t.UnmarshalText([]byte(s)); err != nil {
+		return time.Time{}, err
+	}
+	return t.Time, nil
 }
 
 // ListRunEntries returns the runs of repo, newest first, each as
@@ -74,7 +97,12 @@ func entryOf(h RunHead) RunEntry {
 // has none.
 func ListRunEntries(fsys afero.Fs, repo string, index afero.Fs) ([]RunEntry, error) {
 	dir := filepath.Clean(RunsDir(repo))
-	ids, err := runNames(fsys, dir)
+	d, err := openRunsDir(fsys, dir)
+	if err != nil || d == nil {
+		return nil, err
+	}
+	defer d.close()
+	ids, err := d.names()
 	if err != nil {
 		return nil, err
 	}
@@ -91,6 +119,7 @@ func ListRunEntries(fsys afero.Fs, repo string, index afero.Fs) ([]RunEntry, err
 	)
 	for range workers {
 		wg.Go(func() {
+			stat := d.stater()
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= len(ids) {
@@ -101,12 +130,8 @@ func ListRunEntries(fsys afero.Fs, repo string, index afero.Fs) ([]RunEntry, err
 				// cleaning, which costs as much as a stat.
 				id := ids[i]
 				rd := dir + string(filepath.Separator) + id
-				fi, serr := fsys.Stat(rd + string(filepath.Separator) + StateFile)
-				// The size and time are taken at once: a FileInfo may
-				// describe the file as it is when asked (in memory).
-				var size, mtime int64
+				size, mtime, serr := stat(id)
 				if serr == nil {
-					size, mtime = fi.Size(), fi.ModTime().UnixNano()
 					if e := old[id]; e != nil && e.size == size && e.mtime == mtime {
 						runs[i], use[i], found[i] = e.RunEntry, e, true
 						runs[i].ID, runs[i].Dir = id, rd
@@ -142,17 +167,10 @@ func ListRunEntries(fsys afero.Fs, repo string, index afero.Fs) ([]RunEntry, err
 	changed = changed || used != len(old)
 	// Newest first, by creation time then id: the ids are distinct, so
 	// the order is total and an unstable sort gives it. The runs are
-	// sorted by their place, not moved about while sorting.
-	created := make([]int64, len(ids))
-	for _, i := range order {
-		if t := runs[i].CreatedAt; t != nil {
-			created[i] = t.UnixNano()
-		} else {
-			created[i] = math.MinInt64
-		}
-	}
+	// sorted by their place, not moved about while sorting; their
+	// times' text sorts as the times do, and "" (unknown) last.
 	slices.SortFunc(order, func(a, b int) int {
-		if c := cmp.Compare(created[b], created[a]); c != 0 {
+		if c := strings.Compare(runs[b].CreatedAt, runs[a].CreatedAt); c != 0 {
 			return c
 		}
 		return strings.Compare(ids[b], ids[a])
@@ -183,27 +201,6 @@ func settled(fsys afero.Fs, runDir string) bool {
 		}
 	}
 	return true
-}
-
-// runNames lists the names in the runs directory dir that may be runs:
-// every name but the hidden ones. Unlike runIDs it does not ask what
-// each name is (a stat per name); ListRunEntries stats each run's
-// run_state.json anyway, and looks at the name itself only when that
-// fails.
-func runNames(fsys afero.Fs, dir string) ([]string, error) {
-	f, err := fsys.Open(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list runs in %s: %w", dir, err)
-	}
-	defer f.Close()
-	names, err := f.Readdirnames(-1)
-	if err != nil {
-		return nil, fmt.Errorf("list runs in %s: %w", dir, err)
-	}
-	return slices.DeleteFunc(names, func(n string) bool { return strings.HasPrefix(n, ".") }), nil
 }
 
 // TouchState changes the modification time of the run_state.json of
@@ -250,22 +247,21 @@ const indexHeader = "flow runs index 1\n"
 //
 //	id size mtime workflow status exit_code created updated usage
 //
-// created and updated are Unix nanoseconds ("-" when unknown); usage is
+// created and updated are as RunEntry holds them ("-" when unknown); usage is
 // "-" or tokens_in,tokens_out,tokens_cached,cost_usd,cost_estimated,
 // turns,sessions. Reading it costs a split per line, not a JSON
 // decoding per run: flow runs reads it whole each time.
 
 // indexable reports whether an entry can be written in the index: its
-// text fields hold no tab or newline, and its times fit in Unix
-// nanoseconds.
+// text fields hold no tab or newline.
 func indexable(e RunEntry) bool {
 	for _, s := range []string{e.ID, e.Workflow, string(e.Status)} {
 		if strings.ContainsAny(s, "\t\n") {
 			return false
 		}
 	}
-	for _, t := range []*core.Time{e.CreatedAt, e.UpdatedAt} {
-		if t != nil && !time.Unix(0, t.UnixNano()).Equal(t.Time) {
+	for _, t := range []string{e.CreatedAt, e.UpdatedAt} {
+		if t == "-" || strings.ContainsAny(t, "\t\n") {
 			return false
 		}
 	}
@@ -289,13 +285,12 @@ func writeIndex(fsys afero.Fs, path string, entries []*indexEntry) error {
 			b = append(append(b, '\t'), e.Status...)
 			b = append(b, '\t')
 			b = strconv.AppendInt(b, int64(e.ExitCode), 10)
-			for _, t := range []*core.Time{e.CreatedAt, e.UpdatedAt} {
+			for _, t := range []string{e.CreatedAt, e.UpdatedAt} {
 				b = append(b, '\t')
-				if t == nil {
-					b = append(b, '-')
-				} else {
-					b = strconv.AppendInt(b, t.UnixNano(), 10)
+				if t == "" {
+					t = "-"
 				}
+				b = append(b, t...)
 			}
 			b = append(b, '\t')
 			if u := e.Usage; u == nil {
@@ -337,23 +332,25 @@ func readIndex(fsys afero.Fs, path string) map[string]*indexEntry {
 		return nil
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() > maxIndex {
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxIndex {
 		return nil
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxIndex))
-	if err != nil {
+	// One string holds the whole index, read into it once: the fields
+	// of the entries are slices of it, not copies.
+	var b strings.Builder
+	b.Grow(int(fi.Size()) + 1)
+	if _, err := io.Copy(&b, io.LimitReader(f, maxIndex)); err != nil {
 		return nil
 	}
-	// One string holds the whole index: the fields of the entries are
-	// slices of it, not copies.
-	rest, ok := strings.CutPrefix(string(data), indexHeader)
+	rest, ok := strings.CutPrefix(b.String(), indexHeader)
 	if !ok {
 		return nil
 	}
 	n := strings.Count(rest, "\n")
 	out := make(map[string]*indexEntry, n)
 	// The entries and their times are made together, not one by one.
-	entries, times := make([]indexEntry, n), make([]core.Time, 2*n)
+	entries := make([]indexEntry, n)
 	for i := 0; len(rest) > 0; i++ {
 		var line string
 		var full bool
@@ -361,16 +358,16 @@ func readIndex(fsys afero.Fs, path string) map[string]*indexEntry {
 		if !full {
 			break // a torn last line
 		}
-		if e := &entries[i]; parseIndexLine(line, e, times[2*i:2*i+2]) {
+		if e := &entries[i]; parseIndexLine(line, e) {
 			out[e.ID] = e
 		}
 	}
 	return out
 }
 
-// parseIndexLine reads one line of the runs index into e, its times
-// into times (two of them); it reports whether the line could be read.
-func parseIndexLine(line string, e *indexEntry, times []core.Time) bool {
+// parseIndexLine reads one line of the runs index into e; it reports
+// whether the line could be read.
+func parseIndexLine(line string, e *indexEntry) bool {
 	var f [9]string
 	for i := range f {
 		var ok bool
@@ -394,16 +391,10 @@ func parseIndexLine(line string, e *indexEntry, times []core.Time) bool {
 	if e.ExitCode, err = strconv.Atoi(f[5]); err != nil {
 		return false
 	}
-	for i, t := range []**core.Time{&e.CreatedAt, &e.UpdatedAt} {
-		if f[6+i] == "-" {
-			continue
+	for i, t := range []*string{&e.CreatedAt, &e.UpdatedAt} {
+		if f[6+i] != "-" {
+			*t = f[6+i]
 		}
-		ns, err := strconv.ParseInt(f[6+i], 10, 64)
-		if err != nil {
-			return false
-		}
-		times[i] = core.Time{Time: time.Unix(0, ns).UTC()}
-		*t = &times[i]
 	}
 	if f[8] != "-" {
 		u, ok := parseUsage(f[8])

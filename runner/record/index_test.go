@@ -258,10 +258,8 @@ func TestRunsIndexCannotGoStale(t *testing.T) {
 // cannot read: another version's index, a torn or damaged line.
 func TestRunsIndexFile(t *testing.T) {
 	fsys := afero.NewMemMapFs()
-	t0 := core.Time{Time: time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)}
-	t1 := core.Time{Time: t0.Add(time.Hour)}
 	entries := []*indexEntry{
-		{RunEntry: RunEntry{ID: "a", Workflow: "wf", Status: core.RunCompleted, CreatedAt: &t0, UpdatedAt: &t1,
+		{RunEntry: RunEntry{ID: "a", Workflow: "wf", Status: core.RunCompleted, CreatedAt: "2026-01-02T03:04:05.123456Z", UpdatedAt: "2026-01-02T04:04:05.123456Z",
 			Usage: &core.AgentUsage{TokensIn: 1, TokensOut: 2, TokensCached: 3, CostUSD: 0.1 + 0.2, CostEstimated: true, Turns: 4, Sessions: 5}}, size: 10, mtime: 20},
 		{RunEntry: RunEntry{ID: "b", Workflow: "wf 2", Status: core.RunFailed, ExitCode: 1}, size: 1, mtime: -5},
 	}
@@ -335,5 +333,19 @@ func TestTouchState(t *testing.T) {
 		} else {
 			prev = after
 		}
+	}
+}
+
+// TestParseTime reads back the times of a list of runs.
+func TestParseTime(t *testing.T) {
+	want := time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)
+	if got, err := ParseTime(timeText(&core.Time{Time: want})); err != nil || !got.Equal(want) {
+		t.Errorf("ParseTime = %v, %v; want %v", got, err, want)
+	}
+	if got, err := ParseTime(""); err != nil || !got.IsZero() {
+		t.Errorf("ParseTime(\"\") = %v, %v", got, err)
+	}
+	if _, err := ParseTime("yesterday"); err == nil {
+		t.Error("ParseTime(yesterday): no error")
 	}
 }

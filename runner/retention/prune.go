@@ -134,12 +134,10 @@ func (p *Pruner) Prune(ctx context.Context, repo string, pol Policy, o Options) 
 			continue // unreadable: not a run the policy can judge
 		}
 		r := Run{ID: e.ID, Workflow: e.Workflow, Status: e.Status}
-		if e.CreatedAt != nil {
-			r.Created = e.CreatedAt.Time
-		}
-		if e.UpdatedAt != nil {
-			r.Ended = e.UpdatedAt.Time
-		}
+		// A time the record does not say (or says garbled) is zero:
+		// Select keeps a run whose age it cannot tell.
+		r.Created, _ = record.ParseTime(e.CreatedAt)
+		r.Ended, _ = record.ParseTime(e.UpdatedAt)
 		runs = append(runs, r)
 	}
 	now := p.clock().Now()
