@@ -111,6 +111,9 @@ func build(raw *rawWorkflow, fs afero.Fs, path string, o Options, d *diags) *Wor
 	b.notify()
 	w.Budget = b.budget(raw.budget)
 	w.Workspace = b.workspace(raw.workspace)
+	if o.Workspace != nil {
+		w.Workspace = o.Workspace
+	}
 	seen := map[string]bool{}
 	w.Steps = make([]*Step, 0, len(raw.steps))
 	for i, rs := range raw.steps {

@@ -108,7 +108,42 @@ type field[T any] struct {
 	unique   bool // a list's items are distinct
 	required bool
 	doc      string
-	set      func(t *T, v value)
+	// def is the key's default: a value as a file would write it, or,
+	// with defWords, words that say what a file that leaves the key out
+	// gets ("the step before it"). The reference and the schema's
+	// descriptions show it.
+	def      string
+	defWords bool
+	// on says which steps may have a key of the step table.
+	on  stepKind
+	set func(t *T, v value)
+}
+
+// stepKind is the kind of step a key of the step table belongs on.
+type stepKind int
+
+const (
+	anyStep     stepKind = iota
+	loopStep             // a for_each loop only
+	sessionStep          // any step but a for_each loop, whose body's steps take it
+)
+
+// byDefault gives the key's default, as a workflow file writes it.
+func (f field[T]) byDefault(v string) field[T] {
+	f.def = v
+	return f
+}
+
+// defaultIs says in words what a file that leaves the key out gets.
+func (f field[T]) defaultIs(words string) field[T] {
+	f.def, f.defWords = words, true
+	return f
+}
+
+// only says which steps may have the key.
+func (f field[T]) only(k stepKind) field[T] {
+	f.on = k
+	return f
 }
 
 // keySet is what the decoders need of a table: its keys and their kinds.
@@ -224,16 +259,16 @@ func scalar[T any](name string, k kind, doc string, dst func(*T) *str) field[T] 
 
 var retryTable = newTable("retry", "How attempts are spaced out.", "retry",
 	scalar("backoff", kindDuration, "Wait before the second attempt, doubled each time.",
-		func(r *rawRetry) *str { return &r.backoff }),
+		func(r *rawRetry) *str { return &r.backoff }).defaultIs("none (a failed session is retried at once)"),
 	scalar("max_backoff", kindDuration, "The longest wait.",
-		func(r *rawRetry) *str { return &r.maxBackoff }),
+		func(r *rawRetry) *str { return &r.maxBackoff }).defaultIs("none (the wait keeps doubling)"),
 	scalar("jitter", kindBool, "Randomize the waits.",
-		func(r *rawRetry) *str { return &r.jitter }),
+		func(r *rawRetry) *str { return &r.jitter }).byDefault("false"),
 )
 
 // retryField declares the retry block of a step or of the defaults.
 func retryField[T any](dst func(*T) **rawRetry) field[T] {
-	return field[T]{name: "retry", kind: kindBlock, sub: retryTable, set: func(t *T, v value) {
+	return field[T]{name: "retry", kind: kindBlock, sub: retryTable, doc: "How a failed session's next attempts are spaced out.", set: func(t *T, v value) {
 		r := &rawRetry{pos: v.pos()}
 		if retryTable.decode(v, r) {
 			*dst(t) = r
@@ -243,14 +278,14 @@ func retryField[T any](dst func(*T) **rawRetry) field[T] {
 
 var notifyTable = newTable("notify", "Tells people when a run needs a human or ends, without watching it: runs a command, POSTs to a webhook, or both. Also under defaults, where the workflow's keys win.", "notify",
 	field[rawNotify]{name: "on", kind: kindOneOrList, elem: kindString, enum: NotifyEvents, unique: true,
-		doc: "The events to tell of: waiting_on_human, failed, budget_exceeded, completed, dead (default: waiting_on_human, failed, budget_exceeded).",
+		doc: "The events to tell of: waiting_on_human, failed, budget_exceeded, completed, dead.", def: "[waiting_on_human, failed, budget_exceeded]",
 		set: func(n *rawNotify, v value) { n.onSet, n.onPos, n.on = true, v.keyPos(), v.list("on", true) }},
 	scalar("command", kindString, "A shell command (sh -c) run in the repo directory, the notification as JSON on its stdin and in FLOW_* variables.",
 		func(n *rawNotify) *str { return &n.command }),
 	scalar("webhook", kindString, "A URL the notification is POSTed to as JSON that Slack-compatible incoming webhooks accept; $NAME or ${NAME} in it is read from the environment when sent, and hidden like a secret.",
 		func(n *rawNotify) *str { return &n.webhook }),
-	scalar("timeout", kindDuration, "How long each notifier may take (default 10s, at most 5m); a notifier that fails or takes longer is a warning, never the run's failure.",
-		func(n *rawNotify) *str { return &n.timeout }),
+	scalar("timeout", kindDuration, "How long each notifier may take, at most 5m; a notifier that fails or takes longer is a warning, never the run's failure.",
+		func(n *rawNotify) *str { return &n.timeout }).byDefault("10s"),
 ).atLeastOne()
 
 // notifyField declares the notify block of the workflow or of the
@@ -265,39 +300,39 @@ func notifyField[T any](doc string, dst func(*T) **rawNotify) field[T] {
 }
 
 var retentionTable = newTable("retention", "Which finished runs of the workflow flow removes when one of its runs ends, as flow prune does: completed runs only, never the run that ends, a live one or one that waits. Give keep, older_than or both (a run goes when both allow it).", "retention",
-	scalar("keep", kindCount, "How many of the newest completed runs of the workflow stay, whatever their age (the run that ends is one of them). Default: no limit by number.",
-		func(r *rawRetention) *str { return &r.keep }),
-	scalar("older_than", kindDuration, "A completed run goes once it ended longer ago than this (e.g. 7d, 12h); newer ones stay, whatever their number. Default: no limit by age.",
-		func(r *rawRetention) *str { return &r.olderThan }),
+	scalar("keep", kindCount, "How many of the newest completed runs of the workflow stay, whatever their age (the run that ends is one of them).",
+		func(r *rawRetention) *str { return &r.keep }).defaultIs("no limit by number"),
+	scalar("older_than", kindDuration, "A completed run goes once it ended longer ago than this (e.g. 7d, 12h); newer ones stay, whatever their number.",
+		func(r *rawRetention) *str { return &r.olderThan }).defaultIs("no limit by age"),
 ).atLeastOne()
 
-var defaultsTable = newTable("defaults", "", "",
-	scalar("max_attempts", kindLimit, "Sessions per iteration before a step fails (default 2).",
-		func(d *rawDefaults) *str { return &d.maxAttempts }),
-	scalar("max_iterations", kindLimit, "Loop-backs before a step fails (default 4).",
-		func(d *rawDefaults) *str { return &d.maxIterations }),
+var defaultsTable = newTable("defaults", "Values a step takes when it does not set its own.", "",
+	scalar("max_attempts", kindLimit, "Sessions per iteration before a step fails.",
+		func(d *rawDefaults) *str { return &d.maxAttempts }).byDefault("2"),
+	scalar("max_iterations", kindLimit, "Runs of a loop-back target before the gate that sends work back to it fails its step.",
+		func(d *rawDefaults) *str { return &d.maxIterations }).byDefault("4"),
 	scalar("timeout", kindDuration, "Wall-clock limit of one session.",
-		func(d *rawDefaults) *str { return &d.timeout }),
+		func(d *rawDefaults) *str { return &d.timeout }).defaultIs("none"),
 	scalar("idle_timeout", kindDuration, "A session with no output for this long is stuck and is killed.",
-		func(d *rawDefaults) *str { return &d.idleTimeout }),
-	scalar("sandbox", kindString, "on (the default): sessions run sandboxed where the kernel allows it, unsandboxed with a warning where not; required: a step fails where it cannot be sandboxed; off: never sandboxed.",
-		func(d *rawDefaults) *str { return &d.sandbox }),
+		func(d *rawDefaults) *str { return &d.idleTimeout }).defaultIs("none"),
+	scalar("sandbox", kindString, "on: sessions run sandboxed where the kernel allows it, unsandboxed with a warning where not; required: a step fails where it cannot be sandboxed; off: never sandboxed.",
+		func(d *rawDefaults) *str { return &d.sandbox }).byDefault("on"),
 	scalar("agent", kindString, "The agent of prompt steps that name none.",
-		func(d *rawDefaults) *str { return &d.agent }),
+		func(d *rawDefaults) *str { return &d.agent }).defaultIs("none (a prompt step must then name its agent)"),
 	retryField(func(d *rawDefaults) **rawRetry { return &d.retry }),
-	scalar("prompt_limit", kindSize, "The largest rendered prompt, and prompt_file (default 1 MiB, at most 1 GiB).",
-		func(d *rawDefaults) *str { return &d.promptLimit }),
-	scalar("command_limit", kindSize, "The largest rendered command (default 100 KiB, at most 1 GiB).",
-		func(d *rawDefaults) *str { return &d.commandLimit }),
-	scalar("report_limit", kindSize, "The largest session report (default 1 MiB, at most 1 GiB).",
-		func(d *rawDefaults) *str { return &d.reportLimit }),
-	scalar("log_limit", kindSize, "The largest session log; above it the head and tail are kept (default 64 MiB, at most 64 GiB).",
-		func(d *rawDefaults) *str { return &d.logLimit }),
-	scalar("max_items", kindCount, "The most items a for_each loop may have (default 10000).",
-		func(d *rawDefaults) *str { return &d.maxItems }),
+	scalar("prompt_limit", kindSize, "The largest rendered prompt, and prompt_file (at most 1 GiB).",
+		func(d *rawDefaults) *str { return &d.promptLimit }).byDefault("1MiB"),
+	scalar("command_limit", kindSize, "The largest rendered command (at most 1 GiB).",
+		func(d *rawDefaults) *str { return &d.commandLimit }).byDefault("100KiB"),
+	scalar("report_limit", kindSize, "The largest session report (at most 1 GiB).",
+		func(d *rawDefaults) *str { return &d.reportLimit }).byDefault("1MiB"),
+	scalar("log_limit", kindSize, "The largest session log; above it the head and tail are kept (at most 64 GiB).",
+		func(d *rawDefaults) *str { return &d.logLimit }).byDefault("64MiB"),
+	scalar("max_items", kindCount, "The most items a for_each loop may have.",
+		func(d *rawDefaults) *str { return &d.maxItems }).byDefault("10000"),
 	notifyField("Notifications of every run of the workflow; the workflow's notify overrides them key by key.",
 		func(d *rawDefaults) **rawNotify { return &d.notify }),
-	field[rawDefaults]{name: "retention", kind: kindBlock, sub: retentionTable, doc: "Which finished runs of the workflow are removed when one of its runs ends (default: none; flow prune removes runs by hand).",
+	field[rawDefaults]{name: "retention", kind: kindBlock, sub: retentionTable, doc: "Which finished runs of the workflow are removed when one of its runs ends (flow prune removes runs by hand).", def: "none: no run is removed", defWords: true,
 		set: func(d *rawDefaults, v value) {
 			if r := (&rawRetention{pos: v.keyPos(), empty: v.isEmpty()}); retentionTable.decode(v, r) {
 				d.retention = r
@@ -305,7 +340,7 @@ var defaultsTable = newTable("defaults", "", "",
 		}},
 )
 
-var priceTable = newTable("price", "", "",
+var priceTable = newTable("price", "What a preset agent's tokens cost, in USD per million (at least one key).", "",
 	scalar("input_per_mtok", kindNumber, "USD per million input tokens.",
 		func(p *rawPrice) *str { return &p.input }),
 	scalar("output_per_mtok", kindNumber, "USD per million output tokens.",
@@ -314,25 +349,25 @@ var priceTable = newTable("price", "", "",
 		func(p *rawPrice) *str { return &p.cached }),
 ).atLeastOne()
 
-var agentTable = newTable("agent", "", "",
+var agentTable = newTable("agent", "How a session of an agent starts: a command of its own (run), or a coding-agent CLI flow knows (preset).", "",
 	field[rawAgent]{name: "run", kind: kindTemplate, doc: "Shell command of a session; it reads the prompt from $FLOW_PROMPT or $FLOW_PROMPT_FILE. Give run or preset.",
 		set: func(a *rawAgent, v value) { a.run = v.str("run") }},
 	field[rawAgent]{name: "preset", kind: kindString, enum: presets,
 		doc: "A tool flow starts itself, reading its final text, session id, tokens and cost: claude, codex or gemini. Give run or preset.",
 		set: func(a *rawAgent, v value) { a.preset = v.str("preset") }},
-	scalar("model", kindString, "The model a preset agent asks for (default: the tool's own).",
-		func(a *rawAgent) *str { return &a.model }),
+	scalar("model", kindString, "The model a preset agent asks for.",
+		func(a *rawAgent) *str { return &a.model }).defaultIs("the tool's own"),
 	field[rawAgent]{name: "args", kind: kindList, elem: kindString, doc: "More arguments for a preset agent's tool, passed as they are.",
 		set: func(a *rawAgent, v value) { a.argsPos, a.args = v.keyPos(), v.list("args", false) }},
-	scalar("resume", kindBool, "A preset agent continues its conversation when a step is re-entered (default true).",
-		func(a *rawAgent) *str { return &a.resume }),
+	scalar("resume", kindBool, "A preset agent continues its conversation when a step is re-entered.",
+		func(a *rawAgent) *str { return &a.resume }).byDefault("true"),
 	field[rawAgent]{name: "price", kind: kindBlock, sub: priceTable, doc: "What a preset agent's tokens cost, for its sessions' cost_usd when the tool does not report it.",
 		set: func(a *rawAgent, v value) {
 			if p := (&rawPrice{pos: v.keyPos(), empty: v.isEmpty()}); priceTable.decode(v, p) {
 				a.price = p
 			}
 		}},
-	field[rawAgent]{name: "env", kind: kindEnv,
+	field[rawAgent]{name: "env", kind: kindEnv, doc: "Environment variables of the agent's sessions, added to the runner's; values are templates.",
 		set: func(a *rawAgent, v value) { a.env = v.strMap("env") }},
 ).exactlyOne("run", "preset")
 
@@ -373,12 +408,12 @@ var inputTable = newTable("input", "An input the human gives when approving; lat
 	scalar("description", kindString, "What the human is asked for, shown when flow run asks at a terminal.",
 		func(in *rawInput) *str { return &in.description }),
 	scalar("required", kindBool, "An approval must give it (flow approve --input name=value).",
-		func(in *rawInput) *str { return &in.required }),
+		func(in *rawInput) *str { return &in.required }).byDefault("false"),
 	scalar("default", kindString, "The value when an approval does not give it.",
-		func(in *rawInput) *str { return &in.def }),
+		func(in *rawInput) *str { return &in.def }).defaultIs(`""`),
 )
 
-var humanTable = newTable("human", "", "",
+var humanTable = newTable("human", "A person decides: flow approve or flow reject, or the question flow run asks at a terminal. Beside run or a prompt, the person decides once the session has succeeded.", "",
 	scalar("message", kindTemplate, "What the human is asked.",
 		func(h *rawHuman) *str { return &h.message }),
 	field[rawHuman]{name: "inputs", hcl: "input", kind: kindItems, sub: inputTable,
@@ -391,14 +426,14 @@ var humanTable = newTable("human", "", "",
 			})
 		}},
 	scalar("timeout", kindDuration, "Fail the step when nobody answers in this time.",
-		func(h *rawHuman) *str { return &h.timeout }),
+		func(h *rawHuman) *str { return &h.timeout }).defaultIs("none (the step waits)"),
 	scalar("auto_approve", kindExpr, "Approve without asking when this is true.",
 		func(h *rawHuman) *str { return &h.autoApprove }),
 	scalar("any_file", kindBool, "Take a manual-input file written by hand as the decision: a JSON object with a boolean approved is honoured, any other content approves and is kept as the input (agent_orchestrator's human_in_the_loop).",
-		func(h *rawHuman) *str { return &h.anyFile }),
+		func(h *rawHuman) *str { return &h.anyFile }).byDefault("false"),
 )
 
-var gateTable = newTable("gate", "", "",
+var gateTable = newTable("gate", "Decides, once a step's session has succeeded, whether its work passes; when it does not, the step fails, or sends the work back to loop_back_to. Without pass, fail or check, an agent step passes only on a final PASS line (or a report with gate_failure false).", "",
 	scalar("pass", kindExpr, "The gate fails when this is false.",
 		func(g *rawGate) *str { return &g.pass }),
 	scalar("fail", kindExpr, "The gate fails when this is true.",
@@ -407,8 +442,8 @@ var gateTable = newTable("gate", "", "",
 		func(g *rawGate) *str { return &g.check }),
 	scalar("loop_back_to", kindString, "The step (this one or one upstream) to run again when the gate fails.",
 		func(g *rawGate) *str { return &g.loopBackTo }),
-	scalar("max_iterations", kindLimit, "Loop-backs before the step fails.",
-		func(g *rawGate) *str { return &g.maxIterations }),
+	scalar("max_iterations", kindLimit, "Runs of the loop-back target, counted on the target, before the gate fails its step (the run exits 5).",
+		func(g *rawGate) *str { return &g.maxIterations }).defaultIs("the step's max_iterations, else flow run --max-iterations, else defaults.max_iterations, else 4"),
 	field[rawGate]{name: "reviewers", kind: kindList, elem: kindStepID, unique: true,
 		doc: "A pair review: at least two steps of the same scope whose verdicts this step decides from; the step then runs no session of its own, and needs its reviewers unless it says otherwise.",
 		set: func(g *rawGate, v value) {
@@ -416,20 +451,20 @@ var gateTable = newTable("gate", "", "",
 			g.reviewers = v.list("reviewers", false)
 		}},
 	field[rawGate]{name: "consensus", kind: kindString, enum: Consensuses,
-		doc: "How the reviewers' verdicts decide: all (the default) pass when every reviewer passes, any when one passes and none fails, majority when more pass than fail. MIXED counts as FAIL.",
+		doc: "How the reviewers' verdicts decide: all passes when every reviewer passes, any when one passes and none fails, majority when more pass than fail. MIXED counts as FAIL.", def: "all",
 		set: func(g *rawGate, v value) { g.consensus = v.str("consensus") }},
 )
 
 var workspaceTable = newTable("workspace", "Where the sessions of a scope (the run, each item of a loop, a step) work: shared, the repository's checkout, or worktree, a git worktree and branch of the scope's own. Written as the word, or as a block of these keys.", "workspace",
 	field[rawWorkspace]{name: "mode", kind: kindString, enum: WorkspaceModes,
-		doc: "shared (the repository's checkout) or worktree (default worktree in a block).",
+		doc: "shared (the repository's checkout) or worktree.", def: "worktree",
 		set: func(w *rawWorkspace, v value) { w.mode = v.str("mode") }},
-	scalar("base", kindString, "The commit, branch or tag a new worktree starts from (default: the commit the run or the loop started from, recorded).",
-		func(w *rawWorkspace) *str { return &w.base }),
-	scalar("root", kindString, "The directory the worktrees are made in, absolute or relative to the repository (default .agents/worktrees/<run>).",
-		func(w *rawWorkspace) *str { return &w.root }),
+	scalar("base", kindString, "The commit, branch or tag a new worktree starts from.",
+		func(w *rawWorkspace) *str { return &w.base }).defaultIs("the commit the run or the loop started from, recorded"),
+	scalar("root", kindString, "The directory the worktrees are made in, absolute or relative to the repository.",
+		func(w *rawWorkspace) *str { return &w.root }).byDefault(".agents/worktrees/<run>"),
 	field[rawWorkspace]{name: "keep", kind: kindString, enum: KeepPolicies,
-		doc: "When a worktree is kept at the end of the run: never, on_failure (the default: when its scope or the run failed) or always.",
+		doc: "When a worktree is kept at the end of the run: never, on_failure (when its scope or the run failed) or always.", def: "on_failure",
 		set: func(w *rawWorkspace, v value) { w.keep = v.str("keep") }},
 	scalar("setup", kindTemplate, "A command run once in a new worktree, before its first session (installing dependencies); a template.",
 		func(w *rawWorkspace) *str { return &w.setup }),
@@ -457,12 +492,12 @@ func workspaceField[T any](doc string, dst func(*T) **rawWorkspace) field[T] {
 
 var mergeTable = newTable("merge", "How the work of a loop's items comes back, when each item has a worktree of its own.", "merge",
 	field[rawMerge]{name: "mode", kind: kindString, enum: MergeModes,
-		doc: "auto (the default) merges each item into the workspace the loop works in, one at a time in item order, once the item completed; none leaves the branches for a later step (steps.<loop>.items[i].branch).",
+		doc: "auto merges each item into the workspace the loop works in, one at a time in item order, once the item completed; none leaves the branches for a later step (steps.<loop>.items[i].branch).", def: "auto",
 		set: func(m *rawMerge, v value) { m.mode = v.str("mode") }},
 	scalar("loop_back_to", kindStepID, "A step of the loop's body that an item whose merge conflicts goes back to, with the conflict as its feedback; without it such an item fails.",
 		func(m *rawMerge) *str { return &m.loopBackTo }),
-	scalar("max_iterations", kindLimit, "Loop-backs of an item for conflicts before it fails (default: the workflow's max_iterations).",
-		func(m *rawMerge) *str { return &m.maxIterations }),
+	scalar("max_iterations", kindLimit, "Loop-backs of an item for conflicts before it fails.",
+		func(m *rawMerge) *str { return &m.maxIterations }).defaultIs("defaults.max_iterations, else 4"),
 )
 
 var stepTable = loopKeys(newTable("step", "A step: exactly one of run, prompt or prompt_file, human, a for_each loop over items with a body of steps, or a pair review (gate.reviewers) that decides from its reviewers' verdicts.", "step",
@@ -474,20 +509,20 @@ var stepTable = loopKeys(newTable("step", "A step: exactly one of run, prompt or
 		}},
 	scalar("description", kindString, "What the step does, for people.",
 		func(s *rawStep) *str { return &s.more().description }),
-	scalar("feedback", kindString, "append (the default for agent steps) adds why a loop-back sent the step back to its prompt; none does not.",
-		func(s *rawStep) *str { return &s.more().feedback }),
+	scalar("feedback", kindString, "append adds why a loop-back sent the step back to its prompt; none does not.",
+		func(s *rawStep) *str { return &s.more().feedback }).defaultIs("append for an agent step").only(sessionStep),
 	scalar("run", kindTemplate, "A command session: run with sh -c in the repo directory.",
-		func(s *rawStep) *str { return &s.run }),
+		func(s *rawStep) *str { return &s.run }).only(sessionStep),
 	scalar("prompt", kindTemplate, "An agent session with this prompt.",
-		func(s *rawStep) *str { return &s.prompt }),
+		func(s *rawStep) *str { return &s.prompt }).only(sessionStep),
 	scalar("prompt_file", kindString, "An agent session with the prompt in this file, relative to the workflow file.",
-		func(s *rawStep) *str { return &s.more().promptFile }),
+		func(s *rawStep) *str { return &s.more().promptFile }).only(sessionStep),
 	scalar("prompt_path", kindString, "An agent session with the prompt in this file, found when the step starts (so an earlier step may write it): an absolute path, else <repo>/.agents/prompts/<its base name>, the workflow's directory, the repo.",
-		func(s *rawStep) *str { return &s.more().promptPath }),
-	scalar("agent", kindString, "The agent of a prompt step (default: defaults.agent).",
-		func(s *rawStep) *str { return &s.agent }),
+		func(s *rawStep) *str { return &s.more().promptPath }).only(sessionStep),
+	scalar("agent", kindString, "The agent of a prompt step.",
+		func(s *rawStep) *str { return &s.agent }).defaultIs("defaults.agent").only(sessionStep),
 	scalar("model", kindString, "The model asked of the agent for this step: $STEP_MODEL in its session, and a preset agent's --model.",
-		func(s *rawStep) *str { return &s.more().model }),
+		func(s *rawStep) *str { return &s.more().model }).only(sessionStep),
 	field[rawStep]{name: "metadata", kind: kindMapping, doc: "Data about the step, for people and tools; expressions read it as steps.<id>.metadata.",
 		set: func(s *rawStep, v value) {
 			s.more().metadataPos = v.keyPos()
@@ -502,45 +537,45 @@ var stepTable = loopKeys(newTable("step", "A step: exactly one of run, prompt or
 	field[rawStep]{name: "external_gates", kind: kindList, elem: kindString, unique: true,
 		doc: "Gates of the gate-state file (flow run --gate-state-file) that must be open before the step starts.",
 		set: func(s *rawStep, v value) { s.more().gatesPos, s.gates = v.keyPos(), v.list("external_gates", false) }},
-	field[rawStep]{name: "human", kind: kindBlock, sub: humanTable, doc: "A human step: waits for flow approve or flow reject.",
+	field[rawStep]{name: "human", kind: kindBlock, sub: humanTable, doc: "A human step: waits for flow approve or flow reject.", on: sessionStep,
 		set: func(s *rawStep, v value) {
 			if h := (&rawHuman{pos: v.keyPos()}); humanTable.decode(v, h) {
 				s.human = h
 			}
 		}},
-	field[rawStep]{name: "needs", kind: kindOneOrList, elem: kindStepID, doc: "The steps this one depends on; [] makes it independent. Without needs a step depends on the one before it.",
+	field[rawStep]{name: "needs", kind: kindOneOrList, elem: kindStepID, doc: "The steps this one depends on; [] makes it independent.", def: "the step before it", defWords: true,
 		set: func(s *rawStep, v value) {
 			s.needsSet, s.needsPos = true, v.keyPos()
 			s.needs = v.list("needs", true)
 		}},
 	scalar("when", kindExpr, "Skip the step when this is false.",
 		func(s *rawStep) *str { return &s.more().when }),
-	field[rawStep]{name: "gate", kind: kindBlock, sub: gateTable, doc: "Decides, after the session succeeded, whether its work passes.",
+	field[rawStep]{name: "gate", kind: kindBlock, sub: gateTable, doc: "Decides, after the session succeeded, whether its work passes. On a for_each loop only as a pair review's (reviewers).",
 		set: func(s *rawStep, v value) {
 			if g := (&rawGate{pos: v.keyPos()}); gateTable.decode(v, g) {
 				s.gate = g
 			}
 		}},
-	scalar("loop_back_to", kindString, "The step to run again when the session's report says gate_failure.",
-		func(s *rawStep) *str { return &s.more().loopBackTo }),
+	scalar("loop_back_to", kindString, "The step to run again when the step's gate fails: a step with loop_back_to has a gate, decided as one without pass, fail or check is (the report's gate_failure, the verdict).",
+		func(s *rawStep) *str { return &s.more().loopBackTo }).only(sessionStep),
 	scalar("max_attempts", kindLimit, "Sessions per iteration before the step fails.",
-		func(s *rawStep) *str { return &s.more().maxAttempts }),
-	scalar("max_iterations", kindLimit, "Loop-backs before the step fails.",
-		func(s *rawStep) *str { return &s.more().maxIterations }),
-	retryField(func(s *rawStep) **rawRetry { return &s.more().retry }),
+		func(s *rawStep) *str { return &s.more().maxAttempts }).defaultIs("flow run --max-attempts, else defaults.max_attempts, else 2").only(sessionStep),
+	scalar("max_iterations", kindLimit, "Runs of this step's loop-back target before its gate fails the step (the run exits 5); gate.max_iterations wins.",
+		func(s *rawStep) *str { return &s.more().maxIterations }).defaultIs("flow run --max-iterations, else defaults.max_iterations, else 4"),
+	retryField(func(s *rawStep) **rawRetry { return &s.more().retry }).only(sessionStep),
 	scalar("retry_if", kindExpr, "Retry a failed session only when this is true (over exit_code, output, error).",
-		func(s *rawStep) *str { return &s.more().retryIf }),
+		func(s *rawStep) *str { return &s.more().retryIf }).defaultIs("true").only(sessionStep),
 	scalar("timeout", kindDuration, "Wall-clock limit of one session.",
-		func(s *rawStep) *str { return &s.more().timeout }),
+		func(s *rawStep) *str { return &s.more().timeout }).defaultIs("defaults.timeout").only(sessionStep),
 	scalar("idle_timeout", kindDuration, "A session with no output for this long is stuck and is killed.",
-		func(s *rawStep) *str { return &s.more().idleTimeout }),
-	scalar("sandbox", kindString, "on, required or off: whether this step's sessions run sandboxed (default: defaults.sandbox, else on).",
-		func(s *rawStep) *str { return &s.more().sandbox }),
-	field[rawStep]{name: "artifacts", kind: kindList, elem: kindTemplate, doc: "Files the step produces, relative to the repo; templates.",
+		func(s *rawStep) *str { return &s.more().idleTimeout }).defaultIs("defaults.idle_timeout").only(sessionStep),
+	scalar("sandbox", kindString, "on, required or off: whether this step's sessions run sandboxed.",
+		func(s *rawStep) *str { return &s.more().sandbox }).defaultIs("defaults.sandbox, else on"),
+	field[rawStep]{name: "artifacts", kind: kindList, elem: kindTemplate, doc: "Files the step produces, relative to the repo; templates.", on: sessionStep,
 		set: func(s *rawStep, v value) { s.more().artifactsPos, s.artifacts = v.keyPos(), v.list("artifacts", false) }},
-	field[rawStep]{name: "env", kind: kindEnv,
+	field[rawStep]{name: "env", kind: kindEnv, doc: "Environment variables of the step's sessions, added to the runner's; values are templates.", on: sessionStep,
 		set: func(s *rawStep, v value) { s.more().envPos, s.env = v.keyPos(), v.strMap("env") }},
-	field[rawStep]{name: "for_each", kind: kindForEach,
+	field[rawStep]{name: "for_each", kind: kindForEach, on: loopStep,
 		doc: "Makes the step a loop: its body (steps) runs once per item of this list, written here or given by an expression.",
 		set: func(s *rawStep, v value) {
 			s.forEachSet, s.more().forEachPos = true, v.pos()
@@ -550,25 +585,25 @@ var stepTable = loopKeys(newTable("step", "A step: exactly one of run, prompt or
 			}
 			s.forEach = v.str("for_each")
 		}},
-	field[rawStep]{name: "as", kind: kindString, pattern: inputName.String(),
-		doc: "The name of the item in the body's expressions and templates (default item).",
+	field[rawStep]{name: "as", kind: kindString, pattern: inputName.String(), on: loopStep, def: "item",
+		doc: "The name of the item in the body's expressions and templates.",
 		set: func(s *rawStep, v value) { s.more().as = v.str("as") }},
-	field[rawStep]{name: "index_as", kind: kindString, pattern: inputName.String(),
-		doc: "The name of the item's position, from 0, in the body's expressions and templates (default index).",
+	field[rawStep]{name: "index_as", kind: kindString, pattern: inputName.String(), on: loopStep, def: "index",
+		doc: "The name of the item's position, from 0, in the body's expressions and templates.",
 		set: func(s *rawStep, v value) { s.more().indexAs = v.str("index_as") }},
-	scalar("key", kindExpr, "An item's stable key, an expression with the item in scope (default: its index).",
-		func(s *rawStep) *str { return &s.more().key }),
-	scalar("max_parallel", kindCount, "How many items of the loop run at once (default 1).",
-		func(s *rawStep) *str { return &s.more().maxParallel }),
-	scalar("max_items", kindCount, "The most items this loop may have (default: defaults.max_items).",
-		func(s *rawStep) *str { return &s.more().maxItems }),
+	scalar("key", kindExpr, "An item's stable key, an expression with the item in scope.",
+		func(s *rawStep) *str { return &s.more().key }).defaultIs("the item's index").only(loopStep),
+	scalar("max_parallel", kindCount, "How many items of the loop run at once.",
+		func(s *rawStep) *str { return &s.more().maxParallel }).byDefault("1").only(loopStep),
+	scalar("max_items", kindCount, "The most items this loop may have.",
+		func(s *rawStep) *str { return &s.more().maxItems }).defaultIs("defaults.max_items, else 10000").only(loopStep),
 	scalar("continue_on_error", kindBool, "Run every item even when one fails; the loop still fails at the end.",
-		func(s *rawStep) *str { return &s.more().continueOnError }),
+		func(s *rawStep) *str { return &s.more().continueOnError }).byDefault("false").only(loopStep),
 	budgetField("The step's budget: its sessions, all attempts and iterations together (for a step of a loop's body, all its items together). Not on a human step or a for_each loop.",
-		func(s *rawStep) **rawBudget { return &s.more().budget }),
-	workspaceField("Where the step's sessions work: shared (default: the run's workspace) or worktree, a worktree and branch of the step's own, committed and merged back when it completes. On a for_each loop, each item gets its own.",
-		func(s *rawStep) **rawWorkspace { return &s.more().workspace }),
-	field[rawStep]{name: "merge", kind: kindBlock, sub: mergeTable, doc: "How a for_each loop whose items have worktrees brings their work back.",
+		func(s *rawStep) **rawBudget { return &s.more().budget }).only(sessionStep),
+	workspaceField("Where the step's sessions work: shared (the run's workspace) or worktree, a worktree and branch of the step's own, committed and merged back when it completes. On a for_each loop, each item gets its own. Not on a step of a loop's body, a human step or a pair review's decision.",
+		func(s *rawStep) **rawWorkspace { return &s.more().workspace }).byDefault("shared"),
+	field[rawStep]{name: "merge", kind: kindBlock, sub: mergeTable, doc: "How a for_each loop whose items have worktrees brings their work back.", on: loopStep,
 		set: func(s *rawStep, v value) {
 			if m := (&rawMerge{pos: v.keyPos()}); mergeTable.decode(v, m) {
 				s.more().merge = m
@@ -580,7 +615,7 @@ var stepTable = loopKeys(newTable("step", "A step: exactly one of run, prompt or
 // steps (HCL step blocks inside the step), each read with the table
 // itself.
 func loopKeys(t *table[rawStep]) *table[rawStep] {
-	t.add(field[rawStep]{name: "steps", hcl: "step", kind: kindItems, sub: t,
+	t.add(field[rawStep]{name: "steps", hcl: "step", kind: kindItems, sub: t, on: loopStep,
 		doc: "The body of a for_each loop: the steps run once per item, in order as at the top level.",
 		set: func(s *rawStep, v value) {
 			if !s.more().bodySet {
@@ -598,22 +633,22 @@ func loopKeys(t *table[rawStep]) *table[rawStep] {
 	return t
 }
 
-var cleanupTable = newTable("cleanup", "", "",
+var cleanupTable = newTable("cleanup", "The session flow cleanup starts (control state run_cleanup): a command, or a prompt for an agent.", "",
 	scalar("run", kindTemplate, "A command to run.",
 		func(c *rawCleanup) *str { return &c.run }),
 	scalar("prompt", kindTemplate, "A prompt for an agent.",
 		func(c *rawCleanup) *str { return &c.prompt }),
-	scalar("agent", kindString, "The agent of the prompt (default: defaults.agent).",
-		func(c *rawCleanup) *str { return &c.agent }),
+	scalar("agent", kindString, "The agent of the prompt.",
+		func(c *rawCleanup) *str { return &c.agent }).defaultIs("defaults.agent"),
 )
 
-var signalsTable = newTable("signals", "", "",
+var signalsTable = newTable("signals", "The words that, alone on a line of a session's output, set signals.DONE, signals.PASS and signals.FAIL.", "",
 	scalar("done", kindString, "The word for DONE.",
-		func(s *rawSignals) *str { return &s.done }),
+		func(s *rawSignals) *str { return &s.done }).byDefault("DONE"),
 	scalar("pass", kindString, "The word for PASS.",
-		func(s *rawSignals) *str { return &s.pass }),
+		func(s *rawSignals) *str { return &s.pass }).byDefault("PASS"),
 	scalar("fail", kindString, "The word for FAIL.",
-		func(s *rawSignals) *str { return &s.fail }),
+		func(s *rawSignals) *str { return &s.fail }).byDefault("FAIL"),
 )
 
 var workflowTable = newTable("workflow", "A flow workflow: steps of agent and command sessions and human approvals, with quality gates, loop-backs and budgets.", "",
@@ -651,8 +686,8 @@ var workflowTable = newTable("workflow", "A flow workflow: steps of agent and co
 				}
 			})
 		}},
-	scalar("max_parallel", kindCount, "How many independent ready steps run at once (default 1).",
-		func(w *rawWorkflow) *str { return &w.maxParallel }),
+	scalar("max_parallel", kindCount, "How many independent ready steps run at once (a loop's items count apart: its own max_parallel).",
+		func(w *rawWorkflow) *str { return &w.maxParallel }).byDefault("1"),
 	field[rawWorkflow]{name: "cleanup", kind: kindBlock, sub: cleanupTable, doc: "The session that the run_cleanup control state starts.",
 		set: func(w *rawWorkflow, v value) {
 			if c := (&rawCleanup{pos: v.pos()}); cleanupTable.decode(v, c) {
@@ -668,6 +703,6 @@ var workflowTable = newTable("workflow", "A flow workflow: steps of agent and co
 		func(w *rawWorkflow) **rawBudget { return &w.budget }),
 	notifyField("Whom to tell when a run waits on a human, fails, spends its budget or completes: a command, a webhook or both.",
 		func(w *rawWorkflow) **rawNotify { return &w.notify }),
-	workspaceField("Where the run's sessions work: shared (the default: the repository's checkout) or worktree, a git worktree and branch of the run's own (flow/<run>/_run), which leaves the checkout to its user.",
-		func(w *rawWorkflow) **rawWorkspace { return &w.workspace }),
+	workspaceField("Where the run's sessions work: shared (the repository's checkout) or worktree, a git worktree and branch of the run's own (flow/<run>/_run), which leaves the checkout to its user.",
+		func(w *rawWorkflow) **rawWorkspace { return &w.workspace }).byDefault("shared"),
 )

@@ -65,29 +65,42 @@ func TestListKeysInBothFormats(t *testing.T) {
 	}
 }
 
-// TestTablesDescribeEveryKey checks that every key has a description in
-// the schema, but for the blocks described in $defs.
+// TestTablesDescribeEveryKey checks that every block and every key of
+// the tables has a description, which the schema and the reference
+// show, and that a default is given as the key's default, not in its
+// description.
 func TestTablesDescribeEveryKey(t *testing.T) {
+	seen := map[schemaTable]bool{}
+	var walk func(path string, tb schemaTable)
+	walk = func(path string, tb schemaTable) {
+		if seen[tb] {
+			return
+		}
+		seen[tb] = true
+		if tb.blockDoc() == "" {
+			t.Errorf("%s has no description", path)
+		}
+		for _, k := range tb.keyDocs() {
+			switch {
+			case k.description == "":
+				t.Errorf("%s.%s has no description", path, k.name)
+			case strings.Contains(k.description, "(default"), strings.Contains(k.description, "the default"):
+				t.Errorf("%s.%s says its default in its description: give it as the key's default", path, k.name)
+			}
+			if k.sub != nil {
+				walk(path+"."+k.name, k.sub)
+			}
+		}
+	}
+	walk("workflow", workflowTable)
 	var doc map[string]any
 	if err := json.Unmarshal(Schema(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	var walk func(path string, props map[string]any)
-	walk = func(path string, props map[string]any) {
-		for k, v := range props {
-			p := v.(map[string]any)
-			ref, _ := p["$ref"].(string)
-			if _, ok := p["description"]; !ok && ref != "#/$defs/retry" && ref != "#/$defs/env" {
-				t.Errorf("%s.%s has no description", path, k)
-			}
-			if sub, ok := p["properties"].(map[string]any); ok {
-				walk(path+"."+k, sub)
-			}
-		}
+	props := doc["$defs"].(map[string]any)["step"].(map[string]any)["properties"].(map[string]any)
+	if d, _ := props["max_parallel"].(map[string]any)["description"].(string); !strings.HasSuffix(d, "Default: 1.") {
+		t.Errorf("the schema does not give a step's max_parallel its default: %q", d)
 	}
-	walk("workflow", doc["properties"].(map[string]any))
-	defs := doc["$defs"].(map[string]any)
-	walk("step", defs["step"].(map[string]any)["properties"].(map[string]any))
 }
 
 // TestSchemaStepDescription checks that editors are told of a step's

@@ -37,6 +37,10 @@ type Options struct {
 	Format string
 	// Orchestrator says how a file in agent_orchestrator's format runs.
 	Orchestrator OrchestratorOptions
+	// Workspace, when set, is the run's workspace as the command line
+	// gives it (agent_orchestrator's --git-worktree flags): it replaces
+	// the file's own workspace: key.
+	Workspace *Workspace
 }
 
 // Load reads the workflow file at path through fs with no repository

@@ -3,15 +3,21 @@ package config
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
+	"strings"
 )
+
+//go:generate go test -run TestSchemaFile -update .
 
 // Schema returns a JSON Schema (draft 2020-12) of the YAML workflow
 // format, with descriptions, for editors: a workflow file that starts
 // with "# yaml-language-server: $schema=<path to it>" is checked and
 // completed as it is typed. It is built from the tables of keys.go, so
-// that it knows exactly the keys the decoders do; schema.json in this
-// directory is a copy of it, kept equal by a test. The schema checks
-// shape only; Load checks everything else.
+// that it knows exactly the keys the decoders do, and describes each
+// with its description and default; schema.json in this directory is a
+// copy of it, kept equal by a test (go generate rewrites it, with
+// test-schema.json). The schema checks shape only; Load checks
+// everything else.
 func Schema() []byte {
 	defs := obj{
 		{"expression", obj{
@@ -71,12 +77,17 @@ func indented(root obj) []byte {
 	return b.Bytes()
 }
 
-// schemaTable is a table of keys as the schema sees it.
+// schemaTable is a table of keys as the schema and the reference see
+// it.
 type schemaTable interface {
 	// object is the schema of a block of the table's keys.
 	object(s *schemaBuilder) obj
 	// defName is the block's name under $defs, or "" when it is inline.
 	defName() string
+	// keyDocs and blockDoc are what the reference says of the block's
+	// keys and of the block (reference.go).
+	keyDocs() []keyDoc
+	blockDoc() string
 }
 
 // schemaBuilder collects the $defs of the tables it meets.
@@ -164,10 +175,51 @@ func (f *field[T]) schema(s *schemaBuilder) obj {
 	default:
 		o = kindSchema(f.kind, f.pattern)
 	}
-	if f.doc != "" {
-		o = append(obj{{"description", f.doc}}, o...)
+	if v, ok := f.defaultValue(); ok {
+		o = append(o, member{"default", v})
+	}
+	if d := f.description(); d != "" {
+		o = append(obj{{"description", d}}, o...)
 	}
 	return o
+}
+
+// description is what the schema and the reference say of a key: its
+// doc, and its default.
+func (f *field[T]) description() string {
+	switch {
+	case f.def == "":
+		return f.doc
+	case f.doc == "":
+		return "Default: " + f.def + "."
+	}
+	return f.doc + " Default: " + f.def + "."
+}
+
+// defaultValue is a key's default as a JSON value, when it is one the
+// key's kind can be written as; a default said in words is none.
+func (f *field[T]) defaultValue() (any, bool) {
+	if f.def == "" || f.defWords {
+		return nil, false
+	}
+	switch f.kind {
+	case kindCount, kindLimit:
+		n, err := strconv.Atoi(f.def)
+		return n, err == nil
+	case kindNumber, kindPositive:
+		n, err := strconv.ParseFloat(f.def, 64)
+		return n, err == nil
+	case kindBool:
+		b, err := strconv.ParseBool(f.def)
+		return b, err == nil
+	case kindOneOrList, kindList:
+		var items []string
+		for _, it := range strings.Split(strings.Trim(f.def, "[]"), ",") {
+			items = append(items, strings.TrimSpace(it))
+		}
+		return items, true
+	}
+	return f.def, true
 }
 
 // itemSchema is the schema of an item of a list key.

@@ -23,6 +23,6 @@ func TestSchemaFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(data, Schema()) {
-		t.Error("schema.json is not what Schema builds: run go test ./config -run TestSchemaFile -update")
+		t.Error("schema.json is not what Schema builds: run go generate ./... (or go test ./config -run TestSchemaFile -update)")
 	}
 }

@@ -40,7 +40,7 @@ func TestTestSchemaFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(data, TestSchema()) {
-		t.Error("test-schema.json is not what TestSchema builds: run go test ./config -run TestTestSchemaFile -update")
+		t.Error("test-schema.json is not what TestSchema builds: run go generate ./... (or go test ./config -run TestTestSchemaFile -update)")
 	}
 }
 

@@ -61,6 +61,10 @@ type Workspace struct {
 	// Copy lists paths relative to the repository copied into a new
 	// worktree.
 	Copy []string
+	// Branch is the branch of the run's worktree when the command line
+	// names one (agent_orchestrator's --git-worktree-branch); "" is
+	// flow/<run>/_run. Items and steps always have flow's names.
+	Branch string
 	// Pos is where workspace is written.
 	Pos Pos
 }

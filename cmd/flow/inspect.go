@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flow-run/flow/internal/proc"
+	"github.com/flow-run/flow/internal/termsafe"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
@@ -131,7 +132,7 @@ func (a *app) statusWatcher(asJSON, items bool) (bool, func(ops.Update) error) {
 			printStatus(out, *u.Status, items)
 		default:
 			for _, c := range u.Changes {
-				fmt.Fprintf(out, "%s %s: %s\n", u.Status.At.UTC().Format(time.TimeOnly), c.Key, c.Value)
+				fmt.Fprintf(out, "%s %s: %s\n", u.Status.At.UTC().Format(time.TimeOnly), c.Key, termsafe.Escape(c.Value))
 			}
 		}
 		return nil
@@ -144,7 +145,7 @@ func printTails(w io.Writer, tails []ops.Tail) {
 	for _, t := range tails {
 		fmt.Fprintf(w, "\n--- %s (last %d lines of %s)\n", t.Step, len(t.Lines), t.Log)
 		for _, l := range t.Lines {
-			fmt.Fprintf(w, "  %s\n", l)
+			fmt.Fprintf(w, "  %s\n", termsafe.Escape(l))
 		}
 	}
 }
@@ -156,7 +157,7 @@ func printStatus(out io.Writer, v ops.Status, items bool) {
 	w := bufio.NewWriterSize(out, 64<<10)
 	defer w.Flush()
 	st, live := v.State, v.Liveness
-	fmt.Fprintf(w, "run %s  workflow %s  status %s", st.RunID, st.WorkflowName, st.Status)
+	fmt.Fprintf(w, "run %s  workflow %s  status %s", st.RunID, termsafe.Escape(st.WorkflowName), st.Status)
 	if st.Status.Terminal() || st.Status == core.RunInterrupted || st.Status == core.RunBudgetExceeded {
 		fmt.Fprintf(w, " (exit %d)", st.ExitCode)
 	}
@@ -165,7 +166,7 @@ func printStatus(out io.Writer, v ops.Status, items bool) {
 	if live.Hook != "" {
 		fmt.Fprintf(w, " [%s]", live.Hook)
 	}
-	fmt.Fprintf(w, ": %s\n", live.Reason)
+	fmt.Fprintf(w, ": %s\n", termsafe.Escape(live.Reason))
 	// Usage columns appear when the run's agents reported any.
 	withUsage := st.Usage != nil
 	if withUsage {
@@ -260,7 +261,7 @@ func note(s *core.StepState) string {
 		if len(msg) > 100 {
 			msg = msg[:100] + "…"
 		}
-		return msg
+		return termsafe.Escape(msg)
 	}
 	return ""
 }
@@ -319,7 +320,7 @@ func runRows(runs []ops.RunSummary) (rows [][]string, uniform bool) {
 	uniform = true
 	for _, r := range runs {
 		if r.Error != "" {
-			rows = append(rows, []string{r.RunID, "?", "unreadable: " + r.Error, "", ""})
+			rows = append(rows, []string{r.RunID, "?", "unreadable: " + termsafe.Escape(r.Error), "", ""})
 			uniform = false
 			continue
 		}
@@ -328,7 +329,9 @@ func runRows(runs []ops.RunSummary) (rows [][]string, uniform bool) {
 			status += " (pruned)"
 		}
 		n := len(cells)
-		cells = append(cells, r.RunID, r.Workflow, status, r.CreatedAt, r.UpdatedAt)
+		// A workflow's name is the file's: it may hold what acts on a
+		// terminal.
+		cells = append(cells, r.RunID, termsafe.Escape(r.Workflow), status, r.CreatedAt, r.UpdatedAt)
 		if withCost {
 			cost := "-"
 			if r.Usage != nil {
@@ -378,23 +381,36 @@ func printRuns(w *bufio.Writer, runs []ops.RunSummary) error {
 
 func (a *app) logsCmd() *cobra.Command {
 	var repo string
-	var follow, all bool
+	var follow, all, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "logs RUN_ID [STEP]",
 		Short: "Print the output of a step's latest session",
 		Long: `logs prints the output of the latest session of STEP (logs/<step>.<iteration>.<attempt>.log);
 --all prints every session of the step in order, --follow keeps printing while the
 session runs. A run on Temporal keeps the tail of each step's last session:
-without a STEP, every step's.`,
+without a STEP, every step's. --json prints JSON Lines: {"run_id", "step", "log",
+"iteration", "attempt", "offset", "text"} for each piece of a log, in order, then
+one line whose "end" says how the step stands ({"status", "exit_code", "error"}).`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := ops.LogsRequest{Repo: repo, RunID: args[0], Step: argAt(args, 1), All: all, Follow: follow}
-			return a.engine().Logs(cmd.Context(), req, a.stdio.Out, a.stdio.Err)
+			req := ops.LogsRequest{Repo: repo, RunID: args[0], Step: argAt(args, 1), All: all, Follow: follow, JSON: asJSON}
+			if asJSON || !isTerminal(a.stdio.Out) {
+				return a.engine().Logs(cmd.Context(), req, a.stdio.Out, a.stdio.Err)
+			}
+			// On a terminal, a session's output keeps its colours but
+			// cannot move the cursor, set the title or the clipboard.
+			tw := termsafe.NewWriter(a.stdio.Out)
+			err := a.engine().Logs(cmd.Context(), req, tw, a.stdio.Err)
+			if ferr := tw.Flush(); err == nil {
+				err = ferr
+			}
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing the output while the session runs")
 	cmd.Flags().BoolVar(&all, "all", false, "print every session of the step, oldest first")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON Lines: the logs' pieces, then how the step stands")
 	return cmd
 }
 

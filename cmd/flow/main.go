@@ -11,6 +11,11 @@ import (
 	"github.com/flow-run/flow/internal/sandbox"
 )
 
+// The references in docs/reference are written from the command tree
+// and config's key table by TestReference (reference_test.go), which
+// fails while they differ from what the code says.
+//go:generate go test -run TestReference -update .
+
 func main() {
 	// flow re-executed as a session's sandbox launcher becomes it here
 	// and never returns (internal/sandbox).

@@ -14,6 +14,7 @@ import (
 	"github.com/flow-run/flow/internal/suggest"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // agent_orchestrator's command line on flow run (docs/agent-orchestrator.md):
@@ -25,6 +26,8 @@ import (
 type orchFlags struct {
 	issueNumber int
 	skipCleanup bool
+	worktree    bool
+	wt          record.GitWorktree
 }
 
 // addOrchestratorRun adds agent_orchestrator's run flags to run or
@@ -39,6 +42,11 @@ func (f *runFlags) addOrchestratorRun(cmd *cobra.Command) {
 	fl.StringVar(&f.inv.Workdir, "workdir", "", "agent_orchestrator: the directory, inside the repository, sessions run in (default: the repository)")
 	fl.BoolVar(&f.orch.skipCleanup, "skip-cleanup", false, "agent_orchestrator: keep old runs (flow never removes runs: accepted, and changes nothing)")
 	fl.Float64Var(&f.inv.DailyCostLimit, "daily-cost-limit", 0, "stop, as at a spent budget (exit 6), once the runs of the repository have spent this many USD today (UTC); a higher one lifts it")
+	fl.BoolVar(&f.orch.worktree, "git-worktree", false, "give the run a git worktree of its own (the workflow's workspace: worktree, docs/workspaces.md)")
+	fl.StringVar(&f.orch.wt.Ref, "git-worktree-ref", "", "with --git-worktree: the commit, branch or tag it starts from (default: HEAD when the first session starts)")
+	fl.StringVar(&f.orch.wt.Branch, "git-worktree-branch", "", "with --git-worktree: its branch (default flow/RUN/_run)")
+	fl.StringVar(&f.orch.wt.Root, "git-worktree-root", "", "with --git-worktree: the directory worktrees are made in, relative to the repository (default .agents/worktrees)")
+	fl.BoolVar(&f.orch.wt.Keep, "git-worktree-keep", false, "with --git-worktree: keep the worktree when the run completes (its branch always stays)")
 }
 
 // orchInvocation puts into the invocation what agent_orchestrator's flags
@@ -49,6 +57,12 @@ func (f *runFlags) orchInvocation() error {
 			return core.Usage("--issue-number %d: want a positive number", n)
 		}
 		f.inv.Env = append(f.inv.Env, "ISSUE_NUMBER="+strconv.Itoa(n))
+	}
+	if f.orch.worktree {
+		wt := f.orch.wt
+		f.inv.GitWorktree = &wt
+	} else if f.orch.wt != (record.GitWorktree{}) {
+		return core.Usage("--git-worktree-ref, -branch, -root and -keep say how the run's worktree is made: give --git-worktree with them")
 	}
 	return nil
 }

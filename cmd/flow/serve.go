@@ -29,6 +29,8 @@ func (a *app) serveCmd() *cobra.Command {
 		public    string
 		notify    bool
 		resume    bool
+		perClient int
+		streams   int
 	)
 	tf := &temporalFlags{}
 	cmd := &cobra.Command{
@@ -107,6 +109,9 @@ Temporal server beside the repositories' and acts on them (as flow-temporal).`,
 			if err != nil {
 				return fmt.Errorf("find the flow executable: %w", err)
 			}
+			if perClient < 1 || streams < 1 {
+				return core.Usage("--client-streams %d, --streams %d: want positive numbers of streams", perClient, streams)
+			}
 			var files []string
 			for _, f := range workflows {
 				abs, err := filepath.Abs(f)
@@ -117,6 +122,7 @@ Temporal server beside the repositories' and acts on them (as flow-temporal).`,
 			}
 			srv, err := serve.New(serve.Config{Service: a.svc, Engine: a.engine(), Engines: engines, Repos: repos, Workflows: files,
 				Tokens: toks, APITokens: apiTokens, Loopback: loopback, ReadOnly: readOnly, LoginCode: login, ResumeOnDecision: resume,
+				ClientStreams: perClient, Streams: streams,
 				Launcher: serve.ExecLauncher{Path: exe, Dir: a.svc.Dir, Env: append(publicEnv(public), launchEnv...)}})
 			if err != nil {
 				return err
@@ -147,6 +153,8 @@ Temporal server beside the repositories' and acts on them (as flow-temporal).`,
 	fl.BoolVar(&readOnly, "read-only", false, "show runs, refuse every change")
 	fl.BoolVar(&notify, "notify-dead", false, "tell a dead run's notifiers (notify.on: [dead]) when a page finds it dead; without it, showing a run never runs anything")
 	fl.BoolVar(&resume, "resume-on-decision", false, "resume a run that no runner holds as soon as a decision on it is made from a page")
+	fl.IntVar(&perClient, "client-streams", serve.DefaultClientStreams, "live streams one client (a token; everyone, on a server without tokens) may hold open; more get 429")
+	fl.IntVar(&streams, "streams", serve.DefaultStreams, "live streams the server holds open in all; more get 429")
 	fl.StringVar(&public, "public-url", "", "the address people reach this server at: the login link uses it, and runners it starts link their notifications to it (FLOW_PUBLIC_URL)")
 	fl.StringVar(&tf.address, "temporal-address", "", "also list and act on the runs of this Temporal server, HOST:PORT (default: $FLOW_TEMPORAL_ADDRESS)")
 	fl.StringVar(&tf.namespace, "temporal-namespace", "", "the Temporal namespace (default: $FLOW_TEMPORAL_NAMESPACE, else default)")

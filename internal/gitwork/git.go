@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/afero"
 )
@@ -47,6 +48,18 @@ const DefaultOutputLimit = 4 << 20
 // stdout and stderr keeps at most limit bytes (DefaultOutputLimit when
 // limit is 0).
 func Exec(path string, environ []string, limit int) Runner {
+	return ExecThrough(path, environ, limit, nil)
+}
+
+// Wrap turns the start of a git command (the binary's path, its
+// arguments and process attributes) into the start of something that
+// runs it, such as a sandbox's launcher; it is given the command, whose
+// directory it may need.
+type Wrap func(c Cmd, path string, argv []string, sys *syscall.SysProcAttr) (string, []string, *syscall.SysProcAttr, error)
+
+// ExecThrough is Exec, each command started through wrap when wrap is
+// not nil.
+func ExecThrough(path string, environ []string, limit int, wrap Wrap) Runner {
 	if path == "" {
 		path = "git"
 	}
@@ -70,6 +83,16 @@ func Exec(path string, environ []string, limit int) Runner {
 		}
 		out, errOut := &capped{max: limit}, &capped{max: limit}
 		cmd.Stdout, cmd.Stderr = out, errOut
+		if wrap != nil {
+			if cmd.Err != nil {
+				return Result{Code: -1, Err: cmd.Err}
+			}
+			p, argv, sys, err := wrap(c, cmd.Path, cmd.Args, cmd.SysProcAttr)
+			if err != nil {
+				return Result{Code: -1, Err: fmt.Errorf("start git: %w", err)}
+			}
+			cmd.Path, cmd.Args, cmd.SysProcAttr = p, argv, sys
+		}
 		err := cmd.Run()
 		r := Result{Stdout: out.buf.Bytes(), Stderr: errOut.buf.Bytes(), Truncated: out.cut || errOut.cut}
 		var ee *exec.ExitError

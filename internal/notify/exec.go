@@ -25,6 +25,16 @@ func (osExec) Run(ctx context.Context, c Command) error {
 	out := &tail{}
 	cmd.Stdout, cmd.Stderr = out, out
 	ownGroup(cmd)
+	if c.Wrap != nil {
+		if cmd.Err != nil {
+			return cmd.Err
+		}
+		path, argv, sys, err := c.Wrap(cmd.Path, cmd.Args, cmd.SysProcAttr)
+		if err != nil {
+			return fmt.Errorf("start the command: %w", err)
+		}
+		cmd.Path, cmd.Args, cmd.SysProcAttr = path, argv, sys
+	}
 	// What the command started may hold its output open: stop reading
 	// a moment after it ended or was killed.
 	cmd.WaitDelay = time.Second

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -71,6 +72,8 @@ type Config struct {
 	Timeout time.Duration
 	// Dir is the command's working directory; "" means the caller's.
 	Dir string
+	// Wrap, when set, starts the command through it (a sandbox).
+	Wrap Wrap
 }
 
 // Result is how one notifier did.
@@ -98,7 +101,15 @@ type Command struct {
 	Env []string
 	// Stdin is what the command reads on its standard input.
 	Stdin []byte
+	// Wrap, when set, turns the start of the command's shell into the
+	// start of something that runs it (a sandbox's launcher), as
+	// proc.Spec's Wrap does.
+	Wrap Wrap
 }
+
+// Wrap turns the start of a process (its path, arguments and process
+// attributes) into the start of another that runs it.
+type Wrap func(path string, argv []string, sys *syscall.SysProcAttr) (string, []string, *syscall.SysProcAttr, error)
 
 // Sender sends notifications. Its zero value sends through the network
 // and the operating system, with the environment empty.
@@ -171,7 +182,7 @@ func (s Sender) command(ctx context.Context, n Notification, cfg Config) error {
 	if ex == nil {
 		ex = OS()
 	}
-	return ex.Run(ctx, Command{Line: cfg.Command, Dir: cfg.Dir, Env: env, Stdin: append(stdin, '\n')})
+	return ex.Run(ctx, Command{Line: cfg.Command, Dir: cfg.Dir, Env: env, Stdin: append(stdin, '\n'), Wrap: cfg.Wrap})
 }
 
 // webhook POSTs the notification's Payload to the webhook.

@@ -228,11 +228,15 @@ type HumanReady struct {
 	ManualInputPath string
 }
 
-// HumanDecision reports a human's input to a waiting step.
+// HumanDecision reports a human's input to a waiting step, that its
+// human.timeout passed, or (Err) that its human block's message or
+// timeout could not be evaluated: the step fails with it, as at any
+// other expression.
 type HumanDecision struct {
 	Step     string
 	Input    HumanInput
 	TimedOut bool
+	Err      string
 }
 
 // ItemsResult answers ExpandItems: the items of a loop step, in order,
@@ -241,6 +245,9 @@ type HumanDecision struct {
 type ItemsResult struct {
 	Step  string
 	Items []LoopItem
+	// Total is the length of the list when Items holds only its first
+	// items (a driver stops one past the loop's limit); 0 is len(Items).
+	Total int
 	// Err is set when the list could not be evaluated, or is not a
 	// list: the loop step fails with it.
 	Err string
@@ -579,6 +586,17 @@ func (c *Core) begin(x *decider, in Begin) {
 				x.emit(EvReconciled, id, nil)
 			}
 		case WaitingOnHuman:
+			if ps := c.step(id); ps != nil && ps.Kind != KindHuman && !ps.HumanAfter {
+				// An accepted edit took the step's human away: the wait is
+				// over. A session that ran before it stands; a step that
+				// ran none runs as it is now.
+				if s.ExitCode != nil {
+					x.emit(EvStepCompleted, id, sessionOutcome(s))
+				} else {
+					x.emit(EvReconciled, id, Note{Message: "the workflow was edited: the step no longer waits on a human, and runs as it is now"})
+				}
+				break
+			}
 			x.effect(AwaitHuman{Step: id, ManualInputPath: deref(s.ManualInputPath)})
 		}
 	}
@@ -876,7 +894,9 @@ func (c *Core) humanDecision(x *decider, in HumanDecision) {
 		return
 	}
 	c.idle = false
-	x.emit(EvHumanInput, in.Step, in.Input)
+	if in.Err == "" {
+		x.emit(EvHumanInput, in.Step, in.Input)
+	}
 	o := Outcome{Attempt: s.Attempts}
 	if ps := c.step(in.Step); ps != nil && ps.HumanAfter {
 		o = sessionOutcome(s)
@@ -886,6 +906,10 @@ func (c *Core) humanDecision(x *decider, in HumanDecision) {
 		who = "a human"
 	}
 	switch {
+	case in.Err != "":
+		o.Error = shorten(in.Err)
+		x.emit(EvStepFailed, in.Step, o)
+		c.stepFailed(in.Step, exitFailed, fmt.Sprintf("step %s: %s", in.Step, o.Error))
 	case in.TimedOut:
 		o.Error = "no human decision before human.timeout"
 		x.emit(EvStepFailed, in.Step, o)

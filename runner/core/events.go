@@ -525,9 +525,13 @@ var appliers = map[string]applier{
 		s.Status, s.ExitCode = RunPending, 0
 		s.Generation++
 	}),
-	EvReconciled: onStep(func(_ *State, st *StepState, _ *none, _ Event, _ Time) {
+	EvReconciled: onStep(func(_ *State, st *StepState, d *Note, _ Event, _ Time) {
 		st.Status = Pending
-		st.LastError = strp("runner died during the session; it runs again")
+		msg := "runner died during the session; it runs again"
+		if d.Message != "" {
+			msg = d.Message
+		}
+		st.LastError = strp(msg)
 	}),
 	EvGatesWaiting: onStep(func(_ *State, st *StepState, d *GatesWaiting, _ Event, _ Time) {
 		st.WaitingGates = slices.Clone(d.Gates)

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/local"
 )
@@ -190,4 +191,55 @@ steps:
 		}
 		h.replayed()
 	}
+}
+
+// TestEditTakesTheHumanAway: a run waits on a human; an accepted edit
+// takes the step's human away. A new core over the edited workflow does
+// not wait for ever: a step that ran no session runs as it is now, a
+// session that ran before the approval stands.
+func TestEditTakesTheHumanAway(t *testing.T) {
+	planOf := func(src string) *core.Plan {
+		t.Helper()
+		plan, err := local.NewPlan(loadWorkflow(t, src), local.Budgets{}, func(*config.Limit) (int, error) { return 0, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return plan
+	}
+	t.Run("a human step made a command", func(t *testing.T) {
+		h := newCoreHarness(t, "name: e\nsteps:\n  - {id: gate, human: {message: go}}\n  - {id: ship, run: ship}\n", local.Budgets{})
+		h.expect("gate", core.WaitingOnHuman, 0, 1)
+		h.plan = planOf("name: e\nsteps:\n  - {id: gate, run: check}\n  - {id: ship, run: ship}\n")
+		h.core = core.NewCore(h.plan)
+		effs := h.decide(core.Begin{})
+		if started := startedOf(effs); len(started) != 1 || started[0] != "gate" {
+			t.Fatalf("after the edit started %v, want gate; effects %#v", started, effs)
+		}
+		if e := h.st.Steps["gate"].LastError; e == nil || !strings.Contains(*e, "no longer waits on a human") {
+			t.Errorf("last_error %v", e)
+		}
+		h.ok("gate")
+		h.ok("ship")
+		if f := h.finish(); f == nil || f.Status != core.RunCompleted {
+			t.Fatalf("finish = %+v", f)
+		}
+		h.replayed()
+	})
+	t.Run("an approval after a session removed", func(t *testing.T) {
+		h := newCoreHarness(t, humanAfter, local.Budgets{})
+		built(h)
+		h.expect("build", core.WaitingOnHuman, 0, 1)
+		h.plan = planOf(strings.Replace(humanAfter, "    human: {message: \"ok?\"}\n", "", 1))
+		h.core = core.NewCore(h.plan)
+		effs := h.decide(core.Begin{})
+		if started := startedOf(effs); len(started) != 1 || started[0] != "ship" {
+			t.Fatalf("after the edit started %v, want ship (build's session stands)", started)
+		}
+		h.expect("build", core.Completed, 0, 1)
+		h.ok("ship")
+		if f := h.finish(); f == nil || f.Status != core.RunCompleted {
+			t.Fatalf("finish = %+v", f)
+		}
+		h.replayed()
+	})
 }

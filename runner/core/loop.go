@@ -122,7 +122,12 @@ func (c *Core) itemsResult(x *decider, in ItemsResult) {
 		return // started again later, evaluating the list afresh
 	}
 	if limit := ps.ForEach.MaxItems; limit > 0 && len(in.Items) > limit {
-		fail(fmt.Sprintf("for_each gave %d items; a loop has at most %d (defaults.max_items raises the limit)", len(in.Items), limit))
+		by := "defaults.max_items raises the limit"
+		if ps.ForEach.OwnMaxItems {
+			by = "the loop's max_items"
+		}
+		n := max(in.Total, len(in.Items))
+		fail(fmt.Sprintf("for_each gave %d items; a loop has at most %d (%s)", n, limit, by))
 		return
 	}
 	where := ""

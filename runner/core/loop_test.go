@@ -338,7 +338,8 @@ func TestLoopItemsErrors(t *testing.T) {
 		{"collision", core.ItemsResult{Items: []core.LoopItem{{Key: "log in"}, {Key: "log-in"}, {Key: "log?in"}}},
 			`items 0 (key "log in") and 2 (key "log?in") have the same key log_in`},
 		{"empty key", core.ItemsResult{Items: []core.LoopItem{{Key: ""}}}, "has no letter"},
-		{"too many", core.ItemsResult{Items: make([]core.LoopItem, 6)}, "for_each gave 6 items; a loop has at most 5"},
+		{"too many", core.ItemsResult{Items: make([]core.LoopItem, 6)}, "for_each gave 6 items; a loop has at most 5 (defaults.max_items raises the limit)"},
+		{"too many, the driver stopped reading", core.ItemsResult{Items: make([]core.LoopItem, 6), Total: 1000000}, "for_each gave 1000000 items; a loop has at most 5"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newPlanHarness(t, loopPlan(t, 1, false))

@@ -224,8 +224,12 @@ type PlanLoop struct {
 	MaxParallel int
 	// ContinueOnError runs every item even when one fails.
 	ContinueOnError bool
-	// MaxItems is the most items the loop may have.
-	MaxItems int
+	// MaxItems is the most items the loop may have; OwnMaxItems is set
+	// when it is the loop's own max_items rather than defaults.max_items.
+	// The core alone refuses a longer list (a driver may stop reading
+	// one at MaxItems+1 items).
+	MaxItems    int
+	OwnMaxItems bool
 	// Merge is how the work of the items comes back when each has a
 	// worktree of its own: MergeAuto or MergeNone; "" when the items
 	// work in the run's workspace.

@@ -2,6 +2,7 @@ package local
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 
 	"github.com/flow-run/flow/gates"
@@ -87,6 +88,26 @@ func (x *run) ask(e core.AwaitHuman, msg string) {
 			x.printf("%s: already decided elsewhere; your answer was not recorded\n", e.Step)
 		}
 	}()
+}
+
+// humanExprError evaluates the message and the timeout of a human
+// step as the wait will, and returns why one cannot be evaluated, or "".
+func (x *run) humanExprError(id string) string {
+	s := x.stepOf(id)
+	if s == nil || s.Human == nil {
+		return ""
+	}
+	if m := s.Human.Message; m != nil {
+		if _, err := m.Compiled().RenderLimit(x.env(&stepFacts{step: id}), int(x.limits.Prompt)); err != nil {
+			return fmt.Sprintf("%s: human.message: %v", posString(m.Pos), err)
+		}
+	}
+	if t := s.Human.Timeout; t != nil && t.Expr != nil {
+		if _, err := x.duration(t, x.env(nil)); err != nil {
+			return fmt.Sprintf("%s: human.timeout: %v", posString(t.Pos), err)
+		}
+	}
+	return ""
 }
 
 // humanMessage renders the message of a human step.

@@ -149,12 +149,15 @@ func (x *run) expandItems(id string) core.Input {
 	} else {
 		list = fe.List
 	}
-	limit, limitBy := x.limits.MaxItems, "defaults.max_items raises the limit"
+	// The core refuses a list beyond the loop's limit; one item past it
+	// is enough for it to, and spares recording a huge list's items.
+	limit := x.limits.MaxItems
 	if fe.MaxItems > 0 {
-		limit, limitBy = fe.MaxItems, "the loop's max_items"
+		limit = fe.MaxItems
 	}
-	if len(list) > limit {
-		return core.ItemsResult{Step: id, Err: fmt.Sprintf("for_each gave %d items; a loop has at most %d (%s)", len(list), limit, limitBy)}
+	total := len(list)
+	if total > limit+1 {
+		list = list[:limit+1]
 	}
 	items := make([]core.LoopItem, 0, len(list))
 	for i, v := range list {
@@ -185,7 +188,7 @@ func (x *run) expandItems(id string) core.Input {
 	if fe.Key != nil {
 		where = posString(fe.Key.Pos) + ": key"
 	}
-	return core.ItemsResult{Step: id, Items: items, Where: where}
+	return core.ItemsResult{Step: id, Items: items, Total: total, Where: where}
 }
 
 // typeName names the type of an expression's value for a message.

@@ -211,6 +211,13 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 		if x.awaiting[e.Step] {
 			break // already waiting (a new core over an edited workflow)
 		}
+		// A message or timeout that cannot be evaluated fails the step,
+		// as any other expression does: nobody is asked a question that
+		// cannot be said, nor made to wait for ever.
+		if why := x.humanExprError(e.Step); why != "" {
+			x.queue = append(x.queue, core.HumanDecision{Step: e.Step, Err: why})
+			break
+		}
 		// A decision may already be there (approved while no runner ran).
 		in, timedOut, err := x.checkHuman(e.Step)
 		if err == nil && (in != nil || timedOut) {

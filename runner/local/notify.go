@@ -4,10 +4,12 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/notify"
+	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
 )
@@ -152,6 +154,18 @@ func (x *run) startNotice(n notify.Notification, cfg *config.Notify) {
 		sender = x.r.Notifier
 	}
 	c := notify.Config{Command: cfg.Command, Webhook: cfg.Webhook, Timeout: cfg.Timeout, Dir: x.opts.Repo}
+	if c.Command != "" {
+		// The command runs sandboxed as the workflow's sessions do: it
+		// is the workflow's, which sessions may have written.
+		sp := proc.Spec{Dir: x.opts.Repo}
+		if err := x.confine(&sp, nil); err != nil {
+			c.Wrap = func(string, []string, *syscall.SysProcAttr) (string, []string, *syscall.SysProcAttr, error) {
+				return "", nil, nil, err
+			}
+		} else if sp.Wrap != nil {
+			c.Wrap = sp.Wrap
+		}
+	}
 	ns := x.notices
 	ns.inFlight++
 	// Send returns by the timeout; a command killed at the timeout

@@ -470,3 +470,28 @@ func TestEditWhilePaused(t *testing.T) {
 		t.Errorf("vars %v", st.Vars)
 	}
 }
+
+// TestHumanExpressionErrors: a human.message or human.timeout that
+// cannot be evaluated fails the step with where and why, as any other
+// expression does; nobody is left waiting on it.
+func TestHumanExpressionErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, human, want string
+	}{
+		{"message", `{message: 'deploy {{ int(vars.v) }}'}`, "human.message"},
+		{"timeout", `{message: go, timeout: 'int(vars.v)'}`, "human.timeout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, "name: h\nvars: {v: ten}\nsteps:\n  - {id: gate, human: "+tc.human+"}\n  - {id: b, run: x}\n")
+			res := e.run(&scripted{fn: ok}, Options{NoWait: true})
+			st := e.state(e.fs)
+			g := st.Steps["gate"]
+			if res.ExitCode != 1 || g.Status != core.Failed || !strings.Contains(deref(g.LastError), "workflow.yaml:4:") || !strings.Contains(deref(g.LastError), tc.want) {
+				t.Fatalf("exit %d, gate %s %q; want it failed with %s and its position", res.ExitCode, g.Status, deref(g.LastError), tc.want)
+			}
+			if b := st.Steps["b"]; b != nil && b.Status != core.Pending && b.Status != core.Skipped {
+				t.Errorf("the step after it is %s", b.Status)
+			}
+		})
+	}
+}

@@ -115,7 +115,7 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 		if fe := s.ForEach; fe != nil {
 			pl := &core.PlanLoop{MaxParallel: fe.MaxParallel, ContinueOnError: fe.ContinueOnError, MaxItems: maxItems}
 			if fe.MaxItems > 0 {
-				pl.MaxItems = fe.MaxItems
+				pl.MaxItems, pl.OwnMaxItems = fe.MaxItems, true
 			}
 			for _, b := range fe.Body {
 				pl.Body = append(pl.Body, b.ID)

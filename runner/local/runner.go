@@ -25,6 +25,7 @@ import (
 	"github.com/flow-run/flow/internal/redact"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/internal/safefs"
+	"github.com/flow-run/flow/internal/termsafe"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
 )
@@ -897,7 +898,9 @@ func writeLoadedWorkflow(fsys afero.Fs, path, file, digest string, wf *config.Wo
 }
 
 func (x *run) printf(format string, args ...any) {
-	s := x.redact.String(fmt.Sprintf(format, args...))
+	// What a session or its report wrote (a reason, an error's last
+	// lines of output) must not act on the terminal.
+	s := termsafe.Escape(x.redact.String(fmt.Sprintf(format, args...)))
 	x.live.Lock()
 	io.WriteString(x.r.Stdout, s)
 	x.live.Unlock()

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/gitwork"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/sandbox"
 	"github.com/flow-run/flow/runner/core"
@@ -72,6 +73,51 @@ func (x *run) confine(sp *proc.Spec, s *config.Step, writable ...string) error {
 		return sb.Wrap(spec, path, argv, sys)
 	}
 	return nil
+}
+
+// gitWrap returns how flow's own git commands start: through the
+// sandbox, as the workflow's sessions do (its defaults' mode, or flow
+// run --sandbox), writable in the repository and under
+// .agents/worktrees/ but not in the record. A session that can write
+// the repository can write its .git/config, which names the filters,
+// diff and merge drivers git runs: git runs them sandboxed too. nil
+// starts git directly; where the mode is required and no sandbox
+// works, every git command fails with why.
+func (x *run) gitWrap() gitwork.Wrap {
+	mode := x.wf.StepSandbox(nil)
+	if m := x.opts.Invocation.Sandbox; m != "" {
+		mode = m
+	}
+	if mode == config.SandboxOff {
+		return nil
+	}
+	if why := x.sandboxProbe(); why != nil {
+		if mode != config.SandboxRequired {
+			return nil
+		}
+		return func(gitwork.Cmd, string, []string, *syscall.SysProcAttr) (string, []string, *syscall.SysProcAttr, error) {
+			return "", nil, nil, fmt.Errorf("sandbox: required, but git cannot be sandboxed here: %v", why)
+		}
+	}
+	worktrees := filepath.Join(x.opts.Repo, ".agents", "worktrees")
+	if err := x.rec.MkdirAll(worktrees, 0o755); err != nil {
+		return func(gitwork.Cmd, string, []string, *syscall.SysProcAttr) (string, []string, *syscall.SysProcAttr, error) {
+			return "", nil, nil, fmt.Errorf("create %s: %w", worktrees, err)
+		}
+	}
+	// Everything the closure reads is fixed by now: merges call it from
+	// their own goroutines.
+	repo, writable, sb := x.realRepo, x.realPath(worktrees), x.r.Sandbox
+	return func(c gitwork.Cmd, path string, argv []string, sys *syscall.SysProcAttr) (string, []string, *syscall.SysProcAttr, error) {
+		spec := sandbox.Spec{Repo: repo, Writable: []string{writable}, PIDNamespace: true}
+		if c.Dir != "" {
+			spec.Dir = x.realPath(c.Dir)
+		}
+		if err := spec.Validate(); err != nil {
+			return "", nil, nil, err
+		}
+		return sb.Wrap(spec, path, argv, sys)
+	}
 }
 
 // sandboxProbe returns why this run's processes cannot be sandboxed,

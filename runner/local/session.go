@@ -14,6 +14,7 @@ import (
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/gates"
 	"github.com/flow-run/flow/internal/proc"
+	"github.com/flow-run/flow/internal/termsafe"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
 )
@@ -425,7 +426,7 @@ func (x *run) prepareSession(s *config.Step, e sessionRun, sp proc.Spec, pp *pre
 	ls.capped = newCappedLog(ls.logf, x.limits.Log)
 	ls.shown = []io.Writer{ls.capped}
 	if x.r.Live {
-		ls.live = &prefixWriter{mu: &x.live, w: x.r.Stdout, prefix: []byte(fmt.Sprintf("[%s] ", e.Step))}
+		ls.live = &prefixWriter{mu: &x.live, w: termsafe.NewWriter(x.r.Stdout), prefix: []byte(fmt.Sprintf("[%s] ", e.Step))}
 		ls.shown = append(ls.shown, ls.live)
 	}
 	ls.tail = &tailBuffer{max: outputTail}

@@ -82,6 +82,7 @@ func (x *run) ws() *workspaces {
 	if w.git == nil {
 		g := gitwork.New(x.r.Environ)
 		g.FS = x.r.FS
+		g.Run = gitwork.ExecThrough("", x.r.Environ, 0, x.gitWrap())
 		w.git = g
 	}
 	for name, rec := range x.st.Workspaces {
@@ -114,6 +115,15 @@ func (x *run) runScope() (scope, bool) {
 		return scope{name: core.RunScope, spec: x.wf.Workspace, label: "the run"}, true
 	}
 	return scope{}, false
+}
+
+// scopeBranch is the branch of a scope's worktree: flow/<run>/<scope>,
+// or the run's as the command line names it (--git-worktree-branch).
+func (x *run) scopeBranch(sc scope) string {
+	if sc.name == core.RunScope && sc.spec.Branch != "" {
+		return sc.spec.Branch
+	}
+	return core.WorkspaceBranch(x.st.RunID, sc.name)
 }
 
 // worktreePath is where the worktree of a scope goes: <root>/<run>/<scope>,
@@ -183,7 +193,10 @@ func (x *run) prepareScope(sc scope) (string, error) {
 	if rec != nil && rec.Path != "" {
 		path = rec.Path
 	}
-	branch := core.WorkspaceBranch(x.st.RunID, sc.name)
+	branch := x.scopeBranch(sc)
+	if rec != nil && rec.Branch != "" {
+		branch = rec.Branch
+	}
 	base := ""
 	switch {
 	case rec != nil && rec.Base != "":
@@ -424,7 +437,7 @@ func (x *run) stepMergeJob(m core.MergeStep) *mergeJob {
 // began).
 func (x *run) mergeParent(job *mergeJob) {
 	if rs, ok := x.runScope(); ok {
-		job.into, job.intoPath = core.WorkspaceBranch(x.st.RunID, rs.name), x.scopePath(rs.name)
+		job.into, job.intoPath = x.scopeBranch(rs), x.scopePath(rs.name)
 		if rec := x.st.Workspaces[rs.name]; rec != nil {
 			job.into, job.intoPath = rec.Branch, rec.Path
 		}

@@ -2,13 +2,17 @@ package ops
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/notify"
+	"github.com/flow-run/flow/internal/sandbox"
 	"github.com/flow-run/flow/runner/record"
 )
 
@@ -59,13 +63,55 @@ func (s *Service) tellDead(repo string, st Status, wf *config.Workflow) {
 		sender = notify.Sender{Environ: s.Environ}
 	}
 	cfg := wf.Notify
+	c := notify.Config{Command: cfg.Command, Webhook: cfg.Webhook, Timeout: cfg.Timeout, Dir: repo}
+	if c.Command != "" {
+		c.Wrap = s.notifyWrap(repo, wf)
+	}
 	// The marker records how it went: a reader holds no lock on the run,
 	// so it appends no event.
-	for _, r := range sender.Send(context.Background(), n, notify.Config{Command: cfg.Command, Webhook: cfg.Webhook, Timeout: cfg.Timeout, Dir: repo}) {
+	for _, r := range sender.Send(context.Background(), n, c) {
 		line := r.Via + ": told\n"
 		if r.Err != nil {
 			line = r.Via + ": failed: " + r.Err.Error() + "\n"
 		}
 		_, _ = f.Write([]byte(line))
+	}
+}
+
+// notifyWrap starts a notification command of wf sandboxed as wf's
+// sessions are (its defaults' sandbox mode): confined, or unconfined
+// where no sandbox works and the mode allows it, or — sandbox:
+// required where none works — not at all, the command failing with why.
+func (s *Service) notifyWrap(repo string, wf *config.Workflow) notify.Wrap {
+	mode := wf.StepSandbox(nil)
+	if mode == config.SandboxOff {
+		return nil
+	}
+	fail := func(err error) notify.Wrap {
+		return func(string, []string, *syscall.SysProcAttr) (string, []string, *syscall.SysProcAttr, error) {
+			return "", nil, nil, err
+		}
+	}
+	why := errors.New("this program starts no sandbox")
+	if s.Sandbox != nil {
+		why = s.Sandbox.Probe()
+	}
+	real := ""
+	if why == nil {
+		real, why = filepath.EvalSymlinks(repo)
+	}
+	if why != nil {
+		if mode == config.SandboxRequired {
+			return fail(fmt.Errorf("sandbox: required, but the command cannot be sandboxed here: %v", why))
+		}
+		return nil
+	}
+	spec := sandbox.Spec{Repo: real, PIDNamespace: true}
+	if err := spec.Validate(); err != nil {
+		return fail(err)
+	}
+	sb := s.Sandbox
+	return func(path string, argv []string, sys *syscall.SysProcAttr) (string, []string, *syscall.SysProcAttr, error) {
+		return sb.Wrap(spec, path, argv, sys)
 	}
 }

@@ -127,6 +127,8 @@ type LogsRequest struct {
 	All bool
 	// Follow follows the latest session's log until the session ends.
 	Follow bool
+	// JSON writes JSON Lines of LogChunk instead of the logs' bytes.
+	JSON bool
 }
 
 // CancelRequest asks an engine to stop a run.

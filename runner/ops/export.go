@@ -178,8 +178,17 @@ func (s *Service) ImportRun(req ImportRequest) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, _, err := record.LoadState(s.FS, filepath.Join(tmp, id), false, time.Time{}); err != nil {
+	// The archive is checked as a runner checks a run it takes over:
+	// every event replayed, and the snapshot compared with the replay.
+	// A log that does not replay, or a snapshot that says otherwise
+	// (edited in the archive), is refused: a run's readers trust its
+	// snapshot.
+	_, disagrees, err := record.LoadState(s.FS, filepath.Join(tmp, id), true, s.clock().Now())
+	switch {
+	case err != nil:
 		return "", core.Usage("import: the archive holds no readable run %s: %v", id, err)
+	case disagrees:
+		return "", core.Usage("import: the archive's %s of run %s does not agree with its %s (edited or damaged): not imported", record.StateFile, id, record.EventsFile)
 	}
 	target := record.RunDir(repo, id)
 	_, statErr := s.FS.Stat(target)
@@ -192,6 +201,14 @@ func (s *Service) ImportRun(req ImportRequest) (string, error) {
 		if h, err := runlock.Read(s.FS, filepath.Join(target, record.LockFile)); err == nil && s.alive()(h) {
 			return "", &core.ExitError{Code: core.ExitHeld,
 				Err: fmt.Errorf("import: run %s is held by a live runner (pid %d on %s); it is not replaced", id, h.PID, h.Host)}
+		}
+		// A runner may hold it without a lock file to show (deleted by
+		// hand): a run still running with a fresh heartbeat has one.
+		if st, _, err := record.LoadState(s.FS, target, false, s.clock().Now()); err == nil && st.Status == core.RunRunning && st.Runner != nil && st.Runner.HeartbeatAt != nil {
+			if age := s.clock().Now().Sub(st.Runner.HeartbeatAt.Time); age < 3*record.HeartbeatInterval {
+				return "", &core.ExitError{Code: core.ExitHeld,
+					Err: fmt.Errorf("import: run %s has a runner that beat %s ago (pid %d on %s); it is not replaced", id, age.Round(time.Second), st.Runner.PID, st.Runner.Host)}
+			}
 		}
 		old = filepath.Join(tmp, ".replaced")
 		if err := s.FS.Rename(target, old); err != nil {

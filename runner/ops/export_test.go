@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"path/filepath"
 	"strings"
@@ -262,4 +263,81 @@ func has(s []string, v string) bool {
 		}
 	}
 	return false
+}
+
+// TestImportVerifies: an archive is checked as a runner checks a run it
+// takes over — every event replayed, the snapshot compared — and an
+// import --force never replaces a run whose runner beats, lock file or
+// not.
+func TestImportVerifies(t *testing.T) {
+	s, _ := newService(t, humanSteps, nil)
+	run(t, s, RunRequest{Workflow: wf, RunID: "r1", NoWait: true})
+	var buf bytes.Buffer
+	if _, err := s.ExportRun("", "r1", &buf); err != nil {
+		t.Fatal(err)
+	}
+	edited := func(name string, fn func(string) string) []byte {
+		t.Helper()
+		gz, err := gzip.NewReader(bytes.NewReader(buf.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(gz)
+		var entries []entry
+		for {
+			h, err := tr.Next()
+			if err != nil {
+				break
+			}
+			body, _ := io.ReadAll(tr)
+			e := entry{hdr: *h, body: string(body)}
+			if h.Name == name {
+				e.body = fn(e.body)
+				e.hdr.Size = int64(len(e.body))
+			}
+			entries = append(entries, e)
+		}
+		return makeArchive(t, entries)
+	}
+	for _, tc := range []struct {
+		name    string
+		archive []byte
+		want    string
+	}{
+		{"a garbage event log", edited("r1/events.jsonl", func(string) string { return "garbage\n" }), "records no run"},
+		{"an event log with a fault", edited("r1/events.jsonl", func(b string) string {
+			lines := strings.SplitAfter(b, "\n")
+			return strings.Join(append([]string{lines[0], lines[0]}, lines[1:]...), "")
+		}), "no readable run"},
+		{"a snapshot edited", edited("r1/run_state.json", func(b string) string {
+			return strings.Replace(b, `"status": "waiting_on_human"`, `"status": "completed"`, 1)
+		}), "does not agree"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s2, _ := newService(t, humanSteps, nil)
+			_, err := s2.ImportRun(ImportRequest{Archive: bytes.NewReader(tc.archive)})
+			wantCode(t, err, core.ExitUsage, tc.want)
+			if names := dirNames(t, s2.FS, record.RunsDir(repo)); len(names) != 0 {
+				t.Errorf("left in the runs directory: %v", names)
+			}
+		})
+	}
+	t.Run("a beating runner without its lock file", func(t *testing.T) {
+		s2, _ := newService(t, humanSteps, nil)
+		if _, err := s2.ImportRun(ImportRequest{Archive: bytes.NewReader(buf.Bytes())}); err != nil {
+			t.Fatal(err)
+		}
+		dir := record.RunDir(repo, "r1")
+		st, _, err := record.LoadState(s2.FS, dir, false, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Status = core.RunRunning
+		st.Runner = &core.RunnerInfo{PID: 7, Host: "h", HeartbeatAt: &core.Time{Time: s2.clock().Now()}}
+		if err := record.WriteSnapshot(s2.FS, dir, st); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s2.ImportRun(ImportRequest{Archive: bytes.NewReader(buf.Bytes()), Force: true})
+		wantCode(t, err, core.ExitHeld, "beat")
+	})
 }

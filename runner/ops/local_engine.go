@@ -79,6 +79,9 @@ func (l *Local) Logs(ctx context.Context, req LogsRequest, out, notes io.Writer)
 	if err != nil {
 		return err
 	}
+	if req.JSON {
+		return s.logsJSON(ctx, logs, req.Follow, out)
+	}
 	if len(logs.Logs) == 0 {
 		fmt.Fprintf(notes, "step %s of run %s printed no output\n", logs.Step, logs.RunID)
 		return nil

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -160,4 +161,32 @@ func (s *Service) openLog(path string) (afero.File, error) {
 		return safefs.New(filepath.Dir(filepath.Dir(path))).Open(path)
 	}
 	return s.FS.Open(path)
+}
+
+// logsJSON writes the logs of a step as flow logs --json does: a
+// LogChunk line per piece of each log, following the latest while its
+// session runs when follow is set, then the line that ends them.
+func (s *Service) logsJSON(ctx context.Context, logs StepLogs, follow bool, out io.Writer) error {
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	for i, lf := range logs.Logs {
+		cw := newChunkWriter(enc, logs.RunID, logs.Step, lf, 0)
+		var err error
+		if follow && i == len(logs.Logs)-1 {
+			err = s.Follow(ctx, logs, cw)
+		} else {
+			err = s.CopyLog(cw, lf)
+		}
+		if err == nil {
+			err = cw.Close()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	st, _, err := record.LoadState(s.FS, logs.RunDir, false, s.clock().Now())
+	if err != nil {
+		return err
+	}
+	return enc.Encode(logEnd(logs.RunID, logs.Step, st))
 }

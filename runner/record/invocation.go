@@ -56,13 +56,51 @@ type Invocation struct {
 	// Sandbox, when set, is the sandbox mode of every step (flow run
 	// --sandbox): it wins over the workflow's.
 	Sandbox string `json:"sandbox,omitempty"`
+	// GitWorktree, when set, gives the run a worktree of its own
+	// (agent_orchestrator's --git-worktree flags): it replaces the
+	// workflow's workspace: key.
+	GitWorktree *GitWorktree `json:"git_worktree,omitempty"`
+}
+
+// GitWorktree is the run's worktree as agent_orchestrator's
+// --git-worktree, --git-worktree-ref, --git-worktree-branch,
+// --git-worktree-root and --git-worktree-keep give it.
+type GitWorktree struct {
+	// Ref is the commit, branch or tag the worktree starts from; "" is
+	// the repository's HEAD when the run's first session starts.
+	Ref string `json:"ref,omitempty"`
+	// Branch is the worktree's branch; "" is flow/<run>/_run.
+	Branch string `json:"branch,omitempty"`
+	// Root is the directory worktrees are made in (relative to the
+	// repository unless absolute); "" is .agents/worktrees.
+	Root string `json:"root,omitempty"`
+	// Keep keeps the worktree when the run completes; without it a
+	// completed run's worktree is removed (its branch stays) and a
+	// run that did not complete keeps its own.
+	Keep bool `json:"keep,omitempty"`
+}
+
+// Workspace is the run-level workspace the flags give.
+func (g *GitWorktree) Workspace() *config.Workspace {
+	if g == nil {
+		return nil
+	}
+	keep := config.KeepOnFailure
+	if g.Keep {
+		keep = config.KeepAlways
+	}
+	return &config.Workspace{
+		Mode: config.WorkspaceWorktree, Base: g.Ref, Branch: g.Branch, Root: g.Root, Keep: keep,
+		Pos: config.Pos{File: "--git-worktree"},
+	}
 }
 
 // IsZero reports whether the invocation asks for nothing.
 func (v Invocation) IsZero() bool {
 	return v.Format == "" && v.Wrapper == "" && len(v.WrapperArgs) == 0 && v.CommandTemplate == "" &&
 		!v.PauseForHumanInput && v.GateStateFile == "" && len(v.Env) == 0 && v.Sandbox == "" && v.Python == "" &&
-		v.Schema == "" && v.Workdir == "" && v.LogsDir == "" && v.StateFile == "" && v.PollInterval == 0 && v.DailyCostLimit == 0
+		v.Schema == "" && v.Workdir == "" && v.LogsDir == "" && v.StateFile == "" && v.PollInterval == 0 && v.DailyCostLimit == 0 &&
+		v.GitWorktree == nil
 }
 
 // LoadOptions are the config options that load the workflow as the
@@ -71,15 +109,15 @@ func (v Invocation) LoadOptions(repo string) config.Options {
 	return config.Options{Repo: repo, Format: v.Format, Orchestrator: config.OrchestratorOptions{
 		Wrapper: v.Wrapper, WrapperArgs: v.WrapperArgs, CommandTemplate: v.CommandTemplate,
 		PauseForHumanInput: v.PauseForHumanInput, Python: v.Python,
-	}}
+	}, Workspace: v.GitWorktree.Workspace()}
 }
 
 // Merge returns the invocation with what later gives over v, flag by
 // flag: a format, a wrapper or a command template (either replaces
 // both), wrapper arguments, a gate-state file, the interpreter, the
 // schema, the directories and files, the poll interval, the daily cost
-// limit (a higher one lifts a spent limit), and --pause-for-human-input
-// when set; its environment goes over v's, name by name.
+// limit (a higher one lifts a spent limit), the run's worktree, and
+// --pause-for-human-input when set; its environment goes over v's, name by name.
 func (v Invocation) Merge(later Invocation) Invocation {
 	out := v
 	if later.Format != "" {
@@ -113,6 +151,9 @@ func (v Invocation) Merge(later Invocation) Invocation {
 	}
 	if later.Sandbox != "" {
 		out.Sandbox = later.Sandbox
+	}
+	if later.GitWorktree != nil {
+		out.GitWorktree = later.GitWorktree
 	}
 	out.PauseForHumanInput = v.PauseForHumanInput || later.PauseForHumanInput
 	out.Env = mergeEnv(v.Env, later.Env)

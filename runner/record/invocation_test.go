@@ -41,3 +41,36 @@ func TestInvocationIsZero(t *testing.T) {
 		t.Error("the zero Invocation is not zero")
 	}
 }
+
+func TestInvocationGitWorktree(t *testing.T) {
+	kept := Invocation{GitWorktree: &GitWorktree{Branch: "agents/a"}}
+	if got := kept.Merge(Invocation{Wrapper: "/w"}); got.GitWorktree != kept.GitWorktree {
+		t.Errorf("a resume without the flags lost the worktree: %+v", got.GitWorktree)
+	}
+	later := &GitWorktree{Ref: "main", Keep: true}
+	if got := kept.Merge(Invocation{GitWorktree: later}); got.GitWorktree != later {
+		t.Errorf("the flags given again did not replace the kept ones: %+v", got.GitWorktree)
+	}
+	if (Invocation{GitWorktree: &GitWorktree{}}).IsZero() {
+		t.Error("an invocation with --git-worktree is zero")
+	}
+	for _, tc := range []struct {
+		flags GitWorktree
+		want  string
+	}{
+		{GitWorktree{}, "worktree base= branch= root= keep=on_failure"},
+		{GitWorktree{Ref: "v1", Branch: "agents/x", Root: "../t", Keep: true}, "worktree base=v1 branch=agents/x root=../t keep=always"},
+	} {
+		o := Invocation{GitWorktree: &tc.flags}.LoadOptions("/repo")
+		w := o.Workspace
+		if w == nil {
+			t.Fatalf("%+v: no workspace in the load options", tc.flags)
+		}
+		if got := fmt.Sprintf("%s base=%s branch=%s root=%s keep=%s", w.Mode, w.Base, w.Branch, w.Root, w.Keep); got != tc.want {
+			t.Errorf("%+v: workspace %s, want %s", tc.flags, got, tc.want)
+		}
+	}
+	if o := (Invocation{}).LoadOptions("/repo"); o.Workspace != nil {
+		t.Errorf("no flags, yet a workspace: %+v", o.Workspace)
+	}
+}

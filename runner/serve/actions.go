@@ -237,13 +237,68 @@ func (s *Server) relaunch(retry bool) http.HandlerFunc {
 	}
 }
 
+// frozen reports whether a local run's runner holds its lock, its
+// process alive on this host, but has not beaten its heartbeat for
+// three intervals: flow resume --takeover is what helps.
+func (s *Server) frozen(st ops.Status) bool {
+	l := st.Liveness
+	if l.Holder == nil || l.Holder.Host != s.svc.Host || st.State.Status.Terminal() {
+		return false
+	}
+	switch l.State {
+	case record.LiveStale:
+		return true
+	case record.LiveDead:
+		return s.alive()(*l.Holder)
+	}
+	return false
+}
+
+// alive is the Service's test of a runner's process.
+func (s *Server) alive() func(runlock.Holder) bool {
+	if s.svc.Alive != nil {
+		return s.svc.Alive
+	}
+	return runlock.ProcessAlive
+}
+
+// doTakeover starts flow resume --takeover on a local run whose runner
+// is frozen; the new runner checks the process against the lock again
+// before it kills it.
+func (s *Server) doTakeover(ctx context.Context, t target, by string) error {
+	if s.launcher == nil {
+		return core.Refused("this server does not start runners: flow resume %s --takeover does", t.runID)
+	}
+	if !t.src.local {
+		return core.Refused("Run %s runs on %s: its server drives it, there is no runner to take over.", t.runID, t.src.name)
+	}
+	st, err := t.src.eng.Status(ctx, t.dir(), t.runID)
+	if err != nil {
+		return err
+	}
+	if !s.frozen(st) {
+		return core.Refused("Run %s has no frozen runner to take over (%s): %s", t.runID, st.Liveness.State, st.Liveness.Reason)
+	}
+	return s.launcher.Launch([]string{"resume", t.runID, "--repo", t.dir(), "--engine", t.src.eng.Name(), "--by", by, "--takeover"})
+}
+
+// takeover starts flow resume --takeover and redirects to the run's
+// page.
+func (s *Server) takeover(w http.ResponseWriter, r *http.Request) {
+	t, ok := s.target(w, r)
+	if !ok {
+		return
+	}
+	if err := s.doTakeover(r.Context(), t, who(r)); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, runURL(t.repo, t.runID)+"?done=takeover", http.StatusSeeOther)
+}
+
 // heldByLiveRunner reports whether a live runner holds a local run.
 func (s *Server) heldByLiveRunner(st ops.Status) bool {
-	alive := s.svc.Alive
-	if alive == nil {
-		alive = runlock.ProcessAlive
-	}
-	_, live := record.LiveRunner(s.svc.FS, st.RunDir, st.State, s.now(), alive)
+	_, live := record.LiveRunner(s.svc.FS, st.RunDir, st.State, s.now(), s.alive())
 	return live
 }
 

@@ -32,6 +32,7 @@ func (s *Server) apiRoutes(m *http.ServeMux) {
 	m.HandleFunc("POST /api/runs/{repo}/{run}/cancel", s.apiCancel)
 	m.HandleFunc("POST /api/runs/{repo}/{run}/resume", s.apiRelaunch(false))
 	m.HandleFunc("POST /api/runs/{repo}/{run}/retry", s.apiRelaunch(true))
+	m.HandleFunc("POST /api/runs/{repo}/{run}/takeover", s.apiTakeover)
 	m.HandleFunc("POST /api/start", s.apiStart)
 	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, apiError{Error: "no such API route: " + r.Method + " " + r.URL.Path, Code: http.StatusNotFound})
@@ -387,6 +388,20 @@ func (s *Server) apiRelaunch(retry bool) http.HandlerFunc {
 		}
 		writeJSON(w, http.StatusAccepted, map[string]string{"run_id": t.runID, "started": verb})
 	}
+}
+
+// apiTakeover starts flow resume --takeover on a run whose runner is
+// frozen, detached: {"run_id", "started": "takeover"}.
+func (s *Server) apiTakeover(w http.ResponseWriter, r *http.Request) {
+	t, ok := s.apiTarget(w, r)
+	if !ok {
+		return
+	}
+	if err := s.doTakeover(r.Context(), t, who(r)); err != nil {
+		apiFail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": t.runID, "started": "takeover"})
 }
 
 // apiStart starts a run: {"repo": 0, "workflow": "workflows/ci.yaml",

@@ -121,10 +121,11 @@ func (lw *listWatcher) run() {
 // events: the rendered list whenever it changes, until the page goes
 // away.
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
-	stream, ok := startSSE(w)
+	stream, release, ok := s.startSSE(w, r)
 	if !ok {
 		return
 	}
+	defer release()
 	sub, cancel := s.subscribeList(listFilter(r))
 	defer cancel()
 	ping := time.NewTicker(keepAlive)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/flow-run/flow/runner/core"
@@ -26,20 +27,61 @@ type sse struct {
 	f http.Flusher
 }
 
-// startSSE answers a request with an event stream, or with 500 when the
-// connection cannot stream.
-func startSSE(w http.ResponseWriter) (*sse, bool) {
+// streamLimit counts the live streams open, per client and in all.
+type streamLimit struct {
+	mu               sync.Mutex
+	perClient, total int
+	open             map[string]int
+	all              int
+}
+
+// take counts a new stream of client, or returns why it is refused.
+func (l *streamLimit) take(client string) (release func(), refused string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.open[client] >= l.perClient:
+		return nil, fmt.Sprintf("%s has %d live streams open, the most one client may (flow serve --client-streams): close a page of this server, or wait", client, l.open[client])
+	case l.all >= l.total:
+		return nil, fmt.Sprintf("this server has %d live streams open, the most it serves (flow serve --streams): try again later", l.all)
+	}
+	l.open[client]++
+	l.all++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if l.open[client]--; l.open[client] == 0 {
+				delete(l.open, client)
+			}
+			l.all--
+		})
+	}, ""
+}
+
+// startSSE answers a request with an event stream — counted against
+// the client's and the server's stream limits, 429 beyond either — or
+// with 500 when the connection cannot stream. The caller calls release
+// when the stream ends.
+func (s *Server) startSSE(w http.ResponseWriter, r *http.Request) (stream *sse, release func(), ok bool) {
 	f, ok := w.(http.Flusher)
 	if !ok {
 		http.Error(w, "streaming is not supported", http.StatusInternalServerError)
-		return nil, false
+		return nil, nil, false
+	}
+	release, refused := s.streams.take(who(r))
+	if refused != "" {
+		w.Header().Set("Retry-After", "10")
+		http.Error(w, "429 too many requests: "+refused, http.StatusTooManyRequests)
+		return nil, nil, false
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	f.Flush()
-	return &sse{w: w, f: f}, true
+	return &sse{w: w, f: f}, release, true
 }
 
 // send writes one event with a JSON value as its data, and an id when
@@ -135,10 +177,11 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	stream, ok := startSSE(w)
+	stream, release, ok := s.startSSE(w, r)
 	if !ok {
 		return
 	}
+	defer release()
 	// Join the run's watcher first, then catch up from the log: an event
 	// both bring is sent once, by its seq.
 	sub, last, cancel := s.subscribe(t)

@@ -291,10 +291,11 @@ func (s *Server) logTail(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	stream, ok := startSSE(w)
+	stream, release, ok := s.startSSE(w, r)
 	if !ok {
 		return
 	}
+	defer release()
 	tick := time.NewTicker(s.poll)
 	defer tick.Stop()
 	path := ""
@@ -362,10 +363,11 @@ func (s *Server) logTail(w http.ResponseWriter, r *http.Request) {
 // remoteTail follows a step's session on another engine through its
 // Logs, from its start, then sends how it ended.
 func (s *Server) remoteTail(w http.ResponseWriter, r *http.Request, t target) {
-	stream, ok := startSSE(w)
+	stream, release, ok := s.startSSE(w, r)
 	if !ok {
 		return
 	}
+	defer release()
 	out := &sseWriter{s: stream}
 	err := t.src.eng.Logs(r.Context(), ops.LogsRequest{Repo: t.dir(), RunID: t.runID, Step: t.step, Follow: true}, out, io.Discard)
 	if err != nil || r.Context().Err() != nil {

@@ -243,6 +243,9 @@ func (s *Server) runRowOf(row runRow, st ops.Status, local bool) runRow {
 	state := st.State
 	row.Badge, row.BadgeClass = runState(st)
 	row.Note, row.NoteClass = runNote(st, local)
+	if local && s.frozen(st) {
+		row.Note, row.NoteClass = "its runner is not heard from but holds the run: Take over (on the run's page) stops it and goes on", "error"
+	}
 	row.Started = timeText(state.CreatedAt)
 	end := st.At
 	switch {
@@ -463,6 +466,7 @@ var doneTexts = map[string]string{
 	"cancel":   "Asked the runner to stop the run's sessions; the run stays resumable.",
 	"resume":   "Started a runner; this page shows what it does.",
 	"retry":    "Started a runner on the failed steps; this page shows what it does.",
+	"takeover": "Started a runner that stops the frozen one (once it has checked it is this run's) and goes on; this page shows what it does.",
 	"started":  "Started the run; this page shows what it does.",
 }
 

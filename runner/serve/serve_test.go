@@ -1151,3 +1151,105 @@ func TestResumeOnDecision(t *testing.T) {
 		t.Errorf("launched %q", got)
 	}
 }
+
+func TestStreamLimits(t *testing.T) {
+	s, _ := newServer(t, func(c *Config) {
+		c.Loopback = false
+		c.Tokens = []Token{{Name: "alice", Secret: "alice-secret-0123456789"}, {Name: "bob", Secret: "bob-secret-0123456789"}}
+		c.ClientStreams, c.Streams = 2, 3
+	})
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	open := func(who string) (*http.Response, context.CancelFunc) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/live", nil)
+		req.Header.Set("Authorization", "Bearer "+who+"-secret-0123456789")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		return resp, func() { cancel(); resp.Body.Close() }
+	}
+	want := func(resp *http.Response, code int, says string) {
+		t.Helper()
+		if resp.StatusCode != code {
+			t.Fatalf("status %d, want %d", resp.StatusCode, code)
+		}
+		if code == http.StatusTooManyRequests {
+			b, _ := io.ReadAll(resp.Body)
+			if !strings.Contains(string(b), says) || resp.Header.Get("Retry-After") == "" {
+				t.Errorf("429 says %q (Retry-After %q), want %q", b, resp.Header.Get("Retry-After"), says)
+			}
+		}
+	}
+	a1, close1 := open("alice")
+	defer close1()
+	want(a1, http.StatusOK, "")
+	a2, close2 := open("alice")
+	defer close2()
+	want(a2, http.StatusOK, "")
+	a3, close3 := open("alice")
+	want(a3, http.StatusTooManyRequests, "alice has 2 live streams open, the most one client may (flow serve --client-streams)")
+	close3()
+	b1, closeB1 := open("bob")
+	defer closeB1()
+	want(b1, http.StatusOK, "")
+	b2, closeB2 := open("bob")
+	want(b2, http.StatusTooManyRequests, "this server has 3 live streams open, the most it serves (flow serve --streams)")
+	closeB2()
+	// A closed stream is given back: alice may open one again once the
+	// server has seen the first go.
+	close1()
+	for {
+		resp, closeIt := open("alice")
+		if resp.StatusCode == http.StatusOK {
+			closeIt()
+			break
+		}
+		want(resp, http.StatusTooManyRequests, "alice has 2")
+		closeIt()
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestTakeover(t *testing.T) {
+	s, l := newServer(t)
+	// A run whose runner holds the lock, its process alive, beating.
+	s.svc.Alive = func(runlock.Holder) bool { return true }
+	dir := record.RunDir(repo, "r1")
+	afero.WriteFile(s.svc.FS, filepath.Join(dir, record.LockFile), []byte(`{"pid":99,"host":"test","token":"t"}`), 0o644)
+	st, err := s.svc.Status(repo, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.State.Runner = &core.RunnerInfo{PID: 99, Host: "test", HeartbeatAt: &core.Time{Time: s.now()}}
+	if err := record.WriteSnapshot(s.svc.FS, dir, st.State); err != nil {
+		t.Fatal(err)
+	}
+	w := get(s, "/runs/0/r1")
+	wantStatus(t, w, http.StatusOK)
+	if strings.Contains(w.Body.String(), `data-action="takeover"`) {
+		t.Error("a beating runner's run offers Take over")
+	}
+	wantStatus(t, post(s, "/runs/0/r1/takeover", nil), http.StatusConflict, "no frozen runner")
+	// Not heard from for a minute: frozen. Take over is offered first,
+	// and starts flow resume --takeover.
+	s.svc.Clock.(*clock.Fake).Advance(time.Minute)
+	w = get(s, "/runs/0/r1")
+	wantStatus(t, w, http.StatusOK, `data-action="takeover"`)
+	body := w.Body.String()
+	if i, j := strings.Index(body, `data-action="takeover"`), strings.Index(body, `data-action="cancel"`); i < 0 || j < 0 || i > j || strings.Contains(body, `data-action="control/pause"`) {
+		t.Errorf("a frozen runner's run does not offer Take over first, then Cancel, and nothing else (takeover at %d, cancel at %d)", i, j)
+	}
+	wantStatus(t, get(s, "/"), http.StatusOK, "Take over (on the run&#39;s page)")
+	wantStatus(t, post(s, "/runs/0/r1/takeover", nil), http.StatusSeeOther)
+	want := [][]string{{"resume", "r1", "--repo", repo, "--engine", "local", "--by", "local", "--takeover"}}
+	if got := l.got(); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("launched %q, want %q", got, want)
+	}
+	// A runner on another host is not this server's to take over.
+	afero.WriteFile(s.svc.FS, filepath.Join(dir, record.LockFile), []byte(`{"pid":99,"host":"elsewhere","token":"t"}`), 0o644)
+	wantStatus(t, post(s, "/runs/0/r1/takeover", nil), http.StatusConflict, "no frozen runner")
+}

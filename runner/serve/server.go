@@ -75,7 +75,19 @@ type Config struct {
 	// ResumeOnDecision resumes a run that no runner holds as soon as a
 	// decision on it is recorded from a page.
 	ResumeOnDecision bool
+	// ClientStreams is how many live streams one client (a token, as
+	// a login cookie or a Bearer header; "local" on a server without
+	// tokens) may hold open at once, and Streams how many all clients
+	// may: a stream beyond either is refused with 429. 0 means
+	// DefaultClientStreams and DefaultStreams.
+	ClientStreams, Streams int
 }
+
+// The default limits of live streams: per client and in all.
+const (
+	DefaultClientStreams = 16
+	DefaultStreams       = 256
+)
 
 // source is where runs come from: a repository's record, read and
 // acted on through the local engine, or another engine's server.
@@ -124,6 +136,7 @@ type Server struct {
 	// engine's Status (tests count its calls).
 	listStatus func(src *source, runID string) (ops.Status, error)
 	csrfKey    []byte
+	streams    streamLimit
 	pages      map[string]*template.Template
 	mux        *http.ServeMux
 }
@@ -146,6 +159,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.poll <= 0 {
 		s.poll = 250 * time.Millisecond
+	}
+	s.streams = streamLimit{perClient: cfg.ClientStreams, total: cfg.Streams, open: map[string]int{}}
+	if s.streams.perClient <= 0 {
+		s.streams.perClient = DefaultClientStreams
+	}
+	if s.streams.total <= 0 {
+		s.streams.total = DefaultStreams
 	}
 	eng := cfg.Engine
 	if eng == nil {
@@ -224,6 +244,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /runs/{repo}/{run}/cancel", s.cancel)
 	m.HandleFunc("POST /runs/{repo}/{run}/resume", s.relaunch(false))
 	m.HandleFunc("POST /runs/{repo}/{run}/retry", s.relaunch(true))
+	m.HandleFunc("POST /runs/{repo}/{run}/takeover", s.takeover)
 	s.apiRoutes(m)
 	s.mux = m
 }

@@ -360,7 +360,8 @@ func shortTime(s string) string {
 	return t.UTC().Format("2006-01-02 15:04:05Z")
 }
 
-// actions sets the actions that apply to a run as it is. A run that a
+// actions sets the actions that apply to a run as it is. A run whose
+// runner is frozen is taken over (highlighted) or cancelled; one that a
 // live runner holds can be paused (or go on, once paused), run once,
 // cleaned up and cancelled; one that no runner holds is resumed (its
 // first action: it does nothing until then); a failed run is retried;
@@ -378,6 +379,18 @@ func (s *Server) actions(v *runView, t target, st ops.Status) {
 		} else {
 			v.ActionsNote = "This server does not start runners: flow retry " + t.runID + " does."
 		}
+		return
+	}
+	if t.src.local && s.frozen(st) {
+		// Its runner holds the lock but is not heard from: the control
+		// file's requests would wait on it for ever.
+		if launch {
+			v.Actions = append(v.Actions, action{Path: "takeover", Label: "Take over", Primary: true,
+				Help: "its runner has not been heard from: stop it (checked to be this run's runner first), then start one that goes on"})
+		} else {
+			v.ActionsNote = "Its runner is not heard from, and this server does not start runners: flow resume " + t.runID + " --takeover stops it and goes on."
+		}
+		v.Actions = append(v.Actions, action{Path: "cancel", Label: "Cancel", Danger: true, Help: "stop the run's sessions now; the run stays resumable"})
 		return
 	}
 	if v.RunnerLive {

@@ -135,6 +135,9 @@ func (e *Engine) Logs(ctx context.Context, req ops.LogsRequest, out, notes io.Wr
 	if req.All {
 		return ops.Unsupported("temporal", "logs --all (a run on Temporal keeps the tail of each step's last session)")
 	}
+	if req.JSON {
+		return ops.Unsupported("temporal", "logs --json")
+	}
 	id, err := e.runOrNewest(ctx, req.RunID)
 	if err != nil {
 		return err
