@@ -304,69 +304,80 @@ func (a *app) runsCmd() *cobra.Command {
 	return cmd
 }
 
+// runHead is the header of the table of runs, the cost column last.
+var runHead = []string{"RUN", "WORKFLOW", "STATUS", "CREATED", "UPDATED", "COST"}
+
+// runCells fills cells with the row of a run that could be read, and
+// returns it: its cost when withCost. A workflow's name is the file's:
+// it may hold what acts on a terminal.
+func runCells(r ops.RunSummary, withCost bool, cells *[6]string) []string {
+	status := r.Status
+	if r.Pruned {
+		status += " (pruned)"
+	}
+	*cells = [6]string{r.RunID, termsafe.Escape(r.Workflow), status, r.CreatedAt, r.UpdatedAt, "-"}
+	if !withCost {
+		return cells[:5]
+	}
+	if r.Usage != nil {
+		cells[5] = costText(r.Usage)
+	}
+	return cells[:6]
+}
+
 // runRows returns the table of runs flow runs prints, a row per run
 // under a header; a run that cannot be read is a row of its own shape.
 // A cost column is there when some run's agents reported usage.
-func runRows(runs []ops.RunSummary) (rows [][]string, uniform bool) {
+func runRows(runs []ops.RunSummary) [][]string {
 	withCost := slices.ContainsFunc(runs, func(r ops.RunSummary) bool { return r.Usage != nil })
-	head := []string{"RUN", "WORKFLOW", "STATUS", "CREATED", "UPDATED"}
+	head := runHead[:5]
 	if withCost {
-		head = append(head, "COST")
+		head = runHead
 	}
-	rows = make([][]string, 0, len(runs)+1)
-	rows = append(rows, head)
-	// The rows' cells are carved from one array.
-	cells := make([]string, 0, len(runs)*len(head))
-	uniform = true
+	rows := [][]string{head}
 	for _, r := range runs {
 		if r.Error != "" {
 			rows = append(rows, []string{r.RunID, "?", "unreadable: " + termsafe.Escape(r.Error), "", ""})
-			uniform = false
 			continue
 		}
-		status := r.Status
-		if r.Pruned {
-			status += " (pruned)"
-		}
-		n := len(cells)
-		// A workflow's name is the file's: it may hold what acts on a
-		// terminal.
-		cells = append(cells, r.RunID, termsafe.Escape(r.Workflow), status, r.CreatedAt, r.UpdatedAt)
-		if withCost {
-			cost := "-"
-			if r.Usage != nil {
-				cost = costText(r.Usage)
-			}
-			cells = append(cells, cost)
-		}
-		rows = append(rows, cells[n:len(cells):len(cells)])
+		var cells [6]string
+		rows = append(rows, slices.Clone(runCells(r, withCost, &cells)))
 	}
-	return rows, uniform
+	return rows
 }
 
 // printRuns prints the table of runs, its columns two spaces apart, as
-// text/tabwriter aligns them. Rows that all have the same cells (no
-// unreadable run) are aligned here, in one pass over them: flow runs of
-// 10,000 runs spent a third of its memory in tabwriter's copies of the
-// cells.
+// text/tabwriter aligns them. When every run could be read (the rows
+// have the same cells) it aligns them itself, in two passes over the
+// runs, holding no row: flow runs of 10,000 runs spent a third of its
+// memory in tabwriter's copies of the cells.
 func printRuns(w *bufio.Writer, runs []ops.RunSummary) error {
-	rows, uniform := runRows(runs)
-	if !uniform {
+	if slices.ContainsFunc(runs, func(r ops.RunSummary) bool { return r.Error != "" }) {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		for _, row := range rows {
+		for _, row := range runRows(runs) {
 			io.WriteString(tw, strings.Join(row, "\t")+"\n")
 		}
 		return tw.Flush()
 	}
-	last := len(rows[0]) - 1
+	withCost := slices.ContainsFunc(runs, func(r ops.RunSummary) bool { return r.Usage != nil })
+	head := runHead[:5]
+	if withCost {
+		head = runHead
+	}
+	last := len(head) - 1
 	width := make([]int, last)
-	for _, row := range rows {
+	var cells [6]string
+	measure := func(row []string) {
 		for c := range last {
 			width[c] = max(width[c], utf8.RuneCountInString(row[c]))
 		}
 	}
+	measure(head)
+	for _, r := range runs {
+		measure(runCells(r, withCost, &cells))
+	}
 	const pad = "                                                                "
-	for _, row := range rows {
+	write := func(row []string) {
 		for c := range last {
 			w.WriteString(row[c])
 			for n := width[c] + 2 - utf8.RuneCountInString(row[c]); n > 0; n -= len(pad) {
@@ -375,6 +386,10 @@ func printRuns(w *bufio.Writer, runs []ops.RunSummary) error {
 		}
 		w.WriteString(row[last])
 		w.WriteByte('\n')
+	}
+	write(head)
+	for _, r := range runs {
+		write(runCells(r, withCost, &cells))
 	}
 	return nil
 }

@@ -46,7 +46,7 @@ func TestPrintRuns(t *testing.T) {
 			// What flow runs printed through tabwriter alone.
 			var want strings.Builder
 			tw := tabwriter.NewWriter(&want, 0, 4, 2, ' ', 0)
-			rows, _ := runRows(c.runs)
+			rows := runRows(c.runs)
 			for _, row := range rows {
 				fmt.Fprintln(tw, strings.Join(row, "\t"))
 			}

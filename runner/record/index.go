@@ -175,10 +175,6 @@ func ListRunEntries(fsys afero.Fs, repo string, index afero.Fs) ([]RunEntry, err
 		}
 		return strings.Compare(ids[b], ids[a])
 	})
-	out := make([]RunEntry, len(order))
-	for k, i := range order {
-		out[k] = runs[i]
-	}
 	if index != nil && changed {
 		kept := make([]*indexEntry, 0, len(order))
 		for _, i := range order {
@@ -188,7 +184,35 @@ func ListRunEntries(fsys afero.Fs, repo string, index afero.Fs) ([]RunEntry, err
 		}
 		_ = writeIndex(index, filepath.Join(dir, IndexFile), kept)
 	}
-	return out, nil
+	n := len(order)
+	for i := range ids {
+		if !found[i] {
+			order = append(order, i)
+		}
+	}
+	permute(runs, order)
+	return runs[:n], nil
+}
+
+// permute puts runs[order[k]] at k, for every k, in place (order is a
+// permutation of the indices of runs, and is used up): a list of
+// 10,000 runs is not copied to be sorted.
+func permute(runs []RunEntry, order []int) {
+	for i := range order {
+		if order[i] < 0 {
+			continue
+		}
+		held, j := runs[i], i
+		for {
+			k := order[j]
+			order[j] = -1
+			if k == i {
+				runs[j] = held
+				break
+			}
+			runs[j], j = runs[k], k
+		}
+	}
 }
 
 // settled reports whether no runner holds the run in runDir and no

@@ -349,3 +349,25 @@ func TestParseTime(t *testing.T) {
 		t.Error("ParseTime(yesterday): no error")
 	}
 }
+
+// TestPermute sorts in place by a permutation of every shape.
+func TestPermute(t *testing.T) {
+	for _, order := range [][]int{{}, {0}, {1, 0}, {2, 0, 1}, {0, 1, 2, 3}, {3, 2, 1, 0}, {1, 2, 3, 0, 5, 4}} {
+		runs := make([]RunEntry, len(order))
+		for i := range runs {
+			runs[i].ID = fmt.Sprint(i)
+		}
+		want := make([]string, len(order))
+		for k, i := range order {
+			want[k] = fmt.Sprint(i)
+		}
+		permute(runs, slices.Clone(order))
+		var got []string
+		for _, r := range runs {
+			got = append(got, r.ID)
+		}
+		if !slices.Equal(got, want) && len(order) > 0 {
+			t.Errorf("permute by %v: %v, want %v", order, got, want)
+		}
+	}
+}
