@@ -88,7 +88,8 @@ func createdAt(st *core.State) time.Time {
 	return st.CreatedAt.Time
 }
 
-// maxHeadReaders bounds the goroutines of ListRunHeads.
+// maxHeadReaders bounds the goroutines of ListRunHeads and
+// ListRunEntries.
 const maxHeadReaders = 8
 
 // readHead returns the state of the run in runDir without its steps,

@@ -106,50 +106,51 @@ func ListRunEntries(fsys afero.Fs, repo string, index afero.Fs) ([]RunEntry, err
 	if err != nil {
 		return nil, err
 	}
-	old := readIndex(fsys, filepath.Join(dir, IndexFile))
-	runs := make([]RunEntry, len(ids))
+	// The index is read while the runs' snapshots are looked at (one
+	// stat each); the two are compared once both are done.
+	index0 := make(chan map[string]*indexEntry, 1)
+	go func() { index0 <- readIndex(fsys, filepath.Join(dir, IndexFile)) }()
+	n := len(ids)
+	size, mtime := make([]int64, n), make([]int64, n)
+	statted := make([]bool, n)
+	each(n, func() func(i int) {
+		stat := d.stater()
+		return func(i int) {
+			var err error
+			size[i], mtime[i], err = stat(ids[i])
+			statted[i] = err == nil
+		}
+	})
+	old := <-index0
+	runs := make([]RunEntry, n)
 	// use is the index entry of each run: the one it had, still valid,
 	// or a new one; found is false for a name that is not a run.
-	use := make([]*indexEntry, len(ids))
-	found := make([]bool, len(ids))
-	workers := min(runtime.NumCPU(), maxHeadReaders, len(ids))
-	var (
-		wg   sync.WaitGroup
-		next atomic.Int64
-	)
-	for range workers {
-		wg.Go(func() {
-			stat := d.stater()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(ids) {
+	use := make([]*indexEntry, n)
+	found := make([]bool, n)
+	each(n, func() func(i int) {
+		return func(i int) {
+			// The names are those of the directory's entries, and dir
+			// is clean: they are joined without filepath.Join's
+			// cleaning, which costs as much as a stat.
+			id := ids[i]
+			rd := dir + string(filepath.Separator) + id
+			if statted[i] {
+				if e := old[id]; e != nil && e.size == size[i] && e.mtime == mtime[i] {
+					runs[i], use[i], found[i] = e.RunEntry, e, true
+					runs[i].ID, runs[i].Dir = id, rd
 					return
 				}
-				// The names are those of the directory's entries, and
-				// dir is clean: they are joined without filepath.Join's
-				// cleaning, which costs as much as a stat.
-				id := ids[i]
-				rd := dir + string(filepath.Separator) + id
-				size, mtime, serr := stat(id)
-				if serr == nil {
-					if e := old[id]; e != nil && e.size == size && e.mtime == mtime {
-						runs[i], use[i], found[i] = e.RunEntry, e, true
-						runs[i].ID, runs[i].Dir = id, rd
-						continue
-					}
-				} else if d, err := fsys.Stat(rd); err != nil || !d.IsDir() {
-					continue // not a run directory
-				}
-				found[i] = true
-				st, whole, err := readHeadFrom(fsys, rd)
-				runs[i] = entryOf(RunHead{ID: id, Dir: rd, State: st, Err: err})
-				if serr == nil && err == nil && !whole && indexable(runs[i]) && settled(fsys, rd) {
-					use[i] = &indexEntry{RunEntry: runs[i], size: size, mtime: mtime, fresh: true}
-				}
+			} else if d, err := fsys.Stat(rd); err != nil || !d.IsDir() {
+				return // not a run directory
 			}
-		})
-	}
-	wg.Wait()
+			found[i] = true
+			st, whole, err := readHeadFrom(fsys, rd)
+			runs[i] = entryOf(RunHead{ID: id, Dir: rd, State: st, Err: err})
+			if statted[i] && err == nil && !whole && indexable(runs[i]) && settled(fsys, rd) {
+				use[i] = &indexEntry{RunEntry: runs[i], size: size[i], mtime: mtime[i], fresh: true}
+			}
+		}
+	})
 	// The index changes when a run was indexed now, or an entry was not
 	// used (its run is gone, or changed).
 	changed, used := false, 0
@@ -184,14 +185,37 @@ func ListRunEntries(fsys afero.Fs, repo string, index afero.Fs) ([]RunEntry, err
 		}
 		_ = writeIndex(index, filepath.Join(dir, IndexFile), kept)
 	}
-	n := len(order)
+	listed := len(order)
 	for i := range ids {
 		if !found[i] {
 			order = append(order, i)
 		}
 	}
 	permute(runs, order)
-	return runs[:n], nil
+	return runs[:listed], nil
+}
+
+// each calls work(i) for every i below n, from a few goroutines (one
+// per CPU, at most maxHeadReaders), each with its own work function
+// made by newWork: looking at a run is mostly system calls.
+func each(n int, newWork func() func(i int)) {
+	var (
+		wg   sync.WaitGroup
+		next atomic.Int64
+	)
+	for range min(runtime.NumCPU(), maxHeadReaders, n) {
+		wg.Go(func() {
+			work := newWork()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				work(i)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // permute puts runs[order[k]] at k, for every k, in place (order is a
