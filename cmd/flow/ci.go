@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/termsafe"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
@@ -64,6 +66,26 @@ func (a *app) ciMode() ciMode {
 		return ciOff
 	}
 	return m
+}
+
+// ciPath names file as a CI service wants it in an annotation or a
+// report: relative to the checkout the variable root names
+// ($GITHUB_WORKSPACE, $CI_PROJECT_DIR), with slashes. A file outside it,
+// or with root unset, keeps the name it was given.
+func (a *app) ciPath(file, root string) string {
+	ws := a.svc.Getenv(root)
+	if ws == "" || file == "" {
+		return file
+	}
+	abs := file
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(a.svc.Dir, file)
+	}
+	rel, err := filepath.Rel(filepath.Clean(ws), abs)
+	if err != nil || !filepath.IsLocal(rel) {
+		return file
+	}
+	return filepath.ToSlash(rel)
 }
 
 // ghData escapes s as the data (message) of a GitHub workflow command.
@@ -125,83 +147,135 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 
 // ciReporter turns a run's events into a CI service's log markup: a
 // group (GitHub) or collapsible section (GitLab) around each session,
-// and annotations for failures (GitHub).
+// annotations for failures (GitHub), and the evidence of a failed
+// session in a section left open (GitLab).
+//
+// The runner hands it each event just before it prints the event's line
+// (local.Runner.OnEvent), so a session's group opens before its
+// "started" line, and closes after its outcome's line: at the next
+// event, or when the run ends (finish).
 type ciReporter struct {
 	mode ciMode
 	w    io.Writer
 	// open is the step whose group or section is open ("" for none),
-	// and section its GitLab section name.
-	open    string
-	section string
+	// section its GitLab section name and header its title.
+	open, section, header string
+	// ended is set once the open group's session has an outcome: it
+	// closes at the next event. after is what follows it then:
+	// annotations, or a failure's open section.
+	ended bool
+	after []string
+	// failure is the evidence of the open section's failed session
+	// (GitLab).
+	failure string
 }
 
 // event writes the markup one event calls for. Groups do not nest: a
 // session that starts while another's group is open closes it.
 func (r *ciReporter) event(e core.Event) {
+	if r.ended {
+		r.close(e.At.Time)
+	}
 	switch e.Type {
 	case core.EvStepStarted:
 		var d core.StepStarted
 		_ = json.Unmarshal(e.Data, &d)
-		r.close(e)
-		header := fmt.Sprintf("%s (attempt %d, iteration %d)", e.Step, d.Attempt, d.Iteration)
+		r.close(e.At.Time)
+		r.header = fmt.Sprintf("%s (attempt %d, iteration %d)", e.Step, d.Attempt, d.Iteration)
 		switch r.mode {
 		case ciGitHub:
-			io.WriteString(r.w, ghCommand("group", header))
+			io.WriteString(r.w, ghCommand("group", r.header))
 		case ciGitLab:
 			r.section = gitlabName(fmt.Sprintf("flow_%s_%d_%d", e.Step, d.Iteration, d.Attempt))
-			fmt.Fprintf(r.w, "\x1b[0Ksection_start:%d:%s[collapsed=true]\r\x1b[0K%s\n", e.At.Unix(), r.section, header)
+			fmt.Fprintf(r.w, "\x1b[0Ksection_start:%d:%s[collapsed=true]\r\x1b[0K%s\n", e.At.Unix(), r.section, r.header)
 		}
 		r.open = e.Step
-	case core.EvStepCompleted, core.EvAttemptFailed, core.EvStepInterrupted:
-		if r.open == e.Step {
-			r.close(e)
-		}
-	case core.EvStepFailed:
-		if r.open == e.Step {
-			r.close(e)
-		}
+	case core.EvStepCompleted, core.EvStepInterrupted:
+		r.outcome(e.Step, "")
+	case core.EvAttemptFailed:
 		var d core.Outcome
 		_ = json.Unmarshal(e.Data, &d)
+		r.outcome(e.Step, orDefault(d.Error, "failed"))
+	case core.EvStepFailed:
+		var d core.Outcome
+		_ = json.Unmarshal(e.Data, &d)
+		r.outcome(e.Step, orDefault(d.Evidence, orDefault(d.Error, "failed")))
 		if r.mode == ciGitHub {
 			title := "flow: step " + e.Step + " failed"
 			if d.Budget {
 				title = "flow: step " + e.Step + " ran out of iterations"
 			}
-			io.WriteString(r.w, ghCommand("error", orDefault(d.Error, "failed"), "title", title))
+			r.after = append(r.after, ghCommand("error", orDefault(d.Error, "failed"), "title", title))
 		}
 	case core.EvGateFailed:
-		if r.open == e.Step {
-			r.close(e)
-		}
 		var d core.GateFailure
 		_ = json.Unmarshal(e.Data, &d)
+		r.outcome(e.Step, orDefault(d.Output, "gate failed: "+d.Reason))
 		if r.mode != ciGitHub {
-			return
+			break
 		}
 		switch {
 		case d.Budget:
-			io.WriteString(r.w, ghCommand("error", fmt.Sprintf("%s (iteration budget of %d spent)", d.Reason, d.MaxIterations),
+			r.after = append(r.after, ghCommand("error", fmt.Sprintf("%s (iteration budget of %d spent)", d.Reason, d.MaxIterations),
 				"title", "flow: step "+e.Step+" ran out of iterations"))
 		case d.Target != "":
-			io.WriteString(r.w, ghCommand("warning", d.Reason, "title", "flow: "+e.Step+" looped back to "+d.Target))
+			r.after = append(r.after, ghCommand("warning", d.Reason, "title", "flow: "+e.Step+" looped back to "+d.Target))
 		}
 	case core.EvRunFinished, core.EvRunInterrupted, core.EvRunPaused, core.EvRunWaiting:
-		r.close(e)
+		r.close(e.At.Time)
+	}
+	if !r.ended && r.open == "" {
+		// Nothing is open for an outcome to wait for: what follows it
+		// goes out now.
+		r.flushAfter()
 	}
 }
 
-// close closes the open group or section, if any.
-func (r *ciReporter) close(e core.Event) {
-	if r.open == "" {
+// outcome notes that step's session ended: its group closes at the next
+// event. A failed session's evidence (failure non-empty) follows it in
+// GitLab, in a section left open (GitLab collapses a section or not
+// when it starts, before its session's outcome is known), its control
+// characters escaped: it cannot end the section or start another.
+func (r *ciReporter) outcome(step, failure string) {
+	if r.open != step {
 		return
 	}
-	switch r.mode {
-	case ciGitHub:
-		io.WriteString(r.w, "::endgroup::\n")
-	case ciGitLab:
-		fmt.Fprintf(r.w, "\x1b[0Ksection_end:%d:%s\r\x1b[0K\n", e.At.Unix(), r.section)
+	r.ended = true
+	if r.mode == ciGitLab {
+		r.failure = failure
 	}
-	r.open, r.section = "", ""
+}
+
+// close closes the open group or section, if any, and writes what
+// follows it; at is the time of the event that closes it.
+func (r *ciReporter) close(at time.Time) {
+	if r.open != "" {
+		switch r.mode {
+		case ciGitHub:
+			io.WriteString(r.w, "::endgroup::\n")
+		case ciGitLab:
+			fmt.Fprintf(r.w, "\x1b[0Ksection_end:%d:%s\r\x1b[0K\n", at.Unix(), r.section)
+			if r.failure != "" {
+				fmt.Fprintf(r.w, "\x1b[0Ksection_start:%d:%s_failed\r\x1b[0K%s failed:\n%s\n\x1b[0Ksection_end:%d:%s_failed\r\x1b[0K\n",
+					at.Unix(), r.section, r.header, termsafe.Escape(lastLines(r.failure, summaryTail)), at.Unix(), r.section)
+			}
+		}
+	}
+	r.open, r.section, r.header, r.ended, r.failure = "", "", "", false, ""
+	r.flushAfter()
+}
+
+// flushAfter writes what waited for the open group to close.
+func (r *ciReporter) flushAfter() {
+	for _, a := range r.after {
+		io.WriteString(r.w, a)
+	}
+	r.after = nil
+}
+
+// finish closes what is open when the run's runner has stopped.
+func (r *ciReporter) finish(at time.Time) {
+	r.close(at)
 }
 
 func orDefault(s, def string) string {
@@ -288,7 +362,7 @@ func containsLine(lines []string, s string) bool {
 
 // ghSummary renders a run as the Markdown of a GitHub step summary: its
 // status, the step waiting on a human, a table of its steps and the
-// evidence of failed steps. GitHub refuses a step's summary above
+// evidence the run recorded on its failed steps. GitHub refuses a step's summary above
 // 1 MiB, so a large run's stays well under it: the table lists every
 // step of a run of up to summaryRows steps; of a larger run, the steps
 // that failed, wait or run (at most summaryRows) and a line counting
@@ -361,7 +435,7 @@ func ghSummary(v ops.Status, res ops.RunResult) string {
 	shown := 0
 	for _, id := range st.StepOrder {
 		s := st.Steps[id]
-		if s == nil || s.Status != core.Failed || s.Feedback == nil || s.Feedback.Output == "" {
+		if s == nil || s.Status != core.Failed || s.Evidence == "" {
 			continue
 		}
 		if shown == summaryEvidence {
@@ -369,9 +443,9 @@ func ghSummary(v ops.Status, res ops.RunResult) string {
 			break
 		}
 		shown++
-		fence := mdFence(s.Feedback.Output)
+		fence := mdFence(s.Evidence)
 		fmt.Fprintf(&b, "\n<details><summary>%s: evidence (last %d lines)</summary>\n\n%s\n%s\n%s\n\n</details>\n",
-			record.MarkdownCell(id), summaryTail, fence, lastLines(s.Feedback.Output, summaryTail), fence)
+			record.MarkdownCell(id), summaryTail, fence, lastLines(s.Evidence, summaryTail), fence)
 	}
 	return b.String() + "\n"
 }
@@ -443,17 +517,19 @@ type codeQuality struct {
 
 // gitlabCodeQuality renders diagnostics as a GitLab Code Quality report:
 // a JSON array, each issue's fingerprint a hash of its file, line and
-// message, stable from one pipeline to the next.
-func gitlabCodeQuality(ds config.Diagnostics) ([]byte, error) {
+// message, stable from one pipeline to the next, and its path as path
+// gives it (relative to the project's checkout).
+func gitlabCodeQuality(ds config.Diagnostics, path func(string) string) ([]byte, error) {
 	issues := make([]codeQuality, 0, len(ds))
 	for _, d := range ds {
 		var q codeQuality
 		q.Description = d.Message
 		q.CheckName = "flow-validate"
-		sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%s", d.Pos.File, d.Pos.Line, d.Message)))
+		file := path(d.Pos.File)
+		sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%s", file, d.Pos.Line, d.Message)))
 		q.Fingerprint = hex.EncodeToString(sum[:16])
 		q.Severity = "major"
-		q.Location.Path = d.Pos.File
+		q.Location.Path = file
 		q.Location.Lines.Begin = d.Pos.Line
 		issues = append(issues, q)
 	}

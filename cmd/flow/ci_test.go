@@ -96,43 +96,26 @@ func TestGitLabName(t *testing.T) {
 	}
 }
 
-// TestGitHubSummaryEvidence shows a failed step's evidence in the job
-// summary, its last lines in a fence its own backticks cannot close.
-func TestGitHubSummaryEvidence(t *testing.T) {
-	var out strings.Builder
-	for i := 1; i <= 25; i++ {
-		fmt.Fprintf(&out, "line %d\n", i)
-	}
-	out.WriteString("```` not the end\n")
-	errText := "gate.pass is false"
+// TestGitHubSummaryRows: a loop's row says how far its items got, and
+// a run whose agents reported usage has a usage line. (A failed step's
+// evidence, as a run records it, is tested end to end by the ci_github
+// script.)
+func TestGitHubSummaryRows(t *testing.T) {
+	one := 1
 	st := &core.State{
 		WorkflowName: "wf",
-		StepOrder:    []string{"build", "review"},
+		StepOrder:    []string{"build", "items"},
 		Steps: map[string]*core.StepState{
-			"build":  {Status: core.Completed, Attempts: 1},
-			"review": {Status: core.Failed, Attempts: 1, LastError: &errText, Feedback: &core.Feedback{Step: "review", Output: out.String()}},
+			"build": {Status: core.Completed, Attempts: 1},
+			"items": {Status: core.Running, LoopIndex: &one, Items: []core.Item{{Key: "a", Status: core.Completed}, {Key: "b", Status: core.Running}}},
 		},
 	}
-	got := ghSummary(ops.Status{State: st}, ops.RunResult{RunID: "r1", Status: "failed", ExitCode: 1})
-	want := "<details><summary>review: evidence (last 20 lines)</summary>\n\n`````\nline 7\n"
-	if !strings.Contains(got, want) {
-		t.Fatalf("summary lacks %q:\n%s", want, got)
-	}
-	if !strings.Contains(got, "```` not the end\n`````\n\n</details>\n") {
-		t.Errorf("the evidence's fence does not close after its last line:\n%s", got)
-	}
-	if strings.Contains(got, "line 6\n") || strings.Count(got, "<details>") != 1 {
-		t.Errorf("want the last 20 lines of review only:\n%s", got)
+	got := ghSummary(ops.Status{State: st}, ops.RunResult{RunID: "r1", Status: "running"})
+	if !strings.Contains(got, "| items | RUNNING | 0 | 0 |  | 1/2 items, 1 running |\n") {
+		t.Errorf("no loop progress:\n%s", got)
 	}
 	if strings.Contains(got, "- usage:") {
 		t.Errorf("a run without usage has a usage line:\n%s", got)
-	}
-	// A loop's row says how far its items got.
-	one := 1
-	st.StepOrder = append(st.StepOrder, "items")
-	st.Steps["items"] = &core.StepState{Status: core.Running, LoopIndex: &one, Items: []core.Item{{Key: "a", Status: core.Completed}, {Key: "b", Status: core.Running}}}
-	if got := ghSummary(ops.Status{State: st}, ops.RunResult{RunID: "r1", Status: "running"}); !strings.Contains(got, "| items | RUNNING | 0 | 0 |  | 1/2 items, 1 running |\n") {
-		t.Errorf("no loop progress:\n%s", got)
 	}
 	st.Usage = &core.AgentUsage{Sessions: 2, Turns: 5, TokensIn: 1000, TokensCached: 400, TokensOut: 90, CostUSD: 0.031, CostEstimated: true}
 	got = ghSummary(ops.Status{State: st}, ops.RunResult{RunID: "r1", Status: "failed", ExitCode: 1})
@@ -157,7 +140,7 @@ func TestGitHubSummaryOfALargeRun(t *testing.T) {
 		switch {
 		case i%5 == 0:
 			s.Status, s.LastError = core.Failed, &long
-			s.Feedback = &core.Feedback{Step: id, Output: evidence}
+			s.Evidence = evidence
 		case i%5 == 1:
 			s.Status = core.WaitingOnHuman
 			waiting = append(waiting, id)
@@ -196,5 +179,26 @@ func TestGitHubSummaryOfALargeRun(t *testing.T) {
 	got = ghSummary(ops.Status{State: small}, ops.RunResult{RunID: "r2", Status: "completed"})
 	if n := strings.Count(got, "| COMPLETED |"); n != summaryRows || strings.Contains(got, "not listed") {
 		t.Errorf("a run of %d steps lists %d", summaryRows, n)
+	}
+}
+
+// TestCIPath: annotations and Code Quality reports name a file relative
+// to the checkout, whatever directory flow ran in and however the file
+// was named; a file outside it keeps its name.
+func TestCIPath(t *testing.T) {
+	a := &app{svc: &ops.Service{Dir: "/w/sub", Environ: []string{"GITHUB_WORKSPACE=/w/"}}}
+	for _, tc := range []struct{ file, want string }{
+		{"wf.yaml", "sub/wf.yaml"},
+		{"../workflows/a.yaml", "workflows/a.yaml"},
+		{"/w/workflows/a.yaml", "workflows/a.yaml"},
+		{"/elsewhere/a.yaml", "/elsewhere/a.yaml"},
+		{"../../x.yaml", "../../x.yaml"},
+	} {
+		if got := a.ciPath(tc.file, "GITHUB_WORKSPACE"); got != tc.want {
+			t.Errorf("ciPath(%s) = %s, want %s", tc.file, got, tc.want)
+		}
+	}
+	if got := a.ciPath("wf.yaml", "CI_PROJECT_DIR"); got != "wf.yaml" {
+		t.Errorf("ciPath without its root = %s, want the name as given", got)
 	}
 }

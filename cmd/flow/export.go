@@ -47,7 +47,7 @@ standard output.`,
 		},
 	}
 	export.Flags().StringVarP(&out, "output", "o", "", "archive to write; - for the standard output")
-	export.Flags().StringVar(&repo, "repo", "", "repository of the run (default: the current directory)")
+	export.Flags().StringVar(&repo, "repo", "", "repository of the run "+repoDefault)
 
 	var irepo string
 	var force bool
@@ -79,7 +79,7 @@ this repository on its next flow resume. - reads the archive from the standard i
 			return nil
 		},
 	}
-	imp.Flags().StringVar(&irepo, "repo", "", "repository to import into (default: the current directory)")
+	imp.Flags().StringVar(&irepo, "repo", "", "repository to import into "+repoDefault)
 	imp.Flags().BoolVar(&force, "force", false, "replace a run with the same id")
 	return []*cobra.Command{export, imp}
 }

@@ -54,7 +54,7 @@ reads run_state.json and applies any newer events, so it is exact while a run go
 		},
 	}
 	cmd.Flags().BoolVar(&items, "items", false, "show each instance of a for_each loop's body, item by item")
-	cmd.Flags().StringVar(&repo, "repo", "", "repository of the run (default: the current directory)")
+	cmd.Flags().StringVar(&repo, "repo", "", "repository of the run "+repoDefault)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print run_state.json with the liveness added")
 	cmd.Flags().BoolVar(&watch, "watch", false, "show the status again every second until the run ends")
 	cmd.Flags().BoolVar(&notifyDead, "notify-dead", false, "with --watch: tell the notifiers of the run's workflow (notify.on: [dead]) if its runner dies; without it, reading a run never runs anything")
@@ -298,7 +298,7 @@ func (a *app) runsCmd() *cobra.Command {
 			return out.Flush()
 		},
 	}
-	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
+	cmd.Flags().StringVar(&repo, "repo", "", "repository "+repoDefault)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as a JSON array")
 	cmd.Flags().BoolVar(&all, "all", false, "list the pruned runs too, from .agents/history.jsonl")
 	return cmd
@@ -398,17 +398,20 @@ func (a *app) logsCmd() *cobra.Command {
 	var repo string
 	var follow, all, asJSON bool
 	cmd := &cobra.Command{
-		Use:   "logs RUN_ID [STEP]",
+		Use:   "logs [RUN_ID] [STEP]",
 		Short: "Print the output of a step's latest session",
 		Long: `logs prints the output of the latest session of STEP (logs/<step>.<iteration>.<attempt>.log);
 --all prints every session of the step in order, --follow keeps printing while the
-session runs. A run on Temporal keeps the tail of each step's last session:
-without a STEP, every step's. --json prints JSON Lines: {"run_id", "step", "log",
-"iteration", "attempt", "offset", "text"} for each piece of a log, in order, then
-one line whose "end" says how the step stands ({"status", "exit_code", "error"}).`,
-		Args: cobra.RangeArgs(1, 2),
+session runs. A RUN_ID left out means the most recently active run: flow logs STEP.
+Given no STEP, it lists the run's steps. A run on Temporal keeps the tail of each
+step's last session: without a STEP, every step's. --json prints JSON Lines:
+{"run_id", "step", "log", "iteration", "attempt", "offset", "text"} for each piece
+of a log, in order, then one line whose "end" says how the step stands ({"status",
+"exit_code", "error"}).`,
+		Example: "  flow logs 20250115-143000-f8c1a4 tests\n  flow logs tests --all\n  flow logs tests --follow",
+		Args:    cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := ops.LogsRequest{Repo: repo, RunID: args[0], Step: argAt(args, 1), All: all, Follow: follow, JSON: asJSON}
+			req := ops.LogsRequest{Repo: repo, RunID: argAt(args, 0), Step: argAt(args, 1), All: all, Follow: follow, JSON: asJSON}
 			if asJSON || !isTerminal(a.stdio.Out) {
 				return a.engine().Logs(cmd.Context(), req, a.stdio.Out, a.stdio.Err)
 			}
@@ -422,7 +425,7 @@ one line whose "end" says how the step stands ({"status", "exit_code", "error"})
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
+	cmd.Flags().StringVar(&repo, "repo", "", "repository "+repoDefault)
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing the output while the session runs")
 	cmd.Flags().BoolVar(&all, "all", false, "print every session of the step, oldest first")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON Lines: the logs' pieces, then how the step stands")
@@ -433,22 +436,25 @@ func (a *app) approveCmd() *cobra.Command {
 	var repo, by string
 	var inputs []string
 	cmd := &cobra.Command{
-		Use:   "approve RUN_ID STEP",
+		Use:   "approve [RUN_ID] STEP",
 		Short: "Approve a human step that waits",
 		Long: `approve writes the step's manual input file ({"approved": true, ...}); the runner
 waiting on it goes on within a second, or flow resume goes on after a --no-wait
-run. --input k=v values are available to later expressions as steps.<id>.input.`,
-		Example: "  flow approve 20250115-143000-f8c1a4 manual_approval --by alice --input ticket=OPS-12",
-		Args:    cobra.ExactArgs(2),
+run. --input k=v values are available to later expressions as steps.<id>.input.
+Without RUN_ID it takes the one run of the repository that has not finished, when
+there is exactly one; given no STEP, it lists the run's steps that wait.`,
+		Example: "  flow approve 20250115-143000-f8c1a4 manual_approval --by alice --input ticket=OPS-12\n  flow approve manual_approval",
+		Args:    cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in, err := ops.ParseInputs(inputs)
 			if err != nil {
 				return err
 			}
-			return a.decide(cmd.Context(), ops.DecideRequest{Repo: repo, RunID: args[0], Step: args[1], Approve: true, By: by, Input: in})
+			// One argument is the run or the step (ops.DecideRequest).
+			return a.decide(cmd.Context(), ops.DecideRequest{Repo: repo, RunID: argAt(args, 0), Step: argAt(args, 1), Approve: true, By: by, Input: in})
 		},
 	}
-	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
+	cmd.Flags().StringVar(&repo, "repo", "", "repository "+repoDefault)
 	cmd.Flags().StringVar(&by, "by", "", "who approves (default: $USER, else the OS user name)")
 	cmd.Flags().StringArrayVar(&inputs, "input", nil, "input for later steps: --input key=value (repeatable)")
 	return cmd
@@ -457,14 +463,18 @@ run. --input k=v values are available to later expressions as steps.<id>.input.`
 func (a *app) rejectCmd() *cobra.Command {
 	var repo, by, reason string
 	cmd := &cobra.Command{
-		Use:   "reject RUN_ID STEP --reason TEXT",
+		Use:   "reject [RUN_ID] STEP --reason TEXT",
 		Short: "Reject a human step that waits: it fails, or loops back",
-		Args:  cobra.ExactArgs(2),
+		Long: `reject writes the step's manual input file ({"approved": false, "reason": ...}): the
+step fails, or loops back when its gate says so. Without RUN_ID it takes the one run
+of the repository that has not finished, when there is exactly one; given no STEP,
+it lists the run's steps that wait.`,
+		Args: cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.decide(cmd.Context(), ops.DecideRequest{Repo: repo, RunID: args[0], Step: args[1], By: by, Reason: reason})
+			return a.decide(cmd.Context(), ops.DecideRequest{Repo: repo, RunID: argAt(args, 0), Step: argAt(args, 1), By: by, Reason: reason})
 		},
 	}
-	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
+	cmd.Flags().StringVar(&repo, "repo", "", "repository "+repoDefault)
 	cmd.Flags().StringVar(&by, "by", "", "who rejects (default: $USER, else the OS user name)")
 	cmd.Flags().StringVar(&reason, "reason", "", "why (required)")
 	return cmd
@@ -528,7 +538,7 @@ sessions and never interrupts one.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
+	cmd.Flags().StringVar(&repo, "repo", "", "repository "+repoDefault)
 	cmd.Flags().StringVar(&note, "note", "", "a note kept in control.json")
 	return cmd
 }
@@ -555,7 +565,7 @@ be resumed (flow resume RUN_ID). A run no runner holds has nothing to stop.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
+	cmd.Flags().StringVar(&repo, "repo", "", "repository "+repoDefault)
 	cmd.Flags().StringVar(&by, "by", "", "who cancels (default: $USER, else the OS user name)")
 	return cmd
 }

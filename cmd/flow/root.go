@@ -125,7 +125,7 @@ func Run(ctx context.Context, args []string, stdio Stdio) int {
 // Diagnostics are shown with their source lines; other errors as
 // "flow: message".
 func (a *app) exit(ctx context.Context, root *cobra.Command, args []string) int {
-	root.SetArgs(expandEnvArgs(args))
+	root.SetArgs(goStyleFlags(root, expandEnvArgs(args)))
 	err := root.ExecuteContext(ctx)
 	return a.code(err)
 }
@@ -179,7 +179,7 @@ func (a *app) renderDiagnostics(ds config.Diagnostics) error {
 		// An annotation for each, on the file and line of the problem.
 		for _, d := range ds {
 			fmt.Fprint(a.stdio.Err, ghCommand("error", d.Message,
-				"file", d.Pos.File, "line", strconv.Itoa(d.Pos.Line), "col", strconv.Itoa(d.Pos.Col)))
+				"file", a.ciPath(d.Pos.File, "GITHUB_WORKSPACE"), "line", strconv.Itoa(d.Pos.Line), "col", strconv.Itoa(d.Pos.Col)))
 		}
 	}
 	return nil
@@ -221,6 +221,7 @@ func (a *app) rootCmd() *cobra.Command {
 	a.addRunnerCmds(root)
 	a.addTemporal(root)
 	root.AddCommand(a.exportCmds()...)
+	a.addCompletions(root)
 	return root
 }
 

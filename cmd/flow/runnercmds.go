@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -62,14 +63,14 @@ type runFlags struct {
 
 func (f *runFlags) add(cmd *cobra.Command, isRun bool) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.repo, "repo", "", "repository the sessions work in (default: the current directory)")
+	fl.StringVar(&f.repo, "repo", "", "repository the sessions work in "+repoDefault)
 	fl.StringVar(&f.startAt, "start-at-step", "", "reset this step and everything downstream of it, keep the rest, and go on")
 	fl.BoolVar(&f.force, "force", false, "with --start-at-step: go on even when kept steps' artifacts are missing")
 	fl.BoolVar(&f.noWait, "no-wait", false, "exit 3 at a human step, or 4 when paused, instead of waiting (for CI)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the result as JSON on stdout, progress on stderr")
 	fl.StringVar(&f.by, "by", "", "who starts this runner, recorded in its runner_started event (default: $USER; local engine)")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "default sessions per iteration before a step fails (steps' own max_attempts win)")
-	fl.IntVar(&f.maxIterations, "max-iterations", 0, "default loop-backs before a gate fails the run (steps' own max_iterations win)")
+	fl.IntVar(&f.maxIterations, "max-iterations", 0, "default runs of a loop: its gate's N-th failure ends the run, after N-1 loop-backs (steps' and gates' own max_iterations win; a workflow in agent_orchestrator's format counts N loop-backs, as it does)")
 	fl.BoolVar(&f.acceptEdits, "accept-edits", false, "apply an edit of the workflow file that weakens the run's gates (removes a human step, changes a gate, lowers the sandbox, ...): only a person does")
 	fl.StringVar(&f.junit, "junit", "", "write the run's steps as JUnit XML to this file when the run ends")
 	fl.Float64Var(&f.budgetCost, "budget-cost", 0, "raise the run's cost budget to this many USD (and any step's below it); recorded for later resumes")
@@ -126,10 +127,17 @@ func (f *runFlags) checkInvocation() error {
 	return f.orchInvocation()
 }
 
-// notices prints on stderr, before a run starts, how its workflow was
-// read: in agent_orchestrator's format, and the keys read and ignored.
-func (a *app) notices(cmd *cobra.Command, wf *config.Workflow) {
+// notices prints on stderr, before a run starts, the repository found
+// above the current directory (found, when it was), and how its
+// workflow was read: in agent_orchestrator's format, and the keys read
+// and ignored.
+func (a *app) notices(cmd *cobra.Command, wf *config.Workflow, found string) {
 	w := cmd.ErrOrStderr()
+	if found != "" && a.svc.Dir != "" && found != a.svc.Dir {
+		if rel, err := filepath.Rel(found, a.svc.Dir); err == nil && filepath.IsLocal(rel) {
+			fmt.Fprintf(w, "repository: %s (above %s; the sessions run there)\n", found, a.svc.Dir)
+		}
+	}
 	if n := ops.InvocationNotice(wf); n != "" {
 		fmt.Fprintln(w, n)
 	}
@@ -153,8 +161,11 @@ func (a *app) runCmd() *cobra.Command {
 		Use:   "run WORKFLOW",
 		Short: "Run a workflow, or restart its newest run at a step",
 		Long: `run starts a new run of WORKFLOW and drives its sessions until the run completes,
-fails, waits on a human (with --no-wait) or is interrupted. The run's record is
-kept in <repo>/.agents/runs/<run_id>/.
+fails, waits on a human (with --no-wait) or is interrupted. Its sessions run in
+the repository: --repo, else the first of the current directory and its parents
+that holds .agents/runs/ or .git (a worktree flow made for a run stands for its
+main checkout), else the current directory. The run's record is kept in
+<repo>/.agents/runs/<run_id>/.
 
 With --start-at-step STEP it takes the newest run of the workflow instead, prints
 its plan (kept steps, steps that run again, missing artifacts), resets STEP and
@@ -166,14 +177,10 @@ their budgets, commands, prompts and human messages rendered with the vars known
 now (a value known only at run time shows as <steps.x.output>), gates and
 loop-backs; a template that cannot be rendered makes it exit 1.
 
-Exit codes: 0 completed, 1 a step failed, 2 bad usage or invalid workflow,
-3 waiting on a human (--no-wait), 4 paused (--no-wait), 5 an iteration budget
-ran out, 130 interrupted.`,
-		Example: "  flow run workflows/sdlc.yaml --var feature='dark mode'\n  flow run workflows/sdlc.yaml --dry-run --var feature='dark mode'\n  flow run workflows/sdlc.yaml --start-at-step coding\n  flow run --repo . --workflow workflows/review.yaml --wrapper wrappers/claude_wrapper.py   # agent_orchestrator's command line",
-		Args:    cobra.MaximumNArgs(1),
-		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-			return []string{"yaml", "yml", "hcl"}, cobra.ShellCompDirectiveFilterFileExt
-		},
+` + exitCodesHelp(),
+		Example:           "  flow run workflows/sdlc.yaml --var feature='dark mode'\n  flow run workflows/sdlc.yaml --dry-run --var feature='dark mode'\n  flow run workflows/sdlc.yaml --start-at-step coding\n  flow run --repo . --workflow workflows/review.yaml --wrapper wrappers/claude_wrapper.py   # agent_orchestrator's command line",
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: workflowFiles,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.checkInvocation(); err != nil {
 				return err
@@ -202,7 +209,11 @@ ran out, 130 interrupted.`,
 			if err != nil {
 				return err
 			}
-			a.notices(cmd, l.Workflow)
+			found := "" // the repository, when it was found (no --repo)
+			if f.repo == "" {
+				found = l.Options.Repo
+			}
+			a.notices(cmd, l.Workflow, found)
 			return a.withJUnit(cmd.Context(), f.junit, l, func() error { return a.execute(cmd, l, f.asJSON) })
 		},
 	}
@@ -229,7 +240,9 @@ taken over with --takeover, once flow has checked that the process is that
 runner.
 
 Without RUN_ID it takes the one run of the repository that has not finished,
-when there is exactly one.`,
+when there is exactly one.
+
+` + exitCodesHelp(),
 		Example: "  flow resume\n  flow resume 20250115-143000-f8c1a4 --start-at-step coding\n  flow resume 20250115-143000-f8c1a4 --takeover",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -269,7 +282,9 @@ keeping their iterations and every other step as it is; then it goes on, in a ne
 generation of the run (its logs and reports are named apart; nothing is
 overwritten). It prints its plan first. A step that failed at its iteration budget
 runs again only with --max-iterations N, which for this retry overrides the
-steps' and gates' own budgets. A rejected human step waits for a new decision.`,
+steps' and gates' own budgets. A rejected human step waits for a new decision.
+
+` + exitCodesHelp(),
 		Example: "  flow retry\n  flow retry 20250115-143000-f8c1a4 --max-iterations 6",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -289,9 +304,21 @@ steps' and gates' own budgets. A rejected human step waits for a new decision.`,
 		},
 	}
 	f.add(cmd, false)
+	cmd.Flags().Lookup("max-iterations").Usage = "for this retry, the runs of every loop, over the steps' and gates' own max_iterations: what lets a step that failed at its iteration budget run again"
 	_ = cmd.Flags().MarkHidden("start-at-step")
 	_ = cmd.Flags().MarkHidden("force")
 	return cmd
+}
+
+// exitCodesHelp lists the exit codes of the commands that run a run,
+// for their help: the table of core.ExitCodes.
+func exitCodesHelp() string {
+	var b strings.Builder
+	b.WriteString("Exit codes:")
+	for _, c := range core.ExitCodes() {
+		fmt.Fprintf(&b, "\n  %-4d %s", int(c), c.Meaning())
+	}
+	return b.String()
 }
 
 // argOr returns the first argument, or "".
@@ -344,8 +371,9 @@ func (a *app) execute(cmd *cobra.Command, l *ops.Launch, asJSON bool) error {
 		enc.SetEscapeHTML(false)
 		att.Events = func(e core.Event) { _ = enc.Encode(e) }
 	}
+	var rep *ciReporter
 	if mode == ciGitHub || mode == ciGitLab {
-		rep := &ciReporter{mode: mode, w: out}
+		rep = &ciReporter{mode: mode, w: out}
 		if prev := att.Events; prev != nil {
 			att.Events = func(e core.Event) { prev(e); rep.event(e) }
 		} else {
@@ -357,6 +385,9 @@ func (a *app) execute(cmd *cobra.Command, l *ops.Launch, asJSON bool) error {
 		att.Ask = k.Ask
 	}
 	res, err := a.svc.Start(cmd.Context(), l, att)
+	if rep != nil {
+		rep.finish(a.svc.Clock.Now())
+	}
 	if err != nil {
 		return err
 	}

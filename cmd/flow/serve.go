@@ -147,7 +147,7 @@ Temporal server beside the repositories' and acts on them (as flow-temporal).`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (host:port)")
-	fl.StringArrayVar(&repos, "repo", nil, "repository whose runs are shown (repeatable; default: the current directory)")
+	fl.StringArrayVar(&repos, "repo", nil, "repository whose runs are shown (repeatable) "+repoDefault)
 	fl.StringArrayVar(&workflows, "workflow", nil, "workflow file the start page offers, besides each repository's workflows/ directory (repeatable)")
 	fl.StringArrayVar(&tokens, "token", nil, "accept this token: NAME=SECRET (repeatable); required off loopback")
 	fl.BoolVar(&readOnly, "read-only", false, "show runs, refuse every change")

@@ -186,7 +186,7 @@ checkout, unless the workers share one repository (--shared-repo).`,
 		},
 	}
 	f.addServer(cmd)
-	cmd.Flags().StringVar(&repo, "repo", "", "repository the sessions work in (default: the current directory)")
+	cmd.Flags().StringVar(&repo, "repo", "", "repository the sessions work in "+repoDefault)
 	cmd.Flags().BoolVar(&shared, "shared-repo", false, "the workers share this repository: any of them may run any session")
 	return cmd
 }

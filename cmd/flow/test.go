@@ -28,8 +28,11 @@ runs its workflow through the real core and driver on a memory file system
 with a fake clock: sessions, gate checks and human decisions follow the
 test's script, and nothing touches the disk or starts a process. It prints
 "ok" or "FAIL" per file, with each failure at its expectation's
-file:line:col, and exits 1 when a test fails, 2 when a test file is invalid.`,
+file:line:col, and exits 1 when a test fails, 2 when a test file is invalid.
+Its flags may also be spelled with one dash, as go test's are: -run REGEX.`,
 		Example: "  flow test workflows/\n  flow test workflows/sdlc.test.yaml -run 'review' --cover\n  flow test workflows/ --junit test-report.xml",
+		// -run, as go test spells it, is --run (goStyleFlags).
+		Annotations: map[string]string{goFlags: "yes"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkAs(as); err != nil {
 				return err
@@ -72,7 +75,7 @@ file:line:col, and exits 1 when a test fails, 2 when a test file is invalid.`,
 	cmd.Flags().StringVar(&run, "run", "", "run only the tests whose name matches this regular expression")
 	cmd.Flags().BoolVar(&cover, "cover", false, "print what the tests exercised of each workflow, and what they did not")
 	cmd.Flags().Float64Var(&coverMin, "cover-min", 0, "fail when a workflow's coverage is below this percentage")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per test per line")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print only JSON on stdout, an object per line: one per test ({\"type\":\"test\",...}), then one per file ({\"type\":\"file\",...}: totals, coverage with --cover, an invalid file's diagnostics)")
 	addAs(cmd, &as)
 	cmd.Flags().StringVar(&junit, "junit", "", "also write the results as JUnit XML to `FILE`, for CI test reporters")
 	return cmd
@@ -80,7 +83,9 @@ file:line:col, and exits 1 when a test fails, 2 when a test file is invalid.`,
 
 // testFile runs one test file and prints its results; it returns the
 // exit code it calls for and the file's results (with Err set when it
-// could not be loaded).
+// could not be loaded). With --json stdout has only JSON: a line per
+// test and one for the file (wftest.FileLine), an invalid file's
+// diagnostics in it; they are shown on stderr too.
 func (a *app) testFile(cmd *cobra.Command, file string, filter *regexp.Regexp, as string, cover bool, coverMin float64, asJSON bool) (int, *wftest.FileResult) {
 	out := a.stdio.Out
 	fr, err := wftest.RunFile(cmd.Context(), a.svc.FS, file, wftest.Options{Filter: filter, Format: as})
@@ -91,53 +96,54 @@ func (a *app) testFile(cmd *cobra.Command, file string, filter *regexp.Regexp, a
 		} else {
 			fmt.Fprintf(a.stdio.Err, "flow: %v\n", err)
 		}
-		fmt.Fprintf(out, "FAIL  %s  [invalid test file]\n", file)
-		return ExitUsage, &wftest.FileResult{File: file, Err: err}
+		fr = &wftest.FileResult{File: file, Err: err}
+		if asJSON {
+			_, fl := fr.Lines(nil, coverMin)
+			if err := a.jsonLine(fl); err != nil {
+				fmt.Fprintf(a.stdio.Err, "flow: %v\n", err)
+			}
+		} else {
+			fmt.Fprintf(out, "FAIL  %s  [invalid test file]\n", file)
+		}
+		return ExitUsage, fr
 	}
 	tf, results, took := fr.Tests, fr.Results, fr.Duration
-	failed := 0
-	for _, r := range results {
-		if asJSON {
-			b, err := json.Marshal(r)
-			if err != nil {
+	var cov *wftest.Coverage
+	if cover {
+		c := wftest.Cover(tf.Workflow, results)
+		cov = &c
+	}
+	tests, fl := fr.Lines(cov, coverMin)
+	code := ExitOK
+	if !fl.Passed {
+		code = 1
+	}
+	if asJSON {
+		for _, t := range tests {
+			if err := a.jsonLine(t); err != nil {
 				return ExitUsage, fr
 			}
-			fmt.Fprintf(out, "%s\n", b)
 		}
+		if err := a.jsonLine(fl); err != nil {
+			return ExitUsage, fr
+		}
+		return code, fr
+	}
+	for _, r := range results {
 		if r.Passed {
 			continue
 		}
-		failed++
-		if !asJSON {
-			fmt.Fprintf(out, "--- FAIL: %s (%s:%d)\n", r.Name, file, r.Pos.Line)
-			for _, f := range r.Failures {
-				fmt.Fprintf(out, "    %s\n", strings.ReplaceAll(f, "\n", "\n    "))
-			}
+		fmt.Fprintf(out, "--- FAIL: %s (%s:%d)\n", r.Name, file, r.Pos.Line)
+		for _, f := range r.Failures {
+			fmt.Fprintf(out, "    %s\n", strings.ReplaceAll(f, "\n", "\n    "))
 		}
 	}
-	code := ExitOK
 	word := "ok"
-	if failed > 0 {
-		code, word = 1, "FAIL"
+	if code != ExitOK {
+		word = "FAIL"
 	}
-	var cov wftest.Coverage
-	low := false
-	if cover {
-		cov = wftest.Cover(tf.Workflow, results)
-		low = coverMin > 0 && cov.Percent < coverMin
-		if low {
-			code, word = 1, "FAIL"
-		}
-	}
-	if asJSON {
-		return code, fr
-	}
-	tests := "tests"
-	if len(results) == 1 {
-		tests = "test"
-	}
-	fmt.Fprintf(out, "%s  %s  %d %s  %dms\n", word, file, len(results), tests, took.Milliseconds())
-	if cover {
+	fmt.Fprintf(out, "%s  %s  %d %s  %dms\n", word, file, len(results), plural(len(results), "test", "tests"), took.Milliseconds())
+	if cov != nil {
 		fmt.Fprintf(out, "    coverage: %.1f%% of %d items of %s\n", cov.Percent, cov.Total, tf.WorkflowPath)
 		for _, m := range cov.Missing() {
 			fmt.Fprintf(out, "    not exercised: %s\n", m)
@@ -150,9 +156,19 @@ func (a *app) testFile(cmd *cobra.Command, file string, filter *regexp.Regexp, a
 		for _, s := range steps {
 			fmt.Fprintf(out, "    retried: %s (%d)\n", s, cov.Retries[s])
 		}
-		if low {
+		if coverMin > 0 && cov.Percent < coverMin {
 			fmt.Fprintf(out, "    coverage %.1f%% is below --cover-min %g%%\n", cov.Percent, coverMin)
 		}
 	}
 	return code, fr
+}
+
+// jsonLine prints v on stdout as one line of JSON.
+func (a *app) jsonLine(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(a.stdio.Out, "%s\n", b)
+	return err
 }

@@ -19,8 +19,9 @@ func (a *app) validateCmd() *cobra.Command {
 templates and checks its steps, references, dependencies and loop-backs.
 It prints "FILE: ok (N steps)" for a valid file; otherwise every problem,
 as file:line:col: message with the source line, on stderr, and exits 2.
-In GitHub Actions each problem is also an ::error annotation on its line.
---format gitlab prints the problems as a GitLab Code Quality report on stdout.
+In GitHub Actions each problem is also an ::error annotation on its line (its
+file relative to $GITHUB_WORKSPACE). --format gitlab prints the problems as a
+GitLab Code Quality report on stdout (paths relative to $CI_PROJECT_DIR).
 A YAML file in agent_orchestrator's format is detected (--as flow or --as
 orchestrator reads every file in one format).`,
 		Example: "  flow validate workflows/*.yaml workflows/*.hcl\n  flow validate --json workflow.yaml\n  flow validate --format gitlab workflows/*.yaml > gl-code-quality-report.json",
@@ -51,21 +52,21 @@ orchestrator reads every file in one format).`,
 						fmt.Fprintln(a.stdio.Err, w)
 					}
 				}
+				count := fmt.Sprintf("%d %s", f.Steps, plural(f.Steps, "step", "steps"))
+				if f.Tests > 0 {
+					count = fmt.Sprintf("%d %s", f.Tests, plural(f.Tests, "test", "tests"))
+				}
 				switch {
-				case f.Valid && gitlab && f.Tests > 0:
-					fmt.Fprintf(a.stdio.Err, "%s: ok (%d tests)\n", f.File, f.Tests)
 				case f.Valid && gitlab:
-					fmt.Fprintf(a.stdio.Err, "%s: ok (%d steps)\n", f.File, f.Steps)
-				case f.Valid && !asJSON && f.Tests > 0:
-					fmt.Fprintf(a.stdio.Out, "%s: ok (%d tests)\n", f.File, f.Tests)
+					fmt.Fprintf(a.stdio.Err, "%s: ok (%s)\n", f.File, count)
 				case f.Valid && !asJSON:
-					fmt.Fprintf(a.stdio.Out, "%s: ok (%d steps)\n", f.File, f.Steps)
+					fmt.Fprintf(a.stdio.Out, "%s: ok (%s)\n", f.File, count)
 				case f.Error != "":
 					fmt.Fprintf(a.stdio.Err, "flow: %s\n", f.Error)
 				}
 			}
 			if gitlab {
-				b, err := gitlabCodeQuality(res.Diagnostics)
+				b, err := gitlabCodeQuality(res.Diagnostics, func(f string) string { return a.ciPath(f, "CI_PROJECT_DIR") })
 				if err != nil {
 					return err
 				}

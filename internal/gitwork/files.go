@@ -36,15 +36,14 @@ func readBounded(fsys afero.Fs, path string, n int64) ([]byte, error) {
 
 // IgnoreFile is the .gitignore flow keeps in a repository's .agents/
 // directory, and IgnoreLines what it lists: the run records, the
-// worktrees and the history of finished runs, which are flow's state,
-// and the file itself, so that a
-// run leaves git status as it found it (git add -f adds it). A
-// repository's .agents/prompts/ are its own files, and are never
-// listed.
+// worktrees, the cost ledger and the history of runs, which are flow's
+// state, and the file itself, so that a run leaves git status as it
+// found it (git add -f adds it). A repository's .agents/prompts/ are its
+// own files, and are never listed.
 const IgnoreFile = ".agents/.gitignore"
 
 // IgnoreLines are the lines of IgnoreFile, each a path under .agents/.
-var IgnoreLines = []string{"runs/", "worktrees/", "history.jsonl", ".gitignore"}
+var IgnoreLines = []string{"runs/", "worktrees/", "cost-ledger.json", "cost-ledger.lock", "history.jsonl", ".gitignore"}
 
 // EnsureIgnore makes <repo>/.agents/.gitignore list IgnoreLines: it
 // writes the file when there is none, and adds the lines it lacks to
@@ -73,7 +72,7 @@ func EnsureIgnore(fsys afero.Fs, repo string) error {
 	}
 	text := string(old)
 	if len(old) == 0 {
-		text = "# flow's run records and worktrees (written by flow)\n"
+		text = "# flow's state: run records, worktrees, cost ledger, history (written by flow)\n"
 	} else if !strings.HasSuffix(text, "\n") {
 		text += "\n"
 	}

@@ -8,9 +8,9 @@ import (
 
 func TestEnsureIgnore(t *testing.T) {
 	for name, tc := range map[string]struct{ before, want string }{
-		"none":     {"", "# flow's run records and worktrees (written by flow)\nruns/\nworktrees/\nhistory.jsonl\n.gitignore\n"},
-		"partial":  {"runs/\nprompts-draft/", "runs/\nprompts-draft/\nworktrees/\nhistory.jsonl\n.gitignore\n"},
-		"complete": {"/runs/\nworktrees/\n/history.jsonl\n.gitignore\n", "/runs/\nworktrees/\n/history.jsonl\n.gitignore\n"},
+		"none":     {"", "# flow's state: run records, worktrees, cost ledger, history (written by flow)\nruns/\nworktrees/\ncost-ledger.json\ncost-ledger.lock\nhistory.jsonl\n.gitignore\n"},
+		"partial":  {"runs/\nprompts-draft/", "runs/\nprompts-draft/\nworktrees/\ncost-ledger.json\ncost-ledger.lock\nhistory.jsonl\n.gitignore\n"},
+		"complete": {"/runs/\nworktrees/\ncost-ledger.json\ncost-ledger.lock\nhistory.jsonl\n.gitignore\n", "/runs/\nworktrees/\ncost-ledger.json\ncost-ledger.lock\nhistory.jsonl\n.gitignore\n"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			fsys := afero.NewMemMapFs()

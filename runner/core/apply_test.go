@@ -259,6 +259,8 @@ func TestRoundTrips(t *testing.T) {
 		{"completed empty signals", &Outcome{Signals: map[string]bool{}}, false},
 		{"completed signal key invalid UTF-8", &Outcome{Signals: map[string]bool{"\xff": true}}, false},
 		{"completed metric invalid UTF-8", &Outcome{Metrics: map[string]string{"k": "\xff"}}, false},
+		{"failed with evidence", &Outcome{Error: "e", Evidence: "out\n"}, true},
+		{"failed evidence invalid UTF-8", &Outcome{Evidence: "\xff"}, false},
 		{"completed empty logs", &Outcome{Logs: []string{}}, false},
 		{"completed report", &Outcome{Report: json.RawMessage(`{}`)}, false},
 		{"another type", &Note{Message: "m"}, false},
@@ -303,7 +305,8 @@ func TestRoundTripTypesReviewed(t *testing.T) {
 			"Metrics map[string]string metrics,omitempty|Logs []string logs,omitempty|" +
 			"Signals map[string]bool signals,omitempty|Verdict string verdict,omitempty|" +
 			"Report json.RawMessage report,omitempty|Duration string duration,omitempty|" +
-			"Usage *core.AgentUsage usage,omitempty|AgentSession string agent_session,omitempty|Budget bool budget,omitempty",
+			"Usage *core.AgentUsage usage,omitempty|AgentSession string agent_session,omitempty|Budget bool budget,omitempty|" +
+			"Evidence string evidence,omitempty",
 	}
 	for _, typ := range []reflect.Type{reflect.TypeFor[StepStarted](), reflect.TypeFor[SessionStarted](), reflect.TypeFor[Outcome]()} {
 		var fields []string

@@ -712,6 +712,7 @@ func (c *Core) sessionEnd(x *decider, in SessionDone) {
 		if s.Attempts >= ps.MaxAttempts && ps.MaxAttempts > 1 {
 			o.Error = fmt.Sprintf("%s (attempt %d of %d)", o.Error, s.Attempts, ps.MaxAttempts)
 		}
+		o.Evidence = evidence(in.Facts.Output)
 		x.emit(EvStepFailed, in.Step, o)
 		c.stepFailed(in.Step, exitFailed, fmt.Sprintf("step %s failed: %s", in.Step, o.Error))
 	case ps.HasGate:
@@ -779,6 +780,7 @@ func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
 	ps := c.step(g)
 	if ps.LoopTarget == "" {
 		o.Error = "gate failed: " + reason
+		o.Evidence = output
 		x.emit(EvStepFailed, g, o)
 		c.stepFailed(g, exitFailed, fmt.Sprintf("step %s: gate failed: %s", g, reason))
 		return
@@ -797,6 +799,7 @@ func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
 	switch {
 	case ts == nil:
 		o.Error = fmt.Sprintf("gate failed: %s; loop_back_to %q is not a step of this run", reason, target)
+		o.Evidence = output
 		x.emit(EvStepFailed, g, o)
 		c.stepFailed(g, exitFailed, o.Error)
 		return

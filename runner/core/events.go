@@ -203,6 +203,10 @@ type Outcome struct {
 	// Budget is true when the step failed because its iteration budget
 	// ran out.
 	Budget bool `json:"budget,omitempty"`
+	// Evidence is, on step_failed, the tail of the output that failed
+	// the step: its session's, or its gate.check's (at most 200 lines,
+	// 16 KiB; secrets hidden).
+	Evidence string `json:"evidence,omitempty"`
 }
 
 // GateFailure is the data of EvGateFailed: one event records the
@@ -387,7 +391,7 @@ func roundTrips(d any) bool {
 	case *SessionStarted:
 		return validUTF8(d.Marker, d.LogPath, d.ReportPath)
 	case *Outcome:
-		return d.Report == nil && validUTF8(d.Error, d.ReportPath, d.Verdict, d.Duration, d.AgentSession) &&
+		return d.Report == nil && validUTF8(d.Error, d.ReportPath, d.Verdict, d.Duration, d.AgentSession, d.Evidence) &&
 			listRoundTrips(d.Artifacts) && listRoundTrips(d.Logs) && mapRoundTrips(d.Metrics) && mapRoundTrips(d.Signals)
 	}
 	return false
@@ -493,20 +497,20 @@ var appliers = map[string]applier{
 		s.StepOrder = slices.DeleteFunc(s.StepOrder, func(id string) bool { return id == e.Step })
 		return nil
 	},
-	EvStartAt: onRun(func(s *State, d *StartAt, _ Time) {
+	EvStartAt: onRun(func(s *State, d *StartAt, at Time) {
 		for _, id := range d.Reset {
 			if st := s.Steps[id]; st != nil {
 				*st = *newStepState()
 			}
 		}
 		restartBudgets(s, d.Budgets)
-		reopenItems(s, d.Reset)
+		reopenItems(s, d.Reset, at)
 		if s.Status.Terminal() || s.Status == RunInterrupted {
 			s.Status = RunPending
 		}
 		s.Generation++
 	}),
-	EvRetry: onRun(func(s *State, d *Retry, _ Time) {
+	EvRetry: onRun(func(s *State, d *Retry, at Time) {
 		for _, id := range d.Reset {
 			st := s.Steps[id]
 			if st == nil {
@@ -518,10 +522,11 @@ var appliers = map[string]applier{
 			st.SkipReason = ""
 			st.BlockedByLoop = nil
 			st.GateFailed = false
+			st.Evidence = ""
 			st.EndedAt = nil
 		}
 		restartBudgets(s, d.Budgets)
-		reopenItems(s, d.Reset)
+		reopenItems(s, d.Reset, at)
 		s.Status, s.ExitCode = RunPending, 0
 		s.Generation++
 	}),
@@ -572,6 +577,7 @@ var appliers = map[string]applier{
 		st.Status = Completed
 		st.EndedAt = timep(at)
 		setOutcome(s, st, d.Outcome)
+		st.Evidence = d.Output
 		st.GateFailed = true
 		st.LastError = strp("gate failed: " + d.Reason)
 		unblock(s, st)
@@ -628,6 +634,7 @@ var appliers = map[string]applier{
 		st.EndedAt = timep(at)
 		setOutcome(s, st, *d)
 		st.LastError = strp(d.Error)
+		st.Evidence = d.Evidence
 	}),
 	EvStepInterrupted: onStep(func(_ *State, st *StepState, _ *none, _ Event, at Time) {
 		st.Status = Pending
@@ -691,6 +698,7 @@ func stepStarted(s *State, st *StepState, d *StepStarted, at Time) {
 	st.PID, st.SessionMarker = 0, ""
 	st.StartedAt = timep(at)
 	st.EndedAt = nil
+	st.Evidence = ""
 	st.LogPath = d.LogPath
 	if d.ReportPath != "" {
 		st.ReportPath = strp(d.ReportPath)
@@ -721,6 +729,7 @@ func stepCompleted(s *State, st *StepState, d *Outcome, at Time) {
 	setOutcome(s, st, *d)
 	st.GateFailed = false
 	st.LastError = nil
+	st.Evidence = ""
 	if st.LoopCompleted != nil {
 		st.LoopCompleted = boolp(true)
 	}
@@ -914,8 +923,11 @@ func applyLoopItems(s *State, loop string, st *StepState, d *LoopItems, at Time)
 
 // reopenItems puts the items of the instances in ids back to PENDING,
 // and their loops back to RUNNING: flow retry and --start-at-step
-// re-run some items of a loop without evaluating its list again.
-func reopenItems(s *State, ids []string) {
+// re-run some items of a loop without evaluating its list again. A
+// loop reopened at runs again from then: its duration does not count
+// the time it lay finished, and it is in an attempt (a retry had put
+// its attempts back to 0).
+func reopenItems(s *State, ids []string, at Time) {
 	for _, id := range ids {
 		k, ok := SplitKey(id)
 		if !ok {
@@ -937,6 +949,8 @@ func reopenItems(s *State, ids []string) {
 			resetItemMerges(s, k.Loop, []string{it.Key})
 		}
 		ls.Status, ls.EndedAt, ls.LastError = Running, nil, nil
+		ls.StartedAt = timep(at)
+		ls.Attempts = max(ls.Attempts, 1)
 		ls.LoopCompleted = boolp(false)
 	}
 }

@@ -39,6 +39,40 @@ const (
 	ExitInterrupted ExitCode = 130
 )
 
+// ExitCodes returns every exit code of the table, in order.
+func ExitCodes() []ExitCode {
+	return []ExitCode{ExitOK, ExitFailed, ExitUsage, ExitHuman, ExitPaused, ExitBudget,
+		ExitBudgetExceeded, ExitHeld, ExitRefused, ExitInterrupted}
+}
+
+// Meaning says in a few words what a command that exits with c ended
+// in, as help texts list it.
+func (c ExitCode) Meaning() string {
+	switch c {
+	case ExitOK:
+		return "completed"
+	case ExitFailed:
+		return "a step failed"
+	case ExitUsage:
+		return "bad usage or invalid input (an invalid workflow, an unknown run or step, a run id that exists)"
+	case ExitHuman:
+		return "waiting on a human (--no-wait)"
+	case ExitPaused:
+		return "paused (--no-wait)"
+	case ExitBudget:
+		return "an iteration budget ran out"
+	case ExitBudgetExceeded:
+		return "a cost, token or session budget ran out (resumable with a raised budget)"
+	case ExitHeld:
+		return "refused: another live runner holds the run"
+	case ExitRefused:
+		return "refused: the run or step is not in a state that allows it (already finished, not waiting, already decided)"
+	case ExitInterrupted:
+		return "interrupted (SIGINT or SIGTERM; resumable)"
+	}
+	return fmt.Sprintf("exit code %d", int(c))
+}
+
 // ExitError is an error that ends a command with a given exit code.
 type ExitError struct {
 	Code ExitCode

@@ -146,6 +146,11 @@ type StepState struct {
 	GateFailed bool `json:"gate_failed,omitempty"`
 	// Feedback is why a loop-back re-entered this step.
 	Feedback *Feedback `json:"feedback,omitempty"`
+	// Evidence is, on a FAILED step and on one whose gate failed, the
+	// tail of the output that failed it: its session's, or its
+	// gate.check's (at most 200 lines, 16 KiB; secrets hidden). It is
+	// cleared when the step runs again.
+	Evidence string `json:"evidence,omitempty"`
 	// Human is the input a human gave this step.
 	Human *HumanInput `json:"human,omitempty"`
 	// Usage sums what the step's agent sessions consumed; AgentSession

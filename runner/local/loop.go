@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner/core"
@@ -56,13 +57,14 @@ func (x *run) drive(ctx context.Context) (Result, error) {
 			x.queue = x.queue[1:]
 			d := x.core.Decide(x.st, in, x.r.Clock.Now())
 			x.queueEvents(d.Events)
-			if err := x.persist(d.Durable()); err != nil {
+			x.hold = true
+			err := x.persist(d.Durable())
+			x.hold = false
+			if err != nil {
 				cancelSessions()
 				return Result{}, err
 			}
-			for _, e := range d.Events {
-				x.announce(e)
-			}
+			x.announceAll(d.Events)
 			x.notifyOf(d.Events)
 			for _, e := range d.Events {
 				if e.Type == core.EvHumanInput {
@@ -318,6 +320,34 @@ func (x *run) result(status core.RunStatus, code int, reason string) Result {
 	return Result{RunID: x.st.RunID, RunDir: x.dir, Status: status, ExitCode: code, Reason: x.redact.String(reason), State: x.st}
 }
 
+// announceAll announces a decision's events, appended and held back
+// from Runner.OnEvent (x.held): each is handed to OnEvent just before
+// its line is printed, so that what OnEvent prints about an event (a
+// CI service's group around a session) comes in order with the lines
+// of the events before and after it. Events appended before the
+// decision's, announced when they were made, go first.
+func (x *run) announceAll(evs []core.Event) {
+	held := x.held
+	x.held = nil
+	if x.r.OnEvent == nil || len(held) < len(evs) {
+		for _, e := range held {
+			x.r.OnEvent(e)
+		}
+		for _, e := range evs {
+			x.announce(e)
+		}
+		return
+	}
+	before := len(held) - len(evs)
+	for _, e := range held[:before] {
+		x.r.OnEvent(e)
+	}
+	for i, e := range evs {
+		x.r.OnEvent(held[before+i])
+		x.announce(e)
+	}
+}
+
 // announce prints a line of progress for the events a person cares
 // about.
 func (x *run) announce(e core.Event) {
@@ -340,6 +370,7 @@ func (x *run) announce(e core.Event) {
 			x.printf("%s: looping back to %s (iteration %d)\n", e.Step, d.Target, x.st.Steps[d.Target].IterationCount)
 		} else if s != nil && s.Status == core.Failed {
 			x.printf("%s: FAILED: %s\n", e.Step, deref(s.LastError))
+			x.showEvidence(e.Step, s)
 		}
 	case core.EvAttemptFailed:
 		// The same decision may have started the next attempt already:
@@ -349,6 +380,7 @@ func (x *run) announce(e core.Event) {
 		x.printf("%s: attempt %d failed: %s\n", e.Step, d.Attempt, d.Error)
 	case core.EvStepFailed:
 		x.printf("%s: FAILED: %s\n", e.Step, deref(s.LastError))
+		x.showEvidence(e.Step, s)
 	case core.EvLoopItems:
 		keys := make([]string, len(s.Items))
 		for i, it := range s.Items {
@@ -402,6 +434,46 @@ func (x *run) announce(e core.Event) {
 	case core.EvItemMerge, core.EvStepMerge:
 		x.announceWorkspace(e)
 	}
+}
+
+// The bounds of the evidence shown under a failed step when its
+// sessions' output was not shown live.
+const (
+	shownEvidenceLines = 10
+	shownEvidenceLine  = 500
+)
+
+// showEvidence prints, under a failed step, the last lines of the
+// output that failed it and the command that prints all of it, when the
+// sessions' output is not shown live (not a terminal, not CI): without
+// them the failure would say only its reason. Lines the error already
+// ends with are not shown twice.
+func (x *run) showEvidence(step string, s *core.StepState) {
+	if x.r.Live || s == nil || strings.TrimSpace(s.Evidence) == "" {
+		return
+	}
+	lines := strings.Split(strings.TrimRight(s.Evidence, "\n"), "\n")
+	if len(lines) > shownEvidenceLines {
+		lines = lines[len(lines)-shownEvidenceLines:]
+	}
+	logs := fmt.Sprintf("flow logs %s %s", x.st.RunID, core.ShellArg(step))
+	if strings.HasSuffix(strings.TrimRight(deref(s.LastError), "\n"), strings.Join(lines, "\n")) {
+		x.printf("%s: all of its output: %s\n", step, logs)
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: the last lines of its output (all of it: %s):\n", step, logs)
+	for _, l := range lines {
+		if len(l) > shownEvidenceLine {
+			n := shownEvidenceLine
+			for n > 0 && !utf8.RuneStart(l[n]) {
+				n--
+			}
+			l = l[:n] + "…"
+		}
+		fmt.Fprintf(&b, "  %s\n", strings.TrimRight(l, "\r"))
+	}
+	x.printf("%s", b.String())
 }
 
 // pollWaiting looks at the manual input files of waiting steps, their

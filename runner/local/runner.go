@@ -21,6 +21,7 @@ import (
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/internal/confine"
 	"github.com/flow-run/flow/internal/eventlog"
+	"github.com/flow-run/flow/internal/gitwork"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/redact"
 	"github.com/flow-run/flow/internal/runlock"
@@ -253,6 +254,11 @@ type run struct {
 	stopped chan struct{}
 	// pending are events applied to st but not yet appended.
 	pending []core.Event
+	// held, while hold is set, are the events appended but not yet
+	// handed to Runner.OnEvent: the loop hands each of a decision's
+	// events over just before it announces it (see drive).
+	hold bool
+	held []core.Event
 	// cacheMu guards outputs and reports, written by session goroutines.
 	cacheMu sync.Mutex
 	// warned remembers the last warning per waiting step, so that a bad
@@ -362,7 +368,7 @@ func (x *run) open() error {
 		return fmt.Errorf("resume run %s: %w", runID, core.ErrNoRun)
 	}
 	if !opts.Resume && exists {
-		return core.Usage("run %s already exists in %s; use flow resume %s, or another --run-id", runID, x.dir, runID)
+		return core.Usage("run %s already exists in %s; %s, or give another --run-id", runID, x.dir, x.goOn(runID, now))
 	}
 	if opts.CleanupOnly && !exists {
 		return fmt.Errorf("clean up run %s: %w", runID, core.ErrNoRun)
@@ -477,6 +483,9 @@ func (x *run) open() error {
 	if err := x.writeInvocation(); err != nil {
 		return err
 	}
+	if err := x.ignoreRecord(); err != nil {
+		x.warn("", err.Error())
+	}
 	// Sessions of this runner are named in the run's generation.
 	x.names.Gen = x.st.Generation
 	// The snapshot is about to be behind the log: the runs index must
@@ -505,6 +514,37 @@ func (x *run) open() error {
 	x.core.HideSecrets(x.redact)
 	x.loadCaches()
 	return nil
+}
+
+// goOn says how to go on with run id, which flow run was asked to start
+// again: what the run's state allows — resume an unfinished run, retry
+// a failed one, restart a finished one at a step.
+func (x *run) goOn(id string, now time.Time) string {
+	st, _, err := record.LoadState(x.rec, x.dir, false, now)
+	restart := fmt.Sprintf("to run steps of it again: flow run %s --run-id %s --start-at-step STEP", core.ShellArg(x.wf.File), id)
+	switch {
+	case err != nil || st == nil:
+		return "flow resume " + id + " goes on with it"
+	case st.Status == core.RunFailed:
+		return fmt.Sprintf("it failed; to run its failed steps again: flow retry %s; %s", id, restart)
+	case st.Status.Terminal():
+		return fmt.Sprintf("it has %s; %s", st.Status, restart)
+	}
+	return fmt.Sprintf("it is %s; go on with it: flow resume %s", st.Status, id)
+}
+
+// ignoreRecord writes <repo>/.agents/.gitignore, which keeps flow's
+// state (the run records, the worktrees, the ledger, the history) out
+// of git — so that a session's git add -A commits none of it — when
+// there is none; one there is the repository's, and left as it is.
+// .agents/prompts/ is never listed: agent_orchestrator's prompts are
+// the repository's own files.
+func (x *run) ignoreRecord() error {
+	path := filepath.Join(x.opts.Repo, filepath.FromSlash(gitwork.IgnoreFile))
+	if _, err := x.rec.Stat(path); !errors.Is(err, iofs.ErrNotExist) {
+		return nil
+	}
+	return gitwork.EnsureIgnore(x.rec, x.opts.Repo)
 }
 
 // killLeftovers kills what the sessions of a dead runner on this host
@@ -802,7 +842,11 @@ func (x *run) flush() error {
 			x.trail.Add(e)
 		}
 	}
-	if x.r.OnEvent != nil {
+	switch {
+	case x.r.OnEvent == nil:
+	case x.hold:
+		x.held = append(x.held, got...)
+	default:
 		for _, e := range got {
 			x.r.OnEvent(e)
 		}

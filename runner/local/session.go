@@ -277,6 +277,7 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 		fb := ss.Feedback
 		ff := x.names.Feedback(e.Step, e.Iteration, e.Attempt)
 		b, _ := json.MarshalIndent(fb, "", "  ")
+		b = append(b, '\n')
 		if err := x.rec.MkdirAll(filepath.Dir(ff), 0o755); err == nil && record.WriteFile(x.rec, ff, b) == nil {
 			vars = append(vars, "FLOW_FEEDBACK_FILE="+ff)
 		}

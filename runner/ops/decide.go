@@ -14,7 +14,9 @@ type DecideRequest struct {
 	// RunID names the run; "" is the one run of the repository that
 	// has not finished, when there is exactly one (openTarget).
 	RunID string
-	// Step is the human step.
+	// Step is the human step; "" with a RunID that names no run of
+	// the repository makes RunID the step (runOrStep), and with none
+	// lists the steps that wait.
 	Step string
 	// Approve approves the step; false rejects it.
 	Approve bool
@@ -56,19 +58,28 @@ type Decision struct {
 // against those the step declares, and their defaults filled in
 // (ResolveInputs); a rejection needs none.
 func (s *Service) Decide(req DecideRequest) (Decision, error) {
-	if !req.Approve && strings.TrimSpace(req.Reason) == "" {
-		return Decision{}, core.Usage("reject needs --reason\ntry: flow reject %s %s --reason 'why'", req.RunID, core.ShellArg(req.Step))
-	}
 	verb := "approve"
 	if !req.Approve {
 		verb = "reject"
+	}
+	asStep := false
+	if req.Step == "" {
+		req.RunID, req.Step, asStep = s.runOrStep(req.Repo, req.RunID)
 	}
 	repo, ref, err := s.openTarget(req.Repo, req.RunID, verb)
 	if err != nil {
 		return Decision{}, err
 	}
-	if ref.State.Steps[req.Step] == nil {
+	switch {
+	case req.Step == "":
+		return Decision{}, noStep(verb, ref)
+	case ref.State.Steps[req.Step] == nil && asStep:
+		return Decision{}, s.notRunNorStep(repo, req.Step, ref)
+	case ref.State.Steps[req.Step] == nil:
 		return Decision{}, unknownStep(ref.ID, ref.State, req.Step)
+	}
+	if !req.Approve && strings.TrimSpace(req.Reason) == "" {
+		return Decision{}, core.Usage("reject needs --reason\ntry: flow reject %s %s --reason 'why'", ref.ID, core.ShellArg(req.Step))
 	}
 	in := core.HumanInput{Approved: req.Approve, By: s.Who(req.By), Reason: req.Reason}
 	if req.Approve {

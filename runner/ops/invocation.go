@@ -67,7 +67,7 @@ func (s *Service) loadInvokedFrom(read *loaded, path, repo string, v record.Invo
 		return nil, core.Usage("--wrapper and --command-template both say how an agent runs; give one")
 	}
 	if repo == "" {
-		repo = s.cwd()
+		repo = s.root()
 	}
 	opts := v.LoadOptions(repo)
 	wf, err := read.reuse(path, opts)

@@ -13,9 +13,11 @@ import (
 // JUnit XML suites for CI test reporters: one <testsuite> named after
 // the workflow, one <testcase> per step (name the step id, classname
 // the workflow, time the step's duration), a <failure> for a FAILED
-// step whose message is its last error and whose text adds the gate's
-// evidence, <skipped/> for a SKIPPED one, and the step's iterations and
-// attempts as properties.
+// step whose message is its last error and whose text adds its
+// evidence (the tail of the output that failed it, as the run recorded
+// it), <skipped/> for one that did not run to its end — SKIPPED (with
+// why), never run, waiting on a human, or still running — and the
+// step's iterations and attempts as properties.
 //
 // The run is read from repo's record, or, when the Service's Engine is a
 // StateReader (a run on Temporal), asked of the engine.
@@ -80,15 +82,16 @@ func runSuites(st *core.State) junit.Suites {
 				msg = *ss.LastError
 			}
 			text := msg
-			if fb := ss.Feedback; fb != nil && fb.Output != "" {
-				text += "\n\n" + fb.Output
+			if ss.Evidence != "" {
+				text += "\n\n" + ss.Evidence
 			}
 			p := junit.NewProblem("step failed", text)
 			p.Message = junit.Text(msg)
 			c.Failure = p
-		case core.Skipped:
+		case core.Completed:
+		default:
 			suite.Skipped++
-			c.Skipped = &junit.Skipped{}
+			c.Skipped = &junit.Skipped{Message: junit.Text(notRun(ss))}
 		}
 		suite.Cases = append(suite.Cases, c)
 	}
@@ -97,6 +100,26 @@ func runSuites(st *core.State) junit.Suites {
 	all.Total()
 	all.Time = suite.Time
 	return all
+}
+
+// notRun says why a step that is neither COMPLETED nor FAILED did not
+// run to its end.
+func notRun(ss *core.StepState) string {
+	switch ss.Status {
+	case core.Skipped:
+		if ss.SkipReason != "" {
+			return "skipped: " + ss.SkipReason
+		}
+		return "skipped"
+	case core.WaitingOnHuman:
+		return "waiting on a human"
+	case core.Running:
+		return "still running"
+	}
+	if ss.BlockedByLoop != nil {
+		return "not run: blocked by the loop-back of " + *ss.BlockedByLoop
+	}
+	return "not run"
 }
 
 // stepDuration is how long a step ran: from its start to its end, or 0

@@ -80,6 +80,11 @@ func TestRunJUnit(t *testing.T) {
 	if props["attempts"] != "2" || props["iterations"] == "" || props["status"] != "FAILED" {
 		t.Errorf("broken's properties %v", props)
 	}
+	// The failure's text ends with the evidence the run recorded on the
+	// failed step: its session's output.
+	if !strings.HasSuffix(c.Failure.Text, "\n\nsomething <broke> \uFFFD") {
+		t.Errorf("broken's failure text %q lacks its output", c.Failure.Text)
+	}
 	if !strings.Contains(string(b), "<testsuites") {
 		t.Errorf("no <testsuites> root:\n%s", b)
 	}
@@ -90,4 +95,39 @@ func TestRunJUnitUnknownRun(t *testing.T) {
 	s, _ := newService(t, failingSteps, nil)
 	_, err := s.RunJUnit(context.Background(), "", "nope")
 	wantCode(t, err, core.ExitUsage)
+}
+
+// TestRunJUnitNotRun: steps that never ran, and one that waits on a
+// human, are skipped with why, not passed.
+func TestRunJUnitNotRun(t *testing.T) {
+	s, _ := newService(t, `name: wf
+steps:
+  - id: build
+    run: echo build
+  - id: ship
+    human: {message: "Ship?"}
+  - id: deploy
+    run: echo deploy
+`, nil)
+	res := run(t, s, RunRequest{Workflow: wf, RunID: "r1", NoWait: true})
+	if res.ExitCode != int(core.ExitHuman) {
+		t.Fatalf("run exit %d; want 3", res.ExitCode)
+	}
+	suites, err := s.RunJUnit(context.Background(), "", "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if suites.Tests != 3 || suites.Skipped != 2 || suites.Failures != 0 {
+		t.Errorf("totals %+v; want 3 tests, 2 skipped", suites)
+	}
+	want := map[string]string{"build": "", "ship": "waiting on a human", "deploy": "not run"}
+	for _, c := range suites.Suites[0].Cases {
+		got := ""
+		if c.Skipped != nil {
+			got = c.Skipped.Message
+		}
+		if w, ok := want[c.Name]; !ok || got != w || (w == "") != (c.Skipped == nil) {
+			t.Errorf("%s: skipped %+v; want %q", c.Name, c.Skipped, w)
+		}
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"syscall"
 
 	"github.com/flow-run/flow/runner/core"
@@ -68,12 +67,18 @@ func (l *Local) Watch(ctx context.Context, repo, runID string, opts WatchOptions
 func (l *Local) Logs(ctx context.Context, req LogsRequest, out, notes io.Writer) error {
 	s := l.Service
 	if req.Step == "" {
-		_, ref, err := s.openRun(req.Repo, req.RunID)
-		if err != nil {
+		var asStep bool
+		req.RunID, req.Step, asStep = s.runOrStep(req.Repo, req.RunID)
+		dir, ref, err := s.openRun(req.Repo, req.RunID)
+		switch {
+		case err != nil:
 			return err
+		case req.Step == "":
+			return noStep("logs", ref)
+		case asStep && ref.State.Steps[req.Step] == nil && req.Step != "cleanup" && req.Step != record.CleanupSession:
+			return s.notRunNorStep(dir, req.Step, ref)
 		}
-		return core.Usage("flow logs needs a STEP for a local run; run %s has: %s\ntry: flow logs %s STEP",
-			ref.ID, strings.Join(topSteps(ref.State), ", "), ref.ID)
+		req.RunID = ref.ID
 	}
 	logs, err := s.Logs(req.Repo, req.RunID, req.Step, req.All)
 	if err != nil {

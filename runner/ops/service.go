@@ -171,9 +171,11 @@ func (s *Service) cwd() string {
 	return d
 }
 
-// Repo resolves a repository as a front end names it ("" for the
-// working directory) to an absolute directory. A repository that is not
-// a directory is an ExitUsage error.
+// Repo resolves a repository as a front end names it to an absolute
+// directory. "" is the repository of the Service's directory: the
+// first of it and its parents that holds .agents/runs/ or .git
+// (findRepo), else the directory itself. A repository that is not a
+// directory is an ExitUsage error.
 func (s *Service) Repo(repo string) (string, error) {
 	dir := repo
 	if dir == "" {
@@ -187,12 +189,34 @@ func (s *Service) Repo(repo string) (string, error) {
 		return "", core.Usage("--repo %s: not a directory", dir)
 	}
 	if repo == "" {
-		// In a worktree flow made for a run: the repository it belongs to.
-		if main, ok := mainOfWorktree(s.FS, abs); ok {
-			return main, nil
+		if root, ok := findRepo(s.FS, abs); ok {
+			return root, nil
 		}
 	}
 	return abs, nil
+}
+
+// root is the repository of the Service's directory (Repo("")), or the
+// directory itself when it cannot be resolved.
+func (s *Service) root() string {
+	if dir, err := s.Repo(""); err == nil {
+		return dir
+	}
+	return s.cwd()
+}
+
+// lookedIn says, for a message about repo, where flow looked for it
+// when it took the Service's directory for want of a repository above
+// it (Repo), or "".
+func (s *Service) lookedIn(repo string) string {
+	cwd := s.cwd()
+	if repo != cwd {
+		return ""
+	}
+	if _, ok := findRepo(s.FS, cwd); ok {
+		return ""
+	}
+	return fmt.Sprintf("\nneither %s nor a directory above it holds .agents/runs/ or .git, so flow took it for the repository; run flow in the repository, or name it with --repo", cwd)
 }
 
 // findRun returns the run id in repo, or its newest run when id is "".
@@ -214,9 +238,9 @@ func (s *Service) findRun(repo, id string) (record.RunRef, error) {
 		if c, ok := suggest.Closest(id, ids); ok {
 			msg += fmt.Sprintf(" (did you mean %q?)", c)
 		}
-		return ref, core.Usage("%s\ntry: flow runs", msg)
+		return ref, core.Usage("%s%s\ntry: flow runs", msg, s.lookedIn(repo))
 	case errors.Is(err, core.ErrNoRun):
-		return ref, core.Usage("%v\ntry: flow run WORKFLOW", err)
+		return ref, core.Usage("%v%s\ntry: flow run WORKFLOW", err, s.lookedIn(repo))
 	}
 	return ref, err
 }

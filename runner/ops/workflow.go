@@ -18,13 +18,13 @@ import (
 
 // LoadWorkflow loads and validates the workflow file at path. Its
 // prompt files may lie in its own directory tree or in repo ("" means
-// the Service's directory). An invalid workflow is an ExitUsage error
+// the repository of the Service's directory, see Repo). An invalid workflow is an ExitUsage error
 // that wraps config.Diagnostics (errors.As finds them, to be shown with
 // their source lines); a file that cannot be read is an ExitUsage error
 // too.
 func (s *Service) LoadWorkflow(path, repo string) (*config.Workflow, error) {
 	if repo == "" {
-		repo = s.cwd()
+		repo = s.root()
 	}
 	w, err := config.LoadWith(s.FS, path, config.Options{Repo: repo})
 	if err != nil {
@@ -119,7 +119,7 @@ func (s *Service) ValidateAs(paths []string, format string) (ValidateResult, err
 			}
 		} else {
 			var w *config.Workflow
-			if w, err = config.LoadWith(s.FS, path, config.Options{Repo: s.cwd(), Format: format}); err == nil {
+			if w, err = config.LoadWith(s.FS, path, config.Options{Repo: s.root(), Format: format}); err == nil {
 				f.Steps = len(w.Steps)
 				if w.Dialect == config.DialectOrchestrator {
 					f.Format, f.Notice = config.FormatOrchestrator, InvocationNotice(w)

@@ -2,6 +2,8 @@ package wftest
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -69,4 +71,82 @@ func RunFile(ctx context.Context, fs afero.Fs, path string, opts Options) (*File
 	began := time.Now()
 	res := Run(ctx, tf, opts)
 	return &FileResult{File: path, Tests: tf, Results: res, Duration: time.Since(began)}, nil
+}
+
+// TestLine is the JSON line flow test --json prints for each test: the
+// test's Result, its "type" "test" and its file.
+type TestLine struct {
+	Type string `json:"type"`
+	File string `json:"file"`
+	Result
+}
+
+// MarshalJSON writes the line as one object: "type" and "file", then
+// the fields of the Result.
+func (t TestLine) MarshalJSON() ([]byte, error) {
+	head, err := json.Marshal(struct {
+		Type string `json:"type"`
+		File string `json:"file"`
+	}{t.Type, t.File})
+	if err != nil {
+		return nil, err
+	}
+	r, err := json.Marshal(t.Result)
+	if err != nil {
+		return nil, err
+	}
+	// head is {"type":...,"file":...}, r an object with fields.
+	return append(append(head[:len(head)-1], ','), r[1:]...), nil
+}
+
+// FileLine is the JSON line flow test --json prints for each test file,
+// after the lines of its tests: "type" "file", whether every test
+// passed (and the coverage reached --cover-min), how many ran and
+// failed, how long they took, the coverage when it was asked for, and
+// for a file that could not be loaded its error and diagnostics (the
+// objects of flow validate --json).
+type FileLine struct {
+	Type       string          `json:"type"`
+	File       string          `json:"file"`
+	Workflow   string          `json:"workflow,omitempty"`
+	Passed     bool            `json:"passed"`
+	Tests      int             `json:"tests"`
+	Failed     int             `json:"failed"`
+	DurationMS int64           `json:"duration_ms"`
+	Coverage   *Coverage       `json:"coverage,omitempty"`
+	CoverMin   float64         `json:"cover_min,omitempty"`
+	Error      string          `json:"error,omitempty"`
+	Problems   json.RawMessage `json:"diagnostics,omitempty"`
+}
+
+// Lines returns the JSON lines of a file's results (FileLine, TestLine):
+// a line per test, then the file's line. cov is the workflow's coverage
+// when it was asked for, and coverMin the least coverage asked for (0:
+// none); a coverage below it fails the file.
+func (fr *FileResult) Lines(cov *Coverage, coverMin float64) ([]TestLine, FileLine) {
+	fl := FileLine{Type: "file", File: fr.File, Passed: fr.Err == nil, DurationMS: fr.Duration.Milliseconds(), Coverage: cov, CoverMin: coverMin}
+	if fr.Err != nil {
+		fl.Error = fr.Err.Error()
+		var ds config.Diagnostics
+		if errors.As(fr.Err, &ds) {
+			fl.Problems, _ = ds.JSON()
+		}
+		return nil, fl
+	}
+	if fr.Tests != nil {
+		fl.Workflow = fr.Tests.WorkflowPath
+	}
+	tests := make([]TestLine, 0, len(fr.Results))
+	for _, r := range fr.Results {
+		tests = append(tests, TestLine{Type: "test", File: fr.File, Result: r})
+		fl.Tests++
+		if !r.Passed {
+			fl.Failed++
+			fl.Passed = false
+		}
+	}
+	if cov != nil && coverMin > 0 && cov.Percent < coverMin {
+		fl.Passed = false
+	}
+	return tests, fl
 }
