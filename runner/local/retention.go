@@ -26,7 +26,7 @@ func (x *run) ended(ctx context.Context) {
 // retain applies the workflow's retention to its other runs.
 func (x *run) retain(ctx context.Context) {
 	r := x.wf.Defaults.Retention
-	if r == nil {
+	if r == nil || x.opts.Invocation.SkipRetention {
 		return
 	}
 	pol := retention.Policy{Keep: r.Keep, OlderThan: r.OlderThan, Workflow: x.st.WorkflowName}
