@@ -102,7 +102,7 @@ whose runner is alive are left alone.`,
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "say what would go, and remove nothing")
 	cmd.Flags().BoolVar(&worktrees, "worktrees", false, "remove only the git worktrees runs left")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was pruned as JSON")
-	cmd.Flags().StringVar(&repo, "repo", "", "repository (default: the current directory)")
+	cmd.Flags().StringVar(&repo, "repo", "", "repository "+repoDefault)
 	return cmd
 }
 
