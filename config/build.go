@@ -186,6 +186,7 @@ func (b *builder) defaults() {
 	if rd.maxItems.ok() {
 		def.Limits.MaxItems, _ = b.count("max_items", rd.maxItems)
 	}
+	def.Retention = b.retention(rd.retention)
 }
 
 // secrets checks the names of the declared secrets.

@@ -265,6 +265,16 @@ func (e *emitter) defaults() *block {
 	if d.Limits.MaxItems > 0 {
 		b.add("max_items", number(strconv.Itoa(d.Limits.MaxItems)))
 	}
+	if r := d.Retention; r != nil {
+		rb := &block{ks: &retentionTable.keySet}
+		if r.Keep > 0 {
+			rb.add("keep", number(strconv.Itoa(r.Keep)))
+		}
+		if r.OlderThan > 0 {
+			rb.add("older_than", durationText(r.OlderThan))
+		}
+		b.add("retention", rb.sorted())
+	}
 	return b.sorted()
 }
 

@@ -368,6 +368,11 @@ steps:
     steps:
       - {id: t, run: "true"}
 `},
+	{"retention", `name: k
+defaults: {retention: {keep: 5, older_than: 7d}}
+steps:
+  - {id: s, run: "true"}
+`},
 }
 
 // loadNewKey loads a workflow of newKeys, skipping the test when the

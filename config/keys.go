@@ -299,6 +299,13 @@ func notifyField[T any](doc string, dst func(*T) **rawNotify) field[T] {
 	}}
 }
 
+var retentionTable = newTable("retention", "Which finished runs of the workflow flow removes when one of its runs ends, as flow prune does: completed runs only, never the run that ends, a live one or one that waits. Give keep, older_than or both (a run goes when both allow it).", "retention",
+	scalar("keep", kindCount, "How many of the newest completed runs of the workflow stay, whatever their age (the run that ends is one of them).",
+		func(r *rawRetention) *str { return &r.keep }).defaultIs("no limit by number"),
+	scalar("older_than", kindDuration, "A completed run goes once it ended longer ago than this (e.g. 7d, 12h); newer ones stay, whatever their number.",
+		func(r *rawRetention) *str { return &r.olderThan }).defaultIs("no limit by age"),
+).atLeastOne()
+
 var defaultsTable = newTable("defaults", "Values a step takes when it does not set its own.", "",
 	scalar("max_attempts", kindLimit, "Sessions per iteration before a step fails.",
 		func(d *rawDefaults) *str { return &d.maxAttempts }).byDefault("2"),
@@ -325,6 +332,12 @@ var defaultsTable = newTable("defaults", "Values a step takes when it does not s
 		func(d *rawDefaults) *str { return &d.maxItems }).byDefault("10000"),
 	notifyField("Notifications of every run of the workflow; the workflow's notify overrides them key by key.",
 		func(d *rawDefaults) **rawNotify { return &d.notify }),
+	field[rawDefaults]{name: "retention", kind: kindBlock, sub: retentionTable, doc: "Which finished runs of the workflow are removed when one of its runs ends (flow prune removes runs by hand).", def: "none: no run is removed", defWords: true,
+		set: func(d *rawDefaults, v value) {
+			if r := (&rawRetention{pos: v.keyPos(), empty: v.isEmpty()}); retentionTable.decode(v, r) {
+				d.retention = r
+			}
+		}},
 )
 
 var priceTable = newTable("price", "What a preset agent's tokens cost, in USD per million (at least one key).", "",

@@ -112,6 +112,23 @@ type Defaults struct {
 	// Limits holds the sizes the workflow sets; a zero field is not set.
 	// Workflow.Limits fills in the defaults.
 	Limits Limits
+	// Retention says which finished runs of the workflow are removed
+	// when one of its runs ends; nil removes none.
+	Retention *Retention
+}
+
+// Retention is defaults.retention: which completed runs of the workflow
+// the local driver removes when one of its runs ends (package
+// runner/retention). A loaded Retention sets Keep, OlderThan or both.
+type Retention struct {
+	// Keep is how many of the newest completed runs stay whatever their
+	// age; 0 is no limit by number.
+	Keep int
+	// OlderThan is how long ago a completed run must have ended to go;
+	// 0 is no limit by age.
+	OlderThan time.Duration
+	// Pos is where retention is written.
+	Pos Pos
 }
 
 // Agent says how a session of an agent is started: Run is a shell

@@ -81,6 +81,16 @@ type rawDefaults struct {
 	logLimit      str
 	maxItems      str
 	notify        *rawNotify
+	retention     *rawRetention
+}
+
+// rawRetention is defaults.retention; empty is set when it is written
+// without a key.
+type rawRetention struct {
+	pos       Pos
+	empty     bool
+	keep      str
+	olderThan str
 }
 
 type rawAgent struct {

@@ -219,7 +219,7 @@ func TestHCLKeys(t *testing.T) {
 	if got, want := sorted(hclWorkflowAttrs, hclWorkflowBlock, []string{"agents", "steps"}), sorted(workflowKeys, []string{"agent", "step"}); !slices.Equal(got, want) {
 		t.Errorf("workflow: HCL %v, YAML %v", got, want)
 	}
-	if got, want := sorted(hclDefaultsAttrs, []string{"retry", "notify"}), sorted(defaultsKeys); !slices.Equal(got, want) {
+	if got, want := sorted(hclDefaultsAttrs, []string{"retry", "notify", "retention"}), sorted(defaultsKeys); !slices.Equal(got, want) {
 		t.Errorf("defaults: HCL %v, YAML %v", got, want)
 	}
 }

@@ -71,6 +71,15 @@ type specDefaults struct {
 	ReportLimit  int64 `json:"report_limit,omitempty"`
 	LogLimit     int64 `json:"log_limit,omitempty"`
 	MaxItems     int   `json:"max_items,omitempty"`
+	// Retention is left out when not set, so that the digest of a
+	// workflow that sets none is what it always was.
+	Retention *specRetention `json:"retention,omitempty"`
+}
+
+// specRetention is defaults.retention; older_than is in Go's syntax.
+type specRetention struct {
+	Keep      int    `json:"keep,omitempty"`
+	OlderThan string `json:"older_than,omitempty"`
 }
 
 // specAgent is an agent. The keys of a preset are left out when not
@@ -236,6 +245,7 @@ func (w *Workflow) spec() *specWorkflow {
 			ReportLimit:   w.Defaults.Limits.Report,
 			LogLimit:      w.Defaults.Limits.Log,
 			MaxItems:      w.Defaults.Limits.MaxItems,
+			Retention:     specRetentionOf(w.Defaults.Retention),
 		},
 		Agents:      map[string]*specAgent{},
 		MaxParallel: w.MaxParallel,
@@ -393,4 +403,15 @@ func specFeedback(f string) string {
 		return ""
 	}
 	return f
+}
+
+func specRetentionOf(r *Retention) *specRetention {
+	if r == nil {
+		return nil
+	}
+	s := &specRetention{Keep: r.Keep}
+	if r.OlderThan > 0 {
+		s.OlderThan = r.OlderThan.String()
+	}
+	return s
 }

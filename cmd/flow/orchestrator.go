@@ -25,7 +25,6 @@ import (
 // run and flow resume take.
 type orchFlags struct {
 	issueNumber int
-	skipCleanup bool
 	worktree    bool
 	wt          record.GitWorktree
 }
@@ -40,7 +39,7 @@ func (f *runFlags) addOrchestratorRun(cmd *cobra.Command) {
 	fl.StringVar(&f.inv.LogsDir, "logs-dir", "", "agent_orchestrator: also copy the sessions' logs to this directory whenever the runner stops")
 	fl.StringVar(&f.inv.StateFile, "state-file", "", "agent_orchestrator: also copy run_state.json to this file (relative to the repository) whenever the runner stops")
 	fl.StringVar(&f.inv.Workdir, "workdir", "", "agent_orchestrator: the directory, inside the repository, sessions run in (default: the repository)")
-	fl.BoolVar(&f.orch.skipCleanup, "skip-cleanup", false, "agent_orchestrator: keep old runs (flow never removes runs: accepted, and changes nothing)")
+	fl.BoolVar(&f.inv.SkipRetention, "skip-cleanup", false, "agent_orchestrator: remove no old runs when this run ends (the workflow's defaults.retention is not applied)")
 	fl.Float64Var(&f.inv.DailyCostLimit, "daily-cost-limit", 0, "stop, as at a spent budget (exit 6), once the runs of the repository have spent this many USD today (UTC); a higher one lifts it")
 	fl.BoolVar(&f.orch.worktree, "git-worktree", false, "give the run a git worktree of its own (the workflow's workspace: worktree, docs/workspaces.md)")
 	fl.StringVar(&f.orch.wt.Ref, "git-worktree-ref", "", "with --git-worktree: the commit, branch or tag it starts from (default: HEAD when the first session starts)")

@@ -13,17 +13,19 @@ import (
 // runnerLayers ranks the packages under runner/ (docs/architecture.md,
 // "Layers"): a package may import only packages of a lower rank. The
 // decision core and the agents' parsers stand at the bottom, the record
-// on the core, the local driver on the record, the operations layer on
-// the driver, and the front ends and the Temporal engine on top.
+// on the core, retention (which removes finished runs from the record)
+// on the record, the local driver on both, the operations layer on the
+// driver, and the front ends and the Temporal engine on top.
 var runnerLayers = map[string]int{
-	"runner/core":     0,
-	"runner/agents":   0,
-	"runner/record":   1,
-	"runner/local":    2,
-	"runner/ops":      3,
-	"runner/temporal": 4,
-	"runner/serve":    4,
-	"runner/wftest":   4,
+	"runner/core":      0,
+	"runner/agents":    0,
+	"runner/record":    1,
+	"runner/retention": 2,
+	"runner/local":     3,
+	"runner/ops":       4,
+	"runner/temporal":  5,
+	"runner/serve":     5,
+	"runner/wftest":    5,
 }
 
 // TestRunnerLayers: no package under runner/ imports one above it or

@@ -725,3 +725,53 @@ func TestOutputBounded(t *testing.T) {
 		t.Fatalf("output of %d bytes (truncated %v, %v); want 100", len(r.Stdout), r.Truncated, r.Err)
 	}
 }
+
+// TestBranches lists the branches under a prefix, and deletes them.
+func TestBranches(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	for _, b := range []string{"flow/r1/_run", "flow/r1/stories.a", "flow/r10/_run", "flowx", "other"} {
+		sh(t, f.env, f.repo, "branch", b)
+	}
+	names := func(prefix string) string {
+		t.Helper()
+		list, err := f.git.Branches(ctx, f.repo, prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, b := range list {
+			if b.Commit != f.base {
+				t.Errorf("branch %s at %s, want %s", b.Name, b.Commit, f.base)
+			}
+			out = append(out, b.Name)
+		}
+		return strings.Join(out, " ")
+	}
+	for _, c := range []struct{ prefix, want string }{
+		{"flow", "flow/r1/_run flow/r1/stories.a flow/r10/_run"},
+		{"flow/r1", "flow/r1/_run flow/r1/stories.a"},
+		{"flow/r1/", "flow/r1/_run flow/r1/stories.a"},
+		{"flow/none", ""},
+	} {
+		if got := names(c.prefix); got != c.want {
+			t.Errorf("branches under %s: %q, want %q", c.prefix, got, c.want)
+		}
+	}
+	if _, err := f.git.Branches(ctx, f.repo, "/"); err == nil {
+		t.Error("an empty prefix lists branches")
+	}
+	if err := f.git.DeleteBranch(ctx, f.repo, "flow/r1/_run"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.git.DeleteBranch(ctx, f.repo, "flow/r1/_run"); err != nil {
+		t.Errorf("deleting a branch that is gone: %v", err)
+	}
+	if got := names("flow/r1"); got != "flow/r1/stories.a" {
+		t.Errorf("after the delete: %q", got)
+	}
+	// The branch checked out in the main working tree is not deleted.
+	if err := f.git.DeleteBranch(ctx, f.repo, "main"); err == nil {
+		t.Error("the checked-out branch was deleted")
+	}
+}

@@ -293,6 +293,12 @@ func (m *Mirrors) Append(runDir string, events []core.Event, final bool) error {
 		if e.Seq <= log.LastSeq() {
 			continue
 		}
+		if !appended {
+			// The runs index reads the run again (record.TouchState).
+			if err := record.TouchState(m.FS, runDir, time.Time{}); err != nil {
+				return fail(err)
+			}
+		}
 		if _, err := log.Append(e); err != nil {
 			return fail(fmt.Errorf("record %s event: %w", e.Type, err))
 		}

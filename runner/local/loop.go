@@ -21,6 +21,9 @@ import (
 func (x *run) loop(ctx context.Context) (Result, error) {
 	res, err := x.drive(ctx)
 	x.controlStopped(res, err)
+	if err == nil && x.finished {
+		x.ended(ctx)
+	}
 	return res, err
 }
 
@@ -304,6 +307,9 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 				x.st.RunID, e.Status, e.ExitCode, x.st.WorkflowFile)
 		} else {
 			x.releaseWorkspaces(e.Status)
+			// A run that stopped (interrupted, out of a budget) goes on
+			// when resumed: it has not finished.
+			x.finished = e.Status.Terminal()
 		}
 		return x.result(e.Status, e.ExitCode, e.Reason), true, nil
 	}

@@ -293,6 +293,10 @@ type run struct {
 	// wspaces are the run's workspaces (workspace.go), set up at first
 	// use.
 	wspaces *workspaces
+	// finished is set when the run finished in this runner: its history
+	// line is written, and its workflow's retention applied
+	// (retention.go).
+	finished bool
 }
 
 // Run runs (or resumes) a run until it ends, waits on a human with
@@ -484,6 +488,11 @@ func (x *run) open() error {
 	}
 	// Sessions of this runner are named in the run's generation.
 	x.names.Gen = x.st.Generation
+	// The snapshot is about to be behind the log: the runs index must
+	// read the run again (record.TouchState).
+	if err := record.TouchState(x.rec, x.dir, now); err != nil {
+		return err
+	}
 	// Nothing has run yet: the record needs no sync, and no snapshot
 	// (readers replay the events) until the first one is due.
 	x.lastSnap = now

@@ -6,11 +6,46 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/flow-run/flow/internal/gitwork"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/retention"
 )
+
+// PruneRequest says which finished runs flow prune removes (package
+// runner/retention).
+type PruneRequest struct {
+	Repo string
+	// Keep keeps the Keep newest runs of each workflow among those of
+	// Statuses; 0 keeps none for being new.
+	Keep int
+	// OlderThan, when above 0, keeps the runs that ended less than
+	// OlderThan ago.
+	OlderThan time.Duration
+	// Statuses are the statuses of the runs that may go; none means
+	// completed only (see retention.ParseStatuses).
+	Statuses []core.RunStatus
+	// Workflow limits the prune to the runs of one workflow.
+	Workflow string
+	// DryRun says what would go, and removes nothing.
+	DryRun bool
+}
+
+// Prune removes the finished runs of a repository that req chooses,
+// each with its worktrees and branches, after writing the history line
+// of any that has none; it never removes a live run or one that waits
+// on a human (retention.Pruner).
+func (s *Service) Prune(ctx context.Context, req PruneRequest) (retention.Result, error) {
+	dir, err := s.Repo(req.Repo)
+	if err != nil {
+		return retention.Result{}, err
+	}
+	p := &retention.Pruner{FS: s.FS, Rec: s.recordFS(dir), Git: s.git(), Clock: s.clock(), Alive: s.alive(), Host: s.Host, PID: s.PID}
+	pol := retention.Policy{Keep: req.Keep, OlderThan: req.OlderThan, Statuses: req.Statuses, Workflow: req.Workflow}
+	return p.Prune(ctx, dir, pol, retention.Options{DryRun: req.DryRun})
+}
 
 // Pruned is what PruneWorktrees did: the worktrees it removed, the
 // branches it deleted with them, and the runs it left alone (with why).

@@ -12,6 +12,7 @@ import (
 
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
+	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
 )
 
@@ -161,5 +162,58 @@ steps:
 	}
 	if list, err = s.ListRuns(""); err != nil || len(list.Runs) != 1 || list.Runs[0].Status != "completed" {
 		t.Errorf("finished run listed as %+v, %v", list.Runs, err)
+	}
+}
+
+// TestPruneAndListAll: flow prune removes the completed runs beyond the
+// newest, and flow runs --all still lists them, from the history, with
+// the runs that have their record.
+func TestPruneAndListAll(t *testing.T) {
+	s, clk := newService(t, twoSteps, nil)
+	for _, id := range []string{"r1", "r2", "r3"} {
+		run(t, s, RunRequest{Workflow: wf, RunID: id})
+		clk.Advance(time.Minute)
+	}
+	dry, err := s.Prune(context.Background(), PruneRequest{Keep: 1, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dry.Pruned) != 2 || dry.Pruned[0].RunID != "r2" || dry.Pruned[1].RunID != "r1" || dry.Kept != 1 || !dry.DryRun {
+		t.Fatalf("dry run: %+v", dry)
+	}
+	before, err := s.ListAllRuns("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Prune(context.Background(), PruneRequest{Keep: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Pruned) != 2 || res.DryRun {
+		t.Fatalf("prune: %+v", res)
+	}
+	list, err := s.ListRuns("")
+	if err != nil || len(list.Runs) != 1 || list.Runs[0].RunID != "r3" {
+		t.Fatalf("runs after the prune: %+v, %v", list.Runs, err)
+	}
+	all, err := s.ListAllRuns("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all.Runs) != 3 {
+		t.Fatalf("--all lists %+v", all.Runs)
+	}
+	for i, r := range all.Runs {
+		b := before.Runs[i]
+		if r.RunID != b.RunID || r.Status != b.Status || r.Workflow != b.Workflow || r.CreatedAt != b.CreatedAt || r.UpdatedAt != b.UpdatedAt {
+			t.Errorf("run %d: %+v, before the prune %+v", i, r, b)
+		}
+		if pruned := r.RunID != "r3"; r.Pruned != pruned || (r.Dir == "") != pruned {
+			t.Errorf("%s: pruned %v, dir %q", r.RunID, r.Pruned, r.Dir)
+		}
+	}
+	// A usage error for a repository that is not one.
+	if _, err := s.Prune(context.Background(), PruneRequest{Repo: "/nowhere", Keep: 1}); core.CodeOf(err) != core.ExitUsage {
+		t.Errorf("prune /nowhere: %v", err)
 	}
 }

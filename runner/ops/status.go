@@ -12,7 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/afero"
+
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/safefs"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
@@ -225,6 +228,10 @@ type RunSummary struct {
 	Error string `json:"error,omitempty"`
 	// Usage is what the run's agents consumed, when they reported it.
 	Usage *core.AgentUsage `json:"usage,omitempty"`
+	// Pruned is set on a run known only from the history
+	// (.agents/history.jsonl): its record was removed (flow prune). Its
+	// Dir is then "", and UpdatedAt is when it ended.
+	Pruned bool `json:"pruned,omitempty"`
 }
 
 // RunList is the result of ListRuns.
@@ -237,34 +244,95 @@ type RunList struct {
 
 // ListRuns lists the runs of a repository, newest first; runs that
 // cannot be read are listed with Error set. A repository that is not a
-// directory is an ExitUsage error.
+// directory is an ExitUsage error. The runs that have not changed since
+// the last list are taken from the runs index (record.ListRunEntries),
+// which it keeps up to date.
 func (s *Service) ListRuns(repo string) (RunList, error) {
 	dir, err := s.Repo(repo)
 	if err != nil {
 		return RunList{}, err
 	}
-	runs, err := record.ListRunHeads(s.FS, dir)
+	runs, err := record.ListRunEntries(s.FS, dir, s.recordFS(dir))
 	if err != nil {
 		return RunList{}, err
 	}
-	out := RunList{RunsDir: record.RunsDir(dir), Runs: []RunSummary{}}
+	out := RunList{RunsDir: record.RunsDir(dir), Runs: make([]RunSummary, 0, len(runs))}
 	for _, r := range runs {
-		x := RunSummary{RunID: r.ID, Dir: r.Dir}
-		if r.Err != nil {
-			x.Error = r.Err.Error()
-		} else {
-			x.Workflow, x.Status, x.ExitCode = r.State.WorkflowName, string(r.State.Status), r.State.ExitCode
-			x.Usage = r.State.Usage
-			if r.State.CreatedAt != nil {
-				x.CreatedAt = r.State.CreatedAt.String()
-			}
-			if r.State.UpdatedAt != nil {
-				x.UpdatedAt = r.State.UpdatedAt.String()
-			}
-		}
-		out.Runs = append(out.Runs, x)
+		out.Runs = append(out.Runs, summaryOfEntry(r))
 	}
 	return out, nil
+}
+
+// ListAllRuns lists the runs of a repository as ListRuns does, and the
+// runs whose record was removed that its history tells of
+// (.agents/history.jsonl), with Pruned set; newest first (by creation,
+// then id). A run that has both a record and a history line is listed
+// from its record.
+func (s *Service) ListAllRuns(repo string) (RunList, error) {
+	list, err := s.ListRuns(repo)
+	if err != nil {
+		return list, err
+	}
+	dir, err := s.Repo(repo)
+	if err != nil {
+		return list, err
+	}
+	history, err := record.ReadHistory(s.FS, dir)
+	if err != nil {
+		return list, err
+	}
+	have := make(map[string]bool, len(list.Runs))
+	for _, r := range list.Runs {
+		have[r.RunID] = true
+	}
+	n := len(list.Runs)
+	for _, h := range history {
+		if have[h.RunID] {
+			continue
+		}
+		x := RunSummary{RunID: h.RunID, Workflow: h.Workflow, Status: string(h.Status), ExitCode: h.ExitCode, Usage: h.Usage, Pruned: true}
+		if h.CreatedAt != nil {
+			x.CreatedAt = h.CreatedAt.String()
+		}
+		if h.EndedAt != nil {
+			x.UpdatedAt = h.EndedAt.String()
+		}
+		list.Runs = append(list.Runs, x)
+	}
+	if len(list.Runs) > n {
+		// The times are written in one layout (UTC, microseconds), in
+		// which their text sorts as they do; "" (unknown) sorts last.
+		slices.SortStableFunc(list.Runs, func(a, b RunSummary) int {
+			if c := strings.Compare(b.CreatedAt, a.CreatedAt); c != 0 {
+				return c
+			}
+			return strings.Compare(b.RunID, a.RunID)
+		})
+	}
+	return list, nil
+}
+
+// summaryOfEntry is the summary of a run as the record lists it.
+func summaryOfEntry(r record.RunEntry) RunSummary {
+	x := RunSummary{RunID: r.ID, Dir: r.Dir}
+	if r.Err != nil {
+		x.Error = r.Err.Error()
+		return x
+	}
+	x.Workflow, x.Status, x.ExitCode, x.Usage = r.Workflow, string(r.Status), r.ExitCode, r.Usage
+	x.CreatedAt, x.UpdatedAt = r.CreatedAt, r.UpdatedAt
+	return x
+}
+
+// recordFS is the file system flow writes the files of repo's record
+// through: on the operating system's, one that opens beneath the
+// repository following no link (internal/safefs), since a session may
+// have planted one; any other (a test's) as it is.
+func (s *Service) recordFS(repo string) afero.Fs {
+	if _, ok := s.FS.(*afero.OsFs); ok {
+		return safefs.New(repo)
+	}
+	return s.FS
 }
 
 // WatchOptions says what Watch reports and how often it looks.

@@ -9,6 +9,10 @@
 // a run's liveness from its runner's heartbeat, and writes
 // run-summary.md (with a Trail: the rounds of the steps, the restarts
 // and interruptions, and why the run stopped, folded from its events).
+// Beside the runs it keeps the history of finished runs
+// (.agents/history.jsonl, which outlives their directories) and the
+// runs index (.agents/runs/.index), from which a list of runs takes
+// the runs that did not change.
 // It decides nothing (package core does) and runs
 // nothing (the drivers do): every driver and every reader of a run —
 // the local driver, the Temporal worker's mirror, the operations layer —
@@ -30,4 +34,14 @@
 //     lock, so that neither side's update is lost.
 //   - A report value of any size: excerpted around a marker, never
 //     copied whole into the record, never a failure.
+//   - A runs index that no longer tells the truth: an entry is used only
+//     while its run's run_state.json has the size and modification time
+//     it records, and only runs that no runner holds are indexed; every
+//     writer changes run_state.json (TouchState) before its log can get
+//     ahead of the snapshot. An index that cannot be read is an empty
+//     one, and a list rewrites it.
+//   - Runs ending together: each appends its history line with one
+//     write to a file opened for appending, through a file system that
+//     follows no link; a torn line (a writer that died) is skipped by
+//     readers and ended by the next writer.
 package record

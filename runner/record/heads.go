@@ -88,19 +88,28 @@ func createdAt(st *core.State) time.Time {
 	return st.CreatedAt.Time
 }
 
-// maxHeadReaders bounds the goroutines of ListRunHeads.
+// maxHeadReaders bounds the goroutines of ListRunHeads and
+// ListRunEntries.
 const maxHeadReaders = 8
 
 // readHead returns the state of the run in runDir without its steps,
 // as LoadState(fsys, runDir, false, …) returns it.
 func readHead(fsys afero.Fs, runDir string) (*core.State, error) {
+	st, _, err := readHeadFrom(fsys, runDir)
+	return st, err
+}
+
+// readHeadFrom is readHead, and says whether it read the run whole
+// (its snapshot was missing, damaged or behind its log) rather than
+// from the head of its snapshot alone.
+func readHeadFrom(fsys afero.Fs, runDir string) (_ *core.State, whole bool, _ error) {
 	if st := snapshotHead(fsys, filepath.Join(runDir, StateFile)); st != nil {
 		// Every line is checked for order; only events after the
 		// snapshot's seq are decoded, and there are none unless the
 		// snapshot is behind.
 		events, err := eventlog.Read(fsys, filepath.Join(runDir, EventsFile), st.Seq)
 		if (err == nil || errors.Is(err, fs.ErrNotExist)) && len(events) == 0 {
-			return st, nil
+			return st, false, nil
 		}
 	}
 	st, _, err := LoadState(fsys, runDir, false, time.Time{})
@@ -109,7 +118,7 @@ func readHead(fsys afero.Fs, runDir string) (*core.State, error) {
 		head.StepOrder, head.Steps = nil, nil
 		st = &head
 	}
-	return st, err
+	return st, true, err
 }
 
 // snapshotHead returns the run_state.json at path without its steps

@@ -56,6 +56,10 @@ type Invocation struct {
 	// Sandbox, when set, is the sandbox mode of every step (flow run
 	// --sandbox): it wins over the workflow's.
 	Sandbox string `json:"sandbox,omitempty"`
+	// SkipRetention leaves the workflow's other runs alone when this
+	// one ends: no defaults.retention (agent_orchestrator's
+	// --skip-cleanup).
+	SkipRetention bool `json:"skip_retention,omitempty"`
 	// GitWorktree, when set, gives the run a worktree of its own
 	// (agent_orchestrator's --git-worktree flags): it replaces the
 	// workflow's workspace: key.
@@ -100,7 +104,7 @@ func (v Invocation) IsZero() bool {
 	return v.Format == "" && v.Wrapper == "" && len(v.WrapperArgs) == 0 && v.CommandTemplate == "" &&
 		!v.PauseForHumanInput && v.GateStateFile == "" && len(v.Env) == 0 && v.Sandbox == "" && v.Python == "" &&
 		v.Schema == "" && v.Workdir == "" && v.LogsDir == "" && v.StateFile == "" && v.PollInterval == 0 && v.DailyCostLimit == 0 &&
-		v.GitWorktree == nil
+		v.GitWorktree == nil && !v.SkipRetention
 }
 
 // LoadOptions are the config options that load the workflow as the
@@ -156,6 +160,7 @@ func (v Invocation) Merge(later Invocation) Invocation {
 		out.GitWorktree = later.GitWorktree
 	}
 	out.PauseForHumanInput = v.PauseForHumanInput || later.PauseForHumanInput
+	out.SkipRetention = v.SkipRetention || later.SkipRetention
 	out.Env = mergeEnv(v.Env, later.Env)
 	return out
 }

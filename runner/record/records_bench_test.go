@@ -31,7 +31,7 @@ func copyRuns(b *testing.B, n, steps int) string {
 			if err != nil {
 				b.Fatal(err)
 			}
-			id := fmt.Sprintf("r%04d", i)
+			id := fmt.Sprintf("r%05d", i)
 			data = []byte(strings.ReplaceAll(string(data), "2026-01-02T03:04:05.000000Z", time.Date(2026, 1, 2, 3, 4+i, 5, 0, time.UTC).Format("2006-01-02T15:04:05.000000Z")))
 			if err := fsys.MkdirAll(RunDir(repo, id), 0o755); err != nil {
 				b.Fatal(err)
@@ -44,10 +44,10 @@ func copyRuns(b *testing.B, n, steps int) string {
 	return repo
 }
 
-// BenchmarkListRunHeads is flow runs: 200 runs of 20 steps, and 50 of
-// 5,000 steps.
+// BenchmarkListRunHeads is flow runs: 200 runs of 20 steps, 10,000 of
+// 3 steps (a repository that nothing pruned), and 50 of 5,000 steps.
 func BenchmarkListRunHeads(b *testing.B) {
-	for _, c := range []struct{ runs, steps int }{{200, 20}, {50, 5000}} {
+	for _, c := range []struct{ runs, steps int }{{200, 20}, {10000, 3}, {50, 5000}} {
 		b.Run(fmt.Sprintf("runs=%d/steps=%d", c.runs, c.steps), func(b *testing.B) {
 			repo := copyRuns(b, c.runs, c.steps)
 			fsys := afero.NewOsFs()
@@ -58,6 +58,23 @@ func BenchmarkListRunHeads(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkListRunEntries is flow runs through the runs index: 10,000
+// runs of 3 steps, the index written by a first call, then checked
+// with one stat per run.
+func BenchmarkListRunEntries(b *testing.B) {
+	repo := copyRuns(b, 10000, 3)
+	fsys := afero.NewOsFs()
+	if _, err := ListRunEntries(fsys, repo, fsys); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		runs, err := ListRunEntries(fsys, repo, fsys)
+		if err != nil || len(runs) != 10000 || runs[0].Err != nil {
+			b.Fatal(len(runs), err)
+		}
 	}
 }
 
@@ -80,7 +97,7 @@ func BenchmarkListRuns(b *testing.B) {
 func BenchmarkLoadState(b *testing.B) {
 	repo := copyRuns(b, 1, 5000)
 	fsys := afero.NewOsFs()
-	dir := RunDir(repo, "r0000")
+	dir := RunDir(repo, "r00000")
 	for _, c := range []struct {
 		name   string
 		repair bool
