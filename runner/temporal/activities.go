@@ -217,7 +217,10 @@ type opened struct {
 // starter, environment and host), printing to out.
 func ActivitiesOf(s *ops.Service, out io.Writer, repo string) *Activities {
 	return &Activities{
-		Runner: &local.Runner{FS: s.FS, Clock: s.Clock, Starter: s.Starter, Stdout: out, Environ: s.Environ, Host: s.Host, PID: s.PID},
+		// Sessions run sandboxed on a worker as on a local runner
+		// (docs/security.md): the Service's sandbox, nil in tests.
+		Runner: &local.Runner{FS: s.FS, Clock: s.Clock, Starter: s.Starter, Stdout: out, Environ: s.Environ, Host: s.Host, PID: s.PID,
+			Sandbox: s.Sandbox},
 		Repo:   repo, Host: s.Host, Log: out,
 	}
 }
