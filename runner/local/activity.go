@@ -343,15 +343,6 @@ func (m *Mirrors) Close() error {
 	return errors.Join(errs...)
 }
 
-// WriteLoadedWorkflow writes workflow.json in runDir: the workflow's
-// file, its digest and its canonical form, as the local driver does.
-func WriteLoadedWorkflow(fsys afero.Fs, runDir string, wf *config.Workflow) error {
-	if err := fsys.MkdirAll(runDir, 0o755); err != nil {
-		return fmt.Errorf("create run directory: %w", err)
-	}
-	return writeLoadedWorkflow(fsys, filepath.Join(runDir, record.LoadedWorkflowFile), wf.File, wf.Digest(), wf)
-}
-
 // NewPlanOf resolves wf into the core's plan as a new run of it with
 // vars would: budget expressions see the vars and now, nothing of the
 // machine (no files, no environment), so that a driver that must decide

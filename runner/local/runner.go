@@ -919,26 +919,7 @@ func (x *run) ensureState() error {
 }
 
 func (x *run) writeWorkflowJSON() error {
-	return writeLoadedWorkflow(x.rec, filepath.Join(x.dir, record.LoadedWorkflowFile), absPath(x.wf.File), x.digest, x.wf)
-}
-
-// writeLoadedWorkflow writes workflow.json at path: the workflow's
-// file, digest and canonical form, encoded as it is written.
-func writeLoadedWorkflow(fsys afero.Fs, path, file, digest string, wf *config.Workflow) error {
-	err := atomicfile.ReplaceWith(fsys, path, 0o644, func(w io.Writer) error {
-		if _, err := fmt.Fprintf(w, "{\n  \"file\": %q,\n  \"digest\": %q,\n  \"workflow\": ", file, digest); err != nil {
-			return err
-		}
-		if err := wf.WriteSpec(w); err != nil {
-			return err
-		}
-		_, err := io.WriteString(w, "\n}\n")
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("write workflow.json: %w", err)
-	}
-	return nil
+	return record.WriteLoadedWorkflowAt(x.rec, filepath.Join(x.dir, record.LoadedWorkflowFile), absPath(x.wf.File), x.digest, x.wf)
 }
 
 func (x *run) printf(format string, args ...any) {

@@ -221,7 +221,7 @@ func ActivitiesOf(s *ops.Service, out io.Writer, repo string) *Activities {
 		// (docs/security.md): the Service's sandbox, nil in tests.
 		Runner: &local.Runner{FS: s.FS, Clock: s.Clock, Starter: s.Starter, Stdout: out, Environ: s.Environ, Host: s.Host, PID: s.PID,
 			Sandbox: s.Sandbox},
-		Repo:   repo, Host: s.Host, Log: out,
+		Repo: repo, Host: s.Host, Log: out,
 	}
 }
 
@@ -298,7 +298,7 @@ func (a *Activities) Open(ctx context.Context, req OpenRequest) (Host, error) {
 	if err := atomicfile.Replace(a.fs(), filepath.Join(dir, LaunchFile), b, 0o644); err != nil {
 		return Host{}, fmt.Errorf("write %s: %w", LaunchFile, err)
 	}
-	if err := local.WriteLoadedWorkflow(a.fs(), dir, wf); err != nil {
+	if err := record.WriteLoadedWorkflow(a.fs(), dir, wf); err != nil {
 		return Host{}, err
 	}
 	return Host{Name: a.Host, Repo: a.Repo, Queue: a.Queue}, nil
@@ -505,7 +505,7 @@ func (a *Activities) tail(e core.StartSession, log string) LogTail {
 	// The size is the one the tail ends at, not the file's a moment
 	// before or after: a follower prints what two beats' sizes differ
 	// by (FollowLogs).
-	t.Tail, t.Size = local.ReadTailSize(a.fs(), log, TailBytes)
+	t.Tail, t.Size = record.ReadTailSize(a.fs(), log, TailBytes)
 	return t
 }
 
@@ -569,7 +569,7 @@ func (a *Activities) Gates(ctx context.Context, req GatesRequest) (GatesReply, e
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(a.Repo, path)
 	}
-	gates, err := local.ReadGateFile(a.fs(), path)
+	gates, err := record.ReadGateFile(a.fs(), path)
 	if err != nil {
 		return GatesReply{Err: err.Error()}, nil
 	}
