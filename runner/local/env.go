@@ -146,7 +146,7 @@ func (x *run) loadCaches() {
 func sourceRefs(wf *config.Workflow) (outputs, runWide map[string]bool) {
 	outputs, runWide = map[string]bool{}, map[string]bool{}
 	anyOutput := false
-	for _, s := range allSteps(wf) {
+	for _, s := range wf.AllSteps() {
 		for _, r := range stepRefs(wf, s) {
 			for _, id := range r.Outputs {
 				outputs[id] = true
@@ -158,7 +158,7 @@ func sourceRefs(wf *config.Workflow) (outputs, runWide map[string]bool) {
 		}
 	}
 	if anyOutput {
-		for _, s := range allSteps(wf) {
+		for _, s := range wf.AllSteps() {
 			outputs[s.ID] = true
 		}
 	}

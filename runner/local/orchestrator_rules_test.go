@@ -16,6 +16,7 @@ import (
 	"github.com/flow-run/flow/internal/safefs"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // The rules of agent_orchestrator's contract, one table each.
@@ -249,7 +250,7 @@ func TestLedgerShared(t *testing.T) {
 // enough for the rules below.
 func orchRun(fs afero.Fs, wf *config.Workflow) *run {
 	wf.Compat = config.CompatOrchestrator
-	return &run{r: &Runner{FS: fs}, opts: Options{Repo: "/r"}, wf: wf, dir: "/r/.agents/runs/x",
+	return &run{r: &Runner{FS: fs}, opts: spec.Options{Repo: "/r"}, wf: wf, dir: "/r/.agents/runs/x",
 		st: &core.State{RunID: "x", Steps: map[string]*core.StepState{}}, environ: map[string]string{}}
 }
 
