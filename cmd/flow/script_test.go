@@ -21,6 +21,9 @@ import (
 
 // TestMain lets the test binary act as the flow command inside scripts.
 func TestMain(m *testing.M) {
+	// A test that runs flow in this process (a worker, in the Temporal
+	// end-to-end tests) starts its sessions' launchers as this binary.
+	sandbox.Main()
 	testscript.Main(m, map[string]func(){
 		"flow": func() { sandbox.Main(); os.Exit(run()) },
 	})
