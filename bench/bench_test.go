@@ -23,6 +23,7 @@ import (
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // instant is a proc.Starter whose sessions exit 0 the moment they start
@@ -73,7 +74,7 @@ func runOnce(tb testing.TB, fsys afero.Fs, wf *config.Workflow, repo string) {
 		Host:    "bench",
 		PID:     os.Getpid(),
 	}
-	res, err := r.Run(context.Background(), local.Options{Workflow: wf, Repo: repo})
+	res, err := r.Run(context.Background(), spec.Options{Workflow: wf, Repo: repo})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func BenchmarkNewPlan(b *testing.B) {
 				runtime.GC()
 				runtime.ReadMemStats(&before)
 				b.StartTimer()
-				p, err := local.NewPlan(wf, local.Budgets{}, noLimits)
+				p, err := spec.NewPlan(wf, spec.Budgets{}, noLimits)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -212,7 +213,7 @@ func BenchmarkNewPlanChained(b *testing.B) {
 	noLimits := func(*config.Limit) (int, error) { return 0, nil }
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := local.NewPlan(wf, local.Budgets{}, noLimits); err != nil {
+		if _, err := spec.NewPlan(wf, spec.Budgets{}, noLimits); err != nil {
 			b.Fatal(err)
 		}
 	}

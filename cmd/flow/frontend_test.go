@@ -13,7 +13,7 @@ import (
 func TestFrontEndOnly(t *testing.T) {
 	osOnly := []string{"time.Now", "os.Getenv", "os.Hostname", "os.Getpid", "os.Environ", "os.Getwd", "proc.OS", "clock.Real"}
 	never := []string{"afero.ReadFile", "afero.Glob", "afero.Exists", "record.LoadState", "record.FindRun", "record.ListRuns",
-		"local.Decide", "record.SetDesired", "local.PlanStartAt", "record.Live(", "local.Runner{", "record.LogsDir",
+		"local.Decide", "record.SetDesired", "spec.PlanStartAt", "record.Live(", "local.Runner{", "record.LogsDir",
 		"record.EventsFile", "record.StateFile", "record.RunsDir", "config.Load"}
 	files, err := filepath.Glob("*.go")
 	if err != nil {

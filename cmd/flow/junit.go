@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // withJUnit runs a launch with run and then, when path is set, writes
@@ -18,7 +18,7 @@ func (a *app) withJUnit(ctx context.Context, path string, l *ops.Launch, run fun
 		return run()
 	}
 	if l.Options.RunID == "" {
-		l.Options.RunID = local.NewRunID(a.svc.Clock.Now())
+		l.Options.RunID = spec.NewRunID(a.svc.Clock.Now())
 	}
 	err := run()
 	// The report is written however the run ended, interrupted too; a

@@ -14,9 +14,9 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner/core"
-	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // addRunnerCmds adds the commands that run and inspect runs.
@@ -150,8 +150,8 @@ func (a *app) notices(cmd *cobra.Command, wf *config.Workflow, found string) {
 	}
 }
 
-func (f *runFlags) budgets() local.Budgets {
-	return local.Budgets{MaxAttempts: f.maxAttempts, MaxIterations: f.maxIterations,
+func (f *runFlags) budgets() spec.Budgets {
+	return spec.Budgets{MaxAttempts: f.maxAttempts, MaxIterations: f.maxIterations,
 		Raise: core.Budget{CostUSD: f.budgetCost, Tokens: f.budgetTokens, Sessions: f.budgetSess}}
 }
 

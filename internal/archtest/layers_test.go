@@ -14,13 +14,15 @@ import (
 // "Layers"): a package may import only packages of a lower rank. The
 // decision core and the agents' parsers stand at the bottom, the record
 // on the core, retention (which removes finished runs from the record)
-// on the record, the local driver on both, the operations layer on the
+// on the record, the run's specification shared by the drivers (spec)
+// beside it, the local driver on those, the operations layer on the
 // driver, and the front ends and the Temporal engine on top.
 var runnerLayers = map[string]int{
 	"runner/core":      0,
 	"runner/agents":    0,
 	"runner/record":    1,
 	"runner/retention": 2,
+	"runner/spec":      2,
 	"runner/local":     3,
 	"runner/ops":       4,
 	"runner/temporal":  5,

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/flow-run/flow/runner/core"
-	"github.com/flow-run/flow/runner/local"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 const carryLoop = `
@@ -40,7 +40,7 @@ steps:
 // Carry of the previous one before every input. Both must make exactly
 // the same decisions.
 func TestCoreRestoreDecidesAsTheOriginal(t *testing.T) {
-	h := newCoreHarness(t, carryLoop, local.Budgets{})
+	h := newCoreHarness(t, carryLoop, spec.Budgets{})
 	live, liveSt := h.core, h.st
 	moved, movedSt := h.core, h.st.Clone()
 	attempt := func(step string) int { return liveSt.Steps[step].Attempts }

@@ -10,7 +10,7 @@ import (
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/configtest"
 	"github.com/flow-run/flow/runner/core"
-	"github.com/flow-run/flow/runner/local"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // loadWorkflow loads a YAML workflow from a string on a MemMapFs.
@@ -29,10 +29,10 @@ type coreHarness struct {
 	effects []core.Effect
 }
 
-func newCoreHarness(t *testing.T, src string, over local.Budgets) *coreHarness {
+func newCoreHarness(t *testing.T, src string, over spec.Budgets) *coreHarness {
 	t.Helper()
 	wf := loadWorkflow(t, src)
-	plan, err := local.NewPlan(wf, over, func(*config.Limit) (int, error) { return 0, nil })
+	plan, err := spec.NewPlan(wf, over, func(*config.Limit) (int, error) { return 0, nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ steps:
 // failure completes the review, resets coding and everything
 // downstream to PENDING at iteration 1, and the second pass completes.
 func TestCoreLoopBackProgression(t *testing.T) {
-	h := newCoreHarness(t, reviewLoop, local.Budgets{})
+	h := newCoreHarness(t, reviewLoop, spec.Budgets{})
 	if got := h.started(); !slices.Equal(got, []string{"planning"}) {
 		t.Fatalf("first sessions: %v", got)
 	}
@@ -197,7 +197,7 @@ func TestCoreLoopBackProgression(t *testing.T) {
 // max_iterations the gate step fails, the run ends with exit 5, and
 // nothing is retried.
 func TestCoreIterationCap(t *testing.T) {
-	h := newCoreHarness(t, reviewLoop, local.Budgets{})
+	h := newCoreHarness(t, reviewLoop, spec.Budgets{})
 	h.ok("planning")
 	for it := 0; it < 3; it++ {
 		h.ok("coding")
@@ -220,7 +220,7 @@ func TestCoreIterationCap(t *testing.T) {
 // TestCoreBudgetOverride: --max-iterations overrides the workflow's
 // default, but a step's own value wins.
 func TestCoreBudgetOverride(t *testing.T) {
-	h := newCoreHarness(t, reviewLoop, local.Budgets{MaxIterations: 2})
+	h := newCoreHarness(t, reviewLoop, spec.Budgets{MaxIterations: 2})
 	h.ok("planning")
 	h.ok("coding")
 	h.gateFail("code_review", "x")
@@ -230,7 +230,7 @@ func TestCoreBudgetOverride(t *testing.T) {
 		t.Fatalf("with --max-iterations 2 the second failure should end the run: %+v", f)
 	}
 	own := strings.Replace(reviewLoop, "loop_back_to: coding", "loop_back_to: coding\n      max_iterations: 5", 1)
-	h = newCoreHarness(t, own, local.Budgets{MaxIterations: 2})
+	h = newCoreHarness(t, own, spec.Budgets{MaxIterations: 2})
 	h.ok("planning")
 	for i := 0; i < 4; i++ {
 		h.ok("coding")
@@ -253,7 +253,7 @@ steps:
     max_attempts: 4
     retry: {backoff: 10s, max_backoff: 15s}
 `
-	h := newCoreHarness(t, src, local.Budgets{})
+	h := newCoreHarness(t, src, spec.Budgets{})
 	var delays []time.Duration
 	for i := 0; i < 3; i++ {
 		effs := h.fail("flaky", true)
@@ -281,7 +281,7 @@ steps:
 		t.Fatalf("finish = %+v", f)
 	}
 
-	h = newCoreHarness(t, src, local.Budgets{})
+	h = newCoreHarness(t, src, spec.Budgets{})
 	h.fail("flaky", false) // retry_if said no
 	h.expect("flaky", core.Failed, 0, 1)
 	h.replayed()
@@ -290,7 +290,7 @@ steps:
 // TestCoreInterruptDoesNotCountAttempt: a session cut short by SIGINT
 // goes back to PENDING with its attempt given back.
 func TestCoreInterruptDoesNotCountAttempt(t *testing.T) {
-	h := newCoreHarness(t, reviewLoop, local.Budgets{})
+	h := newCoreHarness(t, reviewLoop, spec.Budgets{})
 	h.decide(core.Interrupt{})
 	h.decide(core.SessionDone{Step: "planning", Interrupted: true})
 	h.expect("planning", core.Pending, 0, 0)
@@ -312,7 +312,7 @@ steps:
   - {id: c, run: x, needs: []}
   - {id: join, run: x, needs: [a, b, c]}
 `
-	h := newCoreHarness(t, src, local.Budgets{})
+	h := newCoreHarness(t, src, spec.Budgets{})
 	if got := h.started(); !slices.Equal(got, []string{"a", "b"}) {
 		t.Fatalf("started %v, want [a b]", got)
 	}
@@ -345,7 +345,7 @@ steps:
   - {id: b, run: x, needs: []}
   - {id: c, run: x, needs: [a]}
 `
-	h := newCoreHarness(t, src, local.Budgets{})
+	h := newCoreHarness(t, src, spec.Budgets{})
 	h.fail("a", true)
 	if h.finish() != nil {
 		t.Fatal("finished while b still runs")
@@ -371,7 +371,7 @@ steps:
   - id: ship
     run: x
 `
-	h := newCoreHarness(t, src, local.Budgets{})
+	h := newCoreHarness(t, src, spec.Budgets{})
 	effs := h.ok("coding")
 	var await *core.AwaitHuman
 	for _, e := range effs {
@@ -425,7 +425,7 @@ steps:
   - {id: c, run: x}
   - {id: d, run: x}
 `
-	h := newCoreHarness(t, src, local.Budgets{})
+	h := newCoreHarness(t, src, spec.Budgets{})
 	h.decide(core.ControlChanged{Desired: core.Pause})
 	h.expect("a", core.Running, 0, 1) // never interrupted
 	effs := h.ok("a")
@@ -466,7 +466,7 @@ steps:
 // TestCoreUnknownControlIsPause: an unknown desired state is treated as
 // pause.
 func TestCoreUnknownControlIsPause(t *testing.T) {
-	h := newCoreHarness(t, "name: u\nsteps:\n  - {id: a, run: x}\n  - {id: b, run: x}\n", local.Budgets{})
+	h := newCoreHarness(t, "name: u\nsteps:\n  - {id: a, run: x}\n  - {id: b, run: x}\n", spec.Budgets{})
 	h.decide(core.ControlChanged{Desired: "sprint"})
 	h.ok("a")
 	if len(h.started()) != 0 {
@@ -477,7 +477,7 @@ func TestCoreUnknownControlIsPause(t *testing.T) {
 // TestCoreReconcileOnBegin: a step found RUNNING when a runner takes
 // the run (its runner died) runs again with its attempt counted.
 func TestCoreReconcileOnBegin(t *testing.T) {
-	h := newCoreHarness(t, reviewLoop, local.Budgets{})
+	h := newCoreHarness(t, reviewLoop, spec.Budgets{})
 	h.ok("planning")
 	h.expect("coding", core.Running, 0, 1)
 	h.core = core.NewCore(h.plan) // a new runner
@@ -501,7 +501,7 @@ steps:
   - {id: c, run: x}
 vars: {x: "n"}
 `
-	h := newCoreHarness(t, src, local.Budgets{})
+	h := newCoreHarness(t, src, spec.Budgets{})
 	effs := h.ok("a")
 	if len(effs) != 1 || effs[0] != (core.Evaluate{Step: "b"}) {
 		t.Fatalf("effects %#v, want Evaluate b", effs)
@@ -542,7 +542,7 @@ func mustJSON(t testing.TB, v any) string {
 // TestCoreRunOnceDuringSession: run_once asked for while a session runs
 // lets exactly one more session start after it.
 func TestCoreRunOnceDuringSession(t *testing.T) {
-	h := newCoreHarness(t, "name: o\nsteps:\n  - {id: a, run: x}\n  - {id: b, run: x}\n  - {id: c, run: x}\n", local.Budgets{})
+	h := newCoreHarness(t, "name: o\nsteps:\n  - {id: a, run: x}\n  - {id: b, run: x}\n  - {id: c, run: x}\n", spec.Budgets{})
 	h.decide(core.ControlChanged{Desired: core.RunOnce})
 	h.ok("a")
 	if got := h.started(); !slices.Equal(got, []string{"b"}) {

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/flow-run/flow/runner/core"
-	"github.com/flow-run/flow/runner/local"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // TestCoreEvidenceOnTheFailedStep: a step that fails keeps the tail of
@@ -54,7 +54,7 @@ func TestCoreEvidenceOnTheFailedStep(t *testing.T) {
 		}, core.Completed, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newCoreHarness(t, "name: ev\n"+tc.wf, local.Budgets{})
+			h := newCoreHarness(t, "name: ev\n"+tc.wf, spec.Budgets{})
 			tc.inputs(h)
 			s := h.st.Steps[tc.step]
 			if s.Status != tc.status || s.Evidence != tc.want {

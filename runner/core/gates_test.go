@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/flow-run/flow/runner/core"
-	"github.com/flow-run/flow/runner/local"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 const gatedFlow = `
@@ -28,7 +28,7 @@ steps:
 // with nothing else to do is idle, not failed; the step starts once
 // every gate is open, and waiting_gates is cleared.
 func TestGatesKeepAStepBack(t *testing.T) {
-	h := newCoreHarness(t, gatedFlow, local.Budgets{})
+	h := newCoreHarness(t, gatedFlow, spec.Budgets{})
 	h.decide(core.GatesChanged{Gates: map[string]bool{"ci": true}})
 	h.ok("build")
 	if got := h.started(); !slices.Equal(got, []string{"notify"}) {
@@ -81,7 +81,7 @@ func TestGatesKeepAStepBack(t *testing.T) {
 // first schedule, and a gate that closes again does not stop a step
 // already started.
 func TestGatesAtBegin(t *testing.T) {
-	h := newCoreHarness(t, gatedFlow, local.Budgets{})
+	h := newCoreHarness(t, gatedFlow, spec.Budgets{})
 	h.decide(core.Begin{Gates: map[string]bool{"ci": true, "window": true}})
 	h.ok("build")
 	if got := h.started(); !slices.Contains(got, "deploy") {
@@ -94,7 +94,7 @@ func TestGatesAtBegin(t *testing.T) {
 // TestGatesWaitingReport: the run's waiting note names the step and
 // the closed gates.
 func TestGatesWaitingReport(t *testing.T) {
-	h := newCoreHarness(t, gatedFlow, local.Budgets{})
+	h := newCoreHarness(t, gatedFlow, spec.Budgets{})
 	h.ok("build")
 	h.ok("notify")
 	var msg string

@@ -6,7 +6,7 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner/core"
-	"github.com/flow-run/flow/runner/local"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // humanAfter is a command step with an approval after its session.
@@ -33,7 +33,7 @@ func built(h *coreHarness) []core.Effect {
 // succeeded the step waits on a human (its session's facts kept), and
 // the approval completes it with the input.
 func TestHumanAfterSessionApproved(t *testing.T) {
-	h := newCoreHarness(t, humanAfter, local.Budgets{})
+	h := newCoreHarness(t, humanAfter, spec.Budgets{})
 	h.expect("build", core.Running, 0, 1)
 	effs := built(h)
 	h.expect("build", core.WaitingOnHuman, 0, 1)
@@ -77,7 +77,7 @@ func TestHumanAfterSessionApproved(t *testing.T) {
 // TestHumanAfterSessionRejected: a rejection fails the step, with the
 // reason, as for a human step.
 func TestHumanAfterSessionRejected(t *testing.T) {
-	h := newCoreHarness(t, humanAfter, local.Budgets{})
+	h := newCoreHarness(t, humanAfter, spec.Budgets{})
 	built(h)
 	h.decide(core.HumanDecision{Step: "build", Input: core.HumanInput{Approved: false, By: "bob", Reason: "too big"}})
 	s := h.st.Steps["build"]
@@ -103,7 +103,7 @@ steps:
     run: make
     loop_back_to: code
     human: {message: "ok?"}
-`, local.Budgets{})
+`, spec.Budgets{})
 	h.ok("code")
 	h.ok("build")
 	h.expect("build", core.WaitingOnHuman, 0, 1)
@@ -128,7 +128,7 @@ steps:
 // (after its attempts) fails the step without asking a human, and a
 // failed gate loops back without asking either.
 func TestHumanAfterSessionFailedSessionAsksNobody(t *testing.T) {
-	h := newCoreHarness(t, humanAfter, local.Budgets{})
+	h := newCoreHarness(t, humanAfter, spec.Budgets{})
 	h.fail("build", true)
 	h.expect("build", core.Running, 0, 2)
 	h.fail("build", true)
@@ -142,7 +142,7 @@ func TestHumanAfterSessionFailedSessionAsksNobody(t *testing.T) {
 // TestHumanAfterSessionResumeWhileWaiting: a new core over a run that
 // waits after a session waits again, without running the session.
 func TestHumanAfterSessionResumeWhileWaiting(t *testing.T) {
-	h := newCoreHarness(t, humanAfter, local.Budgets{})
+	h := newCoreHarness(t, humanAfter, spec.Budgets{})
 	built(h)
 	h.core = core.NewCore(h.plan)
 	effs := h.decide(core.Begin{})
@@ -177,7 +177,7 @@ steps:
     human: {auto_approve: 'output == "tiny"'}
 `
 	for _, approve := range []bool{true, false} {
-		h := newCoreHarness(t, wf, local.Budgets{})
+		h := newCoreHarness(t, wf, spec.Budgets{})
 		// Not conditional: the session starts at once.
 		h.expect("build", core.Running, 0, 1)
 		h.decide(core.SessionDone{Step: "build", Outcome: core.Outcome{Attempt: 1, ExitCode: &exitZero}, AutoApprove: &approve})
@@ -200,14 +200,14 @@ steps:
 func TestEditTakesTheHumanAway(t *testing.T) {
 	planOf := func(src string) *core.Plan {
 		t.Helper()
-		plan, err := local.NewPlan(loadWorkflow(t, src), local.Budgets{}, func(*config.Limit) (int, error) { return 0, nil })
+		plan, err := spec.NewPlan(loadWorkflow(t, src), spec.Budgets{}, func(*config.Limit) (int, error) { return 0, nil })
 		if err != nil {
 			t.Fatal(err)
 		}
 		return plan
 	}
 	t.Run("a human step made a command", func(t *testing.T) {
-		h := newCoreHarness(t, "name: e\nsteps:\n  - {id: gate, human: {message: go}}\n  - {id: ship, run: ship}\n", local.Budgets{})
+		h := newCoreHarness(t, "name: e\nsteps:\n  - {id: gate, human: {message: go}}\n  - {id: ship, run: ship}\n", spec.Budgets{})
 		h.expect("gate", core.WaitingOnHuman, 0, 1)
 		h.plan = planOf("name: e\nsteps:\n  - {id: gate, run: check}\n  - {id: ship, run: ship}\n")
 		h.core = core.NewCore(h.plan)
@@ -226,7 +226,7 @@ func TestEditTakesTheHumanAway(t *testing.T) {
 		h.replayed()
 	})
 	t.Run("an approval after a session removed", func(t *testing.T) {
-		h := newCoreHarness(t, humanAfter, local.Budgets{})
+		h := newCoreHarness(t, humanAfter, spec.Budgets{})
 		built(h)
 		h.expect("build", core.WaitingOnHuman, 0, 1)
 		h.plan = planOf(strings.Replace(humanAfter, "    human: {message: \"ok?\"}\n", "", 1))

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/flow-run/flow/runner/core"
-	"github.com/flow-run/flow/runner/local"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // sideLoop is a review whose loop-back goes to a fix step off to its
@@ -44,7 +44,7 @@ func waitingForOf(h *coreHarness, step string) string {
 // it), both one iteration on; the gate step waits for the target
 // (waiting_for), runs again once the target completed, and passes.
 func TestLoopBackToSideStep(t *testing.T) {
-	h := newCoreHarness(t, sideLoop, local.Budgets{})
+	h := newCoreHarness(t, sideLoop, spec.Budgets{})
 	h.ok("code")
 	h.expect("review", core.Running, 0, 1)
 	h.gateFail("review", "needs work")
@@ -111,7 +111,7 @@ func TestLoopBackToSideStep(t *testing.T) {
 // the loop-backs as for an upstream target; the gate step's count too.
 // Once the budget is spent the gate step fails with exit 5.
 func TestLoopBackToSideStepIterationCap(t *testing.T) {
-	h := newCoreHarness(t, sideLoop, local.Budgets{})
+	h := newCoreHarness(t, sideLoop, spec.Budgets{})
 	h.ok("code")
 	h.gateFail("review", "no") // fix hasn't run: it runs now, iteration 1
 	h.ok("fix")
@@ -137,7 +137,7 @@ func TestLoopBackToSideStepIterationCap(t *testing.T) {
 // for its target is rebuilt from its events into the same state, and a
 // new core over it runs the target first, then the gate step.
 func TestLoopBackToSideStepResume(t *testing.T) {
-	h := newCoreHarness(t, sideLoop, local.Budgets{})
+	h := newCoreHarness(t, sideLoop, spec.Budgets{})
 	h.ok("code")
 	h.gateFail("review", "needs work")
 	h.expect("fix", core.Running, 1, 1)
@@ -190,7 +190,7 @@ steps:
       - {id: fix, run: fix, needs: [impl]}
   - id: after
     run: after
-`, local.Budgets{})
+`, spec.Budgets{})
 	h.decide(core.ItemsResult{Step: "stories", Items: []core.LoopItem{{Key: "a", Value: []byte(`"a"`)}}})
 	h.ok("stories[a].impl")
 	// An item's ready instances start together: fix is running when

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/flow-run/flow/runner/core"
-	"github.com/flow-run/flow/runner/local"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 func intp(n int) *int { return &n }
@@ -75,7 +75,7 @@ func TestSessionOutcomes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newCoreHarness(t, tt.src, local.Budgets{})
+			h := newCoreHarness(t, tt.src, spec.Budgets{})
 			for _, id := range h.plan.IDs() {
 				if id == tt.step {
 					break
@@ -132,7 +132,7 @@ steps:
 	total, shipped := 0, 0
 	for seed := range uint64(200) {
 		rng := rand.New(rand.NewPCG(seed, 7))
-		h := newCoreHarness(t, src, local.Budgets{})
+		h := newCoreHarness(t, src, spec.Budgets{})
 		for range 60 {
 			var running, waiting []string
 			for _, id := range h.plan.IDs() {

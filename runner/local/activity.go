@@ -18,6 +18,7 @@ import (
 	"github.com/flow-run/flow/internal/eventlog"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // This file serves a driver that decides elsewhere (the Temporal
@@ -37,7 +38,7 @@ type Remote struct {
 // OpenRemote opens the run opts.RunID under opts.Repo, whose record the
 // worker mirrors, to perform its effects with the runner's file system,
 // clock and process starter. opts.Workflow is the run's workflow.
-func (r *Runner) OpenRemote(opts Options) (*Remote, error) {
+func (r *Runner) OpenRemote(opts spec.Options) (*Remote, error) {
 	rc := *r
 	rc.defaults()
 	// A remote session runs on the caller's goroutine: its inputs (the
@@ -45,7 +46,7 @@ func (r *Runner) OpenRemote(opts Options) (*Remote, error) {
 	rc.Serial = true
 	x := &run{r: &rc, opts: opts, wf: opts.Workflow, inputs: make(chan core.Input, 1), stopped: make(chan struct{}),
 		outputs: map[string]string{}, reports: map[string]map[string]any{}, awaiting: map[string]bool{}, warned: map[string]string{},
-		environ: EnvironMap(rc.Environ)}
+		environ: spec.EnvironMap(rc.Environ)}
 	x.setWorkflow(x.wf)
 	if err := core.CheckRunID(opts.RunID); err != nil {
 		return nil, err
@@ -62,7 +63,7 @@ func (r *Runner) OpenRemote(opts Options) (*Remote, error) {
 	if x.root, err = confine.NewRoot(rc.FS, x.dir); err != nil {
 		return nil, fmt.Errorf("open run directory: %w", err)
 	}
-	plan, err := NewPlan(x.wf, x.budgets(), func(l *config.Limit) (int, error) {
+	plan, err := spec.NewPlan(x.wf, x.budgets(), func(l *config.Limit) (int, error) {
 		v, err := l.Expr.Program().Eval(x.env(nil))
 		if err != nil {
 			return 0, err
@@ -192,11 +193,11 @@ type Announcer struct {
 }
 
 // NewAnnouncer returns an Announcer for a run of wf that prints to out.
-func NewAnnouncer(wf *config.Workflow, opts Options, out io.Writer) *Announcer {
+func NewAnnouncer(wf *config.Workflow, opts spec.Options, out io.Writer) *Announcer {
 	r := &Runner{Stdout: out}
 	r.defaults()
 	x := &run{r: r, opts: opts, st: &core.State{}, warned: map[string]string{}, awaiting: map[string]bool{}}
-	x.wf, x.redact = wf, Secrets(wf, opts.Invocation.Env)
+	x.wf, x.redact = wf, spec.Secrets(wf, opts.Invocation.Env)
 	return &Announcer{x: x}
 }
 
@@ -341,29 +342,6 @@ func (m *Mirrors) Close() error {
 		delete(m.logs, dir)
 	}
 	return errors.Join(errs...)
-}
-
-// WriteLoadedWorkflow writes workflow.json in runDir: the workflow's
-// file, its digest and its canonical form, as the local driver does.
-func WriteLoadedWorkflow(fsys afero.Fs, runDir string, wf *config.Workflow) error {
-	if err := fsys.MkdirAll(runDir, 0o755); err != nil {
-		return fmt.Errorf("create run directory: %w", err)
-	}
-	return writeLoadedWorkflow(fsys, filepath.Join(runDir, record.LoadedWorkflowFile), wf.File, wf.Digest(), wf)
-}
-
-// NewPlanOf resolves wf into the core's plan as a new run of it with
-// vars would: budget expressions see the vars and now, nothing of the
-// machine (no files, no environment), so that a driver that must decide
-// deterministically gets the same plan wherever it runs.
-func NewPlanOf(wf *config.Workflow, over Budgets, vars map[string]string, now time.Time) (*core.Plan, error) {
-	return NewPlan(wf, over, func(l *config.Limit) (int, error) {
-		v, err := l.Expr.Program().Eval(&gates.Env{Vars: vars, Steps: map[string]gates.StepInfo{}, Env: map[string]string{}, Now: now})
-		if err != nil {
-			return 0, err
-		}
-		return gates.Int(v)
-	})
 }
 
 // LogPath returns where the session of a StartSession writes its log.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // remoteRun records the start of a run of e's workflow the way another
@@ -17,7 +18,7 @@ import (
 func remoteRun(t *testing.T, e *env, m *Mirrors) []core.Effect {
 	t.Helper()
 	now := e.clock.Now()
-	plan, err := NewPlanOf(e.wf, Budgets{}, nil, now)
+	plan, err := spec.NewPlanOf(e.wf, spec.Budgets{}, nil, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestRemoteSessionRunsAsLocal(t *testing.T) {
 		return reply{Out: "built\nPASS\n", Report: `{"status": "Success", "metrics": {"n": 1}}`}
 	}}
 	r := &Runner{FS: e.fs, Clock: e.clock, Starter: s, Host: "w", PID: 9}
-	rm, err := r.OpenRemote(Options{Workflow: e.wf, Repo: repo, RunID: "r1", Resume: true})
+	rm, err := r.OpenRemote(spec.Options{Workflow: e.wf, Repo: repo, RunID: "r1", Resume: true})
 	if err != nil {
 		t.Fatal(err)
 	}

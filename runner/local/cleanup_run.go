@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // cleanupOnly runs the workflow's cleanup session in a finished run
@@ -16,7 +17,7 @@ import (
 //
 // The result is the run's status with the cleanup's exit code: 0 when
 // the session succeeded, 1 when it failed, 130 when it was interrupted.
-func (x *run) cleanupOnly(ctx context.Context) (Result, error) {
+func (x *run) cleanupOnly(ctx context.Context) (spec.Result, error) {
 	sessCtx, cancelSessions := context.WithCancel(context.WithoutCancel(ctx))
 	x.sessCtx = sessCtx
 	x.stopped = make(chan struct{})
@@ -27,10 +28,10 @@ func (x *run) cleanupOnly(ctx context.Context) (Result, error) {
 	n := x.st.Cleanups + 1
 	x.emit(newEvent(x.r.Clock.Now(), core.EvCleanupStarted, "", core.CleanupFinished{N: n}))
 	if err := x.persist(true); err != nil {
-		return Result{}, err
+		return spec.Result{}, err
 	}
 	if err := x.writeControlCurrent(core.RunCleanup, core.RunCleanup, ""); err != nil {
-		return Result{}, err
+		return spec.Result{}, err
 	}
 	x.cleanupN = n - 1
 	x.startCleanup()
@@ -60,13 +61,13 @@ wait:
 	x.queue = nil
 	x.emit(newEvent(x.r.Clock.Now(), core.EvCleanupFinished, "", core.CleanupFinished{N: n, Failed: d.Failed, Error: d.Error}))
 	if err := x.persist(true); err != nil {
-		return Result{}, err
+		return spec.Result{}, err
 	}
 	if err := x.writeControlCurrent(core.Pause, core.Pause, "cleanup session finished"); err != nil {
-		return Result{}, err
+		return spec.Result{}, err
 	}
 	if err := x.snapshot(); err != nil {
-		return Result{}, err
+		return spec.Result{}, err
 	}
 	res := x.result(x.st.Status, 0, "cleanup session finished")
 	switch {

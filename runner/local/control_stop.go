@@ -5,6 +5,7 @@ import (
 
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // control.json's current_state says what the runner does, and the
@@ -35,7 +36,7 @@ func (x *run) controlStarted(desired core.ControlState) error {
 // controlStopped records that the runner stopped: current_state pause.
 // It does its best: the run's record is already written, and a failure
 // to write control.json is said on the run's output, not returned.
-func (x *run) controlStopped(res Result, err error) {
+func (x *run) controlStopped(res spec.Result, err error) {
 	if x.log == nil {
 		return
 	}
@@ -51,7 +52,7 @@ func (x *run) controlStopped(res Result, err error) {
 }
 
 // stopWord says in a word or two why a runner stopped.
-func stopWord(res Result) string {
+func stopWord(res spec.Result) string {
 	if res.Status == "" {
 		return "an error"
 	}

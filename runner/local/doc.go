@@ -14,7 +14,10 @@
 // replay never evaluates anything again), appends the events to
 // events.jsonl and snapshots run_state.json, all through an afero.Fs and
 // an injected clock. The files of a run are named in one place,
-// record.Layout.
+// record.Layout. What a run is asked to run with and how it ended
+// (spec.Options, spec.Result) and the plan a workflow resolves into are
+// package spec's, shared with the Temporal driver, which uses this
+// package only for its session performer (Remote, Mirrors).
 //
 // What can go wrong, and what the driver does about it:
 //

@@ -3,8 +3,6 @@ package local
 import (
 	"encoding/json"
 
-	"github.com/spf13/afero"
-
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/gates"
 	"github.com/flow-run/flow/runner/core"
@@ -132,38 +130,9 @@ func (x *run) loadCaches() {
 			}
 		}
 		if x.keepOut[id] && s.LogPath != "" {
-			x.outputs[id] = ReadTail(x.r.FS, s.LogPath, outputTail)
+			x.outputs[id] = record.ReadTail(x.r.FS, s.LogPath, outputTail)
 		}
 	}
-}
-
-// ReadTail returns the last n bytes of a file, or "" when it cannot be read.
-func ReadTail(fsys afero.Fs, path string, n int64) string {
-	tail, _ := ReadTailSize(fsys, path, n)
-	return tail
-}
-
-// ReadTailSize is ReadTail, with the size of the file the tail ends: a
-// file that grows while it is read gives the end of what it held when
-// it was opened, and that size, so that a reader who compares two tails
-// by their sizes sees each byte once.
-func ReadTailSize(fsys afero.Fs, path string, n int64) (string, int64) {
-	f, err := fsys.Open(path)
-	if err != nil {
-		return "", 0
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", 0
-	}
-	size := fi.Size()
-	off := max(size-n, 0)
-	buf := make([]byte, size-off)
-	if _, err := f.ReadAt(buf, off); err != nil && len(buf) > 0 {
-		return "", 0
-	}
-	return string(buf), size
 }
 
 // sourceRefs reads, once, when a runner takes a run, what the compiled
@@ -177,7 +146,7 @@ func ReadTailSize(fsys afero.Fs, path string, n int64) (string, int64) {
 func sourceRefs(wf *config.Workflow) (outputs, runWide map[string]bool) {
 	outputs, runWide = map[string]bool{}, map[string]bool{}
 	anyOutput := false
-	for _, s := range allSteps(wf) {
+	for _, s := range wf.AllSteps() {
 		for _, r := range stepRefs(wf, s) {
 			for _, id := range r.Outputs {
 				outputs[id] = true
@@ -189,7 +158,7 @@ func sourceRefs(wf *config.Workflow) (outputs, runWide map[string]bool) {
 		}
 	}
 	if anyOutput {
-		for _, s := range allSteps(wf) {
+		for _, s := range wf.AllSteps() {
 			outputs[s.ID] = true
 		}
 	}

@@ -14,11 +14,12 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // loop feeds the core until the run finishes, idles with NoWait, or is
 // interrupted; then it says in control.json that the runner stopped.
-func (x *run) loop(ctx context.Context) (Result, error) {
+func (x *run) loop(ctx context.Context) (spec.Result, error) {
 	res, err := x.drive(ctx)
 	x.controlStopped(res, err)
 	if err == nil && x.finished {
@@ -29,7 +30,7 @@ func (x *run) loop(ctx context.Context) (Result, error) {
 
 // drive is loop's work: it feeds the core until the run finishes,
 // idles with NoWait, or is interrupted.
-func (x *run) drive(ctx context.Context) (Result, error) {
+func (x *run) drive(ctx context.Context) (spec.Result, error) {
 	sessCtx, cancelSessions := context.WithCancel(context.WithoutCancel(ctx))
 	x.sessCtx = sessCtx
 	x.stopped = make(chan struct{})
@@ -42,10 +43,10 @@ func (x *run) drive(ctx context.Context) (Result, error) {
 
 	control, err := x.readControl()
 	if err != nil {
-		return Result{}, err
+		return spec.Result{}, err
 	}
 	if err := x.controlStarted(control); err != nil {
-		return Result{}, err
+		return spec.Result{}, err
 	}
 	x.queue = append(x.queue, core.Begin{Control: control, Gates: x.startGates(), DailySpent: x.dailySpent()})
 	heartbeat := x.r.Clock.After(x.r.HeartbeatEvery)
@@ -62,7 +63,7 @@ func (x *run) drive(ctx context.Context) (Result, error) {
 			x.hold = false
 			if err != nil {
 				cancelSessions()
-				return Result{}, err
+				return spec.Result{}, err
 			}
 			x.announceAll(d.Events)
 			x.notifyOf(d.Events)
@@ -75,12 +76,12 @@ func (x *run) drive(ctx context.Context) (Result, error) {
 				res, stop, err := x.perform(eff)
 				if err != nil {
 					cancelSessions()
-					return Result{}, err
+					return spec.Result{}, err
 				}
 				if stop {
 					x.awaitNotices()
 					if err := x.snapshot(); err != nil {
-						return Result{}, err
+						return spec.Result{}, err
 					}
 					return res, nil
 				}
@@ -101,7 +102,7 @@ func (x *run) drive(ctx context.Context) (Result, error) {
 		select {
 		case in := <-x.inputs:
 			if err := x.enqueue(in); err != nil {
-				return Result{}, err
+				return spec.Result{}, err
 			}
 		case <-done:
 			done = nil
@@ -113,7 +114,7 @@ func (x *run) drive(ctx context.Context) (Result, error) {
 		case d := <-x.noticeResults():
 			x.noticed(d)
 			if err := x.persist(false); err != nil {
-				return Result{}, err
+				return spec.Result{}, err
 			}
 		case <-heartbeat:
 			heartbeat = x.r.Clock.After(x.r.HeartbeatEvery)
@@ -123,18 +124,18 @@ func (x *run) drive(ctx context.Context) (Result, error) {
 				_ = x.lock.Restore()
 			}
 			if err := x.beat(x.r.Clock.Now()); err != nil {
-				return Result{}, err
+				return spec.Result{}, err
 			}
 		case <-poll:
 			poll = nil
 			if err := x.pollWaiting(); err != nil {
-				return Result{}, err
+				return spec.Result{}, err
 			}
 		case <-snap:
 			snap = nil
 			if x.dirty {
 				if err := x.snapshot(); err != nil {
-					return Result{}, err
+					return spec.Result{}, err
 				}
 			}
 		}
@@ -186,7 +187,7 @@ func (x *run) enqueue(in core.Input) error {
 }
 
 // perform carries out one effect. stop is true when the run ends here.
-func (x *run) perform(eff core.Effect) (Result, bool, error) {
+func (x *run) perform(eff core.Effect) (spec.Result, bool, error) {
 	switch e := eff.(type) {
 	case core.Evaluate:
 		x.queue = append(x.queue, x.evaluate(e.Step))
@@ -194,11 +195,11 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 		x.queue = append(x.queue, x.expandItems(e.Step))
 	case core.StartSession:
 		if err := x.ensureState(); err != nil {
-			return Result{}, false, err
+			return spec.Result{}, false, err
 		}
 		x.startSession(e)
 		if err := x.serialErr; err != nil {
-			return Result{}, false, err
+			return spec.Result{}, false, err
 		}
 	case core.PrepareHuman:
 		// The decision goes to manual_inputs/<run>__<step>.json, where
@@ -206,7 +207,7 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 		// its directory is there for whoever writes it by hand.
 		path := x.names.ManualInput(e.Step)
 		if err := x.rec.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return Result{}, false, fmt.Errorf("create manual inputs directory: %w", err)
+			return spec.Result{}, false, fmt.Errorf("create manual inputs directory: %w", err)
 		}
 		x.queue = append(x.queue, core.HumanReady{Step: e.Step, Attempt: e.Attempt, ManualInputPath: path})
 	case core.AwaitHuman:
@@ -233,7 +234,7 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 		x.awaiting[e.Step] = true
 		// The directory is there for whoever writes the decision by hand.
 		if err := x.rec.MkdirAll(filepath.Dir(e.ManualInputPath), 0o755); err != nil {
-			return Result{}, false, fmt.Errorf("create manual inputs directory: %w", err)
+			return spec.Result{}, false, fmt.Errorf("create manual inputs directory: %w", err)
 		}
 		msg := x.humanMessage(e.Step)
 		quoted := " "
@@ -244,7 +245,7 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 		// Whoever decides reads the wait (its manual_input_path) from
 		// run_state.json: it is there before anyone is asked.
 		if err := x.snapshot(); err != nil {
-			return Result{}, false, err
+			return spec.Result{}, false, err
 		}
 		x.ask(e, msg)
 	case core.StartTimer:
@@ -267,7 +268,7 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 		}()
 	case core.SetControl:
 		if err := x.writeControlCurrent(e.Desired, e.Current, e.Note); err != nil {
-			return Result{}, false, err
+			return spec.Result{}, false, err
 		}
 	case core.StartCleanup:
 		// Cleanup sessions are numbered over the whole run: the core
@@ -280,11 +281,11 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 		x.startMerge(x.stepMergeJob(e))
 	case core.Idle:
 		if len(x.queue) > 0 {
-			return Result{}, false, nil
+			return spec.Result{}, false, nil
 		}
 		if !x.opts.NoWait {
 			// A run that waits, or pauses, is in run_state.json at once.
-			return Result{}, false, x.snapshot()
+			return spec.Result{}, false, x.snapshot()
 		}
 		res := x.result(core.RunWaitingOnHuman, exitHuman, "waiting on a human: "+strings.Join(e.Waiting, ", "))
 		switch {
@@ -298,7 +299,7 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 		// The record says what the process exits with.
 		x.emit(newEvent(x.r.Clock.Now(), core.EvRunnerExited, "", core.RunnerExited{ExitCode: res.ExitCode, Reason: res.Reason}))
 		if err := x.snapshot(); err != nil {
-			return Result{}, false, err
+			return spec.Result{}, false, err
 		}
 		return res, true, nil
 	case core.Finish:
@@ -313,11 +314,11 @@ func (x *run) perform(eff core.Effect) (Result, bool, error) {
 		}
 		return x.result(e.Status, e.ExitCode, e.Reason), true, nil
 	}
-	return Result{}, false, nil
+	return spec.Result{}, false, nil
 }
 
-func (x *run) result(status core.RunStatus, code int, reason string) Result {
-	return Result{RunID: x.st.RunID, RunDir: x.dir, Status: status, ExitCode: code, Reason: x.redact.String(reason), State: x.st}
+func (x *run) result(status core.RunStatus, code int, reason string) spec.Result {
+	return spec.Result{RunID: x.st.RunID, RunDir: x.dir, Status: status, ExitCode: code, Reason: x.redact.String(reason), State: x.st}
 }
 
 // announceAll announces a decision's events, appended and held back

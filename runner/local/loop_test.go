@@ -9,6 +9,7 @@ import (
 
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 	"github.com/spf13/afero"
 )
 
@@ -61,7 +62,7 @@ func storiesScript(fsys afero.Fs) *scripted {
 func TestLoopRun(t *testing.T) {
 	e := newEnv(t, storiesWorkflow)
 	s := storiesScript(e.fs)
-	res := e.run(s, Options{})
+	res := e.run(s, spec.Options{})
 	if res.ExitCode != 0 {
 		t.Fatalf("exit %d: %s\n%s", res.ExitCode, res.Reason, e.out.String())
 	}
@@ -133,11 +134,11 @@ func TestLoopListRecorded(t *testing.T) {
 		}
 		return s.fn(c)
 	}}
-	res := e.run(stop, Options{RunID: "r1"})
+	res := e.run(stop, spec.Options{RunID: "r1"})
 	if res.Status != core.RunInterrupted {
 		t.Fatalf("status %s", res.Status)
 	}
-	res = e.run(storiesScript(e.fs), Options{RunID: "r1", Resume: true})
+	res = e.run(storiesScript(e.fs), spec.Options{RunID: "r1", Resume: true})
 	if res.ExitCode != 0 {
 		t.Fatalf("resume: exit %d %s\n%s", res.ExitCode, res.Reason, e.out.String())
 	}
@@ -201,7 +202,7 @@ func TestLoopRetryRerunsFailedItems(t *testing.T) {
 		}
 		return reply{}
 	}}
-	res := e.run(first, Options{RunID: "r1"})
+	res := e.run(first, spec.Options{RunID: "r1"})
 	if res.ExitCode != 1 || !strings.Contains(res.Reason, "1 of 3 items failed: q; the items after it did not run") {
 		t.Fatalf("first run: %d %s", res.ExitCode, res.Reason)
 	}
@@ -211,7 +212,7 @@ func TestLoopRetryRerunsFailedItems(t *testing.T) {
 		}
 		return reply{}
 	}}
-	res = e.run(second, Options{RunID: "r1", Resume: true, Retry: true})
+	res = e.run(second, spec.Options{RunID: "r1", Resume: true, Retry: true})
 	if res.ExitCode != 0 {
 		t.Fatalf("retry: %d %s\n%s", res.ExitCode, res.Reason, e.out.String())
 	}
@@ -240,11 +241,11 @@ func TestLoopStartAtInstance(t *testing.T) {
 			return reply{}
 		}}
 	}
-	if res := e.run(pass(), Options{RunID: "r1"}); res.ExitCode != 0 {
+	if res := e.run(pass(), spec.Options{RunID: "r1"}); res.ExitCode != 0 {
 		t.Fatalf("first run: %d %s", res.ExitCode, res.Reason)
 	}
 	again := pass()
-	res := e.run(again, Options{RunID: "r1", Resume: true, StartAt: "l[q].review"})
+	res := e.run(again, spec.Options{RunID: "r1", Resume: true, StartAt: "l[q].review"})
 	if res.ExitCode != 0 {
 		t.Fatalf("restart: %d %s\n%s", res.ExitCode, res.Reason, e.out.String())
 	}
@@ -270,7 +271,7 @@ func TestLoopStartAtInstance(t *testing.T) {
 func TestLoopItemsOfAnyList(t *testing.T) {
 	e := newEnv(t, "name: r\nsteps:\n  - id: l\n    for_each: 1..3\n    steps:\n      - {id: a, run: 'n {{ item * 10 }}'}\n")
 	s := &scripted{fn: func(call) reply { return reply{} }}
-	if res := e.run(s, Options{}); res.ExitCode != 0 {
+	if res := e.run(s, spec.Options{}); res.ExitCode != 0 {
 		t.Fatalf("exit %d %s", res.ExitCode, res.Reason)
 	}
 	var cmds []string
@@ -281,7 +282,7 @@ func TestLoopItemsOfAnyList(t *testing.T) {
 		t.Errorf("ran %v", cmds)
 	}
 	e = newEnv(t, "name: r\nsteps:\n  - id: l\n    for_each: '{\"a\": 1}'\n    steps:\n      - {id: a, run: x}\n")
-	res := e.run(&scripted{fn: func(call) reply { return reply{} }}, Options{})
+	res := e.run(&scripted{fn: func(call) reply { return reply{} }}, spec.Options{})
 	if ls := e.state(e.fs).Steps["l"]; res.ExitCode != 1 || ls.Status != core.Failed || !strings.Contains(deref(ls.LastError), "workflow.yaml:4:15: for_each: `{\"a\": 1}` is a map, not a list") {
 		t.Errorf("exit %d, loop %s: %s", res.ExitCode, ls.Status, deref(ls.LastError))
 	}
@@ -302,14 +303,14 @@ steps:
 `
 	e := newEnv(t, src)
 	s := &scripted{fn: func(call) reply { return reply{} }}
-	if res := e.run(s, Options{NoWait: true}); res.Status != core.RunWaitingOnHuman {
+	if res := e.run(s, spec.Options{NoWait: true}); res.Status != core.RunWaitingOnHuman {
 		t.Fatalf("status %s", res.Status)
 	}
 	e.setWorkflow(src + "      - {id: extra, run: extra}\n")
 	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), "l[x].signoff", core.HumanInput{Approved: true, By: "t"}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	res := e.run(s, Options{Resume: true, NoWait: true})
+	res := e.run(s, spec.Options{Resume: true, NoWait: true})
 	if res.Status != core.RunWaitingOnHuman {
 		t.Fatalf("status %s: %s", res.Status, res.Reason)
 	}
@@ -324,7 +325,7 @@ steps:
 	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), "l[y].signoff", core.HumanInput{Approved: true, By: "t"}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if res := e.run(s, Options{Resume: true}); res.ExitCode != 0 {
+	if res := e.run(s, spec.Options{Resume: true}); res.ExitCode != 0 {
 		t.Fatalf("exit %d: %s", res.ExitCode, res.Reason)
 	}
 	if n := s.count("extra"); n != 1 {

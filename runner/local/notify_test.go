@@ -19,6 +19,7 @@ import (
 	"github.com/flow-run/flow/internal/notify"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // hookServer is a webhook endpoint that records the payloads it gets
@@ -115,7 +116,7 @@ steps:
 vars: {what: dark mode}
 `)
 	rec := &stdinRecorder{}
-	run := func(opts Options) Result {
+	run := func(opts spec.Options) spec.Result {
 		t.Helper()
 		s := &scripted{fs: e.fs, fn: func(call) reply { return reply{} }}
 		opts.Workflow, opts.Repo, opts.RunID = e.wf, repo, "r1"
@@ -128,16 +129,16 @@ vars: {what: dark mode}
 		}
 		return res
 	}
-	if res := run(Options{NoWait: true}); res.ExitCode != 3 {
+	if res := run(spec.Options{NoWait: true}); res.ExitCode != 3 {
 		t.Fatalf("exit %d, want 3 at the human step", res.ExitCode)
 	}
-	if res := run(Options{Resume: true, NoWait: true}); res.ExitCode != 3 {
+	if res := run(spec.Options{Resume: true, NoWait: true}); res.ExitCode != 3 {
 		t.Fatalf("resumed: exit %d, want 3 at the human step", res.ExitCode)
 	}
 	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), "approve", core.HumanInput{Approved: true, By: "alice"}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if res := run(Options{Resume: true, NoWait: true}); res.ExitCode != 0 {
+	if res := run(spec.Options{Resume: true, NoWait: true}); res.ExitCode != 0 {
 		t.Fatalf("approved: exit %d, want 0", res.ExitCode)
 	}
 
@@ -181,7 +182,7 @@ func TestNotifyFailure(t *testing.T) {
 	s := &scripted{fs: e.fs, fn: func(call) reply { return reply{} }}
 	r := e.runner(e.fs, s)
 	r.Environ = []string{"HOOK_URL=" + hook.URL}
-	res, err := r.Run(context.Background(), Options{Workflow: e.wf, Repo: repo, RunID: "r1"})
+	res, err := r.Run(context.Background(), spec.Options{Workflow: e.wf, Repo: repo, RunID: "r1"})
 	if err != nil || res.ExitCode != 0 || res.Status != core.RunCompleted {
 		t.Fatalf("run: %+v, %v", res, err)
 	}
@@ -203,7 +204,7 @@ func TestNotifyFailure(t *testing.T) {
 	s = &scripted{fs: e.fs, fn: func(call) reply { return reply{Exit: 2} }}
 	r = e.runner(e.fs, s)
 	r.Environ = []string{"HOOK_URL=" + hook2.URL}
-	if res, err := r.Run(context.Background(), Options{Workflow: e.wf, Repo: repo, RunID: "r1"}); err != nil || res.Status != core.RunFailed {
+	if res, err := r.Run(context.Background(), spec.Options{Workflow: e.wf, Repo: repo, RunID: "r1"}); err != nil || res.Status != core.RunFailed {
 		t.Fatalf("run: %+v, %v", res, err)
 	}
 	if got := hook2.texts(); len(got) != 1 || !strings.HasPrefix(got[0], "flow: run r1 of n failed at step a: step a failed: ") {

@@ -17,19 +17,20 @@ import (
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // runAsync starts a run in the background; wait returns its result,
 // advancing the fake clock by tick whenever the runner waits on it.
-func (e *env) runAsync(s *scripted, opts Options) (wait func(tick time.Duration) Result) {
-	var res Result
+func (e *env) runAsync(s *scripted, opts spec.Options) (wait func(tick time.Duration) spec.Result) {
+	var res spec.Result
 	var err error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		res, err = e.tryRun(e.fs, s, opts)
 	}()
-	return func(tick time.Duration) Result {
+	return func(tick time.Duration) spec.Result {
 		e.t.Helper()
 		// No deadline: a run that never ends is bounded by the test
 		// binary's -timeout.
@@ -93,7 +94,7 @@ steps:
   - {id: b, run: 'ship {{ steps.gate.input.ticket }}'}
 `)
 	s := &scripted{fn: ok}
-	wait := e.runAsync(s, Options{})
+	wait := e.runAsync(s, spec.Options{})
 	e.awaitStatus("gate", core.WaitingOnHuman) // the runner is waiting now
 	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), "gate", core.HumanInput{Approved: true, By: "alice", Input: map[string]any{"ticket": "OPS-7"}}, e.clock.Now()); err != nil {
 		t.Fatal(err)
@@ -127,7 +128,7 @@ steps:
 // TestHumanTimeout: nobody decides before human.timeout: the step fails.
 func TestHumanTimeout(t *testing.T) {
 	e := newEnv(t, "name: h\nsteps:\n  - {id: gate, human: {message: go, timeout: 1h}}\n")
-	wait := e.runAsync(&scripted{fn: ok}, Options{})
+	wait := e.runAsync(&scripted{fn: ok}, spec.Options{})
 	start := e.clock.Now()
 	res := wait(10 * time.Minute)
 	if waited := e.clock.Now().Sub(start); waited < time.Hour || waited > 2*time.Hour {
@@ -148,13 +149,13 @@ steps:
   - {id: gate, human: {message: go, auto_approve: 'vars.risk == "low"'}}
   - {id: b, run: x}
 `)
-	res := e.run(&scripted{fn: ok}, Options{NoWait: true})
+	res := e.run(&scripted{fn: ok}, spec.Options{NoWait: true})
 	st := e.state(e.fs).Steps["gate"]
 	if res.ExitCode != 0 || st.Status != core.Completed || st.Human == nil || st.Human.By != "auto_approve" {
 		t.Fatalf("exit %d, gate %+v", res.ExitCode, st)
 	}
 	e2 := newEnv(t, strings.Replace(e.wfSource(), "risk: low", "risk: high", 1))
-	if res := e2.run(&scripted{fn: ok}, Options{NoWait: true}); res.ExitCode != 3 {
+	if res := e2.run(&scripted{fn: ok}, spec.Options{NoWait: true}); res.ExitCode != 3 {
 		t.Fatalf("high risk: exit %d, want 3 (waiting)", res.ExitCode)
 	}
 }
@@ -167,10 +168,10 @@ func (e *env) wfSource() string {
 // TestHumanRejectedFails: a rejection fails a step with no loop-back.
 func TestHumanRejectedFails(t *testing.T) {
 	e := newEnv(t, "name: h\nsteps:\n  - {id: gate, human: {message: go}}\n  - {id: b, run: x}\n")
-	e.run(&scripted{fn: ok}, Options{NoWait: true})
+	e.run(&scripted{fn: ok}, spec.Options{NoWait: true})
 	_, _ = record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), "gate", core.HumanInput{Approved: false, By: "bob", Reason: "not today"}, e.clock.Now())
 	s := &scripted{fn: ok}
-	res := e.run(s, Options{Resume: true, NoWait: true})
+	res := e.run(s, spec.Options{Resume: true, NoWait: true})
 	st := e.state(e.fs).Steps["gate"]
 	if res.ExitCode != 1 || st.Status != core.Failed || !strings.Contains(deref(st.LastError), "rejected by bob: not today") || s.count("b") != 0 {
 		t.Fatalf("exit %d, gate %s %q, b ran %d", res.ExitCode, st.Status, deref(st.LastError), s.count("b"))
@@ -192,7 +193,7 @@ func TestPauseDuringSession(t *testing.T) {
 		}
 		return reply{}
 	}}
-	res := e.run(s, Options{NoWait: true})
+	res := e.run(s, spec.Options{NoWait: true})
 	if res.ExitCode != 4 || s.count("a") != 1 || s.count("b") != 0 {
 		t.Fatalf("exit %d, a %d b %d; want exit 4 after a only", res.ExitCode, s.count("a"), s.count("b"))
 	}
@@ -207,7 +208,7 @@ func TestPauseDuringSession(t *testing.T) {
 	// run_once: exactly one more session, then both states are pause.
 	record.SetDesired(e.fs, dir, core.RunOnce, "alice", "", e.clock.Now(), false)
 	s2 := &scripted{fn: ok}
-	res = e.run(s2, Options{Resume: true, NoWait: true})
+	res = e.run(s2, spec.Options{Resume: true, NoWait: true})
 	if res.ExitCode != 4 || len(s2.calls) != 1 || s2.count("b") != 1 {
 		t.Fatalf("run_once: exit %d, sessions %d", res.ExitCode, len(s2.calls))
 	}
@@ -219,7 +220,7 @@ func TestPauseDuringSession(t *testing.T) {
 	// continue: the rest runs.
 	record.SetDesired(e.fs, dir, core.Continuous, "alice", "", e.clock.Now(), false)
 	s3 := &scripted{fn: ok}
-	if res := e.run(s3, Options{Resume: true, NoWait: true}); res.ExitCode != 0 || len(s3.calls) != 2 {
+	if res := e.run(s3, spec.Options{Resume: true, NoWait: true}); res.ExitCode != 0 || len(s3.calls) != 2 {
 		t.Fatalf("continue: exit %d, sessions %d", res.ExitCode, len(s3.calls))
 	}
 }
@@ -232,7 +233,7 @@ func TestPausedRunWaitsForContinue(t *testing.T) {
 	e.fs.MkdirAll(dir, 0o755)
 	record.SetDesired(e.fs, dir, core.Pause, "alice", "", e.clock.Now(), false)
 	s := &scripted{fn: ok}
-	wait := e.runAsync(s, Options{})
+	wait := e.runAsync(s, spec.Options{})
 	e.tick(time.Second)
 	// The runner has polled and waits again.
 	e.clock.AwaitWaiters(2)
@@ -256,7 +257,7 @@ func TestCleanupSession(t *testing.T) {
 	e.fs.MkdirAll(dir, 0o755)
 	record.SetDesired(e.fs, dir, core.RunCleanup, "alice", "", e.clock.Now(), false)
 	s := &scripted{fn: ok}
-	res := e.run(s, Options{NoWait: true})
+	res := e.run(s, spec.Options{NoWait: true})
 	if res.ExitCode != 4 || len(s.calls) != 1 || s.calls[0].Command != "tidy up" || s.calls[0].Step != "cleanup" {
 		t.Fatalf("exit %d, calls %+v", res.ExitCode, s.calls)
 	}
@@ -285,7 +286,7 @@ func TestMalformedControl(t *testing.T) {
 			e.fs.MkdirAll(dir, 0o755)
 			afero.WriteFile(e.fs, filepath.Join(dir, record.ControlFile), []byte(content), 0o644)
 			s := &scripted{fn: ok}
-			res := e.run(s, Options{NoWait: true})
+			res := e.run(s, spec.Options{NoWait: true})
 			if res.ExitCode != 4 || len(s.calls) != 0 {
 				t.Fatalf("exit %d, sessions %d; want a paused run", res.ExitCode, len(s.calls))
 			}
@@ -409,7 +410,7 @@ func TestHeartbeat(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.runner(e.fs, s).Run(ctx, Options{Workflow: e.wf, Repo: repo, RunID: "r1"})
+		e.runner(e.fs, s).Run(ctx, spec.Options{Workflow: e.wf, Repo: repo, RunID: "r1"})
 	}()
 	start := e.clock.Now()
 	for i := 0; i < 30; i++ {
@@ -435,7 +436,7 @@ func TestEditWhilePaused(t *testing.T) {
 	e.fs.MkdirAll(dir, 0o755)
 	record.SetDesired(e.fs, dir, core.Pause, "alice", "", e.clock.Now(), false)
 	s := &scripted{fn: ok}
-	wait := e.runAsync(s, Options{})
+	wait := e.runAsync(s, spec.Options{})
 	e.tick(time.Second)
 	e.clock.AwaitWaiters(2)
 	// A broken edit: the run stays paused.
@@ -483,7 +484,7 @@ func TestHumanExpressionErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, "name: h\nvars: {v: ten}\nsteps:\n  - {id: gate, human: "+tc.human+"}\n  - {id: b, run: x}\n")
-			res := e.run(&scripted{fn: ok}, Options{NoWait: true})
+			res := e.run(&scripted{fn: ok}, spec.Options{NoWait: true})
 			st := e.state(e.fs)
 			g := st.Steps["gate"]
 			if res.ExitCode != 1 || g.Status != core.Failed || !strings.Contains(deref(g.LastError), "workflow.yaml:4:") || !strings.Contains(deref(g.LastError), tc.want) {

@@ -464,51 +464,6 @@ func (x *run) orchestratorFacts(f *core.SessionFacts, o *core.Outcome, report *r
 	}
 }
 
-// ReadGateFileAs reads the gate-state file at path by the rules of a
-// workflow whose compat is compat: flow's (ReadGateFile), or
-// agent_orchestrator's, where a gate is open when its value is true as
-// Python's bool() reads it — true, a number other than 0, a non-empty
-// string (even "false" or "closed"), list or object — and closed when
-// false, 0, "", [], {} or null. A missing file closes every gate.
-func ReadGateFileAs(fsys afero.Fs, path, compat string) (map[string]bool, error) {
-	if compat != config.CompatOrchestrator {
-		return ReadGateFile(fsys, path)
-	}
-	b, err := readGateBytes(fsys, path)
-	if err != nil {
-		return nil, err
-	}
-	if b == nil {
-		return map[string]bool{}, nil // no file: every gate closed
-	}
-	var raw map[string]any
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return nil, fmt.Errorf("gate-state file %s: not a JSON object of gates: %w", path, err)
-	}
-	out := make(map[string]bool, len(raw))
-	for name, v := range raw {
-		out[name] = pyTruth(v)
-	}
-	return out, nil
-}
-
-// pyTruth is Python's bool() of a JSON value.
-func pyTruth(v any) bool {
-	switch v := v.(type) {
-	case bool:
-		return v
-	case float64:
-		return v != 0
-	case string:
-		return v != ""
-	case []any:
-		return len(v) > 0
-	case map[string]any:
-		return len(v) > 0
-	}
-	return false
-}
-
 // sessionDir is the directory sessions run in: --workdir (checked to
 // lie in the repository when the run was asked for), or the repository.
 func (x *run) sessionDir() string {

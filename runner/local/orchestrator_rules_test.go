@@ -16,6 +16,7 @@ import (
 	"github.com/flow-run/flow/internal/safefs"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // The rules of agent_orchestrator's contract, one table each.
@@ -38,35 +39,6 @@ func TestPyJSON(t *testing.T) {
 		if got := pyJSON(json.RawMessage(in)); got != want {
 			t.Errorf("pyJSON(%s) = %s, want %s", in, got, want)
 		}
-	}
-}
-
-func TestReadGateFileAs(t *testing.T) {
-	fs := afero.NewMemMapFs()
-	const file = `{"ci.tests: passed": true, "one": 1, "zero": 0, "word false": "false", "empty": "",
-		"null": null, "list": [0], "no list": [], "object": {"a": 1}, "no object": {}, "closed": "closed"}`
-	if err := afero.WriteFile(fs, "/r/gates.json", []byte(file), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	got, err := ReadGateFileAs(fs, "/r/gates.json", config.CompatOrchestrator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]bool{"ci.tests: passed": true, "one": true, "zero": false, "word false": true, "empty": false,
-		"null": false, "list": true, "no list": false, "object": true, "no object": false, "closed": true}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("gates = %v, want %v", got, want)
-	}
-	// flow's own rules are stricter: 1 is no gate state.
-	if _, err := ReadGateFileAs(fs, "/r/gates.json", ""); err == nil {
-		t.Error("flow's rules read 1 as a gate state")
-	}
-	if g, err := ReadGateFileAs(fs, "/r/missing.json", config.CompatOrchestrator); err != nil || len(g) != 0 {
-		t.Errorf("missing file: %v, %v", g, err)
-	}
-	_ = afero.WriteFile(fs, "/r/bad.json", []byte("[1]"), 0o644)
-	if _, err := ReadGateFileAs(fs, "/r/bad.json", config.CompatOrchestrator); err == nil {
-		t.Error("a list of gates was read")
 	}
 }
 
@@ -278,7 +250,7 @@ func TestLedgerShared(t *testing.T) {
 // enough for the rules below.
 func orchRun(fs afero.Fs, wf *config.Workflow) *run {
 	wf.Compat = config.CompatOrchestrator
-	return &run{r: &Runner{FS: fs}, opts: Options{Repo: "/r"}, wf: wf, dir: "/r/.agents/runs/x",
+	return &run{r: &Runner{FS: fs}, opts: spec.Options{Repo: "/r"}, wf: wf, dir: "/r/.agents/runs/x",
 		st: &core.State{RunID: "x", Steps: map[string]*core.StepState{}}, environ: map[string]string{}}
 }
 

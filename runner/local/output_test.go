@@ -12,6 +12,7 @@ import (
 
 	"github.com/flow-run/flow/internal/redact"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 	"github.com/spf13/afero"
 )
 
@@ -209,7 +210,7 @@ func TestSessionLongLineLive(t *testing.T) {
 	r := e.runner(e.fs, s)
 	r.Live = true
 	r.Environ = []string{"API_TOKEN=" + token}
-	res, err := r.Run(t.Context(), Options{Workflow: e.wf, Repo: repo, RunID: "r1"})
+	res, err := r.Run(t.Context(), spec.Options{Workflow: e.wf, Repo: repo, RunID: "r1"})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("run: %+v %v", res, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 	"github.com/spf13/afero"
 )
 
@@ -68,7 +69,7 @@ func TestPresets(t *testing.T) {
 		}
 		return reply{}
 	}}
-	res := e.run(s, Options{})
+	res := e.run(s, spec.Options{})
 	if res.ExitCode != 0 {
 		t.Fatalf("exit %d: %s\n%s", res.ExitCode, res.Reason, e.out.String())
 	}
@@ -128,7 +129,7 @@ func TestPresetResumeRefused(t *testing.T) {
 		}
 		return reply{Out: codexResult("PASS", "th-2", 1, 0, 1)}
 	}}
-	res := e.run(s, Options{})
+	res := e.run(s, spec.Options{})
 	if res.ExitCode != 0 {
 		t.Fatalf("exit %d: %s\n%s", res.ExitCode, res.Reason, e.out.String())
 	}
@@ -171,7 +172,7 @@ func TestPresetToolError(t *testing.T) {
 		}
 		return reply{Out: codexResult("PASS", "th", 1, 0, 1)}
 	}}
-	if res := e.run(s, Options{}); res.ExitCode != 0 {
+	if res := e.run(s, spec.Options{}); res.ExitCode != 0 {
 		t.Fatalf("exit %d: %s\n%s", res.ExitCode, res.Reason, e.out.String())
 	}
 	if !strings.Contains(e.out.String(), "code: attempt 1 failed: session: claude reported an error: ran out of turns") {

@@ -13,6 +13,7 @@ import (
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // TestRetentionOnRunEnd: a run that ends writes its line in the history
@@ -42,7 +43,7 @@ steps:
 		r.Alive = func(h runlock.Holder) bool { return h.PID == 999 }
 		return r
 	}
-	run := func(id string, opts Options) Result {
+	run := func(id string, opts spec.Options) spec.Result {
 		t.Helper()
 		e.clock.Advance(time.Minute)
 		opts.Workflow, opts.Repo, opts.RunID = e.wf, repo, id
@@ -75,31 +76,31 @@ steps:
 	}
 
 	// a0 completes, and a runner that is alive takes it again.
-	run("a0", Options{})
+	run("a0", spec.Options{})
 	if _, err := runlock.Acquire(e.fs, filepath.Join(record.RunDir(repo, "a0"), record.LockFile), runlock.Holder{PID: 999, Host: "test"}, func(runlock.Holder) bool { return false }); err != nil {
 		t.Fatal(err)
 	}
 	// w1 waits on a human: it has not ended, and leaves no line.
-	if res := run("w1", Options{Vars: map[string]string{"ask": "yes"}, NoWait: true}); res.Status != core.RunWaitingOnHuman {
+	if res := run("w1", spec.Options{Vars: map[string]string{"ask": "yes"}, NoWait: true}); res.Status != core.RunWaitingOnHuman {
 		t.Fatalf("w1: %s", res.Status)
 	}
 	if got := history(); got != "a0:completed" {
 		t.Errorf("history after a run that waits: %q", got)
 	}
 	e.setWorkflow(strings.Replace(src, "run: x", "run: fail", 1))
-	if res := run("f1", Options{}); res.Status != core.RunFailed {
+	if res := run("f1", spec.Options{}); res.Status != core.RunFailed {
 		t.Fatalf("f1: %s", res.Status)
 	}
 	e.setWorkflow(src)
-	run("c1", Options{})
+	run("c1", spec.Options{})
 	e.setWorkflow(strings.Replace(src, "name: wf", "name: other", 1))
-	run("o1", Options{})
-	run("o2", Options{})
+	run("o1", spec.Options{})
+	run("o2", spec.Options{})
 	e.setWorkflow(src)
 	if got := runs(); got != "a0 c1 f1 o2 w1" {
 		t.Errorf("runs after o2: %q", got)
 	}
-	run("c2", Options{})
+	run("c2", spec.Options{})
 	if got := runs(); got != "a0 c2 f1 o2 w1" {
 		t.Errorf("runs after c2: %q", got)
 	}
@@ -109,7 +110,7 @@ steps:
 	if err := afero.WriteFile(e.fs, record.RunDir(repo, "w1")+"/manual_inputs/w1__h.json", []byte(decision), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if res := run("w1", Options{Resume: true, NoWait: true}); res.Status != core.RunCompleted {
+	if res := run("w1", spec.Options{Resume: true, NoWait: true}); res.Status != core.RunCompleted {
 		t.Fatalf("w1 resumed: %s", res.Status)
 	}
 	if got := runs(); got != "a0 c2 f1 o2 w1" {

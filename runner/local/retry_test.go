@@ -9,6 +9,7 @@ import (
 
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 	"github.com/spf13/afero"
 )
 
@@ -23,10 +24,10 @@ func TestRetry(t *testing.T) {
 		}
 		return reply{Out: "ok\n"}
 	}}
-	if res := e.run(first, Options{}); res.ExitCode != 1 {
+	if res := e.run(first, spec.Options{}); res.ExitCode != 1 {
 		t.Fatalf("first run: exit %d", res.ExitCode)
 	}
-	_, err := e.tryRun(e.fs, &scripted{fn: ok}, Options{Resume: true})
+	_, err := e.tryRun(e.fs, &scripted{fn: ok}, spec.Options{Resume: true})
 	if core.CodeOf(err) != core.ExitRefused || !strings.Contains(err.Error(), "flow retry r1") || !strings.Contains(err.Error(), "--start-at-step") {
 		t.Fatalf("resume of a failed run: %v (exit %d)", err, core.CodeOf(err))
 	}
@@ -35,7 +36,7 @@ func TestRetry(t *testing.T) {
 		t.Fatalf("plan %+v", p)
 	}
 	second := &scripted{fn: func(c call) reply { return reply{Out: "fixed\n"} }}
-	res := e.run(second, Options{Resume: true, Retry: true})
+	res := e.run(second, spec.Options{Resume: true, Retry: true})
 	st := e.state(e.fs)
 	// side never ran: the failure stopped the run before it.
 	if res.ExitCode != 0 || second.count("a") != 0 || second.count("side") != 1 || second.count("b") != 1 || second.count("c") != 1 {
@@ -50,7 +51,7 @@ func TestRetry(t *testing.T) {
 			t.Errorf("%s = %q; want %q", name, b, want)
 		}
 	}
-	if _, err := e.tryRun(e.fs, &scripted{fn: ok}, Options{Resume: true, Retry: true}); core.CodeOf(err) != core.ExitRefused {
+	if _, err := e.tryRun(e.fs, &scripted{fn: ok}, spec.Options{Resume: true, Retry: true}); core.CodeOf(err) != core.ExitRefused {
 		t.Errorf("retry of a completed run: %v", err)
 	}
 }
@@ -65,10 +66,10 @@ func TestRetryAtTheIterationCap(t *testing.T) {
 		}
 		return reply{}
 	}}
-	if res := e.run(failing, Options{}); res.ExitCode != 5 {
+	if res := e.run(failing, spec.Options{}); res.ExitCode != 5 {
 		t.Fatalf("first run: exit %d", res.ExitCode)
 	}
-	_, err := e.tryRun(e.fs, &scripted{fn: ok}, Options{Resume: true, Retry: true})
+	_, err := e.tryRun(e.fs, &scripted{fn: ok}, spec.Options{Resume: true, Retry: true})
 	if core.CodeOf(err) != core.ExitUsage || !strings.Contains(err.Error(), "--max-iterations") {
 		t.Fatalf("retry without a higher budget: %v (exit %d)", err, core.CodeOf(err))
 	}
@@ -82,7 +83,7 @@ func TestRetryAtTheIterationCap(t *testing.T) {
 		}
 		return reply{}
 	}}
-	res := e.run(second, Options{Resume: true, Retry: true, Budgets: Budgets{MaxIterations: 4, ForceMaxIterations: true}})
+	res := e.run(second, spec.Options{Resume: true, Retry: true, Budgets: spec.Budgets{MaxIterations: 4, ForceMaxIterations: true}})
 	if res.ExitCode != 0 || second.count("test") != 2 {
 		t.Fatalf("retry with --max-iterations 4: exit %d, test ran %d times\n%s", res.ExitCode, second.count("test"), e.out.String())
 	}
@@ -95,14 +96,14 @@ func TestRetryAtTheIterationCap(t *testing.T) {
 // decision when retried.
 func TestRetryRejectedHumanStep(t *testing.T) {
 	e := newEnv(t, "name: t\nsteps:\n  - {id: a, run: x}\n  - {id: ok, human: {message: go}}\n  - {id: b, run: x}\n")
-	e.run(&scripted{fn: ok}, Options{NoWait: true})
+	e.run(&scripted{fn: ok}, spec.Options{NoWait: true})
 	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), "ok", core.HumanInput{Approved: false, Reason: "not yet"}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if res := e.run(&scripted{fn: ok}, Options{Resume: true, NoWait: true}); res.ExitCode != 1 {
+	if res := e.run(&scripted{fn: ok}, spec.Options{Resume: true, NoWait: true}); res.ExitCode != 1 {
 		t.Fatalf("after the rejection: exit %d", res.ExitCode)
 	}
-	res := e.run(&scripted{fn: ok}, Options{Resume: true, Retry: true, NoWait: true})
+	res := e.run(&scripted{fn: ok}, spec.Options{Resume: true, Retry: true, NoWait: true})
 	if res.ExitCode != 3 || e.state(e.fs).Steps["ok"].Status != core.WaitingOnHuman {
 		t.Fatalf("retry: exit %d, ok is %s", res.ExitCode, e.state(e.fs).Steps["ok"].Status)
 	}
@@ -112,8 +113,8 @@ func TestRetryRejectedHumanStep(t *testing.T) {
 // logs of the earlier one stay.
 func TestStartAtKeepsOldLogs(t *testing.T) {
 	e := newEnv(t, "name: t\nsteps:\n  - {id: one, run: x}\n  - {id: two, run: x}\n")
-	e.run(&scripted{fn: func(call) reply { return reply{Out: "first\n"} }}, Options{})
-	e.run(&scripted{fn: func(call) reply { return reply{Out: "second\n"} }}, Options{Resume: true, StartAt: "two"})
+	e.run(&scripted{fn: func(call) reply { return reply{Out: "first\n"} }}, spec.Options{})
+	e.run(&scripted{fn: func(call) reply { return reply{Out: "second\n"} }}, spec.Options{Resume: true, StartAt: "two"})
 	logs := record.RunDir(repo, "r1") + "/logs/"
 	for name, want := range map[string]string{"two.0.1.log": "first\n", "two.g1.0.1.log": "second\n"} {
 		if b, _ := afero.ReadFile(e.fs, logs+name); string(b) != want {
@@ -149,7 +150,7 @@ func TestFeedbackInPrompt(t *testing.T) {
 			}
 			return reply{}
 		}}
-		if res := e.run(s, Options{}); res.ExitCode != 0 || len(prompts) != 2 {
+		if res := e.run(s, spec.Options{}); res.ExitCode != 0 || len(prompts) != 2 {
 			t.Fatalf("exit %d, %d prompts", res.ExitCode, len(prompts))
 		}
 		has := strings.Contains(prompts[1], "sent back by test: exit code 1") && strings.Contains(prompts[1], "--- FAIL: TestLogin")
@@ -163,13 +164,13 @@ func TestFeedbackInPrompt(t *testing.T) {
 // as flow dates its own) gets the defaults of the inputs it leaves out.
 func TestHandWrittenDecisionDefaults(t *testing.T) {
 	e := newEnv(t, "name: t\nsteps:\n  - id: ok\n    human:\n      message: go\n      inputs: [{name: env, default: staging}, {name: ticket}]\n  - {id: b, run: 'deploy {{ steps.ok.input.env }}'}\n")
-	e.run(&scripted{fn: ok}, Options{NoWait: true})
+	e.run(&scripted{fn: ok}, spec.Options{NoWait: true})
 	path := record.RunDir(repo, "r1") + "/manual_inputs/r1__ok.json"
 	if err := afero.WriteFile(e.fs, path, []byte(`{"approved": true, "input": {"ticket": "T-1"}, "at": "2025-01-15T14:31:00Z"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	s := &scripted{fn: ok}
-	if res := e.run(s, Options{Resume: true}); res.ExitCode != 0 || s.calls[0].Command != "deploy staging" {
+	if res := e.run(s, spec.Options{Resume: true}); res.ExitCode != 0 || s.calls[0].Command != "deploy staging" {
 		t.Fatalf("exit %d, calls %+v", res.ExitCode, s.calls)
 	}
 }
@@ -178,12 +179,12 @@ func TestHandWrittenDecisionDefaults(t *testing.T) {
 // heads of the runs' logs, and only it is read.
 func TestFindNewestRun(t *testing.T) {
 	e := newEnv(t, "name: alpha\nsteps:\n  - {id: a, run: x}\n")
-	e.run(&scripted{fn: ok}, Options{RunID: "zz-old"})
+	e.run(&scripted{fn: ok}, spec.Options{RunID: "zz-old"})
 	e.clock.Advance(time.Minute)
-	e.run(&scripted{fn: ok}, Options{RunID: "aa-new"})
+	e.run(&scripted{fn: ok}, spec.Options{RunID: "aa-new"})
 	e.setWorkflow("name: beta\nsteps:\n  - {id: b, run: x}\n")
 	e.clock.Advance(time.Minute)
-	e.run(&scripted{fn: ok}, Options{RunID: "mm-beta"})
+	e.run(&scripted{fn: ok}, spec.Options{RunID: "mm-beta"})
 	// A run directory with a broken log is passed over.
 	_ = afero.WriteFile(e.fs, record.RunDir(repo, "broken")+"/events.jsonl", []byte("not json\n"), 0o644)
 	for wf, want := range map[string]string{"": "mm-beta", "alpha": "aa-new", "beta": "mm-beta"} {

@@ -29,6 +29,7 @@ import (
 	"github.com/flow-run/flow/internal/termsafe"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // Runner is the local driver of the decision core: it performs the
@@ -105,70 +106,6 @@ type Runner struct {
 	Git Git
 }
 
-// Options says which run to run and how.
-type Options struct {
-	Workflow *config.Workflow
-	// Repo is the absolute path of the repository the sessions work in.
-	Repo string
-	// RunID names the run; "" makes a new id (or, with Resume, takes
-	// the newest run).
-	RunID string
-	// Resume continues an existing run instead of creating one.
-	Resume bool
-	// Vars override the workflow's vars (new runs only).
-	Vars map[string]string
-	// Budgets override the workflow's default budgets.
-	Budgets Budgets
-	// AcceptEdits applies an edit of the workflow file that weakens
-	// the run's gates (config.Weakenings): a person's decision, never a
-	// session's.
-	AcceptEdits bool
-	// StartAt resets a step and everything downstream of it before the
-	// run goes on (or, in a new run, skips the steps before it).
-	StartAt string
-	// NoWait ends the run with exit 3 at a human step, or exit 4 when
-	// paused, instead of waiting.
-	NoWait bool
-	// Invocation is how the run is asked to run beyond its workflow
-	// file: kept in the run directory when the run is created, or
-	// replaced when a resume gives flags. Its Env are more variables for
-	// every session, as NAME=value, after the runner's own environment
-	// and before flow's variables.
-	Invocation record.Invocation
-	// By names who starts this runner, for its runner_started event; ""
-	// leaves it out.
-	By string
-	// Retry puts a failed run's failed steps, and what depends on them,
-	// back to PENDING before the run goes on (flow retry; see
-	// PlanRetry). Budgets.MaxIterations with ForceMaxIterations raises
-	// the iteration budgets for it.
-	Retry bool
-	// Gone, when set, is a lock holder to take for dead whatever its
-	// pid says: the pid of a runner that flow resume --takeover found
-	// reused by another process.
-	Gone *runlock.Holder
-	// CleanupOnly runs the workflow's cleanup session in a run that has
-	// finished (flow cleanup on a completed or failed run), and nothing
-	// else: the run's status and exit code stay as they are.
-	CleanupOnly bool
-	// Read is the run's state as the caller read it just before (the
-	// operations layer reads it to find the run), or nil. The checks
-	// a runner makes before it takes the run's lock — a finished run is
-	// refused without anything written — use it instead of reading the
-	// run again; what the runner runs is read again under the lock.
-	Read *core.State
-}
-
-// Result is how a run ended.
-type Result struct {
-	RunID    string
-	RunDir   string
-	Status   core.RunStatus
-	ExitCode int
-	Reason   string
-	State    *core.State
-}
-
 // Exit codes beyond the core's.
 const (
 	exitHuman  = int(core.ExitHuman)
@@ -209,7 +146,7 @@ type run struct {
 	gates map[string]bool
 	gated bool
 	r     *Runner
-	opts  Options
+	opts  spec.Options
 	wf    *config.Workflow
 	dir   string
 	// rec is the file system the run's record is written through
@@ -315,16 +252,16 @@ func (r *Runner) recordFS(repo string) afero.Fs {
 	return r.FS
 }
 
-func (r *Runner) Run(ctx context.Context, opts Options) (res Result, err error) {
+func (r *Runner) Run(ctx context.Context, opts spec.Options) (res spec.Result, err error) {
 	r.defaults()
 	x := &run{r: r, opts: opts, wf: opts.Workflow, inputs: make(chan core.Input, 16),
 		outputs: map[string]string{}, reports: map[string]map[string]any{}, awaiting: map[string]bool{}, warned: map[string]string{},
-		environ: EnvironMap(r.Environ)}
+		environ: spec.EnvironMap(r.Environ)}
 	x.setWorkflow(x.wf)
 	x.noteWorkflowStamp()
 	if err := x.open(); err != nil {
 		_ = x.close()
-		return Result{}, err
+		return spec.Result{}, err
 	}
 	defer func() {
 		if cerr := x.close(); cerr != nil && err == nil {
@@ -353,7 +290,7 @@ func (x *run) open() error {
 		runID = ref.ID
 	}
 	if runID == "" {
-		runID = NewRunID(now)
+		runID = spec.NewRunID(now)
 	}
 	if err := core.CheckRunID(runID); err != nil {
 		return err
@@ -499,7 +436,7 @@ func (x *run) open() error {
 	if err := x.persist(false); err != nil {
 		return err
 	}
-	plan, err := NewPlan(x.wf, x.budgets(), func(l *config.Limit) (int, error) {
+	plan, err := spec.NewPlan(x.wf, x.budgets(), func(l *config.Limit) (int, error) {
 		v, err := l.Expr.Program().Eval(x.env(nil))
 		if err != nil {
 			return 0, err
@@ -601,7 +538,7 @@ func (x *run) announceOpening(evs []core.Event) (changed bool) {
 
 // budgets returns the run's budget overrides: the command line's, with
 // the cost, token and session budgets raised so far in the run.
-func (x *run) budgets() Budgets {
+func (x *run) budgets() spec.Budgets {
 	b := x.opts.Budgets
 	if r := x.st.BudgetRaised; r != nil {
 		b.Raise = *r
@@ -657,7 +594,7 @@ func (x *run) setWorkflow(wf *config.Workflow) {
 	x.limits = wf.Limits()
 	// --env NAME=value pairs are the sessions' environment too: a
 	// secret-named one is hidden like one of the runner's.
-	x.redact = Secrets(wf, slices.Concat(x.r.Environ, x.opts.Invocation.Env))
+	x.redact = spec.Secrets(wf, slices.Concat(x.r.Environ, x.opts.Invocation.Env))
 	x.digest = wf.Digest()
 	x.gated = hasGates(wf)
 }
@@ -684,7 +621,7 @@ func (x *run) reload() (changed bool, err error) {
 			return false, &weakenedError{weak: weak}
 		}
 	}
-	plan, err := NewPlan(wf, x.budgets(), func(l *config.Limit) (int, error) {
+	plan, err := spec.NewPlan(wf, x.budgets(), func(l *config.Limit) (int, error) {
 		v, err := l.Expr.Program().Eval(x.env(nil))
 		if err != nil {
 			return 0, err
@@ -919,26 +856,7 @@ func (x *run) ensureState() error {
 }
 
 func (x *run) writeWorkflowJSON() error {
-	return writeLoadedWorkflow(x.rec, filepath.Join(x.dir, record.LoadedWorkflowFile), absPath(x.wf.File), x.digest, x.wf)
-}
-
-// writeLoadedWorkflow writes workflow.json at path: the workflow's
-// file, digest and canonical form, encoded as it is written.
-func writeLoadedWorkflow(fsys afero.Fs, path, file, digest string, wf *config.Workflow) error {
-	err := atomicfile.ReplaceWith(fsys, path, 0o644, func(w io.Writer) error {
-		if _, err := fmt.Fprintf(w, "{\n  \"file\": %q,\n  \"digest\": %q,\n  \"workflow\": ", file, digest); err != nil {
-			return err
-		}
-		if err := wf.WriteSpec(w); err != nil {
-			return err
-		}
-		_, err := io.WriteString(w, "\n}\n")
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("write workflow.json: %w", err)
-	}
-	return nil
+	return record.WriteLoadedWorkflowAt(x.rec, filepath.Join(x.dir, record.LoadedWorkflowFile), absPath(x.wf.File), x.digest, x.wf)
 }
 
 func (x *run) printf(format string, args ...any) {
@@ -950,47 +868,11 @@ func (x *run) printf(format string, args ...any) {
 	x.live.Unlock()
 }
 
-// Secrets returns a Redactor for the values of the secrets in environ:
-// the variables the workflow declares in secrets: and those whose names
-// match the default patterns (config.IsSecretName). The values are read
-// from the environment each time a runner starts, and never written.
-func Secrets(wf *config.Workflow, environ []string) *redact.Redactor {
-	var values []string
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok && v != "" && config.IsSecretName(k, wf.Secrets) {
-			values = append(values, v)
-		}
-	}
-	return redact.New(values...)
-}
-
-// NewRunID returns a new run id: the UTC time and a random suffix, so
-// that ids sort by age.
-func NewRunID(now time.Time) string {
-	var b [3]byte
-	if _, err := record.RandRead(b[:]); err != nil {
-		return now.UTC().Format("20060102-150405.000000")
-	}
-	return fmt.Sprintf("%s-%x", now.UTC().Format("20060102-150405"), b)
-}
-
 func absPath(p string) string {
 	if a, err := filepath.Abs(p); err == nil {
 		return a
 	}
 	return p
-}
-
-// EnvironMap turns KEY=value pairs (os.Environ()) into a map; a later
-// pair wins.
-func EnvironMap(env []string) map[string]string {
-	m := make(map[string]string, len(env))
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			m[k] = v
-		}
-	}
-	return m
 }
 
 func plural(n int, one, more string) string {

@@ -23,6 +23,7 @@ import (
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // call is one session started through the scripted starter.
@@ -57,9 +58,9 @@ type scripted struct {
 	started chan call
 }
 
-func (s *scripted) Start(ctx context.Context, spec proc.Spec) (proc.Session, error) {
-	env := EnvironMap(spec.Env)
-	c := call{Step: env["FLOW_STEP_ID"], Key: env["FLOW_STEP_KEY"], Command: spec.Command, Env: env}
+func (s *scripted) Start(ctx context.Context, ps proc.Spec) (proc.Session, error) {
+	env := spec.EnvironMap(ps.Env)
+	c := call{Step: env["FLOW_STEP_ID"], Key: env["FLOW_STEP_KEY"], Command: ps.Command, Env: env}
 	fmt.Sscan(env["FLOW_ATTEMPT"], &c.Attempt)
 	fmt.Sscan(env["FLOW_ITERATION"], &c.Iteration)
 	if c.Step == "" {
@@ -77,8 +78,8 @@ func (s *scripted) Start(ctx context.Context, spec proc.Spec) (proc.Session, err
 			return nil, err
 		}
 	}
-	if spec.Output != nil && r.Out != "" {
-		io.WriteString(spec.Output, r.Out)
+	if ps.Output != nil && r.Out != "" {
+		io.WriteString(ps.Output, r.Out)
 	}
 	if r.Block {
 		return blockedSession{ctx}, nil
@@ -152,7 +153,7 @@ func (e *env) runner(fsys afero.Fs, s *scripted) *Runner {
 
 // run runs (or resumes) the workflow with a script; it fails the test
 // on an error of flow itself.
-func (e *env) run(s *scripted, opts Options) Result {
+func (e *env) run(s *scripted, opts spec.Options) spec.Result {
 	e.t.Helper()
 	res, err := e.tryRun(e.fs, s, opts)
 	if err != nil {
@@ -161,7 +162,7 @@ func (e *env) run(s *scripted, opts Options) Result {
 	return res
 }
 
-func (e *env) tryRun(fsys afero.Fs, s *scripted, opts Options) (Result, error) {
+func (e *env) tryRun(fsys afero.Fs, s *scripted, opts spec.Options) (spec.Result, error) {
 	if s.fs == nil {
 		s.fs = fsys
 	}
@@ -278,7 +279,7 @@ func TestRunSDLC(t *testing.T) {
 		}
 		return reply{Out: c.Step + " done\n"}
 	}}
-	res := e.run(s, Options{})
+	res := e.run(s, spec.Options{})
 	if res.ExitCode != 0 || res.Status != core.RunCompleted {
 		t.Fatalf("result %+v\n%s", res, e.out.String())
 	}
@@ -360,7 +361,7 @@ func TestSessionOutcomes(t *testing.T) {
 				}
 				return tt.reply
 			}}
-			e.run(s, Options{})
+			e.run(s, spec.Options{})
 			st := e.state(e.fs).Steps["s"]
 			if st.Status != tt.status || !strings.Contains(deref(st.LastError), tt.lastErr) {
 				t.Errorf("status %s, last_error %q; want %s containing %q", st.Status, deref(st.LastError), tt.status, tt.lastErr)
@@ -382,7 +383,7 @@ steps:
 	codes := []int{75, 1}
 	n := 0
 	s := &scripted{fn: func(c call) reply { n++; return reply{Exit: codes[n-1]} }}
-	res := e.run(s, Options{})
+	res := e.run(s, spec.Options{})
 	st := e.state(e.fs).Steps["s"]
 	if res.ExitCode != 1 || st.Attempts != 2 || st.Status != core.Failed {
 		t.Errorf("exit %d, attempts %d, %s; want exit 1 after 2 attempts", res.ExitCode, st.Attempts, st.Status)
@@ -410,7 +411,7 @@ steps:
 		}
 		return reply{}
 	}}
-	e.run(s, Options{})
+	e.run(s, spec.Options{})
 	st := e.state(e.fs)
 	if st.Steps["deploy"].Status != core.Completed || st.Steps["rollback"].Status != core.Skipped {
 		t.Errorf("deploy %s rollback %s", st.Steps["deploy"].Status, st.Steps["rollback"].Status)
@@ -435,7 +436,7 @@ func TestInterruptAndResume(t *testing.T) {
 			}
 		}
 	}()
-	opts := Options{Workflow: e.wf, Repo: repo, RunID: "r1"}
+	opts := spec.Options{Workflow: e.wf, Repo: repo, RunID: "r1"}
 	s.fs = e.fs
 	res, err := e.runner(e.fs, s).Run(ctx, opts)
 	if err != nil || res.ExitCode != 130 {
@@ -446,7 +447,7 @@ func TestInterruptAndResume(t *testing.T) {
 		t.Fatalf("b after interrupt: %+v, run %s", st.Steps["b"], st.Status)
 	}
 	s2 := &scripted{fn: func(c call) reply { return reply{} }}
-	res = e.run(s2, Options{Resume: true})
+	res = e.run(s2, spec.Options{Resume: true})
 	if res.ExitCode != 0 || s2.count("a") != 0 || s2.count("b") != 1 || s2.count("c") != 1 {
 		t.Fatalf("resume: exit %d, sessions a=%d b=%d c=%d", res.ExitCode, s2.count("a"), s2.count("b"), s2.count("c"))
 	}
@@ -466,9 +467,9 @@ func TestStartAt(t *testing.T) {
 		}
 		return reply{}
 	}}
-	e.run(ok, Options{})
+	e.run(ok, spec.Options{})
 	st := e.state(e.fs)
-	plan, err := PlanStartAt(e.fs, e.wf, st, repo, "coding")
+	plan, err := spec.PlanStartAt(e.fs, e.wf, st, repo, "coding")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,11 +480,11 @@ func TestStartAt(t *testing.T) {
 		t.Errorf("missing %+v, want PLAN.md", plan.Missing)
 	}
 	afero.WriteFile(e.fs, repo+"/PLAN.md", []byte("plan"), 0o644)
-	if plan, _ := PlanStartAt(e.fs, e.wf, st, repo, "coding"); len(plan.Missing) != 0 {
+	if plan, _ := spec.PlanStartAt(e.fs, e.wf, st, repo, "coding"); len(plan.Missing) != 0 {
 		t.Errorf("missing %+v after writing PLAN.md", plan.Missing)
 	}
 	again := &scripted{fn: ok.fn}
-	res := e.run(again, Options{Resume: true, StartAt: "coding"})
+	res := e.run(again, spec.Options{Resume: true, StartAt: "coding"})
 	if res.ExitCode != 0 || again.count("planning") != 0 || again.count("coding") != 1 || again.count("merge") != 1 {
 		t.Errorf("start-at: exit %d sessions %+v", res.ExitCode, again.calls)
 	}
@@ -491,7 +492,7 @@ func TestStartAt(t *testing.T) {
 	// With no earlier run: a new run whose earlier steps are SKIPPED.
 	e2 := newEnv(t, sdlc)
 	fresh := &scripted{fn: ok.fn}
-	e2.run(fresh, Options{StartAt: "tests"})
+	e2.run(fresh, spec.Options{StartAt: "tests"})
 	st = e2.state(e2.fs)
 	if st.Steps["planning"].Status != core.Skipped || st.Steps["coding"].Status != core.Skipped || st.Steps["tests"].Status != core.Completed {
 		t.Errorf("new run at tests: planning %s coding %s tests %s", st.Steps["planning"].Status, st.Steps["coding"].Status, st.Steps["tests"].Status)
@@ -504,7 +505,7 @@ func TestStartAt(t *testing.T) {
 func TestEditedWorkflowOnResume(t *testing.T) {
 	e := newEnv(t, "name: ed\nsteps:\n  - {id: a, run: x}\n  - {id: old, run: x}\n  - {id: wait, human: {message: go}}\n  - {id: c, run: x}\n")
 	s := &scripted{fn: func(c call) reply { return reply{} }}
-	res := e.run(s, Options{NoWait: true})
+	res := e.run(s, spec.Options{NoWait: true})
 	if res.ExitCode != 3 {
 		t.Fatalf("exit %d, want 3 at the human step", res.ExitCode)
 	}
@@ -514,7 +515,7 @@ func TestEditedWorkflowOnResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	s2 := &scripted{fn: s.fn}
-	res = e.run(s2, Options{Resume: true, NoWait: true})
+	res = e.run(s2, spec.Options{Resume: true, NoWait: true})
 	st := e.state(e.fs)
 	if res.ExitCode != 0 || st.Steps["old"] != nil || st.Steps["new"].Status != core.Completed || s2.count("a") != 0 {
 		t.Fatalf("exit %d, steps %v, a ran %d times", res.ExitCode, st.StepOrder, s2.count("a"))
@@ -535,7 +536,7 @@ func TestEditedWorkflowOnResume(t *testing.T) {
 // events.jsonl on resume and kept aside.
 func TestDamagedStateIsRebuilt(t *testing.T) {
 	e := newEnv(t, "name: d\nsteps:\n  - {id: a, run: x}\n  - {id: h, human: {message: go}}\n")
-	e.run(&scripted{fn: func(call) reply { return reply{} }}, Options{NoWait: true})
+	e.run(&scripted{fn: func(call) reply { return reply{} }}, spec.Options{NoWait: true})
 	path := filepath.Join(record.RunDir(repo, "r1"), record.StateFile)
 	afero.WriteFile(e.fs, path, []byte(`{"run_id": "r1", "steps": {"a": {"sta`), 0o644)
 	st, damaged, err := record.LoadState(e.fs, record.RunDir(repo, "r1"), false, e.clock.Now())
@@ -544,7 +545,7 @@ func TestDamagedStateIsRebuilt(t *testing.T) {
 	}
 	_, _ = record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), "h", core.HumanInput{Approved: true}, e.clock.Now())
 	s := &scripted{fn: func(call) reply { return reply{} }}
-	res := e.run(s, Options{Resume: true})
+	res := e.run(s, spec.Options{Resume: true})
 	if res.ExitCode != 0 || s.count("a") != 0 {
 		t.Fatalf("exit %d, a ran %d times", res.ExitCode, s.count("a"))
 	}
@@ -558,14 +559,14 @@ func TestDamagedStateIsRebuilt(t *testing.T) {
 // TestSecondRunnerRefused: a run held by a live runner is refused.
 func TestSecondRunnerRefused(t *testing.T) {
 	e := newEnv(t, "name: l\nsteps:\n  - {id: h, human: {message: go}}\n  - {id: a, run: x}\n")
-	e.run(&scripted{fn: ok}, Options{NoWait: true})
+	e.run(&scripted{fn: ok}, spec.Options{NoWait: true})
 	dir := record.RunDir(repo, "r1")
 	if _, err := runlock.Acquire(e.fs, filepath.Join(dir, record.LockFile), runlock.Holder{PID: 99, Host: "other"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	r := e.runner(e.fs, &scripted{fn: func(call) reply { return reply{} }})
 	r.Alive = func(runlock.Holder) bool { return true }
-	_, err := r.Run(context.Background(), Options{Workflow: e.wf, Repo: repo, RunID: "r1", Resume: true})
+	_, err := r.Run(context.Background(), spec.Options{Workflow: e.wf, Repo: repo, RunID: "r1", Resume: true})
 	if err == nil || !strings.Contains(err.Error(), "pid 99") {
 		t.Fatalf("err = %v, want a refusal naming pid 99", err)
 	}
@@ -613,7 +614,7 @@ func faultInjection(t *testing.T, src string, script func() *scripted, stickines
 	t.Helper()
 	base := newEnv(t, src)
 	counter := faultfs.New(base.fs, faultfs.Plan{})
-	if res, err := base.tryRun(counter, script(), Options{RunID: "r1"}); err != nil || res.ExitCode != 0 {
+	if res, err := base.tryRun(counter, script(), spec.Options{RunID: "r1"}); err != nil || res.ExitCode != 0 {
 		t.Fatalf("undisturbed run: %+v %v\n%s", res, err, base.out.String())
 	}
 	want := finalSummary(base.state(base.fs))
@@ -627,7 +628,7 @@ func faultInjection(t *testing.T, src string, script func() *scripted, stickines
 				t.Run(fmt.Sprintf("%v-%d-sticky=%v", op, k, sticky), func(t *testing.T) {
 					e := newEnv(t, src)
 					ffs := faultfs.New(e.fs, faultfs.Plan{Op: op, N: k, Sticky: sticky, Partial: op == faultfs.OpWrite})
-					res, err := e.tryRun(ffs, script(), Options{RunID: "r1"})
+					res, err := e.tryRun(ffs, script(), spec.Options{RunID: "r1"})
 					if err == nil && res.ExitCode == 0 {
 						t.Log("the fault hit nothing that mattered")
 						return
@@ -642,13 +643,13 @@ func faultInjection(t *testing.T, src string, script func() *scripted, stickines
 						}
 					}
 					second := script()
-					opts := Options{RunID: "r1", Resume: true}
+					opts := spec.Options{RunID: "r1", Resume: true}
 					if ok, _ := afero.Exists(e.fs, filepath.Join(record.RunDir(repo, "r1"), record.EventsFile)); !ok {
 						opts.Resume = false
 					} else if _, _, err := record.LoadState(e.fs, record.RunDir(repo, "r1"), false, e.clock.Now()); err != nil {
 						// The crash came before the run was recorded at all:
 						// start it afresh under another id.
-						opts = Options{RunID: "r2"}
+						opts = spec.Options{RunID: "r2"}
 					}
 					res, err = e.tryRun(e.fs, second, opts)
 					if core.CodeOf(err) == core.ExitRefused && e.state(e.fs).Status == core.RunCompleted {
@@ -694,7 +695,7 @@ func finalSummary(st *core.State) string {
 // order, as the seed's examples do.
 func TestStepsInWorkflowOrder(t *testing.T) {
 	e := newEnv(t, "name: ord\nsteps:\n  - {id: zeta, run: x}\n  - {id: alpha, run: x}\n  - {id: mid, run: x}\n")
-	e.run(&scripted{fn: func(call) reply { return reply{} }}, Options{})
+	e.run(&scripted{fn: func(call) reply { return reply{} }}, spec.Options{})
 	b, _ := afero.ReadFile(e.fs, filepath.Join(record.RunDir(repo, "r1"), record.StateFile))
 	z, a, m := strings.Index(string(b), `"zeta":`), strings.Index(string(b), `"alpha":`), strings.Index(string(b), `"mid":`)
 	if !(z >= 0 && z < a && a < m) {
@@ -738,7 +739,7 @@ func TestStateExistsForSessions(t *testing.T) {
 		seen[c.Step] = st.RunID + " " + string(st.Steps["a"].Status)
 		return reply{}
 	}
-	if res := e.run(s, Options{}); res.ExitCode != 0 {
+	if res := e.run(s, spec.Options{}); res.ExitCode != 0 {
 		t.Fatalf("exit %d", res.ExitCode)
 	}
 	if seen["a"] != "r1 RUNNING" || !strings.HasPrefix(seen["b"], "r1 ") {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // snapshotOf reads run_state.json of run r1, or nil when it is not
@@ -26,9 +27,9 @@ func (e *env) snapshotOf() *core.State {
 
 // startRun starts a run in the background and returns its context's
 // cancel and a channel that yields its result.
-func (e *env) startRun(s *scripted, opts Options) (stop func(), result <-chan Result) {
+func (e *env) startRun(s *scripted, opts spec.Options) (stop func(), result <-chan spec.Result) {
 	ctx, cancel := context.WithCancel(context.Background())
-	out := make(chan Result, 1)
+	out := make(chan spec.Result, 1)
 	if s.fs == nil {
 		s.fs = e.fs
 	}
@@ -63,7 +64,7 @@ steps:
 		}
 		return reply{}
 	}}
-	stop, result := e.startRun(s, Options{})
+	stop, result := e.startRun(s, spec.Options{})
 	for c := range s.started {
 		if c.Step == "code" && c.Iteration == 1 {
 			break
@@ -93,7 +94,7 @@ steps:
 // the wait from it.
 func TestSnapshotWhenWaiting(t *testing.T) {
 	e := newEnv(t, "name: h\nsteps:\n  - {id: gate, human: {message: go}}\n  - {id: b, run: b}\n")
-	stop, result := e.startRun(&scripted{fn: ok}, Options{})
+	stop, result := e.startRun(&scripted{fn: ok}, spec.Options{})
 	// The runner waits on its heartbeat and its poll once it is idle.
 	for e.clock.Waiters() < 2 {
 		runtime.Gosched()
@@ -113,7 +114,7 @@ func TestSnapshotWhenWaiting(t *testing.T) {
 // paused (exit 4) records that exit code; the next runner clears it.
 func TestExitCodeRecorded(t *testing.T) {
 	e := newEnv(t, "name: h\nsteps:\n  - {id: gate, human: {message: go}}\n")
-	res := e.run(&scripted{fn: ok}, Options{NoWait: true})
+	res := e.run(&scripted{fn: ok}, spec.Options{NoWait: true})
 	if res.ExitCode != 3 {
 		t.Fatalf("exit %d, want 3", res.ExitCode)
 	}
@@ -127,7 +128,7 @@ func TestExitCodeRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.setWorkflow("name: h\nsteps:\n  - {id: gate, human: {message: go}}\n  - {id: b, run: b}\n")
-	res = e.run(&scripted{fn: ok}, Options{Resume: true, NoWait: true})
+	res = e.run(&scripted{fn: ok}, spec.Options{Resume: true, NoWait: true})
 	if res.ExitCode != 4 {
 		t.Fatalf("exit %d, want 4", res.ExitCode)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // TestEvaluationErrorFailsTheStep: an expression that cannot be
@@ -81,7 +82,7 @@ steps:
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, tt.src)
 			s := &scripted{fn: func(c call) reply { return reply{Report: `{"metrics": {"score": "high"}}`} }}
-			res := e.run(s, Options{})
+			res := e.run(s, spec.Options{})
 			st := e.state(e.fs)
 			step := st.Steps[tt.step]
 			if res.ExitCode != 1 || step.Status != core.Failed {
@@ -108,7 +109,7 @@ func TestErrorsAreExcerpted(t *testing.T) {
 	s := &scripted{fn: func(c call) reply {
 		return reply{Exit: 3, Report: fmt.Sprintf(`{"status": "failed", "error": %q}`, huge[:4000])}
 	}}
-	res := e.run(s, Options{})
+	res := e.run(s, spec.Options{})
 	le := deref(e.state(e.fs).Steps["a"].LastError)
 	if res.ExitCode != 1 || len(le) > core.MaxExcerpt+64 {
 		t.Fatalf("exit %d, last_error of %d bytes", res.ExitCode, len(le))
@@ -134,7 +135,7 @@ func TestRunIDs(t *testing.T) {
 	}
 	e := newEnv(t, "name: t\nsteps:\n  - {id: a, run: x}\n")
 	for _, id := range []string{"../../../tmp/x", "a/b", "-rf"} {
-		_, err := e.tryRun(e.fs, &scripted{fn: ok}, Options{RunID: id})
+		_, err := e.tryRun(e.fs, &scripted{fn: ok}, spec.Options{RunID: id})
 		if core.CodeOf(err) != core.ExitUsage {
 			t.Errorf("run --run-id %q: %v", id, err)
 		}
@@ -151,11 +152,11 @@ func TestRunIDs(t *testing.T) {
 // and is refused with exit 8, pointing to --start-at-step.
 func TestFinishedRunIsNotResumed(t *testing.T) {
 	e := newEnv(t, "name: t\nsteps:\n  - {id: a, run: x}\n")
-	e.run(&scripted{fn: ok}, Options{})
+	e.run(&scripted{fn: ok}, spec.Options{})
 	path := filepath.Join(record.RunDir(repo, "r1"), record.EventsFile)
 	before, _ := afero.ReadFile(e.fs, path)
 	for range 3 {
-		_, err := e.tryRun(e.fs, &scripted{fn: ok}, Options{Resume: true})
+		_, err := e.tryRun(e.fs, &scripted{fn: ok}, spec.Options{Resume: true})
 		if core.CodeOf(err) != core.ExitRefused || !strings.Contains(err.Error(), "--start-at-step") {
 			t.Fatalf("resume of a finished run: %v (exit %d)", err, core.CodeOf(err))
 		}
@@ -176,7 +177,7 @@ func TestSnapshotThatDisagreesIsRebuilt(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, "name: t\nsteps:\n  - {id: a, run: x}\n  - {id: h, human: {message: go}}\n  - {id: b, run: x}\n")
-			e.run(&scripted{fn: ok}, Options{NoWait: true})
+			e.run(&scripted{fn: ok}, spec.Options{NoWait: true})
 			dir := record.RunDir(repo, "r1")
 			st, _, err := record.LoadState(e.fs, dir, false, e.clock.Now())
 			if err != nil {
@@ -188,7 +189,7 @@ func TestSnapshotThatDisagreesIsRebuilt(t *testing.T) {
 			}
 			_, _ = record.SubmitDecision(e.fs, dir, "h", core.HumanInput{Approved: true}, e.clock.Now())
 			s := &scripted{fn: ok}
-			res := e.run(s, Options{Resume: true})
+			res := e.run(s, spec.Options{Resume: true})
 			if res.ExitCode != 0 || s.count("b") != 1 {
 				t.Fatalf("exit %d, b ran %d times\n%s", res.ExitCode, s.count("b"), e.out.String())
 			}
@@ -209,7 +210,7 @@ func TestSnapshotThatDisagreesIsRebuilt(t *testing.T) {
 // heartbeat, which only the snapshot records, is taken from it.
 func TestSnapshotThatAgreesIsKept(t *testing.T) {
 	e := newEnv(t, "name: t\nsteps:\n  - {id: a, run: x}\n  - {id: h, human: {message: go}}\n  - {id: b, run: x}\n")
-	e.run(&scripted{fn: ok}, Options{NoWait: true})
+	e.run(&scripted{fn: ok}, spec.Options{NoWait: true})
 	dir := record.RunDir(repo, "r1")
 	snap, _, err := record.ReadSnapshot(e.fs, dir+"/"+record.StateFile)
 	if err != nil || snap == nil || snap.Runner == nil || snap.Runner.HeartbeatAt == nil {
@@ -277,7 +278,7 @@ func TestRecordedRunnerIsChecked(t *testing.T) {
 	r.PID = 777
 	done := make(chan error, 1)
 	go func() {
-		_, err := r.Run(t.Context(), Options{Workflow: e.wf, Repo: repo, RunID: "r1"})
+		_, err := r.Run(t.Context(), spec.Options{Workflow: e.wf, Repo: repo, RunID: "r1"})
 		done <- err
 	}()
 	<-first.started
@@ -286,7 +287,7 @@ func TestRecordedRunnerIsChecked(t *testing.T) {
 	}
 	second := e.runner(e.fs, &scripted{fs: e.fs, fn: ok})
 	second.Alive = func(h runlock.Holder) bool { return h.PID == 777 }
-	_, err := second.Run(t.Context(), Options{Workflow: e.wf, Repo: repo, RunID: "r1", Resume: true})
+	_, err := second.Run(t.Context(), spec.Options{Workflow: e.wf, Repo: repo, RunID: "r1", Resume: true})
 	var held *core.HeldError
 	if !errors.As(err, &held) || core.CodeOf(err) != core.ExitHeld {
 		t.Fatalf("second runner: %v (exit %d); want held by a live runner, exit 7", err, core.CodeOf(err))
@@ -346,7 +347,7 @@ func TestOneDecisionWins(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &Runner{FS: fsys, Starter: &scripted{fs: fsys, fn: ok}, Host: "test", PID: 4242, Alive: func(runlock.Holder) bool { return false }}
-	if res, err := r.Run(t.Context(), Options{Workflow: wf, Repo: dir, RunID: "r1", NoWait: true}); err != nil || res.ExitCode != 3 {
+	if res, err := r.Run(t.Context(), spec.Options{Workflow: wf, Repo: dir, RunID: "r1", NoWait: true}); err != nil || res.ExitCode != 3 {
 		t.Fatalf("run: %+v %v", res, err)
 	}
 	runDir := record.RunDir(dir, "r1")
@@ -431,7 +432,7 @@ steps:
 	r.TempDir = "/private"
 	r.Live = true
 	r.Environ = []string{"API_TOKEN=" + token, "SIGNING_KEY=" + key, "SECRET_TOKEN=" + token, "DEPLOY_CREDENTIAL=" + declared, "HOME=/home/u"}
-	res, err := r.Run(t.Context(), Options{Workflow: e.wf, Repo: repo, RunID: "r1"})
+	res, err := r.Run(t.Context(), spec.Options{Workflow: e.wf, Repo: repo, RunID: "r1"})
 	if err != nil || res.ExitCode != 1 {
 		t.Fatalf("run: %+v %v\n%s", res, err, e.out.String())
 	}
@@ -482,7 +483,7 @@ func TestLongPromptOnlyInFile(t *testing.T) {
 	e := newEnv(t, "name: t\nvars: {n: '150000'}\nagents:\n  a: {run: a}\nsteps:\n  - {id: p, agent: a, prompt: '{{ repeat(\"x\", int(vars.n)) }}'}\n")
 	var env map[string]string
 	s := &scripted{fn: func(c call) reply { env = c.Env; return reply{} }}
-	if res := e.run(s, Options{}); res.ExitCode != 0 {
+	if res := e.run(s, spec.Options{}); res.ExitCode != 0 {
 		t.Fatalf("exit %d\n%s", res.ExitCode, e.out.String())
 	}
 	if _, ok := env["FLOW_PROMPT"]; ok {
@@ -507,7 +508,7 @@ func TestRenderedTemplatesAreCapped(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, tt.src)
 			s := &scripted{fn: ok}
-			res := e.run(s, Options{})
+			res := e.run(s, spec.Options{})
 			st := e.state(e.fs)
 			if tt.want == "" {
 				if res.ExitCode != 0 {
@@ -555,7 +556,7 @@ steps:
 // as it would from the record.
 func TestResumeUsesTheStateItWasGiven(t *testing.T) {
 	e := newEnv(t, "name: t\nsteps:\n  - {id: a, run: x}\n  - {id: h, human: {message: go}}\n  - {id: b, run: x}\n")
-	e.run(&scripted{fn: ok}, Options{NoWait: true})
+	e.run(&scripted{fn: ok}, spec.Options{NoWait: true})
 	dir := record.RunDir(repo, "r1")
 	read, _, err := record.LoadState(e.fs, dir, false, e.clock.Now())
 	if err != nil {
@@ -563,7 +564,7 @@ func TestResumeUsesTheStateItWasGiven(t *testing.T) {
 	}
 	opens := func(given *core.State) int {
 		c := countfs.New(e.fs)
-		if _, err := e.tryRun(c, &scripted{fn: ok}, Options{Resume: true, NoWait: true, Read: given}); err != nil {
+		if _, err := e.tryRun(c, &scripted{fn: ok}, spec.Options{Resume: true, NoWait: true, Read: given}); err != nil {
 			t.Fatal(err)
 		}
 		return c.Opens(filepath.Join(dir, record.StateFile))
@@ -573,7 +574,7 @@ func TestResumeUsesTheStateItWasGiven(t *testing.T) {
 	}
 	done := *read
 	done.Status, done.ExitCode = core.RunCompleted, 0
-	_, err = e.tryRun(e.fs, &scripted{fn: ok}, Options{Resume: true, Read: &done})
+	_, err = e.tryRun(e.fs, &scripted{fn: ok}, spec.Options{Resume: true, Read: &done})
 	if core.CodeOf(err) != core.ExitRefused {
 		t.Errorf("resume given a completed run's state: %v (exit %d), want refused (exit 8)", err, core.CodeOf(err))
 	}
@@ -590,13 +591,13 @@ func TestUndatedDecisionIgnored(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, "name: t\nsteps:\n  - id: ok\n    human: {message: go}\n  - {id: b, run: deploy}\n")
-			e.run(&scripted{fn: ok}, Options{NoWait: true})
+			e.run(&scripted{fn: ok}, spec.Options{NoWait: true})
 			path := record.RunDir(repo, "r1") + "/manual_inputs/r1__ok.json"
 			if err := afero.WriteFile(e.fs, path, []byte(body), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			s := &scripted{fn: ok}
-			res := e.run(s, Options{Resume: true, NoWait: true})
+			res := e.run(s, spec.Options{Resume: true, NoWait: true})
 			if res.ExitCode != int(core.ExitHuman) || len(s.calls) != 0 {
 				t.Fatalf("exit %d, calls %+v: an undated decision was taken", res.ExitCode, s.calls)
 			}

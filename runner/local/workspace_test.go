@@ -18,6 +18,7 @@ import (
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // These tests run workflows for real: sessions are shell commands that
@@ -76,7 +77,7 @@ func (g *gitRepo) show(t *testing.T, rev, file string) string {
 
 // runFor runs (or resumes) a workflow file's run in the repository
 // with real sessions.
-func (g *gitRepo) runFor(t *testing.T, wfPath string, opts Options) (Result, string) {
+func (g *gitRepo) runFor(t *testing.T, wfPath string, opts spec.Options) (spec.Result, string) {
 	t.Helper()
 	wf, err := config.Load(afero.NewOsFs(), wfPath)
 	if err != nil {
@@ -152,7 +153,7 @@ func TestWorkspacesMergeInItemOrder(t *testing.T) {
 	g := newGitRepo(t)
 	before := g.git(t, "status", "--porcelain=v2", "--branch")
 	wf := workflowFile(t, worktreeStories("worktree", `[{key: a, line: 2, text: A}, {key: b, line: 15, text: B}, {key: c, line: 28, text: C}]`))
-	res, out := g.runFor(t, wf, Options{RunID: "r1"})
+	res, out := g.runFor(t, wf, spec.Options{RunID: "r1"})
 	if res.ExitCode != 0 || res.Status != core.RunCompleted {
 		t.Fatalf("run: %+v\n%s", res, out)
 	}
@@ -187,7 +188,7 @@ func TestWorkspacesMergeInItemOrder(t *testing.T) {
 func TestWorkspacesConflictLoopsBack(t *testing.T) {
 	g := newGitRepo(t)
 	wf := workflowFile(t, worktreeStories("worktree", `[{key: a, line: 10, text: from-a}, {key: b, line: 10, text: from-b}]`))
-	res, out := g.runFor(t, wf, Options{RunID: "r2"})
+	res, out := g.runFor(t, wf, spec.Options{RunID: "r2"})
 	if res.ExitCode != 0 {
 		t.Fatalf("run: %+v\n%s", res, out)
 	}
@@ -214,7 +215,7 @@ func TestWorkspacesSharedCheckoutWaits(t *testing.T) {
 	f := g.show(t, "HEAD", "f") + "\n"
 	mine := strings.Replace(f, "line 5\n", "mine\n", 1)
 	g.write(t, "f", mine)
-	res, out := g.runFor(t, wf, Options{RunID: "r3", NoWait: true})
+	res, out := g.runFor(t, wf, spec.Options{RunID: "r3", NoWait: true})
 	if res.ExitCode != int(core.ExitHuman) || !strings.Contains(res.Reason, "waiting for the checkout to take the merge of stories.a") {
 		t.Fatalf("run: %+v\n%s", res, out)
 	}
@@ -226,7 +227,7 @@ func TestWorkspacesSharedCheckoutWaits(t *testing.T) {
 	}
 	// The user puts the file back: the resumed run merges.
 	g.git(t, "checkout", "--", "f")
-	res, out = g.runFor(t, wf, Options{RunID: "r3", Resume: true})
+	res, out = g.runFor(t, wf, spec.Options{RunID: "r3", Resume: true})
 	if res.ExitCode != 0 {
 		t.Fatalf("resume: %+v\n%s", res, out)
 	}
@@ -251,7 +252,7 @@ steps:
   - id: after
     run: grep -q '^changed$' f
 `)
-	res, out := g.runFor(t, wf, Options{RunID: "s1"})
+	res, out := g.runFor(t, wf, spec.Options{RunID: "s1"})
 	if res.ExitCode != 0 {
 		t.Fatalf("run: %+v\n%s", res, out)
 	}
@@ -290,7 +291,7 @@ steps:
     run: exit 3
     max_attempts: 1
 `)
-			res, out := g.runFor(t, wf, Options{RunID: "k"})
+			res, out := g.runFor(t, wf, spec.Options{RunID: "k"})
 			if res.ExitCode != 1 || res.State.Steps["work"].Status != core.Completed {
 				t.Fatalf("run: %+v\n%s", res, out)
 			}

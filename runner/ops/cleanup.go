@@ -39,7 +39,7 @@ func (s *Service) checkCleanup(repo string, ref record.RunRef) error {
 // cleanupFinished runs the cleanup session of a finished run (flow
 // cleanup on a completed or failed run): it records the human's wish
 // (desired_state run_cleanup), and a runner takes the run for that one
-// session (local.Options.CleanupOnly), printing its progress on the
+// session (spec.Options.CleanupOnly), printing its progress on the
 // Service's Stdout. The run's status stays as it is; the result's
 // Cleanup says how the session ended.
 func (l *Local) cleanupFinished(ctx context.Context, req ControlRequest) (ControlResult, error) {

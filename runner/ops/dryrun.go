@@ -11,7 +11,7 @@ import (
 	"github.com/flow-run/flow/internal/redact"
 	"github.com/flow-run/flow/runner/agents"
 	"github.com/flow-run/flow/runner/core"
-	"github.com/flow-run/flow/runner/local"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // DryRun is the plan of a run that has not started (flow run --dry-run):
@@ -152,9 +152,9 @@ func (s *Service) DryRun(req RunRequest) (DryRun, error) {
 		vars = map[string]string{}
 	}
 	maps.Copy(vars, over)
-	d := &dryRun{wf: wf, limits: wf.Limits(), secrets: local.Secrets(wf, s.Environ),
-		env: &gates.Env{Vars: vars, Env: local.EnvironMap(s.Environ), FS: s.FS, Dir: repo, Now: s.clock().Now()}}
-	plan, err := local.NewPlan(wf, orchestratorBudgets(wf, req.Budgets, req.Invocation), func(l *config.Limit) (int, error) {
+	d := &dryRun{wf: wf, limits: wf.Limits(), secrets: spec.Secrets(wf, s.Environ),
+		env: &gates.Env{Vars: vars, Env: spec.EnvironMap(s.Environ), FS: s.FS, Dir: repo, Now: s.clock().Now()}}
+	plan, err := spec.NewPlan(wf, orchestratorBudgets(wf, req.Budgets, req.Invocation), func(l *config.Limit) (int, error) {
 		v, err := l.Expr.Program().Eval(d.env)
 		if err != nil {
 			return 0, fmt.Errorf("%s: %w", posString(l.Expr.Pos), err)

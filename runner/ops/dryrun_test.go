@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/runner/core"
-	"github.com/flow-run/flow/runner/local"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // dryRunWorkflow is an sdlc-like workflow: agents, a prompt that reads
@@ -65,7 +65,7 @@ func TestDryRun(t *testing.T) {
 	if err := afero.WriteFile(s.FS, repo+"/NOTES.md", []byte("the notes"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.DryRun(RunRequest{Workflow: wf, Vars: []string{"feature=light mode"}, Budgets: local.Budgets{MaxIterations: 6}})
+	got, err := s.DryRun(RunRequest{Workflow: wf, Vars: []string{"feature=light mode"}, Budgets: spec.Budgets{MaxIterations: 6}})
 	if err != nil {
 		t.Fatalf("DryRun: %v", err)
 	}

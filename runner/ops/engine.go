@@ -17,6 +17,7 @@ import (
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // Engine is where runs run — this machine (Local) or a Temporal
@@ -33,7 +34,7 @@ type Engine interface {
 	// failures of flow itself, with their exit code for core.CodeOf (a
 	// run held by a live runner is ExitHeld); how the run ended is in
 	// the result.
-	Run(ctx context.Context, opts local.Options, att Attach) (local.Result, error)
+	Run(ctx context.Context, opts spec.Options, att Attach) (spec.Result, error)
 	// Restart prepares the launch that makes a recorded run go on:
 	// resumed, retried, or restarted at a step.
 	Restart(ctx context.Context, req RestartRequest) (*Launch, error)
@@ -95,7 +96,7 @@ type RestartRequest struct {
 	// missing; NoWait and Budgets are as in RunRequest.
 	Force   bool
 	NoWait  bool
-	Budgets local.Budgets
+	Budgets spec.Budgets
 	// Invocation, when it gives flags, is put over the run's own.
 	Invocation record.Invocation
 	// Vars are --var overrides, for a new run at StartAt (a recorded
@@ -208,7 +209,7 @@ type Local struct {
 func (l *Local) Name() string { return "local" }
 
 // Run implements Engine with a local.Runner.
-func (l *Local) Run(ctx context.Context, opts local.Options, att Attach) (local.Result, error) {
+func (l *Local) Run(ctx context.Context, opts spec.Options, att Attach) (spec.Result, error) {
 	alive := l.Alive
 	if g := opts.Gone; g != nil && alive != nil {
 		// The lock's pid is another process now: its runner is gone.

@@ -21,6 +21,7 @@ import (
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // absInvocation makes the paths an invocation gives (the wrapper, the
@@ -147,7 +148,7 @@ func (l *loaded) reuse(path string, opts config.Options) (*config.Workflow, erro
 // orchestratorBudgets reads --max-iterations as agent_orchestrator does
 // for a workflow in its format: N loop-backs, which flow counts as N+1;
 // and takes the daily cost limit of the invocation.
-func orchestratorBudgets(wf *config.Workflow, b local.Budgets, v record.Invocation) local.Budgets {
+func orchestratorBudgets(wf *config.Workflow, b spec.Budgets, v record.Invocation) spec.Budgets {
 	if wf.Dialect == config.DialectOrchestrator && b.MaxIterations > 0 {
 		b.MaxIterations++
 	}
@@ -207,7 +208,7 @@ func inRepo(repo, path string) bool {
 // repository), for scripts that read them where agent_orchestrator
 // wrote them; the record stays in the run directory. What cannot be
 // copied is said on w.
-func (s *Service) copyOut(opts local.Options, runDir string, w io.Writer) {
+func (s *Service) copyOut(opts spec.Options, runDir string, w io.Writer) {
 	v := opts.Invocation
 	if runDir == "" || v.LogsDir == "" && v.StateFile == "" {
 		return

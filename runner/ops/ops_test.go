@@ -26,8 +26,8 @@ import (
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/core"
-	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden JSON files in testdata")
@@ -243,23 +243,23 @@ func TestRunIDTaken(t *testing.T) {
 // operations are the local engine's.
 type engineFunc struct {
 	*Local
-	run func(ctx context.Context, opts local.Options, att Attach) (local.Result, error)
+	run func(ctx context.Context, opts spec.Options, att Attach) (spec.Result, error)
 }
 
-func (f engineFunc) Run(ctx context.Context, opts local.Options, att Attach) (local.Result, error) {
+func (f engineFunc) Run(ctx context.Context, opts spec.Options, att Attach) (spec.Result, error) {
 	return f.run(ctx, opts, att)
 }
 
 func TestStartUsesTheEngine(t *testing.T) {
 	s, _ := newService(t, twoSteps, nil)
-	var got local.Options
+	var got spec.Options
 	var out io.Writer
 	s.Stdout = &bytes.Buffer{}
-	s.Engine = engineFunc{Local: s.Local(), run: func(_ context.Context, opts local.Options, att Attach) (local.Result, error) {
+	s.Engine = engineFunc{Local: s.Local(), run: func(_ context.Context, opts spec.Options, att Attach) (spec.Result, error) {
 		got, out = opts, att.Output
-		return local.Result{RunID: "x", Status: core.RunCompleted}, nil
+		return spec.Result{RunID: "x", Status: core.RunCompleted}, nil
 	}}
-	l, err := s.PrepareRun(RunRequest{Workflow: wf, Vars: []string{"feature=dark"}, NoWait: true, Budgets: local.Budgets{MaxAttempts: 3}})
+	l, err := s.PrepareRun(RunRequest{Workflow: wf, Vars: []string{"feature=dark"}, NoWait: true, Budgets: spec.Budgets{MaxAttempts: 3}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -539,7 +539,7 @@ func TestControl(t *testing.T) {
 func TestLogs(t *testing.T) {
 	src := "name: wf\nsteps:\n  - id: plan\n    run: echo\n  - id: quiet\n    run: 'true'\n  - id: code\n    run: echo\n  - id: after\n    run: 'true'\n"
 	s, _ := newService(t, src, map[string]reply{"plan": {Out: "the plan\n"}, "code": {Out: "coded\n", Exit: 1}})
-	run(t, s, RunRequest{Workflow: wf, RunID: "r1", Budgets: local.Budgets{MaxAttempts: 2}})
+	run(t, s, RunRequest{Workflow: wf, RunID: "r1", Budgets: spec.Budgets{MaxAttempts: 2}})
 
 	logs, err := s.Logs("", "r1", "code", true)
 	if err != nil {

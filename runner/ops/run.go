@@ -9,8 +9,8 @@ import (
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/core"
-	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // RunRequest asks for a new run of a workflow, or — with StartAt — for
@@ -37,7 +37,7 @@ type RunRequest struct {
 	// (exit 4) instead of waiting.
 	NoWait bool
 	// Budgets override the workflow's default budgets.
-	Budgets local.Budgets
+	Budgets spec.Budgets
 	// Invocation says how to read the workflow file and start its
 	// sessions beyond it: its format, agent_orchestrator's flags, more
 	// environment (see record.Invocation).
@@ -65,7 +65,7 @@ type ResumeRequest struct {
 	StartAt string
 	Force   bool
 	NoWait  bool
-	Budgets local.Budgets
+	Budgets spec.Budgets
 	// Invocation, when it gives flags, replaces the run's recorded one;
 	// its Env is put over the recorded environment.
 	Invocation record.Invocation
@@ -91,7 +91,7 @@ type Launch struct {
 	// Workflow is the loaded workflow.
 	Workflow *config.Workflow
 	// Options are what the engine is asked to do.
-	Options local.Options
+	Options spec.Options
 	// Plan is the plan of a start step, or nil without one.
 	Plan *StartAtPlan
 	// RetryPlan is the plan of a retry, or nil without one.
@@ -181,7 +181,7 @@ func (s *Service) PrepareRun(req RunRequest) (*Launch, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Launch{Workflow: wf, Options: local.Options{Workflow: wf, Repo: repo, RunID: req.RunID, Vars: vars,
+	l := &Launch{Workflow: wf, Options: spec.Options{Workflow: wf, Repo: repo, RunID: req.RunID, Vars: vars,
 		NoWait: req.NoWait, Budgets: orchestratorBudgets(wf, req.Budgets, inv), Invocation: inv, By: s.starter(req.By),
 		AcceptEdits: req.AcceptEdits}}
 	if req.StartAt == "" {
@@ -249,7 +249,7 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Launch{Workflow: wf, Options: local.Options{Workflow: wf, Repo: repo, RunID: ref.ID, Resume: true,
+	l := &Launch{Workflow: wf, Options: spec.Options{Workflow: wf, Repo: repo, RunID: ref.ID, Resume: true,
 		NoWait: req.NoWait, Budgets: orchestratorBudgets(wf, req.Budgets, inv), Invocation: inv, By: s.starter(req.By),
 		AcceptEdits: req.AcceptEdits}}
 	if ref.Err == nil {
@@ -283,7 +283,7 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 
 // plan computes the plan of restarting ref at step.
 func (s *Service) plan(wf *config.Workflow, ref record.RunRef, repo, step string, force bool) (*StartAtPlan, error) {
-	p, err := local.PlanStartAt(s.FS, wf, ref.State, repo, step)
+	p, err := spec.PlanStartAt(s.FS, wf, ref.State, repo, step)
 	if err != nil {
 		return nil, core.Usage("%v", err)
 	}
@@ -325,7 +325,7 @@ func (s *Service) Start(ctx context.Context, l *Launch, att Attach) (RunResult, 
 }
 
 // resultOf turns an engine's result into a RunResult.
-func resultOf(res local.Result) RunResult {
+func resultOf(res spec.Result) RunResult {
 	out := RunResult{Type: "result", RunID: res.RunID, RunDir: res.RunDir, Status: res.Status, ExitCode: res.ExitCode,
 		Reason: res.Reason, Waiting: []string{}}
 	if st := res.State; st != nil {

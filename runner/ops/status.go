@@ -17,7 +17,6 @@ import (
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/safefs"
 	"github.com/flow-run/flow/runner/core"
-	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
 )
 
@@ -512,7 +511,7 @@ func (s *Service) tails(st *core.State, n int) []Tail {
 		if ss == nil || ss.Status != core.Running || ss.LogPath == "" {
 			continue
 		}
-		tail := local.ReadTail(s.FS, ss.LogPath, 8<<10)
+		tail := record.ReadTail(s.FS, ss.LogPath, 8<<10)
 		if tail == "" {
 			continue
 		}

@@ -9,6 +9,9 @@
 // a run's liveness from its runner's heartbeat, and writes
 // run-summary.md (with a Trail: the rounds of the steps, the restarts
 // and interruptions, and why the run stopped, folded from its events).
+// It writes workflow.json, the workflow a run was given, and reads the
+// files flow reads about a run: the tail of a session's log, and the
+// gate-state file that opens and closes the run's gates.
 // Beside the runs it keeps the history of finished runs
 // (.agents/history.jsonl, which outlives their directories) and the
 // runs index (.agents/runs/.index), from which a list of runs takes
@@ -25,8 +28,9 @@
 //     disagrees with the event log is set aside as
 //     run_state.json.corrupt-<time> and rebuilt from the log.
 //   - A hostile run directory (a session planted links, FIFOs or huge
-//     files): reports, decision files and control.json are read
-//     confined, regular files only, size-capped.
+//     files): reports, decision files, control.json and the
+//     gate-state file are read confined, regular files only,
+//     size-capped.
 //   - Two writers: the event log holds the run's lock and checks before
 //     every append that nobody else wrote.
 //   - Two writers of control.json: people write desired_state and the

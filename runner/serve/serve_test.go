@@ -27,9 +27,9 @@ import (
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/core"
-	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 const repo = "/repo"
@@ -1054,8 +1054,8 @@ func (e *fakeEngine) note(s string) {
 }
 
 func (e *fakeEngine) Name() string { return "temporal" }
-func (e *fakeEngine) Run(context.Context, local.Options, ops.Attach) (local.Result, error) {
-	return local.Result{}, ops.Unsupported("temporal", "run")
+func (e *fakeEngine) Run(context.Context, spec.Options, ops.Attach) (spec.Result, error) {
+	return spec.Result{}, ops.Unsupported("temporal", "run")
 }
 func (e *fakeEngine) Restart(_ context.Context, req ops.RestartRequest) (*ops.Launch, error) {
 	e.note("restart " + req.RunID)

@@ -19,9 +19,9 @@ import (
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/confine"
 	"github.com/flow-run/flow/runner/core"
-	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // Runs start from a page: the start page lists the workflows of each
@@ -320,7 +320,7 @@ func (s *Server) doStart(ctx context.Context, i int, o offered, wf *config.Workf
 		f.Errors = errs
 		return Started{}, f
 	}
-	id := local.NewRunID(s.now())
+	id := spec.NewRunID(s.now())
 	args := []string{"run", o.Path, "--repo", o.RepoDir, "--run-id", id, "--engine", "local", "--by", by}
 	for _, kv := range kvs {
 		args = append(args, "--var", kv)

@@ -19,6 +19,7 @@ import (
 	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // A run's page is made of parts — its badge, facts, the question of a
@@ -434,7 +435,7 @@ func (s *Server) humanMessage(sub runSubject, key string, step *config.Step) str
 	if m, ok := s.messages.get(k); ok {
 		return m
 	}
-	a := local.NewAnnouncer(sub.wf, local.Options{Workflow: sub.wf, Repo: sub.t.dir()}, io.Discard)
+	a := local.NewAnnouncer(sub.wf, spec.Options{Workflow: sub.wf, Repo: sub.t.dir()}, io.Discard)
 	events, err := record.ReadEvents(s.svc.FS, k.dir, 0)
 	if err != nil {
 		return src

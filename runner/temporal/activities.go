@@ -27,6 +27,7 @@ import (
 	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // The activities of a run, by name.
@@ -55,7 +56,7 @@ type OpenRequest struct {
 	Source     Source            `json:"source"`
 	Invocation record.Invocation `json:"invocation"`
 	Vars       map[string]string `json:"vars,omitempty"`
-	Budgets    local.Budgets     `json:"budgets"`
+	Budgets    spec.Budgets      `json:"budgets"`
 	// Reopen opens a run again that this worker's repository records (a
 	// restarted run): what it is started with now replaces what it was.
 	Reopen bool `json:"reopen,omitempty"`
@@ -159,8 +160,8 @@ type ArtifactsRequest struct {
 // ArtifactsReply lists the missing artifacts, and the worker that
 // looked.
 type ArtifactsReply struct {
-	Missing []local.MissingArtifact `json:"missing"`
-	Host    string                  `json:"host"`
+	Missing []spec.MissingArtifact `json:"missing"`
+	Host    string                 `json:"host"`
 }
 
 // Activities are a worker's activities: they perform the effects of
@@ -221,7 +222,7 @@ func ActivitiesOf(s *ops.Service, out io.Writer, repo string) *Activities {
 		// (docs/security.md): the Service's sandbox, nil in tests.
 		Runner: &local.Runner{FS: s.FS, Clock: s.Clock, Starter: s.Starter, Stdout: out, Environ: s.Environ, Host: s.Host, PID: s.PID,
 			Sandbox: s.Sandbox},
-		Repo:   repo, Host: s.Host, Log: out,
+		Repo: repo, Host: s.Host, Log: out,
 	}
 }
 
@@ -231,7 +232,7 @@ type launch struct {
 	Source     Source            `json:"source"`
 	Invocation record.Invocation `json:"invocation"`
 	Vars       map[string]string `json:"vars,omitempty"`
-	Budgets    local.Budgets     `json:"budgets"`
+	Budgets    spec.Budgets      `json:"budgets"`
 }
 
 // Register names the activities for a worker.
@@ -298,7 +299,7 @@ func (a *Activities) Open(ctx context.Context, req OpenRequest) (Host, error) {
 	if err := atomicfile.Replace(a.fs(), filepath.Join(dir, LaunchFile), b, 0o644); err != nil {
 		return Host{}, fmt.Errorf("write %s: %w", LaunchFile, err)
 	}
-	if err := local.WriteLoadedWorkflow(a.fs(), dir, wf); err != nil {
+	if err := record.WriteLoadedWorkflow(a.fs(), dir, wf); err != nil {
 		return Host{}, err
 	}
 	return Host{Name: a.Host, Repo: a.Repo, Queue: a.Queue}, nil
@@ -397,13 +398,13 @@ func (a *Activities) remote(runID string) (remoteRun, error) {
 		a.mu.Unlock()
 	}
 	l := o.launch
-	m, err := a.Runner.OpenRemote(local.Options{Workflow: o.wf, Repo: a.Repo, RunID: runID, Resume: true, Invocation: l.Invocation, Budgets: l.Budgets})
+	m, err := a.Runner.OpenRemote(spec.Options{Workflow: o.wf, Repo: a.Repo, RunID: runID, Resume: true, Invocation: l.Invocation, Budgets: l.Budgets})
 	if err != nil {
 		return remoteRun{}, err
 	}
 	// The secrets are those the local driver hides: the worker's
 	// environment's and the run's --env, by the workflow's names.
-	return remoteRun{Remote: m, secrets: local.Secrets(o.wf, slices.Concat(a.Runner.Environ, l.Invocation.Env))}, nil
+	return remoteRun{Remote: m, secrets: spec.Secrets(o.wf, slices.Concat(a.Runner.Environ, l.Invocation.Env))}, nil
 }
 
 // Session runs a step's session, beating with the tail of its log.
@@ -505,7 +506,7 @@ func (a *Activities) tail(e core.StartSession, log string) LogTail {
 	// The size is the one the tail ends at, not the file's a moment
 	// before or after: a follower prints what two beats' sizes differ
 	// by (FollowLogs).
-	t.Tail, t.Size = local.ReadTailSize(a.fs(), log, TailBytes)
+	t.Tail, t.Size = record.ReadTailSize(a.fs(), log, TailBytes)
 	return t
 }
 
@@ -569,7 +570,7 @@ func (a *Activities) Gates(ctx context.Context, req GatesRequest) (GatesReply, e
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(a.Repo, path)
 	}
-	gates, err := local.ReadGateFile(a.fs(), path)
+	gates, err := record.ReadGateFile(a.fs(), path)
 	if err != nil {
 		return GatesReply{Err: err.Error()}, nil
 	}
@@ -578,7 +579,7 @@ func (a *Activities) Gates(ctx context.Context, req GatesRequest) (GatesReply, e
 
 // Artifacts looks for the artifacts of the steps a restart keeps in
 // this worker's checkout, as a local --start-at-step does
-// (local.PlanStartAt).
+// (spec.PlanStartAt).
 func (a *Activities) Artifacts(ctx context.Context, req ArtifactsRequest) (ArtifactsReply, error) {
 	if err := core.CheckRunID(req.RunID); err != nil {
 		return ArtifactsReply{}, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
@@ -591,7 +592,7 @@ func (a *Activities) Artifacts(ctx context.Context, req ArtifactsRequest) (Artif
 	if err := json.Unmarshal(req.State, &st); err != nil {
 		return ArtifactsReply{}, temporal.NewNonRetryableApplicationError("read the run's state: "+err.Error(), "refused", nil)
 	}
-	p, err := local.PlanStartAt(a.fs(), wf, &st, a.Repo, req.StartAt)
+	p, err := spec.PlanStartAt(a.fs(), wf, &st, a.Repo, req.StartAt)
 	if err != nil {
 		return ArtifactsReply{}, temporal.NewNonRetryableApplicationError("--start-at-step: "+err.Error(), "refused", nil)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // Engine is the Temporal engine (ops.Engine): it starts a run as a
@@ -64,7 +65,7 @@ type Engine struct {
 func (e *Engine) Name() string { return "temporal" }
 
 // Run implements ops.Engine.
-func (e *Engine) Run(ctx context.Context, opts local.Options, att ops.Attach) (local.Result, error) {
+func (e *Engine) Run(ctx context.Context, opts spec.Options, att ops.Attach) (spec.Result, error) {
 	switch {
 	case opts.Resume:
 		return e.restart(ctx, opts, att)
@@ -72,21 +73,21 @@ func (e *Engine) Run(ctx context.Context, opts local.Options, att ops.Attach) (l
 	if opts.Workflow != nil && opts.Workflow.UsesWorktrees() {
 		// A worktree lives on the worker that made it, and the merges of
 		// items are not performed by the Temporal workflow yet.
-		return local.Result{}, ops.Unsupported("temporal", "workspace: worktree (docs/workspaces.md)")
+		return spec.Result{}, ops.Unsupported("temporal", "workspace: worktree (docs/workspaces.md)")
 	}
 	if opts.RunID == "" {
 		now := time.Now
 		if e.Now != nil {
 			now = e.Now
 		}
-		opts.RunID = local.NewRunID(now())
+		opts.RunID = spec.NewRunID(now())
 	}
 	if err := core.CheckRunID(opts.RunID); err != nil {
-		return local.Result{}, err
+		return spec.Result{}, err
 	}
 	in, err := NewInput(e.FS, opts, e.TaskQueue)
 	if err != nil {
-		return local.Result{}, err
+		return spec.Result{}, err
 	}
 	in.SessionHeartbeat, in.StartAt, in.HistoryLimit = e.SessionHeartbeat, opts.StartAt, e.HistoryLimit
 	run, err := e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
@@ -99,14 +100,14 @@ func (e *Engine) Run(ctx context.Context, opts local.Options, att ops.Attach) (l
 	}, WorkflowName, in)
 	if err != nil {
 		if temporal.IsWorkflowExecutionAlreadyStartedError(err) {
-			return local.Result{}, core.Usage("run %s already exists on Temporal; use another --run-id", opts.RunID)
+			return spec.Result{}, core.Usage("run %s already exists on Temporal; use another --run-id", opts.RunID)
 		}
-		return local.Result{}, fmt.Errorf("start run %s on Temporal: %w", opts.RunID, err)
+		return spec.Result{}, fmt.Errorf("start run %s on Temporal: %w", opts.RunID, err)
 	}
 	out := att.Output
 	if e.Detach {
 		fmt.Fprintf(out, "run %s started on Temporal (task queue %s); follow it with: flow status %s --engine temporal\n", opts.RunID, e.TaskQueue, opts.RunID)
-		return local.Result{RunID: opts.RunID, Status: core.RunRunning}, nil
+		return spec.Result{RunID: opts.RunID, Status: core.RunRunning}, nil
 	}
 	return e.follow(ctx, opts, run, nil, true, att)
 }
@@ -118,7 +119,7 @@ func (e *Engine) Run(ctx context.Context, opts local.Options, att ops.Attach) (l
 // state is not the run's until it has recorded its first event. An
 // interrupt (ctx) cancels the workflow, which interrupts the run as
 // SIGINT does locally; its end is still followed.
-func (e *Engine) follow(ctx context.Context, opts local.Options, run client.WorkflowRun, from *core.State, started bool, att ops.Attach) (local.Result, error) {
+func (e *Engine) follow(ctx context.Context, opts spec.Options, run client.WorkflowRun, from *core.State, started bool, att ops.Attach) (spec.Result, error) {
 	every := e.PollEvery
 	if every <= 0 {
 		every = 200 * time.Millisecond
@@ -201,14 +202,14 @@ func (e *Engine) follow(ctx context.Context, opts local.Options, run client.Work
 		case <-done:
 			done = nil
 			if err := e.Client.CancelWorkflow(bg, opts.RunID, ""); err != nil {
-				return local.Result{}, fmt.Errorf("interrupt run %s: %w", opts.RunID, err)
+				return spec.Result{}, fmt.Errorf("interrupt run %s: %w", opts.RunID, err)
 			}
 		case x := <-end:
 			_ = pull() // the last events, when the workflow still answers
 			if x.err != nil {
-				return local.Result{}, fmt.Errorf("run %s on Temporal: %w", opts.RunID, x.err)
+				return spec.Result{}, fmt.Errorf("run %s on Temporal: %w", opts.RunID, x.err)
 			}
-			return local.Result{RunID: opts.RunID, RunDir: x.res.RunDir, Status: x.res.Status, ExitCode: x.res.ExitCode,
+			return spec.Result{RunID: opts.RunID, RunDir: x.res.RunDir, Status: x.res.Status, ExitCode: x.res.ExitCode,
 				Reason: x.res.Reason, State: ann.State()}, nil
 		case <-tick.C:
 			if err := pull(); err != nil {
@@ -238,9 +239,9 @@ func (e *Engine) follow(ctx context.Context, opts local.Options, run client.Work
 					}
 					reason = "waiting on gates: " + strings.Join(gated, ", ")
 				}
-				return local.Result{RunID: opts.RunID, Status: st.Status, ExitCode: int(core.ExitHuman), Reason: reason, State: st}, nil
+				return spec.Result{RunID: opts.RunID, Status: st.Status, ExitCode: int(core.ExitHuman), Reason: reason, State: st}, nil
 			case core.RunPaused:
-				return local.Result{RunID: opts.RunID, Status: st.Status, ExitCode: int(core.ExitPaused), Reason: "paused", State: st}, nil
+				return spec.Result{RunID: opts.RunID, Status: st.Status, ExitCode: int(core.ExitPaused), Reason: "paused", State: st}, nil
 			}
 		}
 	}
@@ -319,7 +320,7 @@ func earlierEvents(ctx context.Context, c client.Client, runID string, after, be
 // question runs in its own goroutine, which is not waited for: a read
 // of the terminal cannot be cancelled, and the process may exit while
 // it waits (the step decided elsewhere, say).
-func (e *Engine) ask(ctx context.Context, opts local.Options, step, msg string, att ops.Attach) {
+func (e *Engine) ask(ctx context.Context, opts spec.Options, step, msg string, att ops.Attach) {
 	q := ops.NewQuestion(opts.Workflow, opts.RunID, step, msg)
 	go func() {
 		in, ok := att.Ask(q)

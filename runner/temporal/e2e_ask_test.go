@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/flow-run/flow/runner/core"
-	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // TestEndToEndAsk: on a real server, a run followed at a terminal asks
@@ -59,7 +59,7 @@ steps:
 	}
 	eng := &Engine{Client: c, TaskQueue: "asked", FS: fsys, PollEvery: 50 * time.Millisecond}
 	var out bytes.Buffer
-	res, err := eng.Run(ctx, local.Options{Workflow: wf, Repo: repo, RunID: "asked-1"}, ops.Attach{Output: &out, Ask: ask})
+	res, err := eng.Run(ctx, spec.Options{Workflow: wf, Repo: repo, RunID: "asked-1"}, ops.Attach{Output: &out, Ask: ask})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("run: %+v %v\n%s", res, err, out.String())
 	}

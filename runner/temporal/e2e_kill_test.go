@@ -27,6 +27,7 @@ import (
 	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // TestMain lets this test binary be a worker process of its own, one
@@ -116,9 +117,9 @@ steps:
 	defer cancel()
 	eng := &Engine{Client: c, TaskQueue: "killed", FS: fsys, PollEvery: 50 * time.Millisecond, SessionHeartbeat: 2 * time.Second}
 	var out syncbuf.Buffer
-	ended := make(chan local.Result, 1)
+	ended := make(chan spec.Result, 1)
 	go func() {
-		res, err := eng.Run(ctx, local.Options{Workflow: wf, Repo: repo, RunID: "killed-1"}, ops.Attach{Output: &out})
+		res, err := eng.Run(ctx, spec.Options{Workflow: wf, Repo: repo, RunID: "killed-1"}, ops.Attach{Output: &out})
 		if err != nil {
 			t.Error(err)
 		}
@@ -144,7 +145,7 @@ steps:
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	var res local.Result
+	var res spec.Result
 	select {
 	case res = <-ended:
 	case <-ctx.Done():
@@ -186,7 +187,7 @@ func TestEndToEndRetry(t *testing.T) {
 	serveE2E(t, ctx, c, "retry", false, acts)
 	eng := &Engine{Client: c, TaskQueue: "retry", FS: fsys, PollEvery: 50 * time.Millisecond}
 	var out syncbuf.Buffer
-	res, err := eng.Run(ctx, local.Options{Workflow: wf, Repo: repo, RunID: "retry-1"}, ops.Attach{Output: &out})
+	res, err := eng.Run(ctx, spec.Options{Workflow: wf, Repo: repo, RunID: "retry-1"}, ops.Attach{Output: &out})
 	if err != nil || res.ExitCode != 1 {
 		t.Fatalf("first run: %+v %v\n%s", res, err, out.String())
 	}

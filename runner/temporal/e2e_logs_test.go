@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/flow-run/flow/runner/core"
-	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // TestEndToEndFollowLogs: on a real server, flow logs --follow prints a
@@ -31,7 +31,7 @@ func TestEndToEndFollowLogs(t *testing.T) {
 	serveE2E(t, ctx, c, "talk", false, acts)
 	eng := &Engine{Client: c, TaskQueue: "talk", FS: fsys, PollEvery: 50 * time.Millisecond, SessionHeartbeat: time.Second, Detach: true}
 	var started bytes.Buffer
-	if _, err := eng.Run(ctx, local.Options{Workflow: wf, Repo: repo, RunID: "talk-1"}, ops.Attach{Output: &started}); err != nil {
+	if _, err := eng.Run(ctx, spec.Options{Workflow: wf, Repo: repo, RunID: "talk-1"}, ops.Attach{Output: &started}); err != nil {
 		t.Fatal(err)
 	}
 	for {
@@ -94,7 +94,7 @@ func TestEndToEndWatchTails(t *testing.T) {
 	acts.HeartbeatEvery = 100 * time.Millisecond
 	serveE2E(t, ctx, c, "tails", false, acts)
 	eng := &Engine{Client: c, TaskQueue: "tails", FS: fsys, PollEvery: 50 * time.Millisecond, SessionHeartbeat: time.Second, Detach: true}
-	if _, err := eng.Run(ctx, local.Options{Workflow: wf, Repo: repo, RunID: "tails-1"}, ops.Attach{Output: io.Discard}); err != nil {
+	if _, err := eng.Run(ctx, spec.Options{Workflow: wf, Repo: repo, RunID: "tails-1"}, ops.Attach{Output: io.Discard}); err != nil {
 		t.Fatal(err)
 	}
 	// Watched as soon as it is started (--detach): the watch waits for

@@ -15,9 +15,9 @@ import (
 
 	"github.com/flow-run/flow/internal/syncbuf"
 	"github.com/flow-run/flow/runner/core"
-	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // TestEndToEndMove: on a real server, a run whose worker — a process
@@ -61,7 +61,7 @@ steps:
 	defer cancel()
 	eng := &Engine{Client: c, TaskQueue: "move", FS: fsys, PollEvery: 50 * time.Millisecond, SessionHeartbeat: time.Second, Detach: true}
 	var out syncbuf.Buffer
-	if _, err := eng.Run(ctx, local.Options{Workflow: wf, Repo: repoA, RunID: "move-1"}, ops.Attach{Output: &out}); err != nil {
+	if _, err := eng.Run(ctx, spec.Options{Workflow: wf, Repo: repoA, RunID: "move-1"}, ops.Attach{Output: &out}); err != nil {
 		t.Fatal(err)
 	}
 	var session int

@@ -13,9 +13,9 @@ import (
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/syncbuf"
 	"github.com/flow-run/flow/runner/core"
-	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // TestEndToEndEditedRestart: on a real server, a run restarted at a
@@ -35,7 +35,7 @@ func TestEndToEndEditedRestart(t *testing.T) {
 	serveE2E(t, ctx, c, "edit", false, acts)
 	eng := &Engine{Client: c, TaskQueue: "edit", FS: fsys, PollEvery: 50 * time.Millisecond}
 	var out syncbuf.Buffer
-	if res, err := eng.Run(ctx, local.Options{Workflow: wf, Repo: repo, RunID: "edit-1"}, ops.Attach{Output: &out}); err != nil || res.ExitCode != 0 {
+	if res, err := eng.Run(ctx, spec.Options{Workflow: wf, Repo: repo, RunID: "edit-1"}, ops.Attach{Output: &out}); err != nil || res.ExitCode != 0 {
 		t.Fatalf("first run: %+v %v\n%s", res, err, out.String())
 	}
 	edit := func(src string) *config.Workflow {
@@ -79,7 +79,7 @@ func TestEndToEndEditedRestart(t *testing.T) {
 	// waiting workflow is interrupted and the run goes on with the edit.
 	hsrc := "name: wait\nsteps:\n  - {id: h, human: {message: go}}\n"
 	_, hwf := e2eWorkflow(t, repo, "wait.yaml", hsrc)
-	if res, err := eng.Run(ctx, local.Options{Workflow: hwf, Repo: repo, RunID: "wait-1", NoWait: true}, ops.Attach{Output: &out}); err != nil || res.ExitCode != int(core.ExitHuman) {
+	if res, err := eng.Run(ctx, spec.Options{Workflow: hwf, Repo: repo, RunID: "wait-1", NoWait: true}, ops.Attach{Output: &out}); err != nil || res.ExitCode != int(core.ExitHuman) {
 		t.Fatalf("run to its human step: %+v %v\n%s", res, err, out.String())
 	}
 	e2eWorkflow(t, repo, "wait.yaml", hsrc+"  - {id: after, needs: [h], run: \"echo after >> ran\"}\n")
@@ -139,7 +139,7 @@ func TestEndToEndGatedStartAt(t *testing.T) {
 	serveE2E(t, ctx, c, "gated", false, acts)
 	eng := &Engine{Client: c, TaskQueue: "gated", FS: fsys, PollEvery: 50 * time.Millisecond}
 	var out syncbuf.Buffer
-	opts := local.Options{Workflow: wf, Repo: repo, RunID: "gated-1", NoWait: true, Invocation: record.Invocation{GateStateFile: "gates.json"}}
+	opts := spec.Options{Workflow: wf, Repo: repo, RunID: "gated-1", NoWait: true, Invocation: record.Invocation{GateStateFile: "gates.json"}}
 	res, err := eng.Run(ctx, opts, ops.Attach{Output: &out})
 	if err != nil || res.ExitCode != int(core.ExitHuman) || res.Reason != "waiting on gates: deploy" {
 		t.Fatalf("run to its gates: %+v %v\n%s", res, err, out.String())
@@ -178,7 +178,7 @@ func TestEndToEndStartAtArtifacts(t *testing.T) {
 	defer cancel()
 	stop := serveE2E(t, ctx, c, "arts", false, e2eActivities(fsys, repo))
 	eng := &Engine{Client: c, TaskQueue: "arts", FS: fsys, PollEvery: 50 * time.Millisecond, ArtifactsWait: time.Second}
-	if res, err := eng.Run(ctx, local.Options{Workflow: wf, Repo: repo, RunID: "arts-1"}, ops.Attach{Output: io.Discard}); err != nil || res.ExitCode != 0 {
+	if res, err := eng.Run(ctx, spec.Options{Workflow: wf, Repo: repo, RunID: "arts-1"}, ops.Attach{Output: io.Discard}); err != nil || res.ExitCode != 0 {
 		t.Fatalf("first run: %+v %v", res, err)
 	}
 	plan := func(force bool) (*ops.StartAtPlan, error) {

@@ -22,8 +22,8 @@ import (
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/internal/syncbuf"
 	"github.com/flow-run/flow/runner/core"
-	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // scene is one engine's side of a scenario: a repository of its own,
@@ -62,7 +62,7 @@ func (s *scene) exists(name string) bool {
 
 // note records an operation's end: its exit code, and the run's
 // status when it ran one.
-func (s *scene) note(op string, res local.Result, err error) {
+func (s *scene) note(op string, res spec.Result, err error) {
 	line := fmt.Sprintf("%s: exit %d", op, res.ExitCode)
 	if err != nil {
 		line = fmt.Sprintf("%s: error exit %d", op, core.CodeOf(err))
@@ -90,18 +90,18 @@ func (s *scene) lines() []string {
 }
 
 // exec runs a launch on the engine, as flow run and flow resume do.
-func (s *scene) exec(l *ops.Launch) (local.Result, error) {
+func (s *scene) exec(l *ops.Launch) (spec.Result, error) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
 	s.mu.Lock()
 	s.cancel = cancel
 	s.mu.Unlock()
 	res, err := s.svc.Start(ctx, l, ops.Attach{Output: &s.out})
-	return local.Result{RunID: res.RunID, Status: res.Status, ExitCode: res.ExitCode}, err
+	return spec.Result{RunID: res.RunID, Status: res.Status, ExitCode: res.ExitCode}, err
 }
 
 // run starts a run of file: flow run FILE --run-id ID [--no-wait].
-func (s *scene) run(file, id string, noWait bool) local.Result {
+func (s *scene) run(file, id string, noWait bool) spec.Result {
 	s.t.Helper()
 	l, err := s.svc.PrepareRun(ops.RunRequest{Workflow: filepath.Join(s.repo, file), Repo: s.repo, RunID: id, NoWait: noWait})
 	if err != nil {
@@ -113,20 +113,20 @@ func (s *scene) run(file, id string, noWait bool) local.Result {
 }
 
 // runAsync is run in the background; the result comes on the channel.
-func (s *scene) runAsync(file, id string) <-chan local.Result {
-	done := make(chan local.Result, 1)
+func (s *scene) runAsync(file, id string) <-chan spec.Result {
+	done := make(chan spec.Result, 1)
 	go func() { done <- s.run(file, id, false) }()
 	return done
 }
 
 // restart makes a recorded run go on (flow resume, flow retry, --start-at-step).
-func (s *scene) restart(op string, req ops.RestartRequest) local.Result {
+func (s *scene) restart(op string, req ops.RestartRequest) spec.Result {
 	s.t.Helper()
 	req.Repo = s.repo
 	l, err := s.eng.Restart(s.ctx, req)
 	if err != nil {
-		s.note(op, local.Result{}, err)
-		return local.Result{}
+		s.note(op, spec.Result{}, err)
+		return spec.Result{}
 	}
 	if l.Plan != nil {
 		for _, m := range l.Plan.Missing {
@@ -148,7 +148,7 @@ func (s *scene) goOn(op, id string, noWait bool) {
 		req := ops.RestartRequest{Repo: s.repo, RunID: id, NoWait: noWait}
 		l, err := s.eng.Restart(s.ctx, req)
 		if err != nil {
-			s.note(op, local.Result{}, err)
+			s.note(op, spec.Result{}, err)
 			return
 		}
 		res, err := s.exec(l)
@@ -184,7 +184,7 @@ func (s *scene) decide(id, step string, approve bool) {
 	s.t.Helper()
 	s.markRun(id)
 	_, err := s.eng.Decide(s.ctx, ops.DecideRequest{Repo: s.repo, RunID: id, Step: step, Approve: approve, By: "ann", Reason: "not yet"})
-	s.note(fmt.Sprintf("decide %s approve=%v", step, approve), local.Result{}, err)
+	s.note(fmt.Sprintf("decide %s approve=%v", step, approve), spec.Result{}, err)
 }
 
 // control sets the desired state: flow pause, continue, run-once, cleanup.
@@ -192,7 +192,7 @@ func (s *scene) control(id string, state core.ControlState) {
 	s.t.Helper()
 	s.markRun(id)
 	_, err := s.eng.Control(s.ctx, ops.ControlRequest{Repo: s.repo, RunID: id, State: state, By: "ann"})
-	s.note("control "+string(state), local.Result{}, err)
+	s.note("control "+string(state), spec.Result{}, err)
 }
 
 // steps records the run's steps and their status.
@@ -281,12 +281,12 @@ var scenarios = []struct {
 		play: func(s *scene) {
 			s.write("wf.yaml", "name: ctl\nsteps:\n  - {id: a, run: \"touch a.up; while [ ! -f go ]; do sleep 0.05; done\"}\n"+
 				"  - {id: b, needs: [a], run: \"echo b\"}\n  - {id: c, needs: [b], run: \"echo c\"}\ncleanup:\n  run: touch cleaned\n")
-			done := make(chan local.Result, 1)
+			done := make(chan spec.Result, 1)
 			go func() {
 				l, err := s.svc.PrepareRun(ops.RunRequest{Workflow: filepath.Join(s.repo, "wf.yaml"), Repo: s.repo, RunID: "ctl-1", NoWait: true})
 				if err != nil {
 					s.t.Error(err)
-					done <- local.Result{}
+					done <- spec.Result{}
 					return
 				}
 				res, err := s.exec(l)
@@ -323,7 +323,7 @@ var scenarios = []struct {
 			s.write("wf.yaml", "name: budget\nbudget: {sessions: 1}\nsteps:\n  - {id: a, run: \"echo a\"}\n  - {id: b, needs: [a], run: \"echo b\"}\n")
 			s.run("wf.yaml", "budget-1", false)
 			s.steps("budget-1")
-			s.restart("resume --budget-sessions 2", ops.RestartRequest{RunID: "budget-1", Budgets: local.Budgets{Raise: core.Budget{Sessions: 2}}})
+			s.restart("resume --budget-sessions 2", ops.RestartRequest{RunID: "budget-1", Budgets: spec.Budgets{Raise: core.Budget{Sessions: 2}}})
 			s.steps("budget-1")
 		},
 		want: []string{"run budget-1: exit 6 budget_exceeded", "steps: a=completed b=pending",
@@ -358,7 +358,7 @@ var scenarios = []struct {
 			done := s.runAsync("wf.yaml", "cancel-1")
 			s.await("a.up")
 			_, err := s.eng.Cancel(s.ctx, ops.CancelRequest{Repo: s.repo, RunID: "cancel-1", By: "ann"})
-			s.note("cancel", local.Result{}, err)
+			s.note("cancel", spec.Result{}, err)
 			<-done
 			s.steps("cancel-1")
 		},

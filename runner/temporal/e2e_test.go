@@ -25,6 +25,7 @@ import (
 	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // devServer starts a real Temporal dev server from the binary
@@ -136,9 +137,9 @@ steps:
 	serveE2E(t, ctx, c, "e2e", false, acts)
 	eng := &Engine{Client: c, TaskQueue: "e2e", FS: fsys, PollEvery: 50 * time.Millisecond}
 	var out bytes.Buffer
-	ended := make(chan local.Result, 1)
+	ended := make(chan spec.Result, 1)
 	go func() {
-		res, err := eng.Run(ctx, local.Options{Workflow: wf, Repo: repo, RunID: "e2e-1"}, ops.Attach{Output: &out})
+		res, err := eng.Run(ctx, spec.Options{Workflow: wf, Repo: repo, RunID: "e2e-1"}, ops.Attach{Output: &out})
 		if err != nil {
 			t.Error(err)
 		}
@@ -171,7 +172,7 @@ steps:
 	if code := core.CodeOf(err); code != core.ExitRefused {
 		t.Errorf("a second decision: %v (exit %d), want refused (exit 8)", err, code)
 	}
-	var res local.Result
+	var res spec.Result
 	select {
 	case res = <-ended:
 	case <-time.After(30 * time.Second):
@@ -185,7 +186,7 @@ steps:
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
-	if _, err := eng.Run(ctx, local.Options{Workflow: wf, Repo: repo, RunID: "e2e-1"}, ops.Attach{Output: io.Discard}); core.CodeOf(err) != core.ExitUsage {
+	if _, err := eng.Run(ctx, spec.Options{Workflow: wf, Repo: repo, RunID: "e2e-1"}, ops.Attach{Output: io.Discard}); core.CodeOf(err) != core.ExitUsage {
 		t.Errorf("a second run e2e-1: %v, want refused as bad usage (exit 2)", err)
 	}
 	st, _, err := record.LoadState(fsys, record.RunDir(repo, "e2e-1"), false, time.Now())
@@ -206,7 +207,7 @@ steps:
 			defer wg.Done()
 			id := fmt.Sprintf("many-%d", i)
 			many := &Engine{Client: c, TaskQueue: "e2e-shared", FS: fsys, PollEvery: 100 * time.Millisecond}
-			res, err := many.Run(ctx, local.Options{Workflow: wf, Repo: repo, RunID: id, NoWait: true}, ops.Attach{Output: io.Discard})
+			res, err := many.Run(ctx, spec.Options{Workflow: wf, Repo: repo, RunID: id, NoWait: true}, ops.Attach{Output: io.Discard})
 			if err != nil || res.ExitCode != int(core.ExitHuman) {
 				t.Errorf("%s: %+v %v", id, res, err)
 			}

@@ -21,9 +21,9 @@ import (
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/internal/syncbuf"
 	"github.com/flow-run/flow/runner/core"
-	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // await waits, looking every 20 ms, until ok holds; the test binary's
@@ -43,9 +43,9 @@ func fileOf(repo, name string) string {
 
 // runAsync runs wf on eng as run id and returns the channel its result
 // comes on.
-func runAsync(t *testing.T, ctx context.Context, eng *Engine, opts local.Options, out io.Writer) <-chan local.Result {
+func runAsync(t *testing.T, ctx context.Context, eng *Engine, opts spec.Options, out io.Writer) <-chan spec.Result {
 	t.Helper()
-	ended := make(chan local.Result, 1)
+	ended := make(chan spec.Result, 1)
 	go func() {
 		res, err := eng.Run(ctx, opts, ops.Attach{Output: out})
 		if err != nil {
@@ -104,7 +104,7 @@ steps:
 	})
 	eng := &Engine{Client: c, TaskQueue: "drain", FS: fsys, PollEvery: 50 * time.Millisecond}
 	var out syncbuf.Buffer
-	ended := runAsync(t, ctx, eng, local.Options{Workflow: wf, Repo: repo, RunID: "drain-1"}, &out)
+	ended := runAsync(t, ctx, eng, spec.Options{Workflow: wf, Repo: repo, RunID: "drain-1"}, &out)
 	await(t, "quick and slow to run on A", func() bool { return fileOf(repo, "quick.by") == "A" && fileOf(repo, "slow.by") == "A" })
 
 	stopA() // SIGTERM
@@ -189,7 +189,7 @@ func TestEndToEndCancelKillsAtOnce(t *testing.T) {
 			eng := &Engine{Client: c, TaskQueue: queue, FS: fsys, PollEvery: 50 * time.Millisecond, SessionHeartbeat: time.Hour}
 			var out syncbuf.Buffer
 			id := "stuck-" + queue
-			ended := runAsync(t, ctx, eng, local.Options{Workflow: wf, Repo: repo, RunID: id}, &out)
+			ended := runAsync(t, ctx, eng, spec.Options{Workflow: wf, Repo: repo, RunID: id}, &out)
 			await(t, "the session to start", func() bool { return fileOf(repo, "stuck.pid") != "" })
 			pid := 0
 			fmt.Sscan(fileOf(repo, "stuck.pid"), &pid)
@@ -229,7 +229,7 @@ func TestEndToEndFollowAcrossContinueAsNew(t *testing.T) {
 	// The follower looks once, when the run has ended.
 	eng := &Engine{Client: c, TaskQueue: "long", FS: fsys, PollEvery: time.Hour, HistoryLimit: 60}
 	var seqs []int64
-	res, err := eng.Run(ctx, local.Options{Workflow: wf, Repo: repo, RunID: "long-1"}, ops.Attach{Output: io.Discard,
+	res, err := eng.Run(ctx, spec.Options{Workflow: wf, Repo: repo, RunID: "long-1"}, ops.Attach{Output: io.Discard,
 		Events: func(e core.Event) { seqs = append(seqs, e.Seq) }})
 	if err != nil || res.Status != core.RunCompleted {
 		t.Fatalf("%+v %v", res, err)
@@ -280,10 +280,10 @@ steps:
 	serveE2E(t, ctx, c, "secret", false, acts)
 	eng := &Engine{Client: c, TaskQueue: "secret", FS: fsys, PollEvery: 50 * time.Millisecond}
 	var out syncbuf.Buffer
-	if _, err := eng.Run(ctx, local.Options{Workflow: wf, Repo: repo, RunID: "secret-1"}, ops.Attach{Output: &out}); err != nil {
+	if _, err := eng.Run(ctx, spec.Options{Workflow: wf, Repo: repo, RunID: "secret-1"}, ops.Attach{Output: &out}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eng.Run(ctx, local.Options{Workflow: wf, Repo: repo, RunID: "secret-2", Invocation: record.Invocation{Env: []string{"OTHER_TOKEN=x1234567"}}},
+	if _, err := eng.Run(ctx, spec.Options{Workflow: wf, Repo: repo, RunID: "secret-2", Invocation: record.Invocation{Env: []string{"OTHER_TOKEN=x1234567"}}},
 		ops.Attach{Output: io.Discard}); core.CodeOf(err) != core.ExitUsage || !strings.Contains(fmt.Sprint(err), "--env OTHER_TOKEN") {
 		t.Errorf("a secret passed with --env: %v, want refused (exit 2)", err)
 	}

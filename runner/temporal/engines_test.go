@@ -25,6 +25,7 @@ import (
 	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // runLocal runs src on the local engine with the same scripted sessions
@@ -37,7 +38,7 @@ func runLocal(t *testing.T, file, src string, files map[string]string, fn func(c
 		t.Fatal(err)
 	}
 	r := &local.Runner{FS: fsys, Clock: clock.NewFake(start), Starter: &scripted{fs: fsys, fn: fn}, Host: "local", PID: 1, Serial: true}
-	res, err := r.Run(context.Background(), local.Options{Workflow: wf, Repo: repo, RunID: "r1"})
+	res, err := r.Run(context.Background(), spec.Options{Workflow: wf, Repo: repo, RunID: "r1"})
 	if err != nil {
 		t.Fatal(err)
 	}

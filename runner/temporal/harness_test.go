@@ -23,6 +23,7 @@ import (
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 const repo = "/repo"
@@ -49,8 +50,8 @@ type scripted struct {
 	calls []call
 }
 
-func (s *scripted) Start(ctx context.Context, spec proc.Spec) (proc.Session, error) {
-	env := local.EnvironMap(spec.Env)
+func (s *scripted) Start(ctx context.Context, ps proc.Spec) (proc.Session, error) {
+	env := spec.EnvironMap(ps.Env)
 	c := call{Step: env["FLOW_STEP_KEY"]}
 	fmt.Sscan(env["FLOW_ATTEMPT"], &c.Attempt)
 	fmt.Sscan(env["FLOW_ITERATION"], &c.Iteration)
@@ -66,8 +67,8 @@ func (s *scripted) Start(ctx context.Context, spec proc.Spec) (proc.Session, err
 			return nil, err
 		}
 	}
-	if spec.Output != nil && r.Out != "" {
-		io.WriteString(spec.Output, r.Out)
+	if ps.Output != nil && r.Out != "" {
+		io.WriteString(ps.Output, r.Out)
 	}
 	return proc.Ended{Result: proc.Result{ExitCode: r.Exit}, PID: 7}, nil
 }
@@ -117,7 +118,7 @@ func newHarnessWith(t *testing.T, file, src string, files map[string]string, fn 
 		Repo: repo, Host: "w1", Queue: "q"}
 	t.Cleanup(func() { h.acts.Close() })
 	h.newEnv()
-	h.in, err = NewInput(fsys, local.Options{Workflow: wf, Repo: repo, RunID: "r1"}, "q")
+	h.in, err = NewInput(fsys, spec.Options{Workflow: wf, Repo: repo, RunID: "r1"}, "q")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner/core"
-	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // WorkflowName is the Temporal workflow type of a flow run; its
@@ -66,7 +66,7 @@ type Input struct {
 	Source     Source            `json:"source"`
 	Invocation record.Invocation `json:"invocation"`
 	Vars       map[string]string `json:"vars,omitempty"`
-	Budgets    local.Budgets     `json:"budgets"`
+	Budgets    spec.Budgets      `json:"budgets"`
 	// TaskQueue is where the run's first activity goes; later ones go
 	// to the queue its worker names (Host.Queue).
 	TaskQueue string `json:"task_queue"`

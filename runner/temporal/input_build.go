@@ -9,14 +9,14 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner/core"
-	"github.com/flow-run/flow/runner/local"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // NewInput makes the workflow input of a new run from what the local
 // engine would be given: the workflow's file and its prompt files are
 // read through fsys and carried by their paths relative to the
 // repository. An input over MaxPayload is refused, saying so.
-func NewInput(fsys afero.Fs, opts local.Options, queue string) (Input, error) {
+func NewInput(fsys afero.Fs, opts spec.Options, queue string) (Input, error) {
 	if err := checkEnv(opts.Workflow, opts.Invocation.Env); err != nil {
 		return Input{}, err
 	}

@@ -34,7 +34,8 @@ var forbiddenTime = map[string]bool{
 var allowedCalls = map[string]map[string]bool{
 	"afero":  {"NewMemMapFs": true, "WriteFile": true},
 	"config": {"LoadWith": true},
-	"local":  {"NewPlanOf": true, "Secrets": true},
+	"local":  {},
+	"spec":   {"NewPlanOf": true, "Secrets": true},
 	"record": {"Created": true, "RunDir": true, "FillInputs": true},
 }
 

@@ -20,9 +20,9 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner/core"
-	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // A run on Temporal goes on (flow resume, flow retry, --start-at-step)
@@ -95,7 +95,7 @@ type RestartRequest struct {
 	StartAt string
 	Retry   bool
 	NoWait  bool
-	Budgets local.Budgets
+	Budgets spec.Budgets
 	// Invocation, when it gives flags, is put over the run's own.
 	Invocation record.Invocation
 	// Force goes on with a start step though kept steps' artifacts are
@@ -148,7 +148,7 @@ func (e *Engine) PrepareRestart(ctx context.Context, req RestartRequest) (*ops.L
 		return nil, err
 	}
 	e.prepared = &prepared{runID: req.RunID, source: src, move: req.Move}
-	l := &ops.Launch{Workflow: wf, Options: local.Options{Workflow: wf, Repo: host.Repo, RunID: req.RunID, Resume: true,
+	l := &ops.Launch{Workflow: wf, Options: spec.Options{Workflow: wf, Repo: host.Repo, RunID: req.RunID, Resume: true,
 		NoWait: req.NoWait, Budgets: req.Budgets, Invocation: inv}}
 	switch {
 	case req.Retry:
@@ -162,7 +162,7 @@ func (e *Engine) PrepareRestart(ctx context.Context, req RestartRequest) (*ops.L
 		l.RetryPlan, l.Options.Retry = &p, true
 		l.Options.Budgets.ForceMaxIterations = req.Budgets.MaxIterations > 0
 	case req.StartAt != "":
-		p, err := local.PlanStartAt(afero.NewMemMapFs(), wf, st, host.Repo, req.StartAt)
+		p, err := spec.PlanStartAt(afero.NewMemMapFs(), wf, st, host.Repo, req.StartAt)
 		if err != nil {
 			return nil, core.Usage("--start-at-step: %v", err)
 		}
@@ -301,10 +301,10 @@ func ended(st *core.State) error {
 // human, or is paused, and no session runs — first interrupts that
 // workflow; one with a session running is refused (exit 7), as a run
 // held by a live runner is locally.
-func (e *Engine) restart(ctx context.Context, opts local.Options, att ops.Attach) (local.Result, error) {
+func (e *Engine) restart(ctx context.Context, opts spec.Options, att ops.Attach) (spec.Result, error) {
 	rec, err := lookup(ctx, e.Client, opts.RunID)
 	if err != nil {
-		return local.Result{}, err
+		return spec.Result{}, err
 	}
 	st := rec.status.State
 	prev := rec.launch.Input
@@ -317,10 +317,10 @@ func (e *Engine) restart(ctx context.Context, opts local.Options, att ops.Attach
 	working := rec.status.Liveness.State == record.LiveWorking
 	if move {
 		if st.Status.Terminal() && !opts.Retry && opts.StartAt == "" {
-			return local.Result{}, ended(st)
+			return spec.Result{}, ended(st)
 		}
 		if rec, err = e.leave(ctx, opts.RunID, rec, att); err != nil {
-			return local.Result{}, err
+			return spec.Result{}, err
 		}
 		st = rec.status.State
 	} else if !opts.Retry && opts.StartAt == "" {
@@ -334,38 +334,38 @@ func (e *Engine) restart(ctx context.Context, opts local.Options, att ops.Attach
 			return e.follow(ctx, opts, run, st, false, att)
 		}
 		if !rec.running && st.Status.Terminal() {
-			return local.Result{}, ended(st)
+			return spec.Result{}, ended(st)
 		}
 	}
 	if rec.running && !move {
 		if opts.Retry {
-			return local.Result{}, core.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", opts.RunID, st.Status)
+			return spec.Result{}, core.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", opts.RunID, st.Status)
 		}
 		if working {
-			return local.Result{}, &core.ExitError{Code: core.ExitHeld, Err: fmt.Errorf(
+			return spec.Result{}, &core.ExitError{Code: core.ExitHeld, Err: fmt.Errorf(
 				"run %s is in flight on Temporal (%s); pause it (flow pause %s --engine temporal) and restart it once it is paused, or, if its worker's host is lost, move it: flow resume %s --engine temporal --move",
 				opts.RunID, rec.status.Liveness.Reason, opts.RunID, opts.RunID)}
 		}
 		// Nothing runs: the workflow is interrupted, and the run goes on
 		// from where it ended.
 		if err := e.Client.CancelWorkflow(ctx, opts.RunID, ""); err != nil {
-			return local.Result{}, fmt.Errorf("interrupt run %s: %w", opts.RunID, err)
+			return spec.Result{}, fmt.Errorf("interrupt run %s: %w", opts.RunID, err)
 		}
 		var res Result
 		if err := e.Client.GetWorkflow(ctx, opts.RunID, "").Get(ctx, &res); err != nil {
 			var canceled *temporal.CanceledError
 			if !errors.As(err, &canceled) {
-				return local.Result{}, fmt.Errorf("interrupt run %s: %w", opts.RunID, err)
+				return spec.Result{}, fmt.Errorf("interrupt run %s: %w", opts.RunID, err)
 			}
 		}
 		if rec, err = lookup(ctx, e.Client, opts.RunID); err != nil {
-			return local.Result{}, err
+			return spec.Result{}, err
 		}
 		st = rec.status.State
 	}
 	state, err := json.Marshal(st)
 	if err != nil {
-		return local.Result{}, err
+		return spec.Result{}, err
 	}
 	if !move {
 		e.noteUnserved(ctx, opts.RunID, rec.launch.Host, att)
@@ -378,7 +378,7 @@ func (e *Engine) restart(ctx context.Context, opts local.Options, att ops.Attach
 		in.SessionHeartbeat = e.SessionHeartbeat
 	}
 	if err := checkSize("the run's recorded state", in); err != nil {
-		return local.Result{}, core.Usage("%v", err)
+		return spec.Result{}, core.Usage("%v", err)
 	}
 	run, err := e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: opts.RunID, TaskQueue: e.TaskQueue, Memo: map[string]any{memoWorkflow: opts.Workflow.Name},
@@ -389,13 +389,13 @@ func (e *Engine) restart(ctx context.Context, opts local.Options, att ops.Attach
 	}, WorkflowName, in)
 	if err != nil {
 		if temporal.IsWorkflowExecutionAlreadyStartedError(err) {
-			return local.Result{}, &core.ExitError{Code: core.ExitHeld, Err: fmt.Errorf("run %s was started again meanwhile; follow it: flow resume %s --engine temporal", opts.RunID, opts.RunID)}
+			return spec.Result{}, &core.ExitError{Code: core.ExitHeld, Err: fmt.Errorf("run %s was started again meanwhile; follow it: flow resume %s --engine temporal", opts.RunID, opts.RunID)}
 		}
-		return local.Result{}, fmt.Errorf("restart run %s on Temporal: %w", opts.RunID, err)
+		return spec.Result{}, fmt.Errorf("restart run %s on Temporal: %w", opts.RunID, err)
 	}
 	if e.Detach {
 		fmt.Fprintf(att.Output, "run %s goes on on Temporal (task queue %s); follow it with: flow resume %s --engine temporal\n", opts.RunID, e.TaskQueue, opts.RunID)
-		return local.Result{RunID: opts.RunID, Status: core.RunRunning}, nil
+		return spec.Result{RunID: opts.RunID, Status: core.RunRunning}, nil
 	}
 	return e.follow(ctx, opts, run, st, true, att)
 }

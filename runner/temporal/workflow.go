@@ -14,8 +14,8 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner/core"
-	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // The workflow code: everything here runs inside Temporal's
@@ -131,7 +131,7 @@ func (d *driver) start() error {
 		if err := json.Unmarshal(c.State, d.st); err != nil {
 			return fmt.Errorf("read the carried state: %w", err)
 		}
-		if d.plan, err = local.NewPlanOf(wf, in.Budgets, d.st.Vars, now); err != nil {
+		if d.plan, err = spec.NewPlanOf(wf, in.Budgets, d.st.Vars, now); err != nil {
 			return temporal.NewNonRetryableApplicationError("resolve budgets: "+err.Error(), "refused", nil)
 		}
 		d.core = core.Restore(d.plan, d.st, c.Core)
@@ -167,13 +167,13 @@ func (d *driver) start() error {
 		}
 		d.st = st
 		d.record(evs, true)
-		if d.plan, err = local.NewPlanOf(wf, in.Budgets, st.Vars, now); err != nil {
+		if d.plan, err = spec.NewPlanOf(wf, in.Budgets, st.Vars, now); err != nil {
 			return temporal.NewNonRetryableApplicationError("resolve budgets: "+err.Error(), "refused", nil)
 		}
 		d.core = core.NewCore(d.plan)
 		begin = &core.Begin{Control: core.Continuous}
 	}
-	d.core.HideSecrets(local.Secrets(wf, in.Invocation.Env))
+	d.core.HideSecrets(spec.Secrets(wf, in.Invocation.Env))
 	if begin != nil {
 		if d.usesGates() {
 			if gates, ok := d.readGates(ctx); ok {
@@ -226,7 +226,7 @@ func (d *driver) restart(wf *config.Workflow, now time.Time) error {
 	if b := d.st.BudgetRaised; b != nil {
 		budgets.Raise = *b
 	}
-	if d.plan, err = local.NewPlanOf(wf, budgets, d.st.Vars, now); err != nil {
+	if d.plan, err = spec.NewPlanOf(wf, budgets, d.st.Vars, now); err != nil {
 		return temporal.NewNonRetryableApplicationError("resolve budgets: "+err.Error(), "refused", nil)
 	}
 	d.core = core.NewCore(d.plan)

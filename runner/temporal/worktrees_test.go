@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/ops"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // TestWorktreesRefused: a workflow with worktrees is refused by the
@@ -19,7 +19,7 @@ func TestWorktreesRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = (&Engine{}).Run(context.Background(), local.Options{Workflow: wf}, ops.Attach{})
+	_, err = (&Engine{}).Run(context.Background(), spec.Options{Workflow: wf}, ops.Attach{})
 	if !errors.Is(err, ops.ErrUnsupported) {
 		t.Fatalf("run: %v, want unsupported", err)
 	}

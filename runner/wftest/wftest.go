@@ -19,6 +19,7 @@ import (
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
+	"github.com/flow-run/flow/runner/spec"
 )
 
 // Options say which tests of a file to run.
@@ -103,10 +104,10 @@ func runOne(ctx context.Context, tf *config.TestFile, t *config.WorkflowTest) Re
 	r := &local.Runner{FS: mem, Clock: virtualClock{fake}, Starter: st, Stdout: discard{}, Host: "flow-test", PID: 1, Serial: true,
 		Alive: func(runlock.Holder) bool { return false }, HeartbeatEvery: never, PollEvery: never, TempDir: "/tmp",
 		Git: newScriptedGit(repo, t)}
-	ro := local.Options{Workflow: tf.Workflow, Repo: repo, RunID: runID, Vars: t.Vars, NoWait: true}
+	ro := spec.Options{Workflow: tf.Workflow, Repo: repo, RunID: runID, Vars: t.Vars, NoWait: true}
 	decided := map[string]int{}
 	controlled := map[string]int{}
-	var rr local.Result
+	var rr spec.Result
 	for round := 0; ; round++ {
 		var err error
 		rr, err = r.Run(ctx, ro)
@@ -147,7 +148,7 @@ func runOne(ctx context.Context, tf *config.TestFile, t *config.WorkflowTest) Re
 // decide writes the next scripted decision of each waiting step, as
 // flow approve and flow reject do; it returns false when no waiting
 // step has one.
-func decide(mem afero.Fs, rr local.Result, t *config.WorkflowTest, decided map[string]int, now time.Time, fail func(config.Pos, string, ...any)) bool {
+func decide(mem afero.Fs, rr spec.Result, t *config.WorkflowTest, decided map[string]int, now time.Time, fail func(config.Pos, string, ...any)) bool {
 	did := false
 	for _, id := range rr.State.StepOrder {
 		s := rr.State.Steps[id]
@@ -352,7 +353,7 @@ func goOn(fs afero.Fs, runDir string, t *config.WorkflowTest, used map[string]in
 // nobody decides, when one of them has a fixed human.timeout: the clock
 // moves past the earliest such timeout, and the resumed run fails that
 // step as a real one would. It reports whether it did.
-func waitOut(wf *config.Workflow, rr local.Result, fake *clock.Fake) bool {
+func waitOut(wf *config.Workflow, rr spec.Result, fake *clock.Fake) bool {
 	var until time.Time
 	for _, id := range rr.State.StepOrder {
 		s, st := rr.State.Steps[id], wf.Step(bodyStep(id))

@@ -1,4 +1,4 @@
-package local
+package spec
 
 import (
 	"path/filepath"

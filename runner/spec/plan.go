@@ -1,9 +1,11 @@
-package local
+package spec
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/gates"
 	"github.com/flow-run/flow/runner/core"
 )
 
@@ -19,7 +21,7 @@ type Budgets struct {
 	// resume --budget-cost ...): its limits win over the workflow's for
 	// the run, and lift any step's that are lower.
 	Raise core.Budget
-	// DailyCostUSD is the repository's daily cost limit (ledger.go),
+	// DailyCostUSD is the repository's daily cost limit (the daily cost ledger of the local driver),
 	// over the workflow's budget.daily_cost_usd; 0 leaves that.
 	DailyCostUSD float64
 }
@@ -72,7 +74,7 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 		return nil, err
 	}
 	maxItems := wf.Limits().MaxItems
-	for _, s := range allSteps(wf) {
+	for _, s := range wf.AllSteps() {
 		ex := core.PlanExtra{Gates: s.Gates()}
 		ps := core.PlanStep{ID: s.ID, Kind: core.Kind(s.Kind), Needs: s.Needs, LoopTarget: s.LoopBack(), HasGate: s.HasGate(), Loop: s.Loop,
 			SignalsDecide: s.Kind == config.KindCommand && wf.Signals != defaultSignals,
@@ -152,15 +154,16 @@ func NewPlan(wf *config.Workflow, over Budgets, eval LimitFunc) (*core.Plan, err
 // a command step's verdict decides only when the workflow renames them.
 var defaultSignals = config.Signals{Done: "DONE", Pass: "PASS", Fail: "FAIL"}
 
-// allSteps lists the workflow's steps with each loop's body right after
-// its loop step.
-func allSteps(wf *config.Workflow) []*config.Step {
-	out := make([]*config.Step, 0, len(wf.Steps))
-	for _, s := range wf.Steps {
-		out = append(out, s)
-		if s.ForEach != nil {
-			out = append(out, s.ForEach.Body...)
+// NewPlanOf resolves wf into the core's plan as a new run of it with
+// vars would: budget expressions see the vars and now, nothing of the
+// machine (no files, no environment), so that a driver that must decide
+// deterministically gets the same plan wherever it runs.
+func NewPlanOf(wf *config.Workflow, over Budgets, vars map[string]string, now time.Time) (*core.Plan, error) {
+	return NewPlan(wf, over, func(l *config.Limit) (int, error) {
+		v, err := l.Expr.Program().Eval(&gates.Env{Vars: vars, Steps: map[string]gates.StepInfo{}, Env: map[string]string{}, Now: now})
+		if err != nil {
+			return 0, err
 		}
-	}
-	return out
+		return gates.Int(v)
+	})
 }
