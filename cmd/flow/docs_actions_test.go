@@ -112,14 +112,7 @@ func TestDocsActions(t *testing.T) {
 	if err := yaml.Unmarshal(actionsExample(t), &wf); err != nil {
 		t.Fatal(err)
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := t.TempDir()
-	if err := os.Symlink(exe, filepath.Join(bin, "flow")); err != nil {
-		t.Fatal(err)
-	}
+	bin := flowBinary(t)
 	root := t.TempDir()
 	origin := filepath.Join(root, "origin")
 	baseEnv := []string{

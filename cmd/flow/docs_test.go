@@ -223,14 +223,7 @@ func testDocFiles(t *testing.T, files []string) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the transcripts kill a runner, whose sessions die with it only on Linux")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := t.TempDir()
-	if err := os.Symlink(exe, filepath.Join(bin, "flow")); err != nil {
-		t.Fatal(err)
-	}
+	bin := flowBinary(t)
 	for _, file := range files {
 		src, err := os.ReadFile(filepath.Join("../..", file))
 		if err != nil {
