@@ -10,12 +10,15 @@ import (
 	"github.com/flow-run/flow/runner/record"
 )
 
-// LogChunk is one line of `flow logs --json`, which prints JSON Lines:
-// the pieces of a step's session logs in the order they are read
-// (with --follow, as the session writes them), then one line with End
-// set saying how the step stands. Concatenating the Text of the lines
-// of one Log gives the log (invalid UTF-8 replaced by U+FFFD).
+// LogChunk is one line of `flow logs --json`, which prints JSON Lines,
+// each with a type as every stream of flow's does: "log" for the pieces
+// of a step's session logs in the order they are read (with --follow,
+// as the session writes them), then one "end" line saying how the step
+// stands. Concatenating the Text of the lines of one Log gives the log
+// (invalid UTF-8 replaced by U+FFFD).
 type LogChunk struct {
+	// Type is "log".
+	Type  string `json:"type"`
 	RunID string `json:"run_id"`
 	Step  string `json:"step"`
 	// Log is the session log's name (<step>.<iteration>.<attempt>.log,
@@ -26,14 +29,11 @@ type LogChunk struct {
 	// Offset is where Text starts in the log, in bytes.
 	Offset int64  `json:"offset"`
 	Text   string `json:"text"`
-	// End is set on the last line only, which has no log, offset or
-	// text.
-	End *LogEnd `json:"end,omitempty"`
 }
 
-// logEndLine is the last line of flow logs --json, LogChunk's fields
-// that it has.
-type logEndLine struct {
+// LogEndLine is the last line of flow logs --json: its type is "end".
+type LogEndLine struct {
+	Type  string  `json:"type"`
 	RunID string  `json:"run_id"`
 	Step  string  `json:"step"`
 	End   *LogEnd `json:"end"`
@@ -59,7 +59,7 @@ type chunkWriter struct {
 // newChunkWriter returns a writer of lf's bytes, from offset off, as
 // JSON lines on enc.
 func newChunkWriter(enc *json.Encoder, runID, step string, lf record.LogFile, off int64) *chunkWriter {
-	return &chunkWriter{enc: enc, chunk: LogChunk{RunID: runID, Step: step, Log: lf.Name, Iteration: lf.Iteration, Attempt: lf.Attempt, Offset: off}}
+	return &chunkWriter{enc: enc, chunk: LogChunk{Type: "log", RunID: runID, Step: step, Log: lf.Name, Iteration: lf.Iteration, Attempt: lf.Attempt, Offset: off}}
 }
 
 // Write implements io.Writer.
@@ -103,7 +103,7 @@ func (c *chunkWriter) Close() error {
 }
 
 // logEnd is the last line of flow logs --json for a step of st.
-func logEnd(runID, step string, st *core.State) logEndLine {
+func logEnd(runID, step string, st *core.State) LogEndLine {
 	end := &LogEnd{Status: "pending"}
 	if ss := st.Steps[step]; ss != nil {
 		end.Status = strings.ToLower(string(ss.Status))
@@ -112,7 +112,7 @@ func logEnd(runID, step string, st *core.State) logEndLine {
 			end.Error = *ss.LastError
 		}
 	}
-	return logEndLine{RunID: runID, Step: step, End: end}
+	return LogEndLine{Type: "end", RunID: runID, Step: step, End: end}
 }
 
 var _ io.WriteCloser = (*chunkWriter)(nil)

@@ -44,7 +44,7 @@ func TestChunkWriter(t *testing.T) {
 				if c.Offset != off {
 					t.Errorf("chunk %q at offset %d, want %d", c.Text, c.Offset, off)
 				}
-				if c.RunID != "r" || c.Step != "s" || c.Log != "s.0.1.log" || c.Attempt != 1 {
+				if c.Type != "log" || c.RunID != "r" || c.Step != "s" || c.Log != "s.0.1.log" || c.Attempt != 1 {
 					t.Errorf("chunk names %+v", c)
 				}
 				text.WriteString(c.Text)
