@@ -82,7 +82,11 @@ func (x *run) ws() *workspaces {
 	if w.git == nil {
 		g := gitwork.New(x.r.Environ)
 		g.FS = x.r.FS
-		g.Run = gitwork.ExecThrough("", x.r.Environ, 0, x.gitWrap())
+		if x.wf.UsesWorktrees() || x.wf.Defaults.Retention != nil {
+			// Only a run that has git work to do probes the sandbox
+			// for it and makes .agents/worktrees/.
+			g.Run = gitwork.ExecThrough("", x.r.Environ, 0, x.gitWrap())
+		}
 		w.git = g
 	}
 	for name, rec := range x.st.Workspaces {
