@@ -411,14 +411,18 @@ of a log, in order, then one line whose "end" says how the step stands ({"status
 		Example: "  flow logs 20250115-143000-f8c1a4 tests\n  flow logs tests --all\n  flow logs tests --follow",
 		Args:    cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := ops.LogsRequest{Repo: repo, RunID: argAt(args, 0), Step: argAt(args, 1), All: all, Follow: follow, JSON: asJSON}
+			step, err := stepAt(args, 1)
+			if err != nil {
+				return err
+			}
+			req := ops.LogsRequest{Repo: repo, RunID: argAt(args, 0), Step: step, All: all, Follow: follow, JSON: asJSON}
 			if asJSON || !isTerminal(a.stdio.Out) {
 				return a.engine().Logs(cmd.Context(), req, a.stdio.Out, a.stdio.Err)
 			}
 			// On a terminal, a session's output keeps its colours but
 			// cannot move the cursor, set the title or the clipboard.
 			tw := termsafe.NewWriter(a.stdio.Out)
-			err := a.engine().Logs(cmd.Context(), req, tw, a.stdio.Err)
+			err = a.engine().Logs(cmd.Context(), req, tw, a.stdio.Err)
 			if ferr := tw.Flush(); err == nil {
 				err = ferr
 			}
@@ -450,8 +454,12 @@ there is exactly one; given no STEP, it lists the run's steps that wait.`,
 			if err != nil {
 				return err
 			}
+			step, err := stepAt(args, 1)
+			if err != nil {
+				return err
+			}
 			// One argument is the run or the step (ops.DecideRequest).
-			return a.decide(cmd.Context(), ops.DecideRequest{Repo: repo, RunID: argAt(args, 0), Step: argAt(args, 1), Approve: true, By: by, Input: in})
+			return a.decide(cmd.Context(), ops.DecideRequest{Repo: repo, RunID: argAt(args, 0), Step: step, Approve: true, By: by, Input: in})
 		},
 	}
 	cmd.Flags().StringVar(&repo, "repo", "", "repository "+repoDefault)
@@ -471,7 +479,11 @@ of the repository that has not finished, when there is exactly one; given no STE
 it lists the run's steps that wait.`,
 		Args: cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.decide(cmd.Context(), ops.DecideRequest{Repo: repo, RunID: argAt(args, 0), Step: argAt(args, 1), By: by, Reason: reason})
+			step, err := stepAt(args, 1)
+			if err != nil {
+				return err
+			}
+			return a.decide(cmd.Context(), ops.DecideRequest{Repo: repo, RunID: argAt(args, 0), Step: step, By: by, Reason: reason})
 		},
 	}
 	cmd.Flags().StringVar(&repo, "repo", "", "repository "+repoDefault)

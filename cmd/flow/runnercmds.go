@@ -61,6 +61,19 @@ type runFlags struct {
 	workflow      string
 }
 
+// startStep reads --start-at-step: a step, or an instance
+// (loop[item].step); the zero key when the flag is not given.
+func (f *runFlags) startStep() (core.StepKey, error) {
+	if f.startAt == "" {
+		return core.StepKey{}, nil
+	}
+	k, err := core.ParseStepKey(f.startAt)
+	if err != nil {
+		return core.StepKey{}, core.Usage("--start-at-step: %v", err)
+	}
+	return k, nil
+}
+
 func (f *runFlags) add(cmd *cobra.Command, isRun bool) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.repo, "repo", "", "repository the sessions work in "+repoDefault)
@@ -190,8 +203,12 @@ loop-backs; a template that cannot be rendered makes it exit 1.
 				return err
 			}
 			args = []string{path}
+			startAt, err := f.startStep()
+			if err != nil {
+				return err
+			}
 			req := ops.RunRequest{Workflow: args[0], Repo: f.repo, RunID: f.runID, Vars: f.vars,
-				StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv, By: f.by}
+				StartAt: startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv, By: f.by}
 			if f.dryRun {
 				if f.startAt != "" {
 					return core.Usage("--dry-run plans a new run; it does not go with --start-at-step")
@@ -201,7 +218,7 @@ loop-backs; a template that cannot be rendered makes it exit 1.
 			var l *ops.Launch
 			if f.startAt != "" {
 				l, err = a.engine().Restart(cmd.Context(), ops.RestartRequest{WorkflowFile: args[0], Repo: f.repo, RunID: f.runID,
-					Vars: f.vars, StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv, By: f.by,
+					Vars: f.vars, StartAt: startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv, By: f.by,
 					AcceptEdits: f.acceptEdits})
 			} else {
 				l, err = a.svc.PrepareRun(req)
@@ -255,8 +272,12 @@ when there is exactly one.
 			if err != nil {
 				return err
 			}
+			startAt, err := f.startStep()
+			if err != nil {
+				return err
+			}
 			l, err := a.engine().Restart(cmd.Context(), ops.RestartRequest{Repo: repo, RunID: argOr(args), WorkflowPath: workflowPath,
-				StartAt: f.startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv, By: f.by, Move: a.move,
+				StartAt: startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv, By: f.by, Move: a.move,
 				AcceptEdits: f.acceptEdits, Takeover: takeover})
 			if err != nil {
 				return err

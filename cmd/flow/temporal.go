@@ -160,6 +160,19 @@ func argAt(args []string, i int) string {
 	return ""
 }
 
+// stepAt reads args[i] as a step key (a step, or loop[item].step); the
+// zero key when there is no such argument.
+func stepAt(args []string, i int) (core.StepKey, error) {
+	if i >= len(args) {
+		return core.StepKey{}, nil
+	}
+	k, err := core.ParseStepKey(args[i])
+	if err != nil {
+		return core.StepKey{}, core.Usage("%v", err)
+	}
+	return k, nil
+}
+
 func (a *app) workerCmd() *cobra.Command {
 	f := &temporalFlags{}
 	var repo string

@@ -33,6 +33,31 @@ func (k StepKey) String() string {
 	return k.Loop + "[" + k.Item + "]." + k.Step
 }
 
+// IsInstance reports whether the key names an instance of a loop's
+// body step.
+func (k StepKey) IsInstance() bool { return k.Loop != "" }
+
+// IsZero reports whether the key names no step.
+func (k StepKey) IsZero() bool { return k == StepKey{} }
+
+// MarshalText writes the key in its String form: the form of the
+// record, the events and every JSON output.
+func (k StepKey) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText reads a key in its String form; "" is the zero key.
+func (k *StepKey) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*k = StepKey{}
+		return nil
+	}
+	p, err := ParseStepKey(string(b))
+	if err != nil {
+		return err
+	}
+	*k = p
+	return nil
+}
+
 // FileName returns the key as file names carry it: "step", or
 // "loop.item.step" for an instance (docs/architecture.md, "The record"). Step ids and item keys
 // hold no dots, so the form is unambiguous.

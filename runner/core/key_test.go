@@ -25,3 +25,19 @@ func TestStepKey(t *testing.T) {
 		}
 	}
 }
+
+func TestStepKeyText(t *testing.T) {
+	for _, in := range []string{"", "coding", "stories[s-1].code"} {
+		var k StepKey
+		if err := k.UnmarshalText([]byte(in)); err != nil {
+			t.Fatalf("UnmarshalText(%q): %v", in, err)
+		}
+		if b, _ := k.MarshalText(); string(b) != in || k.IsZero() != (in == "") || k.IsInstance() != (k.Loop != "") {
+			t.Errorf("%q: read %+v, written %q", in, k, b)
+		}
+	}
+	var k StepKey
+	if err := k.UnmarshalText([]byte("loop[a b].step")); err == nil {
+		t.Errorf("UnmarshalText of a bad item key = %+v; want an error", k)
+	}
+}

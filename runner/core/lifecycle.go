@@ -64,7 +64,7 @@ type Opening struct {
 	Runner RunnerStarted
 	// StartAt restarts the run at a step (a new run skips the steps
 	// before it); Retry runs a failed run's failed steps again.
-	StartAt string
+	StartAt StepKey
 	Retry   bool
 	// MaxIterations, with ForceMaxIterations, lets a retry run steps
 	// that failed at their iteration budget with a higher one.
@@ -83,7 +83,7 @@ type Opening struct {
 // before anything is locked or started (a Temporal client) call it
 // alone; Open calls it too.
 func CheckReopen(sh Shape, st *State, o Opening) error {
-	if o.StartAt != "" {
+	if !o.StartAt.IsZero() {
 		return nil
 	}
 	if o.Retry {
@@ -122,12 +122,12 @@ func Open(sh Shape, o Opening) (*State, []Event, error) {
 	add := o.recorder(st, &evs)
 	if o.State == nil {
 		rc := o.Created
-		if o.StartAt != "" {
-			if _, ok := sh.StepLoop(o.StartAt); !ok {
-				return nil, nil, Usage("--start-at-step: %v", unknownStep(sh, o.StartAt))
+		if !o.StartAt.IsZero() {
+			if _, ok := sh.StepLoop(o.StartAt.Step); !ok || o.StartAt.IsInstance() {
+				return nil, nil, Usage("--start-at-step: %v", unknownStep(sh, o.StartAt.String()))
 			}
-			rc.StartAt = o.StartAt
-			rc.Skipped = StartAtSkipped(sh, o.StartAt, rc.Steps)
+			rc.StartAt = o.StartAt.String()
+			rc.Skipped = StartAtSkipped(sh, o.StartAt.Step, rc.Steps)
 		}
 		add(EvRunCreated, "", rc)
 	} else {
@@ -144,12 +144,12 @@ func Open(sh Shape, o Opening) (*State, []Event, error) {
 		rs.Generation = st.Generation + 1
 	}
 	add(EvRunnerStarted, "", rs)
-	if o.State != nil && o.StartAt != "" {
+	if o.State != nil && !o.StartAt.IsZero() {
 		reset, err := StartAtReset(sh, st, o.StartAt)
 		if err != nil {
 			return nil, nil, Usage("--start-at-step: %v", err)
 		}
-		add(EvStartAt, o.StartAt, StartAt{Step: o.StartAt, Reset: reset, Budgets: targetsOf(ReopenedLoops(sh, st, reset, false))})
+		add(EvStartAt, o.StartAt.String(), StartAt{Step: o.StartAt.String(), Reset: reset, Budgets: targetsOf(ReopenedLoops(sh, st, reset, false))})
 	}
 	if o.State != nil && o.Retry && st.Status == RunFailed {
 		p := PlanRetry(sh, st)
@@ -311,8 +311,8 @@ func StartAtSkipped(sh Shape, step string, steps []string) []string {
 // in the order the run records them: step and what depends on it, with
 // every instance of a loop among them; for an instance, what follows it
 // in its item and what follows its loop.
-func StartAtReset(sh Shape, st *State, step string) ([]string, error) {
-	k, inst := SplitKey(step)
+func StartAtReset(sh Shape, st *State, k StepKey) ([]string, error) {
+	step, inst := k.String(), k.IsInstance()
 	var top, out []string
 	loop, known := sh.StepLoop(k.Step)
 	switch {
@@ -321,9 +321,6 @@ func StartAtReset(sh Shape, st *State, step string) ([]string, error) {
 	case !inst && known:
 		top = append([]string{step}, sh.Downstream(step)...)
 	case inst:
-		if _, err := ParseStepKey(step); err != nil {
-			return nil, err
-		}
 		if st == nil || st.Steps[step] == nil {
 			msg := fmt.Sprintf("the run has no instance %s (its loop's items are recorded when the loop starts)", step)
 			if st != nil {

@@ -65,7 +65,7 @@ func TestOpenNewRun(t *testing.T) {
 		t.Fatalf("state = %+v", st)
 	}
 
-	st, evs = openNew(t, wf, core.Opening{StartAt: "review", Raise: core.Budget{Sessions: 3}})
+	st, evs = openNew(t, wf, core.Opening{StartAt: core.Key("review"), Raise: core.Budget{Sessions: 3}})
 	if got := eventTypes(evs); !slices.Equal(got, []string{core.EvRunCreated, core.EvRunnerStarted, core.EvBudgetRaised}) {
 		t.Fatalf("events = %v", got)
 	}
@@ -75,7 +75,7 @@ func TestOpenNewRun(t *testing.T) {
 		}
 	}
 
-	_, _, err := core.Open(wf, core.Opening{Now: lifecycleAt, Created: record.Created(wf, "/repo", "r1", nil), StartAt: "reviw"})
+	_, _, err := core.Open(wf, core.Opening{Now: lifecycleAt, Created: record.Created(wf, "/repo", "r1", nil), StartAt: core.Key("reviw")})
 	if core.CodeOf(err) != core.ExitUsage || !strings.Contains(err.Error(), `did you mean "review"`) {
 		t.Fatalf("start at a typo: %v", err)
 	}
@@ -117,7 +117,7 @@ func TestOpenRecordedRun(t *testing.T) {
 		for _, id := range []string{"plan", "code", "review"} {
 			finish(t, st, core.EvStepCompleted, id, core.Outcome{})
 		}
-		_, evs, err := core.Open(wf, core.Opening{Now: lifecycleAt, State: st, Digest: wf.Digest(), Vars: core.RunVars(wf.Vars, st), StartAt: "code"})
+		_, evs, err := core.Open(wf, core.Opening{Now: lifecycleAt, State: st, Digest: wf.Digest(), Vars: core.RunVars(wf.Vars, st), StartAt: core.Key("code")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,8 +190,8 @@ func TestOpenRecordedRun(t *testing.T) {
 // the events rebuild the state Open left.
 func TestOpenIsDeterministic(t *testing.T) {
 	wf := loadWorkflow(t, lifecycleWorkflow)
-	_, first := openNew(t, wf, core.Opening{StartAt: "code", Runner: core.RunnerStarted{Host: "h"}})
-	st, second := openNew(t, wf, core.Opening{StartAt: "code", Runner: core.RunnerStarted{Host: "h"}})
+	_, first := openNew(t, wf, core.Opening{StartAt: core.Key("code"), Runner: core.RunnerStarted{Host: "h"}})
+	st, second := openNew(t, wf, core.Opening{StartAt: core.Key("code"), Runner: core.RunnerStarted{Host: "h"}})
 	if !reflect.DeepEqual(first, second) {
 		t.Fatalf("two openings differ:\n%v\n%v", first, second)
 	}

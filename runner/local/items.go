@@ -127,6 +127,15 @@ func (x *run) loopItemsInfo(loop *config.Step, s *core.StepState) []map[string]a
 	return out
 }
 
+// itemLimit returns the most items loop step id may have, as the plan
+// says and the core checks; 0 when the plan has no such loop.
+func (x *run) itemLimit(id string) int {
+	if ps := x.plan.Step(id); ps != nil && ps.ForEach != nil {
+		return ps.ForEach.MaxItems
+	}
+	return 0
+}
+
 // expandItems evaluates a loop step's list of items and the key of
 // each, for the core to record.
 func (x *run) expandItems(id string) core.Input {
@@ -149,14 +158,11 @@ func (x *run) expandItems(id string) core.Input {
 	} else {
 		list = fe.List
 	}
-	// The core refuses a list beyond the loop's limit; one item past it
-	// is enough for it to, and spares recording a huge list's items.
-	limit := x.limits.MaxItems
-	if fe.MaxItems > 0 {
-		limit = fe.MaxItems
-	}
+	// The core refuses a list beyond the loop's limit, the plan's
+	// (core.PlanLoop.MaxItems); one item past it is enough for it to,
+	// and spares recording a huge list's items.
 	total := len(list)
-	if total > limit+1 {
+	if limit := x.itemLimit(id); limit > 0 && total > limit+1 {
 		list = list[:limit+1]
 	}
 	items := make([]core.LoopItem, 0, len(list))

@@ -245,7 +245,7 @@ func TestLoopStartAtInstance(t *testing.T) {
 		t.Fatalf("first run: %d %s", res.ExitCode, res.Reason)
 	}
 	again := pass()
-	res := e.run(again, spec.Options{RunID: "r1", Resume: true, StartAt: "l[q].review"})
+	res := e.run(again, spec.Options{RunID: "r1", Resume: true, StartAt: core.StepKey{Loop: "l", Item: "q", Step: "review"}})
 	if res.ExitCode != 0 {
 		t.Fatalf("restart: %d %s\n%s", res.ExitCode, res.Reason, e.out.String())
 	}

@@ -114,7 +114,7 @@ func TestRetryRejectedHumanStep(t *testing.T) {
 func TestStartAtKeepsOldLogs(t *testing.T) {
 	e := newEnv(t, "name: t\nsteps:\n  - {id: one, run: x}\n  - {id: two, run: x}\n")
 	e.run(&scripted{fn: func(call) reply { return reply{Out: "first\n"} }}, spec.Options{})
-	e.run(&scripted{fn: func(call) reply { return reply{Out: "second\n"} }}, spec.Options{Resume: true, StartAt: "two"})
+	e.run(&scripted{fn: func(call) reply { return reply{Out: "second\n"} }}, spec.Options{Resume: true, StartAt: core.Key("two")})
 	logs := record.RunDir(repo, "r1") + "/logs/"
 	for name, want := range map[string]string{"two.0.1.log": "first\n", "two.g1.0.1.log": "second\n"} {
 		if b, _ := afero.ReadFile(e.fs, logs+name); string(b) != want {

@@ -310,7 +310,7 @@ func (x *run) open() error {
 	if opts.CleanupOnly && !exists {
 		return fmt.Errorf("clean up run %s: %w", runID, core.ErrNoRun)
 	}
-	if exists && opts.StartAt == "" && !opts.CleanupOnly {
+	if exists && opts.StartAt.IsZero() && !opts.CleanupOnly {
 		st, err := opts.Read, error(nil)
 		if st == nil || st.RunID != runID {
 			st, _, err = record.LoadState(x.rec, x.dir, false, now)

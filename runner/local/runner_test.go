@@ -469,7 +469,7 @@ func TestStartAt(t *testing.T) {
 	}}
 	e.run(ok, spec.Options{})
 	st := e.state(e.fs)
-	plan, err := spec.PlanStartAt(e.fs, e.wf, st, repo, "coding")
+	plan, err := spec.PlanStartAt(e.fs, e.wf, st, repo, core.Key("coding"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,11 +480,11 @@ func TestStartAt(t *testing.T) {
 		t.Errorf("missing %+v, want PLAN.md", plan.Missing)
 	}
 	afero.WriteFile(e.fs, repo+"/PLAN.md", []byte("plan"), 0o644)
-	if plan, _ := spec.PlanStartAt(e.fs, e.wf, st, repo, "coding"); len(plan.Missing) != 0 {
+	if plan, _ := spec.PlanStartAt(e.fs, e.wf, st, repo, core.Key("coding")); len(plan.Missing) != 0 {
 		t.Errorf("missing %+v after writing PLAN.md", plan.Missing)
 	}
 	again := &scripted{fn: ok.fn}
-	res := e.run(again, spec.Options{Resume: true, StartAt: "coding"})
+	res := e.run(again, spec.Options{Resume: true, StartAt: core.Key("coding")})
 	if res.ExitCode != 0 || again.count("planning") != 0 || again.count("coding") != 1 || again.count("merge") != 1 {
 		t.Errorf("start-at: exit %d sessions %+v", res.ExitCode, again.calls)
 	}
@@ -492,7 +492,7 @@ func TestStartAt(t *testing.T) {
 	// With no earlier run: a new run whose earlier steps are SKIPPED.
 	e2 := newEnv(t, sdlc)
 	fresh := &scripted{fn: ok.fn}
-	e2.run(fresh, spec.Options{StartAt: "tests"})
+	e2.run(fresh, spec.Options{StartAt: core.Key("tests")})
 	st = e2.state(e2.fs)
 	if st.Steps["planning"].Status != core.Skipped || st.Steps["coding"].Status != core.Skipped || st.Steps["tests"].Status != core.Completed {
 		t.Errorf("new run at tests: planning %s coding %s tests %s", st.Steps["planning"].Status, st.Steps["coding"].Status, st.Steps["tests"].Status)

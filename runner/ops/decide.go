@@ -17,7 +17,7 @@ type DecideRequest struct {
 	// Step is the human step; "" with a RunID that names no run of
 	// the repository makes RunID the step (runOrStep), and with none
 	// lists the steps that wait.
-	Step string
+	Step core.StepKey
 	// Approve approves the step; false rejects it.
 	Approve bool
 	// By names who decides; "" is the Service's user.
@@ -62,37 +62,45 @@ func (s *Service) Decide(req DecideRequest) (Decision, error) {
 	if !req.Approve {
 		verb = "reject"
 	}
-	asStep := false
-	if req.Step == "" {
-		req.RunID, req.Step, asStep = s.runOrStep(req.Repo, req.RunID)
+	asStep, arg := false, ""
+	if req.Step.IsZero() {
+		req.RunID, arg, asStep = s.runOrStep(req.Repo, req.RunID)
 	}
 	repo, ref, err := s.openTarget(req.Repo, req.RunID, verb)
 	if err != nil {
 		return Decision{}, err
 	}
+	if asStep {
+		k, err := core.ParseStepKey(arg)
+		if err != nil {
+			return Decision{}, s.notRunNorStep(repo, arg, ref)
+		}
+		req.Step = k
+	}
+	step := req.Step.String()
 	switch {
-	case req.Step == "":
+	case req.Step.IsZero():
 		return Decision{}, noStep(verb, ref)
-	case ref.State.Steps[req.Step] == nil && asStep:
-		return Decision{}, s.notRunNorStep(repo, req.Step, ref)
-	case ref.State.Steps[req.Step] == nil:
-		return Decision{}, unknownStep(ref.ID, ref.State, req.Step)
+	case ref.State.Steps[step] == nil && asStep:
+		return Decision{}, s.notRunNorStep(repo, step, ref)
+	case ref.State.Steps[step] == nil:
+		return Decision{}, unknownStep(ref.ID, ref.State, step)
 	}
 	if !req.Approve && strings.TrimSpace(req.Reason) == "" {
-		return Decision{}, core.Usage("reject needs --reason\ntry: flow reject %s %s --reason 'why'", ref.ID, core.ShellArg(req.Step))
+		return Decision{}, core.Usage("reject needs --reason\ntry: flow reject %s %s --reason 'why'", ref.ID, core.ShellArg(step))
 	}
 	in := core.HumanInput{Approved: req.Approve, By: s.Who(req.By), Reason: req.Reason}
 	if req.Approve {
-		if in.Input, err = ResolveInputs(req.Step, s.stepInputs(repo, ref, req.Step), req.Input); err != nil {
+		if in.Input, err = ResolveInputs(step, s.stepInputs(repo, ref, req.Step), req.Input); err != nil {
 			return Decision{}, err
 		}
 	}
 	now := s.clock().Now()
-	already, err := record.SubmitDecision(s.FS, ref.Dir, req.Step, in, now)
+	already, err := record.SubmitDecision(s.FS, ref.Dir, step, in, now)
 	if err != nil {
 		return Decision{}, err
 	}
-	d := Decision{RunID: ref.ID, Step: req.Step, Approved: req.Approve, By: in.By, At: core.Time{Time: now.UTC()}.String()}
+	d := Decision{RunID: ref.ID, Step: step, Approved: req.Approve, By: in.By, At: core.Time{Time: now.UTC()}.String()}
 	if already != nil {
 		d.Already, d.By, d.At = true, already.Already.By, already.Already.At
 	}

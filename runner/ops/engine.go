@@ -90,7 +90,7 @@ type RestartRequest struct {
 	WorkflowPath string
 	// StartAt restarts the run at a step; Retry re-runs a failed run's
 	// failed steps and what depends on them.
-	StartAt string
+	StartAt core.StepKey
 	Retry   bool
 	// Force goes on with a start step though kept steps' artifacts are
 	// missing; NoWait and Budgets are as in RunRequest.
@@ -123,7 +123,7 @@ type LogsRequest struct {
 	RunID string
 	// Step is the step, or instance; "" (on engines that allow it) is
 	// every step's latest session.
-	Step string
+	Step core.StepKey
 	// All writes every session's log, not only the latest.
 	All bool
 	// Follow follows the latest session's log until the session ends.

@@ -85,7 +85,7 @@ func TestExportImportResume(t *testing.T) {
 	if entries := dirNames(t, s2.FS, record.RunsDir(other)); strings.Join(entries, ",") != "r1" {
 		t.Errorf("runs dir holds %v; want only r1", entries)
 	}
-	if _, err := s2.Decide(DecideRequest{RunID: "r1", Step: "ship_it", Approve: true}); err != nil {
+	if _, err := s2.Decide(DecideRequest{RunID: "r1", Step: core.Key("ship_it"), Approve: true}); err != nil {
 		t.Fatal(err)
 	}
 	l, err := s2.PrepareResume(ResumeRequest{RunID: "r1"})

@@ -76,12 +76,10 @@ func ResolveInputs(step string, declared []config.Input, given map[string]any) (
 // stepInputs returns the inputs a human step of a run declares, from
 // the workflow the run's runner loaded (workflow.json in the run
 // directory) or, when that cannot be read, from the run's workflow
-// file. A step of neither declares none.
-func (s *Service) stepInputs(repo string, ref record.RunRef, step string) []config.Input {
-	// An instance of a loop's body declares its body step's inputs.
-	if i := strings.LastIndex(step, "]."); i >= 0 && core.IsInstance(step) {
-		step = step[i+2:]
-	}
+// file. A step of neither declares none; an instance of a loop's body
+// declares its body step's inputs.
+func (s *Service) stepInputs(repo string, ref record.RunRef, k core.StepKey) []config.Input {
+	step := k.Step
 	b, err := confine.ReadFile(s.FS, filepath.Join(ref.Dir, record.LoadedWorkflowFile), maxLoadedWorkflow, ref.Dir)
 	if err == nil {
 		type specStep struct {
@@ -124,14 +122,13 @@ func (s *Service) stepInputs(repo string, ref record.RunRef, step string) []conf
 	return humanInputs(wf, step)
 }
 
-// humanInputs returns the inputs a step of wf declares.
+// humanInputs returns the inputs step (a step's id, or a body step's
+// for its instances) of wf declares.
 func humanInputs(wf *config.Workflow, step string) []config.Input {
 	if wf == nil {
 		return nil
 	}
-	// An instance of a loop's body step asks what its step declares.
-	k, _ := core.SplitKey(step)
-	if st := wf.Step(k.Step); st != nil && st.Human != nil {
+	if st := wf.Step(step); st != nil && st.Human != nil {
 		return st.Human.Inputs
 	}
 	return nil
@@ -145,5 +142,6 @@ const maxLoadedWorkflow = 4 * config.MaxWorkflowSize
 // (a step or an instance's key) of run runID of workflow wf, whose
 // rendered human.message is message: what Attach.Ask is given.
 func NewQuestion(wf *config.Workflow, runID, step, message string) Question {
-	return Question{RunID: runID, Step: step, Message: message, Inputs: humanInputs(wf, step)}
+	k, _ := core.SplitKey(step)
+	return Question{RunID: runID, Step: step, Message: message, Inputs: humanInputs(wf, k.Step)}
 }

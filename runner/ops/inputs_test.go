@@ -74,16 +74,16 @@ func TestDecideInputs(t *testing.T) {
 	s, _ := newService(t, inputSteps, nil)
 	run(t, s, RunRequest{Workflow: wf, RunID: "r1", NoWait: true})
 
-	_, err := s.Decide(DecideRequest{RunID: "r1", Step: "ship_it", Approve: true, Input: map[string]any{"ticket": "OPS-1", "evn": "prod"}})
+	_, err := s.Decide(DecideRequest{RunID: "r1", Step: core.Key("ship_it"), Approve: true, Input: map[string]any{"ticket": "OPS-1", "evn": "prod"}})
 	wantCode(t, err, core.ExitUsage, `no input "evn" (did you mean "env"?)`)
-	_, err = s.Decide(DecideRequest{RunID: "r1", Step: "ship_it", Approve: true})
+	_, err = s.Decide(DecideRequest{RunID: "r1", Step: core.Key("ship_it"), Approve: true})
 	wantCode(t, err, core.ExitUsage, "needs the input ticket")
 	// The workflow file changing under the run does not change what the
 	// run's step declares.
 	if err := afero.WriteFile(s.FS, wf, []byte(strings.ReplaceAll(inputSteps, "ticket", "tiket")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Decide(DecideRequest{RunID: "r1", Step: "ship_it", Approve: true, Input: map[string]any{"ticket": "OPS-1"}}); err != nil {
+	if _, err := s.Decide(DecideRequest{RunID: "r1", Step: core.Key("ship_it"), Approve: true, Input: map[string]any{"ticket": "OPS-1"}}); err != nil {
 		t.Fatal(err)
 	}
 	in, err := record.ReadManualInput(s.FS, record.RunDir(repo, "r1")+"/manual_inputs/r1__ship_it.json")
@@ -100,7 +100,7 @@ func TestDecideInputs(t *testing.T) {
 func TestDecideRejectionNeedsNoInputs(t *testing.T) {
 	s, _ := newService(t, inputSteps, nil)
 	run(t, s, RunRequest{Workflow: wf, RunID: "r1", NoWait: true})
-	d, err := s.Decide(DecideRequest{RunID: "r1", Step: "ship_it", Reason: "not today"})
+	d, err := s.Decide(DecideRequest{RunID: "r1", Step: core.Key("ship_it"), Reason: "not today"})
 	if err != nil || d.Approved {
 		t.Fatalf("reject = %+v, %v", d, err)
 	}

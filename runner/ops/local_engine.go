@@ -66,19 +66,20 @@ func (l *Local) Watch(ctx context.Context, repo, runID string, opts WatchOptions
 // and printed nothing is said so on notes.
 func (l *Local) Logs(ctx context.Context, req LogsRequest, out, notes io.Writer) error {
 	s := l.Service
-	if req.Step == "" {
-		var asStep bool
-		req.RunID, req.Step, asStep = s.runOrStep(req.Repo, req.RunID)
-		dir, ref, err := s.openRun(req.Repo, req.RunID)
-		switch {
-		case err != nil:
+	if req.Step.IsZero() {
+		runID, step, asStep := s.runOrStep(req.Repo, req.RunID)
+		dir, ref, err := s.openRun(req.Repo, runID)
+		if err != nil {
 			return err
-		case req.Step == "":
-			return noStep("logs", ref)
-		case asStep && ref.State.Steps[req.Step] == nil && req.Step != "cleanup" && req.Step != record.CleanupSession:
-			return s.notRunNorStep(dir, req.Step, ref)
 		}
-		req.RunID = ref.ID
+		k, perr := core.ParseStepKey(step)
+		switch {
+		case step == "":
+			return noStep("logs", ref)
+		case asStep && (perr != nil || ref.State.Steps[step] == nil && step != "cleanup" && step != record.CleanupSession):
+			return s.notRunNorStep(dir, step, ref)
+		}
+		req.RunID, req.Step = ref.ID, k
 	}
 	logs, err := s.Logs(req.Repo, req.RunID, req.Step, req.All)
 	if err != nil {

@@ -36,11 +36,12 @@ type StepLogs struct {
 // or step is an ExitUsage error; a step that has not run yet is an
 // ExitRefused error. A step that ran and printed nothing has no logs
 // and no error.
-func (s *Service) Logs(repo, runID, step string, all bool) (StepLogs, error) {
+func (s *Service) Logs(repo, runID string, k core.StepKey, all bool) (StepLogs, error) {
 	_, ref, err := s.openRun(repo, runID)
 	if err != nil {
 		return StepLogs{}, err
 	}
+	step := k.String()
 	if ref.State.Steps[step] == nil && (step == "cleanup" || step == record.CleanupSession) {
 		// The workflow's cleanup session, unless a step is named so.
 		step = record.CleanupSession

@@ -173,7 +173,7 @@ func TestPrepareRunRefusals(t *testing.T) {
 		{"not key=value", twoSteps, RunRequest{Vars: []string{"feature"}}, []string{`--var "feature": want key=value`}},
 		{"a secret", "name: wf\nvars:\n  api_token: x\nsteps:\n  - id: a\n    run: 'true'\n", RunRequest{Vars: []string{"api_token=x"}}, []string{"names a secret", "export API_TOKEN"}},
 		{"invalid UTF-8", twoSteps, RunRequest{Vars: []string{"feature=\xff"}}, []string{"not valid UTF-8"}},
-		{"unknown start step", twoSteps, RunRequest{StartAt: "cod"}, []string{`unknown step "cod"`, `did you mean "code"`}},
+		{"unknown start step", twoSteps, RunRequest{StartAt: core.Key("cod")}, []string{`unknown step "cod"`, `did you mean "code"`}},
 		{"not a repository", twoSteps, RunRequest{Repo: "/nowhere"}, []string{"not a directory"}},
 		{"no workflow file", twoSteps, RunRequest{Workflow: "/repo/missing.yaml"}, []string{"missing.yaml"}},
 		{"invalid workflow", "name: wf\nsteps:\n  - id: a\n    runn: x\n", RunRequest{}, []string{"wf.yaml:4:"}},
@@ -283,7 +283,7 @@ func TestStartAtReadsTheWorkflowOnce(t *testing.T) {
 	run(t, s, RunRequest{Workflow: wf, RunID: "plain"})
 	count := countfs.New(s.FS)
 	s.FS = count
-	if _, err := s.PrepareRun(RunRequest{Workflow: wf, StartAt: "code", RunID: "plain", Force: true}); err != nil {
+	if _, err := s.PrepareRun(RunRequest{Workflow: wf, StartAt: core.Key("code"), RunID: "plain", Force: true}); err != nil {
 		t.Fatal(err)
 	}
 	if n := count.Opens(wf); n != 1 {
@@ -291,7 +291,7 @@ func TestStartAtReadsTheWorkflowOnce(t *testing.T) {
 	}
 	run(t, s, RunRequest{Workflow: wf, RunID: "flow", Invocation: record.Invocation{Format: config.FormatFlow}})
 	count.Reset()
-	l, err := s.PrepareRun(RunRequest{Workflow: wf, StartAt: "code", RunID: "flow", Force: true})
+	l, err := s.PrepareRun(RunRequest{Workflow: wf, StartAt: core.Key("code"), RunID: "flow", Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,17 +303,17 @@ func TestStartAtReadsTheWorkflowOnce(t *testing.T) {
 func TestStartAtPlan(t *testing.T) {
 	s, _ := newService(t, twoSteps, nil)
 	// No earlier run: a new run starts at the step.
-	l, err := s.PrepareRun(RunRequest{Workflow: wf, StartAt: "code"})
+	l, err := s.PrepareRun(RunRequest{Workflow: wf, StartAt: core.Key("code")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := l.Plan; p == nil || !p.NewRun || p.Step != "code" || l.Options.Resume {
+	if p := l.Plan; p == nil || !p.NewRun || p.Step != core.Key("code") || l.Options.Resume {
 		t.Fatalf("plan %+v, options %+v", l.Plan, l.Options)
 	}
 	run(t, s, RunRequest{Workflow: wf, RunID: "r1"})
 
 	// plan's artifact PLAN.md is missing: refused unless forced.
-	l, err = s.PrepareRun(RunRequest{Workflow: wf, StartAt: "code"})
+	l, err = s.PrepareRun(RunRequest{Workflow: wf, StartAt: core.Key("code")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestStartAtPlan(t *testing.T) {
 	_, err = s.Start(context.Background(), l, Attach{})
 	wantCode(t, err, core.ExitUsage, "artifacts are missing", "--force")
 
-	l, err = s.PrepareResume(ResumeRequest{RunID: "r1", StartAt: "code", Force: true})
+	l, err = s.PrepareResume(ResumeRequest{RunID: "r1", StartAt: core.Key("code"), Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,18 +473,18 @@ func TestDecide(t *testing.T) {
 	s, clk := newService(t, humanSteps, nil)
 	run(t, s, RunRequest{Workflow: wf, RunID: "r1", NoWait: true})
 
-	_, err := s.Decide(DecideRequest{RunID: "r1", Step: "ship_it"})
+	_, err := s.Decide(DecideRequest{RunID: "r1", Step: core.Key("ship_it")})
 	wantCode(t, err, core.ExitUsage, "reject needs --reason")
-	_, err = s.Decide(DecideRequest{RunID: "r1", Step: "ship_ti", Approve: true})
+	_, err = s.Decide(DecideRequest{RunID: "r1", Step: core.Key("ship_ti"), Approve: true})
 	wantCode(t, err, core.ExitUsage, `did you mean "ship_it"`, "its steps: build, ship_it, deploy")
-	_, err = s.Decide(DecideRequest{RunID: "r1", Step: "build", Approve: true})
+	_, err = s.Decide(DecideRequest{RunID: "r1", Step: core.Key("build"), Approve: true})
 	wantCode(t, err, core.ExitRefused)
 
 	in, err := ParseInputs([]string{"ticket=OPS-12"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := s.Decide(DecideRequest{RunID: "r1", Step: "ship_it", Approve: true, Input: in})
+	d, err := s.Decide(DecideRequest{RunID: "r1", Step: core.Key("ship_it"), Approve: true, Input: in})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -493,11 +493,11 @@ func TestDecide(t *testing.T) {
 		t.Errorf("decision %+v", d)
 	}
 	clk.Advance(time.Minute)
-	again, err := s.Decide(DecideRequest{RunID: "r1", Step: "ship_it", Approve: true, Input: in})
+	again, err := s.Decide(DecideRequest{RunID: "r1", Step: core.Key("ship_it"), Approve: true, Input: in})
 	if err != nil || !again.Already || again.At != d.At {
 		t.Errorf("the same decision again = %+v, %v; want it already made at %s", again, err, d.At)
 	}
-	_, err = s.Decide(DecideRequest{RunID: "r1", Step: "ship_it", Reason: "no", By: "bob"})
+	_, err = s.Decide(DecideRequest{RunID: "r1", Step: core.Key("ship_it"), Reason: "no", By: "bob"})
 	wantCode(t, err, core.ExitRefused, "approved")
 
 	l, err := s.PrepareResume(ResumeRequest{})
@@ -541,14 +541,14 @@ func TestLogs(t *testing.T) {
 	s, _ := newService(t, src, map[string]reply{"plan": {Out: "the plan\n"}, "code": {Out: "coded\n", Exit: 1}})
 	run(t, s, RunRequest{Workflow: wf, RunID: "r1", Budgets: spec.Budgets{MaxAttempts: 2}})
 
-	logs, err := s.Logs("", "r1", "code", true)
+	logs, err := s.Logs("", "r1", core.Key("code"), true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(logs.Logs) != 2 || logs.Logs[0].Attempt != 1 || logs.Logs[1].Attempt != 2 {
 		t.Fatalf("logs %+v", logs.Logs)
 	}
-	latest, err := s.Logs("", "r1", "code", false)
+	latest, err := s.Logs("", "r1", core.Key("code"), false)
 	if err != nil || len(latest.Logs) != 1 || latest.Logs[0] != logs.Logs[1] {
 		t.Fatalf("latest = %+v, %v", latest, err)
 	}
@@ -562,13 +562,13 @@ func TestLogs(t *testing.T) {
 		t.Errorf("Follow of a finished session = %q, %v", out.String(), err)
 	}
 
-	quiet, err := s.Logs("", "r1", "quiet", false)
+	quiet, err := s.Logs("", "r1", core.Key("quiet"), false)
 	if err != nil || len(quiet.Logs) != 0 {
 		t.Errorf("a step that printed nothing: %+v, %v", quiet, err)
 	}
-	_, err = s.Logs("", "r1", "after", false)
+	_, err = s.Logs("", "r1", core.Key("after"), false)
 	wantCode(t, err, core.ExitRefused, "has not run yet")
-	_, err = s.Logs("", "r1", "cod", false)
+	_, err = s.Logs("", "r1", core.Key("cod"), false)
 	wantCode(t, err, core.ExitUsage, `has no step "cod"`, "plan, quiet, code, after")
 }
 
@@ -592,7 +592,7 @@ func TestWatch(t *testing.T) {
 	// The watch has a clock of its own, with no timer of the run's left.
 	clk := clock.NewFake(t0.Add(time.Hour))
 	s.Clock = clk
-	if _, err := s.Decide(DecideRequest{RunID: "r1", Step: "ship_it", Approve: true}); err != nil {
+	if _, err := s.Decide(DecideRequest{RunID: "r1", Step: core.Key("ship_it"), Approve: true}); err != nil {
 		t.Fatal(err)
 	}
 	// Another runner, with a clock of its own, finishes the run while
@@ -774,7 +774,7 @@ func TestWatchGoesOnThroughAPause(t *testing.T) {
 func TestRunnerStartedBy(t *testing.T) {
 	s, _ := newService(t, humanSteps, nil)
 	run(t, s, RunRequest{Workflow: wf, RunID: "r1", NoWait: true, By: "alice"})
-	if _, err := s.Decide(DecideRequest{RunID: "r1", Step: "ship_it", Approve: true}); err != nil {
+	if _, err := s.Decide(DecideRequest{RunID: "r1", Step: core.Key("ship_it"), Approve: true}); err != nil {
 		t.Fatal(err)
 	}
 	s.Environ = append(s.Environ, "USER=bob")

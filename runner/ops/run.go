@@ -29,7 +29,7 @@ type RunRequest struct {
 	// StartAt resets this step and everything downstream of it in the
 	// newest run of the workflow, keeps the rest and goes on; with no
 	// earlier run, a new run starts at it.
-	StartAt string
+	StartAt core.StepKey
 	// Force goes on with StartAt even when kept steps' artifacts are
 	// missing.
 	Force bool
@@ -62,7 +62,7 @@ type ResumeRequest struct {
 	// found again under Repo when the run was copied (LocateWorkflow).
 	Workflow string
 	// StartAt, Force, NoWait and Budgets are as in RunRequest.
-	StartAt string
+	StartAt core.StepKey
 	Force   bool
 	NoWait  bool
 	Budgets spec.Budgets
@@ -105,7 +105,7 @@ type StartAtPlan struct {
 	// RunID is the run that restarts at Step; "" when NewRun.
 	RunID string `json:"run_id"`
 	// Step is the step the run starts at.
-	Step string `json:"step"`
+	Step core.StepKey `json:"step"`
 	// NewRun is true when there is no earlier run of the workflow: a new
 	// run starts at Step, the steps before it SKIPPED.
 	NewRun bool `json:"new_run"`
@@ -168,7 +168,7 @@ func (s *Service) PrepareRun(req RunRequest) (*Launch, error) {
 	}
 	inv := s.absInvocation(req.Invocation)
 	var read *loaded
-	if req.StartAt != "" {
+	if !req.StartAt.IsZero() {
 		// The run restarted keeps how it was invoked: its flags need not
 		// be given again.
 		inv, read = s.restartInvocation(req.Workflow, repo, req.RunID, inv)
@@ -184,7 +184,7 @@ func (s *Service) PrepareRun(req RunRequest) (*Launch, error) {
 	l := &Launch{Workflow: wf, Options: spec.Options{Workflow: wf, Repo: repo, RunID: req.RunID, Vars: vars,
 		NoWait: req.NoWait, Budgets: orchestratorBudgets(wf, req.Budgets, inv), Invocation: inv, By: s.starter(req.By),
 		AcceptEdits: req.AcceptEdits}}
-	if req.StartAt == "" {
+	if req.StartAt.IsZero() {
 		return l, nil
 	}
 	if err := checkStep(wf, req.StartAt); err != nil {
@@ -199,7 +199,7 @@ func (s *Service) PrepareRun(req RunRequest) (*Launch, error) {
 		}
 		l.Options.Resume, l.Options.RunID = true, ref.ID
 	case errors.Is(err, core.ErrNoRun):
-		if core.IsInstance(req.StartAt) {
+		if req.StartAt.IsInstance() {
 			return nil, core.Usage("--start-at-step %s: no run of %s to restart; a new run starts at a step of the top level (its loops' items are known once they start)", req.StartAt, wf.Name)
 		}
 		l.Plan = &StartAtPlan{Workflow: wf.Name, Step: req.StartAt, NewRun: true,
@@ -268,7 +268,7 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 		}
 		return l, nil
 	}
-	if req.StartAt == "" {
+	if req.StartAt.IsZero() {
 		return l, nil
 	}
 	if err := checkStep(wf, req.StartAt); err != nil {
@@ -282,7 +282,7 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 }
 
 // plan computes the plan of restarting ref at step.
-func (s *Service) plan(wf *config.Workflow, ref record.RunRef, repo, step string, force bool) (*StartAtPlan, error) {
+func (s *Service) plan(wf *config.Workflow, ref record.RunRef, repo string, step core.StepKey, force bool) (*StartAtPlan, error) {
 	p, err := spec.PlanStartAt(s.FS, wf, ref.State, repo, step)
 	if err != nil {
 		return nil, core.Usage("%v", err)

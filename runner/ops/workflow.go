@@ -222,16 +222,13 @@ func ParseInputs(kvs []string) (map[string]any, error) {
 	return in, nil
 }
 
-// checkStep rejects a step name the workflow does not have, suggesting
-// the closest one.
-func checkStep(wf *config.Workflow, id string) error {
-	if core.IsInstance(id) {
+// checkStep rejects a step the workflow does not have, suggesting the
+// closest one.
+func checkStep(wf *config.Workflow, k core.StepKey) error {
+	id := k.String()
+	if k.IsInstance() {
 		// An instance: its loop and body step must exist; the run's
 		// record says whether the item does.
-		k, err := core.ParseStepKey(id)
-		if err != nil {
-			return core.Usage("--start-at-step: %v", err)
-		}
 		if l := wf.Step(k.Loop); l == nil || l.ForEach == nil {
 			return core.Usage("%s: --start-at-step %s: %q is not a for_each loop of the workflow", wf.File, id, k.Loop)
 		}

@@ -34,7 +34,7 @@ type decided struct {
 // holds the run, the decision waits for one: with ResumeOnDecision one
 // is started.
 func (s *Server) doDecide(ctx context.Context, t target, req ops.DecideRequest) (decided, error) {
-	req.Repo, req.RunID, req.Step = t.dir(), t.runID, t.step
+	req.Repo, req.RunID, req.Step = t.dir(), t.runID, t.key
 	d, err := t.src.eng.Decide(ctx, req)
 	if err != nil {
 		return decided{}, err

@@ -205,7 +205,7 @@ func (s *Server) apiLogs(w http.ResponseWriter, r *http.Request) {
 	out := LogText{RunID: t.runID, Step: t.step, Sessions: []record.LogFile{}, State: s.stepLogState(st, t, true)}
 	if !t.src.local {
 		tail := &tailWriter{max: maxLogShown}
-		if err := t.src.eng.Logs(r.Context(), ops.LogsRequest{Repo: t.dir(), RunID: t.runID, Step: t.step}, tail, io.Discard); err != nil {
+		if err := t.src.eng.Logs(r.Context(), ops.LogsRequest{Repo: t.dir(), RunID: t.runID, Step: t.key}, tail, io.Discard); err != nil {
 			apiFail(w, err)
 			return
 		}
@@ -213,7 +213,7 @@ func (s *Server) apiLogs(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, out)
 		return
 	}
-	logs, err := s.svc.Logs(t.dir(), t.runID, t.step, true)
+	logs, err := s.svc.Logs(t.dir(), t.runID, t.key, true)
 	if err != nil {
 		apiFail(w, err)
 		return

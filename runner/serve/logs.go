@@ -74,7 +74,7 @@ func (s *Server) logPage(w http.ResponseWriter, r *http.Request) {
 		s.remoteLog(w, r, t, d)
 		return
 	}
-	logs, err := s.svc.Logs(t.dir(), t.runID, t.step, true)
+	logs, err := s.svc.Logs(t.dir(), t.runID, t.key, true)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -157,7 +157,7 @@ func (s *Server) remoteLog(w http.ResponseWriter, r *http.Request, t target, d *
 	}
 	tail := &tailWriter{max: maxLogShown}
 	var notes strings.Builder
-	if err := t.src.eng.Logs(r.Context(), ops.LogsRequest{Repo: t.dir(), RunID: t.runID, Step: t.step}, tail, &notes); err != nil {
+	if err := t.src.eng.Logs(r.Context(), ops.LogsRequest{Repo: t.dir(), RunID: t.runID, Step: t.key}, tail, &notes); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -248,10 +248,10 @@ func (s *Server) logRaw(w http.ResponseWriter, r *http.Request) {
 	}
 	if !t.src.local {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_ = t.src.eng.Logs(r.Context(), ops.LogsRequest{Repo: t.dir(), RunID: t.runID, Step: t.step}, w, io.Discard)
+		_ = t.src.eng.Logs(r.Context(), ops.LogsRequest{Repo: t.dir(), RunID: t.runID, Step: t.key}, w, io.Discard)
 		return
 	}
-	logs, err := s.svc.Logs(t.dir(), t.runID, t.step, true)
+	logs, err := s.svc.Logs(t.dir(), t.runID, t.key, true)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -286,7 +286,7 @@ func (s *Server) logTail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	off := max(resumeFrom(r, "offset"), 0)
-	logs, err := s.svc.Logs(t.dir(), t.runID, t.step, false)
+	logs, err := s.svc.Logs(t.dir(), t.runID, t.key, false)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -369,7 +369,7 @@ func (s *Server) remoteTail(w http.ResponseWriter, r *http.Request, t target) {
 	}
 	defer release()
 	out := &sseWriter{s: stream}
-	err := t.src.eng.Logs(r.Context(), ops.LogsRequest{Repo: t.dir(), RunID: t.runID, Step: t.step, Follow: true}, out, io.Discard)
+	err := t.src.eng.Logs(r.Context(), ops.LogsRequest{Repo: t.dir(), RunID: t.runID, Step: t.key, Follow: true}, out, io.Discard)
 	if err != nil || r.Context().Err() != nil {
 		return
 	}

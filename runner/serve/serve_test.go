@@ -329,7 +329,7 @@ func TestRunEventsStream(t *testing.T) {
 		t.Fatalf("first event %q, want status", ev)
 	}
 	// Approving and resuming the run appends events.
-	if _, err := s.svc.Decide(ops.DecideRequest{RunID: "r1", Step: "ship_it", Approve: true, Input: map[string]any{"ticket": "T-1"}}); err != nil {
+	if _, err := s.svc.Decide(ops.DecideRequest{RunID: "r1", Step: core.Key("ship_it"), Approve: true, Input: map[string]any{"ticket": "T-1"}}); err != nil {
 		t.Fatal(err)
 	}
 	l, err := s.svc.PrepareResume(ops.ResumeRequest{RunID: "r1"})
@@ -1079,13 +1079,13 @@ func (e *fakeEngine) Watch(ctx context.Context, repo, runID string, _ ops.WatchO
 	return fn(ops.Update{Status: &st, First: true, Changed: true})
 }
 func (e *fakeEngine) Logs(_ context.Context, req ops.LogsRequest, out, _ io.Writer) error {
-	e.note("logs " + req.Step)
-	_, err := io.WriteString(out, "tail of "+req.Step+"\n")
+	e.note("logs " + req.Step.String())
+	_, err := io.WriteString(out, "tail of "+req.Step.String()+"\n")
 	return err
 }
 func (e *fakeEngine) Decide(_ context.Context, req ops.DecideRequest) (ops.Decision, error) {
 	e.note(fmt.Sprintf("decide %s %s %v by %s", req.RunID, req.Step, req.Input, req.By))
-	return ops.Decision{RunID: req.RunID, Step: req.Step, Approved: req.Approve, By: req.By}, nil
+	return ops.Decision{RunID: req.RunID, Step: req.Step.String(), Approved: req.Approve, By: req.By}, nil
 }
 func (e *fakeEngine) Control(_ context.Context, req ops.ControlRequest) (ops.ControlResult, error) {
 	e.note(fmt.Sprintf("control %s %s", req.RunID, req.State))

@@ -269,7 +269,10 @@ type target struct {
 	repo  int
 	src   *source
 	runID string
-	step  string
+	// key is the step key the request names, parsed once; step is its
+	// String form, for display and URLs.
+	key  core.StepKey
+	step string
 }
 
 // dir is the repository of the target's source.
@@ -316,10 +319,11 @@ func (s *Server) resolve(r *http.Request) (target, error) {
 		}
 	}
 	if step := r.PathValue("step"); step != "" {
-		if _, err := core.ParseStepKey(step); err != nil {
+		k, err := core.ParseStepKey(step)
+		if err != nil {
 			return target{}, core.Usage("%v", err)
 		}
-		t.step = step
+		t.key, t.step = k, k.String()
 	}
 	return t, nil
 }

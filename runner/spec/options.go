@@ -27,7 +27,7 @@ type Options struct {
 	AcceptEdits bool
 	// StartAt resets a step and everything downstream of it before the
 	// run goes on (or, in a new run, skips the steps before it).
-	StartAt string
+	StartAt core.StepKey
 	// NoWait ends the run with exit 3 at a human step, or exit 4 when
 	// paused, instead of waiting.
 	NoWait bool

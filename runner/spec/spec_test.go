@@ -69,7 +69,7 @@ func TestPlanStartAt(t *testing.T) {
 		"a": {Status: core.Completed}, "b": {Status: core.Completed}, "c": {Status: core.Failed},
 	}}
 	fsys := afero.NewMemMapFs()
-	p, err := PlanStartAt(fsys, wf, st, "/repo", "b")
+	p, err := PlanStartAt(fsys, wf, st, "/repo", core.Key("b"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,10 +82,10 @@ func TestPlanStartAt(t *testing.T) {
 	if err := afero.WriteFile(fsys, "/repo/A.md", []byte("a"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if p, _ := PlanStartAt(fsys, wf, st, "/repo", "b"); len(p.Missing) != 0 {
+	if p, _ := PlanStartAt(fsys, wf, st, "/repo", core.Key("b")); len(p.Missing) != 0 {
 		t.Errorf("missing %+v after A.md was written", p.Missing)
 	}
-	if _, err := PlanStartAt(fsys, wf, st, "/repo", "nope"); err == nil {
+	if _, err := PlanStartAt(fsys, wf, st, "/repo", core.Key("nope")); err == nil {
 		t.Error("start at an unknown step: no error")
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 // StartAtPlan says what flow run --start-at-step will do to a run.
 type StartAtPlan struct {
-	Step string
+	Step core.StepKey
 	// Kept are the finished steps kept as they are; Rerun the steps
 	// reset to PENDING.
 	Kept  []string
@@ -36,15 +36,15 @@ type MissingArtifact struct {
 // evaluated afresh), or one item's instance of a body step
 // ("stories[login].review": that item runs again from there, and what
 // follows the loop runs again after it).
-func PlanStartAt(fsys afero.Fs, wf *config.Workflow, st *core.State, repo, step string) (StartAtPlan, error) {
+func PlanStartAt(fsys afero.Fs, wf *config.Workflow, st *core.State, repo string, step core.StepKey) (StartAtPlan, error) {
 	reset, err := core.StartAtReset(wf, st, step)
 	if err != nil {
 		return StartAtPlan{}, err
 	}
 	p := StartAtPlan{Step: step, Rerun: reset, Budgets: core.ReopenedLoops(wf, st, reset, false)}
-	if k, inst := core.SplitKey(step); inst {
+	if step.IsInstance() {
 		// The instance's loop runs again for its item.
-		p.Rerun = append([]string{k.Loop}, p.Rerun...)
+		p.Rerun = append([]string{step.Loop}, p.Rerun...)
 	}
 	rerun := make(map[string]bool, len(p.Rerun))
 	for _, id := range p.Rerun {

@@ -154,7 +154,7 @@ type ArtifactsRequest struct {
 	Source     Source            `json:"source"`
 	Invocation record.Invocation `json:"invocation"`
 	State      json.RawMessage   `json:"state"`
-	StartAt    string            `json:"start_at"`
+	StartAt    core.StepKey      `json:"start_at"`
 }
 
 // ArtifactsReply lists the missing artifacts, and the worker that

@@ -45,7 +45,7 @@ func TestEndToEndEditedRestart(t *testing.T) {
 	// flow run edit.yaml --start-at-step b, the file edited: b runs
 	// its new command, and c, new, runs after it.
 	src = "name: edit\nsteps:\n  - {id: a, run: \"echo a >> ran\"}\n  - {id: b, needs: [a], run: \"echo b2 >> ran\"}\n  - {id: c, needs: [b], run: \"echo c >> ran\"}\n"
-	l, err := eng.PrepareRestart(ctx, RestartRequest{RunID: "edit-1", Workflow: edit(src), Repo: repo, StartAt: "b"})
+	l, err := eng.PrepareRestart(ctx, RestartRequest{RunID: "edit-1", Workflow: edit(src), Repo: repo, StartAt: core.Key("b")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestEndToEndEditedRestart(t *testing.T) {
 	// flow resume edit-1 --start-at-step d, the file edited again: the
 	// run's file is found in the caller's repository.
 	edit(src + "  - {id: d, needs: [c], run: \"echo d >> ran\"}\n")
-	l, err = eng.PrepareRestart(ctx, RestartRequest{RunID: "edit-1", Repo: repo, StartAt: "d"})
+	l, err = eng.PrepareRestart(ctx, RestartRequest{RunID: "edit-1", Repo: repo, StartAt: core.Key("d")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestEndToEndEditedRestart(t *testing.T) {
 	}
 	// A file of another workflow at the run's path is refused.
 	edit("name: other\nsteps:\n  - {id: a, run: \"true\"}\n")
-	if _, err := eng.PrepareRestart(ctx, RestartRequest{RunID: "edit-1", Repo: repo, StartAt: "a"}); core.CodeOf(err) != core.ExitUsage {
+	if _, err := eng.PrepareRestart(ctx, RestartRequest{RunID: "edit-1", Repo: repo, StartAt: core.Key("a")}); core.CodeOf(err) != core.ExitUsage {
 		t.Errorf("restart with another workflow's file: %v, want bad usage (exit 2)", err)
 	}
 }
@@ -151,7 +151,7 @@ func TestEndToEndGatedStartAt(t *testing.T) {
 	if err := os.WriteFile(gates, []byte(`{"ci": "open"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l, err := eng.PrepareRestart(ctx, RestartRequest{RunID: "gated-1", Repo: repo, StartAt: "build"})
+	l, err := eng.PrepareRestart(ctx, RestartRequest{RunID: "gated-1", Repo: repo, StartAt: core.Key("build")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestEndToEndStartAtArtifacts(t *testing.T) {
 		t.Fatalf("first run: %+v %v", res, err)
 	}
 	plan := func(force bool) (*ops.StartAtPlan, error) {
-		l, err := eng.PrepareRestart(ctx, RestartRequest{RunID: "arts-1", Repo: repo, StartAt: "code", Force: force})
+		l, err := eng.PrepareRestart(ctx, RestartRequest{RunID: "arts-1", Repo: repo, StartAt: core.Key("code"), Force: force})
 		if err != nil {
 			return nil, err
 		}

@@ -183,7 +183,7 @@ func (s *scene) markRun(id string) {
 func (s *scene) decide(id, step string, approve bool) {
 	s.t.Helper()
 	s.markRun(id)
-	_, err := s.eng.Decide(s.ctx, ops.DecideRequest{Repo: s.repo, RunID: id, Step: step, Approve: approve, By: "ann", Reason: "not yet"})
+	_, err := s.eng.Decide(s.ctx, ops.DecideRequest{Repo: s.repo, RunID: id, Step: core.Key(step), Approve: approve, By: "ann", Reason: "not yet"})
 	s.note(fmt.Sprintf("decide %s approve=%v", step, approve), spec.Result{}, err)
 }
 
@@ -231,7 +231,7 @@ var scenarios = []struct {
 			s.write("wf.yaml", "name: edit\nsteps:\n  - {id: a, run: \"echo a\"}\n")
 			s.run("wf.yaml", "edit-1", false)
 			s.write("wf.yaml", "name: edit\nsteps:\n  - {id: a, run: \"echo a\"}\n  - {id: c, needs: [a], run: \"echo c\"}\n")
-			s.restart("resume --start-at-step c", ops.RestartRequest{RunID: "edit-1", StartAt: "c"})
+			s.restart("resume --start-at-step c", ops.RestartRequest{RunID: "edit-1", StartAt: core.Key("c")})
 			s.steps("edit-1")
 		},
 		want: []string{"run edit-1: exit 0 completed", "resume --start-at-step c: exit 0 completed", "steps: a=completed c=completed"},
@@ -244,8 +244,8 @@ var scenarios = []struct {
 			if err := os.Remove(filepath.Join(s.repo, "A.txt")); err != nil {
 				s.t.Fatal(err)
 			}
-			s.restart("resume --start-at-step b", ops.RestartRequest{RunID: "art-1", StartAt: "b"})
-			s.restart("resume --start-at-step b --force", ops.RestartRequest{RunID: "art-1", StartAt: "b", Force: true})
+			s.restart("resume --start-at-step b", ops.RestartRequest{RunID: "art-1", StartAt: core.Key("b")})
+			s.restart("resume --start-at-step b --force", ops.RestartRequest{RunID: "art-1", StartAt: core.Key("b"), Force: true})
 			s.steps("art-1")
 		},
 		want: []string{"run art-1: exit 0 completed", "resume --start-at-step b: missing A.txt (artifact of a)", "resume --start-at-step b: error exit 2",

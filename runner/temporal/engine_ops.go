@@ -67,16 +67,16 @@ func (e *Engine) Restart(ctx context.Context, req ops.RestartRequest) (*ops.Laun
 
 // freshAt makes l, the launch of a new run, start at step: the
 // workflow has no run on the server yet.
-func freshAt(l *ops.Launch, step string) (*ops.Launch, error) {
-	wf := l.Workflow
-	if core.IsInstance(step) {
+func freshAt(l *ops.Launch, k core.StepKey) (*ops.Launch, error) {
+	wf, step := l.Workflow, k.String()
+	if k.IsInstance() {
 		return nil, core.Usage("--start-at-step %s: no run of %s to restart; a new run starts at a step of the top level (its loops' items are known once they start)", step, wf.Name)
 	}
-	if wf.Step(step) == nil {
+	if wf.Step(k.Step) == nil {
 		return nil, core.Usage("--start-at-step: unknown step %q", step)
 	}
-	l.Options.StartAt = step
-	l.Plan = &ops.StartAtPlan{Workflow: wf.Name, Step: step, NewRun: true, Kept: []string{}, Rerun: []string{}, Missing: []ops.MissingArtifact{}}
+	l.Options.StartAt = k
+	l.Plan = &ops.StartAtPlan{Workflow: wf.Name, Step: k, NewRun: true, Kept: []string{}, Rerun: []string{}, Missing: []ops.MissingArtifact{}}
 	return l, nil
 }
 
@@ -142,26 +142,27 @@ func (e *Engine) Logs(ctx context.Context, req ops.LogsRequest, out, notes io.Wr
 	if err != nil {
 		return err
 	}
+	step := req.Step.String()
 	if req.Follow {
-		if req.Step == "" {
+		if req.Step.IsZero() {
 			return core.Usage("logs --follow follows one step's session: flow logs %s STEP --follow --engine temporal", id)
 		}
-		return FollowLogs(ctx, e.Client, id, req.Step, 0, out, notes)
+		return FollowLogs(ctx, e.Client, id, step, 0, out, notes)
 	}
-	tails, err := Logs(ctx, e.Client, id, req.Step)
+	tails, err := Logs(ctx, e.Client, id, step)
 	if err != nil {
 		return err
 	}
 	if len(tails) == 0 {
-		if req.Step == "" {
+		if req.Step.IsZero() {
 			fmt.Fprintf(notes, "run %s has no session's output on Temporal yet\n", id)
 		} else {
-			fmt.Fprintf(notes, "step %s of run %s printed no output\n", req.Step, id)
+			fmt.Fprintf(notes, "step %s of run %s printed no output\n", step, id)
 		}
 		return nil
 	}
 	for _, t := range tails {
-		if req.Step == "" {
+		if req.Step.IsZero() {
 			fmt.Fprintf(out, "==> %s (iteration %d, attempt %d) <==\n", t.Step, t.Iteration, t.Attempt)
 		}
 		if int64(len(t.Tail)) < t.Size {
@@ -180,10 +181,10 @@ func (e *Engine) Decide(ctx context.Context, req ops.DecideRequest) (ops.Decisio
 		return ops.Decision{}, err
 	}
 	if !req.Approve && req.Reason == "" {
-		return ops.Decision{}, core.Usage("reject needs --reason\ntry: flow reject %s %s --reason 'why'", id, core.ShellArg(req.Step))
+		return ops.Decision{}, core.Usage("reject needs --reason\ntry: flow reject %s %s --reason 'why'", id, core.ShellArg(req.Step.String()))
 	}
 	in := core.HumanInput{Approved: req.Approve, By: req.By, Input: req.Input, Reason: req.Reason}
-	d, err := Decide(ctx, e.Client, id, DecideRequest{Step: req.Step, Input: in})
+	d, err := Decide(ctx, e.Client, id, DecideRequest{Step: req.Step.String(), Input: in})
 	if err != nil {
 		return ops.Decision{}, err
 	}

@@ -17,7 +17,7 @@ func TestEngineRefusesWhatItCannotDo(t *testing.T) {
 	ctx := context.Background()
 	for name, err := range map[string]error{
 		"restart --by": func() error { _, err := e.Restart(ctx, ops.RestartRequest{RunID: "r", By: "bob"}); return err }(),
-		"logs --all":   e.Logs(ctx, ops.LogsRequest{RunID: "r", Step: "a", All: true}, nil, nil),
+		"logs --all":   e.Logs(ctx, ops.LogsRequest{RunID: "r", Step: core.Key("a"), All: true}, nil, nil),
 	} {
 		if !errors.Is(err, ops.ErrUnsupported) || core.CodeOf(err) != core.ExitUsage {
 			t.Errorf("%s: %v (exit %d), want ErrUnsupported with exit 2", name, err, core.CodeOf(err))

@@ -75,7 +75,7 @@ type Input struct {
 	HistoryLimit int `json:"history_limit,omitempty"`
 	// StartAt is the step a new run starts at: the steps before it are
 	// skipped (flow run --start-at-step with no run to restart).
-	StartAt string `json:"start_at,omitempty"`
+	StartAt core.StepKey `json:"start_at,omitzero"`
 	// SessionHeartbeat is how long a session's activity may go without
 	// beating before Temporal runs it again; 0 means a minute.
 	SessionHeartbeat time.Duration `json:"session_heartbeat,omitempty"`
@@ -96,7 +96,7 @@ type Restart struct {
 	Host  Host            `json:"host"`
 	State json.RawMessage `json:"state"`
 	// StartAt resets this step and what depends on it (--start-at-step).
-	StartAt string `json:"start_at,omitempty"`
+	StartAt core.StepKey `json:"start_at,omitzero"`
 	// Retry puts the failed steps, and what depends on them, back to
 	// PENDING (flow retry).
 	Retry bool `json:"retry,omitempty"`

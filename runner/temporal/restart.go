@@ -92,7 +92,7 @@ type RestartRequest struct {
 	// Repo is the caller's repository: where the run's workflow file
 	// and its prompt files are read.
 	Repo    string
-	StartAt string
+	StartAt core.StepKey
 	Retry   bool
 	NoWait  bool
 	Budgets spec.Budgets
@@ -161,7 +161,7 @@ func (e *Engine) PrepareRestart(ctx context.Context, req RestartRequest) (*ops.L
 		}
 		l.RetryPlan, l.Options.Retry = &p, true
 		l.Options.Budgets.ForceMaxIterations = req.Budgets.MaxIterations > 0
-	case req.StartAt != "":
+	case !req.StartAt.IsZero():
 		p, err := spec.PlanStartAt(afero.NewMemMapFs(), wf, st, host.Repo, req.StartAt)
 		if err != nil {
 			return nil, core.Usage("--start-at-step: %v", err)
@@ -316,14 +316,14 @@ func (e *Engine) restart(ctx context.Context, opts spec.Options, att ops.Attach)
 	edited := !sameSource(src, prev.Source)
 	working := rec.status.Liveness.State == record.LiveWorking
 	if move {
-		if st.Status.Terminal() && !opts.Retry && opts.StartAt == "" {
+		if st.Status.Terminal() && !opts.Retry && opts.StartAt.IsZero() {
 			return spec.Result{}, ended(st)
 		}
 		if rec, err = e.leave(ctx, opts.RunID, rec, att); err != nil {
 			return spec.Result{}, err
 		}
 		st = rec.status.State
-	} else if !opts.Retry && opts.StartAt == "" {
+	} else if !opts.Retry && opts.StartAt.IsZero() {
 		if rec.running && (!edited || working) {
 			if edited {
 				fmt.Fprintf(att.Output, "run %s goes on with the workflow it runs: a session runs; to take the edited workflow, pause it (flow pause %s --engine temporal) and resume it once it is paused\n",

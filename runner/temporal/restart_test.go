@@ -48,7 +48,7 @@ func (h *harness) prepareRestart(startAt string, retry bool, control core.Contro
 	h.starter.calls = nil
 	h.starter.mu.Unlock()
 	h.newEnv()
-	h.in.Restart = &Restart{Host: Host{Name: "w1", Repo: repo, Queue: "q"}, State: st, StartAt: startAt, Retry: retry, Control: control}
+	h.in.Restart = &Restart{Host: Host{Name: "w1", Repo: repo, Queue: "q"}, State: st, StartAt: core.Key(startAt), Retry: retry, Control: control}
 }
 
 // TestWorkflowRetryAndStartAt: a failed run retried in a new execution
@@ -91,7 +91,7 @@ func TestWorkflowRetryAndStartAt(t *testing.T) {
 // steps it does not lead to.
 func TestWorkflowNewRunAtStep(t *testing.T) {
 	h := newHarness(t, restartable, func(c call) reply { return reply{Out: "ok\n"} })
-	h.in.StartAt = "b"
+	h.in.StartAt = core.Key("b")
 	if res := h.run(); res.Status != core.RunCompleted {
 		t.Fatalf("result %+v", res)
 	}

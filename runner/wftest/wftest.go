@@ -376,10 +376,8 @@ func waitOut(wf *config.Workflow, rr spec.Result, fake *clock.Fake) bool {
 // bodyStep returns the body step of an instance key
 // ("stories[a].review" gives "review"), or the key itself.
 func bodyStep(key string) string {
-	if i := strings.LastIndex(key, "]."); i >= 0 && core.IsInstance(key) {
-		return key[i+2:]
-	}
-	return key
+	k, _ := core.SplitKey(key)
+	return k.Step
 }
 
 // mergeWaits reports whether an item's merge waits for the checkout: a
