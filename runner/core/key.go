@@ -2,7 +2,6 @@ package core
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -76,26 +75,49 @@ const (
 	MaxItemKey = 48
 )
 
-var (
-	keyPattern  = regexp.MustCompile(`^([^\[\].]+)(?:\[([^\[\]]*)\]\.([^\[\].]+))?$`)
-	itemPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-)
-
-// ParseStepKey reads a key in its String form. It checks the form and
-// the item key's characters and length, not that the step exists.
+// ParseStepKey reads a key in its String form: "step", or
+// "loop[item].step" where no part holds '[', ']' or '.'. It checks the
+// form and the item key's characters and length, not that the step
+// exists. It reads every key that comes from outside the core: a
+// person's, and the record's (UnmarshalText).
 func ParseStepKey(s string) (StepKey, error) {
-	m := keyPattern.FindStringSubmatch(s)
-	if m == nil {
-		return StepKey{}, fmt.Errorf("%q is not a step or a step instance (step, or loop[item].step)", s)
+	i := strings.IndexAny(s, "[].")
+	if i < 0 && s != "" {
+		return Key(s), nil
 	}
-	if m[3] == "" && !strings.Contains(s, "[") {
-		return Key(m[1]), nil
+	if i > 0 && s[i] == '[' {
+		rest := s[i+1:]
+		if j := strings.IndexAny(rest, "[]"); j >= 0 && rest[j] == ']' {
+			item, tail := rest[:j], rest[j+1:]
+			if len(tail) > 1 && tail[0] == '.' && !strings.ContainsAny(tail[1:], "[].") {
+				k := StepKey{Loop: s[:i], Item: item, Step: tail[1:]}
+				if !validItemKey(k.Item) {
+					return StepKey{}, fmt.Errorf("item key %q of %s: an item key is 1 to %d characters of letters, digits, '_' and '-'", k.Item, s, MaxItemKey)
+				}
+				return k, nil
+			}
+		}
 	}
-	k := StepKey{Loop: m[1], Item: m[2], Step: m[3]}
-	if len(k.Item) > MaxItemKey || !itemPattern.MatchString(k.Item) {
-		return StepKey{}, fmt.Errorf("item key %q of %s: an item key is 1 to %d characters of letters, digits, '_' and '-'", k.Item, s, MaxItemKey)
+	return StepKey{}, fmt.Errorf("%q is not a step or a step instance (step, or loop[item].step)", s)
+}
+
+// validItemKey reports whether s is an item key: 1 to MaxItemKey
+// letters, digits, '_' and '-'.
+func validItemKey(s string) bool {
+	if s == "" || len(s) > MaxItemKey {
+		return false
 	}
-	return k, nil
+	for i := 0; i < len(s); i++ {
+		if !itemByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// itemByte reports whether c may stand in an item key.
+func itemByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
 }
 
 // SplitKey splits a key in its String form without checking it: an
@@ -130,7 +152,7 @@ func SanitizeItemKey(raw string) string {
 	bad := false
 	for i := 0; i < len(raw) && len(b) < MaxItemKey; i++ {
 		c := raw[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' {
+		if itemByte(c) {
 			b = append(b, c)
 			bad = false
 			continue

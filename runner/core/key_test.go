@@ -1,6 +1,10 @@
 package core
 
-import "testing"
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
 
 func TestStepKey(t *testing.T) {
 	for _, tt := range []struct {
@@ -39,5 +43,25 @@ func TestStepKeyText(t *testing.T) {
 	var k StepKey
 	if err := k.UnmarshalText([]byte("loop[a b].step")); err == nil {
 		t.Errorf("UnmarshalText of a bad item key = %+v; want an error", k)
+	}
+}
+
+// TestParseStepKeyForm: ParseStepKey accepts exactly the keys of the
+// form step or loop[item].step, with no '[', ']' or '.' in a part, and
+// an item key of 1 to MaxItemKey letters, digits, '_' and '-'.
+func TestParseStepKeyForm(t *testing.T) {
+	form := regexp.MustCompile(`^([^\[\].]+)(?:\[([A-Za-z0-9_-]{1,48})\]\.([^\[\].]+))?$`)
+	parts := []string{"", "a", "é", ".", "[", "]", "x-1", strings.Repeat("i", 48), strings.Repeat("i", 49), " "}
+	for _, a := range parts {
+		for _, b := range parts {
+			for _, c := range parts {
+				for _, s := range []string{a + b + c, a + "[" + b + "]." + c, a + "[" + b + "]" + c, a + "[" + b + "." + c} {
+					k, err := ParseStepKey(s)
+					if ok := form.MatchString(s); ok != (err == nil) || ok && k.String() != s {
+						t.Errorf("ParseStepKey(%q) = %+v, %v; the form matches: %v", s, k, err, ok)
+					}
+				}
+			}
+		}
 	}
 }
