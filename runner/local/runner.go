@@ -142,7 +142,11 @@ type run struct {
 	r     *Runner
 	opts  spec.Options
 	wf    *config.Workflow
-	dir   string
+	// worktreesOf is the workflow usesWorktrees last looked at, and
+	// worktrees what it found: whether any session works in a worktree.
+	worktreesOf *config.Workflow
+	worktrees   bool
+	dir         string
 	// rec is the file system the run's record is written through
 	// (Runner.recordFS).
 	rec afero.Fs
