@@ -7,7 +7,7 @@ import (
 	"github.com/flow-run/flow/gates"
 )
 
-// A for_each step (README.md, "Loops over items") is a loop: its body, a list of steps,
+// A for_each step (docs/loops.md, "Keys" and "Expressions") is a loop: its body, a list of steps,
 // runs once per item. The rules that make a loop hang together are
 // checked here: what a loop step may say of itself, the names of its
 // item and index, and the scope of the expressions of its body, which

@@ -22,7 +22,7 @@ import (
 	"github.com/flow-run/flow/runner/record"
 )
 
-// ciMode is how flow shows itself to a CI service (README.md, "Running in CI").
+// ciMode is how flow shows itself to a CI service (docs/ci.md).
 type ciMode string
 
 // The CI modes: off (a terminal or a plain pipe), plain (live session

@@ -39,7 +39,7 @@ ended, or now if it has none), so that flow runs --all still lists it. A
 deleted branch is reported with its commit: git branch NAME COMMIT brings it
 back until git collects its garbage. A run whose worktree holds changes that
 are not committed is left, and said so. A workflow's defaults.retention applies
-the same policy when one of its runs ends (docs/operating-runs.md, "Retention").
+the same policy when one of its runs ends (docs/operating-runs.md, "Retention: removing finished runs").
 
 prune --worktrees removes the git worktrees of a run (of every run of the
 repository when RUN_ID is left out) that its end did not remove: those kept by

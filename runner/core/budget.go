@@ -7,7 +7,7 @@ import (
 )
 
 // checkBudgets stops the run when what its sessions used has reached a
-// budget (README.md, "Agents"): the run's, and, after a session of step (a step
+// budget (docs/agents.md): the run's, and, after a session of step (a step
 // or an instance), that step's — for a body step, all its instances'
 // together. Sessions in flight finish; none starts after. The run ends
 // budget_exceeded (exit 6) and goes on when resumed with a higher

@@ -100,7 +100,7 @@ type Core struct {
 type ControlState string
 
 // The control states of control.json, which keeps the fields and
-// states of the agent_state.json control file (README.md, "Operating runs").
+// states of the agent_state.json control file (docs/operating-runs.md, "control.json tells the truth").
 const (
 	Continuous ControlState = "continuous"
 	Pause      ControlState = "pause"
@@ -802,7 +802,7 @@ func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
 		return
 	}
 	// A target upstream of the gate step resets it with the rest of
-	// its downstream. A target off to its side (README.md, "agent_orchestrator workflows") does not:
+	// its downstream. A target off to its side (docs/concepts.md, "Loop-backs") does not:
 	// the gate step and what depends on it are reset too, and the gate
 	// step waits for the target (waiting_for) before it runs again.
 	downstream := func(id string) []string {
@@ -1212,7 +1212,7 @@ func deref(s *string) string {
 }
 
 // MaxExcerpt bounds the text of an error or reason kept in an event
-// (README.md, "Limits and safety"): a longer one keeps its head and tail around a marker,
+// (docs/reference/limits.md): a longer one keeps its head and tail around a marker,
 // so that no rendered value, output or report is ever copied whole
 // into the record.
 const MaxExcerpt = 4 << 10

@@ -195,7 +195,7 @@ type Outcome struct {
 	Report     json.RawMessage   `json:"report,omitempty"`
 	Duration   string            `json:"duration,omitempty"`
 	// Usage is what the session consumed, when its agent reports it
-	// (a preset, README.md, "Agents").
+	// (a preset, docs/agents.md).
 	Usage *AgentUsage `json:"usage,omitempty"`
 	// AgentSession is the agent tool's own session (conversation) id,
 	// which a re-entered step continues.

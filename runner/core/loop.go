@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// This file is the core's side of loops over items (README.md, "Loops over items"): a
+// This file is the core's side of loops over items (docs/loops.md, "Scheduling and failure"): a
 // loop step runs when its list of items is known, admits its items in
 // order, up to its own max_parallel at once, starts each item's
 // instances as their needs are met, and ends when its items have: with

@@ -22,7 +22,7 @@ import (
 )
 
 // This file serves a driver that decides elsewhere (the Temporal
-// driver, README.md, "Running on Temporal"): a worker performs one of the core's effects at a
+// driver, docs/temporal.md, "Workers"): a worker performs one of the core's effects at a
 // time on this machine, exactly as the local driver performs it, in the
 // run directory under its repository, whose record the worker mirrors
 // (Mirror). The decisions stay with the core that driver runs.

@@ -343,7 +343,8 @@ func TestControlWritersLoseNothing(t *testing.T) {
 	}
 }
 
-// TestLiveness derives the seed's liveness states from a run's record.
+// TestLiveness derives the liveness states
+// (docs/operating-runs.md, "Reading status") from a run's record.
 func TestLiveness(t *testing.T) {
 	now := time.Date(2025, 1, 15, 15, 0, 0, 0, time.UTC)
 	at := func(ago time.Duration) *core.Time { return &core.Time{Time: now.Add(-ago)} }

@@ -251,8 +251,8 @@ steps:
 `
 
 // TestRunSDLC runs a workflow with a review that fails once: the record
-// on disk follows the seed's loop-back progression, and every file of
-// the run directory is there.
+// on disk follows a loop-back's progression (docs/concepts.md,
+// "Loop-backs"), and every file of the run directory is there.
 func TestRunSDLC(t *testing.T) {
 	e := newEnv(t, sdlc)
 	reviews := 0
@@ -693,7 +693,7 @@ func finalSummary(st *core.State) string {
 }
 
 // TestStepsInWorkflowOrder: run_state.json lists steps in workflow
-// order, as the seed's examples do.
+// order, as docs/record.md says.
 func TestStepsInWorkflowOrder(t *testing.T) {
 	e := newEnv(t, "name: ord\nsteps:\n  - {id: zeta, run: x}\n  - {id: alpha, run: x}\n  - {id: mid, run: x}\n")
 	e.run(&scripted{fn: func(call) reply { return reply{} }}, spec.Options{})

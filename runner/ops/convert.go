@@ -23,7 +23,7 @@ type ConvertRequest struct {
 	MaxIterations int
 }
 
-// Convert prints a workflow in flow's own format (README.md, "agent_orchestrator workflows"): a file in
+// Convert prints a workflow in flow's own format (docs/agent-orchestrator.md, "Its keys"): a file in
 // agent_orchestrator's format with comments saying what each key
 // became, or a flow file in the other of YAML and HCL. The output loads
 // to the same workflow. Paths in it (prompt files, prompt paths, the

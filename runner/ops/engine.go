@@ -25,7 +25,7 @@ import (
 // (the command line, flow serve, the CI reporters) call an Engine and
 // never know which one it is; an operation an engine cannot do returns
 // an error that errors.Is ErrUnsupported, naming it
-// (docs/architecture.md, "One engine").
+// (docs/architecture.md, "Layers").
 type Engine interface {
 	// Name is "local" or "temporal".
 	Name() string

@@ -42,9 +42,10 @@ func reviewer(n int) func(call) reply {
 	}
 }
 
-// TestWorkflowLoopBackProgression follows the seed's example on
-// Temporal: a failed review loops back to coding once, the second pass
-// completes, and the worker's record says so.
+// TestWorkflowLoopBackProgression follows a loop-back
+// (docs/concepts.md, "Loop-backs") on Temporal: a failed review loops
+// back to coding once, the second pass completes, and the worker's
+// record says so.
 func TestWorkflowLoopBackProgression(t *testing.T) {
 	h := newHarness(t, reviewLoop, reviewer(1))
 	res := h.run()
