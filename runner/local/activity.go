@@ -166,6 +166,21 @@ func (m *Remote) HumanTimeout(step string) (time.Duration, error) {
 	return x.duration(s.Human.Timeout, env)
 }
 
+// HumanWait says what a waiting human step needs evaluated, as the
+// local driver finds it when the step starts to wait (AwaitHuman): why
+// its message or timeout cannot be evaluated, which fails the step, or
+// else its timeout (0 for none).
+func (m *Remote) HumanWait(step string) (time.Duration, string) {
+	if why := m.x.humanExprError(step); why != "" {
+		return 0, why
+	}
+	d, err := m.HumanTimeout(step)
+	if err != nil {
+		return 0, err.Error()
+	}
+	return d, ""
+}
+
 // Cleanup runs the workflow's cleanup session (StartCleanup) to its
 // end.
 func (m *Remote) Cleanup(ctx context.Context, e core.StartCleanup) core.CleanupDone {

@@ -264,3 +264,31 @@ func TestWorkflowHumanTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkflowHumanExpressionErrors: a human.message or human.timeout
+// that cannot be evaluated fails the step with where and why, as on a
+// local runner (local.TestHumanExpressionErrors); nobody is left
+// waiting on it.
+func TestWorkflowHumanExpressionErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, human, want string
+	}{
+		{"message", `{message: 'deploy {{ int(vars.v) }}'}`, "human.message"},
+		{"timeout", `{message: go, timeout: 'int(vars.v)'}`, "human.timeout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := "name: h\nvars: {v: ten}\nsteps:\n  - {id: gate, human: " + tc.human + "}\n  - {id: b, run: x}\n"
+			h := newHarness(t, src, func(c call) reply { return reply{} })
+			res := h.run()
+			st := h.state()
+			g := st.Steps["gate"]
+			if res.Status != core.RunFailed || res.ExitCode != 1 || g.Status != core.Failed || g.LastError == nil ||
+				!strings.Contains(*g.LastError, "workflow.yaml:4:") || !strings.Contains(*g.LastError, tc.want) {
+				t.Fatalf("result %+v, gate %+v; want it failed with %s and its position", res, g, tc.want)
+			}
+			if b := st.Steps["b"]; b != nil && b.Status != core.Pending && b.Status != core.Skipped {
+				t.Errorf("the step after it is %s", b.Status)
+			}
+		})
+	}
+}
