@@ -92,8 +92,12 @@ func TestEndToEndPausedRunFinishes(t *testing.T) {
 		t.Fatalf("approve: %+v %v", d, err)
 	}
 	// Paused, the run starts nothing after the approval.
-	if st, err := eng.Status(ctx, repo, "paused1"); err != nil || st.State.Steps["approve"].Status != core.Completed || st.State.Steps["c"].Status != core.Pending {
-		t.Fatalf("approved while paused: %v %+v", err, st.State)
+	st, err = eng.Status(ctx, repo, "paused1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, c := st.State.Steps["approve"].Status, st.State.Steps["c"].Status; a != core.Completed || c != core.Pending {
+		t.Fatalf("approved while paused: approve is %s and c %s, want completed and pending", a, c)
 	}
 	if _, err := eng.Control(ctx, ops.ControlRequest{RunID: "paused1", State: core.Continuous}); err != nil {
 		t.Fatalf("flow continue: %v", err)
