@@ -45,7 +45,7 @@ func detectCI(flag string, getenv func(string) string) (ciMode, error) {
 		return m, nil
 	case "":
 	default:
-		return ciOff, core.Usage("--ci=%s: want github, gitlab, plain or off", flag)
+		return ciOff, ops.Usage("--ci=%s: want github, gitlab, plain or off", flag)
 	}
 	switch {
 	case strings.EqualFold(strings.TrimSpace(getenv("GITHUB_ACTIONS")), "true"):

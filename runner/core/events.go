@@ -650,7 +650,7 @@ var appliers = map[string]applier{
 	}),
 	EvRunInterrupted: onRun(func(s *State, _ *none, _ Time) {
 		s.Status = RunInterrupted
-		s.ExitCode = int(ExitInterrupted)
+		s.ExitCode = ExitInterrupted
 	}),
 	EvCleanupStarted: onRun(func(s *State, d *CleanupFinished, _ Time) { s.Cleanups = d.N }),
 	EvLoopItems: onStep(func(s *State, st *StepState, d *LoopItems, e Event, at Time) {

@@ -48,7 +48,7 @@ func (r *Runner) OpenRemote(opts spec.Options) (*Remote, error) {
 		outputs: map[string]string{}, reports: map[string]map[string]any{}, awaiting: map[string]bool{}, warned: map[string]string{},
 		environ: spec.EnvironMap(rc.Environ)}
 	x.setWorkflow(x.wf)
-	if err := core.CheckRunID(opts.RunID); err != nil {
+	if err := record.CheckRunID(opts.RunID); err != nil {
 		return nil, err
 	}
 	x.dir = record.RunDir(opts.Repo, opts.RunID)

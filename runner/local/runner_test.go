@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -652,7 +653,7 @@ func faultInjection(t *testing.T, src string, script func() *scripted, stickines
 						opts = spec.Options{RunID: "r2"}
 					}
 					res, err = e.tryRun(e.fs, second, opts)
-					if core.CodeOf(err) == core.ExitRefused && e.state(e.fs).Status == core.RunCompleted {
+					if errors.Is(err, core.ErrRefused) && e.state(e.fs).Status == core.RunCompleted {
 						// The fault hit after the run's end was recorded: a
 						// finished run is not resumed.
 						err = nil

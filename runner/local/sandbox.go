@@ -188,7 +188,7 @@ func (x *run) refuseWeakening(runID string) error {
 	if err != nil || len(weak) == 0 {
 		return err
 	}
-	return core.Refused("run %s: the workflow file %s was edited since the run recorded it, and the edit weakens its gates:\n  - %s\nthe repository is writable by the run's sessions, so only a person applies such an edit: flow resume %s --accept-edits (or undo the edit)",
+	return core.Refuse("run %s: the workflow file %s was edited since the run recorded it, and the edit weakens its gates:\n  - %s\nthe repository is writable by the run's sessions, so only a person applies such an edit: flow resume %s --accept-edits (or undo the edit)",
 		runID, x.wf.File, strings.Join(weak, "\n  - "), runID)
 }
 

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 
 	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
 )
 
@@ -37,7 +36,7 @@ func (s *Service) Convert(req ConvertRequest) ([]byte, error) {
 		to = "yaml"
 	case "yaml", "hcl":
 	default:
-		return nil, core.Usage("--to %s: want yaml or hcl", req.To)
+		return nil, Usage("--to %s: want yaml or hcl", req.To)
 	}
 	wf, err := s.loadInvoked(req.Workflow, "", req.Invocation)
 	if err != nil {

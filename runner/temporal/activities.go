@@ -266,7 +266,7 @@ func (a *Activities) fs() afero.Fs { return a.Runner.FS }
 // was started with there. A run id already used by another run is
 // refused.
 func (a *Activities) Open(ctx context.Context, req OpenRequest) (Host, error) {
-	if err := core.CheckRunID(req.RunID); err != nil {
+	if err := record.CheckRunID(req.RunID); err != nil {
 		return Host{}, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 	}
 	dir := record.RunDir(a.Repo, req.RunID)
@@ -345,7 +345,7 @@ func readLaunch(fsys afero.Fs, dir string) (launch, error) {
 
 // Mirror appends the events to the run's record on this worker.
 func (a *Activities) Mirror(ctx context.Context, req MirrorRequest) error {
-	if err := core.CheckRunID(req.RunID); err != nil {
+	if err := record.CheckRunID(req.RunID); err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 	}
 	a.mu.Lock()
@@ -368,7 +368,7 @@ func (r remoteRun) Secrets() *redact.Redactor { return r.secrets }
 
 // remote opens the run on this worker.
 func (a *Activities) remote(runID string) (remoteRun, error) {
-	if err := core.CheckRunID(runID); err != nil {
+	if err := record.CheckRunID(runID); err != nil {
 		return remoteRun{}, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 	}
 	dir := record.RunDir(a.Repo, runID)
@@ -563,7 +563,7 @@ func (a *Activities) Cleanup(ctx context.Context, req CleanupRequest) (core.Clea
 
 // Gates reads the run's gate-state file, as the local driver polls it.
 func (a *Activities) Gates(ctx context.Context, req GatesRequest) (GatesReply, error) {
-	if err := core.CheckRunID(req.RunID); err != nil {
+	if err := record.CheckRunID(req.RunID); err != nil {
 		return GatesReply{}, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 	}
 	path := req.Path
@@ -581,7 +581,7 @@ func (a *Activities) Gates(ctx context.Context, req GatesRequest) (GatesReply, e
 // this worker's checkout, as a local --start-at-step does
 // (spec.PlanStartAt).
 func (a *Activities) Artifacts(ctx context.Context, req ArtifactsRequest) (ArtifactsReply, error) {
-	if err := core.CheckRunID(req.RunID); err != nil {
+	if err := record.CheckRunID(req.RunID); err != nil {
 		return ArtifactsReply{}, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 	}
 	wf, err := ParseSource(a.Repo, req.Source, req.Invocation)
