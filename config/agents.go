@@ -12,7 +12,7 @@ import (
 
 // An agent is started in one of two ways: run: is a shell command that
 // reads the prompt from the environment; preset: names a tool flow
-// knows (README.md, "Agents"), started through its headless interface so that
+// knows (docs/agents.md), started through its headless interface so that
 // flow reads its final text, session id, tokens and cost, and resumes
 // its conversation when a step is re-entered. The keys that tune a
 // preset (model, args, resume, price) mean nothing to a command, which

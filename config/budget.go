@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// A budget (README.md, "Agents") bounds the cost, the tokens and the sessions of
+// A budget (docs/agents.md) bounds the cost, the tokens and the sessions of
 // the whole run or of one step; the runner stops before the next
 // session once one is used up. Here a budget is only read: each value
 // given is a positive number (the cost a decimal, tokens and sessions

@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// A pair review (README.md, "agent_orchestrator workflows") is a step whose gate names reviewers: steps
+// A pair review (docs/concepts.md, "Pair review") is a step whose gate names reviewers: steps
 // of its scope, each ending with a verdict, whose verdicts the step
 // decides from by its consensus rule. The step runs no session of its
 // own (KindConsensus); without needs it needs its reviewers. Its gate's

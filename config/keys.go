@@ -128,6 +128,20 @@ const (
 	sessionStep          // any step but a for_each loop, whose body's steps take it
 )
 
+// placedKey is a key of the step table that belongs on one kind of
+// step, as a step wrote it.
+type placedKey struct {
+	name string
+	on   stepKind
+	pos  Pos
+}
+
+// kindedKeys is a block that keeps where its keys that belong on one kind
+// of step were written.
+type kindedKeys interface {
+	placed(k placedKey)
+}
+
 // byDefault gives the key's default, as a workflow file writes it.
 func (f field[T]) byDefault(v string) field[T] {
 	f.def = v
@@ -199,6 +213,18 @@ func newTable[T any](what, doc, def string, fields ...field[T]) *table[T] {
 func (t *table[T]) add(f field[T]) {
 	ks := &t.keySet
 	i := len(t.fields)
+	if f.on != anyStep {
+		// The kind of step the key belongs on is declared here once;
+		// the step keeps where each such key was written, and build
+		// refuses a key on the wrong kind of step from that.
+		set, name, on := f.set, f.name, f.on
+		f.set = func(t *T, v value) {
+			if ks, ok := any(t).(kindedKeys); ok {
+				ks.placed(placedKey{name: name, on: on, pos: v.keyPos()})
+			}
+			set(t, v)
+		}
+	}
 	t.fields = append(t.fields, f)
 	h := f.hcl
 	if h == "" {

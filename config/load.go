@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/afero"
 )
 
-// The caps on what a workflow may hold (README.md, "Limits and safety"). A workflow file is
+// The caps on what a workflow may hold (docs/reference/limits.md). A workflow file is
 // refused before it is read past MaxWorkflowSize bytes, and decoding
 // stops at the first step over MaxSteps, so that a huge or hostile file
 // costs little.

@@ -7,7 +7,7 @@ import (
 	"github.com/flow-run/flow/gates"
 )
 
-// A for_each step (README.md, "Loops over items") is a loop: its body, a list of steps,
+// A for_each step (docs/loops.md, "Keys" and "Expressions") is a loop: its body, a list of steps,
 // runs once per item. The rules that make a loop hang together are
 // checked here: what a loop step may say of itself, the names of its
 // item and index, and the scope of the expressions of its body, which
@@ -51,33 +51,15 @@ func (b *builder) loopStep(s *Step, rs *rawStep, loop *Step) *Step {
 	if loop != nil {
 		b.d.errorf(rs.forEachPos, "for_each inside the body of %q: loops nest one level", loop.ID)
 	}
-	type key struct {
-		name string
-		set  bool
-		pos  func() Pos
-	}
-	at := func(p Pos) func() Pos { return func() Pos { return p } }
-	for _, k := range []key{
-		{"feedback", rs.feedback.set, rs.feedback.pos},
-		{"run", rs.run.set, rs.run.pos},
-		{"prompt", rs.prompt.set, rs.prompt.pos},
-		{"prompt_file", rs.promptFile.set, rs.promptFile.pos},
-		{"agent", rs.agent.set, rs.agent.pos},
-		{"human", rs.human != nil, func() Pos { return rs.human.pos }},
-		{"gate", rs.gate != nil && !rs.gate.reviewersSet, func() Pos { return rs.gate.pos }},
-		{"loop_back_to", rs.loopBackTo.set, rs.loopBackTo.pos},
-		{"max_attempts", rs.maxAttempts.set, rs.maxAttempts.pos},
-		{"retry", rs.retry != nil, func() Pos { return rs.retry.pos }},
-		{"retry_if", rs.retryIf.set, rs.retryIf.pos},
-		{"timeout", rs.timeout.set, rs.timeout.pos},
-		{"idle_timeout", rs.idleTimeout.set, rs.idleTimeout.pos},
-		{"artifacts", rs.artifactsPos != Pos{}, at(rs.artifactsPos)},
-		{"env", rs.envPos != Pos{}, at(rs.envPos)},
-		{"budget", rs.budget != nil, func() Pos { return rs.budget.pos }},
-	} {
-		if k.set {
-			b.d.errorf(k.pos(), "step %q is a for_each loop: %s belongs on a step of its body", s.ID, k.name)
+	if rs.rawStepMore != nil {
+		for _, k := range rs.kinded {
+			if k.on == sessionStep {
+				b.d.errorf(k.pos, "step %q is a for_each loop: %s belongs on a step of its body", s.ID, k.name)
+			}
 		}
+	}
+	if rs.gate != nil && !rs.gate.reviewersSet {
+		b.d.errorf(rs.gate.pos, "step %q is a for_each loop: gate belongs on a step of its body", s.ID)
 	}
 	if rs.gate != nil && rs.gate.reviewersSet {
 		b.d.errorf(rs.forEachPos, "step %q decides from its reviewers: for_each belongs on a reviewer", s.ID)

@@ -183,23 +183,25 @@ func TestLoopRules(t *testing.T) {
     env: {A: b}
     feedback: none
     human: {message: m}
+    model: m
     steps:
       - {id: a, run: a}
 `, []loopDiag{
-			{5, 10, `step "l" is a for_each loop: run belongs on a step of its body`},
-			{6, 13, `step "l" is a for_each loop: prompt belongs on a step of its body`},
-			{7, 12, `step "l" is a for_each loop: agent belongs on a step of its body`},
+			{5, 5, `step "l" is a for_each loop: run belongs on a step of its body`},
+			{6, 5, `step "l" is a for_each loop: prompt belongs on a step of its body`},
+			{7, 5, `step "l" is a for_each loop: agent belongs on a step of its body`},
 			{8, 5, `step "l" is a for_each loop: gate belongs on a step of its body`},
-			{9, 19, `step "l" is a for_each loop: loop_back_to belongs on a step of its body`},
-			{10, 12, `step "l" is a for_each loop: retry belongs on a step of its body`},
-			{11, 15, `step "l" is a for_each loop: retry_if belongs on a step of its body`},
-			{12, 19, `step "l" is a for_each loop: max_attempts belongs on a step of its body`},
-			{13, 14, `step "l" is a for_each loop: timeout belongs on a step of its body`},
-			{14, 19, `step "l" is a for_each loop: idle_timeout belongs on a step of its body`},
+			{9, 5, `step "l" is a for_each loop: loop_back_to belongs on a step of its body`},
+			{10, 5, `step "l" is a for_each loop: retry belongs on a step of its body`},
+			{11, 5, `step "l" is a for_each loop: retry_if belongs on a step of its body`},
+			{12, 5, `step "l" is a for_each loop: max_attempts belongs on a step of its body`},
+			{13, 5, `step "l" is a for_each loop: timeout belongs on a step of its body`},
+			{14, 5, `step "l" is a for_each loop: idle_timeout belongs on a step of its body`},
 			{15, 5, `step "l" is a for_each loop: artifacts belongs on a step of its body`},
 			{16, 5, `step "l" is a for_each loop: env belongs on a step of its body`},
-			{17, 15, `step "l" is a for_each loop: feedback belongs on a step of its body`},
+			{17, 5, `step "l" is a for_each loop: feedback belongs on a step of its body`},
 			{18, 5, `step "l" is a for_each loop: human belongs on a step of its body`},
+			{19, 5, `step "l" is a for_each loop: model belongs on a step of its body`},
 		}},
 		{"no body", `  - id: l
     for_each: [a]
@@ -457,7 +459,7 @@ step "o" {
 		{23, 9, `as: step "n" has no for_each; only a for_each loop has as`},
 		{24, 3, `steps: step "n" has no for_each; only a for_each loop has a body of steps`},
 		{29, 21, `for_each: step "a" is a step of the body of loop "l": outside the body read it per item, as steps.l.items[i].a`},
-		{30, 14, `step "o" is a for_each loop: run belongs on a step of its body`},
+		{30, 3, `step "o" is a for_each loop: run belongs on a step of its body`},
 	})
 }
 

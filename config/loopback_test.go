@@ -11,7 +11,7 @@ import (
 )
 
 // TestLoopBackTargets checks which loop-back targets a workflow may
-// name (README.md, "agent_orchestrator workflows"): the step itself, one it depends on, or one
+// name (docs/concepts.md, "Loop-backs"): the step itself, one it depends on, or one
 // independent of it; never one that depends on it, nor one its scope
 // cannot reach. Each case is written in both formats, with the
 // diagnostics each gives as file:line:col: message.

@@ -34,7 +34,7 @@ type Workflow struct {
 	// Format is "yaml" or "hcl".
 	Format string
 	// Dialect is DialectFlow, or DialectOrchestrator for a file read in
-	// agent_orchestrator's format (README.md, "agent_orchestrator workflows").
+	// agent_orchestrator's format (docs/agent-orchestrator.md, "Which format a file is in").
 	Dialect string
 	// DialectReason says why a file was read in agent_orchestrator's
 	// format, for a notice; "" when it was told to.
@@ -133,7 +133,7 @@ type Retention struct {
 
 // Agent says how a session of an agent is started: Run is a shell
 // command that reads the prompt from $FLOW_PROMPT or $FLOW_PROMPT_FILE,
-// or Preset names a tool that flow starts itself (README.md, "Agents"). Exactly
+// or Preset names a tool that flow starts itself (docs/agents.md). Exactly
 // one of the two is set in a loaded agent.
 type Agent struct {
 	Name string
@@ -241,7 +241,7 @@ const (
 	// KindLoop is a for_each step: it runs its body once per item.
 	KindLoop StepKind = "loop"
 	// KindConsensus is a step whose gate has reviewers: it runs no
-	// session, and decides from its reviewers' verdicts (README.md, "agent_orchestrator workflows").
+	// session, and decides from its reviewers' verdicts (docs/concepts.md, "Pair review").
 	KindConsensus StepKind = "consensus"
 )
 
@@ -319,7 +319,7 @@ type StepOptions struct {
 	// together), or is nil. Never set on a human or a loop step.
 	Budget *Budget
 
-	// ForEach makes the step a loop over items (README.md, "Loops over items"): its body
+	// ForEach makes the step a loop over items (docs/loops.md, "Keys"): its body
 	// runs once per item. It is set exactly for KindLoop steps.
 	ForEach *ForEach
 
@@ -342,7 +342,7 @@ type StepExtra struct {
 	// expressions read it as steps.<id>.metadata.
 	Metadata map[string]any
 	// Gates names the gates of the gate-state file that must be open
-	// before the step starts (README.md, "agent_orchestrator workflows").
+	// before the step starts (docs/concepts.md, "Gates of a gate-state file").
 	Gates []string
 	// NeedsSet is true when the file wrote needs explicitly, and
 	// NeedsPos is where.
@@ -390,7 +390,7 @@ func (s *Step) Metadata() map[string]any {
 }
 
 // Gates names the gates of the gate-state file that must be open before
-// the step starts (README.md, "agent_orchestrator workflows"); nil for none.
+// the step starts (docs/concepts.md, "Gates of a gate-state file"); nil for none.
 func (s *Step) Gates() []string {
 	if s.Extra == nil {
 		return nil
@@ -428,7 +428,7 @@ func (s *Step) LoopPos() Pos {
 }
 
 // DefaultMaxItems is the most items a loop may have unless
-// defaults.max_items says otherwise (README.md, "Limits and safety").
+// defaults.max_items says otherwise (docs/loops.md, "Keys").
 const DefaultMaxItems = 10000
 
 // ForEach is what a for_each step loops over and what it runs per item.
@@ -491,7 +491,7 @@ type Gate struct {
 	Consensus string
 }
 
-// The consensus rules of a pair review (README.md, "agent_orchestrator workflows"). A MIXED verdict
+// The consensus rules of a pair review (docs/concepts.md, "Pair review"). A MIXED verdict
 // counts as FAIL.
 const (
 	// ConsensusAll passes when every reviewer passes; a missing verdict

@@ -13,7 +13,7 @@ import (
 	"github.com/flow-run/flow/internal/suggest"
 )
 
-// agent_orchestrator's format (README.md, "agent_orchestrator workflows"). A file in it is a name, a
+// agent_orchestrator's format (docs/agent-orchestrator.md, "Its keys"). A file in it is a name, a
 // description and steps, each an agent named for a wrapper script with
 // the path of a prompt file, and keys of its own: next_on_success,
 // human_in_the_loop, gates, model, metadata, loop. It is decoded with

@@ -211,7 +211,15 @@ type rawStepMore struct {
 	// bodySet is whether steps was written at all, and bodyPos where.
 	bodySet bool
 	bodyPos Pos
+
+	// kinded are the keys written that belong on one kind of step
+	// only, in the order written.
+	kinded []placedKey
 }
+
+// placed keeps where a key that belongs on one kind of step was
+// written.
+func (s *rawStep) placed(k placedKey) { s.more().kinded = append(s.more().kinded, k) }
 
 // more returns the step's rarely written keys, allocating them the
 // first time.

@@ -2,8 +2,8 @@ package config
 
 // The sandbox modes of defaults.sandbox and a step's sandbox: whether a
 // step's sessions run confined, so that they cannot write flow's state
-// under .agents/ nor decide the run they are part of (README.md, "Limits
-// and safety").
+// under .agents/ nor decide the run they are part of (docs/security.md,
+// "The sandbox").
 const (
 	// SandboxOn sandboxes sessions where the kernel allows it, and runs
 	// them unsandboxed, with a warning, where it does not (the default).

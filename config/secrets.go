@@ -3,7 +3,7 @@ package config
 import "strings"
 
 // IsSecretName reports whether the environment variable name is a
-// secret (README.md, "Limits and safety"): one of the names declared in a workflow's
+// secret (docs/security.md, "Secrets"): one of the names declared in a workflow's
 // secrets:, or a name that matches one of the default patterns *_TOKEN,
 // *_KEY, *_SECRET and *PASSWORD*. Both are matched case-insensitively,
 // so that github_token and Deploy_Password are secrets too: hiding a

@@ -8,7 +8,7 @@ import (
 	"github.com/flow-run/flow/internal/confine"
 )
 
-// The default sizes (README.md, "Limits and safety"), which defaults: may change.
+// The default sizes (docs/reference/limits.md), which defaults: may change.
 const (
 	DefaultPromptLimit  int64 = 1 << 20
 	DefaultCommandLimit int64 = 100 << 10

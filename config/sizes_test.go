@@ -60,7 +60,7 @@ func TestLimits(t *testing.T) {
 		t.Errorf("Limits() = %+v, Defaults.Limits = %+v; want %+v and zero", got, bare.Defaults.Limits, want)
 	}
 	if want != (config.Limits{Prompt: 1 << 20, Command: 100 << 10, Report: 1 << 20, Log: 64 << 20, MaxItems: 10000}) {
-		t.Errorf("default limits %+v are not the defaults README.md's \"Limits and safety\" lists", want)
+		t.Errorf("default limits %+v are not the defaults docs/reference/limits.md lists", want)
 	}
 	y := parse(t, "yaml", "name: x\ndefaults:\n  prompt_limit: 2MiB\n  command_limit: 65536\n  log_limit: 1 GB\n  max_items: 50\nsteps:\n  - {id: a, run: a}\n")
 	h := parse(t, "hcl", "name = \"x\"\ndefaults {\n  prompt_limit = \"2MiB\"\n  command_limit = 65536\n  log_limit = \"1 GB\"\n  max_items = 50\n}\nstep \"a\" { run = \"a\" }\n")

@@ -4,7 +4,7 @@ import (
 	"time"
 )
 
-// TestFile is a workflow test file (*.test.yaml or *.test.hcl, README.md, "Testing workflows"): a workflow
+// TestFile is a workflow test file (*.test.yaml or *.test.hcl, docs/testing.md): a workflow
 // and the tests that run it with scripted sessions, checks and human
 // decisions, and what each expects of the run.
 type TestFile struct {

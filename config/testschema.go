@@ -6,7 +6,7 @@ import (
 )
 
 // TestSchema returns a JSON Schema (draft 2020-12) of the YAML workflow
-// test file format (*.test.yaml, README.md, "Testing workflows"), with descriptions, for
+// test file format (*.test.yaml, docs/testing.md), with descriptions, for
 // editors: a test file that starts with
 // "# yaml-language-server: $schema=<path to it>" is checked and completed
 // as it is typed. Each level lists exactly the keys the loader accepts

@@ -123,7 +123,7 @@
 //
 // Template.RenderLimit stops with a *TooLargeError as soon as the
 // rendered text would exceed the limit it is given, without building
-// the rest; the runner passes the workflow's limits (README.md, "Limits and safety": 1 MiB for
+// the rest; the runner passes the workflow's limits (docs/reference/limits.md: 1 MiB for
 // a prompt, 100 KiB for a command). Template.Render uses
 // DefaultRenderLimit, 16 MiB. The message of every *Error is at most
 // MaxMessage (4 KiB): a longer one, such as expr's invalid operation:

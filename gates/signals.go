@@ -41,7 +41,7 @@ const MaxSignalLine = 4096
 // default is a key too, so that signals.LGTM and signals.PASS both
 // work when the pass word is LGTM.
 //
-// The verdict follows the rule of agentpair's upstream project, loop (README.md, "A workflow"): it is
+// The verdict follows the rule of agentpair's upstream project, loop (docs/concepts.md, "Sessions"): it is
 // the signal on the final non-empty line (whitespace and quotes around
 // it allowed), "PASS" or "FAIL" whatever the configured words;
 // "MIXED" when both a pass and a fail line occur; "" when the final
@@ -83,7 +83,7 @@ type verdictState struct {
 	after bool
 }
 
-// The verdicts and why there is none (README.md, "A workflow"; docs/architecture.md, "Gate decisions").
+// The verdicts and why there is none (docs/concepts.md, "Sessions"; docs/architecture.md, "Gate decisions").
 const (
 	VerdictPass  = "PASS"
 	VerdictFail  = "FAIL"

@@ -22,7 +22,7 @@ import (
 	"github.com/flow-run/flow/runner/record"
 )
 
-// ciMode is how flow shows itself to a CI service (README.md, "Running in CI").
+// ciMode is how flow shows itself to a CI service (docs/ci.md).
 type ciMode string
 
 // The CI modes: off (a terminal or a plain pipe), plain (live session
@@ -45,7 +45,7 @@ func detectCI(flag string, getenv func(string) string) (ciMode, error) {
 		return m, nil
 	case "":
 	default:
-		return ciOff, core.Usage("--ci=%s: want github, gitlab, plain or off", flag)
+		return ciOff, ops.Usage("--ci=%s: want github, gitlab, plain or off", flag)
 	}
 	switch {
 	case strings.EqualFold(strings.TrimSpace(getenv("GITHUB_ACTIONS")), "true"):

@@ -3,7 +3,6 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
 
@@ -29,7 +28,7 @@ prompt files it names by the same relative paths.`,
 			switch {
 			case as == "":
 			case f.inv.Format != "" && f.inv.Format != as:
-				return core.Usage("--as %s and --format %s say different formats: give one", as, f.inv.Format)
+				return ops.Usage("--as %s and --format %s say different formats: give one", as, f.inv.Format)
 			default:
 				f.inv.Format = as
 			}

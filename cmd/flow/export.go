@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
 
@@ -26,7 +25,7 @@ standard output.`,
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
-				return core.Usage("export needs -o FILE (or -o - for the standard output)")
+				return ops.Usage("export needs -o FILE (or -o - for the standard output)")
 			}
 			if out == "-" {
 				id, err := a.svc.ExportRun(repo, argOr(args), a.stdio.Out)
@@ -66,7 +65,7 @@ this repository on its next flow resume. - reads the archive from the standard i
 			if args[0] != "-" {
 				f, err := a.svc.FS.Open(args[0])
 				if err != nil {
-					return core.Usage("import: %v", err)
+					return ops.Usage("import: %v", err)
 				}
 				defer f.Close()
 				archive = f

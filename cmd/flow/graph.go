@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/ops"
 	"github.com/spf13/cobra"
 )
 
@@ -17,7 +17,7 @@ steps have their own shape, and gated steps show their gate.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "mermaid" && format != "dot" {
-				return core.Usage("unknown graph format %q (want mermaid or dot)\ntry: flow graph %s --format mermaid", format, args[0])
+				return ops.Usage("unknown graph format %q (want mermaid or dot)\ntry: flow graph %s --format mermaid", format, args[0])
 			}
 			w, err := a.loadWorkflow(args[0])
 			if err != nil {

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
 
@@ -42,7 +41,7 @@ func TestHelpTexts(t *testing.T) {
 	} {
 		t.Run(tc.cmd, func(t *testing.T) {
 			got := help(t, tc.cmd)
-			for _, c := range core.ExitCodes() {
+			for _, c := range ops.ExitCodes() {
 				line := fmt.Sprintf("\n  %-4d %s\n", int(c), c.Meaning())
 				if !strings.Contains(got, line) {
 					t.Errorf("flow %s --help lacks exit code %d (%q)", tc.cmd, int(c), line)

@@ -35,7 +35,7 @@ reads run_state.json and applies any newer events, so it is exact while a run go
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if notifyDead && !watch {
-				return core.Usage("--notify-dead watches the run: flow status --watch --notify-dead")
+				return ops.Usage("--notify-dead watches the run: flow status --watch --notify-dead")
 			}
 			a.svc.NotifyDead = notifyDead
 			if watch {
@@ -592,7 +592,7 @@ func (a *app) outsideSession(first bool, name, other string) error {
 		name = other
 	}
 	if id := a.svc.Getenv(proc.MarkerVar); id != "" {
-		return core.Refused("flow %s refuses to run inside a flow session (%s is set): a session does not decide or steer the run it is part of; a person does, from outside", name, proc.MarkerVar)
+		return ops.Refused("flow %s refuses to run inside a flow session (%s is set): a session does not decide or steer the run it is part of; a person does, from outside", name, proc.MarkerVar)
 	}
 	return nil
 }

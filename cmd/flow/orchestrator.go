@@ -12,7 +12,6 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/suggest"
-	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
 )
@@ -53,7 +52,7 @@ func (f *runFlags) addOrchestratorRun(cmd *cobra.Command) {
 func (f *runFlags) orchInvocation() error {
 	if n := f.orch.issueNumber; n != 0 {
 		if n < 0 {
-			return core.Usage("--issue-number %d: want a positive number", n)
+			return ops.Usage("--issue-number %d: want a positive number", n)
 		}
 		f.inv.Env = append(f.inv.Env, "ISSUE_NUMBER="+strconv.Itoa(n))
 	}
@@ -61,7 +60,7 @@ func (f *runFlags) orchInvocation() error {
 		wt := f.orch.wt
 		f.inv.GitWorktree = &wt
 	} else if f.orch.wt != (record.GitWorktree{}) {
-		return core.Usage("--git-worktree-ref, -branch, -root and -keep say how the run's worktree is made: give --git-worktree with them")
+		return ops.Usage("--git-worktree-ref, -branch, -root and -keep say how the run's worktree is made: give --git-worktree with them")
 	}
 	return nil
 }
@@ -71,11 +70,11 @@ func (f *runFlags) orchInvocation() error {
 func workflowArg(args []string, flag string) (string, error) {
 	switch {
 	case len(args) == 0 && flag == "":
-		return "", core.Usage("give the workflow file: flow run WORKFLOW (or --workflow WORKFLOW)")
+		return "", ops.Usage("give the workflow file: flow run WORKFLOW (or --workflow WORKFLOW)")
 	case len(args) == 0:
 		return flag, nil
 	case flag != "" && flag != args[0]:
-		return "", core.Usage("the workflow is given twice, as %s and as --workflow %s: give one", args[0], flag)
+		return "", ops.Usage("the workflow is given twice, as %s and as --workflow %s: give one", args[0], flag)
 	}
 	return args[0], nil
 }
@@ -148,5 +147,5 @@ func checkAs(as string) error {
 	case "", config.FormatFlow, config.FormatOrchestrator:
 		return nil
 	}
-	return core.Usage("--as %q: want flow or orchestrator", strings.TrimSpace(as))
+	return ops.Usage("--as %q: want flow or orchestrator", strings.TrimSpace(as))
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/retention"
 )
@@ -40,7 +39,7 @@ ended, or now if it has none), so that flow runs --all still lists it. A
 deleted branch is reported with its commit: git branch NAME COMMIT brings it
 back until git collects its garbage. A run whose worktree holds changes that
 are not committed is left, and said so. A workflow's defaults.retention applies
-the same policy when one of its runs ends (docs/operating-runs.md, "Retention").
+the same policy when one of its runs ends (docs/operating-runs.md, "Retention: removing finished runs").
 
 prune --worktrees removes the git worktrees of a run (of every run of the
 repository when RUN_ID is left out) that its end did not remove: those kept by
@@ -56,27 +55,27 @@ whose runner is alive are left alone.`,
 			policy := f.Changed("keep") || f.Changed("older-than") || f.Changed("status") || f.Changed("workflow") || dryRun
 			if worktrees {
 				if policy {
-					return core.Usage("--worktrees removes only worktrees; prune runs without it\ntry: flow prune --keep 20")
+					return ops.Usage("--worktrees removes only worktrees; prune runs without it\ntry: flow prune --keep 20")
 				}
 				return a.pruneWorktrees(cmd, repo, argOr(args), asJSON)
 			}
 			if len(args) > 0 {
-				return core.Usage("flow prune takes no RUN_ID (a policy chooses the runs); only --worktrees does\ntry: flow prune --worktrees %s", args[0])
+				return ops.Usage("flow prune takes no RUN_ID (a policy chooses the runs); only --worktrees does\ntry: flow prune --worktrees %s", args[0])
 			}
 			req := ops.PruneRequest{Repo: repo, Workflow: workflow, DryRun: dryRun}
 			if !f.Changed("keep") && !f.Changed("older-than") {
-				return core.Usage("flow prune needs --keep N, --older-than D or both (which runs stay), or --worktrees\ntry: flow prune --keep 20 --dry-run")
+				return ops.Usage("flow prune needs --keep N, --older-than D or both (which runs stay), or --worktrees\ntry: flow prune --keep 20 --dry-run")
 			}
 			if f.Changed("keep") {
 				if keep < 0 {
-					return core.Usage("--keep %d: want 0 or more runs", keep)
+					return ops.Usage("--keep %d: want 0 or more runs", keep)
 				}
 				req.Keep = keep
 			}
 			if f.Changed("older-than") {
 				d, err := config.ParseDuration(olderThan)
 				if err != nil || d <= 0 {
-					return core.Usage("--older-than %q: want a positive duration such as 30d or 12h", olderThan)
+					return ops.Usage("--older-than %q: want a positive duration such as 30d or 12h", olderThan)
 				}
 				req.OlderThan = d
 			}

@@ -19,18 +19,17 @@ import (
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/internal/sandbox"
-	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
 
 // Exit codes of the flow command: the table in docs/architecture.md, "Shared tables", defined
 // once in runner.
 const (
-	ExitOK          = int(core.ExitOK)
-	ExitUsage       = int(core.ExitUsage)
-	ExitHuman       = int(core.ExitHuman)
-	ExitPaused      = int(core.ExitPaused)
-	ExitInterrupted = int(core.ExitInterrupted)
+	ExitOK          = int(ops.ExitOK)
+	ExitUsage       = int(ops.ExitUsage)
+	ExitHuman       = int(ops.ExitHuman)
+	ExitPaused      = int(ops.ExitPaused)
+	ExitInterrupted = int(ops.ExitInterrupted)
 )
 
 // Stdio holds the streams a command reads and writes.
@@ -73,7 +72,7 @@ func (e *quietError) Unwrap() error { return e.err }
 
 // exitQuietly ends a command with code and no message.
 func exitQuietly(code int) error {
-	return &quietError{&core.ExitError{Code: core.ExitCode(code), Err: fmt.Errorf("exit %d", code)}}
+	return &quietError{&ops.ExitError{Code: ops.ExitCode(code), Err: fmt.Errorf("exit %d", code)}}
 }
 
 // Run runs the flow command line args and returns its exit code. It is
@@ -121,7 +120,7 @@ func Run(ctx context.Context, args []string, stdio Stdio) int {
 }
 
 // exit runs the command line and maps its end to an exit code: the
-// code of the error (core.CodeOf), 2 for cobra's own usage errors.
+// code of the error (ops.CodeOf), 2 for cobra's own usage errors.
 // Diagnostics are shown with their source lines; other errors as
 // "flow: message".
 func (a *app) exit(ctx context.Context, root *cobra.Command, args []string) int {
@@ -146,11 +145,11 @@ func (a *app) code(err error) int {
 	default:
 		fmt.Fprintf(a.stdio.Err, "flow: %v\n", err)
 	}
-	var ee *core.ExitError
+	var ee *ops.ExitError
 	if !errors.As(err, &ee) && isUsage(err) {
 		return ExitUsage
 	}
-	return int(core.CodeOf(err))
+	return int(ops.CodeOf(err))
 }
 
 // renderDiagnostics prints diagnostics on stderr with their source lines.
@@ -206,7 +205,7 @@ func (a *app) rootCmd() *cobra.Command {
 		return err
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return core.Usage("%w%s\ntry: %s --help", err, flagHint(c, err), c.CommandPath())
+		return ops.Usage("%w%s\ntry: %s --help", err, flagHint(c, err), c.CommandPath())
 	})
 	root.AddCommand(
 		a.validateCmd(),

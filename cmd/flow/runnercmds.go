@@ -69,7 +69,7 @@ func (f *runFlags) startStep() (core.StepKey, error) {
 	}
 	k, err := core.ParseStepKey(f.startAt)
 	if err != nil {
-		return core.StepKey{}, core.Usage("--start-at-step: %v", err)
+		return core.StepKey{}, ops.Usage("--start-at-step: %v", err)
 	}
 	return k, nil
 }
@@ -118,23 +118,23 @@ func (f *runFlags) checkInvocation() error {
 	switch f.inv.Format {
 	case "", config.FormatFlow, config.FormatOrchestrator:
 	default:
-		return core.Usage("--format %q: want flow or orchestrator", f.inv.Format)
+		return ops.Usage("--format %q: want flow or orchestrator", f.inv.Format)
 	}
 	if c := f.budgetCost; math.IsNaN(c) || math.IsInf(c, 0) || c < 0 {
-		return core.Usage("--budget-cost %v: want a number of USD of at least 0", c)
+		return ops.Usage("--budget-cost %v: want a number of USD of at least 0", c)
 	}
 	if f.budgetTokens < 0 || f.budgetSess < 0 {
-		return core.Usage("--budget-tokens and --budget-sessions want a count of at least 0")
+		return ops.Usage("--budget-tokens and --budget-sessions want a count of at least 0")
 	}
 	switch f.inv.Sandbox {
 	case "", config.SandboxOn, config.SandboxRequired, config.SandboxOff:
 	default:
-		return core.Usage("--sandbox %q: want on, required or off", f.inv.Sandbox)
+		return ops.Usage("--sandbox %q: want on, required or off", f.inv.Sandbox)
 	}
 	for _, kv := range f.inv.Env {
 		name, _, ok := strings.Cut(kv, "=")
 		if !ok || name == "" || strings.ContainsAny(name, " \t\n") {
-			return core.Usage("--env %q: want NAME=value", kv)
+			return ops.Usage("--env %q: want NAME=value", kv)
 		}
 	}
 	return f.orchInvocation()
@@ -211,7 +211,7 @@ loop-backs; a template that cannot be rendered makes it exit 1.
 				StartAt: startAt, Force: f.force, NoWait: f.noWait, Budgets: f.budgets(), Invocation: f.inv, By: f.by}
 			if f.dryRun {
 				if f.startAt != "" {
-					return core.Usage("--dry-run plans a new run; it does not go with --start-at-step")
+					return ops.Usage("--dry-run plans a new run; it does not go with --start-at-step")
 				}
 				return a.dryRun(req, f.asJSON)
 			}
@@ -332,11 +332,11 @@ steps' and gates' own budgets. A rejected human step waits for a new decision.
 }
 
 // exitCodesHelp lists the exit codes of the commands that run a run,
-// for their help: the table of core.ExitCodes.
+// for their help: the table of ops.ExitCodes.
 func exitCodesHelp() string {
 	var b strings.Builder
 	b.WriteString("Exit codes:")
-	for _, c := range core.ExitCodes() {
+	for _, c := range ops.ExitCodes() {
 		fmt.Fprintf(&b, "\n  %-4d %s", int(c), c.Meaning())
 	}
 	return b.String()

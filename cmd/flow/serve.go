@@ -14,7 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/serve"
 )
@@ -110,13 +109,13 @@ Temporal server beside the repositories' and acts on them (as flow-temporal).`,
 				return fmt.Errorf("find the flow executable: %w", err)
 			}
 			if perClient < 1 || streams < 1 {
-				return core.Usage("--client-streams %d, --streams %d: want positive numbers of streams", perClient, streams)
+				return ops.Usage("--client-streams %d, --streams %d: want positive numbers of streams", perClient, streams)
 			}
 			var files []string
 			for _, f := range workflows {
 				abs, err := filepath.Abs(f)
 				if err != nil {
-					return core.Usage("--workflow %s: %v", f, err)
+					return ops.Usage("--workflow %s: %v", f, err)
 				}
 				files = append(files, abs)
 			}
@@ -129,7 +128,7 @@ Temporal server beside the repositories' and acts on them (as flow-temporal).`,
 			}
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
-				return core.Usage("--addr %s: %v", addr, err)
+				return ops.Usage("--addr %s: %v", addr, err)
 			}
 			url := baseURL(addr, ln.Addr().String(), public, a.svc.Host)
 			fmt.Fprintf(a.stdio.Out, "flow serve: %s\n", url)

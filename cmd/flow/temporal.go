@@ -118,24 +118,24 @@ func (a *app) withEngine(c *cobra.Command) {
 		switch engine {
 		case "local":
 			if f.detach {
-				return core.Usage("--detach is for --engine temporal")
+				return ops.Usage("--detach is for --engine temporal")
 			}
 			if f.move {
-				return core.Usage("--move is for --engine temporal: a local run goes on in its own checkout")
+				return ops.Usage("--move is for --engine temporal: a local run goes on in its own checkout")
 			}
 			if f.heartbeat != 0 {
-				return core.Usage("--heartbeat-timeout is for --engine temporal")
+				return ops.Usage("--heartbeat-timeout is for --engine temporal")
 			}
 			return local(cmd, args)
 		case "temporal":
 			if f.heartbeat != 0 && f.heartbeat < minHeartbeat {
-				return core.Usage("--heartbeat-timeout %s: at least %s", f.heartbeat, minHeartbeat)
+				return ops.Usage("--heartbeat-timeout %s: at least %s", f.heartbeat, minHeartbeat)
 			}
 		default:
-			return core.Usage("--engine %q: want local or temporal", engine)
+			return ops.Usage("--engine %q: want local or temporal", engine)
 		}
 		if j, _ := cmd.Flags().GetString("junit"); j != "" && f.detach {
-			return core.Usage("--junit writes the run's report when it ends: not with --detach")
+			return ops.Usage("--junit writes the run's report when it ends: not with --detach")
 		}
 		h := temporalHooks
 		if h == nil {
@@ -168,7 +168,7 @@ func stepAt(args []string, i int) (core.StepKey, error) {
 	}
 	k, err := core.ParseStepKey(args[i])
 	if err != nil {
-		return core.StepKey{}, core.Usage("%v", err)
+		return core.StepKey{}, ops.Usage("%v", err)
 	}
 	return k, nil
 }
@@ -226,7 +226,7 @@ func (a *app) execTemporal(ctx context.Context) error {
 	if path == "" {
 		p, err := exec.LookPath(flowTemporal)
 		if err != nil {
-			return core.Usage("the Temporal engine is in %s, which is neither next to flow nor on PATH; build it with: go build -tags temporal -o %s ./cmd/flow", flowTemporal, flowTemporal)
+			return ops.Usage("the Temporal engine is in %s, which is neither next to flow nor on PATH; build it with: go build -tags temporal -o %s ./cmd/flow", flowTemporal, flowTemporal)
 		}
 		path = p
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/wftest"
 )
 
@@ -41,16 +41,16 @@ Its flags may also be spelled with one dash, as go test's are: -run REGEX.`,
 			if run != "" {
 				re, err := regexp.Compile(run)
 				if err != nil {
-					return core.Usage("-run %q: %v", run, err)
+					return ops.Usage("-run %q: %v", run, err)
 				}
 				filter = re
 			}
 			files, err := wftest.Expand(a.svc.FS, args)
 			if err != nil {
-				return core.Usage("%v", err)
+				return ops.Usage("%v", err)
 			}
 			if len(files) == 0 {
-				return core.Usage("no *.test.yaml or *.test.hcl files in %s", strings.Join(args, " "))
+				return ops.Usage("no *.test.yaml or *.test.hcl files in %s", strings.Join(args, " "))
 			}
 			code := ExitOK
 			var reports []*wftest.FileResult
@@ -63,7 +63,7 @@ Its flags may also be spelled with one dash, as go test's are: -run REGEX.`,
 				// A report that cannot be written is a mistake in the
 				// invocation: it exits 2, at least as high as any test.
 				if err := wftest.WriteJUnit(a.svc.FS, junit, reports); err != nil {
-					return core.Usage("--junit: %v", err)
+					return ops.Usage("--junit: %v", err)
 				}
 			}
 			if code != ExitOK {

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/ops"
 )
 
 func (a *app) validateCmd() *cobra.Command {
@@ -33,7 +33,7 @@ orchestrator reads every file in one format).`,
 				asJSON = true
 			case "gitlab":
 			default:
-				return core.Usage("--format %s: want text, json or gitlab", format)
+				return ops.Usage("--format %s: want text, json or gitlab", format)
 			}
 			gitlab := format == "gitlab"
 			if err := checkAs(as); err != nil {

@@ -324,7 +324,7 @@ func excerpt(s string) string {
 }
 
 // Dead returns the notification that run runID of workflow is dead: its
-// runner is gone (README.md, "Operating runs": no heartbeat for 60 s, or its process
+// runner is gone (docs/operating-runs.md, "Reading status": no heartbeat for 60 s, or its process
 // ended) while the run had not ended. A runner cannot tell of its own
 // death: a reader of run records that finds it (flow serve, flow
 // status) calls Dead and sends the result to the run's notifiers, once

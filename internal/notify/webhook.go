@@ -9,7 +9,7 @@ import (
 
 // A webhook is written as a URL, or with environment variables in it
 // ($NAME or ${NAME}) that are read when a notification is sent, so that
-// the URL's secret part lives only in the environment (README.md, "Limits and safety").
+// the URL's secret part lives only in the environment (docs/notifications.md).
 
 // WebhookVars returns the names of the environment variables a webhook
 // reads, in order, each once. Its error says what is wrong with a $ that

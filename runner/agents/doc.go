@@ -1,5 +1,5 @@
 // Package agents knows the headless interfaces of the agent CLIs that
-// flow's presets drive (README.md, "Agents"): how to start a session of a preset
+// flow's presets drive (docs/agents.md): how to start a session of a preset
 // (Command), and what the tool's structured output says at the end
 // (Parser, Result), including what the session consumed (Usage) and what
 // that cost (Price).

@@ -15,7 +15,7 @@ const (
 )
 
 // promptArg is the shell word that expands to the prompt: the contents of
-// the file named by $FLOW_PROMPT_FILE (README.md, "Sessions").
+// the file named by $FLOW_PROMPT_FILE (docs/concepts.md, "Sessions").
 const promptArg = `"$(cat "$FLOW_PROMPT_FILE")"`
 
 // Known reports whether preset names a preset this package drives.

@@ -7,13 +7,13 @@ import (
 )
 
 // checkBudgets stops the run when what its sessions used has reached a
-// budget (README.md, "Agents"): the run's, and, after a session of step (a step
+// budget (docs/agents.md): the run's, and, after a session of step (a step
 // or an instance), that step's — for a body step, all its instances'
 // together. Sessions in flight finish; none starts after. The run ends
 // budget_exceeded (exit 6) and goes on when resumed with a higher
 // budget.
 func (c *Core) checkBudgets(x *decider, step string) {
-	if c.haltCode != 0 && c.haltCode != exitFailed && c.haltCode != exitBudget {
+	if c.haltCode != 0 && c.haltCode != ExitFailed && c.haltCode != ExitBudget {
 		return
 	}
 	if step == "" {
@@ -43,11 +43,11 @@ const DailyCost = "daily_cost_usd"
 
 // budgetSpent records a budget that ran out and stops the run.
 func (c *Core) budgetSpent(x *decider, step, what string, limit, used float64) {
-	if c.haltCode == exitBudgetExceeded {
+	if c.haltCode == ExitBudgetExceeded {
 		return
 	}
 	x.emit(EvBudgetExceeded, "", BudgetExceeded{Step: step, What: what, Limit: limit, Used: used})
-	c.haltCode = exitBudgetExceeded
+	c.haltCode = ExitBudgetExceeded
 	if what == DailyCost {
 		c.haltReason = fmt.Sprintf("the repository's daily cost limit is spent (%s of %s USD today, UTC); resume with a higher one: flow resume %s --daily-cost-limit N",
 			number(used), number(limit), x.st.RunID)

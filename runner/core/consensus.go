@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Pair review (README.md, "agent_orchestrator workflows"): a consensus step runs no session; once its
+// Pair review (docs/concepts.md, "Pair review"): a consensus step runs no session; once its
 // reviewers have run it weighs their verdicts by its rule, and passes,
 // or fails its gate — looping back with every reviewer's verdict as the
 // feedback.

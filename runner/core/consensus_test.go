@@ -8,7 +8,7 @@ import (
 	"github.com/flow-run/flow/runner/core"
 )
 
-// TestConsensusTable is README.md, "agent_orchestrator workflows"'s table, agentpair's for all.
+// TestConsensusTable is the table of docs/concepts.md, "Pair review", agentpair's for all.
 func TestConsensusTable(t *testing.T) {
 	const P, F, M, N = core.VerdictPass, core.VerdictFail, core.VerdictMixed, ""
 	for _, tc := range []struct {

@@ -100,7 +100,7 @@ type Core struct {
 type ControlState string
 
 // The control states of control.json, which keeps the fields and
-// states of the agent_state.json control file (README.md, "Operating runs").
+// states of the agent_state.json control file (docs/operating-runs.md, "control.json tells the truth").
 const (
 	Continuous ControlState = "continuous"
 	Pause      ControlState = "pause"
@@ -368,14 +368,6 @@ func (Finish) isEffect()       {}
 // before the runner took it.
 const AlreadyEnded = "the run had already ended"
 
-// Exit codes the core finishes with, as ints for the record.
-const (
-	exitFailed         = int(ExitFailed)
-	exitBudget         = int(ExitBudget)
-	exitBudgetExceeded = int(ExitBudgetExceeded)
-	exitInterrupted    = int(ExitInterrupted)
-)
-
 // Decision is what Decide returns: the events it applied to the state
 // (to be appended to events.jsonl) and the effects to perform, in order.
 type Decision struct {
@@ -529,8 +521,8 @@ func (c *Core) Decide(st *State, in Input, at time.Time) Decision {
 		c.control = Pause
 		x.effect(SetControl{Desired: Pause, Current: Pause, Note: "cleanup session finished"})
 	case Interrupt:
-		if c.haltCode == 0 || c.haltCode == exitFailed || c.haltCode == exitBudget || c.haltCode == exitBudgetExceeded {
-			c.haltCode, c.haltReason = exitInterrupted, "interrupted"
+		if c.haltCode == 0 || c.haltCode == ExitFailed || c.haltCode == ExitBudget || c.haltCode == ExitBudgetExceeded {
+			c.haltCode, c.haltReason = ExitInterrupted, "interrupted"
 		}
 		// Retry timers and evaluations are dropped; a resumed run
 		// schedules those steps again.
@@ -631,7 +623,7 @@ func (c *Core) whenResult(x *decider, in WhenResult) {
 	if in.Err != "" {
 		msg := shorten(in.Err)
 		x.emit(EvStepFailed, in.Step, Outcome{Attempt: s.Attempts, Error: msg})
-		c.stepFailed(in.Step, exitFailed, fmt.Sprintf("step %s failed: %s", in.Step, msg))
+		c.stepFailed(in.Step, ExitFailed, fmt.Sprintf("step %s failed: %s", in.Step, msg))
 		return
 	}
 	if !in.Run {
@@ -691,7 +683,7 @@ func (c *Core) sessionEnd(x *decider, in SessionDone) {
 	case in.Interrupted:
 		x.emit(EvStepInterrupted, in.Step, nil)
 		if c.haltCode == 0 {
-			c.haltCode, c.haltReason = exitInterrupted, "interrupted"
+			c.haltCode, c.haltReason = ExitInterrupted, "interrupted"
 		}
 	case why != "":
 		if s.Attempts < ps.MaxAttempts && retryable && c.haltCode == 0 {
@@ -714,7 +706,7 @@ func (c *Core) sessionEnd(x *decider, in SessionDone) {
 		}
 		o.Evidence = evidence(in.Facts.Output)
 		x.emit(EvStepFailed, in.Step, o)
-		c.stepFailed(in.Step, exitFailed, fmt.Sprintf("step %s failed: %s", in.Step, o.Error))
+		c.stepFailed(in.Step, ExitFailed, fmt.Sprintf("step %s failed: %s", in.Step, o.Error))
 	case ps.HasGate:
 		var g GateFacts
 		if in.Gate != nil {
@@ -782,7 +774,7 @@ func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
 		o.Error = "gate failed: " + reason
 		o.Evidence = output
 		x.emit(EvStepFailed, g, o)
-		c.stepFailed(g, exitFailed, fmt.Sprintf("step %s: gate failed: %s", g, reason))
+		c.stepFailed(g, ExitFailed, fmt.Sprintf("step %s: gate failed: %s", g, reason))
 		return
 	}
 	o.Error = "gate failed: " + reason
@@ -801,16 +793,16 @@ func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
 		o.Error = fmt.Sprintf("gate failed: %s; loop_back_to %q is not a step of this run", reason, target)
 		o.Evidence = output
 		x.emit(EvStepFailed, g, o)
-		c.stepFailed(g, exitFailed, o.Error)
+		c.stepFailed(g, ExitFailed, o.Error)
 		return
 	case ts.IterationCount-ts.IterationBase+1 >= ps.MaxIterations:
 		gf.Target, gf.Budget, gf.MaxIterations = "", true, ps.MaxIterations
 		x.emit(EvGateFailed, g, gf)
-		c.stepFailed(g, exitBudget, fmt.Sprintf("step %s: %s", g, deref(x.st.Steps[g].LastError)))
+		c.stepFailed(g, ExitBudget, fmt.Sprintf("step %s: %s", g, deref(x.st.Steps[g].LastError)))
 		return
 	}
 	// A target upstream of the gate step resets it with the rest of
-	// its downstream. A target off to its side (README.md, "agent_orchestrator workflows") does not:
+	// its downstream. A target off to its side (docs/concepts.md, "Loop-backs") does not:
 	// the gate step and what depends on it are reset too, and the gate
 	// step waits for the target (waiting_for) before it runs again.
 	downstream := func(id string) []string {
@@ -912,11 +904,11 @@ func (c *Core) humanDecision(x *decider, in HumanDecision) {
 	case in.Err != "":
 		o.Error = shorten(in.Err)
 		x.emit(EvStepFailed, in.Step, o)
-		c.stepFailed(in.Step, exitFailed, fmt.Sprintf("step %s: %s", in.Step, o.Error))
+		c.stepFailed(in.Step, ExitFailed, fmt.Sprintf("step %s: %s", in.Step, o.Error))
 	case in.TimedOut:
 		o.Error = "no human decision before human.timeout"
 		x.emit(EvStepFailed, in.Step, o)
-		c.stepFailed(in.Step, exitFailed, fmt.Sprintf("step %s: %s", in.Step, o.Error))
+		c.stepFailed(in.Step, ExitFailed, fmt.Sprintf("step %s: %s", in.Step, o.Error))
 	case in.Input.Approved:
 		x.emit(EvStepCompleted, in.Step, o)
 	default:
@@ -1128,20 +1120,20 @@ func (c *Core) schedule(x *decider) {
 		}
 	}
 	switch {
-	case c.haltCode == exitInterrupted:
+	case c.haltCode == ExitInterrupted:
 		c.finished = true
 		x.emit(EvRunInterrupted, "", Note{Message: c.haltReason})
-		x.effect(Finish{Status: RunInterrupted, ExitCode: exitInterrupted, Reason: c.haltReason})
-	case c.haltCode == exitBudgetExceeded && !allDone:
+		x.effect(Finish{Status: RunInterrupted, ExitCode: ExitInterrupted, Reason: c.haltReason})
+	case c.haltCode == ExitBudgetExceeded && !allDone:
 		// (A budget the last session spent stops nothing: the run is
 		// done.)
 		c.finished = true
-		x.emit(EvRunFinished, "", RunFinished{Status: RunBudgetExceeded, ExitCode: exitBudgetExceeded, Reason: c.haltReason})
-		x.effect(Finish{Status: RunBudgetExceeded, ExitCode: exitBudgetExceeded, Reason: c.haltReason})
-	case c.haltCode != 0 && !(c.haltCode == exitBudgetExceeded && allDone) || anyFailed:
+		x.emit(EvRunFinished, "", RunFinished{Status: RunBudgetExceeded, ExitCode: ExitBudgetExceeded, Reason: c.haltReason})
+		x.effect(Finish{Status: RunBudgetExceeded, ExitCode: ExitBudgetExceeded, Reason: c.haltReason})
+	case c.haltCode != 0 && !(c.haltCode == ExitBudgetExceeded && allDone) || anyFailed:
 		code, reason := c.haltCode, c.haltReason
 		if code == 0 {
-			code, reason = exitFailed, "a step failed"
+			code, reason = ExitFailed, "a step failed"
 		}
 		c.finished = true
 		x.emit(EvRunFinished, "", RunFinished{Status: RunFailed, ExitCode: code, Reason: reason})
@@ -1172,8 +1164,8 @@ func (c *Core) schedule(x *decider) {
 		// state. End the run rather than hang, saying why.
 		c.finished = true
 		reason := "no step can start: " + c.blockedReport(st)
-		x.emit(EvRunFinished, "", RunFinished{Status: RunFailed, ExitCode: exitFailed, Reason: reason})
-		x.effect(Finish{Status: RunFailed, ExitCode: exitFailed, Reason: reason})
+		x.emit(EvRunFinished, "", RunFinished{Status: RunFailed, ExitCode: ExitFailed, Reason: reason})
+		x.effect(Finish{Status: RunFailed, ExitCode: ExitFailed, Reason: reason})
 	}
 }
 
@@ -1220,7 +1212,7 @@ func deref(s *string) string {
 }
 
 // MaxExcerpt bounds the text of an error or reason kept in an event
-// (README.md, "Limits and safety"): a longer one keeps its head and tail around a marker,
+// (docs/reference/limits.md): a longer one keeps its head and tail around a marker,
 // so that no rendered value, output or report is ever copied whole
 // into the record.
 const MaxExcerpt = 4 << 10

@@ -149,8 +149,8 @@ steps:
     run: merge
 `
 
-// TestCoreLoopBackProgression follows the seed's example: a gate
-// failure completes the review, resets coding and everything
+// TestCoreLoopBackProgression follows a loop-back (docs/concepts.md,
+// "Loop-backs"): a gate failure completes the review, resets coding and everything
 // downstream to PENDING at iteration 1, and the second pass completes.
 func TestCoreLoopBackProgression(t *testing.T) {
 	h := newCoreHarness(t, reviewLoop, spec.Budgets{})

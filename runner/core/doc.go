@@ -19,8 +19,9 @@
 // decisions, control states — is pure functions of those facts.
 //
 // The run record's types (State, StepState, the events and their data)
-// live here too, with the exit-code table (ExitCode, ExitError, CodeOf):
-// they are the core's vocabulary. run_state.json is a State as
+// live here too, with the exit codes a run ends with and the two kinds
+// of refusal (ErrInvalid, ErrRefused): they are the core's vocabulary,
+// which the operations layer maps to a command's exit code. run_state.json is a State as
 // encoding/json writes it, its steps in workflow order; events.jsonl
 // holds each event's data as encoding/json writes it.
 //

@@ -195,7 +195,7 @@ type Outcome struct {
 	Report     json.RawMessage   `json:"report,omitempty"`
 	Duration   string            `json:"duration,omitempty"`
 	// Usage is what the session consumed, when its agent reports it
-	// (a preset, README.md, "Agents").
+	// (a preset, docs/agents.md).
 	Usage *AgentUsage `json:"usage,omitempty"`
 	// AgentSession is the agent tool's own session (conversation) id,
 	// which a re-entered step continues.
@@ -650,7 +650,7 @@ var appliers = map[string]applier{
 	}),
 	EvRunInterrupted: onRun(func(s *State, _ *none, _ Time) {
 		s.Status = RunInterrupted
-		s.ExitCode = int(ExitInterrupted)
+		s.ExitCode = ExitInterrupted
 	}),
 	EvCleanupStarted: onRun(func(s *State, d *CleanupFinished, _ Time) { s.Cleanups = d.N }),
 	EvLoopItems: onStep(func(s *State, st *StepState, d *LoopItems, e Event, at Time) {

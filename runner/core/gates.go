@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// The gates of a gate-state file (README.md, "agent_orchestrator workflows"): names an outside process
+// The gates of a gate-state file (docs/concepts.md, "Gates of a gate-state file"): names an outside process
 // opens and closes, such as a CI check or a release window. A step that
 // names gates starts only once every one of them is open; until then it
 // is PENDING with waiting_gates, and a run with nothing else to do waits

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// StepKey names a step instance (docs/architecture.md, "Layers", §11): a step of the
+// StepKey names a step instance (docs/architecture.md, "Layers"): a step of the
 // workflow, or a step of a loop's body run for one item of the loop.
 // A plain step has no Loop and no Item, and its key is its id, so that
 // plain workflows keep agent_orchestrator's run_state.json steps.<id>. The core keys its

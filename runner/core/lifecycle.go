@@ -88,20 +88,20 @@ func CheckReopen(sh Shape, st *State, o Opening) error {
 	}
 	if o.Retry {
 		if st.Status != RunFailed {
-			return Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", st.RunID, st.Status)
+			return Refuse("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", st.RunID, st.Status)
 		}
 		if p := PlanRetry(sh, st); len(p.Capped) > 0 && (o.MaxIterations == 0 || !o.ForceMaxIterations) {
-			return Usage("%s failed at %s iteration budget; retry with a higher one: flow retry %s --max-iterations N",
+			return Invalid("%s failed at %s iteration budget; retry with a higher one: flow retry %s --max-iterations N",
 				strings.Join(p.Capped, ", "), plural(len(p.Capped), "its", "their"), st.RunID)
 		}
 		return nil
 	}
 	if st.Status == RunFailed {
-		return Refused("run %s has already failed (exit %d); to run its failed steps again: flow retry %s; or from a step: flow run %s --start-at-step STEP",
+		return Refuse("run %s has already failed (exit %d); to run its failed steps again: flow retry %s; or from a step: flow run %s --start-at-step STEP",
 			st.RunID, st.ExitCode, st.RunID, st.WorkflowFile)
 	}
 	if st.Status.Terminal() {
-		return Refused("run %s has already %s (exit %d); to run steps again: flow run %s --start-at-step STEP",
+		return Refuse("run %s has already %s (exit %d); to run steps again: flow run %s --start-at-step STEP",
 			st.RunID, st.Status, st.ExitCode, st.WorkflowFile)
 	}
 	return nil
@@ -124,7 +124,7 @@ func Open(sh Shape, o Opening) (*State, []Event, error) {
 		rc := o.Created
 		if !o.StartAt.IsZero() {
 			if _, ok := sh.StepLoop(o.StartAt.Step); !ok || o.StartAt.IsInstance() {
-				return nil, nil, Usage("--start-at-step: %v", unknownStep(sh, o.StartAt.String()))
+				return nil, nil, Invalid("--start-at-step: %v", unknownStep(sh, o.StartAt.String()))
 			}
 			rc.StartAt = o.StartAt.String()
 			rc.Skipped = StartAtSkipped(sh, o.StartAt.Step, rc.Steps)
@@ -147,7 +147,7 @@ func Open(sh Shape, o Opening) (*State, []Event, error) {
 	if o.State != nil && !o.StartAt.IsZero() {
 		reset, err := StartAtReset(sh, st, o.StartAt)
 		if err != nil {
-			return nil, nil, Usage("--start-at-step: %v", err)
+			return nil, nil, Invalid("--start-at-step: %v", err)
 		}
 		add(EvStartAt, o.StartAt.String(), StartAt{Step: o.StartAt.String(), Reset: reset, Budgets: targetsOf(ReopenedLoops(sh, st, reset, false))})
 	}

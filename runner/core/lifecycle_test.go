@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"slices"
 	"strings"
@@ -76,7 +77,7 @@ func TestOpenNewRun(t *testing.T) {
 	}
 
 	_, _, err := core.Open(wf, core.Opening{Now: lifecycleAt, Created: record.Created(wf, "/repo", "r1", nil), StartAt: core.Key("reviw")})
-	if core.CodeOf(err) != core.ExitUsage || !strings.Contains(err.Error(), `did you mean "review"`) {
+	if !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), `did you mean "review"`) {
 		t.Fatalf("start at a typo: %v", err)
 	}
 }
@@ -141,7 +142,7 @@ func TestOpenRecordedRun(t *testing.T) {
 			st := base(t)
 			st.Status = c.status
 			err := core.CheckReopen(wf, st, core.Opening{})
-			if core.CodeOf(err) != core.ExitRefused || !strings.Contains(err.Error(), c.want) {
+			if !errors.Is(err, core.ErrRefused) || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("%s: %v", c.status, err)
 			}
 			if _, _, err2 := core.Open(wf, core.Opening{Now: lifecycleAt, State: st}); err2 == nil || err2.Error() != err.Error() {
@@ -149,7 +150,7 @@ func TestOpenRecordedRun(t *testing.T) {
 			}
 		}
 		st := base(t)
-		if err := core.CheckReopen(wf, st, core.Opening{Retry: true}); core.CodeOf(err) != core.ExitRefused {
+		if err := core.CheckReopen(wf, st, core.Opening{Retry: true}); !errors.Is(err, core.ErrRefused) {
 			t.Errorf("retry of a running run: %v", err)
 		}
 	})
@@ -177,7 +178,7 @@ func TestOpenRecordedRun(t *testing.T) {
 
 		st = failed(t, "max iterations reached (2)")
 		err = core.CheckReopen(wf, st, core.Opening{Retry: true})
-		if core.CodeOf(err) != core.ExitUsage || !strings.Contains(err.Error(), "--max-iterations") {
+		if !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), "--max-iterations") {
 			t.Fatalf("retry at a spent budget: %v", err)
 		}
 		if err := core.CheckReopen(wf, st, core.Opening{Retry: true, MaxIterations: 5, ForceMaxIterations: true}); err != nil {

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// This file is the core's side of loops over items (README.md, "Loops over items"): a
+// This file is the core's side of loops over items (docs/loops.md, "Scheduling and failure"): a
 // loop step runs when its list of items is known, admits its items in
 // order, up to its own max_parallel at once, starts each item's
 // instances as their needs are met, and ends when its items have: with
@@ -112,7 +112,7 @@ func (c *Core) itemsResult(x *decider, in ItemsResult) {
 	fail := func(why string) {
 		msg := shorten(why)
 		x.emit(EvStepFailed, in.Step, Outcome{Attempt: s.Attempts + 1, Error: msg})
-		c.fail(exitFailed, fmt.Sprintf("step %s failed: %s", in.Step, msg))
+		c.fail(ExitFailed, fmt.Sprintf("step %s failed: %s", in.Step, msg))
 	}
 	if in.Err != "" {
 		fail(in.Err)
@@ -226,7 +226,7 @@ func (c *Core) scheduleLoop(x *decider, ps *PlanStep, start bool) {
 		return
 	}
 	var names []string
-	code := exitBudget
+	code := ExitBudget
 	for i, it := range ls.Items {
 		if it.Status != Failed {
 			continue
@@ -234,10 +234,10 @@ func (c *Core) scheduleLoop(x *decider, ps *PlanStep, start bool) {
 		names = append(names, it.Key)
 		if ws := itemMergeState(st, ps.ID, it.Key); ws != nil && ws.Merge == MergeFailed {
 			if !ws.Spent {
-				code = exitFailed
+				code = ExitFailed
 			}
 		} else if !c.failedByBudget(st, lr.inst[i]) {
-			code = exitFailed
+			code = ExitFailed
 		}
 	}
 	why := fmt.Sprintf("%d of %d items failed: %s", len(names), len(ls.Items), listKeys(names))

@@ -11,7 +11,7 @@ import (
 	"github.com/flow-run/flow/runner/core"
 )
 
-// loopPlan is the shape of README.md, "Loops over items"'s example: breakdown, a loop of
+// loopPlan is the shape of docs/loops.md's example: breakdown, a loop of
 // stories running implement then review (whose gate loops back to
 // implement), then integrate, whose gate may loop back to the loop.
 func loopPlan(t *testing.T, parallel int, continueOnError bool) *core.Plan {

@@ -11,7 +11,7 @@ import (
 )
 
 // sideLoop is a review whose loop-back goes to a fix step off to its
-// side (README.md, "agent_orchestrator workflows"): fix needs what review needs, not review.
+// side (docs/concepts.md, "Loop-backs"): fix needs what review needs, not review.
 const sideLoop = `
 name: side
 defaults: {max_iterations: 3}

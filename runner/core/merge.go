@@ -504,6 +504,6 @@ func (c *Core) stepMergeResult(x *decider, in MergeResult) {
 		delete(c.stepMerges, id)
 		o.Error = shorten("merge: " + in.Reason)
 		x.emit(EvStepFailed, id, o)
-		c.stepFailed(id, exitFailed, fmt.Sprintf("step %s failed: %s", id, o.Error))
+		c.stepFailed(id, ExitFailed, fmt.Sprintf("step %s failed: %s", id, o.Error))
 	}
 }

@@ -155,7 +155,7 @@ func (s *PlanStep) reviewers() ([]string, string) {
 	return s.Extra.Reviewers, s.Extra.Consensus
 }
 
-// Budget is a cost, token or session budget (README.md, "Agents"): the run
+// Budget is a cost, token or session budget (docs/agents.md): the run
 // stops before its next session once what was used reaches a limit. A
 // zero field has no limit.
 type Budget struct {
@@ -216,7 +216,7 @@ func (b Budget) Set() bool { return b.set() }
 func (b Budget) set() bool { return b.CostUSD > 0 || b.Tokens > 0 || b.Sessions > 0 }
 
 // PlanLoop is what the core needs to know of a loop step: its body and
-// how its items run (README.md, "Loops over items").
+// how its items run (docs/loops.md, "Scheduling and failure").
 type PlanLoop struct {
 	// Body lists the ids of the body's steps, in workflow order.
 	Body []string

@@ -6,7 +6,8 @@ import (
 )
 
 // SessionFacts are what a driver observed of a finished session. The
-// core decides from them what the session means (README.md, "Sessions", §4): failed
+// core decides from them what the session means (docs/concepts.md,
+// "Sessions", "Gates" and "Budgets: attempts and iterations"): failed
 // or not, retried or not, and what its gate says; the driver decides
 // nothing.
 type SessionFacts struct {
@@ -23,7 +24,7 @@ type SessionFacts struct {
 	ReportErr string
 	// Report holds what the session's report said, when it wrote one.
 	Report *ReportFacts
-	// Verdict is the session's verdict by the rule of README.md, "A workflow":
+	// Verdict is the session's verdict by the rule of docs/concepts.md, "Sessions":
 	// VerdictPass, VerdictFail, VerdictMixed or "" (none), and
 	// VerdictWhy why there is none or it is mixed.
 	Verdict, VerdictWhy string
@@ -33,7 +34,7 @@ type SessionFacts struct {
 	Output string
 }
 
-// The verdicts (README.md, "A workflow").
+// The verdicts (docs/concepts.md, "Sessions").
 const (
 	VerdictPass  = "PASS"
 	VerdictFail  = "FAIL"
@@ -69,7 +70,7 @@ type ExprValue struct {
 	Src   string
 }
 
-// failed reports whether a verdict fails (README.md, "agent_orchestrator workflows": MIXED counts as
+// failed reports whether a verdict fails (docs/concepts.md, "Pair review": MIXED counts as
 // FAIL).
 func failed(verdict string) bool { return verdict == VerdictFail || verdict == VerdictMixed }
 
@@ -125,7 +126,7 @@ func verdictText(f SessionFacts) string {
 }
 
 // GateVerdict says why the gate of step ps failed after a session that
-// succeeded, or "" when it passed, by docs/architecture.md, "Gate decisions"'s table. Always: a
+// succeeded, or "" when it passed, by the table of docs/concepts.md, "Gates". Always: a
 // report with gate_failure true, or a gate.check that exited non-zero,
 // fails it. Then gate.pass must be true and gate.fail false when given;
 // with neither, an agent step without a check needs an explicit

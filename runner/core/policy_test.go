@@ -15,7 +15,8 @@ func intp(n int) *int { return &n }
 func boolp(b bool) *bool { return &b }
 
 // TestSessionOutcomes drives the core with the facts a driver observes
-// of one session, for every rule of README.md, "Sessions" and §4 that decides what
+// of one session, for every rule of docs/concepts.md, "Sessions",
+// "Gates" and "Budgets: attempts and iterations" that decides what
 // the session means: the driver reports, the core decides.
 func TestSessionOutcomes(t *testing.T) {
 	const plain = "name: p\nsteps:\n  - {id: a, run: x, max_attempts: 2}\n  - {id: b, run: x}\n"

@@ -22,7 +22,7 @@ import (
 )
 
 // This file serves a driver that decides elsewhere (the Temporal
-// driver, README.md, "Running on Temporal"): a worker performs one of the core's effects at a
+// driver, docs/temporal.md, "Workers"): a worker performs one of the core's effects at a
 // time on this machine, exactly as the local driver performs it, in the
 // run directory under its repository, whose record the worker mirrors
 // (Mirror). The decisions stay with the core that driver runs.
@@ -48,7 +48,7 @@ func (r *Runner) OpenRemote(opts spec.Options) (*Remote, error) {
 		outputs: map[string]string{}, reports: map[string]map[string]any{}, awaiting: map[string]bool{}, warned: map[string]string{},
 		environ: spec.EnvironMap(rc.Environ)}
 	x.setWorkflow(x.wf)
-	if err := core.CheckRunID(opts.RunID); err != nil {
+	if err := record.CheckRunID(opts.RunID); err != nil {
 		return nil, err
 	}
 	x.dir = record.RunDir(opts.Repo, opts.RunID)
@@ -164,6 +164,21 @@ func (m *Remote) HumanTimeout(step string) (time.Duration, error) {
 		env = x.env(nil)
 	}
 	return x.duration(s.Human.Timeout, env)
+}
+
+// HumanWait says what a waiting human step needs evaluated, as the
+// local driver finds it when the step starts to wait (AwaitHuman): why
+// its message or timeout cannot be evaluated, which fails the step, or
+// else its timeout (0 for none).
+func (m *Remote) HumanWait(step string) (time.Duration, string) {
+	if why := m.x.humanExprError(step); why != "" {
+		return 0, why
+	}
+	d, err := m.HumanTimeout(step)
+	if err != nil {
+		return 0, err.Error()
+	}
+	return d, ""
 }
 
 // Cleanup runs the workflow's cleanup session (StartCleanup) to its

@@ -72,9 +72,9 @@ wait:
 	res := x.result(x.st.Status, 0, "cleanup session finished")
 	switch {
 	case interrupted:
-		res.ExitCode, res.Reason = int(core.ExitInterrupted), "cleanup session interrupted"
+		res.ExitCode, res.Reason = core.ExitInterrupted, "cleanup session interrupted"
 	case d.Failed:
-		res.ExitCode, res.Reason = int(core.ExitFailed), "cleanup session failed"
+		res.ExitCode, res.Reason = core.ExitFailed, "cleanup session failed"
 		if d.Error != "" {
 			res.Reason += ": " + d.Error
 		}

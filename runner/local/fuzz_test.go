@@ -110,7 +110,7 @@ func FuzzReadManualInput(f *testing.F) {
 }
 
 // FuzzControl checks control.json's decoding, ReadControl, and what the
-// runner makes of it (README.md, "Operating runs"): a state the runner acts on is always
+// runner makes of it (docs/operating-runs.md, "Pausing"): a state the runner acts on is always
 // one of the four; a malformed file or an unknown state is pause, and
 // the file is rewritten valid.
 func FuzzControl(f *testing.F) {

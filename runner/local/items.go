@@ -13,8 +13,8 @@ import (
 	"github.com/flow-run/flow/runner/record"
 )
 
-// This file is the local driver's side of loops over items (README.md,
-// "Loops over items"): it evaluates a loop's list and keys, and gives each instance
+// This file is the local driver's side of loops over items (docs/loops.md,
+// "Keys" and "Instances"): it evaluates a loop's list and keys, and gives each instance
 // its item — in its expressions (as:, index_as:, steps.<body step> for
 // this item's instances) and in its session's environment (FLOW_ITEM,
 // FLOW_ITEM_KEY, FLOW_ITEM_INDEX).

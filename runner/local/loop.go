@@ -287,10 +287,10 @@ func (x *run) perform(eff core.Effect) (spec.Result, bool, error) {
 			// A run that waits, or pauses, is in run_state.json at once.
 			return spec.Result{}, false, x.snapshot()
 		}
-		res := x.result(core.RunWaitingOnHuman, exitHuman, "waiting on a human: "+strings.Join(e.Waiting, ", "))
+		res := x.result(core.RunWaitingOnHuman, core.ExitHuman, "waiting on a human: "+strings.Join(e.Waiting, ", "))
 		switch {
 		case e.Paused && len(e.Waiting) == 0:
-			res = x.result(core.RunPaused, exitPaused, "paused")
+			res = x.result(core.RunPaused, core.ExitPaused, "paused")
 		case len(e.Waiting) == 0 && len(e.Gated) == 0 && len(e.Merges) > 0:
 			res.Reason = "waiting for the checkout to take the merge of " + strings.Join(e.Merges, ", ") + "; flow resume tries again"
 		case len(e.Waiting) == 0 && len(e.Gated) > 0:

@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -113,12 +114,12 @@ steps:
 		t.Errorf("identical second approval: %+v, %v", again, err)
 	}
 	_, err = record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), "gate", core.HumanInput{Approved: true, Input: map[string]any{"ticket": "OPS-8"}}, e.clock.Now())
-	if core.CodeOf(err) != core.ExitRefused || !strings.Contains(err.Error(), "already approved by alice") {
-		t.Errorf("approval with another input: %v (exit %d)", err, core.CodeOf(err))
+	if !errors.Is(err, core.ErrRefused) || !strings.Contains(err.Error(), "already approved by alice") {
+		t.Errorf("approval with another input: %v", err)
 	}
 	_, err = record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), "gate", core.HumanInput{Approved: false, Reason: "late"}, e.clock.Now())
-	if core.CodeOf(err) != core.ExitRefused || !strings.Contains(err.Error(), "already approved by alice") {
-		t.Errorf("late rejection: %v (exit %d)", err, core.CodeOf(err))
+	if !errors.Is(err, core.ErrRefused) || !strings.Contains(err.Error(), "already approved by alice") {
+		t.Errorf("late rejection: %v", err)
 	}
 	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), "a", core.HumanInput{Approved: true}, e.clock.Now()); err == nil {
 		t.Error("approving a command step was accepted")
@@ -342,7 +343,8 @@ func TestControlWritersLoseNothing(t *testing.T) {
 	}
 }
 
-// TestLiveness derives the seed's liveness states from a run's record.
+// TestLiveness derives the liveness states
+// (docs/operating-runs.md, "Reading status") from a run's record.
 func TestLiveness(t *testing.T) {
 	now := time.Date(2025, 1, 15, 15, 0, 0, 0, time.UTC)
 	at := func(ago time.Duration) *core.Time { return &core.Time{Time: now.Add(-ago)} }

@@ -23,7 +23,8 @@ import (
 )
 
 // What a session of a workflow read in agent_orchestrator's format is
-// given and must give back (README.md, "agent_orchestrator workflows"): its environment, a prompt found
+// given and must give back (docs/agent-orchestrator.md, "Its run-time
+// rules" and "A session's environment"): its environment, a prompt found
 // by path when it starts, and a run report with the fields that format
 // requires, written to $REPORT_PATH or printed between markers.
 

@@ -15,7 +15,7 @@ import (
 	"github.com/flow-run/flow/runner/record"
 )
 
-// This file drives the agents flow knows (README.md, "Agents"): a preset agent's
+// This file drives the agents flow knows (docs/agents.md): a preset agent's
 // session runs the tool's headless command, its structured output is
 // parsed for the final text (which signals and the verdict are read
 // from), the tool's session id and its usage, and a step re-entered by
@@ -176,7 +176,7 @@ func presetFailure(preset string, r agents.Result, exit int) string {
 		}
 		return preset + " reported an error: " + msg
 	case !r.Structured && exit == 0:
-		return preset + " printed no result flow can read (is it a version with JSON output? see the README's Agents section)"
+		return preset + " printed no result flow can read (is it a version with JSON output? see docs/agents.md)"
 	}
 	return ""
 }

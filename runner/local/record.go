@@ -5,6 +5,7 @@ import (
 
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 // The run record and the decision core's vocabulary live in package
@@ -16,8 +17,8 @@ func newEvent(at time.Time, typ, step string, data any) core.Event {
 }
 
 // holderOf names a lock's holder as the core does.
-func holderOf(h runlock.Holder) core.Holder {
-	return core.Holder{PID: h.PID, Host: h.Host, StartedAt: h.StartedAt}
+func holderOf(h runlock.Holder) record.Holder {
+	return record.Holder{PID: h.PID, Host: h.Host, StartedAt: h.StartedAt}
 }
 
 func deref(s *string) string {

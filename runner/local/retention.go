@@ -9,7 +9,7 @@ import (
 )
 
 // This file is what the local driver does when a run ends
-// (docs/operating-runs.md, "Retention"): it writes the run's line in
+// (docs/operating-runs.md, "Retention: removing finished runs"): it writes the run's line in
 // the repository's history, and removes the runs of the workflow that
 // its defaults.retention lets go — never the run that ends, a live run
 // or one that waits (package runner/retention). Neither changes how the

@@ -28,8 +28,8 @@ func TestRetry(t *testing.T) {
 		t.Fatalf("first run: exit %d", res.ExitCode)
 	}
 	_, err := e.tryRun(e.fs, &scripted{fn: ok}, spec.Options{Resume: true})
-	if core.CodeOf(err) != core.ExitRefused || !strings.Contains(err.Error(), "flow retry r1") || !strings.Contains(err.Error(), "--start-at-step") {
-		t.Fatalf("resume of a failed run: %v (exit %d)", err, core.CodeOf(err))
+	if !errors.Is(err, core.ErrRefused) || !strings.Contains(err.Error(), "flow retry r1") || !strings.Contains(err.Error(), "--start-at-step") {
+		t.Fatalf("resume of a failed run: %v", err)
 	}
 	p := core.PlanRetry(e.wf, e.state(e.fs))
 	if !slices.Equal(p.Failed, []string{"b"}) || !slices.Equal(p.Rerun, []string{"b", "c", "side"}) || !slices.Equal(p.Reset, []string{"b", "c"}) || !slices.Equal(p.Kept, []string{"a"}) {
@@ -51,7 +51,7 @@ func TestRetry(t *testing.T) {
 			t.Errorf("%s = %q; want %q", name, b, want)
 		}
 	}
-	if _, err := e.tryRun(e.fs, &scripted{fn: ok}, spec.Options{Resume: true, Retry: true}); core.CodeOf(err) != core.ExitRefused {
+	if _, err := e.tryRun(e.fs, &scripted{fn: ok}, spec.Options{Resume: true, Retry: true}); !errors.Is(err, core.ErrRefused) {
 		t.Errorf("retry of a completed run: %v", err)
 	}
 }
@@ -70,8 +70,8 @@ func TestRetryAtTheIterationCap(t *testing.T) {
 		t.Fatalf("first run: exit %d", res.ExitCode)
 	}
 	_, err := e.tryRun(e.fs, &scripted{fn: ok}, spec.Options{Resume: true, Retry: true})
-	if core.CodeOf(err) != core.ExitUsage || !strings.Contains(err.Error(), "--max-iterations") {
-		t.Fatalf("retry without a higher budget: %v (exit %d)", err, core.CodeOf(err))
+	if !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), "--max-iterations") {
+		t.Fatalf("retry without a higher budget: %v", err)
 	}
 	// Fails once more, then passes: within the raised budget of 4.
 	n := 0
@@ -193,7 +193,7 @@ func TestFindNewestRun(t *testing.T) {
 			t.Errorf("FindRun(%q) = %s, %v; want %s", wf, ref.ID, err, want)
 		}
 	}
-	if _, err := record.FindRun(e.fs, repo, "", "gamma"); !errors.Is(err, core.ErrNoRun) {
+	if _, err := record.FindRun(e.fs, repo, "", "gamma"); !errors.Is(err, record.ErrNoRun) {
 		t.Errorf("FindRun(gamma): %v", err)
 	}
 }

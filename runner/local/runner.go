@@ -106,12 +106,6 @@ type Runner struct {
 	Git Git
 }
 
-// Exit codes beyond the core's.
-const (
-	exitHuman  = int(core.ExitHuman)
-	exitPaused = int(core.ExitPaused)
-)
-
 func (r *Runner) defaults() {
 	if r.Clock == nil {
 		r.Clock = clock.Real()
@@ -148,7 +142,11 @@ type run struct {
 	r     *Runner
 	opts  spec.Options
 	wf    *config.Workflow
-	dir   string
+	// worktreesOf is the workflow usesWorktrees last looked at, and
+	// worktrees what it found: whether any session works in a worktree.
+	worktreesOf *config.Workflow
+	worktrees   bool
+	dir         string
 	// rec is the file system the run's record is written through
 	// (Runner.recordFS).
 	rec afero.Fs
@@ -292,7 +290,7 @@ func (x *run) open() error {
 	if runID == "" {
 		runID = spec.NewRunID(now)
 	}
-	if err := core.CheckRunID(runID); err != nil {
+	if err := record.CheckRunID(runID); err != nil {
 		return err
 	}
 	x.dir = record.RunDir(opts.Repo, runID)
@@ -302,13 +300,13 @@ func (x *run) open() error {
 		return fmt.Errorf("look for run %s: %w", runID, err)
 	}
 	if opts.Resume && !exists {
-		return fmt.Errorf("resume run %s: %w", runID, core.ErrNoRun)
+		return fmt.Errorf("resume run %s: %w", runID, record.ErrNoRun)
 	}
 	if !opts.Resume && exists {
-		return core.Usage("run %s already exists in %s; %s, or give another --run-id", runID, x.dir, x.goOn(runID, now))
+		return core.Invalid("run %s already exists in %s; %s, or give another --run-id", runID, x.dir, x.goOn(runID, now))
 	}
 	if opts.CleanupOnly && !exists {
-		return fmt.Errorf("clean up run %s: %w", runID, core.ErrNoRun)
+		return fmt.Errorf("clean up run %s: %w", runID, record.ErrNoRun)
 	}
 	if exists && opts.StartAt.IsZero() && !opts.CleanupOnly {
 		st, err := opts.Read, error(nil)
@@ -346,7 +344,7 @@ func (x *run) open() error {
 	if err != nil {
 		var held *runlock.HeldError
 		if errors.As(err, &held) {
-			return &core.HeldError{RunID: runID, Holder: holderOf(held.Holder)}
+			return &record.HeldError{RunID: runID, Holder: holderOf(held.Holder)}
 		}
 		return fmt.Errorf("lock run %s: %w", runID, err)
 	}
@@ -358,7 +356,7 @@ func (x *run) open() error {
 	if err != nil {
 		var locked *eventlog.LockedError
 		if errors.As(err, &locked) {
-			return &core.HeldError{RunID: runID, Holder: x.recordedHolder(locked, now)}
+			return &record.HeldError{RunID: runID, Holder: x.recordedHolder(locked, now)}
 		}
 		return fmt.Errorf("open events of run %s: %w", runID, err)
 	}
@@ -569,13 +567,13 @@ func (x *run) checkRecordedRunner(st *core.State, now time.Time) error {
 	if !x.r.Alive(h) {
 		return nil
 	}
-	return &core.HeldError{RunID: st.RunID, Holder: holderOf(h)}
+	return &record.HeldError{RunID: st.RunID, Holder: holderOf(h)}
 }
 
 // recordedHolder names the runner that holds a run's event log: the one
 // the log's lock names, or else the one the record names.
-func (x *run) recordedHolder(locked *eventlog.LockedError, now time.Time) core.Holder {
-	h := core.Holder{PID: locked.PID, Host: locked.Host}
+func (x *run) recordedHolder(locked *eventlog.LockedError, now time.Time) record.Holder {
+	h := record.Holder{PID: locked.PID, Host: locked.Host}
 	if h.PID == 0 {
 		if st, _, err := record.LoadState(x.r.FS, x.dir, false, now); st != nil && err == nil && st.Runner != nil {
 			h.PID, h.Host = st.Runner.PID, st.Runner.Host

@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -250,8 +251,8 @@ steps:
 `
 
 // TestRunSDLC runs a workflow with a review that fails once: the record
-// on disk follows the seed's loop-back progression, and every file of
-// the run directory is there.
+// on disk follows a loop-back's progression (docs/concepts.md,
+// "Loop-backs"), and every file of the run directory is there.
 func TestRunSDLC(t *testing.T) {
 	e := newEnv(t, sdlc)
 	reviews := 0
@@ -652,7 +653,7 @@ func faultInjection(t *testing.T, src string, script func() *scripted, stickines
 						opts = spec.Options{RunID: "r2"}
 					}
 					res, err = e.tryRun(e.fs, second, opts)
-					if core.CodeOf(err) == core.ExitRefused && e.state(e.fs).Status == core.RunCompleted {
+					if errors.Is(err, core.ErrRefused) && e.state(e.fs).Status == core.RunCompleted {
 						// The fault hit after the run's end was recorded: a
 						// finished run is not resumed.
 						err = nil
@@ -692,7 +693,7 @@ func finalSummary(st *core.State) string {
 }
 
 // TestStepsInWorkflowOrder: run_state.json lists steps in workflow
-// order, as the seed's examples do.
+// order, as docs/record.md says.
 func TestStepsInWorkflowOrder(t *testing.T) {
 	e := newEnv(t, "name: ord\nsteps:\n  - {id: zeta, run: x}\n  - {id: alpha, run: x}\n  - {id: mid, run: x}\n")
 	e.run(&scripted{fn: func(call) reply { return reply{} }}, spec.Options{})

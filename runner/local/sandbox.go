@@ -21,8 +21,8 @@ import (
 // Sandbox confines the processes a run starts for its workflow —
 // sessions and gate checks — so that they cannot write flow's state
 // under .agents/ but for their own session directory, and so cannot
-// forge a decision or rewrite the record (internal/sandbox; README.md,
-// "Limits and safety").
+// forge a decision or rewrite the record (internal/sandbox; docs/security.md,
+// "The sandbox").
 type Sandbox interface {
 	// Probe reports whether processes can be sandboxed here: nil, or
 	// why not. It is asked once per run.
@@ -54,7 +54,7 @@ func (x *run) confine(sp *proc.Spec, s *config.Step, writable ...string) error {
 		// sessions) has none to warn of.
 		if !x.sandboxWarned && x.r.Sandbox != nil {
 			x.sandboxWarned = true
-			x.warn("", fmt.Sprintf("sessions run unsandboxed: %v; a session can then write the run's record under .agents/ and forge a decision (sandbox: required refuses to run so; README.md, \"Limits and safety\")", why))
+			x.warn("", fmt.Sprintf("sessions run unsandboxed: %v; a session can then write the run's record under .agents/ and forge a decision (sandbox: required refuses to run so; docs/security.md, \"The sandbox\")", why))
 		}
 		return nil
 	}
@@ -188,7 +188,7 @@ func (x *run) refuseWeakening(runID string) error {
 	if err != nil || len(weak) == 0 {
 		return err
 	}
-	return core.Refused("run %s: the workflow file %s was edited since the run recorded it, and the edit weakens its gates:\n  - %s\nthe repository is writable by the run's sessions, so only a person applies such an edit: flow resume %s --accept-edits (or undo the edit)",
+	return core.Refuse("run %s: the workflow file %s was edited since the run recorded it, and the edit weakens its gates:\n  - %s\nthe repository is writable by the run's sessions, so only a person applies such an edit: flow resume %s --accept-edits (or undo the edit)",
 		runID, x.wf.File, strings.Join(weak, "\n  - "), runID)
 }
 

@@ -84,7 +84,7 @@ steps:
 		runtime.Gosched()
 	}
 	stop()
-	if res := <-result; res.ExitCode != int(core.ExitInterrupted) {
+	if res := <-result; res.ExitCode != core.ExitInterrupted {
 		t.Errorf("exit %d, want 130", res.ExitCode)
 	}
 }

@@ -123,23 +123,23 @@ func TestRunIDs(t *testing.T) {
 	good := []string{"r1", "20250115-143000-f8c1a4", "a.b_c-d", "A", strings.Repeat("a", 64)}
 	bad := []string{"", ".", "..", "../../../tmp/x", "a/b", "/abs", "-rf", "with space", "new\nline", ".hidden", strings.Repeat("a", 65), "tab\t", "ünïcode"}
 	for _, id := range good {
-		if err := core.CheckRunID(id); err != nil {
+		if err := record.CheckRunID(id); err != nil {
 			t.Errorf("CheckRunID(%q) = %v", id, err)
 		}
 	}
 	for _, id := range bad {
-		err := core.CheckRunID(id)
-		if core.CodeOf(err) != core.ExitUsage || !strings.Contains(err.Error(), "1 to 64 characters") {
-			t.Errorf("CheckRunID(%q) = %v (exit %d); want exit 2 with the rule", id, err, core.CodeOf(err))
+		err := record.CheckRunID(id)
+		if !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), "1 to 64 characters") {
+			t.Errorf("CheckRunID(%q) = %v; want an invalid-request error with the rule", id, err)
 		}
 	}
 	e := newEnv(t, "name: t\nsteps:\n  - {id: a, run: x}\n")
 	for _, id := range []string{"../../../tmp/x", "a/b", "-rf"} {
 		_, err := e.tryRun(e.fs, &scripted{fn: ok}, spec.Options{RunID: id})
-		if core.CodeOf(err) != core.ExitUsage {
+		if !errors.Is(err, core.ErrInvalid) {
 			t.Errorf("run --run-id %q: %v", id, err)
 		}
-		if _, err := record.FindRun(e.fs, repo, id, ""); core.CodeOf(err) != core.ExitUsage {
+		if _, err := record.FindRun(e.fs, repo, id, ""); !errors.Is(err, core.ErrInvalid) {
 			t.Errorf("FindRun(%q): %v", id, err)
 		}
 	}
@@ -157,8 +157,8 @@ func TestFinishedRunIsNotResumed(t *testing.T) {
 	before, _ := afero.ReadFile(e.fs, path)
 	for range 3 {
 		_, err := e.tryRun(e.fs, &scripted{fn: ok}, spec.Options{Resume: true})
-		if core.CodeOf(err) != core.ExitRefused || !strings.Contains(err.Error(), "--start-at-step") {
-			t.Fatalf("resume of a finished run: %v (exit %d)", err, core.CodeOf(err))
+		if !errors.Is(err, core.ErrRefused) || !strings.Contains(err.Error(), "--start-at-step") {
+			t.Fatalf("resume of a finished run: %v", err)
 		}
 	}
 	if after, _ := afero.ReadFile(e.fs, path); !bytes.Equal(before, after) {
@@ -288,9 +288,9 @@ func TestRecordedRunnerIsChecked(t *testing.T) {
 	second := e.runner(e.fs, &scripted{fs: e.fs, fn: ok})
 	second.Alive = func(h runlock.Holder) bool { return h.PID == 777 }
 	_, err := second.Run(t.Context(), spec.Options{Workflow: e.wf, Repo: repo, RunID: "r1", Resume: true})
-	var held *core.HeldError
-	if !errors.As(err, &held) || core.CodeOf(err) != core.ExitHeld {
-		t.Fatalf("second runner: %v (exit %d); want held by a live runner, exit 7", err, core.CodeOf(err))
+	var held *record.HeldError
+	if !errors.As(err, &held) {
+		t.Fatalf("second runner: %v; want held by a live runner", err)
 	}
 	if ok, _ := afero.Exists(e.fs, filepath.Join(dir, record.LockFile)); ok {
 		t.Error("the refused runner left a lock file behind")
@@ -323,7 +323,8 @@ func TestCheckRecordedRunner(t *testing.T) {
 			r := &Runner{PID: 4242, Host: "test", HeartbeatEvery: 5 * time.Second, Alive: func(runlock.Holder) bool { return tt.alive }}
 			x := &run{r: r}
 			err := x.checkRecordedRunner(&core.State{RunID: "r1", Status: tt.status, Runner: tt.runner}, now)
-			if held := core.CodeOf(err) == core.ExitHeld; held != tt.held {
+			var h *record.HeldError
+			if held := errors.As(err, &h); held != tt.held {
 				t.Errorf("checkRecordedRunner = %v; want held %v", err, tt.held)
 			}
 		})
@@ -388,8 +389,8 @@ func TestOneDecisionWins(t *testing.T) {
 				t.Errorf("caller %d was told the same decision was made, but %s was recorded", i, record.DescribeDecision(*in))
 			}
 		default:
-			if core.CodeOf(a.err) != core.ExitRefused || !strings.Contains(a.err.Error(), "already "+record.Verb(in.Approved)+" by "+in.By) {
-				t.Errorf("caller %d: %v (exit %d)", i, a.err, core.CodeOf(a.err))
+			if !errors.Is(a.err, core.ErrRefused) || !strings.Contains(a.err.Error(), "already "+record.Verb(in.Approved)+" by "+in.By) {
+				t.Errorf("caller %d: %v", i, a.err)
 			}
 		}
 	}
@@ -575,8 +576,8 @@ func TestResumeUsesTheStateItWasGiven(t *testing.T) {
 	done := *read
 	done.Status, done.ExitCode = core.RunCompleted, 0
 	_, err = e.tryRun(e.fs, &scripted{fn: ok}, spec.Options{Resume: true, Read: &done})
-	if core.CodeOf(err) != core.ExitRefused {
-		t.Errorf("resume given a completed run's state: %v (exit %d), want refused (exit 8)", err, core.CodeOf(err))
+	if !errors.Is(err, core.ErrRefused) {
+		t.Errorf("resume given a completed run's state: %v, want refused (exit 8)", err)
 	}
 }
 
@@ -598,7 +599,7 @@ func TestUndatedDecisionIgnored(t *testing.T) {
 			}
 			s := &scripted{fn: ok}
 			res := e.run(s, spec.Options{Resume: true, NoWait: true})
-			if res.ExitCode != int(core.ExitHuman) || len(s.calls) != 0 {
+			if res.ExitCode != core.ExitHuman || len(s.calls) != 0 {
 				t.Fatalf("exit %d, calls %+v: an undated decision was taken", res.ExitCode, s.calls)
 			}
 			if !strings.Contains(e.out.String(), "manual input") || !strings.Contains(e.out.String(), "ignored") {

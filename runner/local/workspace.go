@@ -82,7 +82,7 @@ func (x *run) ws() *workspaces {
 	if w.git == nil {
 		g := gitwork.New(x.r.Environ)
 		g.FS = x.r.FS
-		if x.wf.UsesWorktrees() || x.wf.Defaults.Retention != nil {
+		if x.usesWorktrees() || x.wf.Defaults.Retention != nil {
 			// Only a run that has git work to do probes the sandbox
 			// for it and makes .agents/worktrees/.
 			g.Run = gitwork.ExecThrough("", x.r.Environ, 0, x.gitWrap())
@@ -164,10 +164,21 @@ func (x *run) workDir(key string) string {
 // FLOW_WORKSPACE, the directory it works in, and FLOW_REPO_DIR, the
 // repository; none when the workflow has no worktrees.
 func (x *run) workspaceEnv(key string) []string {
-	if !x.wf.UsesWorktrees() {
+	if !x.usesWorktrees() {
 		return nil
 	}
 	return []string{"FLOW_WORKSPACE=" + x.workDir(key), "FLOW_REPO_DIR=" + x.opts.Repo}
+}
+
+// usesWorktrees reports whether any session of the run's workflow works
+// in a worktree. Every session asks, so the answer is kept until the
+// workflow changes (an accepted edit) rather than found again by a walk
+// over the steps each time.
+func (x *run) usesWorktrees() bool {
+	if x.worktreesOf != x.wf {
+		x.worktreesOf, x.worktrees = x.wf, x.wf.UsesWorktrees()
+	}
+	return x.worktrees
 }
 
 // prepareWorkspace makes sure the worktree a step instance's session

@@ -216,7 +216,7 @@ func TestWorkspacesSharedCheckoutWaits(t *testing.T) {
 	mine := strings.Replace(f, "line 5\n", "mine\n", 1)
 	g.write(t, "f", mine)
 	res, out := g.runFor(t, wf, spec.Options{RunID: "r3", NoWait: true})
-	if res.ExitCode != int(core.ExitHuman) || !strings.Contains(res.Reason, "waiting for the checkout to take the merge of stories.a") {
+	if res.ExitCode != core.ExitHuman || !strings.Contains(res.Reason, "waiting for the checkout to take the merge of stories.a") {
 		t.Fatalf("run: %+v\n%s", res, out)
 	}
 	if ws := res.State.Workspaces["stories.a"]; ws.WaitingFor != "merge" || !strings.Contains(ws.Reason, "Your local changes to the following files would be overwritten") {

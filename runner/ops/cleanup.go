@@ -18,7 +18,7 @@ func (s *Service) runWorkflow(repo string, ref record.RunRef) (*config.Workflow,
 	}
 	inv, err := record.ReadInvocation(s.FS, ref.Dir)
 	if err != nil {
-		return nil, core.Usage("run %s: %v", ref.ID, err)
+		return nil, Usage("run %s: %v", ref.ID, err)
 	}
 	return s.loadInvoked(path, repo, inv)
 }
@@ -31,7 +31,7 @@ func (s *Service) checkCleanup(repo string, ref record.RunRef) error {
 		return err
 	}
 	if wf.Cleanup == nil {
-		return core.Refused("run %s: its workflow %s declares no cleanup session (cleanup:); flow cleanup has nothing to run", ref.ID, wf.File)
+		return Refused("run %s: its workflow %s declares no cleanup session (cleanup:); flow cleanup has nothing to run", ref.ID, wf.File)
 	}
 	return nil
 }
@@ -53,7 +53,7 @@ func (l *Local) cleanupFinished(ctx context.Context, req ControlRequest) (Contro
 		return ControlResult{}, err
 	}
 	if launch.Workflow.Cleanup == nil {
-		return ControlResult{}, core.Refused("run %s: its workflow %s declares no cleanup session (cleanup:); flow cleanup has nothing to run", ref.ID, launch.Workflow.File)
+		return ControlResult{}, Refused("run %s: its workflow %s declares no cleanup session (cleanup:); flow cleanup has nothing to run", ref.ID, launch.Workflow.File)
 	}
 	by := s.Who(req.By)
 	now := s.clock().Now()

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 
 	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
 )
 
@@ -24,7 +23,7 @@ type ConvertRequest struct {
 	MaxIterations int
 }
 
-// Convert prints a workflow in flow's own format (README.md, "agent_orchestrator workflows"): a file in
+// Convert prints a workflow in flow's own format (docs/agent-orchestrator.md, "Its keys"): a file in
 // agent_orchestrator's format with comments saying what each key
 // became, or a flow file in the other of YAML and HCL. The output loads
 // to the same workflow. Paths in it (prompt files, prompt paths, the
@@ -37,7 +36,7 @@ func (s *Service) Convert(req ConvertRequest) ([]byte, error) {
 		to = "yaml"
 	case "yaml", "hcl":
 	default:
-		return nil, core.Usage("--to %s: want yaml or hcl", req.To)
+		return nil, Usage("--to %s: want yaml or hcl", req.To)
 	}
 	wf, err := s.loadInvoked(req.Workflow, "", req.Invocation)
 	if err != nil {

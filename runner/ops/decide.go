@@ -87,7 +87,7 @@ func (s *Service) Decide(req DecideRequest) (Decision, error) {
 		return Decision{}, unknownStep(ref.ID, ref.State, step)
 	}
 	if !req.Approve && strings.TrimSpace(req.Reason) == "" {
-		return Decision{}, core.Usage("reject needs --reason\ntry: flow reject %s %s --reason 'why'", ref.ID, core.ShellArg(step))
+		return Decision{}, Usage("reject needs --reason\ntry: flow reject %s %s --reason 'why'", ref.ID, core.ShellArg(step))
 	}
 	in := core.HumanInput{Approved: req.Approve, By: s.Who(req.By), Reason: req.Reason}
 	if req.Approve {
@@ -164,7 +164,7 @@ var controlVerbs = map[core.ControlState]string{
 func (s *Service) Control(req ControlRequest) (ControlResult, error) {
 	verb, ok := controlVerbs[req.State]
 	if !ok {
-		return ControlResult{}, core.Usage("unknown desired state %q", req.State)
+		return ControlResult{}, Usage("unknown desired state %q", req.State)
 	}
 	repo, ref, err := s.openTarget(req.Repo, req.RunID, verb)
 	if err != nil {
@@ -173,16 +173,16 @@ func (s *Service) Control(req ControlRequest) (ControlResult, error) {
 	if st := ref.State; st.Status.Terminal() {
 		switch req.State {
 		case core.RunOnce:
-			return ControlResult{}, core.Refused("run %s has already %s (exit %d): there is no next session to run once; to run steps again: flow run %s --start-at-step STEP",
+			return ControlResult{}, Refused("run %s has already %s (exit %d): there is no next session to run once; to run steps again: flow run %s --start-at-step STEP",
 				ref.ID, st.Status, st.ExitCode, st.WorkflowFile)
 		case core.RunCleanup:
 			if err := s.checkCleanup(repo, ref); err != nil {
 				return ControlResult{}, err
 			}
-			return ControlResult{}, core.Refused("run %s has already %s: its cleanup session runs on the command line (flow cleanup %s), which takes the run for that one session",
+			return ControlResult{}, Refused("run %s has already %s: its cleanup session runs on the command line (flow cleanup %s), which takes the run for that one session",
 				ref.ID, st.Status, ref.ID)
 		}
-		return ControlResult{}, core.Refused("run %s has already %s (exit %d); %s applies to a run that has not ended; to run steps again: flow run %s --start-at-step STEP",
+		return ControlResult{}, Refused("run %s has already %s (exit %d); %s applies to a run that has not ended; to run steps again: flow run %s --start-at-step STEP",
 			ref.ID, st.Status, st.ExitCode, verb, st.WorkflowFile)
 	}
 	if req.State == core.RunCleanup {

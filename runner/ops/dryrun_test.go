@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/afero"
 
-	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/spec"
 )
 
@@ -92,7 +91,7 @@ func TestDryRunErrors(t *testing.T) {
 		name string
 		src  string
 		vars []string
-		code core.ExitCode
+		code ExitCode
 		msgs []string
 	}{
 		{name: "missing file", src: "name: wf\nagents: {c: {run: x}}\nsteps:\n  - id: a\n    run: cat {{ read_file(\"missing.txt\") }}\n  - id: b\n    agent: c\n    prompt: \"x {{ read_json('nope.json') }}\"\n",
@@ -102,9 +101,9 @@ func TestDryRunErrors(t *testing.T) {
 		{name: "budget", src: "name: wf\nvars: {n: \"zero\"}\nsteps:\n  - id: a\n    run: x\n    max_attempts: vars.n\n",
 			code: 1, msgs: []string{"resolve budgets", "max_attempts", `"zero" is not a number`}},
 		{name: "unknown var", src: "name: wf\nvars: {a: b}\nsteps:\n  - id: a\n    run: x\n", vars: []string{"nope=1"},
-			code: core.ExitUsage, msgs: []string{`the workflow has no var "nope"`}},
+			code: ExitUsage, msgs: []string{`the workflow has no var "nope"`}},
 		{name: "invalid workflow", src: "name: wf\nsteps:\n  - id: a\n    run: \"{{ vars.nope }}\"\n",
-			code: core.ExitUsage, msgs: []string{"unknown var"}},
+			code: ExitUsage, msgs: []string{"unknown var"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -25,13 +25,13 @@ import (
 // (the command line, flow serve, the CI reporters) call an Engine and
 // never know which one it is; an operation an engine cannot do returns
 // an error that errors.Is ErrUnsupported, naming it
-// (docs/architecture.md, "One engine").
+// (docs/architecture.md, "Layers").
 type Engine interface {
 	// Name is "local" or "temporal".
 	Name() string
 	// Run runs (or resumes) the run opts describes until it ends,
 	// waits on a human with NoWait, or ctx is cancelled. Its errors are
-	// failures of flow itself, with their exit code for core.CodeOf (a
+	// failures of flow itself, with their exit code for CodeOf (a
 	// run held by a live runner is ExitHeld); how the run ended is in
 	// the result.
 	Run(ctx context.Context, opts spec.Options, att Attach) (spec.Result, error)
@@ -70,7 +70,7 @@ var ErrUnsupported = errors.New("not supported by this engine")
 // Unsupported returns the error of an operation op that engine cannot
 // do: bad usage (exit 2), and errors.Is ErrUnsupported.
 func Unsupported(engine, op string) error {
-	return &core.ExitError{Code: core.ExitUsage, Err: fmt.Errorf("%s on the %s engine: %w", op, engine, ErrUnsupported)}
+	return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%s on the %s engine: %w", op, engine, ErrUnsupported)}
 }
 
 // RestartRequest asks an engine to make a recorded run go on.

@@ -101,7 +101,7 @@ func exportFile(fsys afero.Fs, tw *tar.Writer, p, name string, fi fs.FileInfo) e
 func (s *Service) ExportRunFile(repo, id, out string) (string, error) {
 	dst, err := s.abs(out)
 	if err != nil {
-		return "", core.Usage("-o %s: %v", out, err)
+		return "", Usage("-o %s: %v", out, err)
 	}
 	f, err := afero.TempFile(s.FS, filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-")
 	if err != nil {
@@ -186,27 +186,27 @@ func (s *Service) ImportRun(req ImportRequest) (string, error) {
 	_, disagrees, err := record.LoadState(s.FS, filepath.Join(tmp, id), true, s.clock().Now())
 	switch {
 	case err != nil:
-		return "", core.Usage("import: the archive holds no readable run %s: %v", id, err)
+		return "", Usage("import: the archive holds no readable run %s: %v", id, err)
 	case disagrees:
-		return "", core.Usage("import: the archive's %s of run %s does not agree with its %s (edited or damaged): not imported", record.StateFile, id, record.EventsFile)
+		return "", Usage("import: the archive's %s of run %s does not agree with its %s (edited or damaged): not imported", record.StateFile, id, record.EventsFile)
 	}
 	target := record.RunDir(repo, id)
 	_, statErr := s.FS.Stat(target)
 	exists := statErr == nil
 	if exists && !req.Force {
-		return "", core.Usage("import: run %s already exists in %s; pass --force to replace it", id, runs)
+		return "", Usage("import: run %s already exists in %s; pass --force to replace it", id, runs)
 	}
 	var old string
 	if exists {
 		if h, err := runlock.Read(s.FS, filepath.Join(target, record.LockFile)); err == nil && s.alive()(h) {
-			return "", &core.ExitError{Code: core.ExitHeld,
+			return "", &ExitError{Code: ExitHeld,
 				Err: fmt.Errorf("import: run %s is held by a live runner (pid %d on %s); it is not replaced", id, h.PID, h.Host)}
 		}
 		// A runner may hold it without a lock file to show (deleted by
 		// hand): a run still running with a fresh heartbeat has one.
 		if st, _, err := record.LoadState(s.FS, target, false, s.clock().Now()); err == nil && st.Status == core.RunRunning && st.Runner != nil && st.Runner.HeartbeatAt != nil {
 			if age := s.clock().Now().Sub(st.Runner.HeartbeatAt.Time); age < 3*record.HeartbeatInterval {
-				return "", &core.ExitError{Code: core.ExitHeld,
+				return "", &ExitError{Code: ExitHeld,
 					Err: fmt.Errorf("import: run %s has a runner that beat %s ago (pid %d on %s); it is not replaced", id, age.Round(time.Second), st.Runner.PID, st.Runner.Host)}
 			}
 		}
@@ -231,7 +231,7 @@ func (s *Service) ImportRun(req ImportRequest) (string, error) {
 func (s *Service) extract(r io.Reader, dir string) (string, error) {
 	gz, err := gzip.NewReader(r)
 	if err != nil {
-		return "", core.Usage("import: not a gzip archive: %v", err)
+		return "", Usage("import: not a gzip archive: %v", err)
 	}
 	tr := tar.NewReader(gz)
 	id := ""
@@ -243,11 +243,11 @@ func (s *Service) extract(r io.Reader, dir string) (string, error) {
 			break
 		}
 		if err != nil {
-			return "", core.Usage("import: not a tar archive: %v", err)
+			return "", Usage("import: not a tar archive: %v", err)
 		}
 		entries++
 		if entries > MaxImportEntries {
-			return "", core.Usage("import: the archive has more than %d entries", MaxImportEntries)
+			return "", Usage("import: the archive has more than %d entries", MaxImportEntries)
 		}
 		top, rel, err := entryName(h.Name)
 		if err != nil {
@@ -256,7 +256,7 @@ func (s *Service) extract(r io.Reader, dir string) (string, error) {
 		if id == "" {
 			id = top
 		} else if top != id {
-			return "", core.Usage("import: entry %q is outside %s/: an archive holds one run", h.Name, id)
+			return "", Usage("import: entry %q is outside %s/: an archive holds one run", h.Name, id)
 		}
 		dst := filepath.Join(dir, id, filepath.FromSlash(rel))
 		switch h.Typeflag {
@@ -266,7 +266,7 @@ func (s *Service) extract(r io.Reader, dir string) (string, error) {
 			}
 		case tar.TypeReg, tar.TypeRegA:
 			if h.Size < 0 || h.Size > MaxImportBytes-total {
-				return "", core.Usage("import: the archive holds more than %d bytes", MaxImportBytes)
+				return "", Usage("import: the archive holds more than %d bytes", MaxImportBytes)
 			}
 			total += h.Size
 			if rel == record.LockFile {
@@ -276,11 +276,11 @@ func (s *Service) extract(r io.Reader, dir string) (string, error) {
 				return "", err
 			}
 		default:
-			return "", core.Usage("import: entry %q is a %s; a run holds only directories and regular files", h.Name, kindOf(h.Typeflag))
+			return "", Usage("import: entry %q is a %s; a run holds only directories and regular files", h.Name, kindOf(h.Typeflag))
 		}
 	}
 	if id == "" {
-		return "", core.Usage("import: the archive is empty")
+		return "", Usage("import: the archive is empty")
 	}
 	return id, nil
 }
@@ -299,7 +299,7 @@ func (s *Service) extractFile(r io.Reader, dst string, size int64) error {
 		err = cerr
 	}
 	if err != nil {
-		return core.Usage("import: %s: %v", dst, err)
+		return Usage("import: %s: %v", dst, err)
 	}
 	return nil
 }
@@ -309,7 +309,7 @@ func (s *Service) extractFile(r io.Reader, dst string, size int64) error {
 // and anything that is not plainly under the top directory.
 func entryName(name string) (top, rel string, err error) {
 	bad := func(why string) (string, string, error) {
-		return "", "", core.Usage("import: entry %q: %s", name, why)
+		return "", "", Usage("import: entry %q: %s", name, why)
 	}
 	switch {
 	case name == "":
@@ -326,7 +326,7 @@ func entryName(name string) (top, rel string, err error) {
 	}
 	clean := path.Clean(name)
 	top, rel, _ = strings.Cut(clean, "/")
-	if err := core.CheckRunID(top); err != nil {
+	if err := record.CheckRunID(top); err != nil {
 		return bad(fmt.Sprintf("not under a run id directory: %v", err))
 	}
 	if rel == "" {

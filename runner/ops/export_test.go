@@ -25,7 +25,7 @@ import (
 func TestExportImportResume(t *testing.T) {
 	s, _ := newService(t, humanSteps, nil)
 	res := run(t, s, RunRequest{Workflow: wf, RunID: "r1", NoWait: true})
-	if res.ExitCode != int(core.ExitHuman) {
+	if res.ExitCode != int(ExitHuman) {
 		t.Fatalf("run exit %d; want 3", res.ExitCode)
 	}
 	// A lock left behind is not exported.
@@ -62,7 +62,7 @@ func TestExportImportResume(t *testing.T) {
 		t.Fatalf("ImportRun = %q, %v", got, err)
 	}
 	_, err = s2.ImportRun(ImportRequest{Archive: bytes.NewReader(buf.Bytes())})
-	wantCode(t, err, core.ExitUsage, "already exists", "--force")
+	wantCode(t, err, ExitUsage, "already exists", "--force")
 	// --force never replaces a run a live runner holds.
 	lock := filepath.Join(record.RunDir(other, "r1"), record.LockFile)
 	if err := afero.WriteFile(s2.FS, lock, []byte(`{"pid":4242,"host":"h","token":"t"}`), 0o644); err != nil {
@@ -71,7 +71,7 @@ func TestExportImportResume(t *testing.T) {
 	alive := s2.Alive
 	s2.Alive = func(runlock.Holder) bool { return true }
 	_, err = s2.ImportRun(ImportRequest{Archive: bytes.NewReader(buf.Bytes()), Force: true})
-	wantCode(t, err, core.ExitHeld)
+	wantCode(t, err, ExitHeld)
 	if ok, _ := afero.Exists(s2.FS, lock); !ok {
 		t.Fatal("the refused import touched the held run")
 	}
@@ -128,7 +128,7 @@ func TestExportRunFile(t *testing.T) {
 		}
 	}
 	_, err = s.ExportRunFile("", "nope", "x.tar.gz")
-	wantCode(t, err, core.ExitUsage)
+	wantCode(t, err, ExitUsage)
 }
 
 // entry is one entry of a test archive.
@@ -177,7 +177,7 @@ func TestImportRefusesHostileArchives(t *testing.T) {
 				b = makeArchive(t, tt.entries)
 			}
 			_, err := s.ImportRun(ImportRequest{Archive: bytes.NewReader(b)})
-			wantCode(t, err, core.ExitUsage, tt.want)
+			wantCode(t, err, ExitUsage, tt.want)
 			if names := dirNames(t, s.FS, record.RunsDir(repo)); len(names) != 0 {
 				t.Errorf("left in the runs directory: %v", names)
 			}
@@ -316,7 +316,7 @@ func TestImportVerifies(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s2, _ := newService(t, humanSteps, nil)
 			_, err := s2.ImportRun(ImportRequest{Archive: bytes.NewReader(tc.archive)})
-			wantCode(t, err, core.ExitUsage, tc.want)
+			wantCode(t, err, ExitUsage, tc.want)
 			if names := dirNames(t, s2.FS, record.RunsDir(repo)); len(names) != 0 {
 				t.Errorf("left in the runs directory: %v", names)
 			}
@@ -338,6 +338,6 @@ func TestImportVerifies(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = s2.ImportRun(ImportRequest{Archive: bytes.NewReader(buf.Bytes()), Force: true})
-		wantCode(t, err, core.ExitHeld, "beat")
+		wantCode(t, err, ExitHeld, "beat")
 	})
 }

@@ -46,7 +46,7 @@ func ResolveInputs(step string, declared []config.Input, given map[string]any) (
 		if c, ok := suggest.Closest(k, names); ok {
 			msg += fmt.Sprintf(" (did you mean %q?)", c)
 		}
-		return nil, core.Usage("%s; its inputs: %s", msg, strings.Join(names, ", "))
+		return nil, Usage("%s; its inputs: %s", msg, strings.Join(names, ", "))
 	}
 	var missing []string
 	for _, in := range declared {
@@ -68,7 +68,7 @@ func ResolveInputs(step string, declared []config.Input, given map[string]any) (
 		if len(missing) > 1 {
 			what = "inputs " + strings.Join(missing, ", ")
 		}
-		return nil, core.Usage("step %s needs the %s to be approved\ntry: flow approve RUN_ID %s%s", step, what, core.ShellArg(step), try.String())
+		return nil, Usage("step %s needs the %s to be approved\ntry: flow approve RUN_ID %s%s", step, what, core.ShellArg(step), try.String())
 	}
 	return out, nil
 }

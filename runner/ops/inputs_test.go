@@ -43,7 +43,7 @@ func TestResolveInputs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := ResolveInputs("approval", tt.declared, tt.given)
 			if tt.err != nil {
-				wantCode(t, err, core.ExitUsage, tt.err...)
+				wantCode(t, err, ExitUsage, tt.err...)
 				return
 			}
 			if err != nil || !maps.Equal(got, tt.want) {
@@ -75,9 +75,9 @@ func TestDecideInputs(t *testing.T) {
 	run(t, s, RunRequest{Workflow: wf, RunID: "r1", NoWait: true})
 
 	_, err := s.Decide(DecideRequest{RunID: "r1", Step: core.Key("ship_it"), Approve: true, Input: map[string]any{"ticket": "OPS-1", "evn": "prod"}})
-	wantCode(t, err, core.ExitUsage, `no input "evn" (did you mean "env"?)`)
+	wantCode(t, err, ExitUsage, `no input "evn" (did you mean "env"?)`)
 	_, err = s.Decide(DecideRequest{RunID: "r1", Step: core.Key("ship_it"), Approve: true})
-	wantCode(t, err, core.ExitUsage, "needs the input ticket")
+	wantCode(t, err, ExitUsage, "needs the input ticket")
 	// The workflow file changing under the run does not change what the
 	// run's step declares.
 	if err := afero.WriteFile(s.FS, wf, []byte(strings.ReplaceAll(inputSteps, "ticket", "tiket")), 0o644); err != nil {

@@ -18,7 +18,6 @@ import (
 	"github.com/flow-run/flow/internal/safefs"
 
 	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
 	"github.com/flow-run/flow/runner/spec"
@@ -65,7 +64,7 @@ func (s *Service) loadInvoked(path, repo string, v record.Invocation) (*config.W
 // is not parsed twice).
 func (s *Service) loadInvokedFrom(read *loaded, path, repo string, v record.Invocation) (*config.Workflow, error) {
 	if v.Wrapper != "" && v.CommandTemplate != "" {
-		return nil, core.Usage("--wrapper and --command-template both say how an agent runs; give one")
+		return nil, Usage("--wrapper and --command-template both say how an agent runs; give one")
 	}
 	if repo == "" {
 		repo = s.root()
@@ -76,7 +75,7 @@ func (s *Service) loadInvokedFrom(read *loaded, path, repo string, v record.Invo
 		wf, err = config.LoadWith(s.FS, path, opts)
 	}
 	if err != nil {
-		return nil, &core.ExitError{Code: core.ExitUsage, Err: err}
+		return nil, &ExitError{Code: ExitUsage, Err: err}
 	}
 	if err := s.checkRunFlags(repo, v); err != nil {
 		return nil, err
@@ -84,7 +83,7 @@ func (s *Service) loadInvokedFrom(read *loaded, path, repo string, v record.Invo
 	if v.GateStateFile == "" {
 		for _, st := range wf.AllSteps() {
 			if len(st.Gates()) > 0 {
-				return nil, core.Usage("step %s waits on gates (%s) but no --gate-state-file says whether they are open", st.ID, strings.Join(st.Gates(), ", "))
+				return nil, Usage("step %s waits on gates (%s) but no --gate-state-file says whether they are open", st.ID, strings.Join(st.Gates(), ", "))
 			}
 		}
 	}
@@ -98,7 +97,7 @@ func (s *Service) loadInvokedFrom(read *loaded, path, repo string, v record.Invo
 		}
 	}
 	if len(missing) > 0 {
-		return nil, core.Usage("%s is in agent_orchestrator's format, whose agents (%s) are run by a wrapper: give --wrapper PATH or --command-template CMD", path, strings.Join(missing, ", "))
+		return nil, Usage("%s is in agent_orchestrator's format, whose agents (%s) are run by a wrapper: give --wrapper PATH or --command-template CMD", path, strings.Join(missing, ", "))
 	}
 	return wf, nil
 }
@@ -177,22 +176,22 @@ func PollEvery(v record.Invocation) time.Duration {
 func (s *Service) checkRunFlags(repo string, v record.Invocation) error {
 	if v.Workdir != "" {
 		if !inRepo(repo, v.Workdir) {
-			return core.Usage("--workdir %s: sessions work in the repository %s: give a directory inside it", v.Workdir, repo)
+			return Usage("--workdir %s: sessions work in the repository %s: give a directory inside it", v.Workdir, repo)
 		}
 		if fi, err := s.FS.Stat(v.Workdir); err != nil || !fi.IsDir() {
-			return core.Usage("--workdir %s: not a directory", v.Workdir)
+			return Usage("--workdir %s: not a directory", v.Workdir)
 		}
 	}
 	if v.Schema != "" {
 		if _, err := local.CompileReportSchema(s.FS, v.Schema); err != nil {
-			return core.Usage("--schema: %v", err)
+			return Usage("--schema: %v", err)
 		}
 	}
 	if v.DailyCostLimit < 0 {
-		return core.Usage("--daily-cost-limit %v: want a positive number of USD", v.DailyCostLimit)
+		return Usage("--daily-cost-limit %v: want a positive number of USD", v.DailyCostLimit)
 	}
 	if v.PollInterval < 0 {
-		return core.Usage("--poll-interval %v: want a positive number of seconds", v.PollInterval)
+		return Usage("--poll-interval %v: want a positive number of seconds", v.PollInterval)
 	}
 	return nil
 }

@@ -52,7 +52,7 @@ func (s *Service) WriteRunJUnit(ctx context.Context, repo, id, path string) erro
 	}
 	dst, err := s.abs(path)
 	if err != nil {
-		return core.Usage("--junit %s: %v", path, err)
+		return Usage("--junit %s: %v", path, err)
 	}
 	return junit.Write(s.FS, dst, suites)
 }

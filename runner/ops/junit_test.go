@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/internal/junit"
-	"github.com/flow-run/flow/runner/core"
 )
 
 const failingSteps = `name: wf
@@ -32,7 +31,7 @@ steps:
 func TestRunJUnit(t *testing.T) {
 	s, _ := newService(t, failingSteps, map[string]reply{"broken": {Out: "something <broke> \x01\n", Exit: 3}})
 	res := run(t, s, RunRequest{Workflow: wf, RunID: "r1"})
-	if res.ExitCode != int(core.ExitFailed) {
+	if res.ExitCode != int(ExitFailed) {
 		t.Fatalf("run exit %d; want 1", res.ExitCode)
 	}
 	if err := s.WriteRunJUnit(context.Background(), "", "r1", "out.xml"); err != nil {
@@ -94,7 +93,7 @@ func TestRunJUnit(t *testing.T) {
 func TestRunJUnitUnknownRun(t *testing.T) {
 	s, _ := newService(t, failingSteps, nil)
 	_, err := s.RunJUnit(context.Background(), "", "nope")
-	wantCode(t, err, core.ExitUsage)
+	wantCode(t, err, ExitUsage)
 }
 
 // TestRunJUnitNotRun: steps that never ran, and one that waits on a
@@ -110,7 +109,7 @@ steps:
     run: echo deploy
 `, nil)
 	res := run(t, s, RunRequest{Workflow: wf, RunID: "r1", NoWait: true})
-	if res.ExitCode != int(core.ExitHuman) {
+	if res.ExitCode != int(ExitHuman) {
 		t.Fatalf("run exit %d; want 3", res.ExitCode)
 	}
 	suites, err := s.RunJUnit(context.Background(), "", "r1")

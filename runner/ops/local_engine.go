@@ -25,7 +25,7 @@ func (l *Local) Restart(_ context.Context, req RestartRequest) (*Launch, error) 
 			AcceptEdits: req.AcceptEdits})
 	}
 	if req.Move {
-		return nil, core.Usage("--move is for runs on Temporal: a local run goes on in its own checkout")
+		return nil, Usage("--move is for runs on Temporal: a local run goes on in its own checkout")
 	}
 	return s.PrepareResume(ResumeRequest{Repo: req.Repo, RunID: req.RunID, Workflow: req.WorkflowPath, StartAt: req.StartAt,
 		Force: req.Force, NoWait: req.NoWait, Budgets: req.Budgets, Invocation: req.Invocation, Retry: req.Retry, By: req.By,
@@ -40,7 +40,7 @@ func (l *Local) Newest(_ context.Context, repo, workflow string) (string, error)
 		return "", err
 	}
 	ref, err := record.FindRun(l.Service.FS, dir, "", workflow)
-	if errors.Is(err, core.ErrNoRun) {
+	if errors.Is(err, record.ErrNoRun) {
 		return "", nil
 	}
 	return ref.ID, err
@@ -151,16 +151,16 @@ func (l *Local) Cancel(_ context.Context, req CancelRequest) (CancelResult, erro
 	}
 	st := ref.State
 	if st.Status.Terminal() {
-		return CancelResult{}, core.Refused("run %s has already %s: there is nothing to cancel", ref.ID, st.Status)
+		return CancelResult{}, Refused("run %s has already %s: there is nothing to cancel", ref.ID, st.Status)
 	}
 	h, live := record.LiveRunner(s.FS, ref.Dir, st, s.clock().Now(), s.alive())
 	if !live {
-		return CancelResult{}, core.Refused("run %s is %s and no runner holds it: there is nothing to cancel (it stays resumable: flow resume %s)",
+		return CancelResult{}, Refused("run %s is %s and no runner holds it: there is nothing to cancel (it stays resumable: flow resume %s)",
 			ref.ID, st.Status, ref.ID)
 	}
 	runner := fmt.Sprintf("pid %d on %s", h.PID, h.Host)
 	if h.Host != s.Host {
-		return CancelResult{}, core.Refused("run %s is run by %s, another host: cancel it there (flow cancel %s)", ref.ID, runner, ref.ID)
+		return CancelResult{}, Refused("run %s is run by %s, another host: cancel it there (flow cancel %s)", ref.ID, runner, ref.ID)
 	}
 	if s.Signal == nil {
 		return CancelResult{}, Unsupported("local", "cancel")

@@ -58,7 +58,7 @@ func (s *Service) Logs(repo, runID string, k core.StepKey, all bool) (StepLogs, 
 		if ss := ref.State.Steps[step]; ss != nil && ss.StartedAt != nil {
 			return out, nil
 		}
-		return StepLogs{}, core.Refused("step %s of run %s has not run yet", step, ref.ID)
+		return StepLogs{}, Refused("step %s of run %s has not run yet", step, ref.ID)
 	}
 	if !all {
 		// The latest session's own log, not its gate.check's.
@@ -143,13 +143,13 @@ func unknownStep(runID string, st *core.State, step string) error {
 		}
 	}
 	if example != "" {
-		return core.Usage("step %q of run %s runs once per item of its loop: name an instance, e.g. %s (flow status %s --items lists them)", step, runID, example, runID)
+		return Usage("step %q of run %s runs once per item of its loop: name an instance, e.g. %s (flow status %s --items lists them)", step, runID, example, runID)
 	}
 	msg := fmt.Sprintf("run %s has no step %q", runID, step)
 	if c, ok := suggest.Closest(step, st.StepOrder); ok {
 		msg += fmt.Sprintf(" (did you mean %q?)", c)
 	}
-	return core.Usage("%s; its steps: %s", msg, strings.Join(top, ", "))
+	return Usage("%s; its steps: %s", msg, strings.Join(top, ", "))
 }
 
 // openLog opens a session log of a run for reading. On the real disk it

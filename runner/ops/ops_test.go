@@ -111,12 +111,12 @@ func run(t *testing.T, s *Service, req RunRequest) RunResult {
 
 // wantCode checks that err carries code, and that its message contains
 // each of msgs.
-func wantCode(t *testing.T, err error, code core.ExitCode, msgs ...string) {
+func wantCode(t *testing.T, err error, code ExitCode, msgs ...string) {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("no error; want exit %d", code)
 	}
-	if got := core.CodeOf(err); got != code {
+	if got := CodeOf(err); got != code {
 		t.Errorf("exit %d; want %d (%v)", got, code, err)
 	}
 	for _, m := range msgs {
@@ -185,7 +185,7 @@ func TestPrepareRunRefusals(t *testing.T) {
 				tt.req.Workflow = wf
 			}
 			_, err := s.PrepareRun(tt.req)
-			wantCode(t, err, core.ExitUsage, tt.msgs...)
+			wantCode(t, err, ExitUsage, tt.msgs...)
 		})
 	}
 }
@@ -197,7 +197,7 @@ func TestLoadWorkflowDiagnostics(t *testing.T) {
 	if !errors.As(err, &ds) || len(ds) == 0 {
 		t.Fatalf("error %v does not wrap diagnostics", err)
 	}
-	wantCode(t, err, core.ExitUsage)
+	wantCode(t, err, ExitUsage)
 }
 
 func TestRunResults(t *testing.T) {
@@ -236,7 +236,7 @@ func TestRunIDTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = s.Start(context.Background(), l, Attach{})
-	wantCode(t, err, core.ExitUsage, "r1")
+	wantCode(t, err, ExitUsage, "r1")
 }
 
 // engineFunc is an Engine whose Run is a function; its other
@@ -322,7 +322,7 @@ func TestStartAtPlan(t *testing.T) {
 		t.Fatalf("plan %+v, options %+v", l.Plan, l.Options)
 	}
 	_, err = s.Start(context.Background(), l, Attach{})
-	wantCode(t, err, core.ExitUsage, "artifacts are missing", "--force")
+	wantCode(t, err, ExitUsage, "artifacts are missing", "--force")
 
 	l, err = s.PrepareResume(ResumeRequest{RunID: "r1", StartAt: core.Key("code"), Force: true})
 	if err != nil {
@@ -373,12 +373,12 @@ func TestResumeReroots(t *testing.T) {
 func TestFindRunErrors(t *testing.T) {
 	s, _ := newService(t, twoSteps, nil)
 	_, err := s.Status("", "")
-	wantCode(t, err, core.ExitUsage, "no such run", "try: flow run WORKFLOW")
+	wantCode(t, err, ExitUsage, "no such run", "try: flow run WORKFLOW")
 	run(t, s, RunRequest{Workflow: wf, RunID: "one"})
 	_, err = s.Status("", "onw")
-	wantCode(t, err, core.ExitUsage, `did you mean "one"`, "try: flow runs")
+	wantCode(t, err, ExitUsage, `did you mean "one"`, "try: flow runs")
 	_, err = s.Status("", "../one")
-	wantCode(t, err, core.ExitUsage, "path separator")
+	wantCode(t, err, ExitUsage, "path separator")
 }
 
 func TestStatusAndRuns(t *testing.T) {
@@ -474,11 +474,11 @@ func TestDecide(t *testing.T) {
 	run(t, s, RunRequest{Workflow: wf, RunID: "r1", NoWait: true})
 
 	_, err := s.Decide(DecideRequest{RunID: "r1", Step: core.Key("ship_it")})
-	wantCode(t, err, core.ExitUsage, "reject needs --reason")
+	wantCode(t, err, ExitUsage, "reject needs --reason")
 	_, err = s.Decide(DecideRequest{RunID: "r1", Step: core.Key("ship_ti"), Approve: true})
-	wantCode(t, err, core.ExitUsage, `did you mean "ship_it"`, "its steps: build, ship_it, deploy")
+	wantCode(t, err, ExitUsage, `did you mean "ship_it"`, "its steps: build, ship_it, deploy")
 	_, err = s.Decide(DecideRequest{RunID: "r1", Step: core.Key("build"), Approve: true})
-	wantCode(t, err, core.ExitRefused)
+	wantCode(t, err, ExitRefused)
 
 	in, err := ParseInputs([]string{"ticket=OPS-12"})
 	if err != nil {
@@ -498,7 +498,7 @@ func TestDecide(t *testing.T) {
 		t.Errorf("the same decision again = %+v, %v; want it already made at %s", again, err, d.At)
 	}
 	_, err = s.Decide(DecideRequest{RunID: "r1", Step: core.Key("ship_it"), Reason: "no", By: "bob"})
-	wantCode(t, err, core.ExitRefused, "approved")
+	wantCode(t, err, ExitRefused, "approved")
 
 	l, err := s.PrepareResume(ResumeRequest{})
 	if err != nil {
@@ -510,7 +510,7 @@ func TestDecide(t *testing.T) {
 	}
 	golden(t, "run_result", res)
 	_, err = ParseInputs([]string{"=x"})
-	wantCode(t, err, core.ExitUsage, "want key=value")
+	wantCode(t, err, ExitUsage, "want key=value")
 }
 
 func TestControl(t *testing.T) {
@@ -526,14 +526,14 @@ func TestControl(t *testing.T) {
 		t.Errorf("control.json = %+v, %v", c, err)
 	}
 	_, err = s.Control(ControlRequest{State: "sleep"})
-	wantCode(t, err, core.ExitUsage, "unknown desired state")
+	wantCode(t, err, ExitUsage, "unknown desired state")
 
 	s2, _ := newService(t, twoSteps, nil)
 	run(t, s2, RunRequest{Workflow: wf, RunID: "done"})
 	_, err = s2.Control(ControlRequest{RunID: "done", State: core.RunOnce})
-	wantCode(t, err, core.ExitRefused, "has already completed", "there is no next session to run once")
+	wantCode(t, err, ExitRefused, "has already completed", "there is no next session to run once")
 	_, err = s2.Control(ControlRequest{RunID: "done", State: core.Pause})
-	wantCode(t, err, core.ExitRefused, "has already completed", "pause applies to a run that has not ended")
+	wantCode(t, err, ExitRefused, "has already completed", "pause applies to a run that has not ended")
 }
 
 func TestLogs(t *testing.T) {
@@ -567,9 +567,9 @@ func TestLogs(t *testing.T) {
 		t.Errorf("a step that printed nothing: %+v, %v", quiet, err)
 	}
 	_, err = s.Logs("", "r1", core.Key("after"), false)
-	wantCode(t, err, core.ExitRefused, "has not run yet")
+	wantCode(t, err, ExitRefused, "has not run yet")
 	_, err = s.Logs("", "r1", core.Key("cod"), false)
-	wantCode(t, err, core.ExitUsage, `has no step "cod"`, "plan, quiet, code, after")
+	wantCode(t, err, ExitUsage, `has no step "cod"`, "plan, quiet, code, after")
 }
 
 func TestValidate(t *testing.T) {

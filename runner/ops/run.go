@@ -198,9 +198,9 @@ func (s *Service) PrepareRun(req RunRequest) (*Launch, error) {
 			return nil, err
 		}
 		l.Options.Resume, l.Options.RunID = true, ref.ID
-	case errors.Is(err, core.ErrNoRun):
+	case errors.Is(err, record.ErrNoRun):
 		if req.StartAt.IsInstance() {
-			return nil, core.Usage("--start-at-step %s: no run of %s to restart; a new run starts at a step of the top level (its loops' items are known once they start)", req.StartAt, wf.Name)
+			return nil, Usage("--start-at-step %s: no run of %s to restart; a new run starts at a step of the top level (its loops' items are known once they start)", req.StartAt, wf.Name)
 		}
 		l.Plan = &StartAtPlan{Workflow: wf.Name, Step: req.StartAt, NewRun: true,
 			Kept: []string{}, Rerun: []string{}, Missing: []MissingArtifact{}}
@@ -226,7 +226,7 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 	if record.OnTemporal(s.FS, ref.Dir) {
 		// A local runner would run its sessions a second time, beside
 		// the workflow that drives them.
-		return nil, core.Refused("run %s is driven by a Temporal server (this is a worker's mirror of it): go on with --engine temporal", ref.ID)
+		return nil, Refused("run %s is driven by a Temporal server (this is a worker's mirror of it): go on with --engine temporal", ref.ID)
 	}
 	var gone *runlock.Holder
 	if req.Takeover {
@@ -242,7 +242,7 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 	}
 	recorded, err := record.ReadInvocation(s.FS, ref.Dir)
 	if err != nil {
-		return nil, core.Usage("run %s: %v", ref.ID, err)
+		return nil, Usage("run %s: %v", ref.ID, err)
 	}
 	inv := recorded.Merge(s.absInvocation(req.Invocation))
 	wf, err := s.loadInvoked(path, repo, inv)
@@ -258,7 +258,7 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 	l.Options.Gone = gone
 	if req.Retry {
 		if ref.State.Status != core.RunFailed {
-			return nil, core.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", ref.ID, ref.State.Status)
+			return nil, Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", ref.ID, ref.State.Status)
 		}
 		p := core.PlanRetry(wf, ref.State)
 		l.RetryPlan = &p
@@ -285,7 +285,7 @@ func (s *Service) PrepareResume(req ResumeRequest) (*Launch, error) {
 func (s *Service) plan(wf *config.Workflow, ref record.RunRef, repo string, step core.StepKey, force bool) (*StartAtPlan, error) {
 	p, err := spec.PlanStartAt(s.FS, wf, ref.State, repo, step)
 	if err != nil {
-		return nil, core.Usage("%v", err)
+		return nil, Usage("%v", err)
 	}
 	out := &StartAtPlan{Workflow: wf.Name, RunID: ref.ID, Step: step, Kept: nonNil(p.Kept), Rerun: nonNil(p.Rerun),
 		Missing: []MissingArtifact{}, Budgets: p.Budgets}
@@ -304,11 +304,11 @@ func (s *Service) plan(wf *config.Workflow, ref record.RunRef, repo string, step
 // cancelled. A plan with missing artifacts and no Force is refused
 // first (ExitUsage). The run's own end — failed, waiting, paused,
 // interrupted — is not an error: it is the result's ExitCode. Errors
-// are failures of flow itself, with their code for core.CodeOf: a run
+// are failures of flow itself, with their code for CodeOf: a run
 // held by a live runner is ExitHeld, a run id that exists ExitUsage.
 func (s *Service) Start(ctx context.Context, l *Launch, att Attach) (RunResult, error) {
 	if l.Plan != nil && l.Plan.Refused {
-		return RunResult{}, core.Usage("kept steps' artifacts are missing; re-run from an earlier step, or pass --force")
+		return RunResult{}, Usage("kept steps' artifacts are missing; re-run from an earlier step, or pass --force")
 	}
 	if att.Output == nil {
 		att.Output = s.stdout()

@@ -12,7 +12,6 @@ import (
 
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
-	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
 )
 
@@ -213,7 +212,7 @@ func TestPruneAndListAll(t *testing.T) {
 		}
 	}
 	// A usage error for a repository that is not one.
-	if _, err := s.Prune(context.Background(), PruneRequest{Repo: "/nowhere", Keep: 1}); core.CodeOf(err) != core.ExitUsage {
+	if _, err := s.Prune(context.Background(), PruneRequest{Repo: "/nowhere", Keep: 1}); CodeOf(err) != ExitUsage {
 		t.Errorf("prune /nowhere: %v", err)
 	}
 }

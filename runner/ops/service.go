@@ -16,7 +16,6 @@ import (
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/internal/suggest"
-	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
 )
@@ -183,10 +182,10 @@ func (s *Service) Repo(repo string) (string, error) {
 	}
 	abs, err := s.abs(dir)
 	if err != nil {
-		return "", core.Usage("--repo %s: %v", repo, err)
+		return "", Usage("--repo %s: %v", repo, err)
 	}
 	if fi, err := s.FS.Stat(abs); err != nil || !fi.IsDir() {
-		return "", core.Usage("--repo %s: not a directory", dir)
+		return "", Usage("--repo %s: not a directory", dir)
 	}
 	if repo == "" {
 		if root, ok := findRepo(s.FS, abs); ok {
@@ -224,7 +223,7 @@ func (s *Service) lookedIn(repo string) string {
 // too.
 func (s *Service) findRun(repo, id string) (record.RunRef, error) {
 	if id != "" {
-		if err := core.CheckRunID(id); err != nil {
+		if err := record.CheckRunID(id); err != nil {
 			return record.RunRef{}, err
 		}
 	}
@@ -232,15 +231,15 @@ func (s *Service) findRun(repo, id string) (record.RunRef, error) {
 	switch {
 	case err == nil:
 		return ref, nil
-	case errors.Is(err, core.ErrNoRun) && id != "":
+	case errors.Is(err, record.ErrNoRun) && id != "":
 		ids, _ := record.RunIDs(s.FS, repo)
 		msg := err.Error()
 		if c, ok := suggest.Closest(id, ids); ok {
 			msg += fmt.Sprintf(" (did you mean %q?)", c)
 		}
-		return ref, core.Usage("%s%s\ntry: flow runs", msg, s.lookedIn(repo))
-	case errors.Is(err, core.ErrNoRun):
-		return ref, core.Usage("%v%s\ntry: flow run WORKFLOW", err, s.lookedIn(repo))
+		return ref, Usage("%s%s\ntry: flow runs", msg, s.lookedIn(repo))
+	case errors.Is(err, record.ErrNoRun):
+		return ref, Usage("%v%s\ntry: flow run WORKFLOW", err, s.lookedIn(repo))
 	}
 	return ref, err
 }

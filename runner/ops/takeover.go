@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/flow-run/flow/internal/runlock"
-	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
 )
 
@@ -50,7 +49,7 @@ func (s *Service) takeover(ref record.RunRef) (*runlock.Holder, error) {
 	}
 	alive := s.alive()
 	held := func(format string, args ...any) error {
-		return &core.ExitError{Code: core.ExitHeld, Err: fmt.Errorf("run %s: "+format, append([]any{ref.ID}, args...)...)}
+		return &ExitError{Code: ExitHeld, Err: fmt.Errorf("run %s: "+format, append([]any{ref.ID}, args...)...)}
 	}
 	if h.Host != s.Host {
 		return nil, held("its runner is pid %d on host %s, another host: flow cannot stop it from here; stop it there (kill -9 %d on %s) and run flow resume %s --takeover again, or, if that host is gone for good, remove %s and run flow resume %s",

@@ -46,13 +46,13 @@ func (s *Service) openTarget(repo, id, verb string) (string, record.RunRef, erro
 		return s.openRun(dir, found[0].ID)
 	}
 	if len(found) == 0 {
-		return "", record.RunRef{}, core.Usage("flow %s needs a RUN_ID: no run of %s is %s\ntry: flow runs", verb, dir, what)
+		return "", record.RunRef{}, Usage("flow %s needs a RUN_ID: no run of %s is %s\ntry: flow runs", verb, dir, what)
 	}
 	var b strings.Builder
 	for _, h := range found {
 		fmt.Fprintf(&b, "\n  %s  %s  %s", h.ID, h.State.Status, h.State.WorkflowName)
 	}
-	return "", record.RunRef{}, core.Usage("flow %s needs a RUN_ID: %d runs of %s are %s:%s\ntry: flow %s %s",
+	return "", record.RunRef{}, Usage("flow %s needs a RUN_ID: %d runs of %s are %s:%s\ntry: flow %s %s",
 		verb, len(found), dir, what, b.String(), verb, found[0].ID)
 }
 
@@ -77,7 +77,7 @@ func (s *Service) runOrStep(repo, arg string) (runID, step string, asStep bool) 
 	if arg == "" {
 		return "", "", false
 	}
-	if core.CheckRunID(arg) == nil {
+	if record.CheckRunID(arg) == nil {
 		if dir, err := s.Repo(repo); err == nil {
 			if _, err := record.FindRun(s.FS, dir, arg, ""); err == nil {
 				return arg, "", false
@@ -104,16 +104,16 @@ func noStep(verb string, ref record.RunRef) error {
 		}
 	}
 	if len(steps) == 0 && verb == "logs" {
-		return core.Usage("flow logs needs a STEP, and run %s has none", ref.ID)
+		return Usage("flow logs needs a STEP, and run %s has none", ref.ID)
 	}
 	if len(steps) == 0 {
-		return core.Usage("flow %s needs a STEP, and no step of run %s waits on a human (the run is %s)\ntry: flow status %s", verb, ref.ID, ref.State.Status, ref.ID)
+		return Usage("flow %s needs a STEP, and no step of run %s waits on a human (the run is %s)\ntry: flow status %s", verb, ref.ID, ref.State.Status, ref.ID)
 	}
 	quoted := make([]string, len(steps))
 	for i, id := range steps {
 		quoted[i] = core.ShellArg(id)
 	}
-	return core.Usage("flow %s needs a STEP; run %s %s: %s\ntry: flow %s %s %s", verb, ref.ID, what, strings.Join(quoted, ", "), verb, ref.ID, quoted[0])
+	return Usage("flow %s needs a STEP; run %s %s: %s\ntry: flow %s %s %s", verb, ref.ID, what, strings.Join(quoted, ", "), verb, ref.ID, quoted[0])
 }
 
 // notRunNorStep is the error of a command given one argument, arg,
@@ -128,5 +128,5 @@ func (s *Service) notRunNorStep(dir, arg string, ref record.RunRef) error {
 			msg += fmt.Sprintf(" (did you mean run %q?)", c)
 		}
 	}
-	return core.Usage("%s; its steps: %s\ntry: flow runs", msg, strings.Join(topSteps(ref.State), ", "))
+	return Usage("%s; its steps: %s\ntry: flow runs", msg, strings.Join(topSteps(ref.State), ", "))
 }

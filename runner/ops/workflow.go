@@ -28,7 +28,7 @@ func (s *Service) LoadWorkflow(path, repo string) (*config.Workflow, error) {
 	}
 	w, err := config.LoadWith(s.FS, path, config.Options{Repo: repo})
 	if err != nil {
-		return nil, &core.ExitError{Code: core.ExitUsage, Err: err}
+		return nil, &ExitError{Code: ExitUsage, Err: err}
 	}
 	return w, nil
 }
@@ -156,7 +156,7 @@ func (s *Service) workflowPaths(args []string) ([]string, error) {
 		}
 		entries, err := afero.ReadDir(s.FS, arg)
 		if err != nil {
-			return nil, core.Usage("read workflow directory: %w", err)
+			return nil, Usage("read workflow directory: %w", err)
 		}
 		for _, e := range entries {
 			switch filepath.Ext(e.Name()) {
@@ -184,13 +184,13 @@ func ParseVars(wf *config.Workflow, kvs []string) (map[string]string, error) {
 	for _, kv := range kvs {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return nil, core.Usage("--var %q: want key=value\ntry: flow run %s --var key=value", kv, wf.File)
+			return nil, Usage("--var %q: want key=value\ntry: flow run %s --var key=value", kv, wf.File)
 		}
 		if !utf8.ValidString(kv) {
-			return nil, core.Usage("--var %s: the value is not valid UTF-8", strings.ToValidUTF8(k, "?"))
+			return nil, Usage("--var %s: the value is not valid UTF-8", strings.ToValidUTF8(k, "?"))
 		}
 		if config.IsSecretName(k, wf.Secrets) {
-			return nil, core.Usage("--var %s: %q names a secret, and vars are recorded in the run; pass it through the environment instead (export %s=...; flow reads it at every start, hides its value in everything it writes, and never records it)",
+			return nil, Usage("--var %s: %q names a secret, and vars are recorded in the run; pass it through the environment instead (export %s=...; flow reads it at every start, hides its value in everything it writes, and never records it)",
 				k, k, strings.ToUpper(k))
 		}
 		if _, known := wf.Vars[k]; !known {
@@ -201,7 +201,7 @@ func ParseVars(wf *config.Workflow, kvs []string) (map[string]string, error) {
 			if len(names) > 0 {
 				msg += "; its vars: " + strings.Join(names, ", ")
 			}
-			return nil, core.Usage("%s", msg)
+			return nil, Usage("%s", msg)
 		}
 		vars[k] = v
 	}
@@ -215,7 +215,7 @@ func ParseInputs(kvs []string) (map[string]any, error) {
 	for _, kv := range kvs {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return nil, core.Usage("--input %q: want key=value", kv)
+			return nil, Usage("--input %q: want key=value", kv)
 		}
 		in[k] = v
 	}
@@ -230,17 +230,17 @@ func checkStep(wf *config.Workflow, k core.StepKey) error {
 		// An instance: its loop and body step must exist; the run's
 		// record says whether the item does.
 		if l := wf.Step(k.Loop); l == nil || l.ForEach == nil {
-			return core.Usage("%s: --start-at-step %s: %q is not a for_each loop of the workflow", wf.File, id, k.Loop)
+			return Usage("%s: --start-at-step %s: %q is not a for_each loop of the workflow", wf.File, id, k.Loop)
 		}
 		if b := wf.Step(k.Step); b == nil || b.Loop != k.Loop {
-			return core.Usage("%s: --start-at-step %s: %q is not a step of the body of %q", wf.File, id, k.Step, k.Loop)
+			return Usage("%s: --start-at-step %s: %q is not a step of the body of %q", wf.File, id, k.Step, k.Loop)
 		}
 		return nil
 	}
 	if s := wf.Step(id); s != nil && s.Loop == "" {
 		return nil
 	} else if s != nil {
-		return core.Usage("%s: --start-at-step: %q is a step of the body of loop %q: start at %s to run all its items again, or at %s[KEY].%s for one item", wf.File, id, s.Loop, s.Loop, s.Loop, id)
+		return Usage("%s: --start-at-step: %q is a step of the body of loop %q: start at %s to run all its items again, or at %s[KEY].%s for one item", wf.File, id, s.Loop, s.Loop, s.Loop, id)
 	}
 	ids := make([]string, len(wf.Steps))
 	for i, s := range wf.Steps {
@@ -250,7 +250,7 @@ func checkStep(wf *config.Workflow, k core.StepKey) error {
 	if c, ok := suggest.Closest(id, ids); ok {
 		msg += fmt.Sprintf(" (did you mean %q?)", c)
 	}
-	return core.Usage("%s\nsteps: %s", msg, strings.Join(ids, ", "))
+	return Usage("%s\nsteps: %s", msg, strings.Join(ids, ", "))
 }
 
 // LocateWorkflow finds the workflow file of a run in repo: where the
@@ -277,6 +277,6 @@ func LocateWorkflow(fsys afero.Fs, st *core.State, repo string) (string, error) 
 	if _, ok := in(repo, st.WorkflowFile); ok {
 		return st.WorkflowFile, nil
 	}
-	return "", core.Usage("run %s: its workflow file %s is not in the repository %s (outside .agents/); name the file to go on with: flow resume %s --workflow FILE",
+	return "", Usage("run %s: its workflow file %s is not in the repository %s (outside .agents/); name the file to go on with: flow resume %s --workflow FILE",
 		st.RunID, st.WorkflowFile, repo, st.RunID)
 }

@@ -226,7 +226,7 @@ func TestListRunHeadsIsLoadState(t *testing.T) {
 	if h := byID["m-field"]; h.State == nil || h.State.Cleanups != 2 {
 		t.Errorf("field after step_order not read: %+v", h.State)
 	}
-	if h := byID["k-empty"]; h.State != nil || !errors.Is(h.Err, core.ErrNoRun) {
+	if h := byID["k-empty"]; h.State != nil || !errors.Is(h.Err, ErrNoRun) {
 		t.Errorf("empty run listed as %+v, %v", h.State, h.Err)
 	}
 	for _, id := range []string{"a-plain", "c-torn", "d-nostate", "e-noevents", "g-compact", "i-badstate", "l-copied"} {

@@ -138,7 +138,7 @@ func SubmitDecision(fsys afero.Fs, runDir, step string, in core.HumanInput, now 
 	}
 	s := st.Steps[step]
 	if s == nil {
-		return nil, core.Usage("run %s has no step %q", st.RunID, step)
+		return nil, core.Invalid("run %s has no step %q", st.RunID, step)
 	}
 	if s.Status != core.WaitingOnHuman {
 		return decidedAlready(st.RunID, step, s, in)
@@ -161,12 +161,12 @@ func SubmitDecision(fsys afero.Fs, runDir, step string, in core.HumanInput, now 
 	if errors.Is(err, fs.ErrExist) {
 		prev := awaitManualInput(fsys, path)
 		if prev == nil {
-			return nil, core.Refused("step %s of run %s is being decided by someone else; see flow status %s", step, st.RunID, st.RunID)
+			return nil, core.Refuse("step %s of run %s is being decided by someone else; see flow status %s", step, st.RunID, st.RunID)
 		}
 		if sameDecision(*prev, in) {
 			return &Decided{Already: *prev}, nil
 		}
-		return nil, core.Refused("step %s of run %s was already %s; the runner has not recorded it yet", step, st.RunID, DescribeDecision(*prev))
+		return nil, core.Refuse("step %s of run %s was already %s; the runner has not recorded it yet", step, st.RunID, DescribeDecision(*prev))
 	}
 	if err != nil {
 		return nil, err
@@ -192,9 +192,9 @@ func decidedAlready(runID, step string, s *core.StepState, in core.HumanInput) (
 		if sameDecision(*s.Human, in) {
 			return &Decided{Already: *s.Human}, nil
 		}
-		return nil, core.Refused("step %s of run %s was already %s; it is %s", step, runID, DescribeDecision(*s.Human), s.Status)
+		return nil, core.Refuse("step %s of run %s was already %s; it is %s", step, runID, DescribeDecision(*s.Human), s.Status)
 	}
-	return nil, core.Refused("step %s of run %s is %s, not waiting on a human", step, runID, s.Status)
+	return nil, core.Refuse("step %s of run %s is %s, not waiting on a human", step, runID, s.Status)
 }
 
 // sameDecision reports whether two decisions say the same thing:

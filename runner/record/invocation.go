@@ -21,7 +21,8 @@ const InvocationFile = "invocation.json"
 
 // Invocation is how a run was asked to run beyond its workflow file and
 // vars: the format its file was read in, agent_orchestrator's flags
-// (README.md, "agent_orchestrator workflows") and more environment for its sessions. It is kept in the
+// (docs/agent-orchestrator.md, "Its command line on flow run") and more
+// environment for its sessions. It is kept in the
 // run directory, so that a resume reads the workflow and starts
 // sessions the same way without the flags given again. Values of
 // variables with secret names (config.IsSecretName) are not kept: a

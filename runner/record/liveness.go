@@ -15,7 +15,7 @@ import (
 )
 
 // Liveness states of the agent liveness model (spawning, working, stuck,
-// stopped, done, stale, dead; README.md, "Operating runs"), derived from a
+// stopped, done, stale, dead; docs/operating-runs.md, "Reading status"), derived from a
 // run's record by Live.
 const (
 	LiveSpawning = "spawning"

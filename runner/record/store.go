@@ -91,7 +91,7 @@ func LoadState(fsys afero.Fs, runDir string, repair bool, now time.Time) (*core.
 		// A fault in the log: the events before it still tell the run.
 	case errors.Is(readErr, fs.ErrNotExist):
 		if !hadSnap {
-			return nil, false, fmt.Errorf("%w: %s has no %s", core.ErrNoRun, runDir, EventsFile)
+			return nil, false, fmt.Errorf("%w: %s has no %s", ErrNoRun, runDir, EventsFile)
 		}
 		readErr = nil
 	default:
@@ -101,7 +101,7 @@ func LoadState(fsys afero.Fs, runDir string, repair bool, now time.Time) (*core.
 		if readErr != nil {
 			return nil, damaged, fmt.Errorf("read events: %w", readErr)
 		}
-		return nil, damaged, fmt.Errorf("%w: %s records no run", core.ErrNoRun, runDir)
+		return nil, damaged, fmt.Errorf("%w: %s records no run", ErrNoRun, runDir)
 	}
 	if readErr != nil {
 		return st, damaged, fmt.Errorf("read events of run %s: %w", st.RunID, readErr)
@@ -458,7 +458,7 @@ func created(r RunRef) time.Time {
 // run of that workflow.
 func FindRun(fsys afero.Fs, repo, id, workflow string) (RunRef, error) {
 	if id != "" {
-		if err := core.CheckRunID(id); err != nil {
+		if err := CheckRunID(id); err != nil {
 			return RunRef{}, err
 		}
 		rd := RunDir(repo, id)
@@ -488,7 +488,7 @@ func FindRun(fsys afero.Fs, repo, id, workflow string) (RunRef, error) {
 		return RunRef{ID: h.id, Dir: rd, State: st}, nil
 	}
 	if workflow != "" {
-		return RunRef{}, fmt.Errorf("%w of workflow %s in %s", core.ErrNoRun, workflow, RunsDir(repo))
+		return RunRef{}, fmt.Errorf("%w of workflow %s in %s", ErrNoRun, workflow, RunsDir(repo))
 	}
-	return RunRef{}, fmt.Errorf("%w in %s", core.ErrNoRun, RunsDir(repo))
+	return RunRef{}, fmt.Errorf("%w in %s", ErrNoRun, RunsDir(repo))
 }

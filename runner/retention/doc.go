@@ -1,7 +1,7 @@
 // Package retention removes finished runs from a repository, so that
 // runs do not pile up: flow prune --keep N --older-than D, and a
 // workflow's defaults.retention applied by the local driver when one of
-// its runs ends (docs/operating-runs.md, "Retention").
+// its runs ends (docs/operating-runs.md, "Retention: removing finished runs").
 //
 // A Policy says which runs go: by default only completed runs (a
 // failed, interrupted or budget-spent run can be resumed or retried, so

@@ -45,9 +45,9 @@ func ParseStatuses(names []string) ([]core.RunStatus, error) {
 		case slices.Contains(Prunable, s):
 			seen[s] = true
 		case s == core.RunWaitingOnHuman:
-			return nil, core.Usage("--status %s: a run that waits on a human is never pruned; decide it first (flow approve or flow reject)", s)
+			return nil, core.Invalid("--status %s: a run that waits on a human is never pruned; decide it first (flow approve or flow reject)", s)
 		case s == core.RunPending || s == core.RunRunning || s == core.RunPaused:
-			return nil, core.Usage("--status %s: a run that has not finished is never pruned; flow cancel stops it", s)
+			return nil, core.Invalid("--status %s: a run that has not finished is never pruned; flow cancel stops it", s)
 		default:
 			msg := fmt.Sprintf("--status %q: not a status of a run", n)
 			var names []string
@@ -57,7 +57,7 @@ func ParseStatuses(names []string) ([]core.RunStatus, error) {
 			if c, ok := suggest.Closest(string(s), names); ok {
 				msg += fmt.Sprintf(" (did you mean %q?)", c)
 			}
-			return nil, core.Usage("%s; want %s", msg, strings.Join(names, ", "))
+			return nil, core.Invalid("%s; want %s", msg, strings.Join(names, ", "))
 		}
 	}
 	var out []core.RunStatus

@@ -116,8 +116,7 @@ func TestParseStatuses(t *testing.T) {
 		got, err := ParseStatuses(c.in)
 		var text string
 		if err != nil {
-			var ee *core.ExitError
-			if !errors.As(err, &ee) || ee.Code != core.ExitUsage {
+			if !errors.Is(err, core.ErrInvalid) {
 				t.Errorf("%v: error %v is not a usage error", c.in, err)
 			}
 			text = err.Error()

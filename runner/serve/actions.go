@@ -68,7 +68,7 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 		}
 		req := ops.DecideRequest{Approve: approve, By: who(r), Reason: strings.TrimSpace(r.PostFormValue("reason"))}
 		if !approve && req.Reason == "" {
-			s.fail(w, r, core.Usage("A rejection needs a reason: write it in the Reason field."))
+			s.fail(w, r, ops.Usage("A rejection needs a reason: write it in the Reason field."))
 			return
 		}
 		if approve {
@@ -189,7 +189,7 @@ func (s *Server) doRelaunch(ctx context.Context, t target, retry bool, by string
 		verb = "retry"
 	}
 	if s.launcher == nil {
-		return core.Refused("this server does not start runners: flow %s %s does", verb, t.runID)
+		return ops.Refused("this server does not start runners: flow %s %s does", verb, t.runID)
 	}
 	st, err := t.src.eng.Status(ctx, t.dir(), t.runID)
 	if err != nil {
@@ -197,11 +197,11 @@ func (s *Server) doRelaunch(ctx context.Context, t target, retry bool, by string
 	}
 	switch {
 	case !retry && st.State.Status == core.RunFailed:
-		return core.Refused("Run %s has failed: there is nothing to resume. Retry failed steps runs them again.", t.runID)
+		return ops.Refused("Run %s has failed: there is nothing to resume. Retry failed steps runs them again.", t.runID)
 	case !retry && st.State.Status.Terminal():
-		return core.Refused("Run %s has %s: there is nothing to resume.", t.runID, st.State.Status)
+		return ops.Refused("Run %s has %s: there is nothing to resume.", t.runID, st.State.Status)
 	case s.runnerLive(t, st):
-		return core.Refused("Run %s is held by a live runner (%s): it needs no %s.", t.runID, st.Liveness.State, verb)
+		return ops.Refused("Run %s is held by a live runner (%s): it needs no %s.", t.runID, st.Liveness.State, verb)
 	}
 	req := ops.RestartRequest{Repo: t.dir(), RunID: t.runID, Retry: retry}
 	if t.src.local {
@@ -267,17 +267,17 @@ func (s *Server) alive() func(runlock.Holder) bool {
 // before it kills it.
 func (s *Server) doTakeover(ctx context.Context, t target, by string) error {
 	if s.launcher == nil {
-		return core.Refused("this server does not start runners: flow resume %s --takeover does", t.runID)
+		return ops.Refused("this server does not start runners: flow resume %s --takeover does", t.runID)
 	}
 	if !t.src.local {
-		return core.Refused("Run %s runs on %s: its server drives it, there is no runner to take over.", t.runID, t.src.name)
+		return ops.Refused("Run %s runs on %s: its server drives it, there is no runner to take over.", t.runID, t.src.name)
 	}
 	st, err := t.src.eng.Status(ctx, t.dir(), t.runID)
 	if err != nil {
 		return err
 	}
 	if !s.frozen(st) {
-		return core.Refused("Run %s has no frozen runner to take over (%s): %s", t.runID, st.Liveness.State, st.Liveness.Reason)
+		return ops.Refused("Run %s has no frozen runner to take over (%s): %s", t.runID, st.Liveness.State, st.Liveness.Reason)
 	}
 	return s.launcher.Launch([]string{"resume", t.runID, "--repo", t.dir(), "--engine", t.src.eng.Name(), "--by", by, "--takeover"})
 }

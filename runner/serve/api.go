@@ -64,7 +64,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 // apiFail answers with an operation's error as JSON.
 func apiFail(w http.ResponseWriter, err error) {
 	code, _ := httpStatus(err)
-	writeJSON(w, code, apiError{Error: err.Error(), Code: code, ExitCode: int(core.CodeOf(err))})
+	writeJSON(w, code, apiError{Error: err.Error(), Code: code, ExitCode: int(ops.CodeOf(err))})
 }
 
 // apiTarget reads a request's target as target does, answering its
@@ -86,13 +86,13 @@ func decodeBody(r *http.Request, v any) error {
 	}
 	b, err := io.ReadAll(r.Body)
 	if err != nil {
-		return core.Usage("read the request's body: %v", err)
+		return ops.Usage("read the request's body: %v", err)
 	}
 	if len(strings.TrimSpace(string(b))) == 0 {
 		return nil
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return core.Usage("the request's body is not the JSON expected: %v", err)
+		return ops.Usage("the request's body is not the JSON expected: %v", err)
 	}
 	return nil
 }
@@ -239,7 +239,7 @@ func (s *Server) apiLogs(w http.ResponseWriter, r *http.Request) {
 	if q := r.URL.Query().Get("offset"); q != "" {
 		off, err := strconv.ParseInt(q, 10, 64)
 		if err != nil || off < 0 {
-			apiFail(w, core.Usage("?offset=%q: want a number of bytes", q))
+			apiFail(w, ops.Usage("?offset=%q: want a number of bytes", q))
 			return
 		}
 		chunk, err := s.readAtMost(pick.Path, off, maxLogShown)
@@ -314,7 +314,7 @@ func (s *Server) apiDecide(approve bool) http.HandlerFunc {
 				req.Input = in
 			}
 		} else if req.Reason == "" {
-			apiFail(w, core.Usage("a rejection needs a reason: {\"reason\": \"...\"}"))
+			apiFail(w, ops.Usage("a rejection needs a reason: {\"reason\": \"...\"}"))
 			return
 		}
 		d, err := s.doDecide(r.Context(), t, req)
@@ -421,7 +421,7 @@ func (s *Server) apiStart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.launcher == nil {
-		apiFail(w, core.Refused("this server does not start runs"))
+		apiFail(w, ops.Refused("this server does not start runs"))
 		return
 	}
 	src := s.sources[body.Repo]
@@ -440,7 +440,7 @@ func (s *Server) apiStart(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, struct {
 			apiError
 			Errors []startError `json:"errors"`
-		}{apiError{Error: err.Error(), Code: http.StatusBadRequest, ExitCode: int(core.ExitUsage)}, s.startErrors(err)})
+		}{apiError{Error: err.Error(), Code: http.StatusBadRequest, ExitCode: int(ops.ExitUsage)}, s.startErrors(err)})
 		return
 	}
 	started, err := s.doStart(r.Context(), body.Repo, *o, wf, body.startRequest, who(r))
@@ -449,7 +449,7 @@ func (s *Server) apiStart(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, struct {
 			apiError
 			*startFailed
-		}{apiError{Error: f.Error(), Code: http.StatusBadRequest, ExitCode: int(core.ExitUsage)}, f})
+		}{apiError{Error: f.Error(), Code: http.StatusBadRequest, ExitCode: int(ops.ExitUsage)}, f})
 		return
 	}
 	if err != nil {

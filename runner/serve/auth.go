@@ -14,7 +14,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/ops"
 )
 
 // Token is a secret that opens the server, and the name recorded as who
@@ -36,15 +36,15 @@ const maxForm = 1 << 20
 func ParseToken(s string) (Token, error) {
 	name, secret, ok := strings.Cut(s, "=")
 	if !ok || name == "" {
-		return Token{}, core.Usage("--token %q: want NAME=SECRET", redactSecret(s))
+		return Token{}, ops.Usage("--token %q: want NAME=SECRET", redactSecret(s))
 	}
 	if len(name) > 64 || strings.TrimFunc(name, func(r rune) bool {
 		return r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._@-", r))
 	}) != "" {
-		return Token{}, core.Usage("--token %s=...: a name is 1 to 64 letters, digits, '.', '_', '@' or '-'", name)
+		return Token{}, ops.Usage("--token %s=...: a name is 1 to 64 letters, digits, '.', '_', '@' or '-'", name)
 	}
 	if len(secret) < minSecret {
-		return Token{}, core.Usage("--token %s=...: the secret must be at least %d characters", name, minSecret)
+		return Token{}, ops.Usage("--token %s=...: the secret must be at least %d characters", name, minSecret)
 	}
 	return Token{Name: name, Secret: secret}, nil
 }

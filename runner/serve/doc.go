@@ -46,7 +46,7 @@
 //	     /api/...                            the JSON API (api.go)
 //
 // {repo} is an index into the server's sources (its repositories, then
-// its other engines), {run} a run id (core.CheckRunID) and {step} a
+// its other engines), {run} a run id (record.CheckRunID) and {step} a
 // step key (core.ParseStepKey); a workflow file is one the start page
 // offers. Nothing else from a request reaches the file system.
 //

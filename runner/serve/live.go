@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
 )
 
@@ -173,7 +173,7 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 	dir := t.runDir()
 	if t.src.local {
 		if _, err := s.svc.FS.Stat(filepath.Join(dir, record.EventsFile)); err != nil {
-			s.fail(w, r, core.Usage("run %s has no events: %v", t.runID, err))
+			s.fail(w, r, ops.Usage("run %s has no events: %v", t.runID, err))
 			return
 		}
 	}

@@ -1067,7 +1067,7 @@ func (e *fakeEngine) Runs(context.Context, string) (ops.RunList, error) {
 }
 func (e *fakeEngine) Status(_ context.Context, _, runID string) (ops.Status, error) {
 	if runID != "t1" {
-		return ops.Status{}, core.Usage("no run %s on Temporal", runID)
+		return ops.Status{}, ops.Usage("no run %s on Temporal", runID)
 	}
 	return e.st, nil
 }

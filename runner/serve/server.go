@@ -149,7 +149,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("serve: no operations service")
 	}
 	if len(cfg.Tokens) == 0 && !cfg.Loopback {
-		return nil, core.Usage("a server on a non-loopback address needs a token (--token NAME=SECRET)")
+		return nil, ops.Usage("a server on a non-loopback address needs a token (--token NAME=SECRET)")
 	}
 	s := &Server{svc: cfg.Service, tokens: cfg.Tokens, apiTokens: cfg.APITokens, loopback: cfg.Loopback, readOnly: cfg.ReadOnly,
 		launcher: cfg.Launcher, poll: cfg.Poll, loginCode: cfg.LoginCode, resumeOnDecision: cfg.ResumeOnDecision,
@@ -310,8 +310,8 @@ func (s *Server) resolve(r *http.Request) (target, error) {
 		return target{}, err
 	}
 	t := target{repo: i, src: src, runID: r.PathValue("run")}
-	if err := core.CheckRunID(t.runID); err != nil {
-		return target{}, core.Usage("%v", err)
+	if err := record.CheckRunID(t.runID); err != nil {
+		return target{}, ops.Usage("%v", err)
 	}
 	if src.local {
 		if ok, _ := afero.DirExists(s.svc.FS, t.runDir()); !ok {
@@ -321,7 +321,7 @@ func (s *Server) resolve(r *http.Request) (target, error) {
 	if step := r.PathValue("step"); step != "" {
 		k, err := core.ParseStepKey(step)
 		if err != nil {
-			return target{}, core.Usage("%v", err)
+			return target{}, ops.Usage("%v", err)
 		}
 		t.key, t.step = k, k.String()
 	}
@@ -344,8 +344,8 @@ func (s *Server) target(w http.ResponseWriter, r *http.Request) (target, bool) {
 // the run's page in the first repository that has it.
 func (s *Server) findRun(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("run")
-	if err := core.CheckRunID(id); err != nil {
-		s.fail(w, r, core.Usage("%v", err))
+	if err := record.CheckRunID(id); err != nil {
+		s.fail(w, r, ops.Usage("%v", err))
 		return
 	}
 	for i, src := range s.sources {
@@ -391,10 +391,10 @@ func httpStatus(err error) (int, string) {
 	if errors.As(err, &nf) {
 		return http.StatusNotFound, "Not found"
 	}
-	switch core.CodeOf(err) {
-	case core.ExitUsage:
+	switch ops.CodeOf(err) {
+	case ops.ExitUsage:
 		return http.StatusBadRequest, "Not done"
-	case core.ExitRefused, core.ExitHeld:
+	case ops.ExitRefused, ops.ExitHeld:
 		return http.StatusConflict, "Refused"
 	}
 	return http.StatusInternalServerError, "Error"
@@ -418,7 +418,7 @@ type messageData struct {
 // message renders a page that says one thing, with the status code.
 func (s *Server) message(w http.ResponseWriter, r *http.Request, code int, title, text string) {
 	back := "/"
-	if i, err := strconv.Atoi(r.PathValue("repo")); err == nil && i >= 0 && i < len(s.sources) && core.CheckRunID(r.PathValue("run")) == nil {
+	if i, err := strconv.Atoi(r.PathValue("repo")); err == nil && i >= 0 && i < len(s.sources) && record.CheckRunID(r.PathValue("run")) == nil {
 		back = runURL(i, r.PathValue("run"))
 	}
 	s.render(w, r, code, "message", &messageData{page: s.page(r, title), Text: text, Back: back})

@@ -18,7 +18,6 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/confine"
-	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
 	"github.com/flow-run/flow/runner/spec"
@@ -164,7 +163,7 @@ func (s *Server) offeredOf(w http.ResponseWriter, r *http.Request, rel string) (
 		return offered{}, nil, false
 	}
 	if !src.local || s.launcher == nil || s.readOnly {
-		s.fail(w, r, core.Refused("This server does not start runs here."))
+		s.fail(w, r, ops.Refused("This server does not start runs here."))
 		return offered{}, nil, false
 	}
 	for _, o := range s.offeredWorkflows(i, src) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/record"
 )
 
 func parse(t *testing.T, src string) *config.Workflow {
@@ -101,7 +102,7 @@ func TestRunIDsSortByAge(t *testing.T) {
 	if !(a < later && b < later) {
 		t.Errorf("ids %q, %q do not sort before the later %q", a, b, later)
 	}
-	if err := core.CheckRunID(a); err != nil {
+	if err := record.CheckRunID(a); err != nil {
 		t.Errorf("new id %q is refused: %v", a, err)
 	}
 }

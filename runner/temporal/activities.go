@@ -39,6 +39,7 @@ const (
 	ActivityExpand       = "flow.Expand"
 	ActivityPrepareHuman = "flow.PrepareHuman"
 	ActivityHumanTimeout = "flow.HumanTimeout"
+	ActivityHumanWait    = "flow.HumanWait"
 	ActivityCleanup      = "flow.Cleanup"
 	ActivityGates        = "flow.Gates"
 	ActivityArtifacts    = "flow.Artifacts"
@@ -246,6 +247,7 @@ func (a *Activities) Register(reg interface {
 	reg.RegisterActivityWithOptions(a.Expand, activity.RegisterOptions{Name: ActivityExpand})
 	reg.RegisterActivityWithOptions(a.PrepareHuman, activity.RegisterOptions{Name: ActivityPrepareHuman})
 	reg.RegisterActivityWithOptions(a.HumanTimeout, activity.RegisterOptions{Name: ActivityHumanTimeout})
+	reg.RegisterActivityWithOptions(a.HumanWait, activity.RegisterOptions{Name: ActivityHumanWait})
 	reg.RegisterActivityWithOptions(a.Cleanup, activity.RegisterOptions{Name: ActivityCleanup})
 	reg.RegisterActivityWithOptions(a.Gates, activity.RegisterOptions{Name: ActivityGates})
 	reg.RegisterActivityWithOptions(a.Artifacts, activity.RegisterOptions{Name: ActivityArtifacts})
@@ -266,7 +268,7 @@ func (a *Activities) fs() afero.Fs { return a.Runner.FS }
 // was started with there. A run id already used by another run is
 // refused.
 func (a *Activities) Open(ctx context.Context, req OpenRequest) (Host, error) {
-	if err := core.CheckRunID(req.RunID); err != nil {
+	if err := record.CheckRunID(req.RunID); err != nil {
 		return Host{}, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 	}
 	dir := record.RunDir(a.Repo, req.RunID)
@@ -345,7 +347,7 @@ func readLaunch(fsys afero.Fs, dir string) (launch, error) {
 
 // Mirror appends the events to the run's record on this worker.
 func (a *Activities) Mirror(ctx context.Context, req MirrorRequest) error {
-	if err := core.CheckRunID(req.RunID); err != nil {
+	if err := record.CheckRunID(req.RunID); err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 	}
 	a.mu.Lock()
@@ -368,7 +370,7 @@ func (r remoteRun) Secrets() *redact.Redactor { return r.secrets }
 
 // remote opens the run on this worker.
 func (a *Activities) remote(runID string) (remoteRun, error) {
-	if err := core.CheckRunID(runID); err != nil {
+	if err := record.CheckRunID(runID); err != nil {
 		return remoteRun{}, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 	}
 	dir := record.RunDir(a.Repo, runID)
@@ -538,8 +540,8 @@ func (a *Activities) PrepareHuman(ctx context.Context, req PrepareRequest) (core
 }
 
 // HumanTimeout evaluates a human step's timeout given as an
-// expression, as the local driver evaluates it; one that cannot be
-// evaluated sets no timeout, as locally.
+// expression; one that cannot be evaluated sets no timeout. Runs
+// recorded before HumanWait (versionHumanWait) replay with it.
 func (a *Activities) HumanTimeout(ctx context.Context, req StepRequest) (time.Duration, error) {
 	m, err := a.remote(req.RunID)
 	if err != nil {
@@ -550,6 +552,25 @@ func (a *Activities) HumanTimeout(ctx context.Context, req StepRequest) (time.Du
 		return 0, nil
 	}
 	return d, nil
+}
+
+// HumanWaitReply answers ActivityHumanWait: the human step's timeout
+// (0 for none), or why its message or timeout cannot be evaluated.
+type HumanWaitReply struct {
+	Timeout time.Duration `json:"timeout,omitempty"`
+	Err     string        `json:"error,omitempty"`
+}
+
+// HumanWait evaluates what a waiting human step's message and timeout
+// need (local.Remote.HumanWait): the step fails when either cannot be
+// evaluated, as it does on a local runner.
+func (a *Activities) HumanWait(ctx context.Context, req StepRequest) (HumanWaitReply, error) {
+	m, err := a.remote(req.RunID)
+	if err != nil {
+		return HumanWaitReply{}, err
+	}
+	d, why := m.HumanWait(req.Step)
+	return hide(m.Secrets(), HumanWaitReply{Timeout: d, Err: why}), nil
 }
 
 // Cleanup runs the workflow's cleanup session.
@@ -563,7 +584,7 @@ func (a *Activities) Cleanup(ctx context.Context, req CleanupRequest) (core.Clea
 
 // Gates reads the run's gate-state file, as the local driver polls it.
 func (a *Activities) Gates(ctx context.Context, req GatesRequest) (GatesReply, error) {
-	if err := core.CheckRunID(req.RunID); err != nil {
+	if err := record.CheckRunID(req.RunID); err != nil {
 		return GatesReply{}, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 	}
 	path := req.Path
@@ -581,7 +602,7 @@ func (a *Activities) Gates(ctx context.Context, req GatesRequest) (GatesReply, e
 // this worker's checkout, as a local --start-at-step does
 // (spec.PlanStartAt).
 func (a *Activities) Artifacts(ctx context.Context, req ArtifactsRequest) (ArtifactsReply, error) {
-	if err := core.CheckRunID(req.RunID); err != nil {
+	if err := record.CheckRunID(req.RunID); err != nil {
 		return ArtifactsReply{}, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 	}
 	wf, err := ParseSource(a.Repo, req.Source, req.Invocation)

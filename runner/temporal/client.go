@@ -82,7 +82,7 @@ func (e *Engine) Run(ctx context.Context, opts spec.Options, att ops.Attach) (sp
 		}
 		opts.RunID = spec.NewRunID(now())
 	}
-	if err := core.CheckRunID(opts.RunID); err != nil {
+	if err := record.CheckRunID(opts.RunID); err != nil {
 		return spec.Result{}, err
 	}
 	in, err := NewInput(e.FS, opts, e.TaskQueue)
@@ -100,7 +100,7 @@ func (e *Engine) Run(ctx context.Context, opts spec.Options, att ops.Attach) (sp
 	}, WorkflowName, in)
 	if err != nil {
 		if temporal.IsWorkflowExecutionAlreadyStartedError(err) {
-			return spec.Result{}, core.Usage("run %s already exists on Temporal; use another --run-id", opts.RunID)
+			return spec.Result{}, ops.Usage("run %s already exists on Temporal; use another --run-id", opts.RunID)
 		}
 		return spec.Result{}, fmt.Errorf("start run %s on Temporal: %w", opts.RunID, err)
 	}
@@ -239,9 +239,9 @@ func (e *Engine) follow(ctx context.Context, opts spec.Options, run client.Workf
 					}
 					reason = "waiting on gates: " + strings.Join(gated, ", ")
 				}
-				return spec.Result{RunID: opts.RunID, Status: st.Status, ExitCode: int(core.ExitHuman), Reason: reason, State: st}, nil
+				return spec.Result{RunID: opts.RunID, Status: st.Status, ExitCode: int(ops.ExitHuman), Reason: reason, State: st}, nil
 			case core.RunPaused:
-				return spec.Result{RunID: opts.RunID, Status: st.Status, ExitCode: int(core.ExitPaused), Reason: "paused", State: st}, nil
+				return spec.Result{RunID: opts.RunID, Status: st.Status, ExitCode: int(ops.ExitPaused), Reason: "paused", State: st}, nil
 			}
 		}
 	}
@@ -343,7 +343,7 @@ func Decide(ctx context.Context, c client.Client, runID string, req DecideReques
 		// The run's workflow has ended: it takes no Update, and the
 		// refusal is the one it would have given, from its last state.
 		if st, serr := Status(ctx, c, runID); serr == nil && st.State != nil {
-			return d, core.Refused("%v", decisionRefused(st.State, runID, req.Step, true))
+			return d, ops.Refused("%v", decisionRefused(st.State, runID, req.Step, true))
 		}
 		return d, runError(runID, err)
 	}
@@ -364,7 +364,7 @@ func Control(ctx context.Context, c client.Client, runID string, desired core.Co
 	err := update(ctx, c, runID, UpdateControl, ControlRequest{Desired: desired}, &s)
 	if updateEnded(err) {
 		if st, serr := Status(ctx, c, runID); serr == nil && st.State != nil {
-			return core.Refused("run %s has already %s", runID, st.State.Status)
+			return ops.Refused("run %s has already %s", runID, st.State.Status)
 		}
 		return runError(runID, err)
 	}
@@ -581,11 +581,11 @@ func runError(runID string, err error) error {
 	}
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
-		return core.Usage("no run %s on Temporal", runID)
+		return ops.Usage("no run %s on Temporal", runID)
 	}
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) {
-		return core.Refused("%s", app.Message())
+		return ops.Refused("%s", app.Message())
 	}
 	return fmt.Errorf("run %s on Temporal: %w", runID, err)
 }

@@ -122,7 +122,7 @@ func (a *Activities) handBack() []SessionID {
 // server.
 func (a *Activities) Kill(ctx context.Context, req KillRequest) (KillReply, error) {
 	id := req.Session
-	if err := core.CheckRunID(id.RunID); err != nil {
+	if err := record.CheckRunID(id.RunID); err != nil {
 		return KillReply{}, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 	}
 	a.mu.Lock()
@@ -225,7 +225,7 @@ const tailPoll = 50 * time.Millisecond
 // following no link.
 func (a *Activities) Tail(ctx context.Context, req TailRequest) (TailReply, error) {
 	id := req.Session
-	if err := core.CheckRunID(id.RunID); err != nil {
+	if err := record.CheckRunID(id.RunID); err != nil {
 		return TailReply{}, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 	}
 	dir := record.RunDir(a.Repo, id.RunID)

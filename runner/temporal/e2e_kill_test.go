@@ -209,7 +209,7 @@ func TestEndToEndRetry(t *testing.T) {
 	if err != nil || res.Status != core.RunCompleted {
 		t.Fatalf("retry: %+v %v\n%s", res, err, out.String())
 	}
-	if _, err := eng.PrepareRestart(ctx, RestartRequest{RunID: "retry-1"}); core.CodeOf(err) != core.ExitRefused {
+	if _, err := eng.PrepareRestart(ctx, RestartRequest{RunID: "retry-1"}); ops.CodeOf(err) != ops.ExitRefused {
 		t.Errorf("resuming a completed run: %v, want refused (exit 8)", err)
 	}
 	st, _, err := record.LoadState(fsys, record.RunDir(repo, "retry-1"), false, time.Now())

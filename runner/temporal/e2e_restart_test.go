@@ -79,7 +79,7 @@ func TestEndToEndEditedRestart(t *testing.T) {
 	// waiting workflow is interrupted and the run goes on with the edit.
 	hsrc := "name: wait\nsteps:\n  - {id: h, human: {message: go}}\n"
 	_, hwf := e2eWorkflow(t, repo, "wait.yaml", hsrc)
-	if res, err := eng.Run(ctx, spec.Options{Workflow: hwf, Repo: repo, RunID: "wait-1", NoWait: true}, ops.Attach{Output: &out}); err != nil || res.ExitCode != int(core.ExitHuman) {
+	if res, err := eng.Run(ctx, spec.Options{Workflow: hwf, Repo: repo, RunID: "wait-1", NoWait: true}, ops.Attach{Output: &out}); err != nil || res.ExitCode != int(ops.ExitHuman) {
 		t.Fatalf("run to its human step: %+v %v\n%s", res, err, out.String())
 	}
 	e2eWorkflow(t, repo, "wait.yaml", hsrc+"  - {id: after, needs: [h], run: \"echo after >> ran\"}\n")
@@ -87,7 +87,7 @@ func TestEndToEndEditedRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := eng.Run(ctx, l.Options, ops.Attach{Output: &out}); err != nil || res.ExitCode != int(core.ExitHuman) || res.State.Steps["after"] == nil {
+	if res, err := eng.Run(ctx, l.Options, ops.Attach{Output: &out}); err != nil || res.ExitCode != int(ops.ExitHuman) || res.State.Steps["after"] == nil {
 		t.Fatalf("resume with the edit: %+v %v\n%s", res, err, out.String())
 	}
 	if _, err := Decide(ctx, c, "wait-1", DecideRequest{Step: "h", Input: core.HumanInput{Approved: true}}); err != nil {
@@ -115,7 +115,7 @@ func TestEndToEndEditedRestart(t *testing.T) {
 	}
 	// A file of another workflow at the run's path is refused.
 	edit("name: other\nsteps:\n  - {id: a, run: \"true\"}\n")
-	if _, err := eng.PrepareRestart(ctx, RestartRequest{RunID: "edit-1", Repo: repo, StartAt: core.Key("a")}); core.CodeOf(err) != core.ExitUsage {
+	if _, err := eng.PrepareRestart(ctx, RestartRequest{RunID: "edit-1", Repo: repo, StartAt: core.Key("a")}); ops.CodeOf(err) != ops.ExitUsage {
 		t.Errorf("restart with another workflow's file: %v, want bad usage (exit 2)", err)
 	}
 }
@@ -141,7 +141,7 @@ func TestEndToEndGatedStartAt(t *testing.T) {
 	var out syncbuf.Buffer
 	opts := spec.Options{Workflow: wf, Repo: repo, RunID: "gated-1", NoWait: true, Invocation: record.Invocation{GateStateFile: "gates.json"}}
 	res, err := eng.Run(ctx, opts, ops.Attach{Output: &out})
-	if err != nil || res.ExitCode != int(core.ExitHuman) || res.Reason != "waiting on gates: deploy" {
+	if err != nil || res.ExitCode != int(ops.ExitHuman) || res.Reason != "waiting on gates: deploy" {
 		t.Fatalf("run to its gates: %+v %v\n%s", res, err, out.String())
 	}
 	st, err := Status(ctx, c, "gated-1")
@@ -207,7 +207,7 @@ func TestEndToEndStartAtArtifacts(t *testing.T) {
 	other := e2eActivities(fsys, t.TempDir())
 	other.Host = "other"
 	serveE2E(t, ctx, c, "arts", false, other)
-	if _, err := plan(false); core.CodeOf(err) != core.ExitUsage || !strings.Contains(err.Error(), "--force") {
+	if _, err := plan(false); ops.CodeOf(err) != ops.ExitUsage || !strings.Contains(err.Error(), "--force") {
 		t.Errorf("plan with the run's worker gone: %v, want bad usage naming --force", err)
 	}
 	if p, err := plan(true); err != nil || len(p.Missing) != 0 || p.Refused {

@@ -65,7 +65,7 @@ func (s *scene) exists(name string) bool {
 func (s *scene) note(op string, res spec.Result, err error) {
 	line := fmt.Sprintf("%s: exit %d", op, res.ExitCode)
 	if err != nil {
-		line = fmt.Sprintf("%s: error exit %d", op, core.CodeOf(err))
+		line = fmt.Sprintf("%s: error exit %d", op, ops.CodeOf(err))
 		if errors.Is(err, ops.ErrUnsupported) {
 			line += " (unsupported)"
 		}

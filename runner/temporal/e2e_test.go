@@ -169,7 +169,7 @@ steps:
 		t.Fatal(err)
 	}
 	_, err := Decide(ctx, c, "e2e-1", DecideRequest{Step: "approve", Input: core.HumanInput{Approved: true, By: "bob"}})
-	if code := core.CodeOf(err); code != core.ExitRefused {
+	if code := ops.CodeOf(err); code != ops.ExitRefused {
 		t.Errorf("a second decision: %v (exit %d), want refused (exit 8)", err, code)
 	}
 	var res spec.Result
@@ -186,7 +186,7 @@ steps:
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
-	if _, err := eng.Run(ctx, spec.Options{Workflow: wf, Repo: repo, RunID: "e2e-1"}, ops.Attach{Output: io.Discard}); core.CodeOf(err) != core.ExitUsage {
+	if _, err := eng.Run(ctx, spec.Options{Workflow: wf, Repo: repo, RunID: "e2e-1"}, ops.Attach{Output: io.Discard}); ops.CodeOf(err) != ops.ExitUsage {
 		t.Errorf("a second run e2e-1: %v, want refused as bad usage (exit 2)", err)
 	}
 	st, _, err := record.LoadState(fsys, record.RunDir(repo, "e2e-1"), false, time.Now())
@@ -208,7 +208,7 @@ steps:
 			id := fmt.Sprintf("many-%d", i)
 			many := &Engine{Client: c, TaskQueue: "e2e-shared", FS: fsys, PollEvery: 100 * time.Millisecond}
 			res, err := many.Run(ctx, spec.Options{Workflow: wf, Repo: repo, RunID: id, NoWait: true}, ops.Attach{Output: io.Discard})
-			if err != nil || res.ExitCode != int(core.ExitHuman) {
+			if err != nil || res.ExitCode != int(ops.ExitHuman) {
 				t.Errorf("%s: %+v %v", id, res, err)
 			}
 		}()

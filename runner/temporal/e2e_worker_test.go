@@ -284,7 +284,7 @@ steps:
 		t.Fatal(err)
 	}
 	if _, err := eng.Run(ctx, spec.Options{Workflow: wf, Repo: repo, RunID: "secret-2", Invocation: record.Invocation{Env: []string{"OTHER_TOKEN=x1234567"}}},
-		ops.Attach{Output: io.Discard}); core.CodeOf(err) != core.ExitUsage || !strings.Contains(fmt.Sprint(err), "--env OTHER_TOKEN") {
+		ops.Attach{Output: io.Discard}); ops.CodeOf(err) != ops.ExitUsage || !strings.Contains(fmt.Sprint(err), "--env OTHER_TOKEN") {
 		t.Errorf("a secret passed with --env: %v, want refused (exit 2)", err)
 	}
 	show := exec.Command(os.Getenv("TEMPORAL_CLI"), "workflow", "show", "-w", "secret-1", "--address", s.FrontendHostPort(), "--output", "json")

@@ -54,7 +54,7 @@ func (e *Engine) Restart(ctx context.Context, req ops.RestartRequest) (*ops.Laun
 		wf = fresh.Workflow
 	}
 	if runID == "" {
-		return nil, core.Usage("no run on Temporal to go on with")
+		return nil, ops.Usage("no run on Temporal to go on with")
 	}
 	wfPath := req.WorkflowPath
 	if wfPath != "" && !filepath.IsAbs(wfPath) {
@@ -70,10 +70,10 @@ func (e *Engine) Restart(ctx context.Context, req ops.RestartRequest) (*ops.Laun
 func freshAt(l *ops.Launch, k core.StepKey) (*ops.Launch, error) {
 	wf, step := l.Workflow, k.String()
 	if k.IsInstance() {
-		return nil, core.Usage("--start-at-step %s: no run of %s to restart; a new run starts at a step of the top level (its loops' items are known once they start)", step, wf.Name)
+		return nil, ops.Usage("--start-at-step %s: no run of %s to restart; a new run starts at a step of the top level (its loops' items are known once they start)", step, wf.Name)
 	}
 	if wf.Step(k.Step) == nil {
-		return nil, core.Usage("--start-at-step: unknown step %q", step)
+		return nil, ops.Usage("--start-at-step: unknown step %q", step)
 	}
 	l.Options.StartAt = k
 	l.Plan = &ops.StartAtPlan{Workflow: wf.Name, Step: k, NewRun: true, Kept: []string{}, Rerun: []string{}, Missing: []ops.MissingArtifact{}}
@@ -105,7 +105,7 @@ func (e *Engine) runOrNewest(ctx context.Context, runID string) (string, error) 
 		return "", err
 	}
 	if id == "" {
-		return "", core.Usage("no run on Temporal; start one with flow run WORKFLOW --engine temporal")
+		return "", ops.Usage("no run on Temporal; start one with flow run WORKFLOW --engine temporal")
 	}
 	return id, nil
 }
@@ -145,7 +145,7 @@ func (e *Engine) Logs(ctx context.Context, req ops.LogsRequest, out, notes io.Wr
 	step := req.Step.String()
 	if req.Follow {
 		if req.Step.IsZero() {
-			return core.Usage("logs --follow follows one step's session: flow logs %s STEP --follow --engine temporal", id)
+			return ops.Usage("logs --follow follows one step's session: flow logs %s STEP --follow --engine temporal", id)
 		}
 		return FollowLogs(ctx, e.Client, id, step, 0, out, notes)
 	}
@@ -181,7 +181,7 @@ func (e *Engine) Decide(ctx context.Context, req ops.DecideRequest) (ops.Decisio
 		return ops.Decision{}, err
 	}
 	if !req.Approve && req.Reason == "" {
-		return ops.Decision{}, core.Usage("reject needs --reason\ntry: flow reject %s %s --reason 'why'", id, core.ShellArg(req.Step.String()))
+		return ops.Decision{}, ops.Usage("reject needs --reason\ntry: flow reject %s %s --reason 'why'", id, core.ShellArg(req.Step.String()))
 	}
 	in := core.HumanInput{Approved: req.Approve, By: req.By, Input: req.Input, Reason: req.Reason}
 	d, err := Decide(ctx, e.Client, id, DecideRequest{Step: req.Step.String(), Input: in})
@@ -194,7 +194,7 @@ func (e *Engine) Decide(ctx context.Context, req ops.DecideRequest) (ops.Decisio
 // Control implements ops.Engine with the run's control Update.
 func (e *Engine) Control(ctx context.Context, req ops.ControlRequest) (ops.ControlResult, error) {
 	if req.RunID == "" {
-		return ops.ControlResult{}, core.Usage("a run on Temporal is steered by its id: give the RUN_ID")
+		return ops.ControlResult{}, ops.Usage("a run on Temporal is steered by its id: give the RUN_ID")
 	}
 	if req.State == core.RunCleanup {
 		// A finished run's workflow has ended: nothing is left on
@@ -214,14 +214,14 @@ func (e *Engine) Control(ctx context.Context, req ops.ControlRequest) (ops.Contr
 // run interrupted (resumable with flow resume --engine temporal).
 func (e *Engine) Cancel(ctx context.Context, req ops.CancelRequest) (ops.CancelResult, error) {
 	if req.RunID == "" {
-		return ops.CancelResult{}, core.Usage("a run on Temporal is cancelled by its id: give the RUN_ID")
+		return ops.CancelResult{}, ops.Usage("a run on Temporal is cancelled by its id: give the RUN_ID")
 	}
 	st, err := Status(ctx, e.Client, req.RunID)
 	if err != nil {
 		return ops.CancelResult{}, err
 	}
 	if st.State != nil && st.State.Status.Terminal() {
-		return ops.CancelResult{}, core.Refused("run %s has already %s: there is nothing to cancel", req.RunID, st.State.Status)
+		return ops.CancelResult{}, ops.Refused("run %s has already %s: there is nothing to cancel", req.RunID, st.State.Status)
 	}
 	if err := e.Client.CancelWorkflow(ctx, req.RunID, ""); err != nil {
 		return ops.CancelResult{}, runError(req.RunID, err)

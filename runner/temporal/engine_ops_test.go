@@ -19,8 +19,8 @@ func TestEngineRefusesWhatItCannotDo(t *testing.T) {
 		"restart --by": func() error { _, err := e.Restart(ctx, ops.RestartRequest{RunID: "r", By: "bob"}); return err }(),
 		"logs --all":   e.Logs(ctx, ops.LogsRequest{RunID: "r", Step: core.Key("a"), All: true}, nil, nil),
 	} {
-		if !errors.Is(err, ops.ErrUnsupported) || core.CodeOf(err) != core.ExitUsage {
-			t.Errorf("%s: %v (exit %d), want ErrUnsupported with exit 2", name, err, core.CodeOf(err))
+		if !errors.Is(err, ops.ErrUnsupported) || ops.CodeOf(err) != ops.ExitUsage {
+			t.Errorf("%s: %v (exit %d), want ErrUnsupported with exit 2", name, err, ops.CodeOf(err))
 		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/config"
-	"github.com/flow-run/flow/runner/core"
+	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/spec"
 )
 
@@ -26,7 +26,7 @@ func NewInput(fsys afero.Fs, opts spec.Options, queue string) (Input, error) {
 	}
 	in := Input{RunID: opts.RunID, Source: src, Invocation: opts.Invocation, Vars: opts.Vars, Budgets: opts.Budgets, TaskQueue: queue}
 	if err := checkSize("the run's input (its workflow and prompt files)", in); err != nil {
-		return Input{}, core.Usage("%v", err)
+		return Input{}, ops.Usage("%v", err)
 	}
 	return in, nil
 }
@@ -85,7 +85,7 @@ func ReadSource(fsys afero.Fs, wf *config.Workflow, repo string) (Source, error)
 func checkEnv(wf *config.Workflow, env []string) error {
 	for _, kv := range env {
 		if k, _, _ := strings.Cut(kv, "="); config.IsSecretName(k, wf.Secrets) {
-			return core.Usage("--env %s: a secret's value is not passed to a run on Temporal, whose history keeps what it was started with; set %s in the environment of the workers (flow worker)", k, k)
+			return ops.Usage("--env %s: a secret's value is not passed to a run on Temporal, whose history keeps what it was started with; set %s in the environment of the workers (flow worker)", k, k)
 		}
 	}
 	return nil

@@ -58,7 +58,7 @@ func lookup(ctx context.Context, c client.Client, runID string) (recorded, error
 	}
 	info := desc.GetWorkflowExecutionInfo()
 	if info.GetType().GetName() != WorkflowName {
-		return r, core.Usage("workflow %s on Temporal is not a flow run (its type is %s)", runID, info.GetType().GetName())
+		return r, ops.Usage("workflow %s on Temporal is not a flow run (its type is %s)", runID, info.GetType().GetName())
 	}
 	r.running = info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 	for name, v := range map[string]any{QueryLaunch: &r.launch, QueryStatus: &r.status} {
@@ -153,18 +153,18 @@ func (e *Engine) PrepareRestart(ctx context.Context, req RestartRequest) (*ops.L
 	switch {
 	case req.Retry:
 		if st.Status != core.RunFailed {
-			return nil, core.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", req.RunID, st.Status)
+			return nil, ops.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", req.RunID, st.Status)
 		}
 		p := core.PlanRetry(wf, st)
 		if len(p.Capped) > 0 && req.Budgets.MaxIterations == 0 {
-			return nil, core.Usage("%v failed at their iteration budget; retry with a higher one: flow retry %s --max-iterations N --engine temporal", p.Capped, req.RunID)
+			return nil, ops.Usage("%v failed at their iteration budget; retry with a higher one: flow retry %s --max-iterations N --engine temporal", p.Capped, req.RunID)
 		}
 		l.RetryPlan, l.Options.Retry = &p, true
 		l.Options.Budgets.ForceMaxIterations = req.Budgets.MaxIterations > 0
 	case !req.StartAt.IsZero():
 		p, err := spec.PlanStartAt(afero.NewMemMapFs(), wf, st, host.Repo, req.StartAt)
 		if err != nil {
-			return nil, core.Usage("--start-at-step: %v", err)
+			return nil, ops.Usage("--start-at-step: %v", err)
 		}
 		l.Options.StartAt = req.StartAt
 		l.Plan = &ops.StartAtPlan{Workflow: wf.Name, RunID: req.RunID, Step: req.StartAt, Kept: nonNil(p.Kept), Rerun: nonNil(p.Rerun),
@@ -209,7 +209,7 @@ func (e *Engine) missingArtifacts(ctx context.Context, req RestartRequest, rec r
 		err = run.Get(ctx, &reply)
 	}
 	if err != nil {
-		return nil, core.Usage("could not look for the kept steps' artifacts on worker %s (%s): %v; pass --force to go on without, or, if its host is lost, --move",
+		return nil, ops.Usage("could not look for the kept steps' artifacts on worker %s (%s): %v; pass --force to go on without, or, if its host is lost, --move",
 			host.Name, host.Repo, err)
 	}
 	out := []ops.MissingArtifact{}
@@ -230,7 +230,7 @@ const DefaultArtifactsWait = 30 * time.Second
 func (e *Engine) restartSource(req RestartRequest, in Input, host Host, inv record.Invocation) (Source, *config.Workflow, error) {
 	own, err := ParseSource(host.Repo, in.Source, inv)
 	if err != nil {
-		return Source{}, nil, core.Usage("run %s: its workflow does not load: %v", req.RunID, err)
+		return Source{}, nil, ops.Usage("run %s: its workflow does not load: %v", req.RunID, err)
 	}
 	file := req.WorkflowPath
 	if req.Workflow != nil {
@@ -252,10 +252,10 @@ func (e *Engine) restartSource(req RestartRequest, in Input, host Host, inv reco
 	}
 	now, err := config.LoadWith(e.FS, file, inv.LoadOptions(repo))
 	if err != nil {
-		return Source{}, nil, &core.ExitError{Code: core.ExitUsage, Err: err}
+		return Source{}, nil, &ops.ExitError{Code: ops.ExitUsage, Err: err}
 	}
 	if now.Name != own.Name {
-		return Source{}, nil, core.Usage("run %s is a run of %s; %s is the workflow %s", req.RunID, own.Name, file, now.Name)
+		return Source{}, nil, ops.Usage("run %s is a run of %s; %s is the workflow %s", req.RunID, own.Name, file, now.Name)
 	}
 	src, err := ReadSource(e.FS, now, repo)
 	if err != nil {
@@ -266,7 +266,7 @@ func (e *Engine) restartSource(req RestartRequest, in Input, host Host, inv reco
 	}
 	wf, err := ParseSource(host.Repo, src, inv)
 	if err != nil {
-		return Source{}, nil, core.Usage("run %s: %s does not load as its worker reads it: %v", req.RunID, file, err)
+		return Source{}, nil, ops.Usage("run %s: %s does not load as its worker reads it: %v", req.RunID, file, err)
 	}
 	return src, wf, nil
 }
@@ -287,10 +287,10 @@ func sameSource(a, b Source) bool {
 // ended refuses to resume a run that has ended, as locally.
 func ended(st *core.State) error {
 	if st.Status == core.RunFailed {
-		return core.Refused("run %s has already failed (exit %d); to run its failed steps again: flow retry %s --engine temporal; or from a step: flow resume %s --engine temporal --start-at-step STEP",
+		return ops.Refused("run %s has already failed (exit %d); to run its failed steps again: flow retry %s --engine temporal; or from a step: flow resume %s --engine temporal --start-at-step STEP",
 			st.RunID, st.ExitCode, st.RunID, st.RunID)
 	}
-	return core.Refused("run %s has already %s (exit %d); to run steps again: flow resume %s --engine temporal --start-at-step STEP",
+	return ops.Refused("run %s has already %s (exit %d); to run steps again: flow resume %s --engine temporal --start-at-step STEP",
 		st.RunID, st.Status, st.ExitCode, st.RunID)
 }
 
@@ -339,10 +339,10 @@ func (e *Engine) restart(ctx context.Context, opts spec.Options, att ops.Attach)
 	}
 	if rec.running && !move {
 		if opts.Retry {
-			return spec.Result{}, core.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", opts.RunID, st.Status)
+			return spec.Result{}, ops.Refused("run %s is %s, not failed: flow retry re-runs the failed steps of a failed run", opts.RunID, st.Status)
 		}
 		if working {
-			return spec.Result{}, &core.ExitError{Code: core.ExitHeld, Err: fmt.Errorf(
+			return spec.Result{}, &ops.ExitError{Code: ops.ExitHeld, Err: fmt.Errorf(
 				"run %s is in flight on Temporal (%s); pause it (flow pause %s --engine temporal) and restart it once it is paused, or, if its worker's host is lost, move it: flow resume %s --engine temporal --move",
 				opts.RunID, rec.status.Liveness.Reason, opts.RunID, opts.RunID)}
 		}
@@ -378,7 +378,7 @@ func (e *Engine) restart(ctx context.Context, opts spec.Options, att ops.Attach)
 		in.SessionHeartbeat = e.SessionHeartbeat
 	}
 	if err := checkSize("the run's recorded state", in); err != nil {
-		return spec.Result{}, core.Usage("%v", err)
+		return spec.Result{}, ops.Usage("%v", err)
 	}
 	run, err := e.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: opts.RunID, TaskQueue: e.TaskQueue, Memo: map[string]any{memoWorkflow: opts.Workflow.Name},
@@ -389,7 +389,7 @@ func (e *Engine) restart(ctx context.Context, opts spec.Options, att ops.Attach)
 	}, WorkflowName, in)
 	if err != nil {
 		if temporal.IsWorkflowExecutionAlreadyStartedError(err) {
-			return spec.Result{}, &core.ExitError{Code: core.ExitHeld, Err: fmt.Errorf("run %s was started again meanwhile; follow it: flow resume %s --engine temporal", opts.RunID, opts.RunID)}
+			return spec.Result{}, &ops.ExitError{Code: ops.ExitHeld, Err: fmt.Errorf("run %s was started again meanwhile; follow it: flow resume %s --engine temporal", opts.RunID, opts.RunID)}
 		}
 		return spec.Result{}, fmt.Errorf("restart run %s on Temporal: %w", opts.RunID, err)
 	}
@@ -564,7 +564,7 @@ func Logs(ctx context.Context, c client.Client, runID, step string) ([]LogTail, 
 	}
 	var st StatusReply
 	if v, err := c.QueryWorkflow(ctx, runID, "", QueryStatus); err == nil && v.Get(&st) == nil && st.State != nil && st.State.Steps[step] == nil {
-		return nil, core.Usage("run %s has no step %s", runID, step)
+		return nil, ops.Usage("run %s has no step %s", runID, step)
 	}
 	return nil, nil
 }

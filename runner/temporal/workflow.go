@@ -566,8 +566,11 @@ func (d *driver) killSessions(reason string) {
 const versionKillSessions = "kill-sessions"
 
 // await waits for a human's decision of step: an Update, or its
-// human.timeout (one given as an expression is evaluated on a worker,
-// as the local driver evaluates it).
+// human.timeout. A worker evaluates the step's message and a timeout
+// given as an expression, as a local runner does when the step starts
+// to wait: either failing to evaluate fails the step (HumanWait). A run
+// recorded before that was so (versionHumanWait) evaluates only an
+// expression's timeout, and waits without one when it cannot.
 func (d *driver) await(step string) {
 	if d.awaiting[step] || d.decidedInInbox(step) {
 		return
@@ -575,20 +578,55 @@ func (d *driver) await(step string) {
 	d.awaiting[step] = true
 	s := d.wf.Step(stepOf(step))
 	ss := d.st.Steps[step]
-	if s == nil || s.Human == nil || s.Human.Timeout == nil || s.Human.Timeout.Expr == nil && s.Human.Timeout.D <= 0 || ss == nil || ss.StartedAt == nil {
+	if s == nil || s.Human == nil || ss == nil || ss.StartedAt == nil {
+		return
+	}
+	h := s.Human
+	asks := workflow.GetVersion(d.ctx, versionHumanWait, workflow.DefaultVersion, 1) >= 1
+	noTimeout := h.Timeout == nil || h.Timeout.Expr == nil && h.Timeout.D <= 0
+	if noTimeout && (!asks || h.Message == nil) {
 		return
 	}
 	started := ss.StartedAt.Time
+	// still reports whether the step still waits as it did when await
+	// began (not decided, not run again meanwhile).
+	still := func() bool {
+		cur := d.st.Steps[step]
+		return d.awaiting[step] && cur != nil && cur.StartedAt != nil && cur.StartedAt.Time.Equal(started)
+	}
 	workflow.Go(d.ctx, func(ctx workflow.Context) {
-		timeout := s.Human.Timeout.D
-		if s.Human.Timeout.Expr != nil {
+		var timeout time.Duration
+		if h.Timeout != nil {
+			timeout = h.Timeout.D
+		}
+		actx := workflow.WithActivityOptions(ctx, shortOptions(d.host.Queue))
+		switch {
+		case asks:
+			var reply HumanWaitReply
 			d.inflight++
-			actx := workflow.WithActivityOptions(ctx, shortOptions(d.host.Queue))
-			err := workflow.ExecuteActivity(actx, ActivityHumanTimeout, StepRequest{RunID: d.in.RunID, Step: step}).Get(ctx, &timeout)
+			err := workflow.ExecuteActivity(actx, ActivityHumanWait, StepRequest{RunID: d.in.RunID, Step: step}).Get(ctx, &reply)
 			d.inflight--
-			if err != nil || timeout <= 0 {
+			if err != nil {
 				return
 			}
+			if reply.Err != "" {
+				if still() {
+					delete(d.awaiting, step)
+					d.inbox = append(d.inbox, core.HumanDecision{Step: step, Err: reply.Err})
+				}
+				return
+			}
+			timeout = reply.Timeout
+		case h.Timeout.Expr != nil:
+			d.inflight++
+			err := workflow.ExecuteActivity(actx, ActivityHumanTimeout, StepRequest{RunID: d.in.RunID, Step: step}).Get(ctx, &timeout)
+			d.inflight--
+			if err != nil {
+				return
+			}
+		}
+		if timeout <= 0 {
+			return
 		}
 		left := started.Add(timeout).Sub(workflow.Now(ctx))
 		if left > 0 {
@@ -596,14 +634,18 @@ func (d *driver) await(step string) {
 				return
 			}
 		}
-		cur := d.st.Steps[step]
-		if !d.awaiting[step] || cur == nil || cur.StartedAt == nil || !cur.StartedAt.Time.Equal(started) {
+		if !still() {
 			return
 		}
 		delete(d.awaiting, step)
 		d.inbox = append(d.inbox, core.HumanDecision{Step: step, TimedOut: true})
 	})
 }
+
+// versionHumanWait gates the evaluation of a waiting human step's
+// message and timeout together (ActivityHumanWait), which fails the
+// step when either cannot be evaluated (workflow.GetVersion).
+const versionHumanWait = "human-wait"
 
 // stepOf returns the workflow step of a step key.
 func stepOf(key string) string {

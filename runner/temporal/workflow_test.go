@@ -42,9 +42,10 @@ func reviewer(n int) func(call) reply {
 	}
 }
 
-// TestWorkflowLoopBackProgression follows the seed's example on
-// Temporal: a failed review loops back to coding once, the second pass
-// completes, and the worker's record says so.
+// TestWorkflowLoopBackProgression follows a loop-back
+// (docs/concepts.md, "Loop-backs") on Temporal: a failed review loops
+// back to coding once, the second pass completes, and the worker's
+// record says so.
 func TestWorkflowLoopBackProgression(t *testing.T) {
 	h := newHarness(t, reviewLoop, reviewer(1))
 	res := h.run()
@@ -259,6 +260,34 @@ func TestWorkflowHumanTimeout(t *testing.T) {
 			}
 			if got := h.env.Now().Sub(began); got < tc.want || got > tc.want+time.Minute {
 				t.Errorf("timed out after %s of workflow time, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestWorkflowHumanExpressionErrors: a human.message or human.timeout
+// that cannot be evaluated fails the step with where and why, as on a
+// local runner (local.TestHumanExpressionErrors); nobody is left
+// waiting on it.
+func TestWorkflowHumanExpressionErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, human, want string
+	}{
+		{"message", `{message: 'deploy {{ int(vars.v) }}'}`, "human.message"},
+		{"timeout", `{message: go, timeout: 'int(vars.v)'}`, "human.timeout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := "name: h\nvars: {v: ten}\nsteps:\n  - {id: gate, human: " + tc.human + "}\n  - {id: b, run: x}\n"
+			h := newHarness(t, src, func(c call) reply { return reply{} })
+			res := h.run()
+			st := h.state()
+			g := st.Steps["gate"]
+			if res.Status != core.RunFailed || res.ExitCode != 1 || g.Status != core.Failed || g.LastError == nil ||
+				!strings.Contains(*g.LastError, "workflow.yaml:4:") || !strings.Contains(*g.LastError, tc.want) {
+				t.Fatalf("result %+v, gate %+v; want it failed with %s and its position", res, g, tc.want)
+			}
+			if b := st.Steps["b"]; b != nil && b.Status != core.Pending && b.Status != core.Skipped {
+				t.Errorf("the step after it is %s", b.Status)
 			}
 		})
 	}
