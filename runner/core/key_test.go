@@ -1,6 +1,8 @@
 package core
 
 import (
+	"encoding/json"
+	"maps"
 	"regexp"
 	"strings"
 	"testing"
@@ -62,6 +64,41 @@ func TestParseStepKeyForm(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestStepKeyJSON: keys in JSON, as values and as map keys, are written
+// as their String form, and maps keep the order of their text, so that
+// records keyed by StepKey read and write as records keyed by strings.
+func TestStepKeyJSON(t *testing.T) {
+	keys := []string{"b", "a[z].c", "a", "a[b].c", "a-b", "a_b", "A[0].x", "stories[s-1].code", "stories[s-10].code", "stories[s-2].code"}
+	byText, byKey := map[string]int{}, map[StepKey]int{}
+	for i, s := range keys {
+		k, err := ParseStepKey(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byText[s], byKey[k] = i, i
+	}
+	want, _ := json.Marshal(byText)
+	got, err := json.Marshal(byKey)
+	if err != nil || string(got) != string(want) {
+		t.Fatalf("map by key = %s, %v; want %s", got, err, want)
+	}
+	back := map[StepKey]int{}
+	if err := json.Unmarshal(got, &back); err != nil || !maps.Equal(back, byKey) {
+		t.Errorf("read back %v, %v; want %v", back, err, byKey)
+	}
+	type ev struct {
+		Step StepKey `json:"step,omitzero"`
+	}
+	for _, tt := range []struct {
+		k    StepKey
+		want string
+	}{{StepKey{}, `{}`}, {Key("a"), `{"step":"a"}`}, {StepKey{Loop: "l", Item: "i", Step: "s"}, `{"step":"l[i].s"}`}} {
+		if b, err := json.Marshal(ev{tt.k}); err != nil || string(b) != tt.want {
+			t.Errorf("%+v: %s, %v; want %s", tt.k, b, err, tt.want)
 		}
 	}
 }
