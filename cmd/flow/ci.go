@@ -176,50 +176,51 @@ func (r *ciReporter) event(e core.Event) {
 	if r.ended {
 		r.close(e.At.Time)
 	}
+	step := e.Step.String()
 	switch e.Type {
 	case core.EvStepStarted:
 		var d core.StepStarted
 		_ = json.Unmarshal(e.Data, &d)
 		r.close(e.At.Time)
-		r.header = fmt.Sprintf("%s (attempt %d, iteration %d)", e.Step, d.Attempt, d.Iteration)
+		r.header = fmt.Sprintf("%s (attempt %d, iteration %d)", step, d.Attempt, d.Iteration)
 		switch r.mode {
 		case ciGitHub:
 			io.WriteString(r.w, ghCommand("group", r.header))
 		case ciGitLab:
-			r.section = gitlabName(fmt.Sprintf("flow_%s_%d_%d", e.Step, d.Iteration, d.Attempt))
+			r.section = gitlabName(fmt.Sprintf("flow_%s_%d_%d", step, d.Iteration, d.Attempt))
 			fmt.Fprintf(r.w, "\x1b[0Ksection_start:%d:%s[collapsed=true]\r\x1b[0K%s\n", e.At.Unix(), r.section, r.header)
 		}
-		r.open = e.Step
+		r.open = step
 	case core.EvStepCompleted, core.EvStepInterrupted:
-		r.outcome(e.Step, "")
+		r.outcome(step, "")
 	case core.EvAttemptFailed:
 		var d core.Outcome
 		_ = json.Unmarshal(e.Data, &d)
-		r.outcome(e.Step, orDefault(d.Error, "failed"))
+		r.outcome(step, orDefault(d.Error, "failed"))
 	case core.EvStepFailed:
 		var d core.Outcome
 		_ = json.Unmarshal(e.Data, &d)
-		r.outcome(e.Step, orDefault(d.Evidence, orDefault(d.Error, "failed")))
+		r.outcome(step, orDefault(d.Evidence, orDefault(d.Error, "failed")))
 		if r.mode == ciGitHub {
-			title := "flow: step " + e.Step + " failed"
+			title := "flow: step " + step + " failed"
 			if d.Budget {
-				title = "flow: step " + e.Step + " ran out of iterations"
+				title = "flow: step " + step + " ran out of iterations"
 			}
 			r.after = append(r.after, ghCommand("error", orDefault(d.Error, "failed"), "title", title))
 		}
 	case core.EvGateFailed:
 		var d core.GateFailure
 		_ = json.Unmarshal(e.Data, &d)
-		r.outcome(e.Step, orDefault(d.Output, "gate failed: "+d.Reason))
+		r.outcome(step, orDefault(d.Output, "gate failed: "+d.Reason))
 		if r.mode != ciGitHub {
 			break
 		}
 		switch {
 		case d.Budget:
 			r.after = append(r.after, ghCommand("error", fmt.Sprintf("%s (iteration budget of %d spent)", d.Reason, d.MaxIterations),
-				"title", "flow: step "+e.Step+" ran out of iterations"))
-		case d.Target != "":
-			r.after = append(r.after, ghCommand("warning", d.Reason, "title", "flow: "+e.Step+" looped back to "+d.Target))
+				"title", "flow: step "+step+" ran out of iterations"))
+		case !d.Target.IsZero():
+			r.after = append(r.after, ghCommand("warning", d.Reason, "title", "flow: "+step+" looped back to "+d.Target.String()))
 		}
 	case core.EvRunFinished, core.EvRunInterrupted, core.EvRunPaused, core.EvRunWaiting:
 		r.close(e.At.Time)
@@ -417,7 +418,7 @@ func ghSummary(v ops.Status, res ops.RunResult) string {
 		if p, ok := record.ItemsProgress(s); ok {
 			note = strings.TrimSuffix(p.String()+": "+note, ": ")
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s |\n", record.MarkdownCell(id), s.Status, s.Attempts, s.IterationCount, dur, record.MarkdownCell(note))
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s |\n", record.MarkdownCell(id.String()), s.Status, s.Attempts, s.IterationCount, dur, record.MarkdownCell(note))
 	}
 	if len(left) > 0 {
 		var parts []string
@@ -445,7 +446,7 @@ func ghSummary(v ops.Status, res ops.RunResult) string {
 		shown++
 		fence := mdFence(s.Evidence)
 		fmt.Fprintf(&b, "\n<details><summary>%s: evidence (last %d lines)</summary>\n\n%s\n%s\n%s\n\n</details>\n",
-			record.MarkdownCell(id), summaryTail, fence, lastLines(s.Evidence, summaryTail), fence)
+			record.MarkdownCell(id.String()), summaryTail, fence, lastLines(s.Evidence, summaryTail), fence)
 	}
 	return b.String() + "\n"
 }

@@ -104,10 +104,10 @@ func TestGitHubSummaryRows(t *testing.T) {
 	one := 1
 	st := &core.State{
 		WorkflowName: "wf",
-		StepOrder:    []string{"build", "items"},
-		Steps: map[string]*core.StepState{
-			"build": {Status: core.Completed, Attempts: 1},
-			"items": {Status: core.Running, LoopIndex: &one, Items: []core.Item{{Key: "a", Status: core.Completed}, {Key: "b", Status: core.Running}}},
+		StepOrder:    sks("build", "items"),
+		Steps: map[core.StepKey]*core.StepState{
+			sk("build"): {Status: core.Completed, Attempts: 1},
+			sk("items"): {Status: core.Running, LoopIndex: &one, Items: []core.Item{{Key: "a", Status: core.Completed}, {Key: "b", Status: core.Running}}},
 		},
 	}
 	got := ghSummary(ops.Status{State: st}, ops.RunResult{RunID: "r1", Status: "running"})
@@ -131,11 +131,11 @@ func TestGitHubSummaryRows(t *testing.T) {
 func TestGitHubSummaryOfALargeRun(t *testing.T) {
 	long := strings.Repeat("é|", 2048) // 6 KiB of error, every second byte escaped
 	evidence := strings.Repeat(strings.Repeat("x", 800)+"\n", 20)
-	st := &core.State{WorkflowName: "big", Steps: map[string]*core.StepState{}}
+	st := &core.State{WorkflowName: "big", Steps: map[core.StepKey]*core.StepState{}}
 	var waiting []string
 	for i := range 3000 {
 		id := fmt.Sprintf("step_%04d_%s", i, strings.Repeat("n", 30))
-		st.StepOrder = append(st.StepOrder, id)
+		st.StepOrder = append(st.StepOrder, sk(id))
 		s := &core.StepState{Status: core.Completed, Attempts: 1}
 		switch {
 		case i%5 == 0:
@@ -147,7 +147,7 @@ func TestGitHubSummaryOfALargeRun(t *testing.T) {
 		case i >= 2500:
 			s.Status = core.Pending
 		}
-		st.Steps[id] = s
+		st.Steps[sk(id)] = s
 	}
 	got := ghSummary(ops.Status{State: st}, ops.RunResult{RunID: "r1", Status: "failed", ExitCode: 1, Waiting: waiting})
 	if len(got) > 512<<10 || !utf8.ValidString(got) {
@@ -170,11 +170,11 @@ func TestGitHubSummaryOfALargeRun(t *testing.T) {
 		t.Error("the waiting steps are not bounded")
 	}
 	// A run of up to summaryRows steps lists every one.
-	small := &core.State{WorkflowName: "small", Steps: map[string]*core.StepState{}}
+	small := &core.State{WorkflowName: "small", Steps: map[core.StepKey]*core.StepState{}}
 	for i := range summaryRows {
 		id := fmt.Sprintf("s%d", i)
-		small.StepOrder = append(small.StepOrder, id)
-		small.Steps[id] = &core.StepState{Status: core.Completed}
+		small.StepOrder = append(small.StepOrder, sk(id))
+		small.Steps[sk(id)] = &core.StepState{Status: core.Completed}
 	}
 	got = ghSummary(ops.Status{State: small}, ops.RunResult{RunID: "r2", Status: "completed"})
 	if n := strings.Count(got, "| COMPLETED |"); n != summaryRows || strings.Contains(got, "not listed") {

@@ -73,10 +73,10 @@ func (a *app) stepKeys(cmd *cobra.Command, id, prefix string, waiting bool) []st
 	var out []string
 	for _, key := range st.State.StepOrder {
 		s := st.State.Steps[key]
-		if s == nil || !strings.HasPrefix(key, prefix) || waiting && s.Status != core.WaitingOnHuman {
+		if s == nil || !strings.HasPrefix(key.String(), prefix) || waiting && s.Status != core.WaitingOnHuman {
 			continue
 		}
-		out = append(out, key+"\t"+string(s.Status))
+		out = append(out, key.String()+"\t"+string(s.Status))
 	}
 	return out
 }

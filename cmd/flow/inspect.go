@@ -163,7 +163,7 @@ func printStatus(out io.Writer, v ops.Status, items bool) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "runner %s", live.State)
-	if live.Hook != "" {
+	if !live.Hook.IsZero() {
 		fmt.Fprintf(w, " [%s]", live.Hook)
 	}
 	fmt.Fprintf(w, ": %s\n", termsafe.Escape(live.Reason))
@@ -182,11 +182,12 @@ func printStatus(out io.Writer, v ops.Status, items bool) {
 	var row []byte
 	for _, id := range st.StepOrder {
 		s := st.Steps[id]
-		if s == nil || !items && core.IsInstance(id) {
+		if s == nil || !items && id.IsInstance() {
 			continue
 		}
-		if items && core.IsInstance(id) {
-			id = "  " + id
+		indent := ""
+		if items && id.IsInstance() {
+			indent = "  "
 		}
 		dur := "-"
 		if s.StartedAt != nil {
@@ -197,12 +198,13 @@ func printStatus(out io.Writer, v ops.Status, items bool) {
 			dur = end.Sub(s.StartedAt.Time).Round(time.Millisecond).String()
 		}
 		n := note(s)
-		if p, ok := ops.Progress(st, id); ok {
+		if p, ok := ops.Progress(st, id.Step); ok && !id.IsInstance() {
 			n = strings.TrimSuffix(p.String()+"; "+n, "; ")
 		}
 		// The row is built in one reused buffer: thousands of rows
 		// through fmt cost more than reading the run.
-		row = append(append(append(row[:0], id...), '\t'), s.Status...)
+		row, _ = id.AppendText(append(row[:0], indent...))
+		row = append(append(row, '\t'), s.Status...)
 		row = strconv.AppendInt(append(row, '\t'), int64(s.Attempts), 10)
 		row = strconv.AppendInt(append(row, '\t'), int64(s.IterationCount), 10)
 		row = append(append(row, '\t'), dur...)
@@ -246,7 +248,7 @@ func note(s *core.StepState) string {
 	case s.Status == core.WaitingOnHuman && s.ManualInputPath != nil:
 		return "waiting on a human: " + *s.ManualInputPath
 	case s.WaitingFor != nil && s.Status == core.Pending:
-		return "waiting for " + *s.WaitingFor
+		return "waiting for " + s.WaitingFor.String()
 	case len(s.WaitingGates) > 0 && s.Status == core.Pending:
 		return "waiting for gates to open: " + strings.Join(s.WaitingGates, ", ")
 	case s.BlockedByLoop != nil:

@@ -465,9 +465,9 @@ func printBudgets(w io.Writer, loops []core.LoopBudget) {
 	}
 }
 
-func listOrNone(ids []string) string {
+func listOrNone(ids []core.StepKey) string {
 	if len(ids) == 0 {
 		return "(none)"
 	}
-	return strings.Join(ids, ", ")
+	return strings.Join(core.KeyStrings(ids), ", ")
 }

@@ -15,12 +15,12 @@ import (
 // steps, as flow status does.
 func BenchmarkPrintStatus(b *testing.B) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	st := &core.State{RunID: "r1", WorkflowName: "seq", Status: core.RunCompleted, Steps: map[string]*core.StepState{}}
+	st := &core.State{RunID: "r1", WorkflowName: "seq", Status: core.RunCompleted, Steps: map[core.StepKey]*core.StepState{}}
 	for i := range 5000 {
 		id := fmt.Sprintf("s%d", i+1)
 		start, end := core.Time{Time: t0.Add(time.Duration(i) * time.Millisecond)}, core.Time{Time: t0.Add(time.Duration(i+1) * time.Millisecond)}
-		st.StepOrder = append(st.StepOrder, id)
-		st.Steps[id] = &core.StepState{Status: core.Completed, Attempts: 1, StartedAt: &start, EndedAt: &end}
+		st.StepOrder = append(st.StepOrder, sk(id))
+		st.Steps[sk(id)] = &core.StepState{Status: core.Completed, Attempts: 1, StartedAt: &start, EndedAt: &end}
 	}
 	v := ops.Status{State: st, Liveness: record.Liveness{State: record.LiveDone, Reason: "the run completed"}, At: t0}
 	for b.Loop() {

@@ -1,4 +1,5 @@
-// Package event defines a line of a run's event log and the one form in
-// which flow writes times. It does no I/O: the decision core builds and
+// Package event defines a line of a run's event log, the key of the
+// step (or loop instance) a line is about (StepKey, written
+// "loop[item].step"), and the one form in which flow writes times. It does no I/O: the decision core builds and
 // folds events with it, and internal/eventlog stores them.
 package event

@@ -13,7 +13,7 @@ type Event struct {
 	// Type says what happened, such as "step_started".
 	Type string `json:"type"`
 	// Step is the step (or step instance) the event is about, if any.
-	Step string `json:"step,omitempty"`
+	Step StepKey `json:"step,omitzero"`
 	// Data holds the event's details as a JSON value.
 	Data json.RawMessage `json:"data,omitempty"`
 }

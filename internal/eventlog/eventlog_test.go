@@ -20,7 +20,7 @@ const logPath = "/run/events.jsonl"
 var t0 = time.Date(2025, 1, 15, 14, 30, 0, 0, time.UTC)
 
 func ev(typ, step string) Event {
-	return Event{At: NewTime(t0), Type: typ, Step: step}
+	return Event{At: NewTime(t0), Type: typ, Step: sk(step)}
 }
 
 func openLog(t *testing.T, fs afero.Fs) *Log {
@@ -61,7 +61,7 @@ func TestAppendAndRead(t *testing.T) {
 		t.Errorf("first Seq = %d, want 1", got.Seq)
 	}
 	mustAppend(t, l, ev("step_started", "coding"))
-	mustAppend(t, l, Event{Seq: 10, At: NewTime(t0), Type: "step_completed", Step: "coding"})
+	mustAppend(t, l, Event{Seq: 10, At: NewTime(t0), Type: "step_completed", Step: sk("coding")})
 	if got := mustAppend(t, l, ev("run_completed", "")); got.Seq != 11 {
 		t.Errorf("Seq after 10 = %d, want 11", got.Seq)
 	}
@@ -101,7 +101,7 @@ func TestAppendAndRead(t *testing.T) {
 		})
 	}
 	events, _ := Read(fs, logPath, 1)
-	if events[0].Step != "coding" || events[0].Type != "step_started" || !events[0].At.Equal(t0) {
+	if events[0].Step != sk("coding") || events[0].Type != "step_started" || !events[0].At.Equal(t0) {
 		t.Errorf("event 2 = %+v", events[0])
 	}
 }
@@ -445,7 +445,7 @@ func benchmarkAppend(b *testing.B, syncEvery int) {
 		b.Fatal(err)
 	}
 	defer l.Close()
-	e := Event{At: NewTime(t0), Type: "step_completed", Step: "coding",
+	e := Event{At: NewTime(t0), Type: "step_completed", Step: sk("coding"),
 		Data: json.RawMessage(`{"attempt":1,"iteration":1,"exit_code":0,"duration":"1.5s"}`)}
 	b.ReportAllocs()
 	b.ResetTimer()

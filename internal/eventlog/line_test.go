@@ -26,16 +26,16 @@ func TestEventLines(t *testing.T) {
 			Event{At: at, Type: "run_started"},
 			`{"seq":1,"at":"2025-01-15T13:30:00.123456Z","type":"run_started"}`},
 		{"data compacted",
-			Event{At: at, Type: "step_completed", Step: "s1", Data: json.RawMessage("{\n  \"attempt\" : 1,\n\t\"exit_code\": [0, 1] }\n")},
+			Event{At: at, Type: "step_completed", Step: sk("s1"), Data: json.RawMessage("{\n  \"attempt\" : 1,\n\t\"exit_code\": [0, 1] }\n")},
 			`{"seq":1,"at":"2025-01-15T13:30:00.123456Z","type":"step_completed","step":"s1","data":{"attempt":1,"exit_code":[0,1]}}`},
 		{"HTML characters kept",
-			Event{At: at, Type: "t", Step: "a<b>&c", Data: json.RawMessage(`{"out":"<b>&amp;</b>"}`)},
+			Event{At: at, Type: "t", Step: sk("a<b>&c"), Data: json.RawMessage(`{"out":"<b>&amp;</b>"}`)},
 			`{"seq":1,"at":"2025-01-15T13:30:00.123456Z","type":"t","step":"a<b>&c","data":{"out":"<b>&amp;</b>"}}`},
 		{"newlines and quotes escaped",
-			Event{At: at, Type: "t", Step: "line\nnext\r\"quoted\"\\back\x01"},
+			Event{At: at, Type: "t", Step: sk("line\nnext\r\"quoted\"\\back\x01")},
 			`{"seq":1,"at":"2025-01-15T13:30:00.123456Z","type":"t","step":"line\nnext\r\"quoted\"\\back\u0001"}`},
 		{"line and paragraph separators escaped",
-			Event{At: at, Type: "t", Step: "a\u2028b\u2029c é"},
+			Event{At: at, Type: "t", Step: sk("a\u2028b\u2029c é")},
 			`{"seq":1,"at":"2025-01-15T13:30:00.123456Z","type":"t","step":"a\u2028b\u2029c é"}`},
 		{"null data",
 			Event{At: at, Type: "t", Data: json.RawMessage(`null`)},
@@ -76,7 +76,7 @@ func TestEventLinesOfABatch(t *testing.T) {
 	l := openLog(t, fs)
 	batch := []Event{
 		ev("step_completed", "a\nb"),
-		{At: NewTime(t0), Type: "step_started", Step: "c", Data: json.RawMessage(" [1,\n2] ")},
+		{At: NewTime(t0), Type: "step_started", Step: sk("c"), Data: json.RawMessage(" [1,\n2] ")},
 		ev("run_completed", ""),
 	}
 	got, err := l.AppendAll(batch)

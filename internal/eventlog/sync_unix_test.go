@@ -86,7 +86,7 @@ func TestSyncBlocksOnlyItsCaller(t *testing.T) {
 				t.Fatalf("Sync = %v", err)
 			}
 			events, err := Read(fs, path, 0)
-			if err != nil || len(events) != 1 || events[0].Step != "s1" {
+			if err != nil || len(events) != 1 || events[0].Step != sk("s1") {
 				t.Errorf("Read after Sync = %+v, %v", events, err)
 			}
 		})

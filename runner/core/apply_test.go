@@ -19,16 +19,16 @@ import (
 func liveBase(exitCode bool) *State {
 	at := &Time{Time: time.Date(2025, 1, 15, 14, 30, 0, 123456000, time.UTC)}
 	s := &State{SchemaVersion: SchemaVersion, RunID: "r1", Status: RunRunning, CreatedAt: at,
-		Vars: map[string]string{}, VarOverrides: map[string]string{}, StepOrder: []string{"a", "b"}}
-	s.Steps = map[string]*StepState{"a": newStepState(), "b": newStepState()}
-	a := s.Steps["a"]
+		Vars: map[string]string{}, VarOverrides: map[string]string{}, StepOrder: []StepKey{Key("a"), Key("b")}}
+	s.Steps = map[StepKey]*StepState{Key("a"): newStepState(), Key("b"): newStepState()}
+	a := s.Steps[Key("a")]
 	a.Status, a.Attempts, a.PID, a.SessionMarker, a.LogPath = Running, 2, 77, "m", "/old.log"
 	a.ReportPath, a.WaitingGates, a.LoopCompleted = strp("/old.json"), []string{"g"}, boolp(false)
 	a.Feedback = &Feedback{Step: "gate", Reason: "no"}
 	a.Signals = map[string]bool{"X": true}
-	s.Steps["b"].BlockedByLoop = strp("gate")
+	s.Steps[Key("b")].BlockedByLoop = strp("gate")
 	if exitCode {
-		s.Steps["b"].ExitCode = intp(0)
+		s.Steps[Key("b")].ExitCode = intp(0)
 	}
 	return s
 }
@@ -43,7 +43,7 @@ func checkLive[T any](t *testing.T, typ string, mk func() T, mutate func(*T)) {
 	for _, exitCode := range []bool{false, true} {
 		data := mk()
 		at := time.Date(2025, 1, 15, 14, 30, 1, 987654321, time.UTC)
-		e := NewEvent(at, typ, "a", data)
+		e := NewEvent(at, typ, Key("a"), data)
 		e.Seq = 42
 		if roundTrips(&data) {
 			got := new(T)
@@ -82,7 +82,7 @@ func sameState(t *testing.T, live, replayed *State) {
 		t.Fatalf("live state\n%s\nreplayed state\n%s", lj, rj)
 	}
 	if !reflect.DeepEqual(live, replayed) {
-		t.Fatalf("live state %#v\nreplayed %#v", live.Steps["a"], replayed.Steps["a"])
+		t.Fatalf("live state %#v\nreplayed %#v", live.Steps[Key("a")], replayed.Steps[Key("a")])
 	}
 }
 
@@ -282,8 +282,8 @@ func TestEmitHiddenSecretDecoded(t *testing.T) {
 	c.HideSecrets(redact.New("hunter22"))
 	st := liveBase(false)
 	x := &decider{c: c, st: st, at: time.Unix(0, 0)}
-	x.emit(EvSessionStarted, "a", SessionStarted{PID: 1, Marker: "m", LogPath: "/logs/hunter22.log"})
-	if got := st.Steps["a"].LogPath; got != "/logs/***.log" {
+	x.emit(EvSessionStarted, Key("a"), SessionStarted{PID: 1, Marker: "m", LogPath: "/logs/hunter22.log"})
+	if got := st.Steps[Key("a")].LogPath; got != "/logs/***.log" {
 		t.Errorf("log path %q, want the hidden one", got)
 	}
 	replayed := liveBase(false)
@@ -330,12 +330,12 @@ func TestSessionMarkerGoesWithTheSession(t *testing.T) {
 	}
 	st := liveBase(false)
 	x := &decider{c: NewCore(plan), st: st, at: time.Unix(0, 0)}
-	x.emit(EvSessionStarted, "a", SessionStarted{PID: 7, Marker: "m", LogPath: "/logs/a.log"})
-	if got := st.Steps["a"].SessionMarker; got != "m" {
+	x.emit(EvSessionStarted, Key("a"), SessionStarted{PID: 7, Marker: "m", LogPath: "/logs/a.log"})
+	if got := st.Steps[Key("a")].SessionMarker; got != "m" {
 		t.Fatalf("running: marker %q, want m", got)
 	}
-	x.emit(EvStepCompleted, "a", Outcome{Attempt: 1})
-	if a := st.Steps["a"]; a.SessionMarker != "" || a.PID != 7 {
+	x.emit(EvStepCompleted, Key("a"), Outcome{Attempt: 1})
+	if a := st.Steps[Key("a")]; a.SessionMarker != "" || a.PID != 7 {
 		t.Errorf("completed: marker %q, pid %d; want no marker, pid 7", a.SessionMarker, a.PID)
 	}
 }
@@ -352,17 +352,17 @@ func TestStateSharesNoPointer(t *testing.T) {
 	live, replayed := liveBase(false), liveBase(false)
 	x := &decider{c: NewCore(plan), st: live, at: time.Unix(100, 0)}
 	zero := 0
-	x.emit(EvStepCompleted, "a", Outcome{Attempt: 1, ExitCode: &zero})
-	x.emit(EvStepStarted, "b", StepStarted{Attempt: 1})
+	x.emit(EvStepCompleted, Key("a"), Outcome{Attempt: 1, ExitCode: &zero})
+	x.emit(EvStepStarted, Key("b"), StepStarted{Attempt: 1})
 	x.at = time.Unix(200, 0)
-	x.emit(EvStepCompleted, "b", Outcome{Attempt: 1, ExitCode: &zero})
+	x.emit(EvStepCompleted, Key("b"), Outcome{Attempt: 1, ExitCode: &zero})
 	for _, e := range x.d.Events {
 		if err := Apply(replayed, e); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for name, st := range map[string]*State{"live": live, "replayed": replayed} {
-		a, b := st.Steps["a"], st.Steps["b"]
+		a, b := st.Steps[Key("a")], st.Steps[Key("b")]
 		if !a.EndedAt.Equal(time.Unix(100, 0)) || !b.StartedAt.Equal(a.EndedAt.Time) || !b.EndedAt.Equal(time.Unix(200, 0)) || !st.UpdatedAt.Equal(b.EndedAt.Time) {
 			t.Errorf("%s: a ended %v, b started %v and ended %v, updated %v", name, a.EndedAt, b.StartedAt, b.EndedAt, st.UpdatedAt)
 		}

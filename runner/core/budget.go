@@ -3,7 +3,6 @@ package core
 import (
 	"fmt"
 	"strconv"
-	"strings"
 )
 
 // checkBudgets stops the run when what its sessions used has reached a
@@ -12,41 +11,41 @@ import (
 // together. Sessions in flight finish; none starts after. The run ends
 // budget_exceeded (exit 6) and goes on when resumed with a higher
 // budget.
-func (c *Core) checkBudgets(x *decider, step string) {
+func (c *Core) checkBudgets(x *decider, step StepKey) {
 	if c.haltCode != 0 && c.haltCode != ExitFailed && c.haltCode != ExitBudget {
 		return
 	}
-	if step == "" {
+	if step.IsZero() {
 		if what, limit, used, ok := c.plan.Budget.spent(counted(x.st.Usage, x.st.Sessions)); ok {
-			c.budgetSpent(x, "", what, limit, used)
+			c.budgetSpent(x, StepKey{}, what, limit, used)
 		} else if l := c.plan.DailyCostUSD; l > 0 && c.dailySpent >= l {
-			c.budgetSpent(x, "", DailyCost, l, c.dailySpent)
+			c.budgetSpent(x, StepKey{}, DailyCost, l, c.dailySpent)
 		}
 		return
 	}
 	ps := c.step(step)
 	if ps == nil || !ps.budget().set() {
-		if step != "" {
-			c.checkBudgets(x, "")
+		if !step.IsZero() {
+			c.checkBudgets(x, StepKey{})
 		}
 		return
 	}
 	if what, limit, used, ok := ps.budget().spent(c.stepUsage(x.st, ps)); ok {
-		c.budgetSpent(x, ps.ID, what, limit, used)
+		c.budgetSpent(x, Key(ps.ID), what, limit, used)
 		return
 	}
-	c.checkBudgets(x, "")
+	c.checkBudgets(x, StepKey{})
 }
 
 // DailyCost is what BudgetExceeded names the daily cost limit.
 const DailyCost = "daily_cost_usd"
 
 // budgetSpent records a budget that ran out and stops the run.
-func (c *Core) budgetSpent(x *decider, step, what string, limit, used float64) {
+func (c *Core) budgetSpent(x *decider, step StepKey, what string, limit, used float64) {
 	if c.haltCode == ExitBudgetExceeded {
 		return
 	}
-	x.emit(EvBudgetExceeded, "", BudgetExceeded{Step: step, What: what, Limit: limit, Used: used})
+	x.emit(EvBudgetExceeded, StepKey{}, BudgetExceeded{Step: step, What: what, Limit: limit, Used: used})
 	c.haltCode = ExitBudgetExceeded
 	if what == DailyCost {
 		c.haltReason = fmt.Sprintf("the repository's daily cost limit is spent (%s of %s USD today, UTC); resume with a higher one: flow resume %s --daily-cost-limit N",
@@ -54,8 +53,8 @@ func (c *Core) budgetSpent(x *decider, step, what string, limit, used float64) {
 		return
 	}
 	whose := "the run's"
-	if step != "" {
-		whose = "step " + step + "'s"
+	if !step.IsZero() {
+		whose = "step " + step.String() + "'s"
 	}
 	flag := map[string]string{"cost_usd": "--budget-cost", "tokens": "--budget-tokens", "sessions": "--budget-sessions"}[what]
 	c.haltReason = fmt.Sprintf("%s %s budget is spent (%s of %s); resume with a higher one: flow resume %s %s N",
@@ -66,15 +65,14 @@ func (c *Core) budgetSpent(x *decider, step, what string, limit, used float64) {
 // instance's.
 func (c *Core) stepUsage(st *State, ps *PlanStep) *AgentUsage {
 	if ps.Loop == "" {
-		s := st.Steps[ps.ID]
+		s := st.Steps[Key(ps.ID)]
 		return counted(s.Usage, s.Sessions)
 	}
 	sum := &AgentUsage{}
 	sessions := 0
-	prefix, suffix := ps.Loop+"[", "]."+ps.ID
 	// In the record's order: a sum of costs is the same on every replay.
 	for _, id := range st.StepOrder {
-		if s := st.Steps[id]; s != nil && strings.HasPrefix(id, prefix) && strings.HasSuffix(id, suffix) {
+		if s := st.Steps[id]; s != nil && id.Loop == ps.Loop && id.Step == ps.ID {
 			if s.Usage != nil {
 				sum = sum.plus(*s.Usage)
 			}

@@ -10,7 +10,7 @@ import (
 
 // spend ends a session of step reporting what it used.
 func (h *coreHarness) spend(step string, cost float64, tokens int64) []core.Effect {
-	return h.decide(core.SessionDone{Step: step, Outcome: core.Outcome{Attempt: h.st.Steps[step].Attempts,
+	return h.decide(core.SessionDone{Step: sk(step), Outcome: core.Outcome{Attempt: h.st.Steps[sk(step)].Attempts,
 		Usage: &core.AgentUsage{CostUSD: cost, TokensIn: tokens, Sessions: 1}, AgentSession: "sess-" + step}, Gate: &core.GateFacts{}})
 }
 
@@ -48,8 +48,8 @@ func TestBudgetStopsTheRun(t *testing.T) {
 		!strings.Contains(f.Reason, "flow resume r1 --budget-cost N") {
 		t.Fatalf("finish %+v", f)
 	}
-	if u := h.st.Usage; u == nil || u.Sessions != 2 || u.TokensIn != 150 || h.st.Steps["b"].Usage.CostUSD != 0.5 || h.st.Steps["b"].AgentSession != "sess-b" {
-		t.Errorf("usage: run %+v, b %+v", u, h.st.Steps["b"])
+	if u := h.st.Usage; u == nil || u.Sessions != 2 || u.TokensIn != 150 || h.st.Steps[core.Key("b")].Usage.CostUSD != 0.5 || h.st.Steps[core.Key("b")].AgentSession != "sess-b" {
+		t.Errorf("usage: run %+v, b %+v", u, h.st.Steps[core.Key("b")])
 	}
 	if h.st.Status != core.RunBudgetExceeded || h.st.Status.Terminal() {
 		t.Errorf("status %s", h.st.Status)

@@ -15,9 +15,9 @@ import "slices"
 // restarts: the gate step that runs again, its loop-back target, and
 // the iterations the target had used before.
 type LoopBudget struct {
-	Gate   string `json:"gate"`
-	Target string `json:"target"`
-	Used   int    `json:"used"`
+	Gate   StepKey `json:"gate"`
+	Target StepKey `json:"target"`
+	Used   int     `json:"used"`
 }
 
 // ReopenedLoops lists the loops a restart or a retry that resets the
@@ -27,21 +27,17 @@ type LoopBudget struct {
 // outside reset, or, with keep (a retry keeps the iterations of the
 // steps it resets), any target. A target whose budget already starts
 // at its count is not listed.
-func ReopenedLoops(sh Shape, st *State, reset []string, keep bool) []LoopBudget {
+func ReopenedLoops(sh Shape, st *State, reset []StepKey, keep bool) []LoopBudget {
 	var out []LoopBudget
-	seen := map[string]bool{}
+	seen := map[StepKey]bool{}
 	for _, id := range reset {
-		k, inst := SplitKey(id)
-		step := id
-		if inst {
-			step = k.Step
-		}
-		t := sh.LoopTarget(step)
-		if t == "" {
+		target := sh.LoopTarget(id.Step)
+		if target == "" {
 			continue
 		}
-		if loop, _ := sh.StepLoop(t); inst && loop == k.Loop {
-			t = Instance(k.Loop, k.Item, t)
+		t := Key(target)
+		if loop, _ := sh.StepLoop(target); id.IsInstance() && loop == id.Loop {
+			t = Instance(id.Loop, id.Item, target)
 		}
 		ts := st.Steps[t]
 		if ts == nil || seen[t] || !keep && slices.Contains(reset, t) || ts.IterationCount == ts.IterationBase {
@@ -55,7 +51,7 @@ func ReopenedLoops(sh Shape, st *State, reset []string, keep bool) []LoopBudget 
 
 // restartBudgets sets the iteration base of each listed target to its
 // iteration count: its budget starts afresh.
-func restartBudgets(s *State, targets []string) {
+func restartBudgets(s *State, targets []StepKey) {
 	for _, id := range targets {
 		if st := s.Steps[id]; st != nil {
 			st.IterationBase = st.IterationCount
@@ -64,8 +60,8 @@ func restartBudgets(s *State, targets []string) {
 }
 
 // targetsOf lists the targets of loops.
-func targetsOf(loops []LoopBudget) []string {
-	var ids []string
+func targetsOf(loops []LoopBudget) []StepKey {
+	var ids []StepKey
 	for _, l := range loops {
 		ids = append(ids, l.Target)
 	}

@@ -16,34 +16,34 @@ import (
 // inputs it carries along too (sessions and timers ended, their inputs
 // not yet decided).
 type Carry struct {
-	Evaluating   []string            `json:"evaluating,omitempty"`
-	Preparing    []string            `json:"preparing,omitempty"`
-	Waiting      []string            `json:"waiting,omitempty"`
-	Expanding    []string            `json:"expanding,omitempty"`
+	Evaluating   []StepKey           `json:"evaluating,omitempty"`
+	Preparing    []StepKey           `json:"preparing,omitempty"`
+	Waiting      []StepKey           `json:"waiting,omitempty"`
+	Expanding    []StepKey           `json:"expanding,omitempty"`
 	Cleaning     bool                `json:"cleaning,omitempty"`
 	HaltCode     int                 `json:"halt_code,omitempty"`
 	HaltReason   string              `json:"halt_reason,omitempty"`
 	Control      ControlState        `json:"control,omitempty"`
 	OnceUsed     bool                `json:"once_used,omitempty"`
-	OnceStep     string              `json:"once_step,omitempty"`
+	OnceStep     StepKey             `json:"once_step,omitzero"`
 	Idle         bool                `json:"idle,omitempty"`
 	Finished     bool                `json:"finished,omitempty"`
-	Approvals    map[string]Outcome  `json:"approvals,omitempty"`
-	AutoApproved []string            `json:"auto_approved,omitempty"`
+	Approvals    map[StepKey]Outcome `json:"approvals,omitempty"`
+	AutoApproved []StepKey           `json:"auto_approved,omitempty"`
 	Gates        map[string]bool     `json:"gates,omitempty"`
 	Gated        map[string][]string `json:"gated,omitempty"`
 }
 
 // Carry returns the core's bookkeeping, for Restore.
 func (c *Core) Carry() Carry {
-	keys := func(m map[string]bool) []string {
-		out := make([]string, 0, len(m))
+	keys := func(m map[StepKey]bool) []StepKey {
+		out := make([]StepKey, 0, len(m))
 		for k, v := range m {
 			if v {
 				out = append(out, k)
 			}
 		}
-		slices.Sort(out)
+		slices.SortFunc(out, CompareKeys)
 		return out
 	}
 	return Carry{
@@ -61,7 +61,7 @@ func (c *Core) Carry() Carry {
 // has to give it.
 func Restore(plan *Plan, st *State, cr Carry) *Core {
 	c := NewCore(plan)
-	set := func(m map[string]bool, ids []string) {
+	set := func(m map[StepKey]bool, ids []StepKey) {
 		for _, id := range ids {
 			m[id] = true
 		}
@@ -83,7 +83,7 @@ func Restore(plan *Plan, st *State, cr Carry) *Core {
 	c.gates, c.gated = maps.Clone(cr.Gates), maps.Clone(cr.Gated)
 	for id, s := range st.Steps {
 		if s.Status == Running {
-			if IsInstance(id) {
+			if id.IsInstance() {
 				c.instRunning++
 			} else {
 				c.running++

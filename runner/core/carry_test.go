@@ -43,21 +43,21 @@ func TestCoreRestoreDecidesAsTheOriginal(t *testing.T) {
 	h := newCoreHarness(t, carryLoop, spec.Budgets{})
 	live, liveSt := h.core, h.st
 	moved, movedSt := h.core, h.st.Clone()
-	attempt := func(step string) int { return liveSt.Steps[step].Attempts }
+	attempt := func(step string) int { return liveSt.Steps[sk(step)].Attempts }
 	ok := func(step string) core.Input {
-		return core.SessionDone{Step: step, Outcome: core.Outcome{Attempt: attempt(step)}, Gate: &core.GateFacts{}}
+		return core.SessionDone{Step: sk(step), Outcome: core.Outcome{Attempt: attempt(step)}, Gate: &core.GateFacts{}}
 	}
 	retry := true
 	inputs := []func() core.Input{
 		func() core.Input { return ok("planning") },
 		func() core.Input {
-			return core.SessionDone{Step: "b", Outcome: core.Outcome{Attempt: attempt("b")}, Facts: core.SessionFacts{ExitCode: 1}, RetryIf: &retry}
+			return core.SessionDone{Step: core.Key("b"), Outcome: core.Outcome{Attempt: attempt("b")}, Facts: core.SessionFacts{ExitCode: 1}, RetryIf: &retry}
 		},
 		func() core.Input { return ok("a") },
-		func() core.Input { return core.TimerFired{Step: "b"} },
+		func() core.Input { return core.TimerFired{Step: core.Key("b")} },
 		func() core.Input { return ok("b") },
 		func() core.Input {
-			return core.SessionDone{Step: "review", Outcome: core.Outcome{Attempt: attempt("review")},
+			return core.SessionDone{Step: core.Key("review"), Outcome: core.Outcome{Attempt: attempt("review")},
 				Gate: &core.GateFacts{Pass: &core.ExprValue{Value: false, Src: "verdict == \"PASS\""}}}
 		},
 		func() core.Input { return core.ControlChanged{Desired: core.Pause} },
@@ -65,10 +65,10 @@ func TestCoreRestoreDecidesAsTheOriginal(t *testing.T) {
 		func() core.Input { return core.ControlChanged{Desired: core.Continuous} },
 		func() core.Input { return ok("review") },
 		func() core.Input {
-			return core.HumanReady{Step: "approve", Attempt: 1, ManualInputPath: "/m/approve.json"}
+			return core.HumanReady{Step: core.Key("approve"), Attempt: 1, ManualInputPath: "/m/approve.json"}
 		},
 		func() core.Input {
-			return core.HumanDecision{Step: "approve", Input: core.HumanInput{Approved: true, By: "ann"}}
+			return core.HumanDecision{Step: core.Key("approve"), Input: core.HumanInput{Approved: true, By: "ann"}}
 		},
 	}
 	for i, next := range inputs {

@@ -66,23 +66,22 @@ func Consensus(rule string, verdicts []string) string {
 // reviewVerdict is one reviewer's verdict, as a consensus step's
 // feedback reports it.
 type reviewVerdict struct {
-	Step    string `json:"step"`
-	Verdict string `json:"verdict"`
+	Step    StepKey `json:"step"`
+	Verdict string  `json:"verdict"`
 }
 
 // decideConsensus decides a consensus step that is ready: its reviewers
 // have run.
-func (c *Core) decideConsensus(x *decider, key string, ps *PlanStep) {
+func (c *Core) decideConsensus(x *decider, key StepKey, ps *PlanStep) {
 	s := x.st.Steps[key]
-	inst, isInst := SplitKey(key)
 	reviewers, rule := ps.reviewers()
 	verdicts := make([]string, len(reviewers))
 	var table []reviewVerdict
 	var parts []string
 	for i, r := range reviewers {
-		id := r
-		if isInst {
-			id = Instance(inst.Loop, inst.Item, r)
+		id := Key(r)
+		if key.IsInstance() {
+			id = Instance(key.Loop, key.Item, r)
 		}
 		v := ""
 		if rs := x.st.Steps[id]; rs != nil {
@@ -94,7 +93,7 @@ func (c *Core) decideConsensus(x *decider, key string, ps *PlanStep) {
 		if shown == "" {
 			shown = "no verdict"
 		}
-		parts = append(parts, id+" "+shown)
+		parts = append(parts, id.String()+" "+shown)
 	}
 	if rule == "" {
 		rule = ConsensusAll

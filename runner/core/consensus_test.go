@@ -41,7 +41,7 @@ func TestConsensusTable(t *testing.T) {
 
 // verdict ends a reviewer's session with a verdict.
 func (h *coreHarness) verdict(step, v string) []core.Effect {
-	return h.decide(core.SessionDone{Step: step, Outcome: core.Outcome{Attempt: h.st.Steps[step].Attempts, Verdict: v},
+	return h.decide(core.SessionDone{Step: sk(step), Outcome: core.Outcome{Attempt: h.st.Steps[sk(step)].Attempts, Verdict: v},
 		Facts: core.SessionFacts{Verdict: v}})
 }
 
@@ -71,15 +71,15 @@ func TestPairReview(t *testing.T) {
 	h.expect("ra", core.Completed, 0, 1)
 	h.verdict("rb", core.VerdictPass)
 	h.expect("code", core.Running, 1, 1)
-	fb := h.st.Steps["code"].Feedback
+	fb := h.st.Steps[core.Key("code")].Feedback
 	if fb == nil || fb.Step != "review" || fb.Reason != "consensus all is FAIL: ra FAIL, rb PASS" || !strings.Contains(string(fb.Report), `"reviewers":[{"step":"ra","verdict":"FAIL"}`) {
 		t.Fatalf("feedback %+v", fb)
 	}
 	h.ok("code")
 	h.verdict("ra", core.VerdictPass)
 	h.verdict("rb", "")
-	if s := h.st.Steps["review"]; s.Status != core.Pending || !strings.Contains(h.st.Steps["code"].Feedback.Reason, "consensus all is PENDING: ra PASS, rb no verdict") {
-		t.Fatalf("a missing verdict: review %s, feedback %+v", s.Status, h.st.Steps["code"].Feedback)
+	if s := h.st.Steps[core.Key("review")]; s.Status != core.Pending || !strings.Contains(h.st.Steps[core.Key("code")].Feedback.Reason, "consensus all is PENDING: ra PASS, rb no verdict") {
+		t.Fatalf("a missing verdict: review %s, feedback %+v", s.Status, h.st.Steps[core.Key("code")].Feedback)
 	}
 	h.ok("code")
 	h.verdict("ra", core.VerdictPass)
@@ -87,7 +87,7 @@ func TestPairReview(t *testing.T) {
 		t.Fatalf("decided before every reviewer ran: %+v", f)
 	}
 	h.verdict("rb", core.VerdictPass)
-	if s := h.st.Steps["review"]; s.Status != core.Completed || s.Verdict != core.VerdictPass {
+	if s := h.st.Steps[core.Key("review")]; s.Status != core.Completed || s.Verdict != core.VerdictPass {
 		t.Fatalf("review %s %s", s.Status, s.Verdict)
 	}
 	if f := h.finish(); f == nil || f.Status != core.RunCompleted {

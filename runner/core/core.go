@@ -37,11 +37,11 @@ type Core struct {
 	// cleaning is true while the cleanup session runs;
 	// preparing holds human steps whose wait the driver prepares;
 	// waiting holds steps whose retry timer runs.
-	evaluating map[string]bool
-	preparing  map[string]bool
-	waiting    map[string]bool
+	evaluating map[StepKey]bool
+	preparing  map[StepKey]bool
+	waiting    map[StepKey]bool
 	// expanding holds loop steps whose items the driver evaluates.
-	expanding map[string]bool
+	expanding map[StepKey]bool
 	// merging holds the scopes of items whose merge the driver makes;
 	// mergeHeld those whose merge waits for the shared checkout until
 	// MergeRetry; idleAtRetry is whether the run was idle when the
@@ -52,7 +52,7 @@ type Core struct {
 	// stepMerges holds, for a step with a worktree whose merge is in
 	// flight or waits, the outcome of its session, recorded once the
 	// merge is.
-	stepMerges map[string]Outcome
+	stepMerges map[StepKey]Outcome
 	cleaning   bool
 	// halt is set when the run stops starting sessions: a step failed
 	// (exit 1 or 5) or the runner was interrupted (130).
@@ -62,7 +62,7 @@ type Core struct {
 	// onceUsed is true when run_once has started its one session, the
 	// session of onceStep.
 	onceUsed bool
-	onceStep string
+	onceStep StepKey
 	idle     bool
 	finished bool
 	// candidates marks the steps whose readiness may have changed since
@@ -83,13 +83,13 @@ type Core struct {
 	// to the gate steps waiting for it (their waiting_for), so that the
 	// target's end makes them candidates. Rebuilt from the state by
 	// Begin.
-	waiters map[string][]string
+	waiters map[StepKey][]StepKey
 	// approvals holds, for a session step with human: whose session
 	// succeeded, that session's outcome until the driver has prepared
 	// the wait (HumanReady); autoApproved marks such steps whose
 	// auto_approve was true when they started.
-	approvals    map[string]Outcome
-	autoApproved map[string]bool
+	approvals    map[StepKey]Outcome
+	autoApproved map[StepKey]bool
 	// redact hides secret values in the data of every event the core
 	// emits, before the event is applied: the state, built from the
 	// events, never holds them either. It is a pure string replacement.
@@ -110,16 +110,17 @@ const (
 
 // NewCore returns a core for plan.
 func NewCore(plan *Plan) *Core {
-	return &Core{plan: plan, evaluating: map[string]bool{}, preparing: map[string]bool{}, waiting: map[string]bool{}, expanding: map[string]bool{},
-		merging: map[string]bool{}, mergeHeld: map[string]bool{}, stepMerges: map[string]Outcome{},
-		control: Continuous, candidates: make([]bool, len(plan.Steps)), loops: map[string]*loopRun{}, waiters: map[string][]string{},
-		approvals: map[string]Outcome{}, autoApproved: map[string]bool{}}
+	return &Core{plan: plan, evaluating: map[StepKey]bool{}, preparing: map[StepKey]bool{}, waiting: map[StepKey]bool{}, expanding: map[StepKey]bool{},
+		merging: map[string]bool{}, mergeHeld: map[string]bool{}, stepMerges: map[StepKey]Outcome{},
+		control: Continuous, candidates: make([]bool, len(plan.Steps)), loops: map[string]*loopRun{}, waiters: map[StepKey][]StepKey{},
+		approvals: map[StepKey]Outcome{}, autoApproved: map[StepKey]bool{}}
 }
 
 // mark makes a step and the steps that need it candidates for the next
 // schedule; for an instance, its loop step.
-func (c *Core) mark(id string) {
-	if k, ok := SplitKey(id); ok {
+func (c *Core) mark(k StepKey) {
+	id := k.Step
+	if k.IsInstance() {
 		id = k.Loop
 	}
 	i, ok := c.plan.index[id]
@@ -162,7 +163,7 @@ type Begin struct {
 
 // WhenResult answers an Evaluate effect.
 type WhenResult struct {
-	Step string
+	Step StepKey
 	// Run is false when the step's when is false: it is SKIPPED.
 	Run    bool
 	Reason string
@@ -177,7 +178,7 @@ type WhenResult struct {
 // SessionDone reports the end of a step's session and, when it
 // succeeded, the verdict of its gate.
 type SessionDone struct {
-	Step string
+	Step StepKey
 	// Outcome is what the session produced, to be recorded; its Error
 	// is set by the core.
 	Outcome Outcome
@@ -214,7 +215,7 @@ type SessionDone struct {
 // the marker its processes carry, and where the driver keeps its log
 // and its report.
 type SessionPID struct {
-	Step       string
+	Step       StepKey
 	PID        int
 	Marker     string
 	LogPath    string
@@ -223,7 +224,7 @@ type SessionPID struct {
 
 // HumanReady answers PrepareHuman: where the step's decision goes.
 type HumanReady struct {
-	Step            string
+	Step            StepKey
 	Attempt         int
 	ManualInputPath string
 }
@@ -233,7 +234,7 @@ type HumanReady struct {
 // timeout could not be evaluated: the step fails with it, as at any
 // other expression.
 type HumanDecision struct {
-	Step     string
+	Step     StepKey
 	Input    HumanInput
 	TimedOut bool
 	Err      string
@@ -243,7 +244,7 @@ type HumanDecision struct {
 // each with its key as the workflow's key: gave it (not yet sanitised;
 // the index when the loop has no key:), or why there are none.
 type ItemsResult struct {
-	Step  string
+	Step  StepKey
 	Items []LoopItem
 	// Total is the length of the list when Items holds only its first
 	// items (a driver stops one past the loop's limit); 0 is len(Items).
@@ -257,7 +258,7 @@ type ItemsResult struct {
 }
 
 // TimerFired reports that a retry timer started by StartTimer fired.
-type TimerFired struct{ Step string }
+type TimerFired struct{ Step StepKey }
 
 // ControlChanged reports a new desired state in control.json.
 type ControlChanged struct{ Desired ControlState }
@@ -290,16 +291,16 @@ type Effect interface{ isEffect() }
 
 // Evaluate asks the driver to evaluate a step's when (and, for a human
 // step, auto_approve) and answer with WhenResult.
-type Evaluate struct{ Step string }
+type Evaluate struct{ Step StepKey }
 
 // ExpandItems asks the driver to evaluate a loop step's list of items
 // (for_each) and their keys, and answer with ItemsResult.
-type ExpandItems struct{ Step string }
+type ExpandItems struct{ Step StepKey }
 
 // StartSession asks the driver to start a session of a step: its
 // attempt and iteration are what the driver names its files after.
 type StartSession struct {
-	Step      string
+	Step      StepKey
 	Attempt   int
 	Iteration int
 }
@@ -307,19 +308,19 @@ type StartSession struct {
 // PrepareHuman asks the driver to get a human step's wait ready (name
 // and make the place its decision goes) and answer with HumanReady.
 type PrepareHuman struct {
-	Step    string
+	Step    StepKey
 	Attempt int
 }
 
 // AwaitHuman asks the driver to wait for a human's input to a step.
 type AwaitHuman struct {
-	Step            string
+	Step            StepKey
 	ManualInputPath string
 }
 
 // StartTimer asks the driver to answer TimerFired after Delay.
 type StartTimer struct {
-	Step  string
+	Step  StepKey
 	Delay time.Duration
 }
 
@@ -337,10 +338,10 @@ type StartCleanup struct{ N int }
 // changes: Waiting lists the human steps, Paused is true when control
 // holds the run.
 type Idle struct {
-	Waiting []string
+	Waiting []StepKey
 	Paused  bool
 	// Gated are the steps that wait for gates of the gate-state file.
-	Gated []string
+	Gated []StepKey
 	// Merges are the items whose merge waits for the shared checkout
 	// (as <loop>.<key>); MergeRetry tries them again.
 	Merges []string
@@ -404,7 +405,7 @@ type decider struct {
 	d  Decision
 }
 
-func (x *decider) emit(typ, step string, data any) {
+func (x *decider) emit(typ string, step StepKey, data any) {
 	e := NewEvent(x.at, typ, step, data)
 	typed := data
 	if red := x.c.redact.Bytes(e.Data); len(red) != len(e.Data) || len(red) > 0 && &red[0] != &e.Data[0] {
@@ -418,7 +419,7 @@ func (x *decider) emit(typ, step string, data any) {
 	// A loop-back may reset loop steps that were running their items,
 	// and resume one that had ended (resume.go).
 	gf, isGate := data.(GateFailure)
-	var resetRunning []string
+	var resetRunning []StepKey
 	if isGate {
 		for _, id := range gf.Reset {
 			if s := x.st.Steps[id]; id != step && s != nil && s.Status == Running {
@@ -430,12 +431,12 @@ func (x *decider) emit(typ, step string, data any) {
 		panic(fmt.Sprintf("core emitted an event it cannot apply: %v", err)) // a bug in the core
 	}
 	x.d.Events = append(x.d.Events, e)
-	if step == "" {
+	if step.IsZero() {
 		return
 	}
 	isRunning := x.st.Steps[step] != nil && x.st.Steps[step].Status == Running
 	counter := &x.c.running
-	if IsInstance(step) {
+	if step.IsInstance() {
 		counter = &x.c.instRunning
 	}
 	switch {
@@ -457,14 +458,14 @@ func (x *decider) emit(typ, step string, data any) {
 		}
 	}
 	if typ == EvLoopItems {
-		delete(x.c.loops, step)
+		delete(x.c.loops, step.Step)
 	}
 	x.c.mark(step)
 	if isGate {
 		for _, id := range gf.Reset {
 			x.c.mark(id)
 		}
-		if gf.WaitingFor != "" {
+		if !gf.WaitingFor.IsZero() {
 			x.c.waiters[gf.WaitingFor] = append(x.c.waiters[gf.WaitingFor], step)
 		}
 	}
@@ -517,7 +518,7 @@ func (c *Core) Decide(st *State, in Input, at time.Time) Decision {
 		}
 	case CleanupDone:
 		c.cleaning = false
-		x.emit(EvCleanupFinished, "", CleanupFinished{N: x.st.Cleanups, Failed: in.Failed, Error: shorten(in.Error)})
+		x.emit(EvCleanupFinished, StepKey{}, CleanupFinished{N: x.st.Cleanups, Failed: in.Failed, Error: shorten(in.Error)})
 		c.control = Pause
 		x.effect(SetControl{Desired: Pause, Current: Pause, Note: "cleanup session finished"})
 	case Interrupt:
@@ -557,7 +558,7 @@ func (c *Core) begin(x *decider, in Begin) {
 	c.dailySpent = in.DailySpent
 	for id, s := range x.st.Steps {
 		if s.Status == Running {
-			if IsInstance(id) {
+			if id.IsInstance() {
 				c.instRunning++
 			} else {
 				c.running++
@@ -602,10 +603,10 @@ func (c *Core) begin(x *decider, in Begin) {
 	}
 	// A budget spent before this runner took the run (and not raised
 	// since) stops it before any session.
-	c.checkBudgets(x, "")
+	c.checkBudgets(x, StepKey{})
 	for _, ps := range c.plan.Steps {
 		if ps.budget().set() {
-			c.checkBudgets(x, ps.ID)
+			c.checkBudgets(x, Key(ps.ID))
 		}
 	}
 }
@@ -656,7 +657,7 @@ func (c *Core) sessionEnd(x *decider, in SessionDone) {
 		return
 	}
 	if c.control == RunOnce && c.onceStep == in.Step {
-		c.control, c.onceStep = Pause, ""
+		c.control, c.onceStep = Pause, StepKey{}
 		x.effect(SetControl{Desired: Pause, Current: Pause, Note: "run_once session finished"})
 	}
 	o := in.Outcome
@@ -726,8 +727,8 @@ func (c *Core) sessionEnd(x *decider, in SessionDone) {
 // passed; a step with human: waits on a human first, as a human step
 // does (its wait prepared by the driver, or approved at once when its
 // auto_approve was true).
-func (c *Core) succeeded(x *decider, id string, ps *PlanStep, o Outcome) {
-	if ps.worktree() && !IsInstance(id) {
+func (c *Core) succeeded(x *decider, id StepKey, ps *PlanStep, o Outcome) {
+	if ps.worktree() && !id.IsInstance() {
 		// A step with a worktree of its own merges its work first.
 		c.startStepMerge(x, id, ps, o)
 		return
@@ -738,7 +739,7 @@ func (c *Core) succeeded(x *decider, id string, ps *PlanStep, o Outcome) {
 // completed completes a step whose session succeeded, whose gate passed
 // and whose work (in a worktree of its own) was merged, or has it wait
 // on a human first.
-func (c *Core) completed(x *decider, id string, ps *PlanStep, o Outcome) {
+func (c *Core) completed(x *decider, id StepKey, ps *PlanStep, o Outcome) {
 	if !ps.HumanAfter {
 		x.emit(EvStepCompleted, id, o)
 		return
@@ -768,7 +769,7 @@ func sessionOutcome(s *StepState) Outcome {
 
 // gateFailure records a failed gate of step g and loops back, or fails
 // the step when it has no loop-back or its iteration budget is spent.
-func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
+func (c *Core) gateFailure(x *decider, g StepKey, reason, output string, o Outcome) {
 	ps := c.step(g)
 	if ps.LoopTarget == "" {
 		o.Error = "gate failed: " + reason
@@ -780,11 +781,11 @@ func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
 	o.Error = "gate failed: " + reason
 	// A body step loops back inside its item, or to a step of the top
 	// level before its loop: the whole loop runs again.
-	target := ps.LoopTarget
-	gk, inst := SplitKey(g)
-	inBody := inst && c.plan.Step(target) != nil && c.plan.Step(target).Loop == gk.Loop
+	target := Key(ps.LoopTarget)
+	gk, inst := g, g.IsInstance()
+	inBody := inst && c.plan.Step(ps.LoopTarget) != nil && c.plan.Step(ps.LoopTarget).Loop == gk.Loop
 	if inBody {
-		target = Instance(gk.Loop, gk.Item, target)
+		target = Instance(gk.Loop, gk.Item, ps.LoopTarget)
 	}
 	gf := GateFailure{Outcome: o, Reason: reason, Target: target, Output: output}
 	ts := x.st.Steps[target]
@@ -796,7 +797,7 @@ func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
 		c.stepFailed(g, ExitFailed, o.Error)
 		return
 	case ts.IterationCount-ts.IterationBase+1 >= ps.MaxIterations:
-		gf.Target, gf.Budget, gf.MaxIterations = "", true, ps.MaxIterations
+		gf.Target, gf.Budget, gf.MaxIterations = StepKey{}, true, ps.MaxIterations
 		x.emit(EvGateFailed, g, gf)
 		c.stepFailed(g, ExitBudget, fmt.Sprintf("step %s: %s", g, deref(x.st.Steps[g].LastError)))
 		return
@@ -805,21 +806,22 @@ func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
 	// its downstream. A target off to its side (docs/concepts.md, "Loop-backs") does not:
 	// the gate step and what depends on it are reset too, and the gate
 	// step waits for the target (waiting_for) before it runs again.
-	downstream := func(id string) []string {
-		if !inBody {
-			return c.plan.Downstream(id)
-		}
-		var out []string
+	downstream := func(id string) []StepKey {
+		var out []StepKey
 		for _, d := range c.plan.Downstream(id) {
-			out = append(out, Instance(gk.Loop, gk.Item, d))
+			if inBody {
+				out = append(out, Instance(gk.Loop, gk.Item, d))
+			} else {
+				out = append(out, Key(d))
+			}
 		}
 		return out
 	}
-	reset := append([]string{target}, downstream(ps.LoopTarget)...)
+	reset := append([]StepKey{target}, downstream(ps.LoopTarget)...)
 	// An instance looping back to a step its loop needs resets its loop.
 	scope := g
 	if inst && !inBody {
-		scope = gk.Loop
+		scope = Key(gk.Loop)
 	}
 	switch {
 	case slices.Contains(reset, g):
@@ -842,8 +844,8 @@ func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
 			gf.Resume = c.itemResume(x.st, gk, target, reset)
 		}
 		for _, id := range reset {
-			if ls := x.st.Steps[id]; ls != nil && ls.LoopIndex != nil {
-				for _, inst := range c.instancesFrom(x.st, id, gf.Resume.from(id)) {
+			if ls := x.st.Steps[id]; ls != nil && ls.LoopIndex != nil && !id.IsInstance() {
+				for _, inst := range c.instancesFrom(x.st, id.Step, gf.Resume.from(id.Step)) {
 					// The gate instance may be there already: it is
 					// reset, and counted, once.
 					if !slices.Contains(reset, inst) {
@@ -855,7 +857,7 @@ func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
 	}
 	// Steps of the loop that are still running or waiting keep their
 	// state; a loop-back never pulls a session from under its feet.
-	reset = slices.DeleteFunc(reset, func(id string) bool {
+	reset = slices.DeleteFunc(reset, func(id StepKey) bool {
 		s := x.st.Steps[id]
 		if s == nil {
 			return true
@@ -865,7 +867,10 @@ func (c *Core) gateFailure(x *decider, g, reason, output string, o Outcome) {
 		}
 		// A running loop step is reset: its instances in flight
 		// finish first (see ready).
-		ls := c.plan.Step(id)
+		if id.IsInstance() {
+			return true
+		}
+		ls := c.plan.Step(id.Step)
 		return ls == nil || ls.ForEach == nil
 	})
 	gf.Reset = reset
@@ -936,11 +941,11 @@ func (c *Core) controlChanged(x *decider, desired ControlState) {
 	c.idle = false
 	c.onceUsed = false
 	c.markAll()
-	x.emit(EvControl, "", Note{Message: "desired state " + string(desired)})
+	x.emit(EvControl, StepKey{}, Note{Message: "desired state " + string(desired)})
 	switch desired {
 	case RunCleanup:
 		x.effect(SetControl{Desired: RunCleanup, Current: RunCleanup})
-		x.emit(EvCleanupStarted, "", CleanupFinished{N: x.st.Cleanups + 1})
+		x.emit(EvCleanupStarted, StepKey{}, CleanupFinished{N: x.st.Cleanups + 1})
 		x.effect(StartCleanup{N: x.st.Cleanups})
 		c.cleaning = true
 	case Pause:
@@ -974,7 +979,7 @@ func (c *Core) fail(code int, reason string) {
 }
 
 // start moves a ready step into its session, or its wait for a human.
-func (c *Core) start(x *decider, id string, autoApprove bool) {
+func (c *Core) start(x *decider, id StepKey, autoApprove bool) {
 	s := x.st.Steps[id]
 	ps := c.step(id)
 	attempt := s.Attempts + 1
@@ -1043,15 +1048,16 @@ func (c *Core) humanReady(x *decider, in HumanReady) {
 // ready reports whether a pending step may start: its needs are done
 // and no loop-back blocks it.
 func (c *Core) ready(st *State, ps *PlanStep) bool {
-	s := st.Steps[ps.ID]
-	if s == nil || s.Status != Pending || s.BlockedByLoop != nil || c.evaluating[ps.ID] || c.preparing[ps.ID] || c.waiting[ps.ID] || c.expanding[ps.ID] {
+	id := Key(ps.ID)
+	s := st.Steps[id]
+	if s == nil || s.Status != Pending || s.BlockedByLoop != nil || c.evaluating[id] || c.preparing[id] || c.waiting[id] || c.expanding[id] {
 		return false
 	}
 	if waitingFor(st, s) {
 		return false
 	}
 	for _, n := range ps.Needs {
-		ns := st.Steps[n]
+		ns := st.Steps[Key(n)]
 		if ns != nil && !ns.Status.done() {
 			return false
 		}
@@ -1073,7 +1079,7 @@ func (c *Core) schedule(x *decider) {
 	st := x.st
 	busy := c.running
 	for id := range c.evaluating {
-		if !IsInstance(id) {
+		if !id.IsInstance() {
 			busy++
 		}
 	}
@@ -1082,7 +1088,7 @@ func (c *Core) schedule(x *decider) {
 	if !canStart {
 		// Loops still record their items finishing, and end.
 		for _, i := range c.plan.loops {
-			if id := c.plan.Steps[i].ID; c.candidates[i] && st.Steps[id] != nil && st.Steps[id].Status == Running {
+			if id := Key(c.plan.Steps[i].ID); c.candidates[i] && st.Steps[id] != nil && st.Steps[id].Status == Running {
 				c.scheduleLoop(x, &c.plan.Steps[i], false)
 			}
 		}
@@ -1097,7 +1103,7 @@ func (c *Core) schedule(x *decider) {
 	// waits are in flight.
 	inFlight := c.running + c.instRunning + len(c.evaluating) + len(c.expanding) + len(c.merging)
 	for _, i := range c.plan.loops {
-		if s := st.Steps[c.plan.Steps[i].ID]; s != nil && s.Status == Running {
+		if s := st.Steps[Key(c.plan.Steps[i].ID)]; s != nil && s.Status == Running {
 			inFlight--
 		}
 	}
@@ -1105,7 +1111,7 @@ func (c *Core) schedule(x *decider) {
 		c.idle = false
 		return
 	}
-	var waiting []string
+	var waiting []StepKey
 	allDone, anyFailed := true, false
 	for _, id := range st.StepOrder {
 		s := st.Steps[id]
@@ -1122,13 +1128,13 @@ func (c *Core) schedule(x *decider) {
 	switch {
 	case c.haltCode == ExitInterrupted:
 		c.finished = true
-		x.emit(EvRunInterrupted, "", Note{Message: c.haltReason})
+		x.emit(EvRunInterrupted, StepKey{}, Note{Message: c.haltReason})
 		x.effect(Finish{Status: RunInterrupted, ExitCode: ExitInterrupted, Reason: c.haltReason})
 	case c.haltCode == ExitBudgetExceeded && !allDone:
 		// (A budget the last session spent stops nothing: the run is
 		// done.)
 		c.finished = true
-		x.emit(EvRunFinished, "", RunFinished{Status: RunBudgetExceeded, ExitCode: ExitBudgetExceeded, Reason: c.haltReason})
+		x.emit(EvRunFinished, StepKey{}, RunFinished{Status: RunBudgetExceeded, ExitCode: ExitBudgetExceeded, Reason: c.haltReason})
 		x.effect(Finish{Status: RunBudgetExceeded, ExitCode: ExitBudgetExceeded, Reason: c.haltReason})
 	case c.haltCode != 0 && !(c.haltCode == ExitBudgetExceeded && allDone) || anyFailed:
 		code, reason := c.haltCode, c.haltReason
@@ -1136,11 +1142,11 @@ func (c *Core) schedule(x *decider) {
 			code, reason = ExitFailed, "a step failed"
 		}
 		c.finished = true
-		x.emit(EvRunFinished, "", RunFinished{Status: RunFailed, ExitCode: code, Reason: reason})
+		x.emit(EvRunFinished, StepKey{}, RunFinished{Status: RunFailed, ExitCode: code, Reason: reason})
 		x.effect(Finish{Status: RunFailed, ExitCode: code, Reason: reason})
 	case allDone:
 		c.finished = true
-		x.emit(EvRunFinished, "", RunFinished{Status: RunCompleted})
+		x.emit(EvRunFinished, StepKey{}, RunFinished{Status: RunCompleted})
 		x.effect(Finish{Status: RunCompleted})
 	case len(waiting) > 0 || c.paused() || len(c.gated) > 0 || len(c.mergeHeld) > 0:
 		if !c.idle {
@@ -1148,14 +1154,14 @@ func (c *Core) schedule(x *decider) {
 			gated := c.gatedSteps()
 			merges := c.mergesWaiting()
 			if c.paused() && len(waiting) == 0 {
-				x.emit(EvRunPaused, "", Note{Message: "paused by control.json"})
+				x.emit(EvRunPaused, StepKey{}, Note{Message: "paused by control.json"})
 				x.effect(SetControl{Desired: Pause, Current: Pause})
 			} else if len(waiting) > 0 {
-				x.emit(EvRunWaiting, "", Note{Message: "waiting on a human: " + fmt.Sprint(waiting)})
+				x.emit(EvRunWaiting, StepKey{}, Note{Message: "waiting on a human: " + fmt.Sprint(waiting)})
 			} else if len(gated) > 0 {
-				x.emit(EvRunWaiting, "", Note{Message: "waiting on gates: " + c.gatesReport(st)})
+				x.emit(EvRunWaiting, StepKey{}, Note{Message: "waiting on gates: " + c.gatesReport(st)})
 			} else {
-				x.emit(EvRunWaiting, "", Note{Message: "waiting for the checkout to take the merge of " + strings.Join(merges, ", ")})
+				x.emit(EvRunWaiting, StepKey{}, Note{Message: "waiting for the checkout to take the merge of " + strings.Join(merges, ", ")})
 			}
 			x.effect(Idle{Waiting: waiting, Paused: c.paused(), Gated: gated, Merges: merges})
 		}
@@ -1164,7 +1170,7 @@ func (c *Core) schedule(x *decider) {
 		// state. End the run rather than hang, saying why.
 		c.finished = true
 		reason := "no step can start: " + c.blockedReport(st)
-		x.emit(EvRunFinished, "", RunFinished{Status: RunFailed, ExitCode: ExitFailed, Reason: reason})
+		x.emit(EvRunFinished, StepKey{}, RunFinished{Status: RunFailed, ExitCode: ExitFailed, Reason: reason})
 		x.effect(Finish{Status: RunFailed, ExitCode: ExitFailed, Reason: reason})
 	}
 }
@@ -1173,7 +1179,7 @@ func (c *Core) schedule(x *decider) {
 func (c *Core) blockedReport(st *State) string {
 	var out []string
 	for _, ps := range c.plan.Steps {
-		s := st.Steps[ps.ID]
+		s := st.Steps[Key(ps.ID)]
 		if s == nil || s.Status != Pending || ps.Loop != "" {
 			continue
 		}
@@ -1182,10 +1188,10 @@ func (c *Core) blockedReport(st *State) string {
 			why = "blocked by loop of " + *s.BlockedByLoop
 		}
 		if waitingFor(st, s) {
-			why = "waiting for " + *s.WaitingFor
+			why = "waiting for " + s.WaitingFor.String()
 		}
 		for _, n := range ps.Needs {
-			if ns := st.Steps[n]; ns != nil && !ns.Status.done() {
+			if ns := st.Steps[Key(n)]; ns != nil && !ns.Status.done() {
 				why = fmt.Sprintf("needs %s (%s)", n, ns.Status)
 			}
 		}
@@ -1327,9 +1333,10 @@ func (c *Core) schedulePass(x *decider, busy int, canStart bool) int {
 		if ps.Loop != "" {
 			continue // started per item by its loop
 		}
-		if ps.ForEach != nil && st.Steps[ps.ID] != nil && st.Steps[ps.ID].Status == Running {
+		id := Key(ps.ID)
+		if ps.ForEach != nil && st.Steps[id] != nil && st.Steps[id].Status == Running {
 			c.scheduleLoop(x, ps, true)
-			if st.Steps[ps.ID].Status != Running {
+			if st.Steps[id].Status != Running {
 				busy-- // the loop ended: its slot is free
 			}
 			continue
@@ -1349,14 +1356,14 @@ func (c *Core) schedulePass(x *decider, busy int, canStart bool) int {
 			continue
 		}
 		if ps.Conditional {
-			c.evaluating[ps.ID] = true
+			c.evaluating[id] = true
 			if !free {
 				busy++
 			}
-			x.effect(Evaluate{Step: ps.ID})
+			x.effect(Evaluate{Step: id})
 			continue
 		}
-		c.start(x, ps.ID, false)
+		c.start(x, id, false)
 		if !free {
 			busy++
 		}

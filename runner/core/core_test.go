@@ -37,8 +37,8 @@ func newCoreHarness(t *testing.T, src string, over spec.Budgets) *coreHarness {
 		t.Fatal(err)
 	}
 	h := &coreHarness{t: t, plan: plan, core: core.NewCore(plan), st: &core.State{}, now: time.Date(2025, 1, 15, 14, 30, 0, 0, time.UTC)}
-	e := core.NewEvent(h.now, core.EvRunCreated, "", core.RunCreated{RunID: "r1", WorkflowName: wf.Name, RepoDir: "/repo",
-		ReportsDir: "/repo/.agents/runs/r1/reports", ManualInputsDir: "/repo/.agents/runs/r1/manual_inputs", Steps: plan.IDs()})
+	e := core.NewEvent(h.now, core.EvRunCreated, core.StepKey{}, core.RunCreated{RunID: "r1", WorkflowName: wf.Name, RepoDir: "/repo",
+		ReportsDir: "/repo/.agents/runs/r1/reports", ManualInputsDir: "/repo/.agents/runs/r1/manual_inputs", Steps: sks(plan.IDs()...)})
 	if err := core.Apply(h.st, e); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func (h *coreHarness) decide(in core.Input) []core.Effect {
 	// at once, as the local driver does.
 	for _, e := range d.Effects {
 		if p, ok := e.(core.PrepareHuman); ok {
-			path := "/repo/.agents/runs/r1/manual_inputs/r1__" + p.Step + ".json"
+			path := "/repo/.agents/runs/r1/manual_inputs/r1__" + p.Step.String() + ".json"
 			r := h.core.Decide(h.st, core.HumanReady{Step: p.Step, Attempt: p.Attempt, ManualInputPath: path}, h.now)
 			h.events = append(h.events, r.Events...)
 			effs = append(effs, r.Effects...)
@@ -75,7 +75,7 @@ func (h *coreHarness) started() []string {
 	var ids []string
 	for _, e := range h.effects {
 		if s, ok := e.(core.StartSession); ok {
-			ids = append(ids, s.Step)
+			ids = append(ids, s.Step.String())
 		}
 	}
 	return ids
@@ -91,23 +91,23 @@ func (h *coreHarness) finish() *core.Finish {
 }
 
 func (h *coreHarness) ok(step string) []core.Effect {
-	return h.decide(core.SessionDone{Step: step, Outcome: core.Outcome{Attempt: h.st.Steps[step].Attempts}, Gate: &core.GateFacts{}})
+	return h.decide(core.SessionDone{Step: sk(step), Outcome: core.Outcome{Attempt: h.st.Steps[sk(step)].Attempts}, Gate: &core.GateFacts{}})
 }
 
 func (h *coreHarness) gateFail(step, reason string) []core.Effect {
-	return h.decide(core.SessionDone{Step: step, Outcome: core.Outcome{Attempt: h.st.Steps[step].Attempts},
+	return h.decide(core.SessionDone{Step: sk(step), Outcome: core.Outcome{Attempt: h.st.Steps[sk(step)].Attempts},
 		Gate: &core.GateFacts{Pass: &core.ExprValue{Value: false, Src: reason}}})
 }
 
 func (h *coreHarness) fail(step string, retryable bool) []core.Effect {
-	return h.decide(core.SessionDone{Step: step, Outcome: core.Outcome{Attempt: h.st.Steps[step].Attempts},
+	return h.decide(core.SessionDone{Step: sk(step), Outcome: core.Outcome{Attempt: h.st.Steps[sk(step)].Attempts},
 		Facts: core.SessionFacts{ExitCode: 1}, RetryIf: &retryable})
 }
 
 // expect checks the status, iteration and attempts of a step.
 func (h *coreHarness) expect(step string, status core.Status, iteration, attempts int) {
 	h.t.Helper()
-	s := h.st.Steps[step]
+	s := h.st.Steps[sk(step)]
 	if s.Status != status || s.IterationCount != iteration || s.Attempts != attempts {
 		h.t.Errorf("%s: %s iteration %d attempts %d; want %s iteration %d attempts %d",
 			step, s.Status, s.IterationCount, s.Attempts, status, iteration, attempts)
@@ -166,10 +166,10 @@ func TestCoreLoopBackProgression(t *testing.T) {
 	h.expect("coding", core.Running, 1, 1) // reset to PENDING, then started again at once
 	h.expect("code_review", core.Pending, 1, 0)
 	h.expect("merge", core.Pending, 1, 0)
-	if b := h.st.Steps["code_review"].BlockedByLoop; b == nil || *b != "code_review" {
+	if b := h.st.Steps[core.Key("code_review")].BlockedByLoop; b == nil || *b != "code_review" {
 		t.Errorf("code_review blocked_by_loop = %v, want code_review", b)
 	}
-	if fb := h.st.Steps["coding"].Feedback; fb == nil || fb.Step != "code_review" || fb.Reason != "gate.pass is false: found P0 issues" {
+	if fb := h.st.Steps[core.Key("coding")].Feedback; fb == nil || fb.Step != "code_review" || fb.Reason != "gate.pass is false: found P0 issues" {
 		t.Errorf("coding feedback = %+v", fb)
 	}
 	// The loop-back event sits between the gate failure and the new start.
@@ -181,7 +181,7 @@ func TestCoreLoopBackProgression(t *testing.T) {
 
 	h.ok("coding")
 	h.expect("coding", core.Completed, 1, 1)
-	if b := h.st.Steps["merge"].BlockedByLoop; b != nil {
+	if b := h.st.Steps[core.Key("merge")].BlockedByLoop; b != nil {
 		t.Errorf("merge still blocked by %s after coding completed", *b)
 	}
 	h.ok("code_review")
@@ -203,7 +203,7 @@ func TestCoreIterationCap(t *testing.T) {
 		h.ok("coding")
 		h.gateFail("code_review", "still broken")
 	}
-	s := h.st.Steps["code_review"]
+	s := h.st.Steps[core.Key("code_review")]
 	if s.Status != core.Failed || !strings.Contains(*s.LastError, "max iterations reached") {
 		t.Fatalf("code_review: %s %v", s.Status, deref(s.LastError))
 	}
@@ -268,7 +268,7 @@ steps:
 		}
 		delays = append(delays, timer.Delay)
 		h.expect("flaky", core.Pending, 0, i+1)
-		if len(h.decide(core.TimerFired{Step: "flaky"})) == 0 {
+		if len(h.decide(core.TimerFired{Step: core.Key("flaky")})) == 0 {
 			t.Fatal("timer fired, nothing started")
 		}
 	}
@@ -292,7 +292,7 @@ steps:
 func TestCoreInterruptDoesNotCountAttempt(t *testing.T) {
 	h := newCoreHarness(t, reviewLoop, spec.Budgets{})
 	h.decide(core.Interrupt{})
-	h.decide(core.SessionDone{Step: "planning", Interrupted: true})
+	h.decide(core.SessionDone{Step: core.Key("planning"), Interrupted: true})
 	h.expect("planning", core.Pending, 0, 0)
 	if f := h.finish(); f == nil || f.ExitCode != 130 || f.Status != core.RunInterrupted {
 		t.Fatalf("finish = %+v", f)
@@ -383,7 +383,7 @@ steps:
 		t.Fatalf("await = %+v", await)
 	}
 	h.expect("approval", core.WaitingOnHuman, 0, 1)
-	if p := h.st.Steps["approval"].ManualInputPath; p == nil || *p != await.ManualInputPath {
+	if p := h.st.Steps[core.Key("approval")].ManualInputPath; p == nil || *p != await.ManualInputPath {
 		t.Errorf("manual_input_path = %v", p)
 	}
 	var idle bool
@@ -396,15 +396,15 @@ steps:
 	if !idle {
 		t.Errorf("no Idle effect while waiting on a human: %#v", effs)
 	}
-	h.decide(core.HumanDecision{Step: "approval", Input: core.HumanInput{Approved: false, By: "alice", Reason: "needs tests"}})
+	h.decide(core.HumanDecision{Step: core.Key("approval"), Input: core.HumanInput{Approved: false, By: "alice", Reason: "needs tests"}})
 	h.expect("coding", core.Running, 1, 1)
-	if fb := h.st.Steps["coding"].Feedback; fb == nil || !strings.Contains(fb.Reason, "rejected by alice: needs tests") {
+	if fb := h.st.Steps[core.Key("coding")].Feedback; fb == nil || !strings.Contains(fb.Reason, "rejected by alice: needs tests") {
 		t.Errorf("feedback = %+v", fb)
 	}
 	h.ok("coding")
-	h.decide(core.HumanDecision{Step: "approval", Input: core.HumanInput{Approved: true, By: "bob", Input: map[string]any{"ticket": "OPS-1"}}})
+	h.decide(core.HumanDecision{Step: core.Key("approval"), Input: core.HumanInput{Approved: true, By: "bob", Input: map[string]any{"ticket": "OPS-1"}}})
 	h.expect("approval", core.Completed, 1, 1)
-	if in := h.st.Steps["approval"].Human; in == nil || in.By != "bob" || in.Input["ticket"] != "OPS-1" {
+	if in := h.st.Steps[core.Key("approval")].Human; in == nil || in.By != "bob" || in.Input["ticket"] != "OPS-1" {
 		t.Errorf("human input = %+v", in)
 	}
 	h.ok("ship")
@@ -503,10 +503,10 @@ vars: {x: "n"}
 `
 	h := newCoreHarness(t, src, spec.Budgets{})
 	effs := h.ok("a")
-	if len(effs) != 1 || effs[0] != (core.Evaluate{Step: "b"}) {
+	if len(effs) != 1 || effs[0] != (core.Evaluate{Step: core.Key("b")}) {
 		t.Fatalf("effects %#v, want Evaluate b", effs)
 	}
-	h.decide(core.WhenResult{Step: "b", Run: false, Reason: "when is false"})
+	h.decide(core.WhenResult{Step: core.Key("b"), Run: false, Reason: "when is false"})
 	h.expect("b", core.Skipped, 0, 0)
 	if got := h.started(); !slices.Equal(got, []string{"c"}) {
 		t.Fatalf("started %v", got)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -76,11 +75,11 @@ type RunCreated struct {
 	ManualInputsDir string            `json:"manual_inputs_dir"`
 	Vars            map[string]string `json:"vars"`
 	VarOverrides    map[string]string `json:"var_overrides"`
-	Steps           []string          `json:"steps"`
+	Steps           []StepKey         `json:"steps"`
 	// StartAt names the step a new run starts at; earlier steps are
 	// SKIPPED.
-	StartAt string   `json:"start_at,omitempty"`
-	Skipped []string `json:"skipped,omitempty"`
+	StartAt StepKey   `json:"start_at,omitzero"`
+	Skipped []StepKey `json:"skipped,omitempty"`
 }
 
 // RunnerStarted is the data of EvRunnerStarted: a runner took the run.
@@ -104,9 +103,9 @@ type RunnerStarted struct {
 
 // WorkflowChanged is the data of EvWorkflowChanged.
 type WorkflowChanged struct {
-	From  string   `json:"from"`
-	To    string   `json:"to"`
-	Order []string `json:"order"`
+	From  string    `json:"from"`
+	To    string    `json:"to"`
+	Order []StepKey `json:"order"`
 	// Vars are the run's vars after the change (the file's, with the
 	// run's --var overrides winning), when they changed.
 	Vars map[string]string `json:"vars,omitempty"`
@@ -114,11 +113,11 @@ type WorkflowChanged struct {
 
 // StartAt is the data of EvStartAt: the steps reset to PENDING.
 type StartAt struct {
-	Step  string   `json:"step"`
-	Reset []string `json:"reset"`
+	Step  StepKey   `json:"step"`
+	Reset []StepKey `json:"reset"`
 	// Budgets are the loop-back targets of the loops the restart
 	// reopens: their iteration budgets start afresh (ReopenedLoops).
-	Budgets []string `json:"budgets,omitempty"`
+	Budgets []StepKey `json:"budgets,omitempty"`
 }
 
 // Retry is the data of EvRetry: flow retry put the failed steps, and
@@ -126,14 +125,14 @@ type StartAt struct {
 // their iterations.
 type Retry struct {
 	// Failed lists the steps that had failed; Reset every step put back.
-	Failed []string `json:"failed"`
-	Reset  []string `json:"reset"`
+	Failed []StepKey `json:"failed"`
+	Reset  []StepKey `json:"reset"`
 	// MaxIterations, when set, overrides the iteration budgets for this
 	// retry (flow retry --max-iterations).
 	MaxIterations int `json:"max_iterations,omitempty"`
 	// Budgets are the loop-back targets of the loops the retry reopens:
 	// their iteration budgets start afresh (ReopenedLoops).
-	Budgets []string `json:"budgets,omitempty"`
+	Budgets []StepKey `json:"budgets,omitempty"`
 }
 
 // CleanupFinished is the data of EvCleanupStarted and EvCleanupFinished:
@@ -219,8 +218,8 @@ type GateFailure struct {
 	Outcome
 	Reason string `json:"reason"`
 	// Target is the loop-back target; Reset the steps reset to PENDING.
-	Target string   `json:"target,omitempty"`
-	Reset  []string `json:"reset,omitempty"`
+	Target StepKey   `json:"target,omitzero"`
+	Reset  []StepKey `json:"reset,omitempty"`
 	// MaxIterations is the budget that ran out, with Budget.
 	MaxIterations int `json:"max_iterations,omitempty"`
 	// Output is the evidence of the failure: the tail of gate.check's
@@ -229,7 +228,7 @@ type GateFailure struct {
 	// WaitingFor is set when Target is not upstream of the step: the
 	// step, reset with the others, waits for Target (its waiting_for)
 	// before it runs again.
-	WaitingFor string `json:"waiting_for,omitempty"`
+	WaitingFor StepKey `json:"waiting_for,omitzero"`
 	// Resume, when set, names the loops that go on at the failed item
 	// rather than run all their items again (resume.go).
 	Resume *ItemResume `json:"resume,omitempty"`
@@ -263,7 +262,7 @@ type Note struct {
 // (the run's, or a step's), of what, its limit and what was used.
 type BudgetExceeded struct {
 	// Step is the step whose budget ran out, or "" for the run's.
-	Step  string  `json:"step,omitempty"`
+	Step  StepKey `json:"step,omitzero"`
 	What  string  `json:"what"`
 	Limit float64 `json:"limit"`
 	Used  float64 `json:"used"`
@@ -293,7 +292,7 @@ type ItemEvent struct {
 
 // NewEvent builds an event; the log assigns its seq. Its data is
 // data's JSON.
-func NewEvent(at time.Time, typ, step string, data any) Event {
+func NewEvent(at time.Time, typ string, step StepKey, data any) Event {
 	var raw json.RawMessage
 	if data != nil {
 		b, err := json.Marshal(data)
@@ -452,14 +451,14 @@ var appliers = map[string]applier{
 		s.CreatedAt = timep(at)
 		s.Status = RunPending
 		s.StepOrder = slices.Clone(d.Steps)
-		s.Steps = make(map[string]*StepState, len(d.Steps))
+		s.Steps = make(map[StepKey]*StepState, len(d.Steps))
 		for _, id := range d.Steps {
 			s.Steps[id] = newStepState()
 		}
 		for _, id := range d.Skipped {
 			st := s.Steps[id]
 			st.Status = Skipped
-			st.SkipReason = "skipped: run started at " + d.StartAt
+			st.SkipReason = "skipped: run started at " + d.StartAt.String()
 		}
 	}),
 	EvRunnerStarted: onRun(func(s *State, d *RunnerStarted, at Time) {
@@ -494,7 +493,7 @@ var appliers = map[string]applier{
 	},
 	EvStepRemoved: func(s *State, e Event, _ any) error {
 		delete(s.Steps, e.Step)
-		s.StepOrder = slices.DeleteFunc(s.StepOrder, func(id string) bool { return id == e.Step })
+		s.StepOrder = slices.DeleteFunc(s.StepOrder, func(id StepKey) bool { return id == e.Step })
 		return nil
 	},
 	EvStartAt: onRun(func(s *State, d *StartAt, at Time) {
@@ -602,19 +601,20 @@ var appliers = map[string]applier{
 			switch {
 			case id == d.Target:
 				other.BlockedByLoop = nil
-				other.Feedback = &Feedback{Step: e.Step, Reason: d.Reason, Report: d.Report, Output: d.Output}
-			case id == e.Step && d.WaitingFor != "":
+				other.Feedback = &Feedback{Step: e.Step.String(), Reason: d.Reason, Report: d.Report, Output: d.Output}
+			case id == e.Step && !d.WaitingFor.IsZero():
 				// The gate step waits for the target, off to its side.
 				other.BlockedByLoop = nil
-				other.WaitingFor = strp(d.WaitingFor)
+				wf := d.WaitingFor
+				other.WaitingFor = &wf
 			default:
-				other.BlockedByLoop = strp(e.Step)
+				other.BlockedByLoop = strp(e.Step.String())
 			}
 			if r := d.Resume; r != nil {
-				if slices.Contains(r.Loops, id) {
+				if !id.IsInstance() && slices.Contains(r.Loops, id.Step) {
 					resumeLoop(other, r.From, attempts)
 				}
-				if k, ok := SplitKey(id); ok && k.Loop == d.Target {
+				if id.IsInstance() && !d.Target.IsInstance() && id.Loop == d.Target.Step {
 					// The target runs again at once: no
 					// expansion of its items unblocks it.
 					other.BlockedByLoop = nil
@@ -654,7 +654,7 @@ var appliers = map[string]applier{
 	}),
 	EvCleanupStarted: onRun(func(s *State, d *CleanupFinished, _ Time) { s.Cleanups = d.N }),
 	EvLoopItems: onStep(func(s *State, st *StepState, d *LoopItems, e Event, at Time) {
-		applyLoopItems(s, e.Step, st, d, at)
+		applyLoopItems(s, e.Step.Step, st, d, at)
 	}),
 	EvWorkspaceReady: onRun(func(s *State, d *WorkspaceReady, _ Time) { applyWorkspaceReady(s, d) }),
 	EvWorkspaceRemoved: onRun(func(s *State, d *WorkspaceRemoved, _ Time) {
@@ -666,7 +666,7 @@ var appliers = map[string]applier{
 		applyItemMerge(s, st, d, e)
 	}),
 	EvStepMerge: onStep(func(s *State, st *StepState, d *ItemMerge, e Event, _ Time) {
-		d.Target, d.Reset = "", nil
+		d.Target, d.Reset = StepKey{}, nil
 		applyItemMerge(s, st, d, e)
 	}),
 	EvItemStarted:    onItem(func(_ *StepState, it *Item, _ *ItemEvent) { it.Status = Running }),
@@ -862,8 +862,8 @@ func applyLoopItems(s *State, loop string, st *StepState, d *LoopItems, at Time)
 	st.LoopIndex, st.LoopCompleted = intp(0), boolp(false)
 	s.Status = RunRunning
 
-	ids := make([]string, 0, len(d.Items)*len(d.Body))
-	current := make(map[string]bool, cap(ids))
+	ids := make([]StepKey, 0, len(d.Items)*len(d.Body))
+	current := make(map[StepKey]bool, cap(ids))
 	for _, it := range d.Items {
 		for _, b := range d.Body {
 			id := Instance(loop, it.Key, b)
@@ -886,18 +886,17 @@ func applyLoopItems(s *State, loop string, st *StepState, d *LoopItems, at Time)
 	}
 	// The loop's other instances: of removed items, or of body steps
 	// an edit removed.
-	prefix := loop + "["
-	var rest []string
-	order := make([]string, 0, len(s.StepOrder)+len(ids))
+	var rest []StepKey
+	order := make([]StepKey, 0, len(s.StepOrder)+len(ids))
 	at0 := -1
 	for _, id := range s.StepOrder {
 		switch {
-		case strings.HasPrefix(id, prefix):
+		case id.Loop == loop:
 			if !current[id] {
 				rest = append(rest, id)
 			}
 			continue
-		case id == loop:
+		case id == Key(loop):
 			at0 = len(order) + 1
 		}
 		order = append(order, id)
@@ -907,9 +906,8 @@ func applyLoopItems(s *State, loop string, st *StepState, d *LoopItems, at Time)
 		if x == nil || x.Status == Skipped {
 			continue
 		}
-		k, _ := SplitKey(id)
 		why := "item removed"
-		if keep[k.Item] {
+		if keep[id.Item] {
 			why = "step removed from the loop's body"
 		}
 		x.Status, x.SkipReason, x.LastError, x.EndedAt = Skipped, why, nil, timep(at)
@@ -927,13 +925,12 @@ func applyLoopItems(s *State, loop string, st *StepState, d *LoopItems, at Time)
 // loop reopened at runs again from then: its duration does not count
 // the time it lay finished, and it is in an attempt (a retry had put
 // its attempts back to 0).
-func reopenItems(s *State, ids []string, at Time) {
-	for _, id := range ids {
-		k, ok := SplitKey(id)
-		if !ok {
+func reopenItems(s *State, ids []StepKey, at Time) {
+	for _, k := range ids {
+		if !k.IsInstance() {
 			continue
 		}
-		ls := s.Steps[k.Loop]
+		ls := s.Steps[Key(k.Loop)]
 		if ls == nil || ls.LoopIndex == nil {
 			continue
 		}

@@ -49,8 +49,8 @@ func (c *Core) gateClosed(x *decider, ps *PlanStep) bool {
 		c.gated = map[string][]string{}
 	}
 	c.gated[ps.ID] = closed
-	if s := x.st.Steps[ps.ID]; s != nil && !slices.Equal(s.WaitingGates, closed) {
-		x.emit(EvGatesWaiting, ps.ID, GatesWaiting{Gates: closed})
+	if s := x.st.Steps[Key(ps.ID)]; s != nil && !slices.Equal(s.WaitingGates, closed) {
+		x.emit(EvGatesWaiting, Key(ps.ID), GatesWaiting{Gates: closed})
 	}
 	return true
 }
@@ -60,18 +60,18 @@ func (c *Core) gateClosed(x *decider, ps *PlanStep) bool {
 func (c *Core) gatesChanged(in GatesChanged) {
 	c.gates = in.Gates
 	for id := range c.gated {
-		c.mark(id)
+		c.mark(Key(id))
 	}
 	clear(c.gated)
 	c.idle = false
 }
 
 // gatedSteps lists the steps kept back by gates, in plan order.
-func (c *Core) gatedSteps() []string {
-	var out []string
+func (c *Core) gatedSteps() []StepKey {
+	var out []StepKey
 	for _, ps := range c.plan.Steps {
 		if _, ok := c.gated[ps.ID]; ok {
-			out = append(out, ps.ID)
+			out = append(out, Key(ps.ID))
 		}
 	}
 	return out
@@ -82,7 +82,7 @@ func (c *Core) gatedSteps() []string {
 func (c *Core) gatesReport(*State) string {
 	var parts []string
 	for _, id := range c.gatedSteps() {
-		parts = append(parts, id+" ("+strings.Join(c.gated[id], ", ")+")")
+		parts = append(parts, id.String()+" ("+strings.Join(c.gated[id.Step], ", ")+")")
 	}
 	return strings.Join(parts, "; ")
 }

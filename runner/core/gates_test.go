@@ -35,7 +35,7 @@ func TestGatesKeepAStepBack(t *testing.T) {
 		t.Fatalf("started %v, want [notify] (deploy waits for window)", got)
 	}
 	h.expect("deploy", core.Pending, 0, 0)
-	if g := h.st.Steps["deploy"].WaitingGates; !slices.Equal(g, []string{"window"}) {
+	if g := h.st.Steps[core.Key("deploy")].WaitingGates; !slices.Equal(g, []string{"window"}) {
 		t.Errorf("deploy waiting_gates = %v, want [window]", g)
 	}
 	h.ok("notify")
@@ -48,7 +48,7 @@ func TestGatesKeepAStepBack(t *testing.T) {
 			idle = &i
 		}
 	}
-	if idle == nil || !slices.Equal(idle.Gated, []string{"deploy"}) {
+	if idle == nil || !slices.Equal(idle.Gated, sks("deploy")) {
 		t.Fatalf("idle = %+v, want Gated [deploy]", idle)
 	}
 	// A change that leaves a gate closed starts nothing and records
@@ -67,7 +67,7 @@ func TestGatesKeepAStepBack(t *testing.T) {
 	if got := h.started(); !slices.Equal(got, []string{"deploy"}) {
 		t.Fatalf("started %v once both gates are open, want [deploy]", got)
 	}
-	if g := h.st.Steps["deploy"].WaitingGates; g != nil {
+	if g := h.st.Steps[core.Key("deploy")].WaitingGates; g != nil {
 		t.Errorf("waiting_gates = %v once started, want none", g)
 	}
 	h.ok("deploy")

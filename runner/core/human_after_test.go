@@ -25,7 +25,7 @@ var exitZero = 0
 
 // built ends build's session with exit 0 and a metric.
 func built(h *coreHarness) []core.Effect {
-	return h.decide(core.SessionDone{Step: "build", Outcome: core.Outcome{Attempt: h.st.Steps["build"].Attempts, ExitCode: &exitZero,
+	return h.decide(core.SessionDone{Step: core.Key("build"), Outcome: core.Outcome{Attempt: h.st.Steps[core.Key("build")].Attempts, ExitCode: &exitZero,
 		Metrics: map[string]string{"size": "3"}}})
 }
 
@@ -37,7 +37,7 @@ func TestHumanAfterSessionApproved(t *testing.T) {
 	h.expect("build", core.Running, 0, 1)
 	effs := built(h)
 	h.expect("build", core.WaitingOnHuman, 0, 1)
-	s := h.st.Steps["build"]
+	s := h.st.Steps[core.Key("build")]
 	if s.ManualInputPath == nil || !strings.HasSuffix(*s.ManualInputPath, "r1__build.json") {
 		t.Errorf("manual_input_path = %v", s.ManualInputPath)
 	}
@@ -59,11 +59,11 @@ func TestHumanAfterSessionApproved(t *testing.T) {
 	if len(startedOf(effs)) != 0 {
 		t.Errorf("started %v while build waits", startedOf(effs))
 	}
-	d := h.core.Decide(h.st, core.HumanDecision{Step: "build", Input: core.HumanInput{Approved: true, By: "alice", Input: map[string]any{"ticket": "OPS-1"}}}, h.now)
+	d := h.core.Decide(h.st, core.HumanDecision{Step: core.Key("build"), Input: core.HumanInput{Approved: true, By: "alice", Input: map[string]any{"ticket": "OPS-1"}}}, h.now)
 	h.events = append(h.events, d.Events...)
 	h.effects = d.Effects
 	h.expect("build", core.Completed, 0, 1)
-	s = h.st.Steps["build"]
+	s = h.st.Steps[core.Key("build")]
 	if s.Human == nil || s.Human.Input["ticket"] != "OPS-1" || s.Metrics["size"] != "3" || s.ExitCode == nil {
 		t.Errorf("completed build: human %+v metrics %v exit %v", s.Human, s.Metrics, s.ExitCode)
 	}
@@ -79,8 +79,8 @@ func TestHumanAfterSessionApproved(t *testing.T) {
 func TestHumanAfterSessionRejected(t *testing.T) {
 	h := newCoreHarness(t, humanAfter, spec.Budgets{})
 	built(h)
-	h.decide(core.HumanDecision{Step: "build", Input: core.HumanInput{Approved: false, By: "bob", Reason: "too big"}})
-	s := h.st.Steps["build"]
+	h.decide(core.HumanDecision{Step: core.Key("build"), Input: core.HumanInput{Approved: false, By: "bob", Reason: "too big"}})
+	s := h.st.Steps[core.Key("build")]
 	if s.Status != core.Failed || !strings.Contains(deref(s.LastError), "rejected by bob: too big") {
 		t.Fatalf("build: %s %q", s.Status, deref(s.LastError))
 	}
@@ -107,17 +107,17 @@ steps:
 	h.ok("code")
 	h.ok("build")
 	h.expect("build", core.WaitingOnHuman, 0, 1)
-	h.decide(core.HumanDecision{Step: "build", Input: core.HumanInput{Approved: false, By: "bob", Reason: "rename it"}})
+	h.decide(core.HumanDecision{Step: core.Key("build"), Input: core.HumanInput{Approved: false, By: "bob", Reason: "rename it"}})
 	h.expect("code", core.Running, 1, 1)
 	h.expect("build", core.Pending, 1, 0)
-	if fb := h.st.Steps["code"].Feedback; fb == nil || fb.Step != "build" || !strings.Contains(fb.Reason, "rejected by bob: rename it") {
+	if fb := h.st.Steps[core.Key("code")].Feedback; fb == nil || fb.Step != "build" || !strings.Contains(fb.Reason, "rejected by bob: rename it") {
 		t.Errorf("code feedback = %+v", fb)
 	}
 	h.ok("code")
 	h.expect("build", core.Running, 1, 1)
 	h.ok("build")
 	h.expect("build", core.WaitingOnHuman, 1, 1)
-	h.decide(core.HumanDecision{Step: "build", Input: core.HumanInput{Approved: true, By: "bob"}})
+	h.decide(core.HumanDecision{Step: core.Key("build"), Input: core.HumanInput{Approved: true, By: "bob"}})
 	if f := h.finish(); f == nil || f.Status != core.RunCompleted {
 		t.Fatalf("finish = %+v", f)
 	}
@@ -133,7 +133,7 @@ func TestHumanAfterSessionFailedSessionAsksNobody(t *testing.T) {
 	h.expect("build", core.Running, 0, 2)
 	h.fail("build", true)
 	h.expect("build", core.Failed, 0, 2)
-	if h.st.Steps["build"].ManualInputPath != nil {
+	if h.st.Steps[core.Key("build")].ManualInputPath != nil {
 		t.Errorf("a failed session asked a human")
 	}
 	h.replayed()
@@ -157,7 +157,7 @@ func TestHumanAfterSessionResumeWhileWaiting(t *testing.T) {
 	if !awaited {
 		t.Fatalf("resumed run does not wait: %#v", effs)
 	}
-	h.decide(core.HumanDecision{Step: "build", Input: core.HumanInput{Approved: true}})
+	h.decide(core.HumanDecision{Step: core.Key("build"), Input: core.HumanInput{Approved: true}})
 	h.ok("ship")
 	if f := h.finish(); f == nil || f.Status != core.RunCompleted {
 		t.Fatalf("finish = %+v", f)
@@ -180,10 +180,10 @@ steps:
 		h := newCoreHarness(t, wf, spec.Budgets{})
 		// Not conditional: the session starts at once.
 		h.expect("build", core.Running, 0, 1)
-		h.decide(core.SessionDone{Step: "build", Outcome: core.Outcome{Attempt: 1, ExitCode: &exitZero}, AutoApprove: &approve})
+		h.decide(core.SessionDone{Step: core.Key("build"), Outcome: core.Outcome{Attempt: 1, ExitCode: &exitZero}, AutoApprove: &approve})
 		if approve {
 			h.expect("build", core.Completed, 0, 1)
-			if in := h.st.Steps["build"].Human; in == nil || in.By != "auto_approve" {
+			if in := h.st.Steps[core.Key("build")].Human; in == nil || in.By != "auto_approve" {
 				t.Errorf("human = %+v", in)
 			}
 		} else {
@@ -215,7 +215,7 @@ func TestEditTakesTheHumanAway(t *testing.T) {
 		if started := startedOf(effs); len(started) != 1 || started[0] != "gate" {
 			t.Fatalf("after the edit started %v, want gate; effects %#v", started, effs)
 		}
-		if e := h.st.Steps["gate"].LastError; e == nil || !strings.Contains(*e, "no longer waits on a human") {
+		if e := h.st.Steps[core.Key("gate")].LastError; e == nil || !strings.Contains(*e, "no longer waits on a human") {
 			t.Errorf("last_error %v", e)
 		}
 		h.ok("gate")

@@ -92,7 +92,7 @@ func CheckReopen(sh Shape, st *State, o Opening) error {
 		}
 		if p := PlanRetry(sh, st); len(p.Capped) > 0 && (o.MaxIterations == 0 || !o.ForceMaxIterations) {
 			return Invalid("%s failed at %s iteration budget; retry with a higher one: flow retry %s --max-iterations N",
-				strings.Join(p.Capped, ", "), plural(len(p.Capped), "its", "their"), st.RunID)
+				strings.Join(KeyStrings(p.Capped), ", "), plural(len(p.Capped), "its", "their"), st.RunID)
 		}
 		return nil
 	}
@@ -126,10 +126,10 @@ func Open(sh Shape, o Opening) (*State, []Event, error) {
 			if _, ok := sh.StepLoop(o.StartAt.Step); !ok || o.StartAt.IsInstance() {
 				return nil, nil, Invalid("--start-at-step: %v", unknownStep(sh, o.StartAt.String()))
 			}
-			rc.StartAt = o.StartAt.String()
+			rc.StartAt = o.StartAt
 			rc.Skipped = StartAtSkipped(sh, o.StartAt.Step, rc.Steps)
 		}
-		add(EvRunCreated, "", rc)
+		add(EvRunCreated, StepKey{}, rc)
 	} else {
 		if err := CheckReopen(sh, st, o); err != nil {
 			return nil, nil, err
@@ -137,19 +137,19 @@ func Open(sh Shape, o Opening) (*State, []Event, error) {
 		evs = append(evs, Reconcile(sh, o)...)
 	}
 	if o.Note != "" {
-		add(EvWarning, "", Note{Message: o.Note})
+		add(EvWarning, StepKey{}, Note{Message: o.Note})
 	}
 	rs := o.Runner
 	if o.State != nil && interrupted(st) {
 		rs.Generation = st.Generation + 1
 	}
-	add(EvRunnerStarted, "", rs)
+	add(EvRunnerStarted, StepKey{}, rs)
 	if o.State != nil && !o.StartAt.IsZero() {
 		reset, err := StartAtReset(sh, st, o.StartAt)
 		if err != nil {
 			return nil, nil, Invalid("--start-at-step: %v", err)
 		}
-		add(EvStartAt, o.StartAt.String(), StartAt{Step: o.StartAt.String(), Reset: reset, Budgets: targetsOf(ReopenedLoops(sh, st, reset, false))})
+		add(EvStartAt, o.StartAt, StartAt{Step: o.StartAt, Reset: reset, Budgets: targetsOf(ReopenedLoops(sh, st, reset, false))})
 	}
 	if o.State != nil && o.Retry && st.Status == RunFailed {
 		p := PlanRetry(sh, st)
@@ -157,10 +157,10 @@ func Open(sh Shape, o Opening) (*State, []Event, error) {
 		if o.ForceMaxIterations {
 			r.MaxIterations = o.MaxIterations
 		}
-		add(EvRetry, "", r)
+		add(EvRetry, StepKey{}, r)
 	}
 	if o.Raise.Set() {
-		add(EvBudgetRaised, "", o.Raise)
+		add(EvBudgetRaised, StepKey{}, o.Raise)
 	}
 	return st, evs, nil
 }
@@ -200,8 +200,8 @@ func RunVars(fileVars map[string]string, st *State) map[string]string {
 
 // recorder returns a function that records an event at o.Now on st,
 // secrets hidden, and appends it to evs.
-func (o Opening) recorder(st *State, evs *[]Event) func(typ, step string, data any) {
-	return func(typ, step string, data any) {
+func (o Opening) recorder(st *State, evs *[]Event) func(typ string, step StepKey, data any) {
+	return func(typ string, step StepKey, data any) {
 		e := NewEvent(o.Now, typ, step, data)
 		if o.Secrets != nil {
 			e.Data = o.Secrets.Bytes(e.Data)
@@ -243,7 +243,7 @@ func Reconcile(sh Shape, o Opening) []Event {
 		if !maps.Equal(vars, st.Vars) {
 			wc.Vars = vars
 		}
-		add(EvWorkflowChanged, "", wc)
+		add(EvWorkflowChanged, StepKey{}, wc)
 	}
 	return evs
 }
@@ -253,24 +253,23 @@ func Reconcile(sh Shape, o Opening) []Event {
 // Started and finished items keep their instances; items not yet
 // started take the body as it is now; items a new evaluation of the
 // list removed stay in the record.
-func instanceOrder(sh Shape, st *State, order []string) []string {
+func instanceOrder(sh Shape, st *State, order []StepKey) []StepKey {
 	top := sh.TopSteps()
-	out := make([]string, 0, len(order))
+	out := make([]StepKey, 0, len(order))
 	for _, id := range top {
-		out = append(out, id)
+		out = append(out, Key(id))
 		body := sh.BodySteps(id)
-		ls := st.Steps[id]
+		ls := st.Steps[Key(id)]
 		if body == nil || ls == nil || ls.LoopIndex == nil {
 			continue
 		}
-		byItem := map[string][]string{}
+		byItem := map[string][]StepKey{}
 		var items []string
-		for _, key := range instancesOf(st, id) {
-			k, _ := SplitKey(key)
+		for _, k := range instancesOf(st, id) {
 			if _, seen := byItem[k.Item]; !seen {
 				items = append(items, k.Item)
 			}
-			byItem[k.Item] = append(byItem[k.Item], key)
+			byItem[k.Item] = append(byItem[k.Item], k)
 		}
 		listed := map[string]bool{}
 		for _, it := range ls.Items {
@@ -295,12 +294,12 @@ func instanceOrder(sh Shape, st *State, order []string) []string {
 // StartAtSkipped lists, in their order, the steps of a new run started
 // at step (flow run --start-at-step) that do not run: those that are
 // neither step nor downstream of it.
-func StartAtSkipped(sh Shape, step string, steps []string) []string {
+func StartAtSkipped(sh Shape, step string, steps []StepKey) []StepKey {
 	rerun := setOf(sh.Downstream(step))
 	rerun[step] = true
-	var skipped []string
+	var skipped []StepKey
 	for _, id := range steps {
-		if !rerun[id] {
+		if id.IsInstance() || !rerun[id.Step] {
 			skipped = append(skipped, id)
 		}
 	}
@@ -311,26 +310,27 @@ func StartAtSkipped(sh Shape, step string, steps []string) []string {
 // in the order the run records them: step and what depends on it, with
 // every instance of a loop among them; for an instance, what follows it
 // in its item and what follows its loop.
-func StartAtReset(sh Shape, st *State, k StepKey) ([]string, error) {
+func StartAtReset(sh Shape, st *State, k StepKey) ([]StepKey, error) {
 	step, inst := k.String(), k.IsInstance()
-	var top, out []string
+	var top []string
+	var out []StepKey
 	loop, known := sh.StepLoop(k.Step)
 	switch {
 	case !inst && known && loop != "":
 		return nil, fmt.Errorf("%q is a step of the body of loop %q: start at %s to run all its items again, or at %s[KEY].%s for one item", step, loop, loop, loop, step)
 	case !inst && known:
-		top = append([]string{step}, sh.Downstream(step)...)
+		top = append([]string{k.Step}, sh.Downstream(k.Step)...)
 	case inst:
-		if st == nil || st.Steps[step] == nil {
+		if st == nil || st.Steps[k] == nil {
 			msg := fmt.Sprintf("the run has no instance %s (its loop's items are recorded when the loop starts)", step)
 			if st != nil {
-				if c, ok := suggest.Closest(step, st.StepOrder); ok {
+				if c, ok := suggest.Closest(step, KeyStrings(st.StepOrder)); ok {
 					msg += fmt.Sprintf("; did you mean %s?", ShellArg(c))
 				}
 			}
 			return nil, errors.New(msg)
 		}
-		out = append(out, step)
+		out = append(out, k)
 		for _, d := range sh.BodyDownstream(k.Loop, k.Step) {
 			if id := Instance(k.Loop, k.Item, d); st.Steps[id] != nil {
 				out = append(out, id)
@@ -340,7 +340,9 @@ func StartAtReset(sh Shape, st *State, k StepKey) ([]string, error) {
 	default:
 		return nil, unknownStep(sh, step)
 	}
-	out = append(out, top...)
+	for _, id := range top {
+		out = append(out, Key(id))
+	}
 	if st != nil {
 		for _, id := range top {
 			if sh.BodySteps(id) != nil {
@@ -368,15 +370,15 @@ type RetryPlan struct {
 	// again (put back to PENDING) or runs for the first time (never
 	// started), in workflow order; Kept the finished steps kept as they
 	// are.
-	Failed []string `json:"failed"`
-	Rerun  []string `json:"rerun"`
+	Failed []StepKey `json:"failed"`
+	Rerun  []StepKey `json:"rerun"`
 	// Reset are the steps of Rerun that go back to PENDING: Rerun
 	// without those that never started.
-	Reset []string `json:"-"`
-	Kept  []string `json:"kept"`
+	Reset []StepKey `json:"-"`
+	Kept  []StepKey `json:"kept"`
 	// Capped are the failed steps that failed at an iteration budget:
 	// they run again only with a higher one (flow retry --max-iterations).
-	Capped []string `json:"capped,omitempty"`
+	Capped []StepKey `json:"capped,omitempty"`
 	// Budgets are the loops the retry reopens, whose iteration budgets
 	// start afresh (ReopenedLoops).
 	Budgets []LoopBudget `json:"budgets,omitempty"`
@@ -384,8 +386,8 @@ type RetryPlan struct {
 
 // PlanRetry computes the plan of retrying the failed run st of sh.
 func PlanRetry(sh Shape, st *State) RetryPlan {
-	p := RetryPlan{Failed: []string{}, Rerun: []string{}, Kept: []string{}}
-	rerun := map[string]bool{}
+	p := RetryPlan{Failed: []StepKey{}, Rerun: []StepKey{}, Kept: []StepKey{}}
+	rerun := map[StepKey]bool{}
 	for _, id := range st.StepOrder {
 		s := st.Steps[id]
 		if s == nil || s.Status != Failed {
@@ -396,17 +398,18 @@ func PlanRetry(sh Shape, st *State) RetryPlan {
 			p.Capped = append(p.Capped, id)
 		}
 		rerun[id] = true
-		if k, inst := SplitKey(id); inst {
+		top := id.Step
+		if id.IsInstance() {
 			// An instance runs again with what follows it in its item,
 			// and its loop with what follows the loop.
-			for _, d := range sh.BodyDownstream(k.Loop, k.Step) {
-				rerun[Instance(k.Loop, k.Item, d)] = true
+			for _, d := range sh.BodyDownstream(id.Loop, id.Step) {
+				rerun[Instance(id.Loop, id.Item, d)] = true
 			}
-			id = k.Loop
+			top = id.Loop
 		}
-		if loop, ok := sh.StepLoop(id); ok && loop == "" {
-			for _, d := range sh.Downstream(id) {
-				rerun[d] = true
+		if loop, ok := sh.StepLoop(top); ok && loop == "" {
+			for _, d := range sh.Downstream(top) {
+				rerun[Key(d)] = true
 			}
 		}
 	}
@@ -423,18 +426,17 @@ func PlanRetry(sh Shape, st *State) RetryPlan {
 			p.Kept = append(p.Kept, id)
 		}
 	}
-	slices.Sort(p.Capped)
+	slices.SortFunc(p.Capped, CompareKeys)
 	p.Budgets = ReopenedLoops(sh, st, p.Reset, true)
 	return p
 }
 
 // instancesOf lists the instances of a loop that st records, in its
 // order.
-func instancesOf(st *State, loop string) []string {
-	var out []string
-	prefix := loop + "["
+func instancesOf(st *State, loop string) []StepKey {
+	var out []StepKey
 	for _, id := range st.StepOrder {
-		if strings.HasPrefix(id, prefix) {
+		if id.Loop == loop {
 			out = append(out, id)
 		}
 	}
@@ -442,8 +444,8 @@ func instancesOf(st *State, loop string) []string {
 }
 
 // setOf returns the set of ids.
-func setOf(ids []string) map[string]bool {
-	set := make(map[string]bool, len(ids))
+func setOf[K comparable](ids []K) map[K]bool {
+	set := make(map[K]bool, len(ids))
 	for _, id := range ids {
 		set[id] = true
 	}

@@ -48,7 +48,7 @@ func openNew(t *testing.T, wf *config.Workflow, o core.Opening) (*core.State, []
 // finish records step outcomes on st, as a run would have.
 func finish(t *testing.T, st *core.State, typ, step string, data any) {
 	t.Helper()
-	if err := core.Apply(st, core.NewEvent(lifecycleAt, typ, step, data)); err != nil {
+	if err := core.Apply(st, core.NewEvent(lifecycleAt, typ, sk(step), data)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -71,7 +71,7 @@ func TestOpenNewRun(t *testing.T) {
 		t.Fatalf("events = %v", got)
 	}
 	for id, want := range map[string]core.Status{"plan": core.Skipped, "code": core.Skipped, "review": core.Pending, "ship": core.Pending} {
-		if got := st.Steps[id].Status; got != want {
+		if got := st.Steps[sk(id)].Status; got != want {
 			t.Errorf("%s is %s, want %s", id, got, want)
 		}
 	}
@@ -108,7 +108,7 @@ func TestOpenRecordedRun(t *testing.T) {
 		if got := eventTypes(evs); !slices.Equal(got, want) {
 			t.Fatalf("events = %v, want %v", got, want)
 		}
-		if evs[0].Step != "docs" || evs[1].Step != "plan" || st.Vars["feature"] != "two" || st.Runner.Host != "h2" {
+		if evs[0].Step != core.Key("docs") || evs[1].Step != core.Key("plan") || st.Vars["feature"] != "two" || st.Runner.Host != "h2" {
 			t.Fatalf("events %v, vars %v, runner %+v", evs, st.Vars, st.Runner)
 		}
 	})
@@ -126,8 +126,8 @@ func TestOpenRecordedRun(t *testing.T) {
 		if err := json.Unmarshal(evs[len(evs)-1].Data, &sa); err != nil || evs[len(evs)-1].Type != core.EvStartAt {
 			t.Fatalf("last event %+v (%v)", evs[len(evs)-1], err)
 		}
-		if !slices.Equal(sa.Reset, []string{"code", "review", "ship"}) || st.Steps["plan"].Status != core.Completed || st.Steps["code"].Status != core.Pending {
-			t.Fatalf("reset %v; plan %s, code %s", sa.Reset, st.Steps["plan"].Status, st.Steps["code"].Status)
+		if !slices.Equal(sa.Reset, sks("code", "review", "ship")) || st.Steps[core.Key("plan")].Status != core.Completed || st.Steps[core.Key("code")].Status != core.Pending {
+			t.Fatalf("reset %v; plan %s, code %s", sa.Reset, st.Steps[core.Key("plan")].Status, st.Steps[core.Key("code")].Status)
 		}
 	})
 
@@ -172,8 +172,8 @@ func TestOpenRecordedRun(t *testing.T) {
 		if got := eventTypes(evs); got[len(got)-1] != core.EvRetry {
 			t.Fatalf("events = %v", got)
 		}
-		if st.Steps["review"].Status != core.Pending || st.Steps["ship"].Status != core.Pending || st.Steps["code"].Status != core.Completed {
-			t.Fatalf("after retry: review %s, ship %s, code %s", st.Steps["review"].Status, st.Steps["ship"].Status, st.Steps["code"].Status)
+		if st.Steps[core.Key("review")].Status != core.Pending || st.Steps[core.Key("ship")].Status != core.Pending || st.Steps[core.Key("code")].Status != core.Completed {
+			t.Fatalf("after retry: review %s, ship %s, code %s", st.Steps[core.Key("review")].Status, st.Steps[core.Key("ship")].Status, st.Steps[core.Key("code")].Status)
 		}
 
 		st = failed(t, "max iterations reached (2)")

@@ -13,11 +13,10 @@ import (
 // a failed item, once the items in flight finish (or, with
 // continue_on_error, once every item has run).
 
-// loopRun caches the instance keys of a running loop step, so that
-// scheduling builds no strings: inst[i][j] is the key of body step j
-// for item i.
+// loopRun caches the instance keys of a running loop step:
+// inst[i][j] is the key of body step j for item i.
 type loopRun struct {
-	inst [][]string
+	inst [][]StepKey
 	// head is the first item that has not finished: items before it
 	// are never looked at again.
 	head int
@@ -25,21 +24,18 @@ type loopRun struct {
 
 // step returns the plan step of a key: a step, or the body step of an
 // instance.
-func (c *Core) step(key string) *PlanStep {
-	if k, ok := SplitKey(key); ok {
-		ps := c.plan.Step(k.Step)
-		if ps == nil || ps.Loop != k.Loop {
-			return nil
-		}
-		return ps
+func (c *Core) step(key StepKey) *PlanStep {
+	ps := c.plan.Step(key.Step)
+	if key.IsInstance() && (ps == nil || ps.Loop != key.Loop) {
+		return nil
 	}
-	return c.plan.Step(key)
+	return ps
 }
 
 // stepFailed halts the run for a step that failed for good — unless it
 // is an instance of a loop: its item fails, and its loop decides.
-func (c *Core) stepFailed(key string, code int, reason string) {
-	if IsInstance(key) {
+func (c *Core) stepFailed(key StepKey, code int, reason string) {
+	if key.IsInstance() {
 		return
 	}
 	c.fail(code, reason)
@@ -50,10 +46,10 @@ func (c *Core) loopOf(st *State, ps *PlanStep) *loopRun {
 	if lr := c.loops[ps.ID]; lr != nil {
 		return lr
 	}
-	ls := st.Steps[ps.ID]
-	lr := &loopRun{inst: make([][]string, len(ls.Items))}
+	ls := st.Steps[Key(ps.ID)]
+	lr := &loopRun{inst: make([][]StepKey, len(ls.Items))}
 	for i, it := range ls.Items {
-		keys := make([]string, len(ps.ForEach.Body))
+		keys := make([]StepKey, len(ps.ForEach.Body))
 		for j, b := range ps.ForEach.Body {
 			keys[j] = Instance(ps.ID, it.Key, b)
 		}
@@ -65,13 +61,13 @@ func (c *Core) loopOf(st *State, ps *PlanStep) *loopRun {
 
 // instances returns the keys of every instance of a loop step's items
 // (of its current body).
-func (c *Core) instances(st *State, loop string) []string {
+func (c *Core) instances(st *State, loop string) []StepKey {
 	ps := c.plan.Step(loop)
-	ls := st.Steps[loop]
+	ls := st.Steps[Key(loop)]
 	if ps == nil || ps.ForEach == nil || ls == nil {
 		return nil
 	}
-	out := make([]string, 0, len(ls.Items)*len(ps.ForEach.Body))
+	out := make([]StepKey, 0, len(ls.Items)*len(ps.ForEach.Body))
 	for _, it := range ls.Items {
 		for _, b := range ps.ForEach.Body {
 			if id := Instance(loop, it.Key, b); st.Steps[id] != nil {
@@ -94,7 +90,7 @@ func (c *Core) loopBusy(st *State, loop string) bool {
 
 // active reports whether the core is deciding something of a step: its
 // when, its human wait or its retry timer.
-func (c *Core) active(id string) bool { return c.evaluating[id] || c.preparing[id] || c.waiting[id] }
+func (c *Core) active(id StepKey) bool { return c.evaluating[id] || c.preparing[id] || c.waiting[id] }
 
 // itemsResult starts a loop with the items the driver evaluated, or
 // fails it.
@@ -105,8 +101,8 @@ func (c *Core) itemsResult(x *decider, in ItemsResult) {
 	delete(c.expanding, in.Step)
 	c.mark(in.Step)
 	s := x.st.Steps[in.Step]
-	ps := c.plan.Step(in.Step)
-	if s == nil || ps == nil || ps.ForEach == nil || s.Status != Pending {
+	ps := c.step(in.Step)
+	if in.Step.IsInstance() || s == nil || ps == nil || ps.ForEach == nil || s.Status != Pending {
 		return
 	}
 	fail := func(why string) {
@@ -161,7 +157,8 @@ func (c *Core) itemsResult(x *decider, in ItemsResult) {
 // items are done.
 func (c *Core) scheduleLoop(x *decider, ps *PlanStep, start bool) {
 	st := x.st
-	ls := st.Steps[ps.ID]
+	id := Key(ps.ID)
+	ls := st.Steps[id]
 	lr := c.loopOf(st, ps)
 	fe := ps.ForEach
 	inflight, failed, pending := 0, 0, false
@@ -185,7 +182,7 @@ func (c *Core) scheduleLoop(x *decider, ps *PlanStep, start bool) {
 				pending, turn = true, false
 				continue
 			}
-			x.emit(EvItemStarted, ps.ID, ItemEvent{Index: i, Key: it.Key})
+			x.emit(EvItemStarted, id, ItemEvent{Index: i, Key: it.Key})
 		}
 		// Running.
 		if start {
@@ -204,7 +201,7 @@ func (c *Core) scheduleLoop(x *decider, ps *PlanStep, start bool) {
 			}
 		}
 		if status != "" {
-			x.emit(EvItemFinished, ps.ID, ItemEvent{Index: i, Key: it.Key, Status: status, Error: shorten(why)})
+			x.emit(EvItemFinished, id, ItemEvent{Index: i, Key: it.Key, Status: status, Error: shorten(why)})
 			if status == Failed {
 				failed++
 			} else if i == lr.head {
@@ -222,7 +219,7 @@ func (c *Core) scheduleLoop(x *decider, ps *PlanStep, start bool) {
 		return // halted or paused with items still to run
 	}
 	if failed == 0 {
-		x.emit(EvStepCompleted, ps.ID, Outcome{Attempt: ls.Attempts})
+		x.emit(EvStepCompleted, id, Outcome{Attempt: ls.Attempts})
 		return
 	}
 	var names []string
@@ -244,12 +241,12 @@ func (c *Core) scheduleLoop(x *decider, ps *PlanStep, start bool) {
 	if pending {
 		why += "; the items after " + plural(len(names), "it", "them") + " did not run"
 	}
-	x.emit(EvStepFailed, ps.ID, Outcome{Attempt: ls.Attempts, Error: shorten(why)})
+	x.emit(EvStepFailed, id, Outcome{Attempt: ls.Attempts, Error: shorten(why)})
 	c.fail(code, fmt.Sprintf("step %s failed: %s", ps.ID, why))
 }
 
 // startItem starts the ready instances of an item.
-func (c *Core) startItem(x *decider, loop *PlanStep, keys []string) {
+func (c *Core) startItem(x *decider, loop *PlanStep, keys []StepKey) {
 	for j, key := range keys {
 		ps := c.plan.Step(loop.ForEach.Body[j])
 		if !c.readyInstance(x.st, ps, key, keys, loop.ForEach) {
@@ -270,13 +267,13 @@ func (c *Core) startItem(x *decider, loop *PlanStep, keys []string) {
 // readyInstance reports whether an instance may start: it is pending,
 // no loop-back blocks it, and its needs — this item's instances of body
 // steps, and steps of the top level — are done.
-func (c *Core) readyInstance(st *State, ps *PlanStep, key string, item []string, fe *PlanLoop) bool {
+func (c *Core) readyInstance(st *State, ps *PlanStep, key StepKey, item []StepKey, fe *PlanLoop) bool {
 	s := st.Steps[key]
 	if s == nil || s.Status != Pending || s.BlockedByLoop != nil || c.active(key) || waitingFor(st, s) {
 		return false
 	}
 	for _, n := range ps.Needs {
-		id := n
+		id := Key(n)
 		if j := fe.BodyIndex(n); j >= 0 {
 			id = item[j]
 		}
@@ -290,7 +287,7 @@ func (c *Core) readyInstance(st *State, ps *PlanStep, key string, item []string,
 // itemEnd says whether an item has ended — COMPLETED when every
 // instance is done, FAILED when one failed and none is still in flight
 // — and why it failed; "" while it runs.
-func (c *Core) itemEnd(st *State, keys []string) (Status, string) {
+func (c *Core) itemEnd(st *State, keys []StepKey) (Status, string) {
 	done, why := true, ""
 	for _, key := range keys {
 		s := st.Steps[key]
@@ -301,8 +298,7 @@ func (c *Core) itemEnd(st *State, keys []string) (Status, string) {
 		case s.Status == Running || s.Status == WaitingOnHuman || c.active(key):
 			return "", ""
 		case s.Status == Failed && why == "":
-			k, _ := SplitKey(key)
-			why = k.Step + ": " + deref(s.LastError)
+			why = key.Step + ": " + deref(s.LastError)
 		}
 		if !s.Status.done() {
 			done = false
@@ -319,7 +315,7 @@ func (c *Core) itemEnd(st *State, keys []string) (Status, string) {
 
 // failedByBudget reports whether an item failed because a gate inside
 // it spent its iterations (exit 5), not because a session failed.
-func (c *Core) failedByBudget(st *State, keys []string) bool {
+func (c *Core) failedByBudget(st *State, keys []StepKey) bool {
 	for _, key := range keys {
 		if s := st.Steps[key]; s != nil && s.Status == Failed && !s.GateFailed {
 			return false

@@ -36,7 +36,7 @@ func loopPlan(t *testing.T, parallel int, continueOnError bool) *core.Plan {
 func newPlanHarness(t *testing.T, plan *core.Plan) *coreHarness {
 	t.Helper()
 	h := &coreHarness{t: t, plan: plan, core: core.NewCore(plan), st: &core.State{}, now: time.Date(2025, 1, 15, 14, 30, 0, 0, time.UTC)}
-	e := core.NewEvent(h.now, core.EvRunCreated, "", core.RunCreated{RunID: "r1", WorkflowName: "stories", Steps: plan.IDs()})
+	e := core.NewEvent(h.now, core.EvRunCreated, core.StepKey{}, core.RunCreated{RunID: "r1", WorkflowName: "stories", Steps: sks(plan.IDs()...)})
 	if err := core.Apply(h.st, e); err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func (h *coreHarness) items(loop string, keys ...string) []core.Effect {
 	if !h.expanding(loop) {
 		h.t.Fatalf("no ExpandItems for %s in %#v", loop, h.effects)
 	}
-	in := core.ItemsResult{Step: loop, Items: []core.LoopItem{}}
+	in := core.ItemsResult{Step: sk(loop), Items: []core.LoopItem{}}
 	for _, k := range keys {
 		in.Items = append(in.Items, core.LoopItem{Key: k, Value: json.RawMessage(fmt.Sprintf(`{"id":%q}`, k))})
 	}
@@ -61,18 +61,18 @@ func (h *coreHarness) items(loop string, keys ...string) []core.Effect {
 
 func (h *coreHarness) expanding(loop string) bool {
 	for _, e := range h.effects {
-		if x, ok := e.(core.ExpandItems); ok && x.Step == loop {
+		if x, ok := e.(core.ExpandItems); ok && x.Step == sk(loop) {
 			return true
 		}
 	}
 	return false
 }
 
-func inst(loop, item, step string) string { return core.Instance(loop, item, step) }
+func inst(loop, item, step string) string { return core.Instance(loop, item, step).String() }
 
 func (h *coreHarness) itemStatuses(loop string) string {
 	var out []string
-	for _, it := range h.st.Steps[loop].Items {
+	for _, it := range h.st.Steps[sk(loop)].Items {
 		out = append(out, it.Key+"="+string(it.Status))
 	}
 	return strings.Join(out, " ")
@@ -95,7 +95,7 @@ func TestLoopSequential(t *testing.T) {
 		}
 		h.ok(inst("stories", k, "review"))
 	}
-	ls := h.st.Steps["stories"]
+	ls := h.st.Steps[core.Key("stories")]
 	if ls.Status != core.Completed || *ls.LoopIndex != 3 || !*ls.LoopCompleted {
 		t.Fatalf("loop: %s index %d completed %v", ls.Status, *ls.LoopIndex, *ls.LoopCompleted)
 	}
@@ -108,7 +108,7 @@ func TestLoopSequential(t *testing.T) {
 	// Instances sit in the record's order right after their loop.
 	want := []string{"breakdown", "stories", inst("stories", "a", "implement"), inst("stories", "a", "review"),
 		inst("stories", "b", "implement"), inst("stories", "b", "review"), inst("stories", "c", "implement"), inst("stories", "c", "review"), "integrate"}
-	if !slices.Equal(h.st.StepOrder, want) {
+	if !slices.Equal(core.KeyStrings(h.st.StepOrder), want) {
 		t.Errorf("step order %v", h.st.StepOrder)
 	}
 	h.ok("integrate")
@@ -154,14 +154,14 @@ func TestLoopBackInsideItem(t *testing.T) {
 	h.expect(a("implement"), core.Running, 1, 1)
 	h.expect(a("review"), core.Pending, 1, 0)
 	h.expect(b("implement"), core.Completed, 0, 1)
-	if fb := h.st.Steps[a("implement")].Feedback; fb == nil || fb.Step != a("review") {
+	if fb := h.st.Steps[sk(a("implement"))].Feedback; fb == nil || fb.Step != a("review") {
 		t.Errorf("feedback %+v", fb)
 	}
 	h.ok(a("implement"))
 	h.gateFail(a("review"), "still missing")
 	h.ok(a("implement"))
 	h.gateFail(a("review"), "still missing") // third failure: max_iterations 3 spent
-	if s := h.st.Steps[a("review")]; s.Status != core.Failed || !strings.Contains(deref(s.LastError), "max iterations reached") {
+	if s := h.st.Steps[sk(a("review"))]; s.Status != core.Failed || !strings.Contains(deref(s.LastError), "max iterations reached") {
 		t.Fatalf("a.review: %s %s", s.Status, deref(s.LastError))
 	}
 	if h.finish() != nil {
@@ -175,7 +175,7 @@ func TestLoopBackInsideItem(t *testing.T) {
 	if f == nil || f.ExitCode != 5 || !strings.Contains(f.Reason, "1 of 2 items failed: a") {
 		t.Fatalf("finish %+v", f)
 	}
-	if s := h.st.Steps["stories"]; s.Status != core.Failed {
+	if s := h.st.Steps[core.Key("stories")]; s.Status != core.Failed {
 		t.Errorf("loop %s", s.Status)
 	}
 	h.replayed()
@@ -221,7 +221,7 @@ func TestLoopContinueOnError(t *testing.T) {
 	if got := h.itemStatuses("stories"); got != "a=FAILED b=COMPLETED c=FAILED" {
 		t.Errorf("items: %s", got)
 	}
-	if e := h.st.Steps["stories"].Items[0].Error; !strings.HasPrefix(e, "implement: ") {
+	if e := h.st.Steps[core.Key("stories")].Items[0].Error; !strings.HasPrefix(e, "implement: ") {
 		t.Errorf("item error %q", e)
 	}
 	h.replayed()
@@ -249,10 +249,10 @@ func TestLoopBackIntoLoop(t *testing.T) {
 	}
 	h.expect(inst("stories", "b", "implement"), core.Running, 1, 1)
 	h.expect(inst("stories", "c", "implement"), core.Pending, 1, 0)
-	if s := h.st.Steps[inst("stories", "a", "review")]; s.Status != core.Skipped || s.SkipReason != "item removed" || s.LastError != nil {
+	if s := h.st.Steps[sk(inst("stories", "a", "review"))]; s.Status != core.Skipped || s.SkipReason != "item removed" || s.LastError != nil {
 		t.Errorf("removed item's instance: %s %q, last_error %q", s.Status, s.SkipReason, deref(s.LastError))
 	}
-	if got := h.st.Steps["stories"].RemovedItems; !slices.Equal(got, []string{"a"}) {
+	if got := h.st.Steps[core.Key("stories")].RemovedItems; !slices.Equal(got, []string{"a"}) {
 		t.Errorf("removed_items %v", got)
 	}
 	for _, k := range []string{"b", "c"} {
@@ -283,7 +283,7 @@ func TestLoopBackFromBodyToBefore(t *testing.T) {
 	h.expect("breakdown", core.Running, 1, 1)
 	h.expect("stories", core.Pending, 1, 0)
 	h.expect(inst("stories", "b", "implement"), core.Pending, 1, 0)
-	if fb := h.st.Steps["breakdown"].Feedback; fb == nil || fb.Step != inst("stories", "a", "review") {
+	if fb := h.st.Steps[core.Key("breakdown")].Feedback; fb == nil || fb.Step != inst("stories", "a", "review") {
 		t.Errorf("feedback %+v", fb)
 	}
 	h.ok("breakdown")
@@ -344,9 +344,9 @@ func TestLoopItemsErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newPlanHarness(t, loopPlan(t, 1, false))
 			h.ok("breakdown")
-			tc.in.Step = "stories"
+			tc.in.Step = sk("stories")
 			h.decide(tc.in)
-			s := h.st.Steps["stories"]
+			s := h.st.Steps[core.Key("stories")]
 			if s.Status != core.Failed || !strings.Contains(deref(s.LastError), tc.want) {
 				t.Fatalf("loop: %s %q, want an error with %q", s.Status, deref(s.LastError), tc.want)
 			}
@@ -359,7 +359,7 @@ func TestLoopItemsErrors(t *testing.T) {
 	h := newPlanHarness(t, loopPlan(t, 1, false))
 	h.ok("breakdown")
 	h.items("stories")
-	if s := h.st.Steps["stories"]; s.Status != core.Completed || *s.LoopIndex != 0 {
+	if s := h.st.Steps[core.Key("stories")]; s.Status != core.Completed || *s.LoopIndex != 0 {
 		t.Fatalf("empty loop: %s", s.Status)
 	}
 	if got := h.started(); !slices.Equal(got, []string{"integrate"}) {

@@ -33,8 +33,8 @@ steps:
 
 // waitingFor returns a step's waiting_for, or "".
 func waitingForOf(h *coreHarness, step string) string {
-	if w := h.st.Steps[step].WaitingFor; w != nil {
-		return *w
+	if w := h.st.Steps[sk(step)].WaitingFor; w != nil {
+		return w.String()
 	}
 	return ""
 }
@@ -57,13 +57,13 @@ func TestLoopBackToSideStep(t *testing.T) {
 	if w := waitingForOf(h, "review"); w != "fix" {
 		t.Errorf("review waiting_for = %q, want fix", w)
 	}
-	if b := h.st.Steps["review"].BlockedByLoop; b != nil {
+	if b := h.st.Steps[core.Key("review")].BlockedByLoop; b != nil {
 		t.Errorf("review blocked_by_loop = %s, want none (it waits for fix)", *b)
 	}
-	if b := h.st.Steps["merge"].BlockedByLoop; b == nil || *b != "review" {
+	if b := h.st.Steps[core.Key("merge")].BlockedByLoop; b == nil || *b != "review" {
 		t.Errorf("merge blocked_by_loop = %v, want review", b)
 	}
-	if fb := h.st.Steps["fix"].Feedback; fb == nil || fb.Step != "review" || !strings.Contains(fb.Reason, "needs work") {
+	if fb := h.st.Steps[core.Key("fix")].Feedback; fb == nil || fb.Step != "review" || !strings.Contains(fb.Reason, "needs work") {
 		t.Errorf("fix feedback = %+v", fb)
 	}
 	if got := h.started(); !slices.Equal(got, []string{"fix"}) {
@@ -77,10 +77,10 @@ func TestLoopBackToSideStep(t *testing.T) {
 			}
 		}
 	}
-	if gf.WaitingFor != "fix" || gf.Target != "fix" || !slices.Equal(gf.Reset, []string{"fix", "review", "merge"}) {
+	if gf.WaitingFor != sk("fix") || gf.Target != sk("fix") || !slices.Equal(gf.Reset, sks("fix", "review", "merge")) {
 		t.Errorf("gate_failed data: target %q waiting_for %q reset %v", gf.Target, gf.WaitingFor, gf.Reset)
 	}
-	b, _ := json.Marshal(h.st.Steps["review"])
+	b, _ := json.Marshal(h.st.Steps[core.Key("review")])
 	if !strings.Contains(string(b), `"waiting_for":"fix"`) {
 		t.Errorf("run_state.json of review has no waiting_for: %s", b)
 	}
@@ -91,7 +91,7 @@ func TestLoopBackToSideStep(t *testing.T) {
 	if w := waitingForOf(h, "review"); w != "" {
 		t.Errorf("review still waiting_for %q once it runs", w)
 	}
-	if b := h.st.Steps["merge"].BlockedByLoop; b != nil {
+	if b := h.st.Steps[core.Key("merge")].BlockedByLoop; b != nil {
 		t.Errorf("merge still blocked by %s after fix completed", *b)
 	}
 	h.ok("review")
@@ -100,7 +100,7 @@ func TestLoopBackToSideStep(t *testing.T) {
 	if f := h.finish(); f == nil || f.Status != core.RunCompleted {
 		t.Fatalf("finish = %+v", f)
 	}
-	b, _ = json.Marshal(h.st.Steps["review"])
+	b, _ = json.Marshal(h.st.Steps[core.Key("review")])
 	if strings.Contains(string(b), "waiting_for") {
 		t.Errorf("a step that waits for nothing has waiting_for: %s", b)
 	}
@@ -120,7 +120,7 @@ func TestLoopBackToSideStepIterationCap(t *testing.T) {
 	h.expect("review", core.Pending, 2, 0)
 	h.ok("fix")
 	h.gateFail("review", "still no")
-	s := h.st.Steps["review"]
+	s := h.st.Steps[core.Key("review")]
 	if s.Status != core.Failed || !strings.Contains(deref(s.LastError), "max iterations reached (3)") {
 		t.Fatalf("review: %s %q", s.Status, deref(s.LastError))
 	}
@@ -142,7 +142,7 @@ func TestLoopBackToSideStepResume(t *testing.T) {
 	h.gateFail("review", "needs work")
 	h.expect("fix", core.Running, 1, 1)
 	h.decide(core.Interrupt{})
-	h.decide(core.SessionDone{Step: "fix", Interrupted: true})
+	h.decide(core.SessionDone{Step: core.Key("fix"), Interrupted: true})
 	if f := h.finish(); f == nil || f.Status != core.RunInterrupted {
 		t.Fatalf("finish = %+v, want interrupted", f)
 	}
@@ -156,7 +156,7 @@ func TestLoopBackToSideStepResume(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if w := st.Steps["review"].WaitingFor; w == nil || *w != "fix" {
+	if w := st.Steps[core.Key("review")].WaitingFor; w == nil || *w != sk("fix") {
 		t.Fatalf("rebuilt review waiting_for = %v, want fix", w)
 	}
 	h.st = st
@@ -191,7 +191,7 @@ steps:
   - id: after
     run: after
 `, spec.Budgets{})
-	h.decide(core.ItemsResult{Step: "stories", Items: []core.LoopItem{{Key: "a", Value: []byte(`"a"`)}}})
+	h.decide(core.ItemsResult{Step: core.Key("stories"), Items: []core.LoopItem{{Key: "a", Value: []byte(`"a"`)}}})
 	h.ok("stories[a].impl")
 	// An item's ready instances start together: fix is running when
 	// review's gate fails, and a loop-back never pulls a session from
@@ -218,7 +218,7 @@ func startedOf(effs []core.Effect) []string {
 	var ids []string
 	for _, e := range effs {
 		if s, ok := e.(core.StartSession); ok {
-			ids = append(ids, s.Step)
+			ids = append(ids, s.Step.String())
 		}
 	}
 	return ids

@@ -133,18 +133,18 @@ type WorkspaceRemoved struct {
 // item's instance of merge.loop_back_to) and the instances it Reset,
 // one iteration on; Output is the conflict, the target's feedback.
 type ItemMerge struct {
-	Index    int      `json:"index"`
-	Key      string   `json:"key"`
-	Scope    string   `json:"scope"`
-	Status   string   `json:"status"`
-	Commit   string   `json:"commit,omitempty"`
-	Into     string   `json:"into,omitempty"`
-	MergedAs string   `json:"merged_as,omitempty"`
-	Reason   string   `json:"reason,omitempty"`
-	Output   string   `json:"output,omitempty"`
-	Files    []string `json:"files,omitempty"`
-	Target   string   `json:"target,omitempty"`
-	Reset    []string `json:"reset,omitempty"`
+	Index    int       `json:"index"`
+	Key      string    `json:"key"`
+	Scope    string    `json:"scope"`
+	Status   string    `json:"status"`
+	Commit   string    `json:"commit,omitempty"`
+	Into     string    `json:"into,omitempty"`
+	MergedAs string    `json:"merged_as,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
+	Output   string    `json:"output,omitempty"`
+	Files    []string  `json:"files,omitempty"`
+	Target   StepKey   `json:"target,omitzero"`
+	Reset    []StepKey `json:"reset,omitempty"`
 	// Spent is set when the conflict failed the item because its
 	// loop-backs were spent.
 	Spent bool `json:"spent,omitempty"`
@@ -173,7 +173,7 @@ type MergeItem struct {
 // step was sent back to resolve a conflict, and a conflict will send it
 // back to itself.
 type MergeStep struct {
-	Step      string
+	Step      StepKey
 	Resolving bool
 	LoopBack  bool
 }
@@ -187,7 +187,7 @@ func (MergeStep) isEffect() {}
 // failed) or the conflict's summary, Output the conflict's files and
 // hunks, Files the conflicting files.
 type MergeResult struct {
-	Step     string
+	Step     StepKey
 	Loop     string
 	Index    int
 	Key      string
@@ -262,7 +262,7 @@ func (c *Core) mergeBudget(ps *PlanStep) int {
 
 // mergeResult records the outcome of an item's merge.
 func (c *Core) mergeResult(x *decider, in MergeResult) {
-	if in.Step != "" {
+	if !in.Step.IsZero() {
 		c.stepMergeResult(x, in)
 		return
 	}
@@ -271,9 +271,10 @@ func (c *Core) mergeResult(x *decider, in MergeResult) {
 		return
 	}
 	delete(c.merging, scope)
-	c.mark(in.Loop)
+	loop := Key(in.Loop)
+	c.mark(loop)
 	ps := c.plan.Step(in.Loop)
-	ls := x.st.Steps[in.Loop]
+	ls := x.st.Steps[loop]
 	if ps == nil || ps.ForEach == nil || ls == nil || in.Index < 0 || in.Index >= len(ls.Items) ||
 		ls.Items[in.Index].Key != in.Key || ls.Items[in.Index].Status != Running {
 		return
@@ -315,7 +316,7 @@ func (c *Core) mergeResult(x *decider, in MergeResult) {
 			break
 		}
 		d.Target = tid
-		d.Reset = []string{tid}
+		d.Reset = []StepKey{tid}
 		for _, id := range c.plan.Downstream(target) {
 			if k := Instance(in.Loop, in.Key, id); !slices.Contains(d.Reset, k) && x.st.Steps[k] != nil {
 				d.Reset = append(d.Reset, k)
@@ -324,7 +325,7 @@ func (c *Core) mergeResult(x *decider, in MergeResult) {
 	default:
 		d.Status, d.Reason = MergeFailed, shorten(fmt.Sprintf("the driver reported merge status %q", in.Status))
 	}
-	x.emit(EvItemMerge, in.Loop, d)
+	x.emit(EvItemMerge, loop, d)
 	for _, id := range d.Reset {
 		delete(c.waiting, id)
 		delete(c.evaluating, id)
@@ -374,10 +375,10 @@ func applyItemMerge(s *State, loop *StepState, d *ItemMerge, e Event) {
 			ws.Conflicts++
 		}
 	}
-	if d.Target == "" {
+	if d.Target.IsZero() {
 		return
 	}
-	from := e.Step + "[" + d.Key + "]"
+	from := e.Step.String() + "[" + d.Key + "]"
 	for _, id := range d.Reset {
 		other := s.Steps[id]
 		if other == nil {
@@ -424,18 +425,18 @@ func resetItemMerges(s *State, loop string, keys []string) {
 // startStepMerge asks for the merge of a step whose session succeeded
 // and whose gate passed, keeping the session's outcome until the merge
 // is recorded.
-func (c *Core) startStepMerge(x *decider, id string, ps *PlanStep, o Outcome) {
+func (c *Core) startStepMerge(x *decider, id StepKey, ps *PlanStep, o Outcome) {
 	c.stepMerges[id] = o
-	c.merging[id] = true
+	c.merging[id.Step] = true
 	x.effect(c.mergeStepEffect(x.st, id, ps))
 }
 
-func (c *Core) mergeStepEffect(st *State, id string, ps *PlanStep) MergeStep {
+func (c *Core) mergeStepEffect(st *State, id StepKey, ps *PlanStep) MergeStep {
 	m := MergeStep{Step: id}
-	if ws := st.Workspaces[id]; ws != nil && ws.Merge == MergeConflict {
+	if ws := st.Workspaces[id.Step]; ws != nil && ws.Merge == MergeConflict {
 		m.Resolving = true
 	}
-	if s := st.Steps[id]; s != nil && ps.LoopTarget == id && s.IterationCount+1 < ps.MaxIterations {
+	if s := st.Steps[id]; s != nil && ps.LoopTarget == id.Step && !id.IsInstance() && s.IterationCount+1 < ps.MaxIterations {
 		m.LoopBack = true
 	}
 	return m
@@ -444,12 +445,13 @@ func (c *Core) mergeStepEffect(st *State, id string, ps *PlanStep) MergeStep {
 // retryStepMerges asks again for the merges of steps that wait for the
 // shared checkout.
 func (c *Core) retryStepMerges(x *decider) {
-	for _, id := range c.mergesWaiting() {
+	for _, scope := range c.mergesWaiting() {
+		id := Key(scope)
 		ps := c.step(id)
-		if _, ok := c.stepMerges[id]; !ok || ps == nil || IsInstance(id) {
+		if _, ok := c.stepMerges[id]; !ok || ps == nil {
 			continue
 		}
-		c.merging[id] = true
+		c.merging[scope] = true
 		x.effect(c.mergeStepEffect(x.st, id, ps))
 	}
 }
@@ -458,10 +460,10 @@ func (c *Core) retryStepMerges(x *decider) {
 // completes the step, fails its gate (a conflict) or fails it.
 func (c *Core) stepMergeResult(x *decider, in MergeResult) {
 	id := in.Step
-	if !c.merging[id] {
+	if id.IsInstance() || !c.merging[id.Step] {
 		return
 	}
-	delete(c.merging, id)
+	delete(c.merging, id.Step)
 	c.mark(id)
 	o, ok := c.stepMerges[id]
 	s, ps := x.st.Steps[id], c.step(id)
@@ -469,7 +471,7 @@ func (c *Core) stepMergeResult(x *decider, in MergeResult) {
 		delete(c.stepMerges, id)
 		return
 	}
-	d := ItemMerge{Index: -1, Scope: id, Status: in.Status, Commit: in.Commit, Into: in.Into, MergedAs: in.MergedAs,
+	d := ItemMerge{Index: -1, Scope: id.Step, Status: in.Status, Commit: in.Commit, Into: in.Into, MergedAs: in.MergedAs,
 		Reason: shorten(in.Reason), Files: in.Files}
 	switch in.Status {
 	case MergeMerged:
@@ -477,8 +479,8 @@ func (c *Core) stepMergeResult(x *decider, in MergeResult) {
 		delete(c.stepMerges, id)
 		c.completed(x, id, ps, o)
 	case MergeWaiting:
-		c.mergeHeld[id] = true
-		if ws := x.st.Workspaces[id]; ws != nil && ws.Merge == MergeWaiting && ws.Reason == d.Reason {
+		c.mergeHeld[id.Step] = true
+		if ws := x.st.Workspaces[id.Step]; ws != nil && ws.Merge == MergeWaiting && ws.Reason == d.Reason {
 			if c.idleAtRetry && len(c.merging) == 0 {
 				c.idle = true
 			}

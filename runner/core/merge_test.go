@@ -95,7 +95,7 @@ func TestMergeInItemOrder(t *testing.T) {
 		t.Fatalf("merges after b's: %v", got)
 	}
 	h.merged(h.merges()[0])
-	if ls := h.st.Steps["stories"]; ls.Status != core.Completed {
+	if ls := h.st.Steps[core.Key("stories")]; ls.Status != core.Completed {
 		t.Fatalf("loop %s", ls.Status)
 	}
 	if got := h.started(); !slices.Equal(got, []string{"integrate"}) {
@@ -123,7 +123,7 @@ func TestMergeConflictLoopsBack(t *testing.T) {
 	h.decide(core.MergeResult{Loop: "stories", Index: 0, Key: "a", Status: core.MergeConflict, Commit: "c-a1", Files: []string{"f.go"}, Output: "<<<<<<< flow/r1/_run\nx\n=======\ny\n>>>>>>> flow/r1/stories.a"})
 	h.expect(inst("stories", "a", "implement"), core.Running, 1, 1)
 	h.expect(inst("stories", "a", "review"), core.Pending, 1, 0)
-	fb := h.st.Steps[inst("stories", "a", "implement")].Feedback
+	fb := h.st.Steps[sk(inst("stories", "a", "implement"))].Feedback
 	if fb == nil || fb.Step != "stories[a]" || fb.Reason != "merge conflict in f.go" || !strings.Contains(fb.Output, "<<<<<<<") {
 		t.Fatalf("feedback %+v", fb)
 	}
@@ -143,7 +143,7 @@ func TestMergeConflictLoopsBack(t *testing.T) {
 	if ws := h.st.Workspaces["stories.a"]; ws.Conflicts != 1 || ws.Merge != core.MergeMerged {
 		t.Fatalf("workspace of a: %+v", ws)
 	}
-	if ls := h.st.Steps["stories"]; ls.Status != core.Completed {
+	if ls := h.st.Steps[core.Key("stories")]; ls.Status != core.Completed {
 		t.Fatalf("loop %s", ls.Status)
 	}
 	h.replayed()
@@ -173,7 +173,7 @@ func TestMergeConflictFails(t *testing.T) {
 				}
 				h.decide(core.MergeResult{Loop: "stories", Index: 0, Key: "a", Status: core.MergeConflict, Files: []string{"f.go"}, Output: "hunks"})
 			}
-			if it := h.st.Steps["stories"].Items[0]; it.Status != core.Failed || it.Error != tc.reason {
+			if it := h.st.Steps[core.Key("stories")].Items[0]; it.Status != core.Failed || it.Error != tc.reason {
 				t.Fatalf("item a: %+v", it)
 			}
 			if f := h.finish(); f == nil || f.ExitCode != tc.code {
@@ -316,26 +316,26 @@ func TestMergeStep(t *testing.T) {
 	h := newPlanHarness(t, plan)
 	h.ok("code")
 	m := h.stepMerges()
-	if len(m) != 1 || m[0].Step != "code" || m[0].Resolving || !m[0].LoopBack {
+	if len(m) != 1 || m[0].Step != core.Key("code") || m[0].Resolving || !m[0].LoopBack {
 		t.Fatalf("merges %+v", m)
 	}
 	h.expect("code", core.Running, 0, 1)
-	h.decide(core.MergeResult{Step: "code", Status: core.MergeConflict, Files: []string{"f.go"}, Output: "<<<<<<< hunks"})
+	h.decide(core.MergeResult{Step: core.Key("code"), Status: core.MergeConflict, Files: []string{"f.go"}, Output: "<<<<<<< hunks"})
 	h.expect("code", core.Running, 1, 1)
-	if fb := h.st.Steps["code"].Feedback; fb == nil || fb.Reason != "merge conflict in f.go" || fb.Output != "<<<<<<< hunks" {
+	if fb := h.st.Steps[core.Key("code")].Feedback; fb == nil || fb.Reason != "merge conflict in f.go" || fb.Output != "<<<<<<< hunks" {
 		t.Fatalf("feedback %+v", fb)
 	}
 	h.ok("code")
 	if m := h.stepMerges(); len(m) != 1 || !m[0].Resolving {
 		t.Fatalf("second merge %+v", m)
 	}
-	h.decide(core.MergeResult{Step: "code", Status: core.MergeWaiting, Reason: "local changes"})
+	h.decide(core.MergeResult{Step: core.Key("code"), Status: core.MergeWaiting, Reason: "local changes"})
 	h.expect("code", core.Running, 1, 1)
 	h.decide(core.MergeRetry{})
 	if m := h.stepMerges(); len(m) != 1 {
 		t.Fatalf("retry %+v", h.effects)
 	}
-	h.decide(core.MergeResult{Step: "code", Status: core.MergeMerged, Commit: "c1", Into: "main", MergedAs: "m1"})
+	h.decide(core.MergeResult{Step: core.Key("code"), Status: core.MergeMerged, Commit: "c1", Into: "main", MergedAs: "m1"})
 	h.expect("code", core.Completed, 1, 1)
 	if got := h.started(); !slices.Equal(got, []string{"ship"}) {
 		t.Fatalf("after the merge: %v", got)

@@ -98,12 +98,12 @@ func TestLoopBackResumesAtItem(t *testing.T) {
 			// The kept items stay at their iteration; the others, and
 			// the loops, are one on.
 			for key, want := range map[string]int{b("a"): 0, b("b"): 1, b("c"): 1, c("a"): 0, c("b"): 1, c("c"): 1, "build": 1, "check": 1, "docs": 1, "split": 0} {
-				if got := h.st.Steps[key].IterationCount; got != want {
+				if got := h.st.Steps[sk(key)].IterationCount; got != want {
 					t.Errorf("%s: iteration %d, want %d", key, got, want)
 				}
 			}
 			for _, loop := range []string{"build", "check"} {
-				ls := h.st.Steps[loop]
+				ls := h.st.Steps[sk(loop)]
 				if ls.Status != core.Completed || *ls.LoopIndex != 3 || !*ls.LoopCompleted || ls.Attempts != 1 {
 					t.Errorf("%s: %s index %d completed %v attempts %d", loop, ls.Status, *ls.LoopIndex, *ls.LoopCompleted, ls.Attempts)
 				}
@@ -140,17 +140,17 @@ func TestReportDecides(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newPlanHarness(t, plan(tt.reportDecides))
-			h.decide(core.SessionDone{Step: "code", Outcome: core.Outcome{Attempt: 1}, Facts: core.SessionFacts{Verdict: core.VerdictFail}})
-			if s := h.st.Steps["code"]; s.Status != core.Completed && tt.reportDecides {
+			h.decide(core.SessionDone{Step: core.Key("code"), Outcome: core.Outcome{Attempt: 1}, Facts: core.SessionFacts{Verdict: core.VerdictFail}})
+			if s := h.st.Steps[core.Key("code")]; s.Status != core.Completed && tt.reportDecides {
 				t.Fatalf("code after a FAIL line: %s", s.Status)
 			}
-			if h.st.Steps["review"].Status != core.Running {
+			if h.st.Steps[core.Key("review")].Status != core.Running {
 				return // flow's own: code failed on its FAIL line
 			}
-			h.decide(core.SessionDone{Step: "review", Outcome: core.Outcome{Attempt: 1}, Facts: tt.facts, Gate: &core.GateFacts{}})
-			looped := h.st.Steps["code"].IterationCount == 1
+			h.decide(core.SessionDone{Step: core.Key("review"), Outcome: core.Outcome{Attempt: 1}, Facts: tt.facts, Gate: &core.GateFacts{}})
+			looped := h.st.Steps[core.Key("code")].IterationCount == 1
 			if looped != tt.wantLoop {
-				t.Errorf("looped back = %v, want %v (review: %s %v)", looped, tt.wantLoop, h.st.Steps["review"].Status, h.st.Steps["review"].LastError)
+				t.Errorf("looped back = %v, want %v (review: %s %v)", looped, tt.wantLoop, h.st.Steps[core.Key("review")].Status, h.st.Steps[core.Key("review")].LastError)
 			}
 		})
 	}
@@ -167,12 +167,12 @@ func TestDailyCostLimit(t *testing.T) {
 	if got := h.started(); !slices.Equal(got, []string{"a"}) {
 		t.Fatalf("started %v", got)
 	}
-	h.decide(core.SessionDone{Step: "a", Outcome: core.Outcome{Attempt: 1}, DailySpent: spent(0.4), Gate: &core.GateFacts{}})
+	h.decide(core.SessionDone{Step: core.Key("a"), Outcome: core.Outcome{Attempt: 1}, DailySpent: spent(0.4), Gate: &core.GateFacts{}})
 	if got := h.started(); !slices.Equal(got, []string{"b"}) {
 		t.Fatalf("started %v after 0.4 of 1", got)
 	}
 	// Another run spent meanwhile: this session brings the day to 1.3.
-	h.decide(core.SessionDone{Step: "b", Outcome: core.Outcome{Attempt: 1}, DailySpent: spent(1.3), Gate: &core.GateFacts{}})
+	h.decide(core.SessionDone{Step: core.Key("b"), Outcome: core.Outcome{Attempt: 1}, DailySpent: spent(1.3), Gate: &core.GateFacts{}})
 	f := h.finish()
 	if f == nil || f.Status != core.RunBudgetExceeded || f.ExitCode != 6 || !strings.Contains(f.Reason, "daily cost limit is spent (1.3 of 1 USD today, UTC)") {
 		t.Fatalf("finish = %+v", f)

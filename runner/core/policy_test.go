@@ -84,8 +84,8 @@ func TestSessionOutcomes(t *testing.T) {
 				h.ok(id)
 			}
 			in := tt.done
-			in.Step = tt.step
-			in.Outcome.Attempt = h.st.Steps[tt.step].Attempts
+			in.Step = sk(tt.step)
+			in.Outcome.Attempt = h.st.Steps[sk(tt.step)].Attempts
 			if in.Facts.ExitCode == 0 && in.Facts.Timeout == 0 && in.Facts.IdleTimeout == 0 {
 				in.Outcome.ExitCode = intp(0)
 			}
@@ -93,14 +93,14 @@ func TestSessionOutcomes(t *testing.T) {
 			h.decide(in)
 			var got []string
 			for _, e := range h.events[before:] {
-				if e.Step == tt.step {
+				if e.Step == sk(tt.step) {
 					got = append(got, e.Type)
 				}
 			}
 			if len(got) == 0 || got[0] != tt.want {
 				t.Fatalf("events for %s: %v; want %s first", tt.step, got, tt.want)
 			}
-			le := deref(h.st.Steps[tt.step].LastError)
+			le := deref(h.st.Steps[sk(tt.step)].LastError)
 			if tt.want == core.EvAttemptFailed {
 				// The next attempt started at once; the failure is in
 				// the event.
@@ -137,7 +137,7 @@ steps:
 		for range 60 {
 			var running, waiting []string
 			for _, id := range h.plan.IDs() {
-				switch h.st.Steps[id].Status {
+				switch h.st.Steps[sk(id)].Status {
 				case core.Running:
 					running = append(running, id)
 				case core.WaitingOnHuman:
@@ -148,7 +148,7 @@ steps:
 			switch r := rng.IntN(10); {
 			case r < 6 && len(running) > 0:
 				id := running[rng.IntN(len(running))]
-				d := core.SessionDone{Step: id, Outcome: core.Outcome{Attempt: h.st.Steps[id].Attempts}}
+				d := core.SessionDone{Step: sk(id), Outcome: core.Outcome{Attempt: h.st.Steps[sk(id)].Attempts}}
 				switch rng.IntN(20) {
 				case 0, 1:
 					d.Facts.ExitCode = 1 + rng.IntN(3)
@@ -163,17 +163,17 @@ steps:
 				d.Gate = &core.GateFacts{}
 				in = d
 			case r < 8 && len(waiting) > 0:
-				in = core.HumanDecision{Step: waiting[0], Input: core.HumanInput{Approved: rng.IntN(3) > 0, By: "p"}}
+				in = core.HumanDecision{Step: sk(waiting[0]), Input: core.HumanInput{Approved: rng.IntN(3) > 0, By: "p"}}
 			case r == 8:
 				in = core.ControlChanged{Desired: []core.ControlState{core.Continuous, core.Pause, core.RunOnce}[rng.IntN(3)]}
 			default:
-				in = core.TimerFired{Step: h.plan.IDs()[rng.IntN(len(h.plan.IDs()))]}
+				in = core.TimerFired{Step: sk(h.plan.IDs()[rng.IntN(len(h.plan.IDs()))])}
 			}
 			h.decide(in)
 			h.replayed()
 		}
 		total += len(h.events)
-		if h.st.Steps["ship"].Status == core.Completed {
+		if h.st.Steps[core.Key("ship")].Status == core.Completed {
 			shipped++
 		}
 	}

@@ -28,11 +28,11 @@ func (r *ItemResume) from(loop string) int {
 
 // itemResume says which loops a loop-back from instance gk resumes at
 // its item, or nil when none does.
-func (c *Core) itemResume(st *State, gk StepKey, target string, reset []string) *ItemResume {
+func (c *Core) itemResume(st *State, gk StepKey, target StepKey, reset []StepKey) *ItemResume {
 	if !c.plan.ResumeItems {
 		return nil
 	}
-	ls := st.Steps[gk.Loop]
+	ls := st.Steps[Key(gk.Loop)]
 	if ls == nil {
 		return nil
 	}
@@ -41,10 +41,13 @@ func (c *Core) itemResume(st *State, gk StepKey, target string, reset []string) 
 		return nil
 	}
 	r := &ItemResume{From: from}
-	for _, id := range []string{target, gk.Loop} {
-		ps, s := c.plan.Step(id), st.Steps[id]
-		if ps != nil && ps.ForEach != nil && s != nil && s.LoopIndex != nil && slices.Contains(reset, id) && !slices.Contains(r.Loops, id) {
-			r.Loops = append(r.Loops, id)
+	for _, id := range []StepKey{target, Key(gk.Loop)} {
+		if id.IsInstance() {
+			continue
+		}
+		ps, s := c.plan.Step(id.Step), st.Steps[id]
+		if ps != nil && ps.ForEach != nil && s != nil && s.LoopIndex != nil && slices.Contains(reset, id) && !slices.Contains(r.Loops, id.Step) {
+			r.Loops = append(r.Loops, id.Step)
 		}
 	}
 	if len(r.Loops) == 0 {
@@ -55,13 +58,13 @@ func (c *Core) itemResume(st *State, gk StepKey, target string, reset []string) 
 
 // instancesFrom returns the keys of the instances of a loop step's
 // items from index from on.
-func (c *Core) instancesFrom(st *State, loop string, from int) []string {
+func (c *Core) instancesFrom(st *State, loop string, from int) []StepKey {
 	ps := c.plan.Step(loop)
-	ls := st.Steps[loop]
+	ls := st.Steps[Key(loop)]
 	if ps == nil || ps.ForEach == nil || ls == nil {
 		return nil
 	}
-	var out []string
+	var out []StepKey
 	for i, it := range ls.Items {
 		if i < from {
 			continue

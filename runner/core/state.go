@@ -76,7 +76,7 @@ type State struct {
 	// Cleanups counts the run's cleanup sessions.
 	Cleanups int `json:"cleanups,omitempty"`
 	// StepOrder lists the step ids in workflow order.
-	StepOrder []string `json:"step_order"`
+	StepOrder []StepKey `json:"step_order"`
 	// Usage sums what the run's agent sessions consumed.
 	Usage *AgentUsage `json:"usage,omitempty"`
 	// Sessions counts every session the run started — commands and
@@ -90,7 +90,7 @@ type State struct {
 	// (WorkspaceScope): what each holds and how its work came back.
 	Workspaces map[string]*Workspace `json:"workspaces,omitempty"`
 
-	Steps map[string]*StepState `json:"steps"`
+	Steps map[StepKey]*StepState `json:"steps"`
 }
 
 // RunnerInfo names the process running the run.
@@ -119,7 +119,7 @@ type StepState struct {
 	// WaitingFor is, on a gate step whose loop-back went to a step that
 	// is not upstream of it, that target: the step runs again once the
 	// target is done. It is cleared when the step runs.
-	WaitingFor *string `json:"waiting_for,omitempty"`
+	WaitingFor *StepKey `json:"waiting_for,omitempty"`
 	// IterationBase is the iteration_count at which the step's current
 	// iteration budget began, as a loop-back target: 0, or where a
 	// restart or a retry that reopened its loop left it. Its gate
@@ -274,7 +274,7 @@ func (s *State) Clone() *State {
 	}
 	c.Steps = nil
 	if s.Steps != nil {
-		c.Steps = make(map[string]*StepState, len(s.Steps))
+		c.Steps = make(map[StepKey]*StepState, len(s.Steps))
 		for id, st := range s.Steps {
 			c.Steps[id] = st.clone()
 		}
@@ -438,7 +438,7 @@ func (s *State) encode(w io.Writer, indent string) error {
 	enc := json.NewEncoder(&buf)
 	enc.SetIndent(indent+indent, indent)
 	n := 0
-	write := func(id string, st *StepState) error {
+	write := func(id StepKey, st *StepState) error {
 		if n > 0 {
 			buf.WriteByte(',')
 		}
@@ -464,7 +464,7 @@ func (s *State) encode(w io.Writer, indent string) error {
 		buf.Reset()
 		return nil
 	}
-	seen := make(map[string]bool, len(s.Steps))
+	seen := make(map[StepKey]bool, len(s.Steps))
 	for _, id := range s.StepOrder {
 		if st := s.Steps[id]; st != nil && !seen[id] {
 			seen[id] = true
@@ -474,7 +474,7 @@ func (s *State) encode(w io.Writer, indent string) error {
 		}
 	}
 	if len(seen) < len(s.Steps) {
-		for _, id := range slices.Sorted(maps.Keys(s.Steps)) {
+		for _, id := range slices.SortedFunc(maps.Keys(s.Steps), CompareKeys) {
 			if !seen[id] {
 				if err := write(id, s.Steps[id]); err != nil {
 					return err

@@ -17,7 +17,7 @@ func benchState(n int) *State {
 	at := &Time{Time: time.Date(2025, 1, 15, 14, 30, 0, 123456000, time.UTC)}
 	end := &Time{Time: at.Add(1500 * time.Millisecond)}
 	s := &State{SchemaVersion: SchemaVersion, RunID: "r1", WorkflowName: "bench", CreatedAt: at, UpdatedAt: end,
-		Status: RunRunning, Vars: map[string]string{}, VarOverrides: map[string]string{}, Steps: make(map[string]*StepState, n)}
+		Status: RunRunning, Vars: map[string]string{}, VarOverrides: map[string]string{}, Steps: make(map[StepKey]*StepState, n)}
 	for i := range n {
 		id := fmt.Sprintf("step-%05d", i)
 		st := newStepState()
@@ -26,8 +26,8 @@ func benchState(n int) *State {
 		st.LogPath = "/runs/r1/logs/" + id + ".log"
 		st.Logs = []string{st.LogPath}
 		st.ExitCode = intp(0)
-		s.StepOrder = append(s.StepOrder, id)
-		s.Steps[id] = st
+		s.StepOrder = append(s.StepOrder, Key(id))
+		s.Steps[Key(id)] = st
 	}
 	return s
 }
@@ -64,7 +64,7 @@ func TestStateEncodingErrors(t *testing.T) {
 		"feedback": {Feedback: &Feedback{Report: json.RawMessage(`nope`)}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			s := &State{RunID: "r", StepOrder: []string{"a"}, Steps: map[string]*StepState{"a": st}}
+			s := &State{RunID: "r", StepOrder: []StepKey{Key("a")}, Steps: map[StepKey]*StepState{Key("a"): st}}
 			if _, err := s.Indented(); err == nil {
 				t.Error("Indented: no error")
 			}
@@ -90,7 +90,7 @@ func FuzzDecodeSteps(f *testing.F) {
 	f.Add([]byte(`{"a": {"metrics": {"k": "1", "k": "2"}}, "a": {"logs": null}, "b": null}`))
 	f.Add([]byte(`{"a": {"human": {"approved": true, "input": {"x": [1.5, {"y": null}]}}, "loop_items": [ {"k" : 1} ]}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var steps map[string]*StepState
+		var steps map[StepKey]*StepState
 		if json.Unmarshal(b, &steps) != nil {
 			return
 		}

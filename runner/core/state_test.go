@@ -17,7 +17,7 @@ func encodingState() *State {
 	s := &State{SchemaVersion: SchemaVersion, RunID: "r1", WorkflowName: "wf <&>", CreatedAt: at, UpdatedAt: at,
 		Status: RunRunning, Vars: map[string]string{"b": "2", "a": "1"}, VarOverrides: map[string]string{},
 		Runner: &RunnerInfo{PID: 7, Host: "h", StartedAt: at, HeartbeatAt: at}, Seq: 42,
-		StepOrder: []string{"a", "b", "c[x].d"}, Steps: map[string]*StepState{}}
+		StepOrder: []StepKey{Key("a"), Key("b"), Instance("c", "x", "d")}, Steps: map[StepKey]*StepState{}}
 	a := newStepState()
 	a.Status, a.Attempts, a.ReportPath, a.StartedAt, a.EndedAt = Completed, 2, strp("/r/a.json"), at, at
 	a.ExitCode, a.Signals, a.LogPath = intp(0), map[string]bool{"PASS": true, "DONE": false}, "/l/a.log"
@@ -28,7 +28,7 @@ func encodingState() *State {
 	b.LastError, b.WaitingGates = strp("exit 1 & more"), []string{"g1"}
 	b.LoopItems, b.LoopIndex, b.LoopCompleted = []json.RawMessage{json.RawMessage(`"i"`)}, intp(1), boolp(false)
 	b.Items = []Item{{Key: "x", Status: Running}}
-	s.Steps["a"], s.Steps["b"], s.Steps["c[x].d"] = a, b, newStepState()
+	s.Steps[Key("a")], s.Steps[Key("b")], s.Steps[Instance("c", "x", "d")] = a, b, newStepState()
 	return s
 }
 
@@ -57,7 +57,7 @@ func TestStateEncoding(t *testing.T) {
 	}
 	// Steps missing from StepOrder come last, sorted; an empty run has
 	// an empty object.
-	s.StepOrder = []string{"b"}
+	s.StepOrder = []StepKey{Key("b")}
 	got, _ = json.Marshal(s)
 	var back struct {
 		Steps json.RawMessage `json:"steps"`
@@ -66,7 +66,7 @@ func TestStateEncoding(t *testing.T) {
 		bytes.Index(back.Steps, []byte(`"a":`)) > bytes.Index(back.Steps, []byte(`"c[x].d":`)) {
 		t.Errorf("order: %v %s", err, back.Steps)
 	}
-	empty := &State{Steps: map[string]*StepState{}}
+	empty := &State{Steps: map[StepKey]*StepState{}}
 	if got, _ := empty.Indented(); !bytes.HasSuffix(got, []byte(`"steps": {}`+"\n}")) {
 		t.Errorf("empty: %s", got)
 	}
@@ -77,10 +77,11 @@ func TestStateEncoding(t *testing.T) {
 // slice or map, leaves the clone as it was.
 func TestCloneSharesNothing(t *testing.T) {
 	s := encodingState()
-	a := s.Steps["a"]
+	a := s.Steps[Key("a")]
 	a.Human = &HumanInput{Approved: true, Input: map[string]any{"list": []any{"x", map[string]any{"k": "v"}}}}
 	a.ConversationUsage, a.LoopIndex, a.LoopCompleted = &AgentUsage{Turns: 1}, intp(0), boolp(true)
-	a.WaitingFor, a.ManualInputPath, a.BlockedByLoop = strp("t"), strp("/m"), strp("l")
+	t0 := Key("t")
+	a.WaitingFor, a.ManualInputPath, a.BlockedByLoop = &t0, strp("/m"), strp("l")
 	a.LoopItems, a.RemovedItems, a.Artifacts, a.Logs = []json.RawMessage{json.RawMessage(`"v"`)}, []string{"r"}, []string{"x"}, []string{"l"}
 	s.Usage, s.BudgetRaised = &AgentUsage{Turns: 2}, &Budget{Tokens: 5}
 	c := s.Clone()

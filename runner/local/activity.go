@@ -45,7 +45,7 @@ func (r *Runner) OpenRemote(opts spec.Options) (*Remote, error) {
 	// session's process) are kept, not sent to a loop.
 	rc.Serial = true
 	x := &run{r: &rc, opts: opts, wf: opts.Workflow, inputs: make(chan core.Input, 1), stopped: make(chan struct{}),
-		outputs: map[string]string{}, reports: map[string]map[string]any{}, awaiting: map[string]bool{}, warned: map[string]string{},
+		outputs: map[core.StepKey]string{}, reports: map[core.StepKey]map[string]any{}, awaiting: map[core.StepKey]bool{}, warned: map[string]string{},
 		environ: spec.EnvironMap(rc.Environ)}
 	x.setWorkflow(x.wf)
 	if err := record.CheckRunID(opts.RunID); err != nil {
@@ -129,13 +129,13 @@ func (m *Remote) Session(ctx context.Context, e core.StartSession, started func(
 }
 
 // Evaluate evaluates a step's when and auto_approve (Evaluate).
-func (m *Remote) Evaluate(step string) core.WhenResult {
+func (m *Remote) Evaluate(step core.StepKey) core.WhenResult {
 	in, _ := m.x.evaluate(step).(core.WhenResult)
 	return in
 }
 
 // ExpandItems evaluates a loop step's items (ExpandItems).
-func (m *Remote) ExpandItems(step string) core.ItemsResult {
+func (m *Remote) ExpandItems(step core.StepKey) core.ItemsResult {
 	in, _ := m.x.expandItems(step).(core.ItemsResult)
 	return in
 }
@@ -153,7 +153,7 @@ func (m *Remote) PrepareHuman(e core.PrepareHuman) (core.HumanReady, error) {
 // HumanTimeout evaluates the human.timeout of step (a step or an
 // instance's key) as the local driver does when it looks at a wait: 0
 // when the step has none.
-func (m *Remote) HumanTimeout(step string) (time.Duration, error) {
+func (m *Remote) HumanTimeout(step core.StepKey) (time.Duration, error) {
 	x := m.x
 	s := x.stepOf(step)
 	if s == nil || s.Human == nil || s.Human.Timeout == nil {
@@ -170,7 +170,7 @@ func (m *Remote) HumanTimeout(step string) (time.Duration, error) {
 // local driver finds it when the step starts to wait (AwaitHuman): why
 // its message or timeout cannot be evaluated, which fails the step, or
 // else its timeout (0 for none).
-func (m *Remote) HumanWait(step string) (time.Duration, string) {
+func (m *Remote) HumanWait(step core.StepKey) (time.Duration, string) {
 	if why := m.x.humanExprError(step); why != "" {
 		return 0, why
 	}
@@ -211,7 +211,7 @@ type Announcer struct {
 func NewAnnouncer(wf *config.Workflow, opts spec.Options, out io.Writer) *Announcer {
 	r := &Runner{Stdout: out}
 	r.defaults()
-	x := &run{r: r, opts: opts, st: &core.State{}, warned: map[string]string{}, awaiting: map[string]bool{}}
+	x := &run{r: r, opts: opts, st: &core.State{}, warned: map[string]string{}, awaiting: map[core.StepKey]bool{}}
 	x.wf, x.redact = wf, spec.Secrets(wf, opts.Invocation.Env)
 	return &Announcer{x: x}
 }
@@ -232,7 +232,7 @@ func (a *Announcer) Event(e core.Event) error {
 		if msg != "" {
 			quoted = fmt.Sprintf(": %q ", msg)
 		}
-		x.printf("%s: waiting on a human%s(flow approve %s %s, or flow reject)\n", e.Step, quoted, x.st.RunID, core.ShellArg(e.Step))
+		x.printf("%s: waiting on a human%s(flow approve %s %s, or flow reject)\n", e.Step, quoted, x.st.RunID, core.ShellArg(e.Step.String()))
 	}
 	return nil
 }
@@ -250,7 +250,7 @@ func (a *Announcer) HumanWait(e core.Event) (message string, ok bool) {
 }
 
 // HumanMessage returns the rendered human.message of step, or "".
-func (a *Announcer) HumanMessage(step string) string { return a.x.humanMessage(step) }
+func (a *Announcer) HumanMessage(step core.StepKey) string { return a.x.humanMessage(step) }
 
 // State returns the state the events so far make.
 func (a *Announcer) State() *core.State { return a.x.st }
@@ -262,7 +262,7 @@ func (a *Announcer) From(st *core.State) { a.x.st = st }
 
 // Retrying prints that step's next attempt starts after delay, as the
 // local driver prints it when it starts the wait.
-func (a *Announcer) Retrying(step string, delay time.Duration) {
+func (a *Announcer) Retrying(step core.StepKey, delay time.Duration) {
 	a.x.printf("%s: retrying in %s\n", step, delay)
 }
 

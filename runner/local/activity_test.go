@@ -23,7 +23,7 @@ func remoteRun(t *testing.T, e *env, m *Mirrors) []core.Effect {
 		t.Fatal(err)
 	}
 	st := &core.State{}
-	evs := []core.Event{newEvent(now, core.EvRunCreated, "", record.Created(e.wf, repo, "r1", nil)), newEvent(now, core.EvRunnerStarted, "", core.RunnerStarted{Host: "w"})}
+	evs := []core.Event{newEvent(now, core.EvRunCreated, core.StepKey{}, record.Created(e.wf, repo, "r1", nil)), newEvent(now, core.EvRunnerStarted, core.StepKey{}, core.RunnerStarted{Host: "w"})}
 	for _, ev := range evs {
 		if err := core.Apply(st, ev); err != nil {
 			t.Fatal(err)
@@ -59,7 +59,7 @@ func TestRemoteSessionRunsAsLocal(t *testing.T) {
 			start = s
 		}
 	}
-	if start.Step != "a" {
+	if start.Step != sk("a") {
 		t.Fatalf("effects %+v", effs)
 	}
 	s := &scripted{fs: e.fs, fn: func(c call) reply {
@@ -88,7 +88,7 @@ func TestRemoteSessionRunsAsLocal(t *testing.T) {
 		t.Errorf("log %q", b)
 	}
 	st, _, err := record.LoadState(e.fs, record.RunDir(repo, "r1"), false, e.clock.Now())
-	if err != nil || st.Seq != 3 || st.Steps["a"].Status != core.Running {
+	if err != nil || st.Seq != 3 || st.Steps[sk("a")].Status != core.Running {
 		t.Fatalf("mirrored state %v %+v", err, st)
 	}
 	b, _ := afero.ReadFile(e.fs, record.RunDir(repo, "r1")+"/"+record.EventsFile)

@@ -26,7 +26,7 @@ func (x *run) cleanupOnly(ctx context.Context) (spec.Result, error) {
 	defer close(x.stopped)
 
 	n := x.st.Cleanups + 1
-	x.emit(newEvent(x.r.Clock.Now(), core.EvCleanupStarted, "", core.CleanupFinished{N: n}))
+	x.emit(newEvent(x.r.Clock.Now(), core.EvCleanupStarted, core.StepKey{}, core.CleanupFinished{N: n}))
 	if err := x.persist(true); err != nil {
 		return spec.Result{}, err
 	}
@@ -59,7 +59,7 @@ wait:
 		}
 	}
 	x.queue = nil
-	x.emit(newEvent(x.r.Clock.Now(), core.EvCleanupFinished, "", core.CleanupFinished{N: n, Failed: d.Failed, Error: d.Error}))
+	x.emit(newEvent(x.r.Clock.Now(), core.EvCleanupFinished, core.StepKey{}, core.CleanupFinished{N: n, Failed: d.Failed, Error: d.Error}))
 	if err := x.persist(true); err != nil {
 		return spec.Result{}, err
 	}

@@ -17,7 +17,7 @@ func (x *run) readControl() (core.ControlState, error) {
 		return c.DesiredState, nil
 	}
 	now := x.r.Clock.Now()
-	x.warn("", err.Error()+"; treated as pause")
+	x.warn(core.StepKey{}, err.Error()+"; treated as pause")
 	cur := x.core.Control()
 	if cur == "" {
 		cur = core.Pause

@@ -31,23 +31,22 @@ func (x *run) env(cur *stepFacts) *gates.Env {
 	}
 	wide := cur == nil
 	if cur != nil {
-		k, _ := core.SplitKey(cur.step)
-		wide = x.runWide[k.Step]
+		wide = x.runWide[cur.step.Step]
 	}
 	if wide {
 		x.cacheMu.Lock()
 		for id, s := range st.Steps {
 			e.Run.Iteration = max(e.Run.Iteration, s.IterationCount)
-			if core.IsInstance(id) {
+			if id.IsInstance() {
 				continue // steps.<body step> is an item's own, below
 			}
 			info := x.stepInfo(id, s)
 			if s.LoopIndex != nil {
-				if loop := x.wf.Step(id); loop != nil && loop.ForEach != nil {
+				if loop := x.wf.Step(id.Step); loop != nil && loop.ForEach != nil {
 					info.Items = x.loopItemsInfo(loop, s)
 				}
 			}
-			e.Steps[id] = info
+			e.Steps[id.Step] = info
 		}
 		if cur != nil {
 			x.fillItem(e, cur.step, true)
@@ -75,7 +74,7 @@ func (f *stepFacts) fill(e *gates.Env) {
 
 // stepFacts is what is known of the session being decided.
 type stepFacts struct {
-	step      string
+	step      core.StepKey
 	exitCode  int
 	output    string
 	signals   map[string]bool
@@ -88,7 +87,7 @@ type stepFacts struct {
 	check     gates.CheckInfo
 }
 
-func (x *run) stepInfo(id string, s *core.StepState) gates.StepInfo {
+func (x *run) stepInfo(id core.StepKey, s *core.StepState) gates.StepInfo {
 	info := gates.StepInfo{
 		Status:    string(s.Status),
 		Attempts:  s.Attempts,
@@ -129,7 +128,7 @@ func (x *run) loadCaches() {
 				x.reports[id] = rep.Raw
 			}
 		}
-		if x.keepOut[id] && s.LogPath != "" {
+		if !id.IsInstance() && x.keepOut[id.Step] && s.LogPath != "" {
 			x.outputs[id] = record.ReadTail(x.r.FS, s.LogPath, outputTail)
 		}
 	}

@@ -134,7 +134,7 @@ func FuzzControl(f *testing.F) {
 			dir:  dir,
 			rec:  fsys,
 			root: root,
-			st:   &core.State{Steps: map[string]*core.StepState{}},
+			st:   &core.State{Steps: map[core.StepKey]*core.StepState{}},
 			core: &core.Core{},
 		}
 		state, rerr := x.readControl()

@@ -39,7 +39,7 @@ func (x *run) pollGates() {
 	if err != nil {
 		if msg := err.Error(); x.warned["gates"] != msg {
 			x.warned["gates"] = msg
-			x.warn("", msg)
+			x.warn(core.StepKey{}, msg)
 		}
 		return
 	}
@@ -58,7 +58,7 @@ func (x *run) startGates() map[string]bool {
 	gates, ok, err := x.readGates()
 	if err != nil {
 		x.warned["gates"] = err.Error()
-		x.warn("", err.Error())
+		x.warn(core.StepKey{}, err.Error())
 	}
 	if ok {
 		x.gates = gates

@@ -13,7 +13,7 @@ import (
 // checkHuman reads the manual input file of a waiting step. It returns
 // the input when a human has decided, or timedOut when human.timeout
 // passed first.
-func (x *run) checkHuman(id string) (in *core.HumanInput, timedOut bool, err error) {
+func (x *run) checkHuman(id core.StepKey) (in *core.HumanInput, timedOut bool, err error) {
 	s := x.st.Steps[id]
 	if s == nil || s.ManualInputPath == nil {
 		return nil, false, nil
@@ -22,10 +22,10 @@ func (x *run) checkHuman(id string) (in *core.HumanInput, timedOut bool, err err
 	anyFile := step != nil && step.Human != nil && step.Human.AnyFile
 	in, err = record.ReadDecision(x.r.FS, *s.ManualInputPath, anyFile)
 	if err != nil {
-		if x.warned[id] == err.Error() {
+		if x.warned[id.String()] == err.Error() {
 			return nil, false, nil
 		}
-		x.warned[id] = err.Error()
+		x.warned[id.String()] = err.Error()
 		return nil, false, err
 	}
 	if in != nil && record.DecidedBefore(in, s) {
@@ -36,8 +36,8 @@ func (x *run) checkHuman(id string) (in *core.HumanInput, timedOut bool, err err
 		// decisions; a file with no time, or one from the future, was
 		// not made by them for this wait.
 		if why := record.Undated(in, x.r.Clock.Now()); why != "" {
-			if msg := "manual input " + *s.ManualInputPath + " ignored: " + why; x.warned[id] != msg {
-				x.warned[id] = msg
+			if msg := "manual input " + *s.ManualInputPath + " ignored: " + why; x.warned[id.String()] != msg {
+				x.warned[id.String()] = msg
 				x.warn(id, msg)
 			}
 			return nil, false, nil
@@ -63,7 +63,7 @@ func (x *run) checkHuman(id string) (in *core.HumanInput, timedOut bool, err err
 // fillInputs gives an approval the defaults of the inputs its step
 // declares and it does not give: a decision file written by hand, or by
 // a tool other than flow approve, renders them as flow approve would.
-func (x *run) fillInputs(id string, in *core.HumanInput) { record.FillInputs(x.stepOf(id), in) }
+func (x *run) fillInputs(id core.StepKey, in *core.HumanInput) { record.FillInputs(x.stepOf(id), in) }
 
 // ask asks at the terminal for a decision on a waiting step, when the
 // runner has a way to ask. The answer is written as the manual input
@@ -92,7 +92,7 @@ func (x *run) ask(e core.AwaitHuman, msg string) {
 
 // humanExprError evaluates the message and the timeout of a human
 // step as the wait will, and returns why one cannot be evaluated, or "".
-func (x *run) humanExprError(id string) string {
+func (x *run) humanExprError(id core.StepKey) string {
 	s := x.stepOf(id)
 	if s == nil || s.Human == nil {
 		return ""
@@ -111,7 +111,7 @@ func (x *run) humanExprError(id string) string {
 }
 
 // humanMessage renders the message of a human step.
-func (x *run) humanMessage(id string) string {
+func (x *run) humanMessage(id core.StepKey) string {
 	s := x.stepOf(id)
 	if s == nil || s.Human == nil || s.Human.Message == nil {
 		return ""
@@ -127,7 +127,7 @@ func (x *run) humanMessage(id string) string {
 // has recorded out of the way, so that the step, when a loop-back makes
 // it wait again, waits for a new decision. The file is kept beside, named
 // after the iteration it decided.
-func (x *run) archiveManualInput(step string) {
+func (x *run) archiveManualInput(step core.StepKey) {
 	s := x.st.Steps[step]
 	if s == nil || s.ManualInputPath == nil {
 		return

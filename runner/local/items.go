@@ -21,19 +21,17 @@ import (
 
 // stepOf returns the workflow step of a key: a step, or the body step
 // of an instance.
-func (x *run) stepOf(key string) *config.Step {
-	k, _ := core.SplitKey(key)
-	return x.wf.Step(k.Step)
+func (x *run) stepOf(key core.StepKey) *config.Step {
+	return x.wf.Step(key.Step)
 }
 
 // itemOf returns the item of an instance: its index in the loop, and
 // its value as recorded; ok is false for a plain step.
-func (x *run) itemOf(key string) (k core.StepKey, index int, raw json.RawMessage, ok bool) {
-	k, inst := core.SplitKey(key)
-	if !inst {
+func (x *run) itemOf(k core.StepKey) (_ core.StepKey, index int, raw json.RawMessage, ok bool) {
+	if !k.IsInstance() {
 		return k, 0, nil, false
 	}
-	ls := x.st.Steps[k.Loop]
+	ls := x.st.Steps[core.Key(k.Loop)]
 	if ls == nil {
 		return k, 0, nil, false
 	}
@@ -50,7 +48,7 @@ func (x *run) itemOf(key string) (k core.StepKey, index int, raw json.RawMessage
 
 // itemEnv returns the environment variables of an instance's session:
 // the item as JSON, its key and its index; none for a plain step.
-func (x *run) itemEnv(key, sessionDir string) []string {
+func (x *run) itemEnv(key core.StepKey, sessionDir string) []string {
 	k, i, raw, ok := x.itemOf(key)
 	if !ok {
 		return nil
@@ -73,7 +71,7 @@ func (x *run) itemEnv(key, sessionDir string) []string {
 // fillItem puts an instance's item into its expression environment:
 // the item and its index, and steps.<body step> as this item's
 // instances.
-func (x *run) fillItem(e *gates.Env, key string, runWide bool) {
+func (x *run) fillItem(e *gates.Env, key core.StepKey, runWide bool) {
 	k, i, raw, ok := x.itemOf(key)
 	if !ok {
 		return
@@ -129,8 +127,8 @@ func (x *run) loopItemsInfo(loop *config.Step, s *core.StepState) []map[string]a
 
 // itemLimit returns the most items loop step id may have, as the plan
 // says and the core checks; 0 when the plan has no such loop.
-func (x *run) itemLimit(id string) int {
-	if ps := x.plan.Step(id); ps != nil && ps.ForEach != nil {
+func (x *run) itemLimit(id core.StepKey) int {
+	if ps := x.plan.Step(id.Step); ps != nil && ps.ForEach != nil && !id.IsInstance() {
 		return ps.ForEach.MaxItems
 	}
 	return 0
@@ -138,9 +136,9 @@ func (x *run) itemLimit(id string) int {
 
 // expandItems evaluates a loop step's list of items and the key of
 // each, for the core to record.
-func (x *run) expandItems(id string) core.Input {
-	s := x.wf.Step(id)
-	if s == nil || s.ForEach == nil {
+func (x *run) expandItems(id core.StepKey) core.Input {
+	s := x.wf.Step(id.Step)
+	if s == nil || s.ForEach == nil || id.IsInstance() {
 		return core.ItemsResult{Step: id, Err: fmt.Sprintf("step %s is not a for_each loop in the workflow", id)}
 	}
 	fe := s.ForEach

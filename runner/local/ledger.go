@@ -114,7 +114,7 @@ func (x *run) dailySpent() float64 {
 	}
 	l, err := ReadLedger(x.rec, x.opts.Repo)
 	if err != nil {
-		x.warn("", err.Error())
+		x.warn(core.StepKey{}, err.Error())
 	}
 	return l.Days[ledgerDay(x.r.Clock.Now())].CostUSD
 }

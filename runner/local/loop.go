@@ -241,7 +241,7 @@ func (x *run) perform(eff core.Effect) (spec.Result, bool, error) {
 		if msg != "" {
 			quoted = fmt.Sprintf(": %q ", msg)
 		}
-		x.printf("%s: waiting on a human%s(flow approve %s %s, or flow reject)\n", e.Step, quoted, x.st.RunID, core.ShellArg(e.Step))
+		x.printf("%s: waiting on a human%s(flow approve %s %s, or flow reject)\n", e.Step, quoted, x.st.RunID, core.ShellArg(e.Step.String()))
 		// Whoever decides reads the wait (its manual_input_path) from
 		// run_state.json: it is there before anyone is asked.
 		if err := x.snapshot(); err != nil {
@@ -287,17 +287,17 @@ func (x *run) perform(eff core.Effect) (spec.Result, bool, error) {
 			// A run that waits, or pauses, is in run_state.json at once.
 			return spec.Result{}, false, x.snapshot()
 		}
-		res := x.result(core.RunWaitingOnHuman, core.ExitHuman, "waiting on a human: "+strings.Join(e.Waiting, ", "))
+		res := x.result(core.RunWaitingOnHuman, core.ExitHuman, "waiting on a human: "+strings.Join(core.KeyStrings(e.Waiting), ", "))
 		switch {
 		case e.Paused && len(e.Waiting) == 0:
 			res = x.result(core.RunPaused, core.ExitPaused, "paused")
 		case len(e.Waiting) == 0 && len(e.Gated) == 0 && len(e.Merges) > 0:
 			res.Reason = "waiting for the checkout to take the merge of " + strings.Join(e.Merges, ", ") + "; flow resume tries again"
 		case len(e.Waiting) == 0 && len(e.Gated) > 0:
-			res.Reason = "waiting on gates: " + strings.Join(e.Gated, ", ")
+			res.Reason = "waiting on gates: " + strings.Join(core.KeyStrings(e.Gated), ", ")
 		}
 		// The record says what the process exits with.
-		x.emit(newEvent(x.r.Clock.Now(), core.EvRunnerExited, "", core.RunnerExited{ExitCode: res.ExitCode, Reason: res.Reason}))
+		x.emit(newEvent(x.r.Clock.Now(), core.EvRunnerExited, core.StepKey{}, core.RunnerExited{ExitCode: res.ExitCode, Reason: res.Reason}))
 		if err := x.snapshot(); err != nil {
 			return spec.Result{}, false, err
 		}
@@ -367,7 +367,7 @@ func (x *run) announce(e core.Event) {
 		var d core.GateFailure
 		_ = jsonUnmarshal(e.Data, &d)
 		x.printf("%s: %s\n", e.Step, "gate failed: "+d.Reason)
-		if d.Target != "" {
+		if !d.Target.IsZero() {
 			x.printf("%s: looping back to %s (iteration %d)\n", e.Step, d.Target, x.st.Steps[d.Target].IterationCount)
 		} else if s != nil && s.Status == core.Failed {
 			x.printf("%s: FAILED: %s\n", e.Step, deref(s.LastError))
@@ -420,8 +420,8 @@ func (x *run) announce(e core.Event) {
 		var d core.BudgetExceeded
 		_ = jsonUnmarshal(e.Data, &d)
 		whose := "the run's"
-		if d.Step != "" {
-			whose = "step " + d.Step + "'s"
+		if !d.Step.IsZero() {
+			whose = "step " + d.Step.String() + "'s"
 		}
 		x.printf("budget: %s %s budget is spent (%s of %s); no session starts until it is raised\n", whose, d.What, fmtNum(d.Used), fmtNum(d.Limit))
 	case core.EvRunPaused:
@@ -449,7 +449,7 @@ const (
 // sessions' output is not shown live (not a terminal, not CI): without
 // them the failure would say only its reason. Lines the error already
 // ends with are not shown twice.
-func (x *run) showEvidence(step string, s *core.StepState) {
+func (x *run) showEvidence(step core.StepKey, s *core.StepState) {
 	if x.r.Live || s == nil || strings.TrimSpace(s.Evidence) == "" {
 		return
 	}
@@ -457,7 +457,7 @@ func (x *run) showEvidence(step string, s *core.StepState) {
 	if len(lines) > shownEvidenceLines {
 		lines = lines[len(lines)-shownEvidenceLines:]
 	}
-	logs := fmt.Sprintf("flow logs %s %s", x.st.RunID, core.ShellArg(step))
+	logs := fmt.Sprintf("flow logs %s %s", x.st.RunID, core.ShellArg(step.String()))
 	if strings.HasSuffix(strings.TrimRight(deref(s.LastError), "\n"), strings.Join(lines, "\n")) {
 		x.printf("%s: all of its output: %s\n", step, logs)
 		return
@@ -532,9 +532,9 @@ func (x *run) controlChange(desired core.ControlState) {
 				x.warned["reload"] = msg
 				var weak *weakenedError
 				if errors.As(err, &weak) {
-					x.warn("", "the edit of the workflow file is not applied, and the run stays paused: "+msg+"; undo the edit, or let a person apply it: flow resume "+x.st.RunID+" --accept-edits")
+					x.warn(core.StepKey{}, "the edit of the workflow file is not applied, and the run stays paused: "+msg+"; undo the edit, or let a person apply it: flow resume "+x.st.RunID+" --accept-edits")
 				} else {
-					x.warn("", "the edited workflow does not load; the run stays paused until it does:\n"+msg)
+					x.warn(core.StepKey{}, "the edited workflow does not load; the run stays paused until it does:\n"+msg)
 				}
 			}
 			return

@@ -98,8 +98,8 @@ func (x *run) noticesOf(e core.Event) map[string]notify.Notification {
 				continue
 			}
 			n := base
-			n.Event, n.Status, n.Step, n.Reason = notify.EventWaitingOnHuman, string(core.RunWaitingOnHuman), id, x.humanMessage(id)
-			out[strings.Join([]string{n.Event, id, strconv.Itoa(s.Attempts), strconv.Itoa(s.IterationCount)}, ":")] = n
+			n.Event, n.Status, n.Step, n.Reason = notify.EventWaitingOnHuman, string(core.RunWaitingOnHuman), id.String(), x.humanMessage(id)
+			out[strings.Join([]string{n.Event, id.String(), strconv.Itoa(s.Attempts), strconv.Itoa(s.IterationCount)}, ":")] = n
 		}
 	case core.EvRunFinished:
 		var d core.RunFinished
@@ -116,9 +116,9 @@ func (x *run) noticesOf(e core.Event) map[string]notify.Notification {
 			var failed []string
 			for _, id := range x.st.StepOrder {
 				if s := x.st.Steps[id]; s != nil && s.Status == core.Failed {
-					failed = append(failed, id)
+					failed = append(failed, id.String())
 					if n.Reason == "a step failed" && s.LastError != nil {
-						n.Reason = "step " + id + " failed: " + *s.LastError
+						n.Reason = "step " + id.String() + " failed: " + *s.LastError
 					}
 				}
 			}
@@ -195,12 +195,15 @@ func (x *run) noticeResults() <-chan noticeDone {
 // noticed records how the notifiers of a notification did.
 func (x *run) noticed(d noticeDone) {
 	x.notices.inFlight--
+	// The notification names its step (or steps) as text.
+	var step core.StepKey
+	_ = step.UnmarshalText([]byte(d.n.Step))
 	for _, r := range d.results {
 		if r.Err != nil {
-			x.warn(d.n.Step, "notify via "+r.Via+" failed: "+x.redact.String(r.Err.Error()))
+			x.warn(step, "notify via "+r.Via+" failed: "+x.redact.String(r.Err.Error()))
 			continue
 		}
-		x.emit(newEvent(x.r.Clock.Now(), EvNotified, d.n.Step, Notified{Event: d.n.Event, Via: r.Via}))
+		x.emit(newEvent(x.r.Clock.Now(), EvNotified, step, Notified{Event: d.n.Event, Via: r.Via}))
 	}
 }
 
@@ -219,7 +222,7 @@ func (x *run) awaitNotices() {
 		case d := <-ns.done:
 			x.noticed(d)
 		case <-t.C:
-			x.warn("", "notify: gave up waiting for "+plural(ns.inFlight, "a notification", strconv.Itoa(ns.inFlight)+" notifications")+" at the end of the run")
+			x.warn(core.StepKey{}, "notify: gave up waiting for "+plural(ns.inFlight, "a notification", strconv.Itoa(ns.inFlight)+" notifications")+" at the end of the run")
 			return
 		}
 	}

@@ -89,7 +89,7 @@ func notifiedEvents(t *testing.T, fsys afero.Fs) (notified []string, warnings []
 		case EvNotified:
 			var d Notified
 			_ = json.Unmarshal(e.Data, &d)
-			notified = append(notified, e.Step+":"+d.Event+"/"+d.Via)
+			notified = append(notified, e.Step.String()+":"+d.Event+"/"+d.Via)
 		case core.EvWarning:
 			var d core.Note
 			_ = json.Unmarshal(e.Data, &d)
@@ -135,7 +135,7 @@ vars: {what: dark mode}
 	if res := run(spec.Options{Resume: true, NoWait: true}); res.ExitCode != 3 {
 		t.Fatalf("resumed: exit %d, want 3 at the human step", res.ExitCode)
 	}
-	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), "approve", core.HumanInput{Approved: true, By: "alice"}, e.clock.Now()); err != nil {
+	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), sk("approve"), core.HumanInput{Approved: true, By: "alice"}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if res := run(spec.Options{Resume: true, NoWait: true}); res.ExitCode != 0 {

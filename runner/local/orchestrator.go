@@ -156,10 +156,13 @@ func (x *run) orchestratorEnv(s *config.Step, e sessionRun, promptPath string) [
 	}
 	// A looped step's needs are its loop's (agent_orchestrator's step
 	// needs them), after any of its own inside the loop.
-	type need struct{ dep, key string }
+	type need struct {
+		dep string
+		key core.StepKey
+	}
 	var needs []need
 	for _, dep := range s.Needs {
-		key := dep
+		key := core.Key(dep)
 		if l := x.wf.LoopOf(dep); s.Loop != "" && l != nil && l.ID == s.Loop {
 			key = siblingKey(e.Step, dep)
 		}
@@ -168,7 +171,7 @@ func (x *run) orchestratorEnv(s *config.Step, e sessionRun, promptPath string) [
 	if loop := x.wf.LoopOf(s.ID); loop != nil {
 		for _, dep := range loop.Needs {
 			if !slices.Contains(s.Needs, dep) {
-				needs = append(needs, need{dep, dep})
+				needs = append(needs, need{dep, core.Key(dep)})
 			}
 		}
 	}
@@ -201,14 +204,14 @@ func (x *run) orchestratorEnv(s *config.Step, e sessionRun, promptPath string) [
 // lastItemKey is the key whose artifacts a step that needs key sees:
 // key itself, or for a loop the last body step of its last item, whose
 // artifacts agent_orchestrator's looped step holds once it is done.
-func (x *run) lastItemKey(key string) string {
-	loop := x.wf.Step(key)
+func (x *run) lastItemKey(key core.StepKey) core.StepKey {
+	loop := x.wf.Step(key.Step)
 	ls := x.st.Steps[key]
-	if loop == nil || loop.ForEach == nil || len(loop.ForEach.Body) == 0 || ls == nil || len(ls.Items) == 0 {
+	if key.IsInstance() || loop == nil || loop.ForEach == nil || len(loop.ForEach.Body) == 0 || ls == nil || len(ls.Items) == 0 {
 		return key
 	}
 	body := loop.ForEach.Body
-	return core.Instance(key, ls.Items[len(ls.Items)-1].Key, body[len(body)-1].ID)
+	return core.Instance(key.Step, ls.Items[len(ls.Items)-1].Key, body[len(body)-1].ID)
 }
 
 // issueEnv is ISSUE_MARKDOWN_FILENAME, _DIR and _PATH, naming
@@ -328,11 +331,11 @@ func writePyString(b *strings.Builder, s string) {
 
 // siblingKey is the instance key of body step dep for the same item as
 // the instance key, "loop[key].step" → "loop[key].dep".
-func siblingKey(key, dep string) string {
-	if i := strings.LastIndexByte(key, '.'); i >= 0 {
-		return key[:i+1] + dep
+func siblingKey(key core.StepKey, dep string) core.StepKey {
+	if key.IsInstance() {
+		return core.Instance(key.Loop, key.Item, dep)
 	}
-	return dep
+	return core.Key(dep)
 }
 
 // envWord makes a name a word of an environment variable's name:

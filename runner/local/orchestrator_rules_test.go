@@ -251,7 +251,7 @@ func TestLedgerShared(t *testing.T) {
 func orchRun(fs afero.Fs, wf *config.Workflow) *run {
 	wf.Compat = config.CompatOrchestrator
 	return &run{r: &Runner{FS: fs}, opts: spec.Options{Repo: "/r"}, wf: wf, dir: "/r/.agents/runs/x",
-		st: &core.State{RunID: "x", Steps: map[string]*core.StepState{}}, environ: map[string]string{}}
+		st: &core.State{RunID: "x", Steps: map[core.StepKey]*core.StepState{}}, environ: map[string]string{}}
 }
 
 func TestFindPrompt(t *testing.T) {
@@ -390,10 +390,10 @@ func TestLastItemKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	x := orchRun(fs, wf)
-	x.st.Steps["loop"] = &core.StepState{Items: []core.Item{{Key: "0"}, {Key: "a-b"}}}
-	x.st.Steps["empty"] = &core.StepState{}
+	x.st.Steps[sk("loop")] = &core.StepState{Items: []core.Item{{Key: "0"}, {Key: "a-b"}}}
+	x.st.Steps[sk("empty")] = &core.StepState{}
 	for key, want := range map[string]string{"plain": "plain", "loop": "loop[a-b].loop_item", "empty": "empty", "nothing": "nothing"} {
-		if got := x.lastItemKey(key); got != want {
+		if got := x.lastItemKey(sk(key)); got != sk(want) {
 			t.Errorf("lastItemKey(%s) = %s, want %s", key, got, want)
 		}
 	}

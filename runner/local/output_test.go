@@ -221,7 +221,7 @@ func TestSessionLongLineLive(t *testing.T) {
 		t.Errorf("the terminal shows %d bytes, not the session's output in pieces with the secret hidden", len(shown))
 	}
 	st := e.state(e.fs)
-	step := st.Steps["s"]
+	step := st.Steps[sk("s")]
 	if step.Verdict != "PASS" {
 		t.Errorf("verdict %q; want PASS", step.Verdict)
 	}

@@ -39,7 +39,7 @@ type presetPlan struct {
 // prompt to send instead of the whole one: why the step is re-entered.
 // model, when not "", is the step's own model, which wins over the
 // agent's.
-func (x *run) presetCommand(agent *config.Agent, model, step string, attempt int) (command, resumeID, resumePrompt string, err error) {
+func (x *run) presetCommand(agent *config.Agent, model string, step core.StepKey, attempt int) (command, resumeID, resumePrompt string, err error) {
 	ss := x.st.Steps[step]
 	if agent.Resume && ss != nil && ss.AgentSession != "" && !strings.HasPrefix(ss.AgentSession, "-") {
 		// A session id is an argument of the agent's command line: one

@@ -12,7 +12,7 @@ import (
 // core, which does no I/O; the driver speaks of them by these names.
 
 // newEvent builds an event (core.NewEvent).
-func newEvent(at time.Time, typ, step string, data any) core.Event {
+func newEvent(at time.Time, typ string, step core.StepKey, data any) core.Event {
 	return core.NewEvent(at, typ, step, data)
 }
 

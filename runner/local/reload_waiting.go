@@ -68,7 +68,7 @@ func (x *run) reloadWhileWaiting(decided bool) bool {
 	if x.sessionsInFlight() {
 		if !x.editPending {
 			x.editPending = true
-			x.warn("", "the workflow file changed while sessions run: the edit is not applied yet; it is taken once no session runs while the run waits, or at flow continue or flow resume")
+			x.warn(core.StepKey{}, "the workflow file changed while sessions run: the edit is not applied yet; it is taken once no session runs while the run waits, or at flow continue or flow resume")
 		}
 		return false
 	}
@@ -80,9 +80,9 @@ func (x *run) reloadWhileWaiting(decided bool) bool {
 			x.warned["reload"] = msg
 			var weak *weakenedError
 			if errors.As(err, &weak) {
-				x.warn("", "the edit of the workflow file is not applied, and the run goes on with the workflow as it was: "+msg+"; undo the edit, or let a person apply it: flow resume "+x.st.RunID+" --accept-edits")
+				x.warn(core.StepKey{}, "the edit of the workflow file is not applied, and the run goes on with the workflow as it was: "+msg+"; undo the edit, or let a person apply it: flow resume "+x.st.RunID+" --accept-edits")
 			} else {
-				x.warn("", "the edited workflow does not load; the edit is not applied, and the run goes on with the workflow as it was:\n"+msg)
+				x.warn(core.StepKey{}, "the edited workflow does not load; the edit is not applied, and the run goes on with the workflow as it was:\n"+msg)
 			}
 		}
 		return false

@@ -71,7 +71,7 @@ type Runner struct {
 	// Ask, when set, asks a person at the terminal to decide a human
 	// step; it blocks until they answer (ok false: no answer, e.g. end
 	// of input). Files written by flow approve work alongside it.
-	Ask func(runID, step, message string) (in core.HumanInput, ok bool)
+	Ask func(runID string, step core.StepKey, message string) (in core.HumanInput, ok bool)
 	// KillGrace is how long a session gets between SIGTERM and SIGKILL;
 	// 0 means 10 s.
 	KillGrace time.Duration
@@ -173,15 +173,15 @@ type run struct {
 	stateOnDisk bool
 	// outputs and reports cache what expressions may read of finished
 	// steps.
-	outputs map[string]string
-	reports map[string]map[string]any
+	outputs map[core.StepKey]string
+	reports map[core.StepKey]map[string]any
 	keepOut map[string]bool
 	// runWide holds the steps whose expressions read steps.* or run.*.
 	runWide map[string]bool
 	// digest is the digest of the workflow's canonical form.
 	digest   string
 	sessions sync.WaitGroup
-	awaiting map[string]bool
+	awaiting map[core.StepKey]bool
 	environ  map[string]string
 	cleanupN int
 	sessCtx  context.Context
@@ -253,7 +253,7 @@ func (r *Runner) recordFS(repo string) afero.Fs {
 func (r *Runner) Run(ctx context.Context, opts spec.Options) (res spec.Result, err error) {
 	r.defaults()
 	x := &run{r: r, opts: opts, wf: opts.Workflow, inputs: make(chan core.Input, 16),
-		outputs: map[string]string{}, reports: map[string]map[string]any{}, awaiting: map[string]bool{}, warned: map[string]string{},
+		outputs: map[core.StepKey]string{}, reports: map[core.StepKey]map[string]any{}, awaiting: map[core.StepKey]bool{}, warned: map[string]string{},
 		environ: spec.EnvironMap(r.Environ)}
 	x.setWorkflow(x.wf)
 	x.noteWorkflowStamp()
@@ -385,7 +385,7 @@ func (x *run) open() error {
 			x.trail = record.NewTrail()
 		}
 		if damaged {
-			x.warn("", "run_state.json was damaged or disagreed with events.jsonl; rebuilt from events.jsonl and kept aside")
+			x.warn(core.StepKey{}, "run_state.json was damaged or disagreed with events.jsonl; rebuilt from events.jsonl and kept aside")
 		}
 		x.killLeftovers()
 		o.State, o.Vars = x.st, core.RunVars(x.wf.Vars, x.st)
@@ -401,7 +401,7 @@ func (x *run) open() error {
 	if opts.CleanupOnly {
 		// A finished run is not reopened: the runner only says it took
 		// the run, for its one cleanup session.
-		x.emit(newEvent(now, core.EvRunnerStarted, "", o.Runner))
+		x.emit(newEvent(now, core.EvRunnerStarted, core.StepKey{}, o.Runner))
 	} else {
 		st, opened, err := core.Open(x.wf, o)
 		if err != nil {
@@ -419,7 +419,7 @@ func (x *run) open() error {
 		return err
 	}
 	if err := x.ignoreRecord(); err != nil {
-		x.warn("", err.Error())
+		x.warn(core.StepKey{}, err.Error())
 	}
 	// Sessions of this runner are named in the run's generation.
 	x.names.Gen = x.st.Generation
@@ -667,7 +667,7 @@ func short(d string) string {
 }
 
 // warn records a warning event and prints it.
-func (x *run) warn(step, msg string) {
+func (x *run) warn(step core.StepKey, msg string) {
 	e := newEvent(x.r.Clock.Now(), core.EvWarning, step, core.Note{Message: msg})
 	x.emit(e)
 	x.announce(e)

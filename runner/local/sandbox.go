@@ -54,7 +54,7 @@ func (x *run) confine(sp *proc.Spec, s *config.Step, writable ...string) error {
 		// sessions) has none to warn of.
 		if !x.sandboxWarned && x.r.Sandbox != nil {
 			x.sandboxWarned = true
-			x.warn("", fmt.Sprintf("sessions run unsandboxed: %v; a session can then write the run's record under .agents/ and forge a decision (sandbox: required refuses to run so; docs/security.md, \"The sandbox\")", why))
+			x.warn(core.StepKey{}, fmt.Sprintf("sessions run unsandboxed: %v; a session can then write the run's record under .agents/ and forge a decision (sandbox: required refuses to run so; docs/security.md, \"The sandbox\")", why))
 		}
 		return nil
 	}

@@ -21,7 +21,7 @@ import (
 
 // evaluate decides whether a step runs (its when) and, for a human
 // step, whether it is approved without asking (auto_approve).
-func (x *run) evaluate(id string) core.Input {
+func (x *run) evaluate(id core.StepKey) core.Input {
 	s := x.stepOf(id)
 	res := core.WhenResult{Step: id, Run: true}
 	env := x.env(&stepFacts{step: id, attempt: x.st.Steps[id].Attempts + 1, iteration: x.st.Steps[id].IterationCount})
@@ -90,7 +90,7 @@ func excerptSource(src string) string {
 // sessionRun is a session the core asked for, with the files the driver
 // names for it.
 type sessionRun struct {
-	Step               string
+	Step               core.StepKey
 	Attempt, Iteration int
 	LogPath            string
 	// ReportPath is where the step's report is kept for readers
@@ -227,7 +227,7 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 	vars := []string{
 		"FLOW_RUN_ID=" + x.st.RunID,
 		"FLOW_STEP_ID=" + s.ID,
-		"FLOW_STEP_KEY=" + e.Step,
+		"FLOW_STEP_KEY=" + e.Step.String(),
 		"FLOW_ATTEMPT=" + strconv.Itoa(e.Attempt),
 		"FLOW_ITERATION=" + strconv.Itoa(e.Iteration),
 		"FLOW_REPORT_PATH=" + e.SessionReport,
@@ -321,7 +321,7 @@ func (x *run) sessionSpecOf(s *config.Step, e sessionRun, env *gates.Env) (proc.
 		writable = append(writable, filepath.Join(x.dir, ArtifactsDir), prompts)
 	}
 	var step *config.Step
-	if e.Step != record.CleanupSession {
+	if e.Step != core.Key(record.CleanupSession) {
 		step = s
 	}
 	if err := x.confine(&sp, step, writable...); err != nil {
@@ -756,8 +756,8 @@ func (x *run) artifacts(s *config.Step, env *gates.Env) ([]string, error) {
 
 // keepOutput and keepReport remember what later expressions may read.
 // They are called from session goroutines.
-func (x *run) keepOutput(id, out string) {
-	if k, _ := core.SplitKey(id); !x.keepOut[k.Step] {
+func (x *run) keepOutput(id core.StepKey, out string) {
+	if !x.keepOut[id.Step] {
 		return
 	}
 	x.cacheMu.Lock()
@@ -765,7 +765,7 @@ func (x *run) keepOutput(id, out string) {
 	x.cacheMu.Unlock()
 }
 
-func (x *run) keepReport(id string, rep map[string]any) {
+func (x *run) keepReport(id core.StepKey, rep map[string]any) {
 	x.cacheMu.Lock()
 	x.reports[id] = rep
 	x.cacheMu.Unlock()
@@ -789,7 +789,7 @@ func (x *run) startCleanup() {
 	if c.Run == nil {
 		step.Kind = config.KindAgent // c.Agent has defaults.agent filled in at load
 	}
-	e := sessionRun{Step: record.CleanupSession, Attempt: x.cleanupN, LogPath: x.names.CleanupLog(x.cleanupN), ReportPath: x.names.Report(record.CleanupSession)}
+	e := sessionRun{Step: core.Key(record.CleanupSession), Attempt: x.cleanupN, LogPath: x.names.CleanupLog(x.cleanupN), ReportPath: x.names.Report(core.Key(record.CleanupSession))}
 	e = e.withSession(x.names)
 	env := x.env(nil)
 	sp, pp, private, err := x.sessionSpec(step, e, env)
@@ -805,7 +805,7 @@ func (x *run) startCleanup() {
 	x.sessions.Add(1)
 	go func() {
 		defer x.sessions.Done()
-		d := x.session(step, e, sp, pp, private, env, &stepFacts{step: "cleanup"})
+		d := x.session(step, e, sp, pp, private, env, &stepFacts{step: core.Key("cleanup")})
 		failed := d.Invalid != "" || (!d.Interrupted && core.Failure(&core.PlanStep{Kind: core.Kind(step.Kind)}, d.Facts) != "")
 		x.printf("cleanup: finished (failed: %v)\n", failed)
 		x.send(core.CleanupDone{Failed: failed})

@@ -78,7 +78,7 @@ steps:
 	}
 	e.clock.Advance(time.Second)
 	for {
-		if st := e.snapshotOf(); st != nil && st.Steps["code"].IterationCount == 1 && st.Steps["code"].Status == core.Running {
+		if st := e.snapshotOf(); st != nil && st.Steps[sk("code")].IterationCount == 1 && st.Steps[sk("code")].Status == core.Running {
 			break
 		}
 		runtime.Gosched()
@@ -103,8 +103,8 @@ func TestSnapshotWhenWaiting(t *testing.T) {
 	if st == nil {
 		t.Fatal("no run_state.json while the run waits on a human")
 	}
-	if st.Status != core.RunWaitingOnHuman || st.Steps["gate"].Status != core.WaitingOnHuman || st.Steps["gate"].ManualInputPath == nil {
-		t.Errorf("snapshot: run %s, gate %s, manual input %v", st.Status, st.Steps["gate"].Status, st.Steps["gate"].ManualInputPath)
+	if st.Status != core.RunWaitingOnHuman || st.Steps[sk("gate")].Status != core.WaitingOnHuman || st.Steps[sk("gate")].ManualInputPath == nil {
+		t.Errorf("snapshot: run %s, gate %s, manual input %v", st.Status, st.Steps[sk("gate")].Status, st.Steps[sk("gate")].ManualInputPath)
 	}
 	stop()
 	<-result
@@ -124,7 +124,7 @@ func TestExitCodeRecorded(t *testing.T) {
 	if err := record.SetDesired(e.fs, record.RunDir(repo, "r1"), core.Pause, "alice", "", e.clock.Now(), true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), "gate", core.HumanInput{Approved: true, By: "alice"}, e.clock.Now()); err != nil {
+	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), sk("gate"), core.HumanInput{Approved: true, By: "alice"}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	e.setWorkflow("name: h\nsteps:\n  - {id: gate, human: {message: go}}\n  - {id: b, run: b}\n")

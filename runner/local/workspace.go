@@ -101,8 +101,8 @@ func (x *run) ws() *workspaces {
 // scopeOf returns the worktree scope whose workspace the sessions of a
 // step instance work in; ok is false when they work in the
 // repository's checkout.
-func (x *run) scopeOf(key string) (scope, bool) {
-	k, inst := core.SplitKey(key)
+func (x *run) scopeOf(key core.StepKey) (scope, bool) {
+	k, inst := key, key.IsInstance()
 	if inst {
 		if l := x.wf.Step(k.Loop); l != nil && l.Workspace.Worktree() {
 			return scope{name: core.ItemScope(k.Loop, k.Item), spec: l.Workspace, label: k.Loop + "[" + k.Item + "]"}, true
@@ -145,7 +145,7 @@ func (x *run) worktreePath(sc scope) string {
 
 // workDir is the directory the sessions of a step instance work in:
 // its scope's worktree, or the repository. It has no side effect.
-func (x *run) workDir(key string) string {
+func (x *run) workDir(key core.StepKey) string {
 	sc, ok := x.scopeOf(key)
 	if !ok {
 		return x.opts.Repo
@@ -163,7 +163,7 @@ func (x *run) workDir(key string) string {
 // workspaceEnv returns what a session learns of its workspace:
 // FLOW_WORKSPACE, the directory it works in, and FLOW_REPO_DIR, the
 // repository; none when the workflow has no worktrees.
-func (x *run) workspaceEnv(key string) []string {
+func (x *run) workspaceEnv(key core.StepKey) []string {
 	if !x.usesWorktrees() {
 		return nil
 	}
@@ -185,7 +185,7 @@ func (x *run) usesWorktrees() bool {
 // works in exists — made now, or found from an earlier runner — and
 // returns its directory (the repository's for a session without one).
 // It runs on the loop's goroutine, before the session starts.
-func (x *run) prepareWorkspace(key string) (string, error) {
+func (x *run) prepareWorkspace(key core.StepKey) (string, error) {
 	sc, ok := x.scopeOf(key)
 	if !ok {
 		return x.opts.Repo, nil
@@ -268,7 +268,7 @@ func (x *run) scopePath(name string) string {
 
 // emitWorkspace records a workspace and says so.
 func (x *run) emitWorkspace(d core.WorkspaceReady) {
-	x.emit(newEvent(x.r.Clock.Now(), core.EvWorkspaceReady, "", d))
+	x.emit(newEvent(x.r.Clock.Now(), core.EvWorkspaceReady, core.StepKey{}, d))
 	if d.Shared {
 		return
 	}
@@ -433,8 +433,8 @@ func (x *run) mergeJobOf(m core.MergeItem) *mergeJob {
 
 // stepMergeJob is the merge of a step with a worktree of its own.
 func (x *run) stepMergeJob(m core.MergeStep) *mergeJob {
-	job := &mergeJob{res: core.MergeResult{Step: m.Step}, mode: core.MergeAuto, resolving: m.Resolving, loopBack: m.LoopBack, label: "step " + m.Step}
-	if rec := x.st.Workspaces[m.Step]; rec != nil && !rec.Removed {
+	job := &mergeJob{res: core.MergeResult{Step: m.Step}, mode: core.MergeAuto, resolving: m.Resolving, loopBack: m.LoopBack, label: "step " + m.Step.String()}
+	if rec := x.st.Workspaces[m.Step.Step]; rec != nil && !rec.Removed {
 		job.path, job.branch = rec.Path, rec.Branch
 	}
 	iteration := 0
@@ -576,7 +576,7 @@ func (x *run) announceWorkspace(e core.Event) {
 	case core.EvItemMerge:
 		var d core.ItemMerge
 		_ = jsonUnmarshal(e.Data, &d)
-		label := e.Step + "[" + d.Key + "]"
+		label := e.Step.String() + "[" + d.Key + "]"
 		switch d.Status {
 		case core.MergeMerged:
 			x.printf("%s: merged into %s (%s)\n", label, d.Into, shortCommit(d.MergedAs))
@@ -622,7 +622,7 @@ func (x *run) releaseWorkspaces(status core.RunStatus) {
 	ctx, repo, g := context.WithoutCancel(x.sessCtx), x.opts.Repo, x.ws().git
 	if rec := x.st.Workspaces[core.RunScope]; rec != nil && !rec.Shared && !rec.Removed {
 		if _, err := g.Commit(ctx, rec.Path, fmt.Sprintf("flow: run %s %s", x.st.RunID, status)); err != nil {
-			x.warn("", fmt.Sprintf("the run's worktree %s: %v", rec.Path, err))
+			x.warn(core.StepKey{}, fmt.Sprintf("the run's worktree %s: %v", rec.Path, err))
 		}
 	}
 	names := make([]string, 0, len(x.st.Workspaces))
@@ -650,16 +650,16 @@ func (x *run) releaseWorkspaces(status core.RunStatus) {
 		}
 		if keep {
 			if err := g.Unlock(ctx, repo, rec.Path); err != nil {
-				x.warn("", err.Error())
+				x.warn(core.StepKey{}, err.Error())
 			}
 			continue
 		}
 		deleteBranch := name != core.RunScope && (rec.Merge == core.MergeMerged || x.keepPolicy(name) == config.KeepNever)
 		if err := g.Remove(ctx, repo, rec.Path, rec.Branch, deleteBranch); err != nil {
-			x.warn("", fmt.Sprintf("remove the worktree of %s: %v", name, err))
+			x.warn(core.StepKey{}, fmt.Sprintf("remove the worktree of %s: %v", name, err))
 			continue
 		}
-		e := newEvent(x.r.Clock.Now(), core.EvWorkspaceRemoved, "", core.WorkspaceRemoved{Scope: name, BranchDeleted: deleteBranch})
+		e := newEvent(x.r.Clock.Now(), core.EvWorkspaceRemoved, core.StepKey{}, core.WorkspaceRemoved{Scope: name, BranchDeleted: deleteBranch})
 		x.emit(e)
 		x.announceWorkspace(e)
 	}
@@ -697,7 +697,7 @@ func (x *run) keepOf(name string, status core.RunStatus) (keep, ok bool) {
 		return false, true
 	}
 	loop, key, isItem := strings.Cut(name, ".")
-	ls := x.st.Steps[loop]
+	ls := x.st.Steps[core.Key(loop)]
 	if ls == nil {
 		return false, false
 	}

@@ -81,9 +81,9 @@ func (s *Service) Decide(req DecideRequest) (Decision, error) {
 	switch {
 	case req.Step.IsZero():
 		return Decision{}, noStep(verb, ref)
-	case ref.State.Steps[step] == nil && asStep:
+	case ref.State.Steps[req.Step] == nil && asStep:
 		return Decision{}, s.notRunNorStep(repo, step, ref)
-	case ref.State.Steps[step] == nil:
+	case ref.State.Steps[req.Step] == nil:
 		return Decision{}, unknownStep(ref.ID, ref.State, step)
 	}
 	if !req.Approve && strings.TrimSpace(req.Reason) == "" {
@@ -96,7 +96,7 @@ func (s *Service) Decide(req DecideRequest) (Decision, error) {
 		}
 	}
 	now := s.clock().Now()
-	already, err := record.SubmitDecision(s.FS, ref.Dir, step, in, now)
+	already, err := record.SubmitDecision(s.FS, ref.Dir, req.Step, in, now)
 	if err != nil {
 		return Decision{}, err
 	}

@@ -176,7 +176,7 @@ type Attach struct {
 type Question struct {
 	// RunID is the run and Step the human step that waits.
 	RunID string
-	Step  string
+	Step  core.StepKey
 	// Message is the step's rendered human.message ("" when it has
 	// none).
 	Message string
@@ -243,7 +243,7 @@ func (l *Local) Run(ctx context.Context, opts spec.Options, att Attach) (spec.Re
 	}
 	if att.Ask != nil {
 		wf := opts.Workflow
-		r.Ask = func(runID, step, message string) (core.HumanInput, bool) {
+		r.Ask = func(runID string, step core.StepKey, message string) (core.HumanInput, bool) {
 			return att.Ask(NewQuestion(wf, runID, step, message))
 		}
 	}

@@ -141,7 +141,6 @@ const maxLoadedWorkflow = 4 * config.MaxWorkflowSize
 // NewQuestion returns the question that asks a person to decide step
 // (a step or an instance's key) of run runID of workflow wf, whose
 // rendered human.message is message: what Attach.Ask is given.
-func NewQuestion(wf *config.Workflow, runID, step, message string) Question {
-	k, _ := core.SplitKey(step)
-	return Question{RunID: runID, Step: step, Message: message, Inputs: humanInputs(wf, k.Step)}
+func NewQuestion(wf *config.Workflow, runID string, step core.StepKey, message string) Question {
+	return Question{RunID: runID, Step: step, Message: message, Inputs: humanInputs(wf, step.Step)}
 }

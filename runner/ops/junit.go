@@ -68,7 +68,7 @@ func runSuites(st *core.State) junit.Suites {
 		}
 		d := stepDuration(ss)
 		total += d
-		c := junit.Case{Classname: st.WorkflowName, Name: id, Time: junit.Seconds(d), Properties: []junit.Property{
+		c := junit.Case{Classname: st.WorkflowName, Name: id.String(), Time: junit.Seconds(d), Properties: []junit.Property{
 			{Name: "status", Value: string(ss.Status)},
 			{Name: "iterations", Value: strconv.Itoa(ss.IterationCount)},
 			{Name: "attempts", Value: strconv.Itoa(ss.Attempts)},

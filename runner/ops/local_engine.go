@@ -76,7 +76,7 @@ func (l *Local) Logs(ctx context.Context, req LogsRequest, out, notes io.Writer)
 		switch {
 		case step == "":
 			return noStep("logs", ref)
-		case asStep && (perr != nil || ref.State.Steps[step] == nil && step != "cleanup" && step != record.CleanupSession):
+		case asStep && (perr != nil || ref.State.Steps[k] == nil && step != "cleanup" && step != record.CleanupSession):
 			return s.notRunNorStep(dir, step, ref)
 		}
 		req.RunID, req.Step = ref.ID, k
@@ -110,8 +110,8 @@ func (l *Local) Logs(ctx context.Context, req LogsRequest, out, notes io.Writer)
 func topSteps(st *core.State) []string {
 	var ids []string
 	for _, id := range st.StepOrder {
-		if !core.IsInstance(id) {
-			ids = append(ids, id)
+		if !id.IsInstance() {
+			ids = append(ids, id.String())
 		}
 	}
 	return ids

@@ -103,7 +103,7 @@ func (c *chunkWriter) Close() error {
 }
 
 // logEnd is the last line of flow logs --json for a step of st.
-func logEnd(runID, step string, st *core.State) LogEndLine {
+func logEnd(runID string, step core.StepKey, st *core.State) LogEndLine {
 	end := &LogEnd{Status: "pending"}
 	if ss := st.Steps[step]; ss != nil {
 		end.Status = strings.ToLower(string(ss.Status))
@@ -112,7 +112,7 @@ func logEnd(runID, step string, st *core.State) LogEndLine {
 			end.Error = *ss.LastError
 		}
 	}
-	return LogEndLine{Type: "end", RunID: runID, Step: step, End: end}
+	return LogEndLine{Type: "end", RunID: runID, Step: step.String(), End: end}
 }
 
 var _ io.WriteCloser = (*chunkWriter)(nil)

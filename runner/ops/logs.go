@@ -23,7 +23,7 @@ type StepLogs struct {
 	// RunDir is the run's directory.
 	RunDir string `json:"run_dir"`
 	// Step is the step.
-	Step string `json:"step"`
+	Step core.StepKey `json:"step"`
 	// Logs are the step's session logs, oldest first: every one, or the
 	// latest only. Empty when the step's sessions printed nothing (a
 	// session that prints nothing leaves no log).
@@ -41,13 +41,13 @@ func (s *Service) Logs(repo, runID string, k core.StepKey, all bool) (StepLogs, 
 	if err != nil {
 		return StepLogs{}, err
 	}
-	step := k.String()
-	if ref.State.Steps[step] == nil && (step == "cleanup" || step == record.CleanupSession) {
+	step, cleanup := k, core.Key(record.CleanupSession)
+	if ref.State.Steps[step] == nil && (step == core.Key("cleanup") || step == cleanup) {
 		// The workflow's cleanup session, unless a step is named so.
-		step = record.CleanupSession
+		step = cleanup
 	}
-	if ref.State.Steps[step] == nil && step != record.CleanupSession {
-		return StepLogs{}, unknownStep(ref.ID, ref.State, step)
+	if ref.State.Steps[step] == nil && step != cleanup {
+		return StepLogs{}, unknownStep(ref.ID, ref.State, step.String())
 	}
 	logs, err := record.StepLogs(s.FS, ref.Dir, step)
 	if err != nil {
@@ -134,19 +134,19 @@ func unknownStep(runID string, st *core.State, step string) error {
 	var top []string
 	example := ""
 	for _, id := range st.StepOrder {
-		if !core.IsInstance(id) {
-			top = append(top, id)
+		if !id.IsInstance() {
+			top = append(top, id.String())
 			continue
 		}
-		if example == "" && strings.HasSuffix(id, "]."+step) {
-			example = id
+		if example == "" && id.Step == step {
+			example = id.String()
 		}
 	}
 	if example != "" {
 		return Usage("step %q of run %s runs once per item of its loop: name an instance, e.g. %s (flow status %s --items lists them)", step, runID, example, runID)
 	}
 	msg := fmt.Sprintf("run %s has no step %q", runID, step)
-	if c, ok := suggest.Closest(step, st.StepOrder); ok {
+	if c, ok := suggest.Closest(step, core.KeyStrings(st.StepOrder)); ok {
 		msg += fmt.Sprintf(" (did you mean %q?)", c)
 	}
 	return Usage("%s; its steps: %s", msg, strings.Join(top, ", "))
@@ -171,7 +171,7 @@ func (s *Service) logsJSON(ctx context.Context, logs StepLogs, follow bool, out 
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
 	for i, lf := range logs.Logs {
-		cw := newChunkWriter(enc, logs.RunID, logs.Step, lf, 0)
+		cw := newChunkWriter(enc, logs.RunID, logs.Step.String(), lf, 0)
 		var err error
 		if follow && i == len(logs.Logs)-1 {
 			err = s.Follow(ctx, logs, cw)

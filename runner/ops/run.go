@@ -110,10 +110,10 @@ type StartAtPlan struct {
 	// run starts at Step, the steps before it SKIPPED.
 	NewRun bool `json:"new_run"`
 	// Kept are the finished steps kept as they are.
-	Kept []string `json:"kept"`
+	Kept []core.StepKey `json:"kept"`
 	// Rerun are the steps reset to PENDING: Step and everything
 	// downstream of it.
-	Rerun []string `json:"rerun"`
+	Rerun []core.StepKey `json:"rerun"`
 	// Missing are declared artifacts of kept steps that are not in the
 	// repository.
 	Missing []MissingArtifact `json:"missing"`
@@ -128,7 +128,7 @@ type StartAtPlan struct {
 // MissingArtifact is a declared artifact of a kept step that is gone.
 type MissingArtifact struct {
 	// Step is the kept step that declared the artifact.
-	Step string `json:"step"`
+	Step core.StepKey `json:"step"`
 	// Path is the artifact as declared (relative to the repository).
 	Path string `json:"path"`
 }
@@ -203,7 +203,7 @@ func (s *Service) PrepareRun(req RunRequest) (*Launch, error) {
 			return nil, Usage("--start-at-step %s: no run of %s to restart; a new run starts at a step of the top level (its loops' items are known once they start)", req.StartAt, wf.Name)
 		}
 		l.Plan = &StartAtPlan{Workflow: wf.Name, Step: req.StartAt, NewRun: true,
-			Kept: []string{}, Rerun: []string{}, Missing: []MissingArtifact{}}
+			Kept: []core.StepKey{}, Rerun: []core.StepKey{}, Missing: []MissingArtifact{}}
 	default:
 		return nil, err
 	}
@@ -331,16 +331,16 @@ func resultOf(res spec.Result) RunResult {
 	if st := res.State; st != nil {
 		for _, id := range st.StepOrder {
 			if ss := st.Steps[id]; ss != nil && ss.Status == core.WaitingOnHuman {
-				out.Waiting = append(out.Waiting, id)
+				out.Waiting = append(out.Waiting, id.String())
 			}
 		}
 	}
 	return out
 }
 
-func nonNil(s []string) []string {
+func nonNil[T any](s []T) []T {
 	if s == nil {
-		return []string{}
+		return []T{}
 	}
 	return s
 }
@@ -355,9 +355,9 @@ func checkedAsk(ask func(Question) (core.HumanInput, bool), out io.Writer) func(
 		if !ok || !in.Approved {
 			return in, ok
 		}
-		resolved, err := ResolveInputs(q.Step, q.Inputs, in.Input)
+		resolved, err := ResolveInputs(q.Step.String(), q.Inputs, in.Input)
 		if err != nil {
-			fmt.Fprintf(out, "%s: %v\nnot recorded; flow approve %s %s --input ... decides it\n", q.Step, err, q.RunID, core.ShellArg(q.Step))
+			fmt.Fprintf(out, "%s: %v\nnot recorded; flow approve %s %s --input ... decides it\n", q.Step, err, q.RunID, core.ShellArg(q.Step.String()))
 			return core.HumanInput{}, false
 		}
 		in.Input = resolved

@@ -152,7 +152,7 @@ steps:
 	if len(list.Runs) != 1 || list.Runs[0] != summaryOf(st) || list.Runs[0].Status != "running" {
 		t.Errorf("live run listed as %+v; status %+v", list.Runs, summaryOf(st))
 	}
-	if st.Liveness.State != record.LiveWorking || st.Liveness.Hook != "b" {
+	if st.Liveness.State != record.LiveWorking || st.Liveness.Hook != sk("b") {
 		t.Errorf("live run's liveness %+v", st.Liveness)
 	}
 	close(bl.release)

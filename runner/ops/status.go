@@ -485,9 +485,9 @@ func (w *StatusWatch) Next(st Status, every bool) (Update, bool) {
 // statusKeys is what a watch compares: each step's status, attempt and
 // iteration, the run's status and the runner's liveness.
 func statusKeys(st Status) map[string]string {
-	m := map[string]string{"run": string(st.State.Status), "runner": st.Liveness.State + " " + st.Liveness.Hook}
+	m := map[string]string{"run": string(st.State.Status), "runner": st.Liveness.State + " " + st.Liveness.Hook.String()}
 	for id, ss := range st.State.Steps {
-		m["step "+id] = fmt.Sprintf("%s (attempt %d, iteration %d)", ss.Status, ss.Attempts, ss.IterationCount)
+		m["step "+id.String()] = fmt.Sprintf("%s (attempt %d, iteration %d)", ss.Status, ss.Attempts, ss.IterationCount)
 	}
 	return m
 }
@@ -519,7 +519,7 @@ func (s *Service) tails(st *core.State, n int) []Tail {
 		if len(lines) > n {
 			lines = lines[len(lines)-n:]
 		}
-		out = append(out, Tail{Step: id, Log: filepath.Base(ss.LogPath), Lines: lines})
+		out = append(out, Tail{Step: id.String(), Log: filepath.Base(ss.LogPath), Lines: lines})
 	}
 	return out
 }
@@ -531,12 +531,11 @@ type LoopProgress = record.LoopProgress
 // false for a step that is not a loop, or a loop whose items are not
 // known yet.
 func Progress(st *core.State, id string) (p LoopProgress, ok bool) {
-	if p, ok = record.ItemsProgress(st.Steps[id]); !ok {
+	if p, ok = record.ItemsProgress(st.Steps[core.Key(id)]); !ok {
 		return p, false
 	}
-	prefix := id + "["
 	for _, key := range st.StepOrder {
-		if is := st.Steps[key]; is != nil && is.Status == core.WaitingOnHuman && strings.HasPrefix(key, prefix) {
+		if is := st.Steps[key]; is != nil && is.Status == core.WaitingOnHuman && key.Loop == id {
 			p.Waiting++
 		}
 	}

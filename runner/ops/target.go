@@ -99,7 +99,7 @@ func noStep(verb string, ref record.RunRef) error {
 		what = "waits on"
 		for _, id := range ref.State.StepOrder {
 			if ss := ref.State.Steps[id]; ss != nil && ss.Status == core.WaitingOnHuman {
-				steps = append(steps, id)
+				steps = append(steps, id.String())
 			}
 		}
 	}
@@ -121,7 +121,7 @@ func noStep(verb string, ref record.RunRef) error {
 // took): with a did-you-mean of either, and the run's steps.
 func (s *Service) notRunNorStep(dir, arg string, ref record.RunRef) error {
 	msg := fmt.Sprintf("%q is neither a run of %s nor a step of run %s", arg, dir, ref.ID)
-	if c, ok := suggest.Closest(arg, ref.State.StepOrder); ok {
+	if c, ok := suggest.Closest(arg, core.KeyStrings(ref.State.StepOrder)); ok {
 		msg += fmt.Sprintf(" (did you mean step %q?)", c)
 	} else if ids, _ := record.RunIDs(s.FS, dir); len(ids) > 0 {
 		if c, ok := suggest.Closest(arg, ids); ok {

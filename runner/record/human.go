@@ -131,7 +131,7 @@ type Decided struct {
 // reason) is not an error: it is returned as Decided.Already.
 // Deciding a step that is not waiting is an ExitRefused error that says
 // what the step is doing.
-func SubmitDecision(fsys afero.Fs, runDir, step string, in core.HumanInput, now time.Time) (*Decided, error) {
+func SubmitDecision(fsys afero.Fs, runDir string, step core.StepKey, in core.HumanInput, now time.Time) (*Decided, error) {
 	st, _, err := LoadState(fsys, runDir, false, now)
 	if err != nil {
 		return nil, err
@@ -187,7 +187,7 @@ func SubmitDecision(fsys afero.Fs, runDir, step string, in core.HumanInput, now 
 }
 
 // decidedAlready is Decide's answer for a step that no longer waits.
-func decidedAlready(runID, step string, s *core.StepState, in core.HumanInput) (*Decided, error) {
+func decidedAlready(runID string, step core.StepKey, s *core.StepState, in core.HumanInput) (*Decided, error) {
 	if s.Human != nil && s.Status != core.Pending && s.Status != core.Running {
 		if sameDecision(*s.Human, in) {
 			return &Decided{Already: *s.Human}, nil

@@ -147,7 +147,7 @@ func TestRunsIndexCannotGoStale(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range n {
-			if _, err := log.Append(core.NewEvent(t0.Add(time.Hour+time.Duration(i)*time.Second), core.EvRunnerStarted, "", core.RunnerStarted{PID: 99, Host: "h"})); err != nil {
+			if _, err := log.Append(core.NewEvent(t0.Add(time.Hour+time.Duration(i)*time.Second), core.EvRunnerStarted, sk(""), core.RunnerStarted{PID: 99, Host: "h"})); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -216,6 +216,15 @@ func Created(wf *config.Workflow, repo, runID string, vars map[string]string) co
 	return core.RunCreated{
 		RunID: runID, WorkflowName: wf.Name, WorkflowFile: wf.File, WorkflowDigest: wf.Digest(),
 		RepoDir: repo, ReportsDir: filepath.Join(dir, ReportsDir), ManualInputsDir: filepath.Join(dir, InputsDir),
-		Vars: all, VarOverrides: over, Steps: wf.TopSteps(),
+		Vars: all, VarOverrides: over, Steps: topKeys(wf.TopSteps()),
 	}
+}
+
+// topKeys returns the keys of a workflow's steps of the top level.
+func topKeys(ids []string) []core.StepKey {
+	out := make([]core.StepKey, len(ids))
+	for i, id := range ids {
+		out[i] = core.Key(id)
+	}
+	return out
 }

@@ -51,7 +51,7 @@ func OnTemporal(fsys afero.Fs, runDir string) bool {
 type Liveness struct {
 	State string `json:"state"`
 	// Hook is the step the runner works on (working, stuck).
-	Hook string `json:"hook,omitempty"`
+	Hook core.StepKey `json:"hook,omitzero"`
 	// Reason explains the state in a sentence.
 	Reason string `json:"reason"`
 	// Holder is the runner holding the run, if any.
@@ -83,7 +83,7 @@ func Live(fsys afero.Fs, runDir string, st *core.State, wf *config.Workflow, now
 		// mirror, and only the server knows whether its workflow runs.
 		return Liveness{State: LiveStale, Reason: "driven by a Temporal server; this is a worker's mirror of it: flow status " + st.RunID + " --engine temporal asks the server"}
 	}
-	var waiting []string
+	var waiting []core.StepKey
 	for _, id := range st.StepOrder {
 		if s := st.Steps[id]; s != nil && s.Status == core.WaitingOnHuman {
 			waiting = append(waiting, id)
@@ -125,8 +125,7 @@ func Live(fsys afero.Fs, runDir string, st *core.State, wf *config.Workflow, now
 		}
 		l.Hook = id
 		if wf != nil && s.LogPath != "" {
-			if k, _ := core.SplitKey(id); wf.Step(k.Step) != nil {
-				step := wf.Step(k.Step)
+			if step := wf.Step(id.Step); step != nil {
 				if d := wf.StepIdleTimeout(step); d != nil && d.Expr == nil && d.D > 0 {
 					// No log yet means no output since the session started.
 					last := time.Time{}
@@ -142,11 +141,11 @@ func Live(fsys afero.Fs, runDir string, st *core.State, wf *config.Workflow, now
 				}
 			}
 		}
-		l.State, l.Reason = LiveWorking, "session of "+id+" running"
+		l.State, l.Reason = LiveWorking, "session of "+id.String()+" running"
 		return l
 	}
 	if len(waiting) > 0 {
-		l.State, l.Hook, l.Reason = LiveStuck, waiting[0], "waiting on a human: flow approve "+st.RunID+" "+waiting[0]
+		l.State, l.Hook, l.Reason = LiveStuck, waiting[0], "waiting on a human: flow approve "+st.RunID+" "+waiting[0].String()
 		return l
 	}
 	l.State, l.Reason = LiveSpawning, "the runner is between sessions"

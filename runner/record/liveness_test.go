@@ -46,7 +46,7 @@ func TestPausedLiveness(t *testing.T) {
 				b, _ := json.Marshal(holder)
 				afero.WriteFile(fsys, filepath.Join(dir, LockFile), b, 0o644)
 			}
-			st := &core.State{RunID: "r1", Status: core.RunPaused, Steps: map[string]*core.StepState{},
+			st := &core.State{RunID: "r1", Status: core.RunPaused, Steps: map[core.StepKey]*core.StepState{},
 				Runner: &core.RunnerInfo{HeartbeatAt: &core.Time{Time: now.Add(-tt.beat)}}}
 			alive := func(runlock.Holder) bool { return tt.alive }
 			got := Live(fsys, dir, st, nil, now, alive)
@@ -77,7 +77,7 @@ func TestPausedLiveness(t *testing.T) {
 func TestTemporalMirrorIsNotDead(t *testing.T) {
 	fsys := afero.NewMemMapFs()
 	dir := "/repo/.agents/runs/r1"
-	st := &core.State{RunID: "r1", Status: core.RunRunning, StepOrder: []string{"a"}, Steps: map[string]*core.StepState{"a": {Status: core.Running}}}
+	st := &core.State{RunID: "r1", Status: core.RunRunning, StepOrder: sks("a"), Steps: map[core.StepKey]*core.StepState{sk("a"): {Status: core.Running}}}
 	now := time.Date(2025, 1, 15, 15, 0, 0, 0, time.UTC)
 	never := func(runlock.Holder) bool { return false }
 	if l := Live(fsys, dir, st, nil, now, never); l.State != LiveDead {

@@ -41,7 +41,7 @@ type LogFile struct {
 // with g<generation> before the iteration from generation 1 on, a step
 // instance's key written loop.item.step, and @cleanup.<n>.log for the
 // cleanup session (step CleanupSession).
-func StepLogs(fsys afero.Fs, runDir, step string) ([]LogFile, error) {
+func StepLogs(fsys afero.Fs, runDir string, step core.StepKey) ([]LogFile, error) {
 	dir := filepath.Join(runDir, LogsDir)
 	entries, err := afero.ReadDir(fsys, dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -83,7 +83,7 @@ func StepLogs(fsys afero.Fs, runDir, step string) ([]LogFile, error) {
 
 // parseLogName reads a session log's name: ok is false for anything
 // that is not a session log of step.
-func parseLogName(name, step string) (LogFile, bool) {
+func parseLogName(name string, step core.StepKey) (LogFile, bool) {
 	rest, ok := strings.CutPrefix(name, file(step)+".")
 	if !ok {
 		return LogFile{}, false
@@ -113,7 +113,7 @@ func parseLogName(name, step string) (LogFile, bool) {
 	switch {
 	case len(nums) == 2:
 		l.Iteration, l.Attempt = nums[0], nums[1]
-	case len(nums) == 1 && step == CleanupSession:
+	case len(nums) == 1 && step == core.Key(CleanupSession):
 		l.Attempt = nums[0]
 	default:
 		return LogFile{}, false

@@ -39,7 +39,7 @@ func TestStepLogs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.step, func(t *testing.T) {
-			got, err := StepLogs(fsys, dir, tt.step)
+			got, err := StepLogs(fsys, dir, sk(tt.step))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -54,7 +54,7 @@ func TestStepLogs(t *testing.T) {
 			}
 		})
 	}
-	if logs, err := StepLogs(fsys, "/no-run", "code"); err != nil || logs != nil {
+	if logs, err := StepLogs(fsys, "/no-run", sk("code")); err != nil || logs != nil {
 		t.Errorf("StepLogs of a run without logs = %v, %v", logs, err)
 	}
 }

@@ -68,7 +68,7 @@ func stepNote(s *core.StepState) string {
 	case s.Status == core.WaitingOnHuman:
 		return "waiting on a human: " + deref(s.ManualInputPath)
 	case s.WaitingFor != nil && s.Status == core.Pending:
-		return "waiting for " + *s.WaitingFor
+		return "waiting for " + s.WaitingFor.String()
 	case len(s.WaitingGates) > 0 && s.Status == core.Pending:
 		return "waiting for gates to open: " + strings.Join(s.WaitingGates, ", ")
 	case s.BlockedByLoop != nil:

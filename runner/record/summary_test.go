@@ -11,17 +11,17 @@ import (
 // note; a loop's says how far its items got, then why it failed.
 func TestSummaryNotes(t *testing.T) {
 	zero, two := 0, 2
-	reason, target, manual := "1 of 3 items failed: b", "fix", "/r/manual_inputs/r__ok.json"
-	st := &core.State{RunID: "r", StepOrder: []string{"items", "done", "pending_loop", "fix_it", "ok", "check"}, Steps: map[string]*core.StepState{
-		"items": {
+	reason, target, manual := "1 of 3 items failed: b", sk("fix"), "/r/manual_inputs/r__ok.json"
+	st := &core.State{RunID: "r", StepOrder: sks("items", "done", "pending_loop", "fix_it", "ok", "check"), Steps: map[core.StepKey]*core.StepState{
+		sk("items"): {
 			Status: core.Failed, LastError: &reason, LoopIndex: &two, Items: []core.Item{
 				{Key: "a", Status: core.Completed}, {Key: "b", Status: core.Failed}, {Key: "c", Status: core.Running}}, RemovedItems: []string{"d"},
 		},
-		"done":         {Status: core.Completed, LoopIndex: &zero, Items: []core.Item{{Key: "a", Status: core.Completed}}},
-		"pending_loop": {Status: core.Pending},
-		"fix_it":       {Status: core.Pending, WaitingFor: &target},
-		"ok":           {Status: core.WaitingOnHuman, ManualInputPath: &manual},
-		"check":        {Status: core.Pending, WaitingGates: []string{"window"}},
+		sk("done"):         {Status: core.Completed, LoopIndex: &zero, Items: []core.Item{{Key: "a", Status: core.Completed}}},
+		sk("pending_loop"): {Status: core.Pending},
+		sk("fix_it"):       {Status: core.Pending, WaitingFor: &target},
+		sk("ok"):           {Status: core.WaitingOnHuman, ManualInputPath: &manual},
+		sk("check"):        {Status: core.Pending, WaitingGates: []string{"window"}},
 	}}
 	got := Summary(st)
 	for _, want := range []string{

@@ -25,7 +25,7 @@ import (
 // others; the run keeps its last maxRunNotes restarts and
 // interruptions; every text is cut to maxTrailText bytes.
 type Trail struct {
-	steps map[string]*stepTrail
+	steps map[core.StepKey]*stepTrail
 	// run are the run's own notes (restarts, interruptions), oldest
 	// first; runDropped counts those dropped to keep the bound.
 	run        []string
@@ -54,7 +54,7 @@ const (
 )
 
 // NewTrail returns an empty Trail.
-func NewTrail() *Trail { return &Trail{steps: map[string]*stepTrail{}} }
+func NewTrail() *Trail { return &Trail{steps: map[core.StepKey]*stepTrail{}} }
 
 // ReadTrail folds the events of the run in runDir into a Trail. A log
 // that cannot be read whole gives the Trail of what could be read, and
@@ -68,7 +68,7 @@ func ReadTrail(fsys afero.Fs, runDir string) (*Trail, error) {
 	return t, err
 }
 
-func (t *Trail) step(id string) *stepTrail {
+func (t *Trail) step(id core.StepKey) *stepTrail {
 	s := t.steps[id]
 	if s == nil {
 		s = &stepTrail{}
@@ -78,7 +78,7 @@ func (t *Trail) step(id string) *stepTrail {
 }
 
 // round records one round of step id.
-func (t *Trail) round(id, what string, notable bool) {
+func (t *Trail) round(id core.StepKey, what string, notable bool) {
 	s := t.step(id)
 	where := ""
 	if s.started {
@@ -123,8 +123,8 @@ func (t *Trail) Add(e core.Event) {
 			switch {
 			case d.Budget:
 				what += fmt.Sprintf("; iteration budget (%d) spent: FAILED", d.MaxIterations)
-			case d.Target != "":
-				what += "; loops back to " + d.Target
+			case !d.Target.IsZero():
+				what += "; loops back to " + d.Target.String()
 			}
 			t.round(e.Step, what, true)
 			for _, id := range d.Reset {
@@ -171,7 +171,7 @@ func (t *Trail) Add(e core.Event) {
 	case core.EvStartAt:
 		var d core.StartAt
 		if decode(e, &d) {
-			t.note(fmt.Sprintf("%s: restarted at %s (re-run: %s)", at, d.Step, strings.Join(d.Reset, ", ")))
+			t.note(fmt.Sprintf("%s: restarted at %s (re-run: %s)", at, d.Step, strings.Join(core.KeyStrings(d.Reset), ", ")))
 			for _, id := range d.Reset {
 				t.step(id).notable = true
 			}
@@ -179,7 +179,7 @@ func (t *Trail) Add(e core.Event) {
 	case core.EvRetry:
 		var d core.Retry
 		if decode(e, &d) {
-			t.note(fmt.Sprintf("%s: retried the failed steps %s (re-run: %s)", at, strings.Join(d.Failed, ", "), strings.Join(d.Reset, ", ")))
+			t.note(fmt.Sprintf("%s: retried the failed steps %s (re-run: %s)", at, strings.Join(core.KeyStrings(d.Failed), ", "), strings.Join(core.KeyStrings(d.Reset), ", ")))
 			for _, id := range d.Reset {
 				t.step(id).notable = true
 			}

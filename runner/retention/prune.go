@@ -255,7 +255,7 @@ func (p *Pruner) stays(pol Policy, dir string, st *core.State) string {
 	}
 	for _, id := range st.StepOrder {
 		if s := st.Steps[id]; s != nil && s.Status == core.WaitingOnHuman {
-			return "step " + id + " waits on a human"
+			return "step " + id.String() + " waits on a human"
 		}
 	}
 	if !st.Status.Terminal() && record.OnTemporal(p.FS, dir) {

@@ -45,9 +45,9 @@ func writeRun(t *testing.T, fsys afero.Fs, s spec) {
 	at := core.Time{Time: now.Add(-time.Duration(s.ageDays) * 24 * time.Hour)}
 	created := core.Time{Time: at.Add(-time.Hour)}
 	st := &core.State{SchemaVersion: 1, RunID: s.id, WorkflowName: s.wf, RepoDir: repo, Status: s.status, CreatedAt: &created, UpdatedAt: &at,
-		Seq: 3, StepOrder: []string{"work"}, Steps: map[string]*core.StepState{"work": {Status: core.Completed}}}
+		Seq: 3, StepOrder: sks("work"), Steps: map[core.StepKey]*core.StepState{sk("work"): {Status: core.Completed}}}
 	if s.waiting {
-		st.Steps["work"].Status = core.WaitingOnHuman
+		st.Steps[sk("work")].Status = core.WaitingOnHuman
 	}
 	if s.worktree {
 		st.Workspaces = map[string]*core.Workspace{core.RunScope: {Path: worktreeOf(s.id), Branch: core.WorkspaceBranch(s.id, core.RunScope)}}

@@ -26,7 +26,7 @@ import (
 type timeline struct {
 	t0   time.Time
 	last time.Time
-	rows map[string]*trow
+	rows map[core.StepKey]*trow
 	arcs []loopArc
 	seq  int64
 }
@@ -54,7 +54,7 @@ type bar struct {
 
 // loopArc is a loop-back: at, from's gate sent the run back to to.
 type loopArc struct {
-	from, to string
+	from, to core.StepKey
 	at       time.Time
 }
 
@@ -127,7 +127,7 @@ func (s *Server) buildTimeline(t target, state *core.State) *timeline {
 // timelineOfState draws what a state says: one bar per step that ran,
 // from its start to its end, for a run whose events are not read here.
 func timelineOfState(state *core.State) *timeline {
-	tl := &timeline{rows: map[string]*trow{}}
+	tl := &timeline{rows: map[core.StepKey]*trow{}}
 	if state.CreatedAt != nil {
 		tl.t0 = state.CreatedAt.Time
 	}
@@ -164,7 +164,7 @@ func (tl *timeline) apply(e core.Event) {
 	}
 	tl.seq = max(tl.seq, e.Seq)
 	if tl.rows == nil {
-		tl.rows = map[string]*trow{}
+		tl.rows = map[core.StepKey]*trow{}
 	}
 	at := e.At.Time
 	if tl.t0.IsZero() || at.Before(tl.t0) {
@@ -173,10 +173,10 @@ func (tl *timeline) apply(e core.Event) {
 	if at.After(tl.last) {
 		tl.last = at
 	}
-	if e.Step == "" && e.Type != core.EvCleanupStarted && e.Type != core.EvCleanupFinished {
+	if e.Step.IsZero() && e.Type != core.EvCleanupStarted && e.Type != core.EvCleanupFinished {
 		return
 	}
-	row := func(key string) *trow {
+	row := func(key core.StepKey) *trow {
 		r := tl.rows[key]
 		if r == nil {
 			r = &trow{}
@@ -229,7 +229,7 @@ func (tl *timeline) apply(e core.Event) {
 		var d core.GateFailure
 		_ = json.Unmarshal(e.Data, &d)
 		row(e.Step).close(at, "s-gate", d.ExitCode, "gate failed: "+d.Reason)
-		if d.Target != "" {
+		if !d.Target.IsZero() {
 			tl.arcs = append(tl.arcs, loopArc{from: e.Step, to: d.Target, at: at})
 		}
 	case core.EvStepInterrupted:
@@ -237,7 +237,7 @@ func (tl *timeline) apply(e core.Event) {
 	case core.EvStepSkipped:
 		row(e.Step).skipped = true
 	case core.EvCleanupStarted:
-		r := row(record.CleanupSession)
+		r := row(cleanupKey())
 		r.close(at, "s-interrupted", nil, "")
 		r.bars = append(r.bars, &bar{start: at, class: "s-running"})
 	case core.EvCleanupFinished:
@@ -247,7 +247,7 @@ func (tl *timeline) apply(e core.Event) {
 		if d.Failed {
 			class = "s-failed"
 		}
-		row(record.CleanupSession).close(at, class, nil, d.Error)
+		row(cleanupKey()).close(at, class, nil, d.Error)
 	}
 }
 
@@ -282,12 +282,12 @@ const (
 // end while a runner works on them (live), else at the last event.
 func (tl *timeline) svg(state *core.State, base string, end time.Time, maxRows int, live bool) (template.HTML, string) {
 	keys := tableOrder(state)
-	if _, ok := tl.rows[record.CleanupSession]; ok {
-		keys = append(keys, record.CleanupSession)
+	if _, ok := tl.rows[cleanupKey()]; ok {
+		keys = append(keys, cleanupKey())
 	}
-	var shown []string
+	var shown []core.StepKey
 	for _, k := range keys {
-		if r := tl.rows[k]; r != nil && len(r.bars) > 0 || core.IsInstance(k) == false && state.Steps[k] != nil && state.Steps[k].LoopIndex != nil {
+		if r := tl.rows[k]; r != nil && len(r.bars) > 0 || !k.IsInstance() && state.Steps[k] != nil && state.Steps[k].LoopIndex != nil {
 			shown = append(shown, k)
 		}
 	}
@@ -336,22 +336,22 @@ func (tl *timeline) svg(state *core.State, base string, end time.Time, maxRows i
 		fmt.Fprintf(&b, `<line class="tick" x1="%.1f" y1="%d" x2="%.1f" y2="%d"/><text class="tick" x="%.1f" y="14">%s</text>`,
 			tx, tlAxisH-6, tx, height, tx+2, esc(shortDuration(d)))
 	}
-	at := map[string]int{}
+	at := map[core.StepKey]int{}
 	for i, k := range shown {
 		at[k] = i
 		y := tlAxisH + i*tlRowH
-		name := k
+		name := k.String()
 		indent := 0
-		if core.IsInstance(k) {
+		if k.IsInstance() {
 			indent = 14
 		}
-		if k == record.CleanupSession {
+		if k == cleanupKey() {
 			name = "cleanup"
 		}
 		if i%2 == 1 {
 			fmt.Fprintf(&b, `<rect class="band" x="0" y="%d" width="%d" height="%d"/>`, y, tlWidth, tlRowH)
 		}
-		logURL := base + "/logs/" + url.PathEscape(k)
+		logURL := base + "/logs/" + url.PathEscape(k.String())
 		fmt.Fprintf(&b, `<a href="%s"><text class="label" x="%d" y="%d">%s<title>%s</title></text></a>`,
 			esc(logURL), 6+indent, y+15, esc(clip(name, 30-indent/7)), esc(name))
 		r := tl.rows[k]
@@ -380,9 +380,9 @@ func (tl *timeline) svg(state *core.State, base string, end time.Time, maxRows i
 			if open && live {
 				class += " open"
 			}
-			title := barTitle(k, br, e.Sub(br.start), open)
+			title := barTitle(k.String(), br, e.Sub(br.start), open)
 			rect := fmt.Sprintf(`<rect class="%s" data-key="%s" x="%.1f" y="%d" width="%.1f" height="%d" rx="2"><title>%s</title></rect>`,
-				class, esc(k), x1, y+(tlRowH-tlBarH)/2, w, tlBarH, esc(title))
+				class, esc(k.String()), x1, y+(tlRowH-tlBarH)/2, w, tlBarH, esc(title))
 			if br.log != "" {
 				fmt.Fprintf(&b, `<a href="%s?log=%s">%s</a>`, esc(logURL), url.QueryEscape(br.log), rect)
 			} else {
@@ -408,16 +408,15 @@ func (tl *timeline) svg(state *core.State, base string, end time.Time, maxRows i
 // loopRow is a loop's row: one bar from its first instance's start to
 // its last one's end (open while any runs), of the loop's status; nil
 // for a step that is not a loop or whose instances have not started.
-func (tl *timeline) loopRow(state *core.State, loop string) *trow {
+func (tl *timeline) loopRow(state *core.State, loop core.StepKey) *trow {
 	ss := state.Steps[loop]
-	if ss == nil || ss.LoopIndex == nil {
+	if ss == nil || ss.LoopIndex == nil || loop.IsInstance() {
 		return nil
 	}
 	var b *bar
 	open := false
-	for key, r := range tl.rows {
-		k, ok := core.SplitKey(key)
-		if !ok || k.Loop != loop {
+	for k, r := range tl.rows {
+		if !k.IsInstance() || k.Loop != loop.Step {
 			continue
 		}
 		for _, x := range r.bars {
@@ -504,20 +503,23 @@ func shortDuration(d time.Duration) string {
 
 // tableOrder is the order of a run's step table: its steps in workflow
 // order, each loop followed by its instances.
-func tableOrder(state *core.State) []string {
-	instances := map[string][]string{}
-	var top []string
+func tableOrder(state *core.State) []core.StepKey {
+	instances := map[string][]core.StepKey{}
+	var top []core.StepKey
 	for _, key := range state.StepOrder {
-		if k, ok := core.SplitKey(key); ok {
-			instances[k.Loop] = append(instances[k.Loop], key)
+		if key.IsInstance() {
+			instances[key.Loop] = append(instances[key.Loop], key)
 			continue
 		}
 		top = append(top, key)
 	}
-	out := make([]string, 0, len(state.StepOrder))
+	out := make([]core.StepKey, 0, len(state.StepOrder))
 	for _, key := range top {
 		out = append(out, key)
-		out = append(out, instances[key]...)
+		out = append(out, instances[key.Step]...)
 	}
 	return out
 }
+
+// cleanupKey() is the key of the cleanup session's row.
+func cleanupKey() core.StepKey { return core.Key(record.CleanupSession) }

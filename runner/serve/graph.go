@@ -114,16 +114,16 @@ func graphSVG(wf *config.Workflow, st *core.State, live bool) template.HTML {
 		}
 	} else {
 		for _, key := range st.StepOrder {
-			if !core.IsInstance(key) {
-				n := &gnode{id: key}
+			if !key.IsInstance() {
+				n := &gnode{id: key.Step}
 				top.nodes = append(top.nodes, n)
-				top.byID[key] = n
+				top.byID[key.Step] = n
 			}
 		}
 	}
 	for _, n := range top.nodes {
 		n.status = "PENDING"
-		if ss := st.Steps[n.id]; ss != nil {
+		if ss := st.Steps[core.Key(n.id)]; ss != nil {
 			n.status = string(ss.Status)
 		}
 		n.label = n.status
@@ -204,8 +204,7 @@ func deadNode(n *gnode) {
 func bodyStatus(st *core.State, loop, step string) (status, label string) {
 	n, done, running, failed, waiting := 0, 0, 0, 0, 0
 	for _, key := range st.StepOrder {
-		k, ok := core.SplitKey(key)
-		if !ok || k.Loop != loop || k.Step != step {
+		if !key.IsInstance() || key.Loop != loop || key.Step != step {
 			continue
 		}
 		n++

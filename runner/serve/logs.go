@@ -182,7 +182,7 @@ func sessionLabel(l record.LogFile) string {
 // (an attempt failed, a loop-back sent the run back to it), or has
 // ended and how; latest is false for an earlier session's log.
 func (s *Server) stepLogState(st ops.Status, t target, latest bool) logState {
-	ss := st.State.Steps[t.step]
+	ss := st.State.Steps[t.key]
 	if ss == nil {
 		return logState{State: "ended", Text: "the step has not run"}
 	}
@@ -229,7 +229,7 @@ func endedText(exit *int, d time.Duration, note string) string {
 // sessionBar finds the timeline's bar of a session by its log's name.
 func (s *Server) sessionBar(t target, st ops.Status, name string) *bar {
 	tl := s.readTimeline(t, st.State)
-	if r := tl.rows[t.step]; r != nil {
+	if r := tl.rows[t.key]; r != nil {
 		for _, b := range r.bars {
 			if b.log == name {
 				return b
@@ -407,7 +407,7 @@ const (
 // a run that goes on (an attempt failed, or a loop-back sent the run
 // back to it); it tells the page of the next session once the step runs
 // one; it ends otherwise.
-func tailNext(st *core.State, step, path string) int {
+func tailNext(st *core.State, step core.StepKey, path string) int {
 	ss := st.Steps[step]
 	switch {
 	case ss == nil:

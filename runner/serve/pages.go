@@ -283,7 +283,7 @@ func runNote(st ops.Status, local bool) (string, string) {
 				if ss.LastError != nil && *ss.LastError != "" {
 					why = clip(*ss.LastError, 160)
 				}
-				return key + ": " + why, "error"
+				return key.String() + ": " + why, "error"
 			}
 		}
 		if state.Status == core.RunBudgetExceeded {
@@ -302,15 +302,15 @@ func runNote(st ops.Status, local bool) (string, string) {
 		for _, key := range tableOrder(state) {
 			if ss := state.Steps[key]; ss != nil && ss.Status == core.WaitingOnHuman {
 				if local && l.Holder == nil {
-					return key + " waits for a decision (no runner: Resume after deciding)", "waits"
+					return key.String() + " waits for a decision (no runner: Resume after deciding)", "waits"
 				}
-				return key + " waits for a decision", "waits"
+				return key.String() + " waits for a decision", "waits"
 			}
 		}
 	}
 	switch l.State {
 	case record.LiveWorking:
-		return "working on " + l.Hook, ""
+		return "working on " + l.Hook.String(), ""
 	case record.LiveStuck:
 		return "stuck: " + l.Reason, "error"
 	}
@@ -320,6 +320,8 @@ func runNote(st ops.Status, local bool) (string, string) {
 // stepRow is one row of a run's step table; the live stream sends the
 // same rows as JSON.
 type stepRow struct {
+	// key is the row's step key; Key its String form.
+	key       core.StepKey
 	Key       string `json:"key"`
 	Status    string `json:"status"`
 	Attempts  int    `json:"attempts"`
@@ -356,23 +358,14 @@ type humanForm struct {
 // loop followed by its instances. wf may be nil.
 func stepRows(base string, st ops.Status, wf *config.Workflow) []stepRow {
 	state := st.State
-	instances := map[string][]string{}
-	var top []string
-	for _, key := range state.StepOrder {
-		if k, ok := core.SplitKey(key); ok {
-			instances[k.Loop] = append(instances[k.Loop], key)
-			continue
-		}
-		top = append(top, key)
-	}
 	var rows []stepRow
-	add := func(key string) {
+	add := func(key core.StepKey) {
 		ss := state.Steps[key]
 		if ss == nil {
 			return
 		}
-		row := stepRow{Key: key, Status: string(ss.Status), Attempts: ss.Attempts, Iteration: ss.IterationCount,
-			Verdict: ss.Verdict, Instance: core.IsInstance(key), Class: statusClass(string(ss.Status))}
+		row := stepRow{key: key, Key: key.String(), Status: string(ss.Status), Attempts: ss.Attempts, Iteration: ss.IterationCount,
+			Verdict: ss.Verdict, Instance: key.IsInstance(), Class: statusClass(string(ss.Status))}
 		if ss.Human != nil && row.Verdict == "" {
 			row.Verdict = describeDecision(*ss.Human)
 		}
@@ -385,20 +378,20 @@ func stepRows(base string, st ops.Status, wf *config.Workflow) []stepRow {
 				end = ss.EndedAt.Time
 			}
 			row.Duration = duration(end.Sub(ss.StartedAt.Time))
-			row.Log = base + "/logs/" + url.PathEscape(key)
+			row.Log = base + "/logs/" + url.PathEscape(key.String())
 		}
 		if ss.LastError != nil {
 			row.Error = *ss.LastError
 		} else if ss.Status == core.Skipped {
 			row.Error = ss.SkipReason
 		}
-		if p, ok := ops.Progress(state, key); ok {
+		if p, ok := ops.Progress(state, key.Step); ok && !key.IsInstance() {
 			row.Progress = p.String()
 		}
 		if ss.Status == core.Pending {
 			switch {
 			case ss.WaitingFor != nil:
-				row.Waits = *ss.WaitingFor
+				row.Waits = ss.WaitingFor.String()
 			case len(ss.WaitingGates) > 0:
 				row.Waits = "gates: " + strings.Join(ss.WaitingGates, ", ")
 			}
@@ -411,23 +404,16 @@ func stepRows(base string, st ops.Status, wf *config.Workflow) []stepRow {
 		}
 		rows = append(rows, row)
 	}
-	for _, key := range top {
+	for _, key := range tableOrder(state) {
 		add(key)
-		for _, inst := range instances[key] {
-			add(inst)
-		}
 	}
 	return rows
 }
 
 // declaredInputs returns the inputs the human step of a key declares
 // (a loop instance's body step's), or nil.
-func declaredInputs(wf *config.Workflow, key string) []config.Input {
+func declaredInputs(wf *config.Workflow, k core.StepKey) []config.Input {
 	if wf == nil {
-		return nil
-	}
-	k, err := core.ParseStepKey(key)
-	if err != nil {
 		return nil
 	}
 	if step := wf.Step(k.Step); step != nil && step.Human != nil && len(step.Human.Inputs) > 0 {
@@ -447,7 +433,7 @@ type eventRow struct {
 
 // eventRowOf shortens an event for the timeline.
 func eventRowOf(e core.Event) eventRow {
-	return eventRow{Seq: e.Seq, At: e.At.String(), Type: e.Type, Step: e.Step, Data: clip(string(e.Data), 300)}
+	return eventRow{Seq: e.Seq, At: e.At.String(), Type: e.Type, Step: e.Step.String(), Data: clip(string(e.Data), 300)}
 }
 
 // doneTexts are the messages a run's page shows after an action
@@ -569,7 +555,7 @@ func graphSteps(wf *config.Workflow, st *core.State) int {
 	n := 0
 	if wf == nil {
 		for _, key := range st.StepOrder {
-			if !core.IsInstance(key) {
+			if !key.IsInstance() {
 				n++
 			}
 		}

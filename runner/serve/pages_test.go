@@ -13,12 +13,12 @@ import (
 // target of a loop-back to its side, or its closed gates — and nothing
 // else does.
 func TestStepRowsWaits(t *testing.T) {
-	fix := "fix"
-	st := &core.State{StepOrder: []string{"code", "review", "deploy", "docs"}, Steps: map[string]*core.StepState{
-		"code":   {Status: core.Completed},
-		"review": {Status: core.Pending, WaitingFor: &fix},
-		"deploy": {Status: core.Pending, WaitingGates: []string{"ci", "window"}},
-		"docs":   {Status: core.Running, WaitingGates: []string{"stale"}},
+	fix := sk("fix")
+	st := &core.State{StepOrder: sks("code", "review", "deploy", "docs"), Steps: map[core.StepKey]*core.StepState{
+		sk("code"):   {Status: core.Completed},
+		sk("review"): {Status: core.Pending, WaitingFor: &fix},
+		sk("deploy"): {Status: core.Pending, WaitingGates: []string{"ci", "window"}},
+		sk("docs"):   {Status: core.Running, WaitingGates: []string{"stale"}},
 	}}
 	want := map[string]string{"code": "", "review": "fix", "deploy": "gates: ci, window", "docs": ""}
 	for _, row := range stepRows("/runs/0/r", ops.Status{State: st}, nil) {
@@ -158,11 +158,11 @@ func TestTailNext(t *testing.T) {
 		{"waits on a human", core.RunWaitingOnHuman, &core.StepState{Status: core.WaitingOnHuman, LogPath: l1}, l1, tailEnd},
 		{"no such step", core.RunRunning, nil, l1, tailEnd},
 	} {
-		st := &core.State{Status: tc.run, Steps: map[string]*core.StepState{}}
+		st := &core.State{Status: tc.run, Steps: map[core.StepKey]*core.StepState{}}
 		if tc.step != nil {
-			st.Steps["a"] = tc.step
+			st.Steps[sk("a")] = tc.step
 		}
-		if got := tailNext(st, "a", tc.path); got != tc.want {
+		if got := tailNext(st, sk("a"), tc.path); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
 		}
 	}

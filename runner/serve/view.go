@@ -124,7 +124,7 @@ func (s *Server) view(sub runSubject) *runView {
 	base := runURL(t.repo, t.runID)
 	row := s.runRowOf(runRow{}, st, t.src.local)
 	v := &runView{Base: base, Source: t.src.name, Engine: t.src.eng.Name(), Local: t.src.local, RunID: t.runID,
-		Workflow: state.WorkflowName, Status: string(state.Status), Live: runnerWords(st, t.src.local), Hook: st.Liveness.Hook,
+		Workflow: state.WorkflowName, Status: string(state.Status), Live: runnerWords(st, t.src.local), Hook: st.Liveness.Hook.String(),
 		Reason: pageWords(st.Liveness.Reason), Fault: st.Fault, Started: row.Started, Duration: row.Duration, Cost: row.Cost}
 	v.page.ReadOnly = s.readOnly
 	v.Badge, v.BadgeClass = runState(st)
@@ -288,15 +288,15 @@ func pendingControl(s *Server, t target, state *core.State) string {
 // runner has acted on yet.
 func (s *Server) waitViewOf(sub runSubject, r stepRow, live bool) waitView {
 	w := waitView{Key: r.Key, Form: r.Waiting}
-	step := stepOf(sub.wf, r.Key)
+	step := stepOf(sub.wf, r.key)
 	if step != nil {
 		w.Description = step.Description()
 	}
-	w.Message = s.humanMessage(sub, r.Key, step)
+	w.Message = s.humanMessage(sub, r.key, step)
 	if !sub.t.src.local {
 		return w
 	}
-	ss := sub.st.State.Steps[r.Key]
+	ss := sub.st.State.Steps[r.key]
 	if ss == nil || ss.ManualInputPath == nil {
 		return w
 	}
@@ -317,15 +317,11 @@ func (s *Server) waitViewOf(sub runSubject, r stepRow, live bool) waitView {
 
 // stepOf returns the workflow's step of a step key (an instance's body
 // step), or nil.
-func stepOf(wf *config.Workflow, key string) *config.Step {
+func stepOf(wf *config.Workflow, key core.StepKey) *config.Step {
 	if wf == nil {
 		return nil
 	}
-	k, err := core.ParseStepKey(key)
-	if err != nil {
-		return nil
-	}
-	return wf.Step(k.Step)
+	return wf.Step(key.Step)
 }
 
 // describeDecision says a decision for people: "approved by alice at
@@ -422,7 +418,7 @@ func (s *Server) actions(v *runView, t target, st ops.Status) {
 // rendered it with (kept while the step waits); else, when it does not
 // render, or when it reads a step's output (which the runner keeps in
 // memory, not in the record), the message as the workflow writes it.
-func (s *Server) humanMessage(sub runSubject, key string, step *config.Step) string {
+func (s *Server) humanMessage(sub runSubject, key core.StepKey, step *config.Step) string {
 	if step == nil || step.Human == nil || step.Human.Message == nil {
 		return ""
 	}
@@ -431,7 +427,7 @@ func (s *Server) humanMessage(sub runSubject, key string, step *config.Step) str
 	if !sub.t.src.local || ss == nil || ss.StartedAt == nil || readsOutput.MatchString(src) {
 		return src
 	}
-	k := messageKey{dir: sub.t.runDir(), step: key, since: ss.StartedAt.String()}
+	k := messageKey{dir: sub.t.runDir(), step: key.String(), since: ss.StartedAt.String()}
 	if m, ok := s.messages.get(k); ok {
 		return m
 	}

@@ -268,7 +268,7 @@ func (w *watcher) runRemote() {
 			wf = s.remoteWorkflow(st.State)
 		}
 		v := s.view(runSubject{t: w.t, st: st, wf: wf})
-		w.update(&liveStatus{Status: string(st.State.Status), Live: st.Liveness.State, Hook: st.Liveness.Hook, Reason: st.Liveness.Reason, Steps: v.Steps})
+		w.update(&liveStatus{Status: string(st.State.Status), Live: st.Liveness.State, Hook: st.Liveness.Hook.String(), Reason: st.Liveness.Reason, Steps: v.Steps})
 		w.updateParts(v)
 		return nil
 	})
@@ -319,7 +319,7 @@ func (w *watcher) runLocal() {
 				key := string(st.State.Status) + " " + st.Liveness.State
 				draw := key != drawnStatus || time.Since(drawn) >= partsEvery
 				v := s.view(runSubject{t: w.t, st: st, wf: wf, tl: tl, rowsOnly: !draw})
-				w.update(&liveStatus{Status: string(st.State.Status), Live: st.Liveness.State, Hook: st.Liveness.Hook, Reason: st.Liveness.Reason, Steps: v.Steps})
+				w.update(&liveStatus{Status: string(st.State.Status), Live: st.Liveness.State, Hook: st.Liveness.Hook.String(), Reason: st.Liveness.Reason, Steps: v.Steps})
 				if draw {
 					w.updateParts(v)
 					drawn, drawnStatus = time.Now(), key

@@ -66,18 +66,18 @@ func TestNewPlanBudgets(t *testing.T) {
 // declared artifacts that are gone.
 func TestPlanStartAt(t *testing.T) {
 	wf := parse(t, "name: w\nsteps:\n  - {id: a, run: x, artifacts: [A.md]}\n  - {id: b, run: x, needs: [a]}\n  - {id: c, run: x, needs: [b]}\n")
-	st := &core.State{StepOrder: []string{"a", "b", "c"}, Steps: map[string]*core.StepState{
-		"a": {Status: core.Completed}, "b": {Status: core.Completed}, "c": {Status: core.Failed},
+	st := &core.State{StepOrder: sks("a", "b", "c"), Steps: map[core.StepKey]*core.StepState{
+		sk("a"): {Status: core.Completed}, sk("b"): {Status: core.Completed}, sk("c"): {Status: core.Failed},
 	}}
 	fsys := afero.NewMemMapFs()
 	p, err := PlanStartAt(fsys, wf, st, "/repo", core.Key("b"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(p.Kept, []string{"a"}) || !slices.Equal(p.Rerun, []string{"b", "c"}) {
+	if !slices.Equal(p.Kept, sks("a")) || !slices.Equal(p.Rerun, sks("b", "c")) {
 		t.Errorf("kept %v rerun %v, want [a] and [b c]", p.Kept, p.Rerun)
 	}
-	if len(p.Missing) != 1 || p.Missing[0] != (MissingArtifact{Step: "a", Path: "A.md"}) {
+	if len(p.Missing) != 1 || p.Missing[0] != (MissingArtifact{Step: sk("a"), Path: "A.md"}) {
 		t.Errorf("missing %+v, want a's A.md", p.Missing)
 	}
 	if err := afero.WriteFile(fsys, "/repo/A.md", []byte("a"), 0o644); err != nil {

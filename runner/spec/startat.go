@@ -15,8 +15,8 @@ type StartAtPlan struct {
 	Step core.StepKey
 	// Kept are the finished steps kept as they are; Rerun the steps
 	// reset to PENDING.
-	Kept  []string
-	Rerun []string
+	Kept  []core.StepKey
+	Rerun []core.StepKey
 	// Missing lists kept steps' declared artifacts that are not in the
 	// repository.
 	Missing []MissingArtifact
@@ -27,7 +27,7 @@ type StartAtPlan struct {
 
 // MissingArtifact is a declared artifact of a kept step that is gone.
 type MissingArtifact struct {
-	Step string
+	Step core.StepKey
 	Path string
 }
 
@@ -44,9 +44,9 @@ func PlanStartAt(fsys afero.Fs, wf *config.Workflow, st *core.State, repo string
 	p := StartAtPlan{Step: step, Rerun: reset, Budgets: core.ReopenedLoops(wf, st, reset, false)}
 	if step.IsInstance() {
 		// The instance's loop runs again for its item.
-		p.Rerun = append([]string{step.Loop}, p.Rerun...)
+		p.Rerun = append([]core.StepKey{core.Key(step.Loop)}, p.Rerun...)
 	}
-	rerun := make(map[string]bool, len(p.Rerun))
+	rerun := make(map[core.StepKey]bool, len(p.Rerun))
 	for _, id := range p.Rerun {
 		rerun[id] = true
 	}
@@ -55,8 +55,7 @@ func PlanStartAt(fsys afero.Fs, wf *config.Workflow, st *core.State, repo string
 			continue
 		}
 		ss := st.Steps[id]
-		k, _ := core.SplitKey(id)
-		s := wf.Step(k.Step)
+		s := wf.Step(id.Step)
 		if ss == nil || s == nil || !ss.Status.Done() {
 			continue
 		}

@@ -106,8 +106,8 @@ type HandBack struct {
 
 // StepRequest names a step of a run.
 type StepRequest struct {
-	RunID string `json:"run_id"`
-	Step  string `json:"step"`
+	RunID string       `json:"run_id"`
+	Step  core.StepKey `json:"step"`
 }
 
 // WhenResultReply answers ActivityEvaluate.

@@ -221,7 +221,7 @@ func (e *Engine) follow(ctx context.Context, opts spec.Options, run client.Workf
 			}
 			switch st.Status {
 			case core.RunWaitingOnHuman:
-				var waiting []string
+				var waiting []core.StepKey
 				for _, id := range st.StepOrder {
 					if s := st.Steps[id]; s != nil && s.Status == core.WaitingOnHuman {
 						waiting = append(waiting, id)
@@ -234,7 +234,7 @@ func (e *Engine) follow(ctx context.Context, opts spec.Options, run client.Workf
 					var gated []string
 					for _, id := range st.StepOrder {
 						if s := st.Steps[id]; s != nil && s.Status == core.Pending && len(s.WaitingGates) > 0 {
-							gated = append(gated, id)
+							gated = append(gated, id.String())
 						}
 					}
 					reason = "waiting on gates: " + strings.Join(gated, ", ")
@@ -320,7 +320,7 @@ func earlierEvents(ctx context.Context, c client.Client, runID string, after, be
 // question runs in its own goroutine, which is not waited for: a read
 // of the terminal cannot be cancelled, and the process may exit while
 // it waits (the step decided elsewhere, say).
-func (e *Engine) ask(ctx context.Context, opts spec.Options, step, msg string, att ops.Attach) {
+func (e *Engine) ask(ctx context.Context, opts spec.Options, step core.StepKey, msg string, att ops.Attach) {
 	q := ops.NewQuestion(opts.Workflow, opts.RunID, step, msg)
 	go func() {
 		in, ok := att.Ask(q)
@@ -542,7 +542,7 @@ func runningTails(ctx context.Context, c client.Client, runID string, st *core.S
 	if st == nil {
 		return nil
 	}
-	tails, err := Logs(ctx, c, runID, "")
+	tails, err := Logs(ctx, c, runID, core.StepKey{})
 	if err != nil {
 		return nil
 	}
@@ -556,7 +556,7 @@ func runningTails(ctx context.Context, c client.Client, runID string, st *core.S
 		if len(lines) > n {
 			lines = lines[len(lines)-n:]
 		}
-		out = append(out, ops.Tail{Step: t.Step, Log: path.Base(t.Log), Lines: lines})
+		out = append(out, ops.Tail{Step: t.Step.String(), Log: path.Base(t.Log), Lines: lines})
 	}
 	return out
 }

@@ -38,10 +38,10 @@ func ControlQueue(queue string) string { return queue + "/control" }
 
 // SessionID names one session of a run.
 type SessionID struct {
-	RunID     string `json:"run_id"`
-	Step      string `json:"step"`
-	Iteration int    `json:"iteration"`
-	Attempt   int    `json:"attempt"`
+	RunID     string       `json:"run_id"`
+	Step      core.StepKey `json:"step"`
+	Iteration int          `json:"iteration"`
+	Attempt   int          `json:"attempt"`
 }
 
 func sessionOf(runID string, e core.StartSession) SessionID {

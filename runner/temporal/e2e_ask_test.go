@@ -53,7 +53,7 @@ steps:
 		mu.Unlock()
 		in := map[string]any{}
 		for _, i := range q.Inputs {
-			in[i.Name] = "from " + q.Step
+			in[i.Name] = "from " + q.Step.String()
 		}
 		return core.HumanInput{Approved: true, By: "terminal", Input: in}, true
 	}
@@ -65,18 +65,18 @@ steps:
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(asked) != 2 || asked[0].Step != "ship" || asked[0].Message != "ship it?" || len(asked[0].Inputs) != 1 ||
-		asked[1].Step != "each[0].check" || asked[1].Message != "check x?" || len(asked[1].Inputs) != 1 || asked[1].Inputs[0].Name != "note" {
+	if len(asked) != 2 || asked[0].Step != sk("ship") || asked[0].Message != "ship it?" || len(asked[0].Inputs) != 1 ||
+		asked[1].Step != sk("each[0].check") || asked[1].Message != "check x?" || len(asked[1].Inputs) != 1 || asked[1].Inputs[0].Name != "note" {
 		t.Errorf("asked %+v", asked)
 	}
 	st, err := Status(ctx, c, "asked-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h := st.State.Steps["ship"].Human; h == nil || h.By != "terminal" || h.Input["ticket"] != "from ship" {
+	if h := st.State.Steps[sk("ship")].Human; h == nil || h.By != "terminal" || h.Input["ticket"] != "from ship" {
 		t.Errorf("ship's decision %+v", h)
 	}
-	if h := st.State.Steps["each[0].check"].Human; h == nil || h.Input["note"] != "from each[0].check" {
+	if h := st.State.Steps[sk("each[0].check")].Human; h == nil || h.Input["note"] != "from each[0].check" {
 		t.Errorf("the instance's decision %+v", h)
 	}
 	if !strings.Contains(out.String(), "run asked-1 completed") {

@@ -167,7 +167,7 @@ steps:
 		t.Errorf("finished sessions %v, want each step once: %v", ran, want)
 	}
 	st, _, err := record.LoadState(fsys, record.RunDir(repo, "killed-1"), false, time.Now())
-	if err != nil || st.Status != core.RunCompleted || st.Steps["long"].Attempts != 1 {
+	if err != nil || st.Status != core.RunCompleted || st.Steps[sk("long")].Attempts != 1 {
 		t.Errorf("the record: %v %+v", err, st)
 	}
 }
@@ -191,7 +191,7 @@ func TestEndToEndRetry(t *testing.T) {
 	if err != nil || res.ExitCode != 1 {
 		t.Fatalf("first run: %+v %v\n%s", res, err, out.String())
 	}
-	tails, err := Logs(ctx, c, "retry-1", "b")
+	tails, err := Logs(ctx, c, "retry-1", sk("b"))
 	if err != nil || len(tails) != 1 || tails[0].Tail != "trying\n" {
 		t.Errorf("logs of b: %+v %v", tails, err)
 	}
@@ -202,7 +202,7 @@ func TestEndToEndRetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := l.RetryPlan.Rerun; !slices.Equal(got, []string{"b"}) {
+	if got := l.RetryPlan.Rerun; !slices.Equal(got, sks("b")) {
 		t.Errorf("retry plan re-runs %v, want [b]", got)
 	}
 	res, err = eng.Run(ctx, l.Options, ops.Attach{Output: &out})
@@ -213,7 +213,7 @@ func TestEndToEndRetry(t *testing.T) {
 		t.Errorf("resuming a completed run: %v, want refused (exit 8)", err)
 	}
 	st, _, err := record.LoadState(fsys, record.RunDir(repo, "retry-1"), false, time.Now())
-	if err != nil || st.Status != core.RunCompleted || st.Generation != 1 || st.Steps["a"].Attempts != 1 {
+	if err != nil || st.Status != core.RunCompleted || st.Generation != 1 || st.Steps[sk("a")].Attempts != 1 {
 		t.Errorf("the worker's record: %v %+v", err, st)
 	}
 }

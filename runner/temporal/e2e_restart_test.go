@@ -49,7 +49,7 @@ func TestEndToEndEditedRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(l.Plan.Kept, []string{"a"}) || !slices.Equal(l.Plan.Rerun, []string{"b", "c"}) {
+	if !slices.Equal(l.Plan.Kept, sks("a")) || !slices.Equal(l.Plan.Rerun, sks("b", "c")) {
 		t.Errorf("plan keeps %v and re-runs %v, want [a] and [b c]", l.Plan.Kept, l.Plan.Rerun)
 	}
 	out = syncbuf.Buffer{}
@@ -72,7 +72,7 @@ func TestEndToEndEditedRestart(t *testing.T) {
 		t.Fatalf("start at d: %+v %v\n%s", res, err, out.String())
 	}
 	st, _, err := record.LoadState(fsys, record.RunDir(repo, "edit-1"), false, time.Now())
-	if err != nil || !slices.Equal(st.StepOrder, []string{"a", "b", "c", "d"}) || st.Steps["d"].Status != core.Completed {
+	if err != nil || !slices.Equal(st.StepOrder, sks("a", "b", "c", "d")) || st.Steps[sk("d")].Status != core.Completed {
 		t.Errorf("the worker's record: %v %+v", err, st)
 	}
 	// flow resume of a run that waits on a human, its file edited: the
@@ -87,10 +87,10 @@ func TestEndToEndEditedRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := eng.Run(ctx, l.Options, ops.Attach{Output: &out}); err != nil || res.ExitCode != int(ops.ExitHuman) || res.State.Steps["after"] == nil {
+	if res, err := eng.Run(ctx, l.Options, ops.Attach{Output: &out}); err != nil || res.ExitCode != int(ops.ExitHuman) || res.State.Steps[sk("after")] == nil {
 		t.Fatalf("resume with the edit: %+v %v\n%s", res, err, out.String())
 	}
-	if _, err := Decide(ctx, c, "wait-1", DecideRequest{Step: "h", Input: core.HumanInput{Approved: true}}); err != nil {
+	if _, err := Decide(ctx, c, "wait-1", DecideRequest{Step: sk("h"), Input: core.HumanInput{Approved: true}}); err != nil {
 		t.Fatal(err)
 	}
 	// A --no-wait follower that looks before the workflow has moved on
@@ -101,7 +101,7 @@ func TestEndToEndEditedRestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if h := st.State.Steps["h"]; h != nil && h.Status != core.WaitingOnHuman {
+		if h := st.State.Steps[sk("h")]; h != nil && h.Status != core.WaitingOnHuman {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -145,7 +145,7 @@ func TestEndToEndGatedStartAt(t *testing.T) {
 		t.Fatalf("run to its gates: %+v %v\n%s", res, err, out.String())
 	}
 	st, err := Status(ctx, c, "gated-1")
-	if err != nil || st.Liveness.State != record.LiveStopped || st.Liveness.Hook != "deploy" {
+	if err != nil || st.Liveness.State != record.LiveStopped || st.Liveness.Hook != sk("deploy") {
 		t.Errorf("status of the gated run: %+v %v", st.Liveness, err)
 	}
 	if err := os.WriteFile(gates, []byte(`{"ci": "open"}`), 0o644); err != nil {
@@ -194,7 +194,7 @@ func TestEndToEndStartAtArtifacts(t *testing.T) {
 	if err := os.Remove(filepath.Join(repo, "PLAN.md")); err != nil {
 		t.Fatal(err)
 	}
-	want := []ops.MissingArtifact{{Step: "plan", Path: "PLAN.md"}}
+	want := []ops.MissingArtifact{{Step: sk("plan"), Path: "PLAN.md"}}
 	if p, err := plan(false); err != nil || !slices.Equal(p.Missing, want) || !p.Refused {
 		t.Errorf("plan with the artifact gone: %+v %v", p, err)
 	}

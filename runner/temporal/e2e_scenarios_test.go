@@ -392,7 +392,7 @@ steps:
 				s.t.Fatal(err)
 			}
 			for _, k := range []string{"stories[s1].review", "stories[s2].review"} {
-				if ss := st.State.Steps[k]; ss != nil {
+				if ss := st.State.Steps[sk(k)]; ss != nil {
 					s.add(fmt.Sprintf("%s: %s, iteration %d", k, strings.ToLower(string(ss.Status)), ss.IterationCount))
 				}
 			}

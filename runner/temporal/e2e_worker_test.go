@@ -151,7 +151,7 @@ steps:
 		}
 	}
 	st, _, err := record.LoadState(fsys, record.RunDir(repo, "drain-1"), false, time.Now())
-	if err != nil || st.Steps["quick"].Attempts != 1 || st.Steps["slow"].Attempts != 1 || st.Steps["slow"].Status != core.Completed {
+	if err != nil || st.Steps[sk("quick")].Attempts != 1 || st.Steps[sk("slow")].Attempts != 1 || st.Steps[sk("slow")].Status != core.Completed {
 		t.Errorf("the record: %v %+v", err, st)
 	}
 	if !slices.Contains(eventLines(t, fsys, record.RunDir(repo, "drain-1")), "warning slow") {

@@ -76,7 +76,7 @@ func freshAt(l *ops.Launch, k core.StepKey) (*ops.Launch, error) {
 		return nil, ops.Usage("--start-at-step: unknown step %q", step)
 	}
 	l.Options.StartAt = k
-	l.Plan = &ops.StartAtPlan{Workflow: wf.Name, Step: k, NewRun: true, Kept: []string{}, Rerun: []string{}, Missing: []ops.MissingArtifact{}}
+	l.Plan = &ops.StartAtPlan{Workflow: wf.Name, Step: k, NewRun: true, Kept: []core.StepKey{}, Rerun: []core.StepKey{}, Missing: []ops.MissingArtifact{}}
 	return l, nil
 }
 
@@ -147,9 +147,9 @@ func (e *Engine) Logs(ctx context.Context, req ops.LogsRequest, out, notes io.Wr
 		if req.Step.IsZero() {
 			return ops.Usage("logs --follow follows one step's session: flow logs %s STEP --follow --engine temporal", id)
 		}
-		return FollowLogs(ctx, e.Client, id, step, 0, out, notes)
+		return FollowLogs(ctx, e.Client, id, req.Step, 0, out, notes)
 	}
-	tails, err := Logs(ctx, e.Client, id, step)
+	tails, err := Logs(ctx, e.Client, id, req.Step)
 	if err != nil {
 		return err
 	}
@@ -184,11 +184,11 @@ func (e *Engine) Decide(ctx context.Context, req ops.DecideRequest) (ops.Decisio
 		return ops.Decision{}, ops.Usage("reject needs --reason\ntry: flow reject %s %s --reason 'why'", id, core.ShellArg(req.Step.String()))
 	}
 	in := core.HumanInput{Approved: req.Approve, By: req.By, Input: req.Input, Reason: req.Reason}
-	d, err := Decide(ctx, e.Client, id, DecideRequest{Step: req.Step.String(), Input: in})
+	d, err := Decide(ctx, e.Client, id, DecideRequest{Step: req.Step, Input: in})
 	if err != nil {
 		return ops.Decision{}, err
 	}
-	return ops.Decision{RunID: d.RunID, Step: d.Step, Approved: d.Approved, By: d.By}, nil
+	return ops.Decision{RunID: d.RunID, Step: d.Step.String(), Approved: d.Approved, By: d.By}, nil
 }
 
 // Control implements ops.Engine with the run's control Update.

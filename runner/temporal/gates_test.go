@@ -52,12 +52,12 @@ func TestWorkflowGateStateFile(t *testing.T) {
 	}
 	for name, s := range map[string]StatusReply{"5m": waiting, "20m": broken} {
 		st := s.State
-		if st == nil || st.Steps["deploy"].Status != core.Pending || !slices.Equal(st.Steps["deploy"].WaitingGates, []string{"ci"}) {
+		if st == nil || st.Steps[sk("deploy")].Status != core.Pending || !slices.Equal(st.Steps[sk("deploy")].WaitingGates, []string{"ci"}) {
 			t.Errorf("status at %s: deploy is not waiting for ci: %+v", name, st)
 		}
 		// It waits, as a local run does: not busy (a start step may
 		// interrupt it), nor done.
-		if l := s.Liveness; l.State != record.LiveStopped || l.Hook != "deploy" || l.Reason != "waiting for gates to open: ci (gates.json)" {
+		if l := s.Liveness; l.State != record.LiveStopped || l.Hook != sk("deploy") || l.Reason != "waiting for gates to open: ci (gates.json)" {
 			t.Errorf("liveness at %s: %+v", name, l)
 		}
 	}

@@ -140,16 +140,16 @@ type Result struct {
 
 // DecideRequest decides a human step (flow approve, flow reject).
 type DecideRequest struct {
-	Step  string          `json:"step"`
+	Step  core.StepKey    `json:"step"`
 	Input core.HumanInput `json:"input"`
 }
 
 // Decided is the answer to a decision that won.
 type Decided struct {
-	RunID    string `json:"run_id"`
-	Step     string `json:"step"`
-	Approved bool   `json:"approved"`
-	By       string `json:"by,omitempty"`
+	RunID    string       `json:"run_id"`
+	Step     core.StepKey `json:"step"`
+	Approved bool         `json:"approved"`
+	By       string       `json:"by,omitempty"`
 }
 
 // ControlRequest asks for a desired control state: pause, continuous
@@ -190,9 +190,9 @@ type LaunchReply struct {
 // LogTail is the end of a session's log: what a session's activity
 // beats with while it runs and returns when it ends, at most TailBytes.
 type LogTail struct {
-	Step      string `json:"step"`
-	Iteration int    `json:"iteration"`
-	Attempt   int    `json:"attempt"`
+	Step      core.StepKey `json:"step"`
+	Iteration int          `json:"iteration"`
+	Attempt   int          `json:"attempt"`
 	// Host is the worker the session ran on and Log its log's path
 	// there; Size is the log's size, of which Tail is the end.
 	Host string `json:"host"`
@@ -218,7 +218,7 @@ type LogsReply struct {
 // local driver prints it.
 type RetryNote struct {
 	After int64         `json:"after"`
-	Step  string        `json:"step"`
+	Step  core.StepKey  `json:"step"`
 	Delay time.Duration `json:"delay"`
 }
 

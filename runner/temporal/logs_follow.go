@@ -31,7 +31,7 @@ const tailTakeWait = 10 * time.Second
 // instead, saying so on notes. It looks again every interval (a second
 // when 0) while the session is not running on a worker that can wait
 // for its output.
-func FollowLogs(ctx context.Context, c client.Client, runID, step string, interval time.Duration, w, notes io.Writer) error {
+func FollowLogs(ctx context.Context, c client.Client, runID string, step core.StepKey, interval time.Duration, w, notes io.Writer) error {
 	if interval <= 0 {
 		interval = time.Second
 	}
@@ -126,7 +126,7 @@ func ReadTail(ctx context.Context, c client.Client, queue, ctl string, req TailR
 // passes on at most every 0.8 of the session's heartbeat timeout; a
 // beat that carries less than what was written since the last one is
 // said on notes, with where the whole log is.
-func followBeats(ctx context.Context, c client.Client, runID, step string, interval time.Duration, w, notes io.Writer) error {
+func followBeats(ctx context.Context, c client.Client, runID string, step core.StepKey, interval time.Duration, w, notes io.Writer) error {
 	var cur *LogTail
 	// write prints what t adds to the session cur that was printed.
 	write := func(t LogTail) {

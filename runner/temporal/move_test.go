@@ -63,9 +63,9 @@ func TestWorkflowMove(t *testing.T) {
 		t.Fatal(err)
 	}
 	if moved.Status != core.RunCompleted || moved.RepoDir != repo2 || moved.Runner.Host != "w2" ||
-		!strings.HasPrefix(moved.Steps["c"].LogPath, repo2+"/") || moved.Steps["a"].Status != core.Completed {
+		!strings.HasPrefix(moved.Steps[sk("c")].LogPath, repo2+"/") || moved.Steps[sk("a")].Status != core.Completed {
 		t.Errorf("the record on w2: status %s, repo %s, runner %+v, c's log %s, a %s",
-			moved.Status, moved.RepoDir, moved.Runner, moved.Steps["c"].LogPath, moved.Steps["a"].Status)
+			moved.Status, moved.RepoDir, moved.Runner, moved.Steps[sk("c")].LogPath, moved.Steps[sk("a")].Status)
 	}
 	var carried core.State
 	if err := json.Unmarshal(st, &carried); err != nil {

@@ -510,9 +510,9 @@ func ListRuns(ctx context.Context, c client.Client) (ops.RunList, error) {
 // newest run of a workflow is found (NewestRun).
 const memoWorkflow = "flow.workflow"
 
-func nonNil(s []string) []string {
+func nonNil[T any](s []T) []T {
 	if s == nil {
-		return []string{}
+		return []T{}
 	}
 	return s
 }
@@ -522,7 +522,7 @@ func nonNil(s []string) []string {
 // running as their activities last beat, the others as their
 // activities returned. A run continued as new keeps only the tails of
 // the sessions since; the whole logs are on the worker (LogTail.Log).
-func Logs(ctx context.Context, c client.Client, runID, step string) ([]LogTail, error) {
+func Logs(ctx context.Context, c client.Client, runID string, step core.StepKey) ([]LogTail, error) {
 	var reply LogsReply
 	v, err := c.QueryWorkflow(ctx, runID, "", QueryLogs)
 	if err != nil {
@@ -541,7 +541,7 @@ func Logs(ctx context.Context, c client.Client, runID, step string) ([]LogTail, 
 			continue
 		}
 		var t LogTail
-		if err := converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &t); err != nil || t.Step == "" {
+		if err := converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &t); err != nil || t.Step.IsZero() {
 			continue
 		}
 		replaced := false
@@ -554,7 +554,7 @@ func Logs(ctx context.Context, c client.Client, runID, step string) ([]LogTail, 
 			tails = append(tails, t)
 		}
 	}
-	if step == "" {
+	if step.IsZero() {
 		return tails, nil
 	}
 	for _, t := range tails {

@@ -45,7 +45,7 @@ type driver struct {
 	// have not come back.
 	inflight int
 	// awaiting holds the human steps waiting for a decision (an Update).
-	awaiting map[string]bool
+	awaiting map[core.StepKey]bool
 	// draining is set when the run is to continue as new: no input is
 	// decided until nothing is in flight.
 	draining bool
@@ -58,10 +58,10 @@ type driver struct {
 	// last event the worker mirrored.
 	seq, mirrorSeq int64
 	// sessions are the sessions in flight, by step.
-	sessions map[string]core.StartSession
+	sessions map[core.StepKey]core.StartSession
 	// tails are the tails of the logs of the sessions that ended in
 	// this segment, the last of each step, for QueryLogs.
-	tails map[string]LogTail
+	tails map[core.StepKey]LogTail
 	// retries are the retries' waits of this segment, for QueryEvents.
 	retries []RetryNote
 	// gates are the gates of the gate-state file as last read, and
@@ -83,7 +83,7 @@ func Run(ctx workflow.Context, in Input) (Result, error) {
 	if err := checkSize("the run's input", in); err != nil {
 		return Result{}, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
 	}
-	d := &driver{ctx: ctx, in: in, awaiting: map[string]bool{}, tails: map[string]LogTail{}, sessions: map[string]core.StartSession{}}
+	d := &driver{ctx: ctx, in: in, awaiting: map[core.StepKey]bool{}, tails: map[core.StepKey]LogTail{}, sessions: map[core.StepKey]core.StartSession{}}
 	if err := d.handlers(); err != nil {
 		return Result{}, err
 	}
@@ -234,7 +234,7 @@ func (d *driver) restart(wf *config.Workflow, now time.Time) error {
 }
 
 // decidedInInbox reports whether a decision of step waits in the inbox.
-func (d *driver) decidedInInbox(step string) bool {
+func (d *driver) decidedInInbox(step core.StepKey) bool {
 	for _, i := range d.inbox {
 		if h, ok := i.(core.HumanDecision); ok && h.Step == step {
 			return true
@@ -541,11 +541,11 @@ func (d *driver) killSessions(reason string) {
 	if workflow.GetVersion(d.ctx, versionKillSessions, workflow.DefaultVersion, 1) < 1 {
 		return
 	}
-	keys := make([]string, 0, len(d.sessions))
+	keys := make([]core.StepKey, 0, len(d.sessions))
 	for k := range d.sessions {
 		keys = append(keys, k)
 	}
-	slices.Sort(keys)
+	slices.SortFunc(keys, core.CompareKeys)
 	actx := workflow.WithActivityOptions(d.ctx, workflow.ActivityOptions{
 		TaskQueue:              ControlQueue(d.host.Queue),
 		ScheduleToStartTimeout: time.Minute,
@@ -571,7 +571,7 @@ const versionKillSessions = "kill-sessions"
 // to wait: either failing to evaluate fails the step (HumanWait). A run
 // recorded before that was so (versionHumanWait) evaluates only an
 // expression's timeout, and waits without one when it cannot.
-func (d *driver) await(step string) {
+func (d *driver) await(step core.StepKey) {
 	if d.awaiting[step] || d.decidedInInbox(step) {
 		return
 	}
@@ -648,10 +648,7 @@ func (d *driver) await(step string) {
 const versionHumanWait = "human-wait"
 
 // stepOf returns the workflow step of a step key.
-func stepOf(key string) string {
-	k, _ := core.SplitKey(key)
-	return k.Step
-}
+func stepOf(key core.StepKey) string { return key.Step }
 
 // shortOptions are the options of the activities that do not run a
 // session: opening the run, mirroring it, evaluating.

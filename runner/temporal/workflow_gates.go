@@ -51,7 +51,7 @@ func (d *driver) readGates(ctx workflow.Context) (map[string]bool, bool) {
 	if reply.Err != "" {
 		if reply.Err != d.gateWarned {
 			d.gateWarned = reply.Err
-			d.record([]core.Event{core.NewEvent(workflow.Now(ctx), core.EvWarning, "", core.Note{Message: reply.Err})}, false)
+			d.record([]core.Event{core.NewEvent(workflow.Now(ctx), core.EvWarning, core.StepKey{}, core.Note{Message: reply.Err})}, false)
 		}
 		return nil, false
 	}

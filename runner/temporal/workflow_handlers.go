@@ -150,7 +150,7 @@ func (d *driver) validDecision(req DecideRequest) error {
 // decisionRefused says why a decision of step cannot win in a run
 // whose state is st (done: its workflow has ended), one whose step does
 // not wait on a human: the step was decided already, or never waited.
-func decisionRefused(st *core.State, runID, step string, done bool) error {
+func decisionRefused(st *core.State, runID string, step core.StepKey, done bool) error {
 	s := st.Steps[step]
 	switch {
 	case s == nil:

@@ -49,31 +49,31 @@ func Cover(wf *config.Workflow, results []Result) Coverage {
 	for _, r := range results {
 		for _, e := range r.Events {
 			// An instance covers its body step.
-			e.Step = bodyStep(e.Step)
+			step := e.Step.Step
 			switch e.Type {
 			case core.EvStepStarted, core.EvStepWaiting, core.EvLoopItems:
-				seen["run "+e.Step] = true
-				seen["when "+e.Step+" true"] = true
+				seen["run "+step] = true
+				seen["when "+step+" true"] = true
 			case core.EvStepCompleted:
-				seen["gate "+e.Step+" pass"] = true
+				seen["gate "+step+" pass"] = true
 			case core.EvGateFailed:
-				seen["gate "+e.Step+" fail"] = true
+				seen["gate "+step+" fail"] = true
 				var gf core.GateFailure
-				if json.Unmarshal(e.Data, &gf) == nil && gf.Target != "" && !gf.Budget {
-					seen["loop "+e.Step+" -> "+bodyStep(gf.Target)] = true
+				if json.Unmarshal(e.Data, &gf) == nil && !gf.Target.IsZero() && !gf.Budget {
+					seen["loop "+step+" -> "+gf.Target.Step] = true
 				}
 			case core.EvStepSkipped:
 				var sk core.Skip
 				if json.Unmarshal(e.Data, &sk) == nil && strings.HasPrefix(sk.Reason, "when is false") {
-					seen["when "+e.Step+" false"] = true
+					seen["when "+step+" false"] = true
 				}
 			case core.EvHumanInput:
 				var in core.HumanInput
 				if json.Unmarshal(e.Data, &in) == nil {
-					seen[fmt.Sprintf("human %s %s", e.Step, map[bool]string{true: "approved", false: "rejected"}[in.Approved])] = true
+					seen[fmt.Sprintf("human %s %s", step, map[bool]string{true: "approved", false: "rejected"}[in.Approved])] = true
 				}
 			case core.EvAttemptFailed:
-				retries[e.Step]++
+				retries[step]++
 			}
 		}
 	}

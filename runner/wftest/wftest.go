@@ -105,7 +105,7 @@ func runOne(ctx context.Context, tf *config.TestFile, t *config.WorkflowTest) Re
 		Alive: func(runlock.Holder) bool { return false }, HeartbeatEvery: never, PollEvery: never, TempDir: "/tmp",
 		Git: newScriptedGit(repo, t)}
 	ro := spec.Options{Workflow: tf.Workflow, Repo: repo, RunID: runID, Vars: t.Vars, NoWait: true}
-	decided := map[string]int{}
+	decided := map[core.StepKey]int{}
 	controlled := map[string]int{}
 	var rr spec.Result
 	for round := 0; ; round++ {
@@ -148,13 +148,13 @@ func runOne(ctx context.Context, tf *config.TestFile, t *config.WorkflowTest) Re
 // decide writes the next scripted decision of each waiting step, as
 // flow approve and flow reject do; it returns false when no waiting
 // step has one.
-func decide(mem afero.Fs, rr spec.Result, t *config.WorkflowTest, decided map[string]int, now time.Time, fail func(config.Pos, string, ...any)) bool {
+func decide(mem afero.Fs, rr spec.Result, t *config.WorkflowTest, decided map[core.StepKey]int, now time.Time, fail func(config.Pos, string, ...any)) bool {
 	did := false
 	for _, id := range rr.State.StepOrder {
 		s := rr.State.Steps[id]
-		list := t.Human[id]
+		list := t.Human[id.String()]
 		if len(list) == 0 {
-			list = t.Human[bodyStep(id)] // every item's instance of a body step
+			list = t.Human[id.Step] // every item's instance of a body step
 		}
 		if s == nil || s.Status != core.WaitingOnHuman || len(list) == 0 {
 			continue
@@ -177,7 +177,7 @@ func pathOf(events []core.Event) []string {
 	path := []string{}
 	for _, e := range events {
 		if e.Type == core.EvStepStarted || e.Type == core.EvStepWaiting || e.Type == core.EvLoopItems {
-			path = append(path, e.Step)
+			path = append(path, e.Step.String())
 		}
 	}
 	return path
@@ -228,8 +228,8 @@ func check(res *Result, t *config.WorkflowTest, st *core.State, mem afero.Fs, s 
 
 func checkStep(se config.StepExpect, st *core.State, fail func(config.Pos, string, ...any)) {
 	var s *core.StepState
-	if st != nil {
-		s = st.Steps[se.Step]
+	if k, err := core.ParseStepKey(se.Step); err == nil && st != nil {
+		s = st.Steps[k]
 	}
 	if s == nil {
 		fail(se.Pos, "steps.%s: the run has no state for it", se.Step)
@@ -356,7 +356,7 @@ func goOn(fs afero.Fs, runDir string, t *config.WorkflowTest, used map[string]in
 func waitOut(wf *config.Workflow, rr spec.Result, fake *clock.Fake) bool {
 	var until time.Time
 	for _, id := range rr.State.StepOrder {
-		s, st := rr.State.Steps[id], wf.Step(bodyStep(id))
+		s, st := rr.State.Steps[id], wf.Step(id.Step)
 		if s == nil || s.Status != core.WaitingOnHuman || s.StartedAt == nil || st == nil || st.Human == nil {
 			continue
 		}
@@ -371,13 +371,6 @@ func waitOut(wf *config.Workflow, rr spec.Result, fake *clock.Fake) bool {
 	}
 	fake.Advance(until.Sub(fake.Now()) + time.Second)
 	return true
-}
-
-// bodyStep returns the body step of an instance key
-// ("stories[a].review" gives "review"), or the key itself.
-func bodyStep(key string) string {
-	k, _ := core.SplitKey(key)
-	return k.Step
 }
 
 // mergeWaits reports whether an item's merge waits for the checkout: a
