@@ -76,7 +76,7 @@ type State struct {
 	// Cleanups counts the run's cleanup sessions.
 	Cleanups int `json:"cleanups,omitempty"`
 	// StepOrder lists the step ids in workflow order.
-	StepOrder []StepKey `json:"step_order"`
+	StepOrder Keys `json:"step_order"`
 	// Usage sums what the run's agent sessions consumed.
 	Usage *AgentUsage `json:"usage,omitempty"`
 	// Sessions counts every session the run started — commands and
@@ -446,7 +446,7 @@ func (s *State) encode(w io.Writer, indent string) error {
 		if indent != "" {
 			buf.WriteString("\n" + indent + indent)
 		}
-		if err := enc.Encode(id); err != nil {
+		if err := enc.Encode(id.String()); err != nil {
 			return err
 		}
 		buf.Truncate(buf.Len() - 1) // Encode's newline
@@ -464,10 +464,12 @@ func (s *State) encode(w io.Writer, indent string) error {
 		buf.Reset()
 		return nil
 	}
-	seen := make(map[StepKey]bool, len(s.Steps))
+	// Each step's state is written once: seen holds those written (a
+	// state is one step's, so its pointer names the step).
+	seen := make(map[*StepState]bool, len(s.Steps))
 	for _, id := range s.StepOrder {
-		if st := s.Steps[id]; st != nil && !seen[id] {
-			seen[id] = true
+		if st := s.Steps[id]; st != nil && !seen[st] {
+			seen[st] = true
 			if err := write(id, st); err != nil {
 				return err
 			}
@@ -475,7 +477,7 @@ func (s *State) encode(w io.Writer, indent string) error {
 	}
 	if len(seen) < len(s.Steps) {
 		for _, id := range slices.SortedFunc(maps.Keys(s.Steps), CompareKeys) {
-			if !seen[id] {
+			if !seen[s.Steps[id]] {
 				if err := write(id, s.Steps[id]); err != nil {
 					return err
 				}
