@@ -1,7 +1,6 @@
 package core
 
 import (
-	"encoding/json"
 	"strings"
 
 	"github.com/flow-run/flow/internal/event"
@@ -38,19 +37,6 @@ func KeyStrings(keys []StepKey) []string {
 		out[i] = k.String()
 	}
 	return out
-}
-
-// Keys is a list of step keys, such as a run's step order. In JSON it
-// is an array of the keys' String forms, written in one piece rather
-// than key by key.
-type Keys []StepKey
-
-// MarshalJSON writes the keys as an array of their String forms.
-func (ks Keys) MarshalJSON() ([]byte, error) {
-	if ks == nil {
-		return []byte("null"), nil
-	}
-	return json.Marshal(KeyStrings(ks))
 }
 
 // Instance returns the key of body step step of loop for item.

@@ -76,7 +76,7 @@ type State struct {
 	// Cleanups counts the run's cleanup sessions.
 	Cleanups int `json:"cleanups,omitempty"`
 	// StepOrder lists the step ids in workflow order.
-	StepOrder Keys `json:"step_order"`
+	StepOrder []StepKey `json:"step_order"`
 	// Usage sums what the run's agent sessions consumed.
 	Usage *AgentUsage `json:"usage,omitempty"`
 	// Sessions counts every session the run started — commands and
@@ -409,20 +409,43 @@ func (s *State) WriteIndented(w io.Writer) error { return s.encode(w, "  ") }
 // (json.Marshal when indent is ""), but for the order of the steps:
 // those of StepOrder first, in that order, then any others sorted by
 // id. The steps are the last field of State, so the fields before them
-// are encoded as a whole and the steps one by one after them.
+// are encoded as a whole and the steps one by one after them. The step
+// order is encoded as a list of strings, in one piece, and put in place
+// of the empty list the fields are encoded with.
 func (s *State) encode(w io.Writer, indent string) error {
 	type fields State // State's fields without its methods
 	h := fields(*s)
 	h.Steps = nil
-	var b []byte
+	if h.StepOrder != nil {
+		h.StepOrder = []StepKey{}
+	}
+	var b, order []byte
 	var err error
 	if indent == "" {
 		b, err = json.Marshal(&h)
+		if err == nil && s.StepOrder != nil {
+			order, err = json.Marshal(KeyStrings(s.StepOrder))
+		}
 	} else {
 		b, err = json.MarshalIndent(&h, "", indent)
+		if err == nil && s.StepOrder != nil {
+			order, err = json.MarshalIndent(KeyStrings(s.StepOrder), indent, indent)
+		}
 	}
 	if err != nil {
 		return err
+	}
+	if order != nil {
+		field := []byte(`"step_order":`)
+		if indent != "" {
+			field = append(field, ' ')
+		}
+		j := bytes.Index(b, append(field, "[]"...))
+		if j < 0 {
+			return fmt.Errorf("encode run state: no step order")
+		}
+		j += len(field)
+		b = append(b[:j:j], append(order, b[j+2:]...)...)
 	}
 	// b ends with "steps": null and the closing brace; the steps go
 	// in place of the null.
