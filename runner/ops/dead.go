@@ -65,7 +65,10 @@ func (s *Service) tellDead(repo string, st Status, wf *config.Workflow) {
 	cfg := wf.Notify
 	c := notify.Config{Command: cfg.Command, Webhook: cfg.Webhook, Timeout: cfg.Timeout, Dir: repo}
 	if c.Command != "" {
-		c.Wrap = s.notifyWrap(repo, wf)
+		// flow run --sandbox, kept in the run's invocation, is a
+		// person's choice: it wins over the workflow's mode here too.
+		inv, _ := record.ReadInvocation(s.FS, st.RunDir)
+		c.Wrap = s.notifyWrap(repo, wf, inv.Sandbox)
 	}
 	// The marker records how it went: a reader holds no lock on the run,
 	// so it appends no event.
@@ -79,11 +82,15 @@ func (s *Service) tellDead(repo string, st Status, wf *config.Workflow) {
 }
 
 // notifyWrap starts a notification command of wf sandboxed as wf's
-// sessions are (its defaults' sandbox mode): confined, or unconfined
-// where no sandbox works and the mode allows it, or — sandbox:
-// required where none works — not at all, the command failing with why.
-func (s *Service) notifyWrap(repo string, wf *config.Workflow) notify.Wrap {
+// sessions are (its defaults' sandbox mode, or override when the run
+// was given one): confined, or unconfined where no sandbox works and
+// the mode allows it, or — sandbox: required where none works — not at
+// all, the command failing with why.
+func (s *Service) notifyWrap(repo string, wf *config.Workflow, override string) notify.Wrap {
 	mode := wf.StepSandbox(nil)
+	if override != "" {
+		mode = override
+	}
 	if mode == config.SandboxOff {
 		return nil
 	}

@@ -137,6 +137,9 @@ type CleanupRequest struct {
 type GatesRequest struct {
 	RunID string `json:"run_id"`
 	Path  string `json:"path"`
+	// Compat is the workflow's format when it is not flow's: the file
+	// is read by that format's rules (record.ReadGateFileAs).
+	Compat string `json:"compat,omitempty"`
 }
 
 // GatesReply is the gates of the file and whether each is open; Err,
@@ -591,7 +594,7 @@ func (a *Activities) Gates(ctx context.Context, req GatesRequest) (GatesReply, e
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(a.Repo, path)
 	}
-	gates, err := record.ReadGateFile(a.fs(), path)
+	gates, err := record.ReadGateFileAs(a.fs(), path, req.Compat)
 	if err != nil {
 		return GatesReply{Err: err.Error()}, nil
 	}

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
 )
@@ -126,5 +127,34 @@ func TestWorkflowGatesContinueAsNew(t *testing.T) {
 	}
 	if got := h.starter.steps(); !slices.Equal(got, []string{"build.0.1", "deploy.0.1"}) {
 		t.Errorf("sessions %v", got)
+	}
+}
+
+// TestWorkflowGatesOrchestratorFile: a workflow in agent_orchestrator's
+// format reads the gate-state file by that format's rules on a worker
+// too, as a local run does (record.ReadGateFileAs): 1 and a non-empty
+// object are open there, and not values flow's own format knows.
+func TestWorkflowGatesOrchestratorFile(t *testing.T) {
+	src := "name: gated\nsteps:\n  - id: build\n    agent: builder\n    prompt: build.md\n  - id: deploy\n    agent: deployer\n    prompt: deploy.md\n    needs: [build]\n    gates: [\"ci.tests: passed\", \"change window\"]\n"
+	h := newHarnessWith(t, "gated.yaml", src, map[string]string{"build.md": "build", "deploy.md": "deploy"}, func(c call) reply {
+		return reply{Report: `{"schema": "run_report@v0", "run_id": "r1", "step_id": "` + c.Step + `", "agent": "a", "status": "success",` +
+			` "started_at": "2025-01-15T14:30:00Z", "ended_at": "2025-01-15T14:30:01Z"}`}
+	})
+	if h.wf.Compat != config.CompatOrchestrator {
+		t.Fatalf("the workflow reads as %q, want agent_orchestrator's format", h.wf.Compat)
+	}
+	h.in.Invocation.CommandTemplate = "agent {prompt_file}"
+	h.in.Invocation.GateStateFile = repo + "/gates.json"
+	if err := afero.WriteFile(h.fs, repo+"/gates.json", []byte(`{"ci.tests: passed": 1, "change window": {"from": "09:00"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Read by flow's rules the file is malformed, and the run would
+	// wait for ever: an hour of workflow time ends it instead.
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Hour)
+	if res := h.run(); res.Status != core.RunCompleted {
+		t.Fatalf("result %+v", res)
+	}
+	if ev := strings.Join(h.events(), "\n"); strings.Contains(ev, "gates_waiting") || strings.Contains(ev, "warning") {
+		t.Errorf("deploy waited for gates the file opens:\n%s", ev)
 	}
 }

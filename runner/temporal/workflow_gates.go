@@ -44,7 +44,7 @@ func (d *driver) gated() bool {
 func (d *driver) readGates(ctx workflow.Context) (map[string]bool, bool) {
 	actx := workflow.WithActivityOptions(ctx, shortOptions(d.host.Queue))
 	var reply GatesReply
-	err := workflow.ExecuteActivity(actx, ActivityGates, GatesRequest{RunID: d.in.RunID, Path: d.in.Invocation.GateStateFile}).Get(ctx, &reply)
+	err := workflow.ExecuteActivity(actx, ActivityGates, GatesRequest{RunID: d.in.RunID, Path: d.in.Invocation.GateStateFile, Compat: d.wf.Compat}).Get(ctx, &reply)
 	if err != nil {
 		reply.Err = "read the gate-state file on " + d.host.Name + ": " + err.Error()
 	}
