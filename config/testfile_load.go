@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/afero"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/flow-run/flow/internal/event"
 	"github.com/flow-run/flow/internal/suggest"
 )
 
@@ -232,15 +233,16 @@ func (t *testDecoder) loadWorkflow(fs afero.Fs, p str) {
 			continue
 		}
 		s := wf.Step(r.name)
-		if loop, item, step, ok := instanceKey(r.name); ok {
+		if strings.ContainsAny(r.name, "[].") {
 			// An instance of a body step for one item: loop[item].step.
-			s = wf.Step(step)
-			if l := wf.Step(loop); l == nil || l.ForEach == nil || s == nil || s.Loop != loop {
-				y.d.errorf(r.pos, "%q is not an instance of a step of a for_each loop's body (loop[item].step)", r.name)
+			k, err := event.ParseStepKey(r.name)
+			if err != nil {
+				y.d.errorf(r.pos, "%v", err)
 				continue
 			}
-			if item == "" {
-				y.d.errorf(r.pos, "%q names no item", r.name)
+			s = wf.Step(k.Step)
+			if l := wf.Step(k.Loop); l == nil || l.ForEach == nil || s == nil || s.Loop != k.Loop {
+				y.d.errorf(r.pos, "%q is not an instance of a step of a for_each loop's body (loop[item].step)", r.name)
 				continue
 			}
 		}
@@ -613,17 +615,6 @@ func (t *testDecoder) object(what string, n *yaml.Node) []byte {
 		return nil
 	}
 	return b
-}
-
-// instanceKey splits "loop[item].step", the key of an instance of a
-// body step; ok is false for any other name.
-func instanceKey(name string) (loop, item, step string, ok bool) {
-	i := strings.IndexByte(name, '[')
-	j := strings.LastIndex(name, "].")
-	if i <= 0 || j < i {
-		return "", "", "", false
-	}
-	return name[:i], name[i+1 : j], name[j+2:], true
 }
 
 // merges reads the scripted merges of items: loop[key] to one outcome

@@ -144,6 +144,15 @@ tests:
 			`/w/wf.test.yaml:9:70: sessions.review.usage.cost_usd: want a number of at least 0, got "+Inf"`,
 			`/w/wf.test.yaml:9:99: sessions.review.usage.cost_usd: want a number of at least 0, got "-1"`,
 		}},
+		{"instances", `workflow: wf.yaml
+tests:
+  - name: a
+    human: {"approve[a b].approve": {approved: true}, "approve[a].approve": {approved: true}, "approve[]approve": {approved: true}}
+`, []string{
+			`/w/wf.test.yaml:4:13: item key "a b" of approve[a b].approve: an item key is 1 to 48 characters of letters, digits, '_' and '-'`,
+			`/w/wf.test.yaml:4:55: "approve[a].approve" is not an instance of a step of a for_each loop's body (loop[item].step)`,
+			`/w/wf.test.yaml:4:95: "approve[]approve" is not a step or a step instance (step, or loop[item].step)`,
+		}},
 		{"missing workflow", "workflow: nope.yaml\ntests: [{name: a}]\n", []string{
 			`/w/wf.test.yaml:1:11: workflow: load workflow: open /w/nope.yaml: file does not exist`,
 		}},
