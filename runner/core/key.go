@@ -11,13 +11,10 @@ import (
 // keys its state, events, effects and bookkeeping by it.
 type StepKey = event.StepKey
 
-// MaxStepID and MaxItemKey are the limits of docs/architecture.md, "The
-// record" that keep file names under 255 bytes: the longest step id and
-// the longest item key.
-const (
-	MaxStepID  = 48
-	MaxItemKey = event.MaxItemKey
-)
+// MaxItemKey is the longest item key (event.MaxItemKey): with step ids
+// of at most config.MaxStepIDLen bytes, it keeps the file names made
+// from a key under 255 bytes (docs/architecture.md, "The record").
+const MaxItemKey = event.MaxItemKey
 
 // Key returns the key of a plain step.
 func Key(step string) StepKey { return StepKey{Step: step} }
