@@ -377,14 +377,24 @@ func TestBrowserMissionControl(t *testing.T) {
 	// The runs: the failed run's step and reason, the dead run's badge,
 	// the count of runs waiting for a decision.
 	m.do("open the runs", chromedp.Navigate(m.base), chromedp.WaitVisible(chromedp.CSS("table.runs")))
-	if s := m.text(`tr[data-run="r3"] td.note`); !strings.Contains(s, "check:") {
-		t.Errorf("the failed run's row says %q, want its failed step", s)
+	// The list is read in one evaluation: a live update may replace it
+	// at any moment (d1 turning dead, the durations growing), and a
+	// node read across a replacement reads empty.
+	var list struct{ Note, Badge, Waiting string }
+	if err := json.Unmarshal([]byte(m.eval(`(() => {
+		const text = sel => { const e = document.querySelector(sel); return e ? e.textContent.trim() : ""; };
+		return JSON.stringify({Note: text('tr[data-run="r3"] td.note'), Badge: text('tr[data-run="d1"] .badge'), Waiting: text('#waiting-count')});
+	})()`)), &list); err != nil {
+		t.Fatal(err)
 	}
-	if s := m.text(`tr[data-run="d1"] .badge`); s != "dead" {
-		t.Errorf("the dead run's badge says %q", s)
+	if !strings.Contains(list.Note, "check:") {
+		t.Errorf("the failed run's row says %q, want its failed step", list.Note)
 	}
-	if s := m.text(`#waiting-count`); s != "3" {
-		t.Errorf("%s runs waiting for you, want 3 (r1, r2, r5)", s)
+	if list.Badge != "dead" {
+		t.Errorf("the dead run's badge says %q", list.Badge)
+	}
+	if list.Waiting != "3" {
+		t.Errorf("%s runs waiting for you, want 3 (r1, r2, r5)", list.Waiting)
 	}
 	m.shot("runs")
 
