@@ -9,6 +9,8 @@
 #   NS="1000 5000 20000"  step counts
 #   RUNS=5                timed runs per command and N (after one warm-up
 #                         round); the command order rotates every run
+#   FLOW_ARGS="..."       more arguments of every flow run, e.g.
+#                         FLOW_ARGS="--sandbox off" (as bench/run.sh takes them)
 #   OUT=DIR               where workflows, raw figures and results go
 #                         (default: a new directory under $HOME: creating
 #                         files in /tmp is slow on some machines)
@@ -38,8 +40,8 @@ for n in $NS; do
 done
 
 repo=$out/repo
-cmd_before() { printf "'%s' run '%s' --repo '%s'" "$before" "$out/wf-$1.yaml" "$repo"; }
-cmd_after() { printf "'%s' run '%s' --repo '%s'" "$after" "$out/wf-$1.yaml" "$repo"; }
+cmd_before() { printf "'%s' run '%s' --repo '%s' %s" "$before" "$out/wf-$1.yaml" "$repo" "${FLOW_ARGS:-}"; }
+cmd_after() { printf "'%s' run '%s' --repo '%s' %s" "$after" "$out/wf-$1.yaml" "$repo" "${FLOW_ARGS:-}"; }
 cmd_floor() { printf "'%s' -n %d -dir '%s'" "$out/floor" "$1" "$repo/floor"; }
 
 times=$out/times.tsv
