@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/ops"
 )
 
@@ -43,7 +44,7 @@ func TestAsker(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var out strings.Builder
 			k := &asker{in: bufio.NewReader(strings.NewReader(tt.input)), out: &out, by: "alice"}
-			in, ok := k.Ask(ops.Question{RunID: "r1", Step: sk("approval"), Message: "Ship it?", Inputs: tt.inputs})
+			in, ok := k.Ask(ops.Question{RunID: "r1", Step: keytest.K("approval"), Message: "Ship it?", Inputs: tt.inputs})
 			if ok != tt.ok || in.Approved != tt.approved || in.Reason != tt.reason {
 				t.Errorf("Ask = %+v, %v; want approved %v reason %q ok %v", in, ok, tt.approved, tt.reason, tt.ok)
 			}

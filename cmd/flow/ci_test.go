@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
@@ -104,10 +105,10 @@ func TestGitHubSummaryRows(t *testing.T) {
 	one := 1
 	st := &core.State{
 		WorkflowName: "wf",
-		StepOrder:    sks("build", "items"),
+		StepOrder:    keytest.Keys("build", "items"),
 		Steps: map[core.StepKey]*core.StepState{
-			sk("build"): {Status: core.Completed, Attempts: 1},
-			sk("items"): {Status: core.Running, LoopIndex: &one, Items: []core.Item{{Key: "a", Status: core.Completed}, {Key: "b", Status: core.Running}}},
+			keytest.K("build"): {Status: core.Completed, Attempts: 1},
+			keytest.K("items"): {Status: core.Running, LoopIndex: &one, Items: []core.Item{{Key: "a", Status: core.Completed}, {Key: "b", Status: core.Running}}},
 		},
 	}
 	got := ghSummary(ops.Status{State: st}, ops.RunResult{RunID: "r1", Status: "running"})
@@ -135,7 +136,7 @@ func TestGitHubSummaryOfALargeRun(t *testing.T) {
 	var waiting []string
 	for i := range 3000 {
 		id := fmt.Sprintf("step_%04d_%s", i, strings.Repeat("n", 30))
-		st.StepOrder = append(st.StepOrder, sk(id))
+		st.StepOrder = append(st.StepOrder, keytest.K(id))
 		s := &core.StepState{Status: core.Completed, Attempts: 1}
 		switch {
 		case i%5 == 0:
@@ -147,7 +148,7 @@ func TestGitHubSummaryOfALargeRun(t *testing.T) {
 		case i >= 2500:
 			s.Status = core.Pending
 		}
-		st.Steps[sk(id)] = s
+		st.Steps[keytest.K(id)] = s
 	}
 	got := ghSummary(ops.Status{State: st}, ops.RunResult{RunID: "r1", Status: "failed", ExitCode: 1, Waiting: waiting})
 	if len(got) > 512<<10 || !utf8.ValidString(got) {
@@ -173,8 +174,8 @@ func TestGitHubSummaryOfALargeRun(t *testing.T) {
 	small := &core.State{WorkflowName: "small", Steps: map[core.StepKey]*core.StepState{}}
 	for i := range summaryRows {
 		id := fmt.Sprintf("s%d", i)
-		small.StepOrder = append(small.StepOrder, sk(id))
-		small.Steps[sk(id)] = &core.StepState{Status: core.Completed}
+		small.StepOrder = append(small.StepOrder, keytest.K(id))
+		small.Steps[keytest.K(id)] = &core.StepState{Status: core.Completed}
 	}
 	got = ghSummary(ops.Status{State: small}, ops.RunResult{RunID: "r2", Status: "completed"})
 	if n := strings.Count(got, "| COMPLETED |"); n != summaryRows || strings.Contains(got, "not listed") {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
@@ -19,8 +20,8 @@ func BenchmarkPrintStatus(b *testing.B) {
 	for i := range 5000 {
 		id := fmt.Sprintf("s%d", i+1)
 		start, end := core.Time{Time: t0.Add(time.Duration(i) * time.Millisecond)}, core.Time{Time: t0.Add(time.Duration(i+1) * time.Millisecond)}
-		st.StepOrder = append(st.StepOrder, sk(id))
-		st.Steps[sk(id)] = &core.StepState{Status: core.Completed, Attempts: 1, StartedAt: &start, EndedAt: &end}
+		st.StepOrder = append(st.StepOrder, keytest.K(id))
+		st.Steps[keytest.K(id)] = &core.StepState{Status: core.Completed, Attempts: 1, StartedAt: &start, EndedAt: &end}
 	}
 	v := ops.Status{State: st, Liveness: record.Liveness{State: record.LiveDone, Reason: "the run completed"}, At: t0}
 	for b.Loop() {

@@ -5,12 +5,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 )
 
 // spend ends a session of step reporting what it used.
 func (h *coreHarness) spend(step string, cost float64, tokens int64) []core.Effect {
-	return h.decide(core.SessionDone{Step: sk(step), Outcome: core.Outcome{Attempt: h.st.Steps[sk(step)].Attempts,
+	return h.decide(core.SessionDone{Step: keytest.K(step), Outcome: core.Outcome{Attempt: h.st.Steps[keytest.K(step)].Attempts,
 		Usage: &core.AgentUsage{CostUSD: cost, TokensIn: tokens, Sessions: 1}, AgentSession: "sess-" + step}, Gate: &core.GateFacts{}})
 }
 

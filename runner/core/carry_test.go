@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/spec"
 )
@@ -43,9 +44,9 @@ func TestCoreRestoreDecidesAsTheOriginal(t *testing.T) {
 	h := newCoreHarness(t, carryLoop, spec.Budgets{})
 	live, liveSt := h.core, h.st
 	moved, movedSt := h.core, h.st.Clone()
-	attempt := func(step string) int { return liveSt.Steps[sk(step)].Attempts }
+	attempt := func(step string) int { return liveSt.Steps[keytest.K(step)].Attempts }
 	ok := func(step string) core.Input {
-		return core.SessionDone{Step: sk(step), Outcome: core.Outcome{Attempt: attempt(step)}, Gate: &core.GateFacts{}}
+		return core.SessionDone{Step: keytest.K(step), Outcome: core.Outcome{Attempt: attempt(step)}, Gate: &core.GateFacts{}}
 	}
 	retry := true
 	inputs := []func() core.Input{

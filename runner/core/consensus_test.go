@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 )
 
@@ -41,7 +42,7 @@ func TestConsensusTable(t *testing.T) {
 
 // verdict ends a reviewer's session with a verdict.
 func (h *coreHarness) verdict(step, v string) []core.Effect {
-	return h.decide(core.SessionDone{Step: sk(step), Outcome: core.Outcome{Attempt: h.st.Steps[sk(step)].Attempts, Verdict: v},
+	return h.decide(core.SessionDone{Step: keytest.K(step), Outcome: core.Outcome{Attempt: h.st.Steps[keytest.K(step)].Attempts, Verdict: v},
 		Facts: core.SessionFacts{Verdict: v}})
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/configtest"
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/spec"
 )
@@ -38,7 +39,7 @@ func newCoreHarness(t *testing.T, src string, over spec.Budgets) *coreHarness {
 	}
 	h := &coreHarness{t: t, plan: plan, core: core.NewCore(plan), st: &core.State{}, now: time.Date(2025, 1, 15, 14, 30, 0, 0, time.UTC)}
 	e := core.NewEvent(h.now, core.EvRunCreated, core.StepKey{}, core.RunCreated{RunID: "r1", WorkflowName: wf.Name, RepoDir: "/repo",
-		ReportsDir: "/repo/.agents/runs/r1/reports", ManualInputsDir: "/repo/.agents/runs/r1/manual_inputs", Steps: sks(plan.IDs()...)})
+		ReportsDir: "/repo/.agents/runs/r1/reports", ManualInputsDir: "/repo/.agents/runs/r1/manual_inputs", Steps: keytest.Keys(plan.IDs()...)})
 	if err := core.Apply(h.st, e); err != nil {
 		t.Fatal(err)
 	}
@@ -91,23 +92,23 @@ func (h *coreHarness) finish() *core.Finish {
 }
 
 func (h *coreHarness) ok(step string) []core.Effect {
-	return h.decide(core.SessionDone{Step: sk(step), Outcome: core.Outcome{Attempt: h.st.Steps[sk(step)].Attempts}, Gate: &core.GateFacts{}})
+	return h.decide(core.SessionDone{Step: keytest.K(step), Outcome: core.Outcome{Attempt: h.st.Steps[keytest.K(step)].Attempts}, Gate: &core.GateFacts{}})
 }
 
 func (h *coreHarness) gateFail(step, reason string) []core.Effect {
-	return h.decide(core.SessionDone{Step: sk(step), Outcome: core.Outcome{Attempt: h.st.Steps[sk(step)].Attempts},
+	return h.decide(core.SessionDone{Step: keytest.K(step), Outcome: core.Outcome{Attempt: h.st.Steps[keytest.K(step)].Attempts},
 		Gate: &core.GateFacts{Pass: &core.ExprValue{Value: false, Src: reason}}})
 }
 
 func (h *coreHarness) fail(step string, retryable bool) []core.Effect {
-	return h.decide(core.SessionDone{Step: sk(step), Outcome: core.Outcome{Attempt: h.st.Steps[sk(step)].Attempts},
+	return h.decide(core.SessionDone{Step: keytest.K(step), Outcome: core.Outcome{Attempt: h.st.Steps[keytest.K(step)].Attempts},
 		Facts: core.SessionFacts{ExitCode: 1}, RetryIf: &retryable})
 }
 
 // expect checks the status, iteration and attempts of a step.
 func (h *coreHarness) expect(step string, status core.Status, iteration, attempts int) {
 	h.t.Helper()
-	s := h.st.Steps[sk(step)]
+	s := h.st.Steps[keytest.K(step)]
 	if s.Status != status || s.IterationCount != iteration || s.Attempts != attempts {
 		h.t.Errorf("%s: %s iteration %d attempts %d; want %s iteration %d attempts %d",
 			step, s.Status, s.IterationCount, s.Attempts, status, iteration, attempts)

@@ -3,6 +3,7 @@ package core_test
 import (
 	"testing"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/spec"
 )
@@ -15,7 +16,7 @@ func TestCoreEvidenceOnTheFailedStep(t *testing.T) {
 	// done ends step's session with output, exit code and, for a step
 	// with a gate, gate.pass.
 	done := func(step, output string, exit int, pass bool) core.Input {
-		return core.SessionDone{Step: sk(step), Outcome: core.Outcome{Attempt: 1},
+		return core.SessionDone{Step: keytest.K(step), Outcome: core.Outcome{Attempt: 1},
 			Facts: core.SessionFacts{ExitCode: exit, Output: output},
 			Gate:  &core.GateFacts{Pass: &core.ExprValue{Value: pass, Src: `verdict == "PASS"`}}}
 	}
@@ -56,7 +57,7 @@ func TestCoreEvidenceOnTheFailedStep(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newCoreHarness(t, "name: ev\n"+tc.wf, spec.Budgets{})
 			tc.inputs(h)
-			s := h.st.Steps[sk(tc.step)]
+			s := h.st.Steps[keytest.K(tc.step)]
 			if s.Status != tc.status || s.Evidence != tc.want {
 				t.Errorf("%s: %s, evidence %q; want %s, %q", tc.step, s.Status, s.Evidence, tc.status, tc.want)
 			}

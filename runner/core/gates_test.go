@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/spec"
 )
@@ -48,7 +49,7 @@ func TestGatesKeepAStepBack(t *testing.T) {
 			idle = &i
 		}
 	}
-	if idle == nil || !slices.Equal(idle.Gated, sks("deploy")) {
+	if idle == nil || !slices.Equal(idle.Gated, keytest.Keys("deploy")) {
 		t.Fatalf("idle = %+v, want Gated [deploy]", idle)
 	}
 	// A change that leaves a gate closed starts nothing and records

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
 )
@@ -48,7 +49,7 @@ func openNew(t *testing.T, wf *config.Workflow, o core.Opening) (*core.State, []
 // finish records step outcomes on st, as a run would have.
 func finish(t *testing.T, st *core.State, typ, step string, data any) {
 	t.Helper()
-	if err := core.Apply(st, core.NewEvent(lifecycleAt, typ, sk(step), data)); err != nil {
+	if err := core.Apply(st, core.NewEvent(lifecycleAt, typ, keytest.K(step), data)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -71,7 +72,7 @@ func TestOpenNewRun(t *testing.T) {
 		t.Fatalf("events = %v", got)
 	}
 	for id, want := range map[string]core.Status{"plan": core.Skipped, "code": core.Skipped, "review": core.Pending, "ship": core.Pending} {
-		if got := st.Steps[sk(id)].Status; got != want {
+		if got := st.Steps[keytest.K(id)].Status; got != want {
 			t.Errorf("%s is %s, want %s", id, got, want)
 		}
 	}
@@ -126,7 +127,7 @@ func TestOpenRecordedRun(t *testing.T) {
 		if err := json.Unmarshal(evs[len(evs)-1].Data, &sa); err != nil || evs[len(evs)-1].Type != core.EvStartAt {
 			t.Fatalf("last event %+v (%v)", evs[len(evs)-1], err)
 		}
-		if !slices.Equal(sa.Reset, sks("code", "review", "ship")) || st.Steps[core.Key("plan")].Status != core.Completed || st.Steps[core.Key("code")].Status != core.Pending {
+		if !slices.Equal(sa.Reset, keytest.Keys("code", "review", "ship")) || st.Steps[core.Key("plan")].Status != core.Completed || st.Steps[core.Key("code")].Status != core.Pending {
 			t.Fatalf("reset %v; plan %s, code %s", sa.Reset, st.Steps[core.Key("plan")].Status, st.Steps[core.Key("code")].Status)
 		}
 	})

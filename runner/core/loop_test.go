@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 )
 
@@ -36,7 +37,7 @@ func loopPlan(t *testing.T, parallel int, continueOnError bool) *core.Plan {
 func newPlanHarness(t *testing.T, plan *core.Plan) *coreHarness {
 	t.Helper()
 	h := &coreHarness{t: t, plan: plan, core: core.NewCore(plan), st: &core.State{}, now: time.Date(2025, 1, 15, 14, 30, 0, 0, time.UTC)}
-	e := core.NewEvent(h.now, core.EvRunCreated, core.StepKey{}, core.RunCreated{RunID: "r1", WorkflowName: "stories", Steps: sks(plan.IDs()...)})
+	e := core.NewEvent(h.now, core.EvRunCreated, core.StepKey{}, core.RunCreated{RunID: "r1", WorkflowName: "stories", Steps: keytest.Keys(plan.IDs()...)})
 	if err := core.Apply(h.st, e); err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func (h *coreHarness) items(loop string, keys ...string) []core.Effect {
 	if !h.expanding(loop) {
 		h.t.Fatalf("no ExpandItems for %s in %#v", loop, h.effects)
 	}
-	in := core.ItemsResult{Step: sk(loop), Items: []core.LoopItem{}}
+	in := core.ItemsResult{Step: keytest.K(loop), Items: []core.LoopItem{}}
 	for _, k := range keys {
 		in.Items = append(in.Items, core.LoopItem{Key: k, Value: json.RawMessage(fmt.Sprintf(`{"id":%q}`, k))})
 	}
@@ -61,7 +62,7 @@ func (h *coreHarness) items(loop string, keys ...string) []core.Effect {
 
 func (h *coreHarness) expanding(loop string) bool {
 	for _, e := range h.effects {
-		if x, ok := e.(core.ExpandItems); ok && x.Step == sk(loop) {
+		if x, ok := e.(core.ExpandItems); ok && x.Step == keytest.K(loop) {
 			return true
 		}
 	}
@@ -72,7 +73,7 @@ func inst(loop, item, step string) string { return core.Instance(loop, item, ste
 
 func (h *coreHarness) itemStatuses(loop string) string {
 	var out []string
-	for _, it := range h.st.Steps[sk(loop)].Items {
+	for _, it := range h.st.Steps[keytest.K(loop)].Items {
 		out = append(out, it.Key+"="+string(it.Status))
 	}
 	return strings.Join(out, " ")
@@ -154,14 +155,14 @@ func TestLoopBackInsideItem(t *testing.T) {
 	h.expect(a("implement"), core.Running, 1, 1)
 	h.expect(a("review"), core.Pending, 1, 0)
 	h.expect(b("implement"), core.Completed, 0, 1)
-	if fb := h.st.Steps[sk(a("implement"))].Feedback; fb == nil || fb.Step != a("review") {
+	if fb := h.st.Steps[keytest.K(a("implement"))].Feedback; fb == nil || fb.Step != a("review") {
 		t.Errorf("feedback %+v", fb)
 	}
 	h.ok(a("implement"))
 	h.gateFail(a("review"), "still missing")
 	h.ok(a("implement"))
 	h.gateFail(a("review"), "still missing") // third failure: max_iterations 3 spent
-	if s := h.st.Steps[sk(a("review"))]; s.Status != core.Failed || !strings.Contains(deref(s.LastError), "max iterations reached") {
+	if s := h.st.Steps[keytest.K(a("review"))]; s.Status != core.Failed || !strings.Contains(deref(s.LastError), "max iterations reached") {
 		t.Fatalf("a.review: %s %s", s.Status, deref(s.LastError))
 	}
 	if h.finish() != nil {
@@ -249,7 +250,7 @@ func TestLoopBackIntoLoop(t *testing.T) {
 	}
 	h.expect(inst("stories", "b", "implement"), core.Running, 1, 1)
 	h.expect(inst("stories", "c", "implement"), core.Pending, 1, 0)
-	if s := h.st.Steps[sk(inst("stories", "a", "review"))]; s.Status != core.Skipped || s.SkipReason != "item removed" || s.LastError != nil {
+	if s := h.st.Steps[keytest.K(inst("stories", "a", "review"))]; s.Status != core.Skipped || s.SkipReason != "item removed" || s.LastError != nil {
 		t.Errorf("removed item's instance: %s %q, last_error %q", s.Status, s.SkipReason, deref(s.LastError))
 	}
 	if got := h.st.Steps[core.Key("stories")].RemovedItems; !slices.Equal(got, []string{"a"}) {
@@ -344,7 +345,7 @@ func TestLoopItemsErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newPlanHarness(t, loopPlan(t, 1, false))
 			h.ok("breakdown")
-			tc.in.Step = sk("stories")
+			tc.in.Step = keytest.K("stories")
 			h.decide(tc.in)
 			s := h.st.Steps[core.Key("stories")]
 			if s.Status != core.Failed || !strings.Contains(deref(s.LastError), tc.want) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/spec"
 )
@@ -33,7 +34,7 @@ steps:
 
 // waitingFor returns a step's waiting_for, or "".
 func waitingForOf(h *coreHarness, step string) string {
-	if w := h.st.Steps[sk(step)].WaitingFor; w != nil {
+	if w := h.st.Steps[keytest.K(step)].WaitingFor; w != nil {
 		return w.String()
 	}
 	return ""
@@ -77,7 +78,7 @@ func TestLoopBackToSideStep(t *testing.T) {
 			}
 		}
 	}
-	if gf.WaitingFor != sk("fix") || gf.Target != sk("fix") || !slices.Equal(gf.Reset, sks("fix", "review", "merge")) {
+	if gf.WaitingFor != keytest.K("fix") || gf.Target != keytest.K("fix") || !slices.Equal(gf.Reset, keytest.Keys("fix", "review", "merge")) {
 		t.Errorf("gate_failed data: target %q waiting_for %q reset %v", gf.Target, gf.WaitingFor, gf.Reset)
 	}
 	b, _ := json.Marshal(h.st.Steps[core.Key("review")])
@@ -156,7 +157,7 @@ func TestLoopBackToSideStepResume(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if w := st.Steps[core.Key("review")].WaitingFor; w == nil || *w != sk("fix") {
+	if w := st.Steps[core.Key("review")].WaitingFor; w == nil || *w != keytest.K("fix") {
 		t.Fatalf("rebuilt review waiting_for = %v, want fix", w)
 	}
 	h.st = st

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 )
 
@@ -123,7 +124,7 @@ func TestMergeConflictLoopsBack(t *testing.T) {
 	h.decide(core.MergeResult{Loop: "stories", Index: 0, Key: "a", Status: core.MergeConflict, Commit: "c-a1", Files: []string{"f.go"}, Output: "<<<<<<< flow/r1/_run\nx\n=======\ny\n>>>>>>> flow/r1/stories.a"})
 	h.expect(inst("stories", "a", "implement"), core.Running, 1, 1)
 	h.expect(inst("stories", "a", "review"), core.Pending, 1, 0)
-	fb := h.st.Steps[sk(inst("stories", "a", "implement"))].Feedback
+	fb := h.st.Steps[keytest.K(inst("stories", "a", "implement"))].Feedback
 	if fb == nil || fb.Step != "stories[a]" || fb.Reason != "merge conflict in f.go" || !strings.Contains(fb.Output, "<<<<<<<") {
 		t.Fatalf("feedback %+v", fb)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 )
 
@@ -98,12 +99,12 @@ func TestLoopBackResumesAtItem(t *testing.T) {
 			// The kept items stay at their iteration; the others, and
 			// the loops, are one on.
 			for key, want := range map[string]int{b("a"): 0, b("b"): 1, b("c"): 1, c("a"): 0, c("b"): 1, c("c"): 1, "build": 1, "check": 1, "docs": 1, "split": 0} {
-				if got := h.st.Steps[sk(key)].IterationCount; got != want {
+				if got := h.st.Steps[keytest.K(key)].IterationCount; got != want {
 					t.Errorf("%s: iteration %d, want %d", key, got, want)
 				}
 			}
 			for _, loop := range []string{"build", "check"} {
-				ls := h.st.Steps[sk(loop)]
+				ls := h.st.Steps[keytest.K(loop)]
 				if ls.Status != core.Completed || *ls.LoopIndex != 3 || !*ls.LoopCompleted || ls.Attempts != 1 {
 					t.Errorf("%s: %s index %d completed %v attempts %d", loop, ls.Status, *ls.LoopIndex, *ls.LoopCompleted, ls.Attempts)
 				}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/spec"
 )
@@ -84,8 +85,8 @@ func TestSessionOutcomes(t *testing.T) {
 				h.ok(id)
 			}
 			in := tt.done
-			in.Step = sk(tt.step)
-			in.Outcome.Attempt = h.st.Steps[sk(tt.step)].Attempts
+			in.Step = keytest.K(tt.step)
+			in.Outcome.Attempt = h.st.Steps[keytest.K(tt.step)].Attempts
 			if in.Facts.ExitCode == 0 && in.Facts.Timeout == 0 && in.Facts.IdleTimeout == 0 {
 				in.Outcome.ExitCode = intp(0)
 			}
@@ -93,14 +94,14 @@ func TestSessionOutcomes(t *testing.T) {
 			h.decide(in)
 			var got []string
 			for _, e := range h.events[before:] {
-				if e.Step == sk(tt.step) {
+				if e.Step == keytest.K(tt.step) {
 					got = append(got, e.Type)
 				}
 			}
 			if len(got) == 0 || got[0] != tt.want {
 				t.Fatalf("events for %s: %v; want %s first", tt.step, got, tt.want)
 			}
-			le := deref(h.st.Steps[sk(tt.step)].LastError)
+			le := deref(h.st.Steps[keytest.K(tt.step)].LastError)
 			if tt.want == core.EvAttemptFailed {
 				// The next attempt started at once; the failure is in
 				// the event.
@@ -137,7 +138,7 @@ steps:
 		for range 60 {
 			var running, waiting []string
 			for _, id := range h.plan.IDs() {
-				switch h.st.Steps[sk(id)].Status {
+				switch h.st.Steps[keytest.K(id)].Status {
 				case core.Running:
 					running = append(running, id)
 				case core.WaitingOnHuman:
@@ -148,7 +149,7 @@ steps:
 			switch r := rng.IntN(10); {
 			case r < 6 && len(running) > 0:
 				id := running[rng.IntN(len(running))]
-				d := core.SessionDone{Step: sk(id), Outcome: core.Outcome{Attempt: h.st.Steps[sk(id)].Attempts}}
+				d := core.SessionDone{Step: keytest.K(id), Outcome: core.Outcome{Attempt: h.st.Steps[keytest.K(id)].Attempts}}
 				switch rng.IntN(20) {
 				case 0, 1:
 					d.Facts.ExitCode = 1 + rng.IntN(3)
@@ -163,11 +164,11 @@ steps:
 				d.Gate = &core.GateFacts{}
 				in = d
 			case r < 8 && len(waiting) > 0:
-				in = core.HumanDecision{Step: sk(waiting[0]), Input: core.HumanInput{Approved: rng.IntN(3) > 0, By: "p"}}
+				in = core.HumanDecision{Step: keytest.K(waiting[0]), Input: core.HumanInput{Approved: rng.IntN(3) > 0, By: "p"}}
 			case r == 8:
 				in = core.ControlChanged{Desired: []core.ControlState{core.Continuous, core.Pause, core.RunOnce}[rng.IntN(3)]}
 			default:
-				in = core.TimerFired{Step: sk(h.plan.IDs()[rng.IntN(len(h.plan.IDs()))])}
+				in = core.TimerFired{Step: keytest.K(h.plan.IDs()[rng.IntN(len(h.plan.IDs()))])}
 			}
 			h.decide(in)
 			h.replayed()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/afero"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
 	"github.com/flow-run/flow/runner/spec"
@@ -59,7 +60,7 @@ func TestRemoteSessionRunsAsLocal(t *testing.T) {
 			start = s
 		}
 	}
-	if start.Step != sk("a") {
+	if start.Step != keytest.K("a") {
 		t.Fatalf("effects %+v", effs)
 	}
 	s := &scripted{fs: e.fs, fn: func(c call) reply {
@@ -88,7 +89,7 @@ func TestRemoteSessionRunsAsLocal(t *testing.T) {
 		t.Errorf("log %q", b)
 	}
 	st, _, err := record.LoadState(e.fs, record.RunDir(repo, "r1"), false, e.clock.Now())
-	if err != nil || st.Seq != 3 || st.Steps[sk("a")].Status != core.Running {
+	if err != nil || st.Seq != 3 || st.Steps[keytest.K("a")].Status != core.Running {
 		t.Fatalf("mirrored state %v %+v", err, st)
 	}
 	b, _ := afero.ReadFile(e.fs, record.RunDir(repo, "r1")+"/"+record.EventsFile)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
 	"github.com/flow-run/flow/runner/spec"
@@ -93,13 +94,13 @@ func TestLoopRun(t *testing.T) {
 	if want := []string{"stories[login].implement", "stories[reset_pw].implement", "stories[signup].implement", "stories[signup].implement"}; !slices.Equal(impl, want) {
 		t.Errorf("implement sessions %v", impl)
 	}
-	if s := st.Steps[sk("stories[signup].implement")]; s.IterationCount != 1 || s.Status != core.Completed {
+	if s := st.Steps[keytest.K("stories[signup].implement")]; s.IterationCount != 1 || s.Status != core.Completed {
 		t.Errorf("signup.implement %s at %d", s.Status, s.IterationCount)
 	}
-	if s := st.Steps[sk("stories[login].implement")]; s.IterationCount != 0 {
+	if s := st.Steps[keytest.K("stories[login].implement")]; s.IterationCount != 0 {
 		t.Errorf("the loop-back of signup touched login: iteration %d", s.IterationCount)
 	}
-	ls := st.Steps[sk("stories")]
+	ls := st.Steps[keytest.K("stories")]
 	if ls.Status != core.Completed || *ls.LoopIndex != 3 || !*ls.LoopCompleted || len(ls.LoopItems) != 3 {
 		t.Errorf("loop: %+v", ls)
 	}
@@ -143,10 +144,10 @@ func TestLoopListRecorded(t *testing.T) {
 		t.Fatalf("resume: exit %d %s\n%s", res.ExitCode, res.Reason, e.out.String())
 	}
 	st := e.state(e.fs)
-	if got := st.Steps[sk("stories")].Items; len(got) != 3 || got[0].Key != "login" {
+	if got := st.Steps[keytest.K("stories")].Items; len(got) != 3 || got[0].Key != "login" {
 		t.Errorf("items after resume: %+v", got)
 	}
-	if st.Steps[sk("stories[other].implement")] != nil {
+	if st.Steps[keytest.K("stories[other].implement")] != nil {
 		t.Error("resume evaluated the list again")
 	}
 }
@@ -223,8 +224,8 @@ func TestLoopRetryRerunsFailedItems(t *testing.T) {
 	if want := []string{"l[q].b", "l[q].review", "l[r].b", "l[r].review", "c"}; !slices.Equal(keys, want) {
 		t.Errorf("retry ran %v, want %v", keys, want)
 	}
-	if st := e.state(e.fs); st.Steps[sk("l[q].b")].Status != core.Completed || *st.Steps[sk("l")].LoopIndex != 3 {
-		t.Errorf("after retry: %s, loop_index %d", st.Steps[sk("l[q].b")].Status, *st.Steps[sk("l")].LoopIndex)
+	if st := e.state(e.fs); st.Steps[keytest.K("l[q].b")].Status != core.Completed || *st.Steps[keytest.K("l")].LoopIndex != 3 {
+		t.Errorf("after retry: %s, loop_index %d", st.Steps[keytest.K("l[q].b")].Status, *st.Steps[keytest.K("l")].LoopIndex)
 	}
 }
 
@@ -245,7 +246,7 @@ func TestLoopStartAtInstance(t *testing.T) {
 		t.Fatalf("first run: %d %s", res.ExitCode, res.Reason)
 	}
 	again := pass()
-	res := e.run(again, spec.Options{RunID: "r1", Resume: true, StartAt: core.StepKey{Loop: "l", Item: "q", Step: sk("review").String()}})
+	res := e.run(again, spec.Options{RunID: "r1", Resume: true, StartAt: core.StepKey{Loop: "l", Item: "q", Step: keytest.K("review").String()}})
 	if res.ExitCode != 0 {
 		t.Fatalf("restart: %d %s\n%s", res.ExitCode, res.Reason, e.out.String())
 	}
@@ -257,8 +258,8 @@ func TestLoopStartAtInstance(t *testing.T) {
 		t.Errorf("restart ran %v, want %v", keys, want)
 	}
 	st := e.state(e.fs)
-	if st.Generation != 1 || st.Steps[sk("l")].Status != core.Completed {
-		t.Errorf("generation %d, loop %s", st.Generation, st.Steps[sk("l")].Status)
+	if st.Generation != 1 || st.Steps[keytest.K("l")].Status != core.Completed {
+		t.Errorf("generation %d, loop %s", st.Generation, st.Steps[keytest.K("l")].Status)
 	}
 	if ok, _ := afero.Exists(e.fs, filepath.Join(record.RunDir(repo, "r1"), record.LogsDir, "l.q.review.g1.0.1.log")); !ok {
 		t.Error("the restarted instance's log is not named in generation 1")
@@ -283,7 +284,7 @@ func TestLoopItemsOfAnyList(t *testing.T) {
 	}
 	e = newEnv(t, "name: r\nsteps:\n  - id: l\n    for_each: '{\"a\": 1}'\n    steps:\n      - {id: a, run: x}\n")
 	res := e.run(&scripted{fn: func(call) reply { return reply{} }}, spec.Options{})
-	if ls := e.state(e.fs).Steps[sk("l")]; res.ExitCode != 1 || ls.Status != core.Failed || !strings.Contains(deref(ls.LastError), "workflow.yaml:4:15: for_each: `{\"a\": 1}` is a map, not a list") {
+	if ls := e.state(e.fs).Steps[keytest.K("l")]; res.ExitCode != 1 || ls.Status != core.Failed || !strings.Contains(deref(ls.LastError), "workflow.yaml:4:15: for_each: `{\"a\": 1}` is a map, not a list") {
 		t.Errorf("exit %d, loop %s: %s", res.ExitCode, ls.Status, deref(ls.LastError))
 	}
 }
@@ -307,7 +308,7 @@ steps:
 		t.Fatalf("status %s", res.Status)
 	}
 	e.setWorkflow(src + "      - {id: extra, run: extra}\n")
-	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), sk("l[x].signoff"), core.HumanInput{Approved: true, By: "t"}, e.clock.Now()); err != nil {
+	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), keytest.K("l[x].signoff"), core.HumanInput{Approved: true, By: "t"}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	res := e.run(s, spec.Options{Resume: true, NoWait: true})
@@ -315,14 +316,14 @@ steps:
 		t.Fatalf("status %s: %s", res.Status, res.Reason)
 	}
 	st := e.state(e.fs)
-	if st.Steps[sk("l[x].extra")] != nil || st.Steps[sk("l[y].extra")] == nil {
-		t.Errorf("extra: x %v, y %v", st.Steps[sk("l[x].extra")], st.Steps[sk("l[y].extra")])
+	if st.Steps[keytest.K("l[x].extra")] != nil || st.Steps[keytest.K("l[y].extra")] == nil {
+		t.Errorf("extra: x %v, y %v", st.Steps[keytest.K("l[x].extra")], st.Steps[keytest.K("l[y].extra")])
 	}
 	want := []string{"l", "l[x].build", "l[x].signoff", "l[y].build", "l[y].signoff", "l[y].extra"}
 	if !slices.Equal(core.KeyStrings(st.StepOrder), want) {
 		t.Errorf("order %v", st.StepOrder)
 	}
-	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), sk("l[y].signoff"), core.HumanInput{Approved: true, By: "t"}, e.clock.Now()); err != nil {
+	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), keytest.K("l[y].signoff"), core.HumanInput{Approved: true, By: "t"}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if res := e.run(s, spec.Options{Resume: true}); res.ExitCode != 0 {

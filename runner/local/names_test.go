@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/internal/clock"
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
 )
@@ -16,26 +17,26 @@ import (
 func TestInstanceNames(t *testing.T) {
 	n := record.LayoutOf("/r/.agents/runs/x", "x")
 	for got, want := range map[string]string{
-		n.Log(sk("stories[s1].code"), 2, 1):      "/r/.agents/runs/x/logs/stories.s1.code.2.1.log",
-		n.Report(sk("stories[s1].code")):         "/r/.agents/runs/x/reports/x__stories.s1.code.json",
-		n.ManualInput(sk("stories[s1].approve")): "/r/.agents/runs/x/manual_inputs/x__stories.s1.approve.json",
-		n.Prompt(sk("stories[s1].code"), 0, 1):   "/r/.agents/runs/x/prompts/stories.s1.code.0.1.md",
-		n.Log(sk("plain"), 0, 1):                 "/r/.agents/runs/x/logs/plain.0.1.log",
-		n.Report(sk("plain")):                    "/r/.agents/runs/x/reports/x__plain.json",
+		n.Log(keytest.K("stories[s1].code"), 2, 1):      "/r/.agents/runs/x/logs/stories.s1.code.2.1.log",
+		n.Report(keytest.K("stories[s1].code")):         "/r/.agents/runs/x/reports/x__stories.s1.code.json",
+		n.ManualInput(keytest.K("stories[s1].approve")): "/r/.agents/runs/x/manual_inputs/x__stories.s1.approve.json",
+		n.Prompt(keytest.K("stories[s1].code"), 0, 1):   "/r/.agents/runs/x/prompts/stories.s1.code.0.1.md",
+		n.Log(keytest.K("plain"), 0, 1):                 "/r/.agents/runs/x/logs/plain.0.1.log",
+		n.Report(keytest.K("plain")):                    "/r/.agents/runs/x/reports/x__plain.json",
 	} {
 		if got != want {
 			t.Errorf("%s; want %s", got, want)
 		}
 	}
 	st := &core.State{RunID: "x", Steps: map[core.StepKey]*core.StepState{
-		sk("stories[s1].code"): {Status: core.Completed, Metrics: map[string]string{"lines": "12"}},
-	}, StepOrder: sks("stories[s1].code")}
+		keytest.K("stories[s1].code"): {Status: core.Completed, Metrics: map[string]string{"lines": "12"}},
+	}, StepOrder: keytest.Keys("stories[s1].code")}
 	fsys := afero.NewMemMapFs()
 	x := &run{r: &Runner{FS: fsys, Clock: clock.Real()}, rec: fsys, st: st, outputs: map[core.StepKey]string{}, reports: map[core.StepKey]map[string]any{}}
 	env := x.env(nil)
 	// An instance is steps.<body step> inside its item, and an entry of
 	// steps.<loop>.items after the loop; never a key of steps.
-	if _, ok := env.Steps[sk("stories[s1].code").String()]; ok {
+	if _, ok := env.Steps[keytest.K("stories[s1].code").String()]; ok {
 		t.Errorf("the environment's steps hold an instance key: %+v", env.Steps)
 	}
 }
@@ -45,9 +46,9 @@ func TestInstanceNames(t *testing.T) {
 func TestCleanupSessionNames(t *testing.T) {
 	n := record.LayoutOf("/r", "x")
 	pairs := [][2]string{
-		{n.CleanupLog(1), n.Log(sk("cleanup"), 0, 1)},
-		{n.Report(sk(record.CleanupSession)), n.Report(sk("cleanup"))},
-		{n.Prompt(sk(record.CleanupSession), 0, 1), n.Prompt(sk("cleanup"), 0, 1)},
+		{n.CleanupLog(1), n.Log(keytest.K("cleanup"), 0, 1)},
+		{n.Report(keytest.K(record.CleanupSession)), n.Report(keytest.K("cleanup"))},
+		{n.Prompt(keytest.K(record.CleanupSession), 0, 1), n.Prompt(keytest.K("cleanup"), 0, 1)},
 	}
 	for _, p := range pairs {
 		if p[0] == p[1] {

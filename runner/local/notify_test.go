@@ -16,6 +16,7 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/eventlog"
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/internal/notify"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
@@ -135,7 +136,7 @@ vars: {what: dark mode}
 	if res := run(spec.Options{Resume: true, NoWait: true}); res.ExitCode != 3 {
 		t.Fatalf("resumed: exit %d, want 3 at the human step", res.ExitCode)
 	}
-	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), sk("approve"), core.HumanInput{Approved: true, By: "alice"}, e.clock.Now()); err != nil {
+	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), keytest.K("approve"), core.HumanInput{Approved: true, By: "alice"}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if res := run(spec.Options{Resume: true, NoWait: true}); res.ExitCode != 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/internal/eventlog"
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
@@ -67,7 +68,7 @@ func (e *env) awaitStatus(step string, status core.Status) {
 	e.t.Helper()
 	for {
 		st, _, err := record.LoadState(e.fs, record.RunDir(repo, "r1"), false, e.clock.Now())
-		if err == nil && st.Steps[sk(step)] != nil && st.Steps[sk(step)].Status == status {
+		if err == nil && st.Steps[keytest.K(step)] != nil && st.Steps[keytest.K(step)].Status == status {
 			return
 		}
 		time.Sleep(time.Millisecond)
@@ -97,7 +98,7 @@ steps:
 	s := &scripted{fn: ok}
 	wait := e.runAsync(s, spec.Options{})
 	e.awaitStatus("gate", core.WaitingOnHuman) // the runner is waiting now
-	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), sk("gate"), core.HumanInput{Approved: true, By: "alice", Input: map[string]any{"ticket": "OPS-7"}}, e.clock.Now()); err != nil {
+	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), keytest.K("gate"), core.HumanInput{Approved: true, By: "alice", Input: map[string]any{"ticket": "OPS-7"}}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if res := wait(250 * time.Millisecond); res.ExitCode != 0 {
@@ -109,19 +110,19 @@ steps:
 	// Approving again the same way is a no-op that says who decided;
 	// another input, or a rejection now, is refused with exit 8 and
 	// what was decided, by whom.
-	again, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), sk("gate"), core.HumanInput{Approved: true, By: "bob", Input: map[string]any{"ticket": "OPS-7"}}, e.clock.Now())
+	again, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), keytest.K("gate"), core.HumanInput{Approved: true, By: "bob", Input: map[string]any{"ticket": "OPS-7"}}, e.clock.Now())
 	if err != nil || again == nil || again.Already.By != "alice" {
 		t.Errorf("identical second approval: %+v, %v", again, err)
 	}
-	_, err = record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), sk("gate"), core.HumanInput{Approved: true, Input: map[string]any{"ticket": "OPS-8"}}, e.clock.Now())
+	_, err = record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), keytest.K("gate"), core.HumanInput{Approved: true, Input: map[string]any{"ticket": "OPS-8"}}, e.clock.Now())
 	if !errors.Is(err, core.ErrRefused) || !strings.Contains(err.Error(), "already approved by alice") {
 		t.Errorf("approval with another input: %v", err)
 	}
-	_, err = record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), sk("gate"), core.HumanInput{Approved: false, Reason: "late"}, e.clock.Now())
+	_, err = record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), keytest.K("gate"), core.HumanInput{Approved: false, Reason: "late"}, e.clock.Now())
 	if !errors.Is(err, core.ErrRefused) || !strings.Contains(err.Error(), "already approved by alice") {
 		t.Errorf("late rejection: %v", err)
 	}
-	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), sk("a"), core.HumanInput{Approved: true}, e.clock.Now()); err == nil {
+	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), keytest.K("a"), core.HumanInput{Approved: true}, e.clock.Now()); err == nil {
 		t.Error("approving a command step was accepted")
 	}
 }
@@ -135,7 +136,7 @@ func TestHumanTimeout(t *testing.T) {
 	if waited := e.clock.Now().Sub(start); waited < time.Hour || waited > 2*time.Hour {
 		t.Errorf("the step failed after %s, want just after 1h", waited)
 	}
-	st := e.state(e.fs).Steps[sk("gate")]
+	st := e.state(e.fs).Steps[keytest.K("gate")]
 	if res.ExitCode != 1 || st.Status != core.Failed || !strings.Contains(deref(st.LastError), "human.timeout") {
 		t.Fatalf("exit %d, gate %s %q", res.ExitCode, st.Status, deref(st.LastError))
 	}
@@ -151,7 +152,7 @@ steps:
   - {id: b, run: x}
 `)
 	res := e.run(&scripted{fn: ok}, spec.Options{NoWait: true})
-	st := e.state(e.fs).Steps[sk("gate")]
+	st := e.state(e.fs).Steps[keytest.K("gate")]
 	if res.ExitCode != 0 || st.Status != core.Completed || st.Human == nil || st.Human.By != "auto_approve" {
 		t.Fatalf("exit %d, gate %+v", res.ExitCode, st)
 	}
@@ -170,10 +171,10 @@ func (e *env) wfSource() string {
 func TestHumanRejectedFails(t *testing.T) {
 	e := newEnv(t, "name: h\nsteps:\n  - {id: gate, human: {message: go}}\n  - {id: b, run: x}\n")
 	e.run(&scripted{fn: ok}, spec.Options{NoWait: true})
-	_, _ = record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), sk("gate"), core.HumanInput{Approved: false, By: "bob", Reason: "not today"}, e.clock.Now())
+	_, _ = record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), keytest.K("gate"), core.HumanInput{Approved: false, By: "bob", Reason: "not today"}, e.clock.Now())
 	s := &scripted{fn: ok}
 	res := e.run(s, spec.Options{Resume: true, NoWait: true})
-	st := e.state(e.fs).Steps[sk("gate")]
+	st := e.state(e.fs).Steps[keytest.K("gate")]
 	if res.ExitCode != 1 || st.Status != core.Failed || !strings.Contains(deref(st.LastError), "rejected by bob: not today") || s.count("b") != 0 {
 		t.Fatalf("exit %d, gate %s %q, b ran %d", res.ExitCode, st.Status, deref(st.LastError), s.count("b"))
 	}
@@ -202,8 +203,8 @@ func TestPauseDuringSession(t *testing.T) {
 	if c.DesiredState != core.Pause || c.CurrentState != core.Pause || c.SetBy != "alice" {
 		t.Errorf("control %+v", c)
 	}
-	if st := e.state(e.fs); st.Status != core.RunPaused || st.Steps[sk("a")].Status != core.Completed {
-		t.Errorf("run %s, a %s", st.Status, st.Steps[sk("a")].Status)
+	if st := e.state(e.fs); st.Status != core.RunPaused || st.Steps[keytest.K("a")].Status != core.Completed {
+		t.Errorf("run %s, a %s", st.Status, st.Steps[keytest.K("a")].Status)
 	}
 
 	// run_once: exactly one more session, then both states are pause.
@@ -388,15 +389,15 @@ func TestLiveness(t *testing.T) {
 				ss.LogPath = dir + "/logs/" + id + ".0.1.log"
 				afero.WriteFile(fsys, ss.LogPath, []byte("out"), 0o644)
 				fsys.Chtimes(ss.LogPath, now.Add(-tt.logAge), now.Add(-tt.logAge))
-				st.Steps[sk(id)] = ss
-				st.StepOrder = append(st.StepOrder, sk(id))
+				st.Steps[keytest.K(id)] = ss
+				st.StepOrder = append(st.StepOrder, keytest.K(id))
 			}
 			if tt.lock {
 				b, _ := json.Marshal(holder)
 				afero.WriteFile(fsys, filepath.Join(dir, record.LockFile), b, 0o644)
 			}
 			got := record.Live(fsys, dir, st, wf, now, func(runlock.Holder) bool { return tt.alive })
-			if got.State != tt.want || got.Hook != sk(tt.hook) {
+			if got.State != tt.want || got.Hook != keytest.K(tt.hook) {
 				t.Errorf("liveness %s [%s] (%s), want %s [%s]", got.State, got.Hook, got.Reason, tt.want, tt.hook)
 			}
 		})
@@ -488,11 +489,11 @@ func TestHumanExpressionErrors(t *testing.T) {
 			e := newEnv(t, "name: h\nvars: {v: ten}\nsteps:\n  - {id: gate, human: "+tc.human+"}\n  - {id: b, run: x}\n")
 			res := e.run(&scripted{fn: ok}, spec.Options{NoWait: true})
 			st := e.state(e.fs)
-			g := st.Steps[sk("gate")]
+			g := st.Steps[keytest.K("gate")]
 			if res.ExitCode != 1 || g.Status != core.Failed || !strings.Contains(deref(g.LastError), "workflow.yaml:4:") || !strings.Contains(deref(g.LastError), tc.want) {
 				t.Fatalf("exit %d, gate %s %q; want it failed with %s and its position", res.ExitCode, g.Status, deref(g.LastError), tc.want)
 			}
-			if b := st.Steps[sk("b")]; b != nil && b.Status != core.Pending && b.Status != core.Skipped {
+			if b := st.Steps[keytest.K("b")]; b != nil && b.Status != core.Pending && b.Status != core.Skipped {
 				t.Errorf("the step after it is %s", b.Status)
 			}
 		})

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/internal/safefs"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
@@ -390,10 +391,10 @@ func TestLastItemKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	x := orchRun(fs, wf)
-	x.st.Steps[sk("loop")] = &core.StepState{Items: []core.Item{{Key: "0"}, {Key: "a-b"}}}
-	x.st.Steps[sk("empty")] = &core.StepState{}
+	x.st.Steps[keytest.K("loop")] = &core.StepState{Items: []core.Item{{Key: "0"}, {Key: "a-b"}}}
+	x.st.Steps[keytest.K("empty")] = &core.StepState{}
 	for key, want := range map[string]string{"plain": "plain", "loop": "loop[a-b].loop_item", "empty": "empty", "nothing": "nothing"} {
-		if got := x.lastItemKey(sk(key)); got != sk(want) {
+		if got := x.lastItemKey(keytest.K(key)); got != keytest.K(want) {
 			t.Errorf("lastItemKey(%s) = %s, want %s", key, got, want)
 		}
 	}

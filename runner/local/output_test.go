@@ -10,6 +10,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/internal/redact"
 	"github.com/flow-run/flow/runner/record"
 	"github.com/flow-run/flow/runner/spec"
@@ -221,7 +222,7 @@ func TestSessionLongLineLive(t *testing.T) {
 		t.Errorf("the terminal shows %d bytes, not the session's output in pieces with the secret hidden", len(shown))
 	}
 	st := e.state(e.fs)
-	step := st.Steps[sk("s")]
+	step := st.Steps[keytest.K("s")]
 	if step.Verdict != "PASS" {
 		t.Errorf("verdict %q; want PASS", step.Verdict)
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/record"
 	"github.com/flow-run/flow/runner/spec"
 	"github.com/spf13/afero"
@@ -88,11 +89,11 @@ func TestPresets(t *testing.T) {
 		t.Errorf("the resumed session was sent %q", sent)
 	}
 	st := e.state(e.fs)
-	code := st.Steps[sk("code")]
+	code := st.Steps[keytest.K("code")]
 	if code.AgentSession != "conv-1" || code.Usage == nil || code.Usage.Sessions != 2 || code.Usage.CostUSD != 0.5 || code.Usage.TokensIn != 2800 {
 		t.Errorf("code: session %q usage %+v", code.AgentSession, code.Usage)
 	}
-	rev := st.Steps[sk("review")].Usage
+	rev := st.Steps[keytest.K("review")].Usage
 	// Two threads: 10000+20000 in (24000 cached), 400 out, priced at
 	// (6000*2 + 24000*0.5 + 400*10) / 1e6.
 	if rev == nil || rev.TokensIn != 30000 || rev.TokensCached != 24000 || rev.TokensOut != 400 || !rev.CostEstimated || fmt.Sprintf("%.4f", rev.CostUSD) != "0.0280" {
@@ -148,8 +149,8 @@ func TestPresetResumeRefused(t *testing.T) {
 	if !strings.HasPrefix(string(whole), "write it") || !strings.Contains(string(whole), "sent back by review") {
 		t.Errorf("the fresh session was sent %q", whole)
 	}
-	if st := e.state(e.fs); st.Steps[sk("code")].Attempts != 1 || st.Steps[sk("code")].IterationCount != 1 {
-		t.Errorf("code: attempts %d iteration %d", st.Steps[sk("code")].Attempts, st.Steps[sk("code")].IterationCount)
+	if st := e.state(e.fs); st.Steps[keytest.K("code")].Attempts != 1 || st.Steps[keytest.K("code")].IterationCount != 1 {
+		t.Errorf("code: attempts %d iteration %d", st.Steps[keytest.K("code")].Attempts, st.Steps[keytest.K("code")].IterationCount)
 	}
 	if !strings.Contains(e.out.String(), "claude refused to resume conversation") {
 		t.Errorf("no warning:\n%s", e.out.String())

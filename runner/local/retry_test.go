@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
 	"github.com/flow-run/flow/runner/spec"
@@ -32,7 +33,7 @@ func TestRetry(t *testing.T) {
 		t.Fatalf("resume of a failed run: %v", err)
 	}
 	p := core.PlanRetry(e.wf, e.state(e.fs))
-	if !slices.Equal(p.Failed, sks("b")) || !slices.Equal(p.Rerun, sks("b", "c", "side")) || !slices.Equal(p.Reset, sks("b", "c")) || !slices.Equal(p.Kept, sks("a")) {
+	if !slices.Equal(p.Failed, keytest.Keys("b")) || !slices.Equal(p.Rerun, keytest.Keys("b", "c", "side")) || !slices.Equal(p.Reset, keytest.Keys("b", "c")) || !slices.Equal(p.Kept, keytest.Keys("a")) {
 		t.Fatalf("plan %+v", p)
 	}
 	second := &scripted{fn: func(c call) reply { return reply{Out: "fixed\n"} }}
@@ -87,7 +88,7 @@ func TestRetryAtTheIterationCap(t *testing.T) {
 	if res.ExitCode != 0 || second.count("test") != 2 {
 		t.Fatalf("retry with --max-iterations 4: exit %d, test ran %d times\n%s", res.ExitCode, second.count("test"), e.out.String())
 	}
-	if it := e.state(e.fs).Steps[sk("code")].IterationCount; it != 2 {
+	if it := e.state(e.fs).Steps[keytest.K("code")].IterationCount; it != 2 {
 		t.Errorf("code iteration %d; want 2 (kept, then one more loop-back)", it)
 	}
 }
@@ -97,15 +98,15 @@ func TestRetryAtTheIterationCap(t *testing.T) {
 func TestRetryRejectedHumanStep(t *testing.T) {
 	e := newEnv(t, "name: t\nsteps:\n  - {id: a, run: x}\n  - {id: ok, human: {message: go}}\n  - {id: b, run: x}\n")
 	e.run(&scripted{fn: ok}, spec.Options{NoWait: true})
-	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), sk("ok"), core.HumanInput{Approved: false, Reason: "not yet"}, e.clock.Now()); err != nil {
+	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), keytest.K("ok"), core.HumanInput{Approved: false, Reason: "not yet"}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if res := e.run(&scripted{fn: ok}, spec.Options{Resume: true, NoWait: true}); res.ExitCode != 1 {
 		t.Fatalf("after the rejection: exit %d", res.ExitCode)
 	}
 	res := e.run(&scripted{fn: ok}, spec.Options{Resume: true, Retry: true, NoWait: true})
-	if res.ExitCode != 3 || e.state(e.fs).Steps[sk("ok")].Status != core.WaitingOnHuman {
-		t.Fatalf("retry: exit %d, ok is %s", res.ExitCode, e.state(e.fs).Steps[sk("ok")].Status)
+	if res.ExitCode != 3 || e.state(e.fs).Steps[keytest.K("ok")].Status != core.WaitingOnHuman {
+		t.Fatalf("retry: exit %d, ok is %s", res.ExitCode, e.state(e.fs).Steps[keytest.K("ok")].Status)
 	}
 }
 
@@ -121,7 +122,7 @@ func TestStartAtKeepsOldLogs(t *testing.T) {
 			t.Errorf("%s = %q; want %q", name, b, want)
 		}
 	}
-	got, err := record.StepLogs(e.fs, record.RunDir(repo, "r1"), sk("two"))
+	got, err := record.StepLogs(e.fs, record.RunDir(repo, "r1"), keytest.K("two"))
 	if err != nil || len(got) != 2 || got[1].Generation != 1 {
 		t.Errorf("StepLogs = %+v, %v", got, err)
 	}

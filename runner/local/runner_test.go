@@ -20,6 +20,7 @@ import (
 	"github.com/flow-run/flow/internal/configtest"
 	"github.com/flow-run/flow/internal/eventlog"
 	"github.com/flow-run/flow/internal/faultfs"
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/core"
@@ -287,12 +288,12 @@ func TestRunSDLC(t *testing.T) {
 	st := e.state(e.fs)
 	want := map[string][2]int{"planning": {0, 1}, "coding": {1, 1}, "tests": {1, 1}, "code_review": {1, 1}, "merge": {1, 1}}
 	for id, w := range want {
-		s := st.Steps[sk(id)]
+		s := st.Steps[keytest.K(id)]
 		if s.Status != core.Completed || s.IterationCount != w[0] || s.Attempts != w[1] {
 			t.Errorf("%s: %s iteration %d attempts %d, want COMPLETED %v", id, s.Status, s.IterationCount, s.Attempts, w)
 		}
 	}
-	p := st.Steps[sk("planning")]
+	p := st.Steps[keytest.K("planning")]
 	if p.Metrics["tasks"] != "3" || !slices.Equal(p.Logs, []string{"made a plan"}) || !slices.Equal(p.Artifacts, []string{"PLAN.md"}) {
 		t.Errorf("planning report not recorded: %+v", p)
 	}
@@ -363,7 +364,7 @@ func TestSessionOutcomes(t *testing.T) {
 				return tt.reply
 			}}
 			e.run(s, spec.Options{})
-			st := e.state(e.fs).Steps[sk("s")]
+			st := e.state(e.fs).Steps[keytest.K("s")]
 			if st.Status != tt.status || !strings.Contains(deref(st.LastError), tt.lastErr) {
 				t.Errorf("status %s, last_error %q; want %s containing %q", st.Status, deref(st.LastError), tt.status, tt.lastErr)
 			}
@@ -385,7 +386,7 @@ steps:
 	n := 0
 	s := &scripted{fn: func(c call) reply { n++; return reply{Exit: codes[n-1]} }}
 	res := e.run(s, spec.Options{})
-	st := e.state(e.fs).Steps[sk("s")]
+	st := e.state(e.fs).Steps[keytest.K("s")]
 	if res.ExitCode != 1 || st.Attempts != 2 || st.Status != core.Failed {
 		t.Errorf("exit %d, attempts %d, %s; want exit 1 after 2 attempts", res.ExitCode, st.Attempts, st.Status)
 	}
@@ -414,8 +415,8 @@ steps:
 	}}
 	e.run(s, spec.Options{})
 	st := e.state(e.fs)
-	if st.Steps[sk("deploy")].Status != core.Completed || st.Steps[sk("rollback")].Status != core.Skipped {
-		t.Errorf("deploy %s rollback %s", st.Steps[sk("deploy")].Status, st.Steps[sk("rollback")].Status)
+	if st.Steps[keytest.K("deploy")].Status != core.Completed || st.Steps[keytest.K("rollback")].Status != core.Skipped {
+		t.Errorf("deploy %s rollback %s", st.Steps[keytest.K("deploy")].Status, st.Steps[keytest.K("rollback")].Status)
 	}
 	for _, c := range s.calls {
 		if c.Step == "deploy" && c.Command != "deploy 7" {
@@ -444,16 +445,16 @@ func TestInterruptAndResume(t *testing.T) {
 		t.Fatalf("interrupted run: %+v %v", res, err)
 	}
 	st := e.state(e.fs)
-	if st.Steps[sk("b")].Status != core.Pending || st.Steps[sk("b")].Attempts != 0 || st.Status != core.RunInterrupted {
-		t.Fatalf("b after interrupt: %+v, run %s", st.Steps[sk("b")], st.Status)
+	if st.Steps[keytest.K("b")].Status != core.Pending || st.Steps[keytest.K("b")].Attempts != 0 || st.Status != core.RunInterrupted {
+		t.Fatalf("b after interrupt: %+v, run %s", st.Steps[keytest.K("b")], st.Status)
 	}
 	s2 := &scripted{fn: func(c call) reply { return reply{} }}
 	res = e.run(s2, spec.Options{Resume: true})
 	if res.ExitCode != 0 || s2.count("a") != 0 || s2.count("b") != 1 || s2.count("c") != 1 {
 		t.Fatalf("resume: exit %d, sessions a=%d b=%d c=%d", res.ExitCode, s2.count("a"), s2.count("b"), s2.count("c"))
 	}
-	if st := e.state(e.fs); st.Steps[sk("b")].Attempts != 1 {
-		t.Errorf("b attempts %d after resume, want 1", st.Steps[sk("b")].Attempts)
+	if st := e.state(e.fs); st.Steps[keytest.K("b")].Attempts != 1 {
+		t.Errorf("b attempts %d after resume, want 1", st.Steps[keytest.K("b")].Attempts)
 	}
 	close(s.started)
 }
@@ -474,7 +475,7 @@ func TestStartAt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(plan.Kept, sks("planning")) || !slices.Equal(plan.Rerun, sks("coding", "tests", "code_review", "merge")) {
+	if !slices.Equal(plan.Kept, keytest.Keys("planning")) || !slices.Equal(plan.Rerun, keytest.Keys("coding", "tests", "code_review", "merge")) {
 		t.Errorf("plan %+v", plan)
 	}
 	if len(plan.Missing) != 1 || plan.Missing[0].Path != "PLAN.md" {
@@ -495,8 +496,8 @@ func TestStartAt(t *testing.T) {
 	fresh := &scripted{fn: ok.fn}
 	e2.run(fresh, spec.Options{StartAt: core.Key("tests")})
 	st = e2.state(e2.fs)
-	if st.Steps[sk("planning")].Status != core.Skipped || st.Steps[sk("coding")].Status != core.Skipped || st.Steps[sk("tests")].Status != core.Completed {
-		t.Errorf("new run at tests: planning %s coding %s tests %s", st.Steps[sk("planning")].Status, st.Steps[sk("coding")].Status, st.Steps[sk("tests")].Status)
+	if st.Steps[keytest.K("planning")].Status != core.Skipped || st.Steps[keytest.K("coding")].Status != core.Skipped || st.Steps[keytest.K("tests")].Status != core.Completed {
+		t.Errorf("new run at tests: planning %s coding %s tests %s", st.Steps[keytest.K("planning")].Status, st.Steps[keytest.K("coding")].Status, st.Steps[keytest.K("tests")].Status)
 	}
 }
 
@@ -512,16 +513,16 @@ func TestEditedWorkflowOnResume(t *testing.T) {
 	}
 	before := e.state(e.fs).WorkflowDigest
 	e.setWorkflow("name: ed\nsteps:\n  - {id: a, run: x}\n  - {id: wait, human: {message: go}}\n  - {id: new, run: x}\n  - {id: c, run: x}\n")
-	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), sk("wait"), core.HumanInput{Approved: true, By: "alice"}, e.clock.Now()); err != nil {
+	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), keytest.K("wait"), core.HumanInput{Approved: true, By: "alice"}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	s2 := &scripted{fn: s.fn}
 	res = e.run(s2, spec.Options{Resume: true, NoWait: true})
 	st := e.state(e.fs)
-	if res.ExitCode != 0 || st.Steps[sk("old")] != nil || st.Steps[sk("new")].Status != core.Completed || s2.count("a") != 0 {
+	if res.ExitCode != 0 || st.Steps[keytest.K("old")] != nil || st.Steps[keytest.K("new")].Status != core.Completed || s2.count("a") != 0 {
 		t.Fatalf("exit %d, steps %v, a ran %d times", res.ExitCode, st.StepOrder, s2.count("a"))
 	}
-	if !slices.Equal(st.StepOrder, sks("a", "wait", "new", "c")) || st.WorkflowDigest == before {
+	if !slices.Equal(st.StepOrder, keytest.Keys("a", "wait", "new", "c")) || st.WorkflowDigest == before {
 		t.Errorf("order %v digest %s (before %s)", st.StepOrder, st.WorkflowDigest, before)
 	}
 	events, _ := eventlog.Read(e.fs, filepath.Join(record.RunDir(repo, "r1"), record.EventsFile), 0)
@@ -541,10 +542,10 @@ func TestDamagedStateIsRebuilt(t *testing.T) {
 	path := filepath.Join(record.RunDir(repo, "r1"), record.StateFile)
 	afero.WriteFile(e.fs, path, []byte(`{"run_id": "r1", "steps": {"a": {"sta`), 0o644)
 	st, damaged, err := record.LoadState(e.fs, record.RunDir(repo, "r1"), false, e.clock.Now())
-	if err != nil || !damaged || st.Steps[sk("a")].Status != core.Completed {
+	if err != nil || !damaged || st.Steps[keytest.K("a")].Status != core.Completed {
 		t.Fatalf("reader: %v damaged %v", err, damaged)
 	}
-	_, _ = record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), sk("h"), core.HumanInput{Approved: true}, e.clock.Now())
+	_, _ = record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), keytest.K("h"), core.HumanInput{Approved: true}, e.clock.Now())
 	s := &scripted{fn: func(call) reply { return reply{} }}
 	res := e.run(s, spec.Options{Resume: true})
 	if res.ExitCode != 0 || s.count("a") != 0 {
@@ -737,7 +738,7 @@ func TestStateExistsForSessions(t *testing.T) {
 			seen[c.Step] = err.Error()
 			return reply{}
 		}
-		seen[c.Step] = st.RunID + " " + string(st.Steps[sk("a")].Status)
+		seen[c.Step] = st.RunID + " " + string(st.Steps[keytest.K("a")].Status)
 		return reply{}
 	}
 	if res := e.run(s, spec.Options{}); res.ExitCode != 0 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/afero"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
 	"github.com/flow-run/flow/runner/spec"
@@ -78,7 +79,7 @@ steps:
 	}
 	e.clock.Advance(time.Second)
 	for {
-		if st := e.snapshotOf(); st != nil && st.Steps[sk("code")].IterationCount == 1 && st.Steps[sk("code")].Status == core.Running {
+		if st := e.snapshotOf(); st != nil && st.Steps[keytest.K("code")].IterationCount == 1 && st.Steps[keytest.K("code")].Status == core.Running {
 			break
 		}
 		runtime.Gosched()
@@ -103,8 +104,8 @@ func TestSnapshotWhenWaiting(t *testing.T) {
 	if st == nil {
 		t.Fatal("no run_state.json while the run waits on a human")
 	}
-	if st.Status != core.RunWaitingOnHuman || st.Steps[sk("gate")].Status != core.WaitingOnHuman || st.Steps[sk("gate")].ManualInputPath == nil {
-		t.Errorf("snapshot: run %s, gate %s, manual input %v", st.Status, st.Steps[sk("gate")].Status, st.Steps[sk("gate")].ManualInputPath)
+	if st.Status != core.RunWaitingOnHuman || st.Steps[keytest.K("gate")].Status != core.WaitingOnHuman || st.Steps[keytest.K("gate")].ManualInputPath == nil {
+		t.Errorf("snapshot: run %s, gate %s, manual input %v", st.Status, st.Steps[keytest.K("gate")].Status, st.Steps[keytest.K("gate")].ManualInputPath)
 	}
 	stop()
 	<-result
@@ -124,7 +125,7 @@ func TestExitCodeRecorded(t *testing.T) {
 	if err := record.SetDesired(e.fs, record.RunDir(repo, "r1"), core.Pause, "alice", "", e.clock.Now(), true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), sk("gate"), core.HumanInput{Approved: true, By: "alice"}, e.clock.Now()); err != nil {
+	if _, err := record.SubmitDecision(e.fs, record.RunDir(repo, "r1"), keytest.K("gate"), core.HumanInput{Approved: true, By: "alice"}, e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	e.setWorkflow("name: h\nsteps:\n  - {id: gate, human: {message: go}}\n  - {id: b, run: b}\n")

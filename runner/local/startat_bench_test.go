@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 )
 
@@ -29,7 +30,7 @@ func BenchmarkStartAtSkipped(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			steps := sks(wf.TopSteps()...)
+			steps := keytest.Keys(wf.TopSteps()...)
 			for b.Loop() {
 				if skipped := core.StartAtSkipped(wf, "s2", steps); len(skipped) != 1 {
 					b.Fatalf("skipped %d steps, want 1", len(skipped))
@@ -48,7 +49,7 @@ func TestStartAtSkipped(t *testing.T) {
 		t.Fatal(err)
 	}
 	for step, want := range map[string]string{"a": "[b d]", "b": "[a c]", "c": "[a b d]", "d": "[a b c]"} {
-		if got := fmt.Sprint(core.StartAtSkipped(wf, step, sks(wf.TopSteps()...))); got != want {
+		if got := fmt.Sprint(core.StartAtSkipped(wf, step, keytest.Keys(wf.TopSteps()...))); got != want {
 			t.Errorf("start at %s skips %s, want %s", step, got, want)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/countfs"
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
@@ -84,7 +85,7 @@ steps:
 			s := &scripted{fn: func(c call) reply { return reply{Report: `{"metrics": {"score": "high"}}`} }}
 			res := e.run(s, spec.Options{})
 			st := e.state(e.fs)
-			step := st.Steps[sk(tt.step)]
+			step := st.Steps[keytest.K(tt.step)]
 			if res.ExitCode != 1 || step.Status != core.Failed {
 				t.Fatalf("exit %d, %s is %s; want exit 1 and FAILED\n%s", res.ExitCode, tt.step, step.Status, e.out.String())
 			}
@@ -110,7 +111,7 @@ func TestErrorsAreExcerpted(t *testing.T) {
 		return reply{Exit: 3, Report: fmt.Sprintf(`{"status": "failed", "error": %q}`, huge[:4000])}
 	}}
 	res := e.run(s, spec.Options{})
-	le := deref(e.state(e.fs).Steps[sk("a")].LastError)
+	le := deref(e.state(e.fs).Steps[keytest.K("a")].LastError)
 	if res.ExitCode != 1 || len(le) > core.MaxExcerpt+64 {
 		t.Fatalf("exit %d, last_error of %d bytes", res.ExitCode, len(le))
 	}
@@ -172,8 +173,8 @@ func TestFinishedRunIsNotResumed(t *testing.T) {
 // the edited file kept aside.
 func TestSnapshotThatDisagreesIsRebuilt(t *testing.T) {
 	for name, edit := range map[string]func(st *core.State){
-		"seq beyond the log":  func(st *core.State) { st.Seq = 999; st.Steps[sk("b")].Status = core.Completed },
-		"a status never seen": func(st *core.State) { st.Steps[sk("b")].Status = core.Completed },
+		"seq beyond the log":  func(st *core.State) { st.Seq = 999; st.Steps[keytest.K("b")].Status = core.Completed },
+		"a status never seen": func(st *core.State) { st.Steps[keytest.K("b")].Status = core.Completed },
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, "name: t\nsteps:\n  - {id: a, run: x}\n  - {id: h, human: {message: go}}\n  - {id: b, run: x}\n")
@@ -187,7 +188,7 @@ func TestSnapshotThatDisagreesIsRebuilt(t *testing.T) {
 			if err := record.WriteSnapshot(e.fs, dir, st); err != nil {
 				t.Fatal(err)
 			}
-			_, _ = record.SubmitDecision(e.fs, dir, sk("h"), core.HumanInput{Approved: true}, e.clock.Now())
+			_, _ = record.SubmitDecision(e.fs, dir, keytest.K("h"), core.HumanInput{Approved: true}, e.clock.Now())
 			s := &scripted{fn: ok}
 			res := e.run(s, spec.Options{Resume: true})
 			if res.ExitCode != 0 || s.count("b") != 1 {
@@ -367,7 +368,7 @@ func TestOneDecisionWins(t *testing.T) {
 			if !in.Approved {
 				in.Reason = "no"
 			}
-			d, err := record.SubmitDecision(fsys, runDir, sk("h"), in, time.Now())
+			d, err := record.SubmitDecision(fsys, runDir, keytest.K("h"), in, time.Now())
 			answers[i] = answer{in.Approved, d, err}
 		}()
 	}
@@ -470,7 +471,7 @@ steps:
 		t.Fatal(err)
 	}
 	st := e.state(e.fs)
-	if le := deref(st.Steps[sk("bad")].LastError); !strings.Contains(le, "***") {
+	if le := deref(st.Steps[keytest.K("bad")].LastError); !strings.Contains(le, "***") {
 		t.Errorf("bad: last_error %q does not show where the secret was hidden", le)
 	}
 	if b, _ := afero.ReadFile(e.fs, filepath.Join(record.RunDir(repo, "r1"), record.PromptsDir, "talk.0.1.md")); string(b) != "use *** and ***" {
@@ -513,12 +514,12 @@ func TestRenderedTemplatesAreCapped(t *testing.T) {
 			st := e.state(e.fs)
 			if tt.want == "" {
 				if res.ExitCode != 0 {
-					t.Fatalf("exit %d: %s", res.ExitCode, deref(st.Steps[sk("a")].LastError))
+					t.Fatalf("exit %d: %s", res.ExitCode, deref(st.Steps[keytest.K("a")].LastError))
 				}
 				return
 			}
-			if res.ExitCode != 1 || s.count("a") != 0 || !strings.Contains(deref(st.Steps[sk("a")].LastError), tt.want) {
-				t.Fatalf("exit %d, %d sessions, last_error %q", res.ExitCode, s.count("a"), deref(st.Steps[sk("a")].LastError))
+			if res.ExitCode != 1 || s.count("a") != 0 || !strings.Contains(deref(st.Steps[keytest.K("a")].LastError), tt.want) {
+				t.Fatalf("exit %d, %d sessions, last_error %q", res.ExitCode, s.count("a"), deref(st.Steps[keytest.K("a")].LastError))
 			}
 			if fi, _ := e.fs.Stat(filepath.Join(record.RunDir(repo, "r1"), record.EventsFile)); fi.Size() > 64<<10 {
 				t.Errorf("events.jsonl is %d bytes", fi.Size())

@@ -15,6 +15,7 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/clock"
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/core"
@@ -200,7 +201,7 @@ func TestWorkspacesConflictLoopsBack(t *testing.T) {
 	if ws := st.Workspaces["stories.b"]; ws == nil || ws.Conflicts != 1 || ws.Merge != core.MergeMerged {
 		t.Fatalf("workspace of b: %+v", ws)
 	}
-	if s := st.Steps[sk("stories[b].edit")]; s.IterationCount != 1 {
+	if s := st.Steps[keytest.K("stories[b].edit")]; s.IterationCount != 1 {
 		t.Fatalf("b's edit ran %d iterations", s.IterationCount+1)
 	}
 	if !strings.Contains(out, "stories[b]: merge conflict (f); looping back to stories[b].edit") {
@@ -292,7 +293,7 @@ steps:
     max_attempts: 1
 `)
 			res, out := g.runFor(t, wf, spec.Options{RunID: "k"})
-			if res.ExitCode != 1 || res.State.Steps[sk("work")].Status != core.Completed {
+			if res.ExitCode != 1 || res.State.Steps[keytest.K("work")].Status != core.Completed {
 				t.Fatalf("run: %+v\n%s", res, out)
 			}
 			wt := filepath.Join(g.dir, ".agents", "worktrees", "k", "_run")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/afero"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
@@ -103,7 +104,7 @@ func TestExportImportResume(t *testing.T) {
 	if st.RepoDir != other || st.ReportsDir != filepath.Join(record.RunDir(other, "r1"), record.ReportsDir) {
 		t.Errorf("repo_dir %s, reports_dir %s; want them in %s", st.RepoDir, st.ReportsDir, other)
 	}
-	if p := st.Steps[sk("deploy")].ReportPath; p == nil || !strings.HasPrefix(*p, other+"/") {
+	if p := st.Steps[keytest.K("deploy")].ReportPath; p == nil || !strings.HasPrefix(*p, other+"/") {
 		t.Errorf("deploy's report path %v is not in %s", p, other)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
 )
@@ -109,7 +110,7 @@ func TestDecideRejectionNeedsNoInputs(t *testing.T) {
 // TestCheckedAsk: an approval answered at the terminal is checked and
 // completed as flow approve's is; one that does not fit is not recorded.
 func TestCheckedAsk(t *testing.T) {
-	q := Question{RunID: "r1", Step: sk("approval"), Inputs: releaseInputs}
+	q := Question{RunID: "r1", Step: keytest.K("approval"), Inputs: releaseInputs}
 	answer := func(in core.HumanInput, ok bool) func(Question) (core.HumanInput, bool) {
 		return func(Question) (core.HumanInput, bool) { return in, ok }
 	}
@@ -140,12 +141,12 @@ func TestNewQuestion(t *testing.T) {
 		t.Fatal(err)
 	}
 	for step, want := range map[string]string{"ship": "ticket", "each[0].check": "note", "each": ""} {
-		q := NewQuestion(wf, "r1", sk(step), "m")
+		q := NewQuestion(wf, "r1", keytest.K(step), "m")
 		var got string
 		if len(q.Inputs) > 0 {
 			got = q.Inputs[0].Name
 		}
-		if got != want || q.RunID != "r1" || q.Step != sk(step) || q.Message != "m" {
+		if got != want || q.RunID != "r1" || q.Step != keytest.K(step) || q.Message != "m" {
 			t.Errorf("NewQuestion(%s) = %+v, want input %q", step, q, want)
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/internal/countfs"
 	"github.com/flow-run/flow/internal/eventlog"
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/core"
@@ -411,8 +412,8 @@ func TestStatusJSON(t *testing.T) {
 	st := Status{
 		State: &core.State{SchemaVersion: 1, RunID: "r1", WorkflowName: "wf", RepoDir: repo, CreatedAt: &at, UpdatedAt: &at,
 			Status: core.RunFailed, ExitCode: 1, WorkflowFile: wf, Vars: map[string]string{}, Seq: 7,
-			StepOrder: sks("a"),
-			Steps: map[core.StepKey]*core.StepState{sk("a"): {Status: core.Failed, Attempts: 1, StartedAt: &at, EndedAt: &at,
+			StepOrder: keytest.Keys("a"),
+			Steps: map[core.StepKey]*core.StepState{keytest.K("a"): {Status: core.Failed, Attempts: 1, StartedAt: &at, EndedAt: &at,
 				LastError: &msg, Artifacts: []string{}, Metrics: map[string]string{}, Logs: []string{}}}},
 		Liveness: record.Liveness{State: record.LiveDone, Reason: "the run failed"},
 		RunDir:   record.RunDir(repo, "r1"),
@@ -426,7 +427,7 @@ func TestStatusJSON(t *testing.T) {
 	streamed(t, st)
 	st.State.Steps, st.State.StepOrder = map[core.StepKey]*core.StepState{}, nil
 	streamed(t, st)
-	golden(t, "update_event", Update{Event: &core.Event{Seq: 3, At: at, Type: "step_started", Step: sk("a"), Data: json.RawMessage(`{"attempt":1}`)}})
+	golden(t, "update_event", Update{Event: &core.Event{Seq: 3, At: at, Type: "step_started", Step: keytest.K("a"), Data: json.RawMessage(`{"attempt":1}`)}})
 }
 
 // streamed checks that the status flow status --json streams is what
@@ -453,7 +454,7 @@ func TestStatusLiveness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Liveness.State != record.LiveStuck || st.Liveness.Hook != sk("ship_it") || st.Over() {
+	if st.Liveness.State != record.LiveStuck || st.Liveness.Hook != keytest.K("ship_it") || st.Over() {
 		t.Errorf("liveness %+v", st.Liveness)
 	}
 }

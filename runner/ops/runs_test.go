@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/afero"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/record"
@@ -152,7 +153,7 @@ steps:
 	if len(list.Runs) != 1 || list.Runs[0] != summaryOf(st) || list.Runs[0].Status != "running" {
 		t.Errorf("live run listed as %+v; status %+v", list.Runs, summaryOf(st))
 	}
-	if st.Liveness.State != record.LiveWorking || st.Liveness.Hook != sk("b") {
+	if st.Liveness.State != record.LiveWorking || st.Liveness.Hook != keytest.K("b") {
 		t.Errorf("live run's liveness %+v", st.Liveness)
 	}
 	close(bl.release)

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/internal/eventlog"
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 )
 
@@ -31,20 +32,20 @@ func recordRun(t testing.TB, fsys afero.Fs, repo, id string, n int, created time
 	at := created
 	tick := func() time.Time { at = at.Add(time.Millisecond); return at }
 	events := []core.Event{
-		core.NewEvent(created, core.EvRunCreated, sk(""), core.RunCreated{RunID: id, WorkflowName: "seq", WorkflowFile: repo + "/wf.yaml",
+		core.NewEvent(created, core.EvRunCreated, keytest.K(""), core.RunCreated{RunID: id, WorkflowName: "seq", WorkflowFile: repo + "/wf.yaml",
 			WorkflowDigest: "sha256:0", RepoDir: repo, ReportsDir: dir + "/reports", ManualInputsDir: dir + "/manual_inputs",
-			Vars: map[string]string{}, VarOverrides: map[string]string{}, Steps: sks(steps...)}),
-		core.NewEvent(created, core.EvRunnerStarted, sk(""), core.RunnerStarted{PID: 4242, Host: "host"}),
+			Vars: map[string]string{}, VarOverrides: map[string]string{}, Steps: keytest.Keys(steps...)}),
+		core.NewEvent(created, core.EvRunnerStarted, keytest.K(""), core.RunnerStarted{PID: 4242, Host: "host"}),
 	}
 	zero := 0
 	for _, s := range steps {
 		report := fmt.Sprintf("%s/reports/%s__%s.json", dir, id, s)
 		events = append(events,
-			core.NewEvent(tick(), core.EvStepStarted, sk(s), core.StepStarted{Attempt: 1}),
-			core.NewEvent(tick(), core.EvSessionStarted, sk(s), core.SessionStarted{PID: 4243, Marker: "MARKER", LogPath: dir + "/logs/" + s + ".0.1.log", ReportPath: report}),
-			core.NewEvent(tick(), core.EvStepCompleted, sk(s), core.Outcome{Attempt: 1, ExitCode: &zero, Signals: map[string]bool{"DONE": false, "FAIL": false, "PASS": false}, Duration: "1ms"}))
+			core.NewEvent(tick(), core.EvStepStarted, keytest.K(s), core.StepStarted{Attempt: 1}),
+			core.NewEvent(tick(), core.EvSessionStarted, keytest.K(s), core.SessionStarted{PID: 4243, Marker: "MARKER", LogPath: dir + "/logs/" + s + ".0.1.log", ReportPath: report}),
+			core.NewEvent(tick(), core.EvStepCompleted, keytest.K(s), core.Outcome{Attempt: 1, ExitCode: &zero, Signals: map[string]bool{"DONE": false, "FAIL": false, "PASS": false}, Duration: "1ms"}))
 	}
-	events = append(events, core.NewEvent(tick(), core.EvRunFinished, sk(""), core.RunFinished{Status: core.RunCompleted}))
+	events = append(events, core.NewEvent(tick(), core.EvRunFinished, keytest.K(""), core.RunFinished{Status: core.RunCompleted}))
 	log, err := eventlog.Open(fsys, filepath.Join(dir, EventsFile))
 	if err != nil {
 		t.Fatal(err)

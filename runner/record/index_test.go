@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/internal/eventlog"
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 )
 
@@ -147,7 +148,7 @@ func TestRunsIndexCannotGoStale(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range n {
-			if _, err := log.Append(core.NewEvent(t0.Add(time.Hour+time.Duration(i)*time.Second), core.EvRunnerStarted, sk(""), core.RunnerStarted{PID: 99, Host: "h"})); err != nil {
+			if _, err := log.Append(core.NewEvent(t0.Add(time.Hour+time.Duration(i)*time.Second), core.EvRunnerStarted, keytest.K(""), core.RunnerStarted{PID: 99, Host: "h"})); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/afero"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/core"
 )
@@ -77,7 +78,7 @@ func TestPausedLiveness(t *testing.T) {
 func TestTemporalMirrorIsNotDead(t *testing.T) {
 	fsys := afero.NewMemMapFs()
 	dir := "/repo/.agents/runs/r1"
-	st := &core.State{RunID: "r1", Status: core.RunRunning, StepOrder: sks("a"), Steps: map[core.StepKey]*core.StepState{sk("a"): {Status: core.Running}}}
+	st := &core.State{RunID: "r1", Status: core.RunRunning, StepOrder: keytest.Keys("a"), Steps: map[core.StepKey]*core.StepState{keytest.K("a"): {Status: core.Running}}}
 	now := time.Date(2025, 1, 15, 15, 0, 0, 0, time.UTC)
 	never := func(runlock.Holder) bool { return false }
 	if l := Live(fsys, dir, st, nil, now, never); l.State != LiveDead {

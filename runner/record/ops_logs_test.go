@@ -3,6 +3,7 @@ package record
 import (
 	"testing"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/spf13/afero"
 )
 
@@ -39,7 +40,7 @@ func TestStepLogs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.step, func(t *testing.T) {
-			got, err := StepLogs(fsys, dir, sk(tt.step))
+			got, err := StepLogs(fsys, dir, keytest.K(tt.step))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -54,7 +55,7 @@ func TestStepLogs(t *testing.T) {
 			}
 		})
 	}
-	if logs, err := StepLogs(fsys, "/no-run", sk("code")); err != nil || logs != nil {
+	if logs, err := StepLogs(fsys, "/no-run", keytest.K("code")); err != nil || logs != nil {
 		t.Errorf("StepLogs of a run without logs = %v, %v", logs, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 )
 
@@ -11,17 +12,17 @@ import (
 // note; a loop's says how far its items got, then why it failed.
 func TestSummaryNotes(t *testing.T) {
 	zero, two := 0, 2
-	reason, target, manual := "1 of 3 items failed: b", sk("fix"), "/r/manual_inputs/r__ok.json"
-	st := &core.State{RunID: "r", StepOrder: sks("items", "done", "pending_loop", "fix_it", "ok", "check"), Steps: map[core.StepKey]*core.StepState{
-		sk("items"): {
+	reason, target, manual := "1 of 3 items failed: b", keytest.K("fix"), "/r/manual_inputs/r__ok.json"
+	st := &core.State{RunID: "r", StepOrder: keytest.Keys("items", "done", "pending_loop", "fix_it", "ok", "check"), Steps: map[core.StepKey]*core.StepState{
+		keytest.K("items"): {
 			Status: core.Failed, LastError: &reason, LoopIndex: &two, Items: []core.Item{
 				{Key: "a", Status: core.Completed}, {Key: "b", Status: core.Failed}, {Key: "c", Status: core.Running}}, RemovedItems: []string{"d"},
 		},
-		sk("done"):         {Status: core.Completed, LoopIndex: &zero, Items: []core.Item{{Key: "a", Status: core.Completed}}},
-		sk("pending_loop"): {Status: core.Pending},
-		sk("fix_it"):       {Status: core.Pending, WaitingFor: &target},
-		sk("ok"):           {Status: core.WaitingOnHuman, ManualInputPath: &manual},
-		sk("check"):        {Status: core.Pending, WaitingGates: []string{"window"}},
+		keytest.K("done"):         {Status: core.Completed, LoopIndex: &zero, Items: []core.Item{{Key: "a", Status: core.Completed}}},
+		keytest.K("pending_loop"): {Status: core.Pending},
+		keytest.K("fix_it"):       {Status: core.Pending, WaitingFor: &target},
+		keytest.K("ok"):           {Status: core.WaitingOnHuman, ManualInputPath: &manual},
+		keytest.K("check"):        {Status: core.Pending, WaitingGates: []string{"window"}},
 	}}
 	got := Summary(st)
 	for _, want := range []string{

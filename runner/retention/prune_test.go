@@ -17,6 +17,7 @@ import (
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/internal/eventlog"
 	"github.com/flow-run/flow/internal/gitwork"
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
@@ -45,9 +46,9 @@ func writeRun(t *testing.T, fsys afero.Fs, s spec) {
 	at := core.Time{Time: now.Add(-time.Duration(s.ageDays) * 24 * time.Hour)}
 	created := core.Time{Time: at.Add(-time.Hour)}
 	st := &core.State{SchemaVersion: 1, RunID: s.id, WorkflowName: s.wf, RepoDir: repo, Status: s.status, CreatedAt: &created, UpdatedAt: &at,
-		Seq: 3, StepOrder: sks("work"), Steps: map[core.StepKey]*core.StepState{sk("work"): {Status: core.Completed}}}
+		Seq: 3, StepOrder: keytest.Keys("work"), Steps: map[core.StepKey]*core.StepState{keytest.K("work"): {Status: core.Completed}}}
 	if s.waiting {
-		st.Steps[sk("work")].Status = core.WaitingOnHuman
+		st.Steps[keytest.K("work")].Status = core.WaitingOnHuman
 	}
 	if s.worktree {
 		st.Workspaces = map[string]*core.Workspace{core.RunScope: {Path: worktreeOf(s.id), Branch: core.WorkspaceBranch(s.id, core.RunScope)}}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 )
@@ -13,12 +14,12 @@ import (
 // target of a loop-back to its side, or its closed gates — and nothing
 // else does.
 func TestStepRowsWaits(t *testing.T) {
-	fix := sk("fix")
-	st := &core.State{StepOrder: sks("code", "review", "deploy", "docs"), Steps: map[core.StepKey]*core.StepState{
-		sk("code"):   {Status: core.Completed},
-		sk("review"): {Status: core.Pending, WaitingFor: &fix},
-		sk("deploy"): {Status: core.Pending, WaitingGates: []string{"ci", "window"}},
-		sk("docs"):   {Status: core.Running, WaitingGates: []string{"stale"}},
+	fix := keytest.K("fix")
+	st := &core.State{StepOrder: keytest.Keys("code", "review", "deploy", "docs"), Steps: map[core.StepKey]*core.StepState{
+		keytest.K("code"):   {Status: core.Completed},
+		keytest.K("review"): {Status: core.Pending, WaitingFor: &fix},
+		keytest.K("deploy"): {Status: core.Pending, WaitingGates: []string{"ci", "window"}},
+		keytest.K("docs"):   {Status: core.Running, WaitingGates: []string{"stale"}},
 	}}
 	want := map[string]string{"code": "", "review": "fix", "deploy": "gates: ci, window", "docs": ""}
 	for _, row := range stepRows("/runs/0/r", ops.Status{State: st}, nil) {
@@ -160,9 +161,9 @@ func TestTailNext(t *testing.T) {
 	} {
 		st := &core.State{Status: tc.run, Steps: map[core.StepKey]*core.StepState{}}
 		if tc.step != nil {
-			st.Steps[sk("a")] = tc.step
+			st.Steps[keytest.K("a")] = tc.step
 		}
-		if got := tailNext(st, sk("a"), tc.path); got != tc.want {
+		if got := tailNext(st, keytest.K("a"), tc.path); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
 		}
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/internal/countfs"
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/core"
@@ -365,7 +366,7 @@ func decision(t *testing.T, s *Server) *core.HumanInput {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := record.ReadManualInput(s.svc.FS, *st.State.Steps[sk("ship_it")].ManualInputPath)
+	in, err := record.ReadManualInput(s.svc.FS, *st.State.Steps[keytest.K("ship_it")].ManualInputPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -608,7 +609,7 @@ func TestGraphLoopBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &core.State{StepOrder: sks("code", "review"), Steps: map[core.StepKey]*core.StepState{sk("code"): {Status: core.Completed}, sk("review"): {Status: core.Failed}}}
+	st := &core.State{StepOrder: keytest.Keys("code", "review"), Steps: map[core.StepKey]*core.StepState{keytest.K("code"): {Status: core.Completed}, keytest.K("review"): {Status: core.Failed}}}
 	svg := string(graphSVG(wf, st, true))
 	for _, want := range []string{`<path class="edge" fill="none"`, `class="edge loopback" stroke-dasharray="6 4"`, "review loops back to code",
 		`class="node s-completed" data-key="code"`, `class="node s-failed" data-key="review"`, ">FAILED<"} {
@@ -1017,11 +1018,11 @@ func TestTimeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	tl := s.readTimeline(target{src: s.sources[0], runID: "r1"}, st.State)
-	if r := tl.rows[sk("build")]; r == nil || len(r.bars) != 1 || r.bars[0].class != "s-completed" || r.bars[0].log != "build.0.1.log" {
-		t.Errorf("build's row %+v", tl.rows[sk("build")])
+	if r := tl.rows[keytest.K("build")]; r == nil || len(r.bars) != 1 || r.bars[0].class != "s-completed" || r.bars[0].log != "build.0.1.log" {
+		t.Errorf("build's row %+v", tl.rows[keytest.K("build")])
 	}
-	if r := tl.rows[sk("ship_it")]; r == nil || len(r.bars) != 1 || !r.bars[0].wait || !r.bars[0].end.IsZero() {
-		t.Errorf("ship_it's row %+v", tl.rows[sk("ship_it")])
+	if r := tl.rows[keytest.K("ship_it")]; r == nil || len(r.bars) != 1 || !r.bars[0].wait || !r.bars[0].end.IsZero() {
+		t.Errorf("ship_it's row %+v", tl.rows[keytest.K("ship_it")])
 	}
 	svg, note := tl.svg(st.State, "/runs/0/r1", st.At, 100, false)
 	for _, want := range []string{`class="bar s-completed" data-key="build"`, `class="bar s-waiting_on_human wait" data-key="ship_it"`,
@@ -1106,7 +1107,7 @@ func TestRemoteEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.State.RunID = "t1"
-	st.Liveness = record.Liveness{State: record.LiveStuck, Hook: sk("ship_it"), Reason: "waiting on a human", Holder: &runlock.Holder{PID: 1}}
+	st.Liveness = record.Liveness{State: record.LiveStuck, Hook: keytest.K("ship_it"), Reason: "waiting on a human", Holder: &runlock.Holder{PID: 1}}
 	eng := &fakeEngine{st: st}
 	s, l := newServer(t, func(c *Config) { c.Engines = []ops.Engine{eng} })
 	wantStatus(t, get(s, "/"), http.StatusOK, `href="/runs/1/t1"`, `<span class="engine">on temporal</span>`, `href="/runs/0/r1"`)

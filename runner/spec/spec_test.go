@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
 )
@@ -66,18 +67,18 @@ func TestNewPlanBudgets(t *testing.T) {
 // declared artifacts that are gone.
 func TestPlanStartAt(t *testing.T) {
 	wf := parse(t, "name: w\nsteps:\n  - {id: a, run: x, artifacts: [A.md]}\n  - {id: b, run: x, needs: [a]}\n  - {id: c, run: x, needs: [b]}\n")
-	st := &core.State{StepOrder: sks("a", "b", "c"), Steps: map[core.StepKey]*core.StepState{
-		sk("a"): {Status: core.Completed}, sk("b"): {Status: core.Completed}, sk("c"): {Status: core.Failed},
+	st := &core.State{StepOrder: keytest.Keys("a", "b", "c"), Steps: map[core.StepKey]*core.StepState{
+		keytest.K("a"): {Status: core.Completed}, keytest.K("b"): {Status: core.Completed}, keytest.K("c"): {Status: core.Failed},
 	}}
 	fsys := afero.NewMemMapFs()
 	p, err := PlanStartAt(fsys, wf, st, "/repo", core.Key("b"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(p.Kept, sks("a")) || !slices.Equal(p.Rerun, sks("b", "c")) {
+	if !slices.Equal(p.Kept, keytest.Keys("a")) || !slices.Equal(p.Rerun, keytest.Keys("b", "c")) {
 		t.Errorf("kept %v rerun %v, want [a] and [b c]", p.Kept, p.Rerun)
 	}
-	if len(p.Missing) != 1 || p.Missing[0] != (MissingArtifact{Step: sk("a"), Path: "A.md"}) {
+	if len(p.Missing) != 1 || p.Missing[0] != (MissingArtifact{Step: keytest.K("a"), Path: "A.md"}) {
 		t.Errorf("missing %+v, want a's A.md", p.Missing)
 	}
 	if err := afero.WriteFile(fsys, "/repo/A.md", []byte("a"), 0o644); err != nil {

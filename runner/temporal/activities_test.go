@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/afero"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/local"
 )
@@ -37,7 +38,7 @@ func TestTailSizeIsTheTails(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := &Activities{Runner: &local.Runner{FS: fsys}, Host: "w"}
-	got := a.tail(core.StartSession{Step: sk("s"), Iteration: 0, Attempt: 1}, "/log")
+	got := a.tail(core.StartSession{Step: keytest.K("s"), Iteration: 0, Attempt: 1}, "/log")
 	if got.Tail != "line 1\n" || got.Size != int64(len(got.Tail)) {
 		t.Errorf("tail %q of size %d", got.Tail, got.Size)
 	}
@@ -45,10 +46,10 @@ func TestTailSizeIsTheTails(t *testing.T) {
 	if err := afero.WriteFile(fsys, "/log", []byte(big), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got := a.tail(core.StartSession{Step: sk("s")}, "/log"); len(got.Tail) != TailBytes || got.Size != int64(len(big)) || !strings.HasSuffix(got.Tail, "end\n") {
+	if got := a.tail(core.StartSession{Step: keytest.K("s")}, "/log"); len(got.Tail) != TailBytes || got.Size != int64(len(big)) || !strings.HasSuffix(got.Tail, "end\n") {
 		t.Errorf("tail of a long log: %d bytes of %d", len(got.Tail), got.Size)
 	}
-	if got := a.tail(core.StartSession{Step: sk("s")}, "/none"); got.Tail != "" || got.Size != 0 {
+	if got := a.tail(core.StartSession{Step: keytest.K("s")}, "/none"); got.Tail != "" || got.Size != 0 {
 		t.Errorf("tail of no log: %+v", got)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/spec"
@@ -65,18 +66,18 @@ steps:
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(asked) != 2 || asked[0].Step != sk("ship") || asked[0].Message != "ship it?" || len(asked[0].Inputs) != 1 ||
-		asked[1].Step != sk("each[0].check") || asked[1].Message != "check x?" || len(asked[1].Inputs) != 1 || asked[1].Inputs[0].Name != "note" {
+	if len(asked) != 2 || asked[0].Step != keytest.K("ship") || asked[0].Message != "ship it?" || len(asked[0].Inputs) != 1 ||
+		asked[1].Step != keytest.K("each[0].check") || asked[1].Message != "check x?" || len(asked[1].Inputs) != 1 || asked[1].Inputs[0].Name != "note" {
 		t.Errorf("asked %+v", asked)
 	}
 	st, err := Status(ctx, c, "asked-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h := st.State.Steps[sk("ship")].Human; h == nil || h.By != "terminal" || h.Input["ticket"] != "from ship" {
+	if h := st.State.Steps[keytest.K("ship")].Human; h == nil || h.By != "terminal" || h.Input["ticket"] != "from ship" {
 		t.Errorf("ship's decision %+v", h)
 	}
-	if h := st.State.Steps[sk("each[0].check")].Human; h == nil || h.Input["note"] != "from each[0].check" {
+	if h := st.State.Steps[keytest.K("each[0].check")].Human; h == nil || h.Input["note"] != "from each[0].check" {
 		t.Errorf("the instance's decision %+v", h)
 	}
 	if !strings.Contains(out.String(), "run asked-1 completed") {

@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/log"
 
 	"github.com/flow-run/flow/internal/clock"
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/syncbuf"
 	"github.com/flow-run/flow/runner/core"
@@ -167,7 +168,7 @@ steps:
 		t.Errorf("finished sessions %v, want each step once: %v", ran, want)
 	}
 	st, _, err := record.LoadState(fsys, record.RunDir(repo, "killed-1"), false, time.Now())
-	if err != nil || st.Status != core.RunCompleted || st.Steps[sk("long")].Attempts != 1 {
+	if err != nil || st.Status != core.RunCompleted || st.Steps[keytest.K("long")].Attempts != 1 {
 		t.Errorf("the record: %v %+v", err, st)
 	}
 }
@@ -191,7 +192,7 @@ func TestEndToEndRetry(t *testing.T) {
 	if err != nil || res.ExitCode != 1 {
 		t.Fatalf("first run: %+v %v\n%s", res, err, out.String())
 	}
-	tails, err := Logs(ctx, c, "retry-1", sk("b"))
+	tails, err := Logs(ctx, c, "retry-1", keytest.K("b"))
 	if err != nil || len(tails) != 1 || tails[0].Tail != "trying\n" {
 		t.Errorf("logs of b: %+v %v", tails, err)
 	}
@@ -202,7 +203,7 @@ func TestEndToEndRetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := l.RetryPlan.Rerun; !slices.Equal(got, sks("b")) {
+	if got := l.RetryPlan.Rerun; !slices.Equal(got, keytest.Keys("b")) {
 		t.Errorf("retry plan re-runs %v, want [b]", got)
 	}
 	res, err = eng.Run(ctx, l.Options, ops.Attach{Output: &out})
@@ -213,7 +214,7 @@ func TestEndToEndRetry(t *testing.T) {
 		t.Errorf("resuming a completed run: %v, want refused (exit 8)", err)
 	}
 	st, _, err := record.LoadState(fsys, record.RunDir(repo, "retry-1"), false, time.Now())
-	if err != nil || st.Status != core.RunCompleted || st.Generation != 1 || st.Steps[sk("a")].Attempts != 1 {
+	if err != nil || st.Status != core.RunCompleted || st.Generation != 1 || st.Steps[keytest.K("a")].Attempts != 1 {
 		t.Errorf("the worker's record: %v %+v", err, st)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/spec"
@@ -36,7 +37,7 @@ func TestEndToEndFollowLogs(t *testing.T) {
 	}
 	for {
 		st, err := Status(ctx, c, "talk-1")
-		if err == nil && st.State.Steps[sk("talk")].Status == core.Running {
+		if err == nil && st.State.Steps[keytest.K("talk")].Status == core.Running {
 			break
 		}
 		if ctx.Err() != nil {
@@ -47,7 +48,7 @@ func TestEndToEndFollowLogs(t *testing.T) {
 	var out firstWrite
 	var notes bytes.Buffer
 	begun := time.Now()
-	if err := FollowLogs(ctx, c, "talk-1", sk("talk"), 100*time.Millisecond, &out, &notes); err != nil {
+	if err := FollowLogs(ctx, c, "talk-1", keytest.K("talk"), 100*time.Millisecond, &out, &notes); err != nil {
 		t.Fatal(err)
 	}
 	if want := "line 1\nline 2\nline 3\nline 4\nline 5\nline 6\n"; out.String() != want || notes.Len() > 0 {
@@ -57,7 +58,7 @@ func TestEndToEndFollowLogs(t *testing.T) {
 		t.Errorf("the follow returned after %s, before the session ended", d)
 	}
 	st, err := Status(ctx, c, "talk-1")
-	if err != nil || st.State.Steps[sk("talk")].Status != core.Completed || st.State.Status.Terminal() {
+	if err != nil || st.State.Steps[keytest.K("talk")].Status != core.Completed || st.State.Status.Terminal() {
 		t.Errorf("when the follow returned: %v %+v", err, st.State)
 	}
 	if ended := time.Now(); out.first.IsZero() || ended.Sub(out.first) < time.Second {
@@ -122,7 +123,7 @@ func TestEndToEndWatchTails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := st.State.Steps[sk("talk")]; s.Status != core.Running || s.PID <= 0 {
+	if s := st.State.Steps[keytest.K("talk")]; s.Status != core.Running || s.PID <= 0 {
 		t.Errorf("talk while it runs: %s, pid %d", s.Status, s.PID)
 	} else if err := syscall.Kill(s.PID, 0); err != nil {
 		t.Errorf("the running session's pid %d: %v", s.PID, err)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/internal/syncbuf"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
@@ -83,7 +84,7 @@ steps:
 	actsB.Host = "spare"
 	serveE2E(t, ctx, c, "move", false, actsB)
 	time.Sleep(3 * time.Second) // past the session's heartbeat timeout
-	if st, err := Status(ctx, c, "move-1"); err != nil || st.State.Steps[sk("long")].Status != core.Running {
+	if st, err := Status(ctx, c, "move-1"); err != nil || st.State.Steps[keytest.K("long")].Status != core.Running {
 		t.Fatalf("before the move: %v %+v", err, st.State)
 	}
 	if _, err := os.Stat(filepath.Join(repoB, "ran")); err == nil {
@@ -115,7 +116,7 @@ steps:
 		t.Errorf("sessions finished on the spare worker: %v, want %v", got, want)
 	}
 	st, _, err := record.LoadState(fsys, record.RunDir(repoB, "move-1"), false, time.Now())
-	if err != nil || st.Status != core.RunCompleted || st.RepoDir != repoB || st.Steps[sk("a")].Attempts != 1 {
+	if err != nil || st.Status != core.RunCompleted || st.RepoDir != repoB || st.Steps[keytest.K("a")].Attempts != 1 {
 		t.Errorf("the spare worker's record: %v %+v", err, st)
 	}
 	// The run stays on the worker it moved to.

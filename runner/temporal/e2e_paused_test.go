@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
 	"github.com/flow-run/flow/runner/record"
@@ -82,7 +83,7 @@ func TestEndToEndPausedRunFinishes(t *testing.T) {
 		t.Fatalf("the new worker answers for the recorded run: %v", err)
 	}
 	for step, want := range map[string]core.Status{"a": core.Completed, "b": core.Completed, "approve": core.WaitingOnHuman, "c": core.Pending, "d": core.Pending} {
-		if got := st.State.Steps[sk(step)].Status; got != want {
+		if got := st.State.Steps[keytest.K(step)].Status; got != want {
 			t.Errorf("recorded run: step %s is %s, want %s", step, got, want)
 		}
 	}
@@ -96,7 +97,7 @@ func TestEndToEndPausedRunFinishes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, c := st.State.Steps[sk("approve")].Status, st.State.Steps[sk("c")].Status; a != core.Completed || c != core.Pending {
+	if a, c := st.State.Steps[keytest.K("approve")].Status, st.State.Steps[keytest.K("c")].Status; a != core.Completed || c != core.Pending {
 		t.Fatalf("approved while paused: approve is %s and c %s, want completed and pending", a, c)
 	}
 	if _, err := eng.Control(ctx, ops.ControlRequest{RunID: "paused1", State: core.Continuous}); err != nil {
@@ -133,11 +134,11 @@ func TestEndToEndPausedRunFinishes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st2.Status != core.RunCompleted || st2.Steps[sk("approve")].Human == nil || st2.Steps[sk("approve")].Human.By != "ann" {
+	if st2.Status != core.RunCompleted || st2.Steps[keytest.K("approve")].Human == nil || st2.Steps[keytest.K("approve")].Human.By != "ann" {
 		t.Errorf("the worker's record: %+v", st2)
 	}
 	for _, step := range []string{"a", "b", "c", "d"} {
-		if s := st2.Steps[sk(step)]; s.Status != core.Completed || s.Attempts != 1 || s.Sessions != 1 {
+		if s := st2.Steps[keytest.K(step)]; s.Status != core.Completed || s.Attempts != 1 || s.Sessions != 1 {
 			t.Errorf("step %s: %s, %d attempt(s), %d session(s); want completed by one session", step, s.Status, s.Attempts, s.Sessions)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/internal/syncbuf"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
@@ -49,7 +50,7 @@ func TestEndToEndEditedRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(l.Plan.Kept, sks("a")) || !slices.Equal(l.Plan.Rerun, sks("b", "c")) {
+	if !slices.Equal(l.Plan.Kept, keytest.Keys("a")) || !slices.Equal(l.Plan.Rerun, keytest.Keys("b", "c")) {
 		t.Errorf("plan keeps %v and re-runs %v, want [a] and [b c]", l.Plan.Kept, l.Plan.Rerun)
 	}
 	out = syncbuf.Buffer{}
@@ -72,7 +73,7 @@ func TestEndToEndEditedRestart(t *testing.T) {
 		t.Fatalf("start at d: %+v %v\n%s", res, err, out.String())
 	}
 	st, _, err := record.LoadState(fsys, record.RunDir(repo, "edit-1"), false, time.Now())
-	if err != nil || !slices.Equal(st.StepOrder, sks("a", "b", "c", "d")) || st.Steps[sk("d")].Status != core.Completed {
+	if err != nil || !slices.Equal(st.StepOrder, keytest.Keys("a", "b", "c", "d")) || st.Steps[keytest.K("d")].Status != core.Completed {
 		t.Errorf("the worker's record: %v %+v", err, st)
 	}
 	// flow resume of a run that waits on a human, its file edited: the
@@ -87,10 +88,10 @@ func TestEndToEndEditedRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := eng.Run(ctx, l.Options, ops.Attach{Output: &out}); err != nil || res.ExitCode != int(ops.ExitHuman) || res.State.Steps[sk("after")] == nil {
+	if res, err := eng.Run(ctx, l.Options, ops.Attach{Output: &out}); err != nil || res.ExitCode != int(ops.ExitHuman) || res.State.Steps[keytest.K("after")] == nil {
 		t.Fatalf("resume with the edit: %+v %v\n%s", res, err, out.String())
 	}
-	if _, err := Decide(ctx, c, "wait-1", DecideRequest{Step: sk("h"), Input: core.HumanInput{Approved: true}}); err != nil {
+	if _, err := Decide(ctx, c, "wait-1", DecideRequest{Step: keytest.K("h"), Input: core.HumanInput{Approved: true}}); err != nil {
 		t.Fatal(err)
 	}
 	// A --no-wait follower that looks before the workflow has moved on
@@ -101,7 +102,7 @@ func TestEndToEndEditedRestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if h := st.State.Steps[sk("h")]; h != nil && h.Status != core.WaitingOnHuman {
+		if h := st.State.Steps[keytest.K("h")]; h != nil && h.Status != core.WaitingOnHuman {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -145,7 +146,7 @@ func TestEndToEndGatedStartAt(t *testing.T) {
 		t.Fatalf("run to its gates: %+v %v\n%s", res, err, out.String())
 	}
 	st, err := Status(ctx, c, "gated-1")
-	if err != nil || st.Liveness.State != record.LiveStopped || st.Liveness.Hook != sk("deploy") {
+	if err != nil || st.Liveness.State != record.LiveStopped || st.Liveness.Hook != keytest.K("deploy") {
 		t.Errorf("status of the gated run: %+v %v", st.Liveness, err)
 	}
 	if err := os.WriteFile(gates, []byte(`{"ci": "open"}`), 0o644); err != nil {
@@ -194,7 +195,7 @@ func TestEndToEndStartAtArtifacts(t *testing.T) {
 	if err := os.Remove(filepath.Join(repo, "PLAN.md")); err != nil {
 		t.Fatal(err)
 	}
-	want := []ops.MissingArtifact{{Step: sk("plan"), Path: "PLAN.md"}}
+	want := []ops.MissingArtifact{{Step: keytest.K("plan"), Path: "PLAN.md"}}
 	if p, err := plan(false); err != nil || !slices.Equal(p.Missing, want) || !p.Refused {
 		t.Errorf("plan with the artifact gone: %+v %v", p, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/flow-run/flow/internal/clock"
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/internal/syncbuf"
@@ -392,7 +393,7 @@ steps:
 				s.t.Fatal(err)
 			}
 			for _, k := range []string{"stories[s1].review", "stories[s2].review"} {
-				if ss := st.State.Steps[sk(k)]; ss != nil {
+				if ss := st.State.Steps[keytest.K(k)]; ss != nil {
 					s.add(fmt.Sprintf("%s: %s, iteration %d", k, strings.ToLower(string(ss.Status)), ss.IterationCount))
 				}
 			}

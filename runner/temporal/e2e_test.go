@@ -20,6 +20,7 @@ import (
 
 	"github.com/flow-run/flow/config"
 	"github.com/flow-run/flow/internal/clock"
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/internal/proc"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/local"
@@ -148,7 +149,7 @@ steps:
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		st, err := Status(ctx, c, "e2e-1")
-		if err == nil && st.State.Steps[sk("approve")].Status == core.WaitingOnHuman {
+		if err == nil && st.State.Steps[keytest.K("approve")].Status == core.WaitingOnHuman {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -162,13 +163,13 @@ steps:
 	if err := Watch(ctx, c, "e2e-1", 10*time.Millisecond, ops.WatchOptions{}, func(u ops.Update) error { updates = append(updates, u); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if len(updates) != 1 || !updates[0].First || updates[0].Status.State.Steps[sk("approve")].Status != core.WaitingOnHuman || !updates[0].Status.Over() {
+	if len(updates) != 1 || !updates[0].First || updates[0].Status.State.Steps[keytest.K("approve")].Status != core.WaitingOnHuman || !updates[0].Status.Over() {
 		t.Errorf("watch of a run waiting on a human: %+v", updates)
 	}
-	if _, err := Decide(ctx, c, "e2e-1", DecideRequest{Step: sk("approve"), Input: core.HumanInput{Approved: true, By: "ann"}}); err != nil {
+	if _, err := Decide(ctx, c, "e2e-1", DecideRequest{Step: keytest.K("approve"), Input: core.HumanInput{Approved: true, By: "ann"}}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Decide(ctx, c, "e2e-1", DecideRequest{Step: sk("approve"), Input: core.HumanInput{Approved: true, By: "bob"}})
+	_, err := Decide(ctx, c, "e2e-1", DecideRequest{Step: keytest.K("approve"), Input: core.HumanInput{Approved: true, By: "bob"}})
 	if code := ops.CodeOf(err); code != ops.ExitRefused {
 		t.Errorf("a second decision: %v (exit %d), want refused (exit 8)", err, code)
 	}
@@ -190,7 +191,7 @@ steps:
 		t.Errorf("a second run e2e-1: %v, want refused as bad usage (exit 2)", err)
 	}
 	st, _, err := record.LoadState(fsys, record.RunDir(repo, "e2e-1"), false, time.Now())
-	if err != nil || st.Status != core.RunCompleted || st.Steps[sk("approve")].Human.By != "ann" {
+	if err != nil || st.Status != core.RunCompleted || st.Steps[keytest.K("approve")].Human.By != "ann" {
 		t.Errorf("the worker's record: %v %+v", err, st)
 	}
 

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/flow-run/flow/internal/clock"
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/internal/syncbuf"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/ops"
@@ -151,7 +152,7 @@ steps:
 		}
 	}
 	st, _, err := record.LoadState(fsys, record.RunDir(repo, "drain-1"), false, time.Now())
-	if err != nil || st.Steps[sk("quick")].Attempts != 1 || st.Steps[sk("slow")].Attempts != 1 || st.Steps[sk("slow")].Status != core.Completed {
+	if err != nil || st.Steps[keytest.K("quick")].Attempts != 1 || st.Steps[keytest.K("slow")].Attempts != 1 || st.Steps[keytest.K("slow")].Status != core.Completed {
 		t.Errorf("the record: %v %+v", err, st)
 	}
 	if !slices.Contains(eventLines(t, fsys, record.RunDir(repo, "drain-1")), "warning slow") {

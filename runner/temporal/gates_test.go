@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
 )
@@ -53,12 +54,12 @@ func TestWorkflowGateStateFile(t *testing.T) {
 	}
 	for name, s := range map[string]StatusReply{"5m": waiting, "20m": broken} {
 		st := s.State
-		if st == nil || st.Steps[sk("deploy")].Status != core.Pending || !slices.Equal(st.Steps[sk("deploy")].WaitingGates, []string{"ci"}) {
+		if st == nil || st.Steps[keytest.K("deploy")].Status != core.Pending || !slices.Equal(st.Steps[keytest.K("deploy")].WaitingGates, []string{"ci"}) {
 			t.Errorf("status at %s: deploy is not waiting for ci: %+v", name, st)
 		}
 		// It waits, as a local run does: not busy (a start step may
 		// interrupt it), nor done.
-		if l := s.Liveness; l.State != record.LiveStopped || l.Hook != sk("deploy") || l.Reason != "waiting for gates to open: ci (gates.json)" {
+		if l := s.Liveness; l.State != record.LiveStopped || l.Hook != keytest.K("deploy") || l.Reason != "waiting for gates to open: ci (gates.json)" {
 			t.Errorf("liveness at %s: %+v", name, l)
 		}
 	}

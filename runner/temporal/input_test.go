@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/record"
 )
@@ -15,13 +16,13 @@ func TestCarriedInputs(t *testing.T) {
 	yes := true
 	ins := []core.Input{
 		core.Begin{Control: core.Pause, Gates: map[string]bool{"ci": true}},
-		core.WhenResult{Step: sk("a"), Run: true},
-		core.ItemsResult{Step: sk("l")},
-		core.SessionDone{Step: sk("a"), AutoApprove: &yes},
-		core.SessionPID{Step: sk("a"), PID: 7},
-		core.HumanReady{Step: sk("h"), ManualInputPath: "/m"},
-		core.HumanDecision{Step: sk("h"), Input: core.HumanInput{Approved: true, By: "x"}},
-		core.TimerFired{Step: sk("a")},
+		core.WhenResult{Step: keytest.K("a"), Run: true},
+		core.ItemsResult{Step: keytest.K("l")},
+		core.SessionDone{Step: keytest.K("a"), AutoApprove: &yes},
+		core.SessionPID{Step: keytest.K("a"), PID: 7},
+		core.HumanReady{Step: keytest.K("h"), ManualInputPath: "/m"},
+		core.HumanDecision{Step: keytest.K("h"), Input: core.HumanInput{Approved: true, By: "x"}},
+		core.TimerFired{Step: keytest.K("a")},
 		core.ControlChanged{Desired: core.Pause},
 		core.GatesChanged{Gates: map[string]bool{"ci": true, "window": false}},
 		core.CleanupDone{Failed: true},

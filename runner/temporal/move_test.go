@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/flow-run/flow/internal/clock"
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
@@ -63,9 +64,9 @@ func TestWorkflowMove(t *testing.T) {
 		t.Fatal(err)
 	}
 	if moved.Status != core.RunCompleted || moved.RepoDir != repo2 || moved.Runner.Host != "w2" ||
-		!strings.HasPrefix(moved.Steps[sk("c")].LogPath, repo2+"/") || moved.Steps[sk("a")].Status != core.Completed {
+		!strings.HasPrefix(moved.Steps[keytest.K("c")].LogPath, repo2+"/") || moved.Steps[keytest.K("a")].Status != core.Completed {
 		t.Errorf("the record on w2: status %s, repo %s, runner %+v, c's log %s, a %s",
-			moved.Status, moved.RepoDir, moved.Runner, moved.Steps[sk("c")].LogPath, moved.Steps[sk("a")].Status)
+			moved.Status, moved.RepoDir, moved.Runner, moved.Steps[keytest.K("c")].LogPath, moved.Steps[keytest.K("a")].Status)
 	}
 	var carried core.State
 	if err := json.Unmarshal(st, &carried); err != nil {

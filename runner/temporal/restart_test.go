@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 )
 
@@ -98,7 +99,7 @@ func TestWorkflowNewRunAtStep(t *testing.T) {
 	if got, want := h.starter.steps(), []string{"b.0.1", "c.0.1"}; !slices.Equal(got, want) {
 		t.Errorf("ran %v, want %v", got, want)
 	}
-	if s := h.state().Steps[sk("a")]; s.Status != core.Skipped {
+	if s := h.state().Steps[keytest.K("a")]; s.Status != core.Skipped {
 		t.Errorf("a is %s, want skipped", s.Status)
 	}
 }
@@ -143,7 +144,7 @@ steps:
 	if err := v.Get(&page); err != nil {
 		t.Fatal(err)
 	}
-	if len(page.Retries) != 1 || page.Retries[0].Step != sk("flaky") || page.Retries[0].Delay.Seconds() != 5 {
+	if len(page.Retries) != 1 || page.Retries[0].Step != keytest.K("flaky") || page.Retries[0].Delay.Seconds() != 5 {
 		t.Errorf("retries %+v", page.Retries)
 	}
 }
@@ -169,7 +170,7 @@ func TestWorkflowRestartKeepsPause(t *testing.T) {
 	h.prepareRestart("", false, before.Control)
 	var aerr, cerr error
 	var adone, cdone bool
-	h.update(time.Minute, UpdateDecide, DecideRequest{Step: sk("h"), Input: core.HumanInput{Approved: true}}, &aerr, &adone)
+	h.update(time.Minute, UpdateDecide, DecideRequest{Step: keytest.K("h"), Input: core.HumanInput{Approved: true}}, &aerr, &adone)
 	var paused StatusReply
 	h.env.RegisterDelayedCallback(func() { paused = h.query(QueryStatus) }, time.Hour)
 	h.update(2*time.Hour, UpdateControl, ControlRequest{Desired: core.Continuous}, &cerr, &cdone)
@@ -177,7 +178,7 @@ func TestWorkflowRestartKeepsPause(t *testing.T) {
 	if res := h.run(); res.Status != core.RunCompleted || aerr != nil || cerr != nil || !adone || !cdone {
 		t.Fatalf("restart: %+v; approve %v continue %v", res, aerr, cerr)
 	}
-	if st := paused.State; st == nil || st.Status != core.RunPaused || st.Steps[sk("b")].Status != core.Pending || paused.Control != core.Pause {
+	if st := paused.State; st == nil || st.Status != core.RunPaused || st.Steps[keytest.K("b")].Status != core.Pending || paused.Control != core.Pause {
 		t.Errorf("status an hour into the restart: %+v", paused)
 	}
 	if got := h.env.Now().Sub(began); got < 2*time.Hour {
@@ -210,10 +211,10 @@ func TestWorkflowRestartEditedWorkflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	digest := wf.Digest()
-	if st.Steps[sk("side")] != nil || st.Steps[sk("d")] == nil || st.Steps[sk("d")].Status != core.Completed ||
-		!slices.Equal(st.StepOrder, sks("a", "b", "c", "d")) || st.Vars["greeting"] != "hi" || st.WorkflowDigest != digest {
+	if st.Steps[keytest.K("side")] != nil || st.Steps[keytest.K("d")] == nil || st.Steps[keytest.K("d")].Status != core.Completed ||
+		!slices.Equal(st.StepOrder, keytest.Keys("a", "b", "c", "d")) || st.Vars["greeting"] != "hi" || st.WorkflowDigest != digest {
 		t.Errorf("the record after the retry: order %v, vars %v, digest %s (want %s), side %+v, d %+v",
-			st.StepOrder, st.Vars, st.WorkflowDigest, digest, st.Steps[sk("side")], st.Steps[sk("d")])
+			st.StepOrder, st.Vars, st.WorkflowDigest, digest, st.Steps[keytest.K("side")], st.Steps[keytest.K("d")])
 	}
 	ev := strings.Join(h.events(), "\n")
 	for _, w := range []string{"step_added d\nstep_removed side\nworkflow_changed\nrunner_started\nretry"} {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/runner/core"
 	"go.temporal.io/sdk/testsuite"
 )
@@ -57,8 +58,8 @@ func TestWorkflowLoopBackProgression(t *testing.T) {
 		t.Errorf("sessions %v, want %v", got, want)
 	}
 	st := h.state()
-	if st.Status != core.RunCompleted || st.Steps[sk("coding")].IterationCount != 1 || st.Steps[sk("merge")].Status != core.Completed {
-		t.Errorf("mirrored state: %s, coding iteration %d", st.Status, st.Steps[sk("coding")].IterationCount)
+	if st.Status != core.RunCompleted || st.Steps[keytest.K("coding")].IterationCount != 1 || st.Steps[keytest.K("merge")].Status != core.Completed {
+		t.Errorf("mirrored state: %s, coding iteration %d", st.Status, st.Steps[keytest.K("coding")].IterationCount)
 	}
 	ev := strings.Join(h.events(), "\n")
 	for _, w := range []string{"run_created", "runner_started", "gate_failed code_review", "session_started coding", "run_finished"} {
@@ -145,9 +146,9 @@ func TestWorkflowHumanApprovedByUpdate(t *testing.T) {
 	h := newHarness(t, humanFlow, func(c call) reply { return reply{} })
 	var early, first, second error
 	var earlyDone, firstDone, secondDone bool
-	h.update(time.Millisecond, UpdateDecide, DecideRequest{Step: sk("release"), Input: core.HumanInput{Approved: true}}, &early, &earlyDone)
-	h.update(time.Hour, UpdateDecide, DecideRequest{Step: sk("approve"), Input: core.HumanInput{Approved: true, By: "ann"}}, &first, &firstDone)
-	h.update(2*time.Hour, UpdateDecide, DecideRequest{Step: sk("approve"), Input: core.HumanInput{Approved: false, By: "bob"}}, &second, &secondDone)
+	h.update(time.Millisecond, UpdateDecide, DecideRequest{Step: keytest.K("release"), Input: core.HumanInput{Approved: true}}, &early, &earlyDone)
+	h.update(time.Hour, UpdateDecide, DecideRequest{Step: keytest.K("approve"), Input: core.HumanInput{Approved: true, By: "ann"}}, &first, &firstDone)
+	h.update(2*time.Hour, UpdateDecide, DecideRequest{Step: keytest.K("approve"), Input: core.HumanInput{Approved: false, By: "bob"}}, &second, &secondDone)
 	var status StatusReply
 	h.env.RegisterDelayedCallback(func() {
 		v, err := h.env.QueryWorkflow(QueryStatus)
@@ -169,16 +170,16 @@ func TestWorkflowHumanApprovedByUpdate(t *testing.T) {
 	if !firstDone || first != nil {
 		t.Errorf("approval: %v (done %v)", first, firstDone)
 	}
-	if st := status.State; st == nil || st.Steps[sk("approve")].Status != core.WaitingOnHuman || st.Status != core.RunWaitingOnHuman {
+	if st := status.State; st == nil || st.Steps[keytest.K("approve")].Status != core.WaitingOnHuman || st.Status != core.RunWaitingOnHuman {
 		t.Errorf("status while waiting: %+v", status.State)
 	}
 	st := h.state()
-	hi := st.Steps[sk("approve")].Human
+	hi := st.Steps[keytest.K("approve")].Human
 	if hi == nil || !hi.Approved || hi.By != "ann" || hi.Input["channel"] != "stable" {
 		t.Errorf("recorded decision %+v", hi)
 	}
-	if st.Steps[sk("release")].Status != core.Completed {
-		t.Errorf("release %s", st.Steps[sk("release")].Status)
+	if st.Steps[keytest.K("release")].Status != core.Completed {
+		t.Errorf("release %s", st.Steps[keytest.K("release")].Status)
 	}
 	// The workflow ended before the second decision came: it is lost.
 	if secondDone && second == nil {
@@ -194,7 +195,7 @@ func TestWorkflowPauseContinue(t *testing.T) {
 	var perr, aerr, cerr error
 	var pdone, adone, cdone bool
 	h.update(time.Minute, UpdateControl, ControlRequest{Desired: core.Pause}, &perr, &pdone)
-	h.update(2*time.Minute, UpdateDecide, DecideRequest{Step: sk("h"), Input: core.HumanInput{Approved: true}}, &aerr, &adone)
+	h.update(2*time.Minute, UpdateDecide, DecideRequest{Step: keytest.K("h"), Input: core.HumanInput{Approved: true}}, &aerr, &adone)
 	var paused *core.State
 	h.env.RegisterDelayedCallback(func() {
 		v, err := h.env.QueryWorkflow(QueryStatus)
@@ -213,7 +214,7 @@ func TestWorkflowPauseContinue(t *testing.T) {
 	if res.ExitCode != 0 || perr != nil || aerr != nil || cerr != nil || !pdone || !adone || !cdone {
 		t.Fatalf("result %+v; pause %v approve %v continue %v", res, perr, aerr, cerr)
 	}
-	if paused == nil || paused.Status != core.RunPaused || paused.Steps[sk("b")].Status != core.Pending {
+	if paused == nil || paused.Status != core.RunPaused || paused.Steps[keytest.K("b")].Status != core.Pending {
 		t.Fatalf("status while paused: %+v", paused)
 	}
 	if got := h.env.Now().Sub(start); got < 2*time.Hour {
@@ -255,7 +256,7 @@ func TestWorkflowHumanTimeout(t *testing.T) {
 				t.Fatalf("result %+v", res)
 			}
 			st := h.state()
-			if s := st.Steps[sk("approve")]; s.Status != core.Failed || s.LastError == nil {
+			if s := st.Steps[keytest.K("approve")]; s.Status != core.Failed || s.LastError == nil {
 				t.Errorf("approve %+v", s)
 			}
 			if got := h.env.Now().Sub(began); got < tc.want || got > tc.want+time.Minute {
@@ -281,12 +282,12 @@ func TestWorkflowHumanExpressionErrors(t *testing.T) {
 			h := newHarness(t, src, func(c call) reply { return reply{} })
 			res := h.run()
 			st := h.state()
-			g := st.Steps[sk("gate")]
+			g := st.Steps[keytest.K("gate")]
 			if res.Status != core.RunFailed || res.ExitCode != 1 || g.Status != core.Failed || g.LastError == nil ||
 				!strings.Contains(*g.LastError, "workflow.yaml:4:") || !strings.Contains(*g.LastError, tc.want) {
 				t.Fatalf("result %+v, gate %+v; want it failed with %s and its position", res, g, tc.want)
 			}
-			if b := st.Steps[sk("b")]; b != nil && b.Status != core.Pending && b.Status != core.Skipped {
+			if b := st.Steps[keytest.K("b")]; b != nil && b.Status != core.Pending && b.Status != core.Skipped {
 				t.Errorf("the step after it is %s", b.Status)
 			}
 		})
