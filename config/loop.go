@@ -73,14 +73,15 @@ func (b *builder) loopStep(s *Step, rs *rawStep, loop *Step) *Step {
 	return s
 }
 
-// notLoop reports the keys of a loop on a step without for_each.
+// notLoop reports the keys of a loop on a step without for_each: those
+// the key table declares for a loop only. The body (steps) and merge
+// have messages of their own; for_each itself makes a step a loop.
 func (b *builder) notLoop(s *Step, rs *rawStep) {
-	for _, k := range []struct {
-		name string
-		v    str
-	}{{"as", rs.as}, {"index_as", rs.indexAs}, {"key", rs.key}, {"max_parallel", rs.maxParallel}, {"max_items", rs.maxItems}, {"continue_on_error", rs.continueOnError}} {
-		if k.v.set {
-			b.d.errorf(k.v.pos(), "%s: step %q has no for_each; only a for_each loop has %s", k.name, s.ID, k.name)
+	if rs.rawStepMore != nil {
+		for _, k := range rs.kinded {
+			if k.on == loopStep && k.name != "steps" && k.name != "merge" && k.name != "for_each" {
+				b.d.errorf(k.pos, "%s: step %q has no for_each; only a for_each loop has %s", k.name, s.ID, k.name)
+			}
 		}
 	}
 	if rs.bodySet {

@@ -222,11 +222,11 @@ func TestLoopRules(t *testing.T) {
     steps:
       - {id: b, run: b}
 `, []loopDiag{
-			{5, 9, `as: step "a" has no for_each; only a for_each loop has as`},
-			{6, 15, `index_as: step "a" has no for_each; only a for_each loop has index_as`},
-			{7, 10, `key: step "a" has no for_each; only a for_each loop has key`},
-			{8, 19, `max_parallel: step "a" has no for_each; only a for_each loop has max_parallel`},
-			{9, 24, `continue_on_error: step "a" has no for_each; only a for_each loop has continue_on_error`},
+			{5, 5, `as: step "a" has no for_each; only a for_each loop has as`},
+			{6, 5, `index_as: step "a" has no for_each; only a for_each loop has index_as`},
+			{7, 5, `key: step "a" has no for_each; only a for_each loop has key`},
+			{8, 5, `max_parallel: step "a" has no for_each; only a for_each loop has max_parallel`},
+			{9, 5, `continue_on_error: step "a" has no for_each; only a for_each loop has continue_on_error`},
 			{10, 5, `steps: step "a" has no for_each; only a for_each loop has a body of steps`},
 		}},
 		{"names", `  - id: l
@@ -456,7 +456,7 @@ step "o" {
 `, []loopDiag{
 		{9, 16, `for_each inside the body of "l": loops nest one level`},
 		{16, 15, `for_each: must be a literal value, not a reference (an expression is a string)`},
-		{23, 9, `as: step "n" has no for_each; only a for_each loop has as`},
+		{23, 3, `as: step "n" has no for_each; only a for_each loop has as`},
 		{24, 3, `steps: step "n" has no for_each; only a for_each loop has a body of steps`},
 		{29, 21, `for_each: step "a" is a step of the body of loop "l": outside the body read it per item, as steps.l.items[i].a`},
 		{30, 3, `step "o" is a for_each loop: run belongs on a step of its body`},
