@@ -260,13 +260,71 @@ func (m *mission) do(what string, actions ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
+// text waits for the first element sel matches and returns its text.
+// It finds and reads the element in one evaluation: a live update may
+// replace a part of the page at any moment, and a node found in one
+// call and read in the next may be gone by then.
 func (m *mission) text(sel string) string {
 	m.t.Helper()
-	s, err := chromedp.Run(m.ctx, chromedp.Text(chromedp.CSS(sel)))
+	q, err := json.Marshal(sel)
 	if err != nil {
-		m.t.Fatalf("text of %s: %v", sel, err)
+		m.t.Fatal(err)
 	}
-	return s
+	js := fmt.Sprintf(`(() => { const e = document.querySelector(%s); return e ? JSON.stringify(e.innerText) : ""; })()`, q)
+	for {
+		s, err := chromedp.Run(m.ctx, chromedp.Evaluate[string](js))
+		if err != nil && !navigating(err) {
+			m.t.Fatalf("text of %s: %v", sel, err)
+		}
+		if s != "" {
+			var text string
+			if err := json.Unmarshal([]byte(s), &text); err != nil {
+				m.t.Fatalf("text of %s: %v", sel, err)
+			}
+			return text
+		}
+		select {
+		case <-m.t.Context().Done():
+			m.t.Fatalf("waiting for %s", sel)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// click clicks the first element sel matches, as a person would (the
+// mouse, at its place). Finding it takes calls of its own, and a live
+// update may replace the part of the page it is in between them: then
+// it finds the element again. The click itself is not repeated: it is
+// sent once the element's place is known.
+func click(sel string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		for {
+			v, err := chromedp.Click(chromedp.CSS(sel))(ctx, t)
+			if err == nil || !replaced(err) {
+				return v, err
+			}
+			select {
+			case <-ctx.Done():
+				return v, err
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// replaced reports whether err says a node found was no longer in the
+// page when it was used.
+func replaced(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "No node with given id") || strings.Contains(s, "Could not find node with given id") ||
+		strings.Contains(s, "Could not compute box model") || strings.Contains(s, "Node is detached")
+}
+
+// navigating reports whether err says the page was being replaced by
+// another (a form's answer loading) while the browser was asked.
+func navigating(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "navigated") || strings.Contains(s, "context was destroyed") || strings.Contains(s, "Cannot find context")
 }
 
 func (m *mission) eval(js string) string {
@@ -286,7 +344,7 @@ func (m *mission) poll(what, js string) {
 		if err == nil {
 			return
 		}
-		if strings.Contains(err.Error(), "navigated") || strings.Contains(err.Error(), "context was destroyed") || strings.Contains(err.Error(), "Cannot find context") {
+		if navigating(err) {
 			// A form's answer is loading: wait on the page it brings.
 			continue
 		}
@@ -448,7 +506,7 @@ func TestBrowserMissionControl(t *testing.T) {
 	}
 	m.shot("waiting")
 	m.do("approve r1", chromedp.SendKeys(chromedp.CSS(`input[name="in.ticket"]`), "OPS-7"),
-		chromedp.Click(chromedp.CSS(`section.decide form.approve button`)), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
+		click(`section.decide form.approve button`), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
 	m.mark()
 	m.poll("deploy's bar on the timeline", `!!document.querySelector('svg.gantt rect.open[data-key="deploy"]')`)
 	w0 := m.eval(`document.querySelector('svg.gantt rect.open[data-key="deploy"]').getAttribute("width")`)
@@ -481,7 +539,7 @@ func TestBrowserMissionControl(t *testing.T) {
 	// offers Resume in its place; resumed, the run completes live.
 	m.do("open r5", chromedp.Navigate(m.base+"runs/0/r5"), chromedp.WaitVisible(chromedp.CSS("section.decide")))
 	m.do("approve r5", chromedp.SendKeys(chromedp.CSS(`input[name="in.ticket"]`), "OPS-9"),
-		chromedp.Click(chromedp.CSS(`section.decide form.approve button`)), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
+		click(`section.decide form.approve button`), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
 	if s := m.text("p.notice"); !strings.Contains(s, "No runner holds this run") {
 		t.Errorf("after approving r5 the page says %q", s)
 	}
@@ -492,7 +550,7 @@ func TestBrowserMissionControl(t *testing.T) {
 		t.Error("the approval form still shows after the decision")
 	}
 	m.shot("decided")
-	m.do("resume r5", chromedp.Click(chromedp.CSS(`section.decide button[data-action="resume"]`)))
+	m.do("resume r5", click(`section.decide button[data-action="resume"]`))
 	m.poll("Resume's answer", `location.search === "?done=resume" && document.readyState === "complete"`)
 	m.mark()
 	m.poll("r5 to complete", `document.getElementById("run-status").textContent.trim() === "completed"`)
@@ -527,7 +585,7 @@ func TestBrowserMissionControl(t *testing.T) {
 	// Cancel stops s1 through its engine: it ends interrupted, and the
 	// log's page says the session ended.
 	m.do("cancel s1", chromedp.Navigate(m.base+"runs/0/s1"), chromedp.WaitVisible(chromedp.CSS(`button[data-action="cancel"]`)),
-		chromedp.Click(chromedp.CSS(`button[data-action="cancel"]`)), chromedp.WaitVisible(chromedp.CSS("p.notice")))
+		click(`button[data-action="cancel"]`), chromedp.WaitVisible(chromedp.CSS("p.notice")))
 	m.poll("s1 to be interrupted", `document.getElementById("run-status").textContent.trim() === "interrupted"`)
 	m.waitStatus("s1", "interrupted")
 
@@ -550,7 +608,7 @@ func TestBrowserMissionControl(t *testing.T) {
 		t.Fatalf("approve r2: %v\n%s", err, out)
 	}
 	m.do("pause r2", chromedp.Navigate(m.base+"runs/0/r2"), chromedp.WaitVisible(chromedp.CSS(`button[data-action="control/pause"]`)),
-		chromedp.Click(chromedp.CSS(`button[data-action="control/pause"]`)), chromedp.WaitVisible(chromedp.CSS("p.notice")))
+		click(`button[data-action="control/pause"]`), chromedp.WaitVisible(chromedp.CSS("p.notice")))
 	var control struct {
 		Desired string `json:"desired_state"`
 	}
@@ -565,7 +623,7 @@ func TestBrowserMissionControl(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.do("retry r3", chromedp.Navigate(m.base+"runs/0/r3"), chromedp.WaitVisible(chromedp.CSS("#steps")),
-		chromedp.Click(chromedp.CSS(`button[data-action="retry"]`)), chromedp.WaitVisible(chromedp.CSS("p.notice")))
+		click(`button[data-action="retry"]`), chromedp.WaitVisible(chromedp.CSS("p.notice")))
 	m.poll("r3 to complete", `document.getElementById("run-status").textContent.trim() === "completed"`)
 	m.waitStatus("r3", "completed")
 
@@ -600,7 +658,7 @@ func TestBrowserMissionControl(t *testing.T) {
 	if s := m.text("nav.sessions"); !strings.Contains(s, "iteration 0, attempt 1") || !strings.Contains(s, "iteration 0, attempt 2") {
 		t.Errorf("the picker offers %q", s)
 	}
-	m.do("pick the first attempt", chromedp.Click(chromedp.CSS(`nav.sessions a`)), chromedp.WaitVisible(chromedp.CSS("pre#log")))
+	m.do("pick the first attempt", click(`nav.sessions a`), chromedp.WaitVisible(chromedp.CSS("pre#log")))
 	if s := m.text("pre#log"); !strings.Contains(s, "first attempt") || strings.Contains(s, "second") {
 		t.Errorf("the first attempt's log shows %q", s)
 	}
@@ -612,9 +670,9 @@ func TestBrowserMissionControl(t *testing.T) {
 	// starts, with the place in the workflow it breaks; a good one starts
 	// the run, whose page opens and follows it.
 	m.do("open the start page", chromedp.Navigate(m.base+"start"), chromedp.WaitVisible(chromedp.CSS("table.workflows")))
-	m.do("pick greet", chromedp.Click(chromedp.CSS(`a[href$="workflow=workflows%2Fgreet.yaml"]`)), chromedp.WaitVisible(chromedp.CSS("form.start-form")))
+	m.do("pick greet", click(`a[href$="workflow=workflows%2Fgreet.yaml"]`), chromedp.WaitVisible(chromedp.CSS("form.start-form")))
 	m.do("start with a bad var", chromedp.SetValue(chromedp.CSS(`input[name="var.attempts"]`), "zero"),
-		chromedp.Click(chromedp.CSS(`form.start-form button`)), chromedp.WaitVisible(chromedp.CSS(".field-error")))
+		click(`form.start-form button`), chromedp.WaitVisible(chromedp.CSS(".field-error")))
 	if s := m.text(`.field-error[data-var="attempts"]`); !strings.Contains(s, "greet.yaml:8:") || !strings.Contains(s, "not a number") {
 		t.Errorf("the bad var's error reads %q", s)
 	}
@@ -631,7 +689,7 @@ func TestBrowserMissionControl(t *testing.T) {
 	m.shot("start")
 	m.do("start with a good var", chromedp.SetValue(chromedp.CSS(`input[name="var.attempts"]`), "2"),
 		chromedp.SetValue(chromedp.CSS(`input[name="var.greeting"]`), "bonjour"),
-		chromedp.Click(chromedp.CSS(`form.start-form button`)), chromedp.WaitVisible(chromedp.CSS("#steps")))
+		click(`form.start-form button`), chromedp.WaitVisible(chromedp.CSS("#steps")))
 	m.poll("the started run to complete", `document.getElementById("run-status").textContent.trim() === "completed"`)
 	started := m.eval(`location.pathname`)
 	m.do("open its log", chromedp.Navigate(m.base+strings.TrimPrefix(started, "/")+"/logs/hello"), chromedp.WaitVisible(chromedp.CSS("pre#log")))
@@ -852,7 +910,7 @@ func TestBrowserTemporal(t *testing.T) {
 		t.Errorf("t1's question reads %q", q)
 	}
 	m.do("approve t1", chromedp.SendKeys(chromedp.CSS(`input[name="in.ticket"]`), "OPS-11"),
-		chromedp.Click(chromedp.CSS(`section.decide form.approve button`)))
+		click(`section.decide form.approve button`))
 	m.poll("the approval's answer", `location.search === "?done=approve" && document.readyState === "complete"`)
 	m.mark()
 	m.poll("t1 to complete live", `document.getElementById("run-status").textContent.trim() === "completed"`)
