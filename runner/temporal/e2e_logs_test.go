@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -23,7 +25,7 @@ import (
 func TestEndToEndFollowLogs(t *testing.T) {
 	c := devServer(t)
 	repo := t.TempDir()
-	src := "name: talk\nsteps:\n  - {id: talk, run: \"for i in 1 2 3 4 5 6; do echo line $i; sleep 0.7; done\"}\n  - {id: after, needs: [talk], run: \"sleep 1\"}\n"
+	src := "name: talk\nsteps:\n  - {id: talk, run: \"for i in 1 2 3 4 5 6; do echo line $i; sleep 0.7; done\"}\n  - {id: after, needs: [talk], run: \"i=0; while [ ! -f released ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done\"}\n"
 	fsys, wf := e2eWorkflow(t, repo, "talk.yaml", src)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -63,6 +65,11 @@ func TestEndToEndFollowLogs(t *testing.T) {
 	}
 	if ended := time.Now(); out.first.IsZero() || ended.Sub(out.first) < time.Second {
 		t.Errorf("the first output came %s before the session ended: it was not followed while it ran", ended.Sub(out.first))
+	}
+	// The step after talk waits for this file (a minute at most), so
+	// that the run is still open whenever the checks above are made.
+	if err := os.WriteFile(filepath.Join(repo, "released"), nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
