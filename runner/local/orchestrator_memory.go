@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -44,10 +45,10 @@ const memoryFile = "AGENTS.md"
 // memoryTemplate starts a new memory file.
 const memoryTemplate = "# AGENTS.md\n\n## Gotchas\n"
 
-// lowValue are the patterns of entries agent_orchestrator's quality
+// lowValue returns the patterns of entries agent_orchestrator's quality
 // filter refuses, matched against the entry lowercased, without its
-// "- ".
-var lowValue = func() []*regexp.Regexp {
+// "- ". They are compiled on first use, not by every flow command.
+var lowValue = sync.OnceValue(func() []*regexp.Regexp {
 	var out []*regexp.Regexp
 	for _, p := range []string{
 		`line \d+`,
@@ -65,7 +66,7 @@ var lowValue = func() []*regexp.Regexp {
 		out = append(out, regexp.MustCompile(p))
 	}
 	return out
-}()
+})
 
 // memoryUpdate is one entry of a report's memory_updates.
 type memoryUpdate struct {
@@ -108,7 +109,7 @@ func memoryUpdates(report json.RawMessage) []memoryUpdate {
 func lowValueEntry(entry string) string {
 	n := strings.ToLower(strings.TrimSpace(entry))
 	n = strings.TrimPrefix(n, "- ")
-	for _, re := range lowValue {
+	for _, re := range lowValue() {
 		if re.MatchString(n) {
 			return "it matches the low-value pattern " + re.String()
 		}

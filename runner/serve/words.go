@@ -3,6 +3,7 @@ package serve
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // The operations layer's errors are written for the command line: they
@@ -12,21 +13,27 @@ import (
 // lines, which name commands and placeholders (RUN_ID) the page has no
 // use for.
 
-// pageCommands are the commands a run's page offers, and what the page
-// calls them.
-var pageCommands = []struct {
+// pageCommand is a command a run's page offers, and what the page calls
+// it.
+type pageCommand struct {
 	re   *regexp.Regexp
 	page string
-}{
-	{regexp.MustCompile(`flow resume [^\s,;:)]+( --engine \w+)?( --takeover)?`), "Resume (on the run's page)"},
-	{regexp.MustCompile(`flow retry [^\s,;:)]+( --engine \w+)?`), "Retry failed steps (on the run's page)"},
-	{regexp.MustCompile(`flow continue [^\s,;:)]+( --engine \w+)?`), "Continue (on the run's page)"},
-	{regexp.MustCompile(`flow approve [^\s,;:)]+ [^\s,;:)]+( --input [^\s,;:)]+)*`), "the approval form on the run's page"},
-	{regexp.MustCompile(`flow reject [^\s,;:)]+ [^\s,;:)]+( --reason '[^']*')?`), "the Reject form on the run's page"},
-	{regexp.MustCompile(`flow cancel [^\s,;:)]+( --engine \w+)?`), "Cancel (on the run's page)"},
-	{regexp.MustCompile(`flow resume\b`), "Resume"},
-	{regexp.MustCompile(`flow continue\b`), "Continue"},
 }
+
+// pageCommands returns the commands a run's page offers. They are
+// compiled on first use, not by every flow command.
+var pageCommands = sync.OnceValue(func() []pageCommand {
+	return []pageCommand{
+		{regexp.MustCompile(`flow resume [^\s,;:)]+( --engine \w+)?( --takeover)?`), "Resume (on the run's page)"},
+		{regexp.MustCompile(`flow retry [^\s,;:)]+( --engine \w+)?`), "Retry failed steps (on the run's page)"},
+		{regexp.MustCompile(`flow continue [^\s,;:)]+( --engine \w+)?`), "Continue (on the run's page)"},
+		{regexp.MustCompile(`flow approve [^\s,;:)]+ [^\s,;:)]+( --input [^\s,;:)]+)*`), "the approval form on the run's page"},
+		{regexp.MustCompile(`flow reject [^\s,;:)]+ [^\s,;:)]+( --reason '[^']*')?`), "the Reject form on the run's page"},
+		{regexp.MustCompile(`flow cancel [^\s,;:)]+( --engine \w+)?`), "Cancel (on the run's page)"},
+		{regexp.MustCompile(`flow resume\b`), "Resume"},
+		{regexp.MustCompile(`flow continue\b`), "Continue"},
+	}
+})
 
 // notAnID are the words that follow a command's name in a sentence
 // where no run id does.
@@ -42,7 +49,7 @@ func pageWords(msg string) string {
 		lines = append(lines, l)
 	}
 	msg = strings.Join(lines, "\n")
-	for _, c := range pageCommands {
+	for _, c := range pageCommands() {
 		msg = c.re.ReplaceAllStringFunc(msg, func(cmd string) string {
 			if f := strings.Fields(cmd); len(f) > 2 && notAnID[f[2]] {
 				// "flow resume after approval": the command itself.
