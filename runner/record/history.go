@@ -54,7 +54,11 @@ func HistoryOf(st *core.State) HistoryEntry {
 const maxHistoryLine = 64 << 10
 
 // AppendHistory appends a line for each entry to the history of repo,
-// through fsys, with one write, and syncs it. The file is opened for
+// through fsys, with one write. It does not sync the file: while a
+// run's directory exists it is the truth, and its line only a copy that
+// a crash of the machine may take; whatever removes a run's directory
+// calls SyncHistory first, so that no run is ever left with neither.
+// The file is opened for
 // appending (O_APPEND), so that writers that append at once — runs
 // that end together, flow prune — never overwrite each other's lines;
 // on the operating system's files fsys is to open beneath the
@@ -89,14 +93,33 @@ func AppendHistory(fsys afero.Fs, repo string, entries ...HistoryEntry) error {
 		}
 	}
 	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return fmt.Errorf("append to %s: %w", path, err)
+	}
+	return nil
+}
+
+// SyncHistory makes every line appended to the history of repo so far
+// durable, by whichever process appended it: a sync of the file writes
+// all of its data. A missing history has nothing to sync.
+func SyncHistory(fsys afero.Fs, repo string) error {
+	path := HistoryPath(repo)
+	f, err := fsys.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", path, err)
 	}
 	return nil
 }

@@ -221,7 +221,13 @@ func (p *Pruner) removeBatch(ctx context.Context, repo string, pol Policy, g *gi
 			c.p.History = true
 		}
 	}
-	if err := record.AppendHistory(p.Rec, repo, lines...); err != nil {
+	// Each line, written now or when its run ended, is made durable
+	// before its run's directory goes.
+	err := record.AppendHistory(p.Rec, repo, lines...)
+	if err == nil && len(taken) > 0 {
+		err = record.SyncHistory(p.Rec, repo)
+	}
+	if err != nil {
 		for _, c := range taken {
 			c.release()
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/flow-run/flow/internal/clock"
 	"github.com/flow-run/flow/internal/eventlog"
+	"github.com/flow-run/flow/internal/faultfs"
 	"github.com/flow-run/flow/internal/gitwork"
 	"github.com/flow-run/flow/internal/keytest"
 	"github.com/flow-run/flow/internal/runlock"
@@ -438,4 +439,41 @@ func (f failHistory) OpenFile(name string, flag int, perm os.FileMode) (afero.Fi
 		return nil, fmt.Errorf("disk full")
 	}
 	return f.Fs.OpenFile(name, flag, perm)
+}
+
+// TestPruneSyncsHistory: a run's line, appended unsynced when the run
+// ended, is synced before its directory is removed; a sync that fails
+// removes nothing.
+func TestPruneSyncsHistory(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		mem := afero.NewMemMapFs()
+		writeRun(t, mem, spec{id: "r1", wf: "a", status: core.RunCompleted, ageDays: 1})
+		st, _, err := record.LoadState(mem, record.RunDir(repo, "r1"), false, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := record.AppendHistory(mem, repo, record.HistoryOf(st)); err != nil {
+			t.Fatal(err)
+		}
+		plan := faultfs.Plan{}
+		if fail {
+			plan = faultfs.Plan{Op: faultfs.OpSync, N: 1}
+		}
+		ffs := faultfs.New(mem, plan)
+		p := newPruner(mem, nil)
+		p.Rec = ffs
+		res, err := p.Prune(context.Background(), repo, Policy{Keep: 0}, Options{})
+		if fail {
+			if err == nil || !exists(mem, "r1") {
+				t.Errorf("a failed sync of the history: error %v, run kept %v", err, exists(mem, "r1"))
+			}
+			continue
+		}
+		if err != nil || ids(res.Pruned) != "r1" || res.Pruned[0].History {
+			t.Fatalf("pruned %+v: %v", res.Pruned, err)
+		}
+		if n := ffs.Count(faultfs.OpSync); n != 1 {
+			t.Errorf("%d syncs, want 1: the history's, before the removal", n)
+		}
+	}
 }
