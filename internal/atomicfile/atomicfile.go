@@ -24,7 +24,7 @@ const tempMarker = ".tmp-"
 // over name and then, best effort, syncs the directory. On any failure
 // the temporary file is removed and the old file is untouched.
 func WriteFile(fs afero.Fs, name string, data []byte, perm os.FileMode) (err error) {
-	return write(fs, name, data, perm, true)
+	return write(fs, name, data, perm, syncAll)
 }
 
 // Replace is WriteFile without the syncs: readers still never see a torn
@@ -32,20 +32,30 @@ func WriteFile(fs afero.Fs, name string, data []byte, perm os.FileMode) (err err
 // content. It suits files derived from others (a summary, a copy), whose
 // loss costs nothing.
 func Replace(fs afero.Fs, name string, data []byte, perm os.FileMode) error {
-	return write(fs, name, data, perm, false)
+	return write(fs, name, data, perm, syncNone)
+}
+
+// Swap is WriteFile without the directory's sync: the new content is
+// synced before the rename, so that the name holds the old file or the
+// new one and never an empty one, but after a crash of the machine the
+// rename may be undone. It suits a writer that rewrites a file others
+// made durable with what it reports of itself, whose loss leaves the
+// file as they wrote it.
+func Swap(fs afero.Fs, name string, data []byte, perm os.FileMode) error {
+	return write(fs, name, data, perm, syncData)
 }
 
 // WriteWith is WriteFile with the content written by write, through a
 // buffer, instead of held in memory whole: for large files written
 // often. An error from write fails the replacement like any other.
 func WriteWith(fs afero.Fs, name string, perm os.FileMode, write func(io.Writer) error) error {
-	return writeWith(fs, name, perm, true, buffered(write))
+	return writeWith(fs, name, perm, syncAll, buffered(write))
 }
 
 // ReplaceWith is Replace with the content written by write (see
 // WriteWith).
 func ReplaceWith(fs afero.Fs, name string, perm os.FileMode, write func(io.Writer) error) error {
-	return writeWith(fs, name, perm, false, buffered(write))
+	return writeWith(fs, name, perm, syncNone, buffered(write))
 }
 
 // buffered returns write writing through a buffer.
@@ -59,14 +69,23 @@ func buffered(write func(io.Writer) error) func(io.Writer) error {
 	}
 }
 
-func write(fs afero.Fs, name string, data []byte, perm os.FileMode, durable bool) error {
-	return writeWith(fs, name, perm, durable, func(w io.Writer) error {
+// syncs says what a replacement syncs.
+type syncs int
+
+const (
+	syncNone syncs = iota // nothing
+	syncData              // the new content, before the rename
+	syncAll               // the new content, and the directory after the rename
+)
+
+func write(fs afero.Fs, name string, data []byte, perm os.FileMode, sync syncs) error {
+	return writeWith(fs, name, perm, sync, func(w io.Writer) error {
 		_, err := w.Write(data)
 		return err
 	})
 }
 
-func writeWith(fs afero.Fs, name string, perm os.FileMode, durable bool, write func(io.Writer) error) (err error) {
+func writeWith(fs afero.Fs, name string, perm os.FileMode, sync syncs, write func(io.Writer) error) (err error) {
 	tmp, f, err := createTemp(fs, name, perm)
 	if err != nil {
 		return fmt.Errorf("create temporary file for %s: %w", name, err)
@@ -82,7 +101,7 @@ func writeWith(fs afero.Fs, name string, perm os.FileMode, durable bool, write f
 	if err = write(f); err != nil {
 		return fmt.Errorf("write %s: %w", tmp, err)
 	}
-	if durable {
+	if sync >= syncData {
 		if err = f.Sync(); err != nil {
 			return fmt.Errorf("sync %s: %w", tmp, err)
 		}
@@ -95,7 +114,7 @@ func writeWith(fs afero.Fs, name string, perm os.FileMode, durable bool, write f
 	if err = fs.Rename(tmp, name); err != nil {
 		return fmt.Errorf("replace %s: %w", name, err)
 	}
-	if durable {
+	if sync == syncAll {
 		syncDir(fs, filepath.Dir(name))
 	}
 	return nil

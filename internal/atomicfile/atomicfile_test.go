@@ -175,3 +175,45 @@ func TestIsTemp(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncs counts what each way of replacing a file syncs: WriteFile
+// the content and the directory, Swap the content only (before its
+// rename), Replace nothing.
+func TestSyncs(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		write func(afero.Fs, string, []byte, os.FileMode) error
+		syncs int
+	}{
+		{"WriteFile", WriteFile, 2},
+		{"Swap", Swap, 1},
+		{"Replace", Replace, 0},
+	} {
+		base := afero.NewMemMapFs()
+		if err := afero.WriteFile(base, "/run/control.json", []byte("old"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fs := faultfs.New(base, faultfs.Plan{})
+		if err := tt.write(fs, "/run/control.json", []byte("new"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if n := fs.Count(faultfs.OpSync); n != tt.syncs {
+			t.Errorf("%s syncs %d times, want %d", tt.name, n, tt.syncs)
+		}
+		// A failed sync of the content leaves the old file: the rename
+		// never comes before the content is on disk.
+		if tt.syncs == 0 {
+			continue
+		}
+		base = afero.NewMemMapFs()
+		if err := afero.WriteFile(base, "/run/control.json", []byte("old"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := tt.write(faultfs.New(base, faultfs.Plan{Op: faultfs.OpSync, N: 1}), "/run/control.json", []byte("new"), 0o644); !errors.Is(err, faultfs.ErrInjected) {
+			t.Errorf("%s with its content's sync failing: %v", tt.name, err)
+		}
+		if got, _ := afero.ReadFile(base, "/run/control.json"); string(got) != "old" {
+			t.Errorf("%s with its content's sync failing left %q", tt.name, got)
+		}
+	}
+}

@@ -25,7 +25,7 @@ func (x *run) controlStarted(desired core.ControlState) error {
 	if desired != core.Continuous {
 		return nil
 	}
-	return record.UpdateControl(x.rec, x.dir, x.r.Clock.Now(), func(c *record.Control) {
+	return record.ReportControl(x.rec, x.dir, x.r.Clock.Now(), func(c *record.Control) {
 		if c.DesiredState == "" {
 			c.DesiredState = core.Continuous
 		}
@@ -40,7 +40,7 @@ func (x *run) controlStopped(res spec.Result, err error) {
 	if x.log == nil {
 		return
 	}
-	werr := record.UpdateControl(x.rec, x.dir, x.r.Clock.Now(), func(c *record.Control) {
+	werr := record.ReportControl(x.rec, x.dir, x.r.Clock.Now(), func(c *record.Control) {
 		if c.DesiredState == "" {
 			c.DesiredState = core.Continuous
 		}

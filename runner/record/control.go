@@ -78,12 +78,21 @@ func ReadControlIn(root *confine.Root) (*Control, error) {
 // the lock makes each read-modify-write whole, so neither side's update
 // is lost.
 func UpdateControl(fsys afero.Fs, runDir string, now time.Time, fn func(c *Control)) error {
-	return updateControl(fsys, runDir, now, true, fn)
+	return updateControl(fsys, runDir, now, atomicfile.WriteFile, fn)
 }
 
-// updateControl is UpdateControl; durable false skips the syncs, for
-// the runner's own reports of what it does.
-func updateControl(fsys afero.Fs, runDir string, now time.Time, durable bool, fn func(c *Control)) error {
+// ReportControl is UpdateControl for a runner's report of what it does
+// (current_state) as it starts or stops: the new file is synced but not
+// its rename, so that a crash of the machine may undo the report, and
+// leave the file as it was before, with the humans' desired_state as
+// they made it durable. A runner that crashed reports nothing true
+// anyway: liveness comes from the run's lock (docs/operating-runs.md).
+func ReportControl(fsys afero.Fs, runDir string, now time.Time, fn func(c *Control)) error {
+	return updateControl(fsys, runDir, now, atomicfile.Swap, fn)
+}
+
+// updateControl is UpdateControl, replacing the file with write.
+func updateControl(fsys afero.Fs, runDir string, now time.Time, write func(afero.Fs, string, []byte, os.FileMode) error, fn func(c *Control)) error {
 	path := filepath.Join(runDir, ControlFile)
 	unlock, err := lockFile(fsys, path+".lock")
 	if err != nil {
@@ -99,10 +108,6 @@ func updateControl(fsys afero.Fs, runDir string, now time.Time, durable bool, fn
 	b, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
 		return err
-	}
-	write := atomicfile.WriteFile
-	if !durable {
-		write = atomicfile.Replace
 	}
 	if err := write(fsys, path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
