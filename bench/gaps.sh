@@ -14,6 +14,8 @@
 #   N=1000    steps
 #   OUT=DIR   where binaries, workflows and perf data go (default: a new
 #             directory under $HOME)
+#   FLOW_ARGS more arguments of flow run, such as "--sandbox off" (with
+#             the sandbox, each session's fork is its launcher's)
 #
 # Needs perf (Debian: linux-perf) with access to the sched tracepoints
 # (root, or kernel.perf_event_paranoid <= -1).
@@ -48,7 +50,8 @@ record() { # name command...
 	perf script -i "$out/$name.data" -F comm,pid,time,event,trace 2>/dev/null >"$out/$name.txt"
 }
 record floor "$out/floor" -n "$N" -dir "$out/repo/floor"
-record flow "$flow" run "$out/wf-$N.yaml" --repo "$out/repo"
+# shellcheck disable=SC2086 # FLOW_ARGS is split into arguments
+record flow "$flow" run "$out/wf-$N.yaml" --repo "$out/repo" ${FLOW_ARGS:-}
 
 summarise() { # name
 	perl -e '
