@@ -211,6 +211,8 @@ type Activities struct {
 type opened struct {
 	launch launch
 	wf     *config.Workflow
+	// secrets hides the values of the run's secrets on this worker.
+	secrets *redact.Redactor
 	// mod and size are the launch file's when it was read: a run
 	// opened again (restarted) rewrites it.
 	mod  time.Time
@@ -348,17 +350,32 @@ func readLaunch(fsys afero.Fs, dir string) (launch, error) {
 	return l, nil
 }
 
-// Mirror appends the events to the run's record on this worker.
+// Mirror appends the events to the run's record on this worker, with
+// the run's secrets hidden as the local driver hides them in its
+// record: what the workflow makes of a signal (a decision's inputs and
+// reason) reaches no activity before it is mirrored. A run whose launch
+// is not on this worker (one moved here from a lost worker whose
+// repository was not shared) has no workflow here to name its secrets
+// by, and is mirrored as it comes.
 func (a *Activities) Mirror(ctx context.Context, req MirrorRequest) error {
 	if err := record.CheckRunID(req.RunID); err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
+	}
+	dir := record.RunDir(a.Repo, req.RunID)
+	events := req.Events
+	if o, err := a.launched(req.RunID, dir); err == nil {
+		events = make([]core.Event, len(req.Events))
+		for i, e := range req.Events {
+			e.Data = o.secrets.Bytes(e.Data)
+			events[i] = e
+		}
 	}
 	a.mu.Lock()
 	if a.mirrors.FS == nil {
 		a.mirrors.FS, a.mirrors.Shared = a.fs(), a.Shared
 	}
 	a.mu.Unlock()
-	return a.mirrors.Append(record.RunDir(a.Repo, req.RunID), req.Events, req.Final)
+	return a.mirrors.Append(dir, events, req.Final)
 }
 
 // remoteRun is a run opened on this worker, and the values of its
@@ -371,18 +388,15 @@ type remoteRun struct {
 // Secrets returns what hides the run's secrets.
 func (r remoteRun) Secrets() *redact.Redactor { return r.secrets }
 
-// remote opens the run on this worker.
-func (a *Activities) remote(runID string) (remoteRun, error) {
-	if err := record.CheckRunID(runID); err != nil {
-		return remoteRun{}, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
-	}
-	dir := record.RunDir(a.Repo, runID)
+// launched returns the launch of the run in dir as this worker read
+// it, read again when the run was opened again since.
+func (a *Activities) launched(runID, dir string) (opened, error) {
 	fi, err := a.fs().Stat(filepath.Join(dir, LaunchFile))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return remoteRun{}, fmt.Errorf("run %s was not opened on %s (no %s): is the worker's repository shared? (flow worker --shared-repo)", runID, a.Host, LaunchFile)
+			return opened{}, fmt.Errorf("run %s was not opened on %s (no %s): is the worker's repository shared? (flow worker --shared-repo)", runID, a.Host, LaunchFile)
 		}
-		return remoteRun{}, err
+		return opened{}, err
 	}
 	a.mu.Lock()
 	if a.opened == nil {
@@ -390,26 +404,40 @@ func (a *Activities) remote(runID string) (remoteRun, error) {
 	}
 	o, ok := a.opened[dir]
 	a.mu.Unlock()
-	if !ok || !o.mod.Equal(fi.ModTime()) || o.size != fi.Size() {
-		o = opened{mod: fi.ModTime(), size: fi.Size()}
-		if o.launch, err = readLaunch(a.fs(), dir); err != nil {
-			return remoteRun{}, err
-		}
-		if o.wf, err = ParseSource(a.Repo, o.launch.Source, o.launch.Invocation); err != nil {
-			return remoteRun{}, temporal.NewNonRetryableApplicationError("the run's workflow does not load: "+err.Error(), "refused", nil)
-		}
-		a.mu.Lock()
-		a.opened[dir] = o
-		a.mu.Unlock()
+	if ok && o.mod.Equal(fi.ModTime()) && o.size == fi.Size() {
+		return o, nil
+	}
+	o = opened{mod: fi.ModTime(), size: fi.Size()}
+	if o.launch, err = readLaunch(a.fs(), dir); err != nil {
+		return opened{}, err
+	}
+	if o.wf, err = ParseSource(a.Repo, o.launch.Source, o.launch.Invocation); err != nil {
+		return opened{}, temporal.NewNonRetryableApplicationError("the run's workflow does not load: "+err.Error(), "refused", nil)
+	}
+	// The secrets are those the local driver hides: the worker's
+	// environment's and the run's --env, by the workflow's names.
+	o.secrets = spec.Secrets(o.wf, slices.Concat(a.Runner.Environ, o.launch.Invocation.Env))
+	a.mu.Lock()
+	a.opened[dir] = o
+	a.mu.Unlock()
+	return o, nil
+}
+
+// remote opens the run on this worker.
+func (a *Activities) remote(runID string) (remoteRun, error) {
+	if err := record.CheckRunID(runID); err != nil {
+		return remoteRun{}, temporal.NewNonRetryableApplicationError(err.Error(), "refused", nil)
+	}
+	o, err := a.launched(runID, record.RunDir(a.Repo, runID))
+	if err != nil {
+		return remoteRun{}, err
 	}
 	l := o.launch
 	m, err := a.Runner.OpenRemote(spec.Options{Workflow: o.wf, Repo: a.Repo, RunID: runID, Resume: true, Invocation: l.Invocation, Budgets: l.Budgets})
 	if err != nil {
 		return remoteRun{}, err
 	}
-	// The secrets are those the local driver hides: the worker's
-	// environment's and the run's --env, by the workflow's names.
-	return remoteRun{Remote: m, secrets: spec.Secrets(o.wf, slices.Concat(a.Runner.Environ, l.Invocation.Env))}, nil
+	return remoteRun{Remote: m, secrets: o.secrets}, nil
 }
 
 // Session runs a step's session, beating with the tail of its log.

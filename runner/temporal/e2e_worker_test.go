@@ -354,3 +354,71 @@ func historyTexts(t *testing.T, b []byte) []string {
 	walk(v)
 	return out
 }
+
+// TestEndToEndDecisionSecretsHidden: a decision typed with a secret's
+// value in its input and reason is recorded in the worker's record with
+// the value hidden, as a local run records it.
+func TestEndToEndDecisionSecretsHidden(t *testing.T) {
+	c := devServer(t)
+	repo := t.TempDir()
+	const cred = "cred-81c0ffee42"
+	src := `
+name: decide
+secrets: [ACME_CRED]
+steps:
+  - id: approve
+    human:
+      message: ship?
+      inputs: [{name: note}]
+  - id: after
+    needs: [approve]
+    run: "true"
+`
+	fsys, wf := e2eWorkflow(t, repo, "decide.yaml", src)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	acts := e2eActivities(fsys, repo)
+	acts.Runner.Environ = append(os.Environ(), "ACME_CRED="+cred)
+	serveE2E(t, ctx, c, "decide", false, acts)
+	eng := &Engine{Client: c, TaskQueue: "decide", FS: fsys, PollEvery: 50 * time.Millisecond, Detach: true}
+	if _, err := eng.Run(ctx, spec.Options{Workflow: wf, Repo: repo, RunID: "decide-1"}, ops.Attach{Output: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		st, err := Status(ctx, c, "decide-1")
+		if err == nil && st.State.Steps[keytest.K("approve")].Status == core.WaitingOnHuman {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the run never waited on a human: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	in := core.HumanInput{Approved: true, By: "ann", Input: map[string]any{"note": "rotated " + cred}, Reason: "checked " + cred}
+	if _, err := Decide(ctx, c, "decide-1", DecideRequest{Step: keytest.K("approve"), Input: in}); err != nil {
+		t.Fatal(err)
+	}
+	dir := record.RunDir(repo, "decide-1")
+	for {
+		st, _, err := record.LoadState(fsys, dir, false, time.Time{})
+		if err == nil && st.Status == core.RunCompleted {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the run never completed in the worker's record: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b, err := afero.ReadFile(fsys, filepath.Join(dir, record.EventsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), cred) || !strings.Contains(string(b), "rotated ***") {
+		t.Errorf("the worker's events.jsonl, the decision's secret not hidden:\n%s", b)
+	}
+	for _, f := range []string{record.StateFile, record.SummaryFile} {
+		if b, _ := afero.ReadFile(fsys, filepath.Join(dir, f)); strings.Contains(string(b), cred) {
+			t.Errorf("%s holds the decision's secret", f)
+		}
+	}
+}
