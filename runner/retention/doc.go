@@ -36,8 +36,10 @@
 //   - A crash half way: the run directory is first renamed to a hidden
 //     name in .agents/runs/ (never listed as a run) and then removed,
 //     so a crash leaves either the whole run or nothing that looks like
-//     one; the next prune removes what a crash left. The history line
-//     is synced before anything is removed.
+//     one; the next prune removes what a crash left. The history is
+//     synced before anything is removed: the run's line, whether this
+//     prune wrote it or the run did as it ended (unsynced, while its
+//     directory held the truth).
 //   - A link planted in a run directory is removed, never followed:
 //     the record is removed through a file system that follows no link
 //     (internal/safefs).
