@@ -25,13 +25,21 @@ type CheckRequest struct {
 // CheckArtifacts runs ActivityArtifacts on the run's worker; it fails
 // when no worker of that queue takes it within Wait (a lost host).
 func CheckArtifacts(ctx workflow.Context, req CheckRequest) (ArtifactsReply, error) {
+	return onWorker[ArtifactsReply](ctx, req.Queue, req.Wait, time.Minute, ActivityArtifacts, req.Request)
+}
+
+// onWorker runs activity with req once on the worker of queue, and
+// fails when no worker of that queue takes it within wait (a lost
+// host) or when it runs longer than run: the workflows that reach one
+// worker for a client (CheckArtifacts, TailWorkflow).
+func onWorker[Reply any](ctx workflow.Context, queue string, wait, run time.Duration, activity string, req any) (Reply, error) {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:              req.Queue,
-		ScheduleToStartTimeout: req.Wait,
-		StartToCloseTimeout:    time.Minute,
+		TaskQueue:              queue,
+		ScheduleToStartTimeout: wait,
+		StartToCloseTimeout:    run,
 		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
 	})
-	var reply ArtifactsReply
-	err := workflow.ExecuteActivity(actx, ActivityArtifacts, req.Request).Get(ctx, &reply)
+	var reply Reply
+	err := workflow.ExecuteActivity(actx, activity, req).Get(ctx, &reply)
 	return reply, err
 }

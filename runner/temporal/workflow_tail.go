@@ -3,7 +3,6 @@ package temporal
 import (
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -24,13 +23,5 @@ type TailWorkflowRequest struct {
 // TailWorkflow runs ActivityTail on the session's worker; it fails when
 // no worker of that queue takes it within Wait.
 func TailWorkflow(ctx workflow.Context, req TailWorkflowRequest) (TailReply, error) {
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:              req.Queue,
-		ScheduleToStartTimeout: req.Wait,
-		StartToCloseTimeout:    req.Request.Wait + time.Minute,
-		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
-	})
-	var reply TailReply
-	err := workflow.ExecuteActivity(actx, ActivityTail, req.Request).Get(ctx, &reply)
-	return reply, err
+	return onWorker[TailReply](ctx, req.Queue, req.Wait, req.Request.Wait+time.Minute, ActivityTail, req.Request)
 }
