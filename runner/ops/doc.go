@@ -19,11 +19,11 @@
 //
 // # Errors and exit codes
 //
-// Errors that carry an exit code are *ExitError (Usage, Refused), or
-// errors CodeOf maps to one: a refusal of the core (core.ErrInvalid,
-// exit 2; core.ErrRefused, exit 8), a run held by a live runner
-// (*record.HeldError, ExitHeld, 7), an unknown run (record.ErrNoRun,
-// ExitUsage, 2). A front end maps CodeOf(err) to its exit code. Any
+// Errors that carry an exit code are *ExitError, or errors CodeOf maps
+// to one: a refusal of the core (core.ErrInvalid, exit 2, which Usage
+// makes; core.ErrRefused, exit 8, which Refused makes), a run held by a
+// live runner (*record.HeldError, ExitHeld, 7), an unknown run
+// (record.ErrNoRun, ExitUsage, 2). A front end maps CodeOf(err) to its exit code. Any
 // other error is a failure of flow itself (exit 1). How a run ended —
 // failed, waiting on a human, paused, interrupted — is not an error: it
 // is RunResult.ExitCode.

@@ -3,7 +3,6 @@ package ops
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/url"
 	"strings"
@@ -70,7 +69,7 @@ var ErrUnsupported = errors.New("not supported by this engine")
 // Unsupported returns the error of an operation op that engine cannot
 // do: bad usage (exit 2), and errors.Is ErrUnsupported.
 func Unsupported(engine, op string) error {
-	return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%s on the %s engine: %w", op, engine, ErrUnsupported)}
+	return core.Invalid("%s on the %s engine: %w", op, engine, ErrUnsupported)
 }
 
 // RestartRequest asks an engine to make a recorded run go on.

@@ -84,16 +84,14 @@ func (e *ExitError) Error() string { return e.Err.Error() }
 
 func (e *ExitError) Unwrap() error { return e.Err }
 
-// Usage returns an ExitUsage error.
-func Usage(format string, args ...any) error {
-	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, args...)}
-}
+// Usage returns an ExitUsage error: the core's refusal of a request
+// that is wrong in itself (core.Invalid), as the operations layer
+// names it.
+func Usage(format string, args ...any) error { return core.Invalid(format, args...) }
 
 // Refused returns an ExitRefused error: the run or step is not in a
-// state that allows what was asked.
-func Refused(format string, args ...any) error {
-	return &ExitError{Code: ExitRefused, Err: fmt.Errorf(format, args...)}
-}
+// state that allows what was asked (core.Refuse).
+func Refused(format string, args ...any) error { return core.Refuse(format, args...) }
 
 // CodeOf returns the exit code an error carries: an *ExitError's code;
 // ExitHeld for a *record.HeldError; ExitUsage for core.ErrInvalid and a

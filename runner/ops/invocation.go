@@ -18,6 +18,7 @@ import (
 	"github.com/flow-run/flow/internal/safefs"
 
 	"github.com/flow-run/flow/config"
+	"github.com/flow-run/flow/runner/core"
 	"github.com/flow-run/flow/runner/local"
 	"github.com/flow-run/flow/runner/record"
 	"github.com/flow-run/flow/runner/spec"
@@ -75,7 +76,7 @@ func (s *Service) loadInvokedFrom(read *loaded, path, repo string, v record.Invo
 		wf, err = config.LoadWith(s.FS, path, opts)
 	}
 	if err != nil {
-		return nil, &ExitError{Code: ExitUsage, Err: err}
+		return nil, core.Invalid("%w", err)
 	}
 	if err := s.checkRunFlags(repo, v); err != nil {
 		return nil, err

@@ -28,7 +28,7 @@ func (s *Service) LoadWorkflow(path, repo string) (*config.Workflow, error) {
 	}
 	w, err := config.LoadWith(s.FS, path, config.Options{Repo: repo})
 	if err != nil {
-		return nil, &ExitError{Code: ExitUsage, Err: err}
+		return nil, core.Invalid("%w", err)
 	}
 	return w, nil
 }

@@ -252,7 +252,7 @@ func (e *Engine) restartSource(req RestartRequest, in Input, host Host, inv reco
 	}
 	now, err := config.LoadWith(e.FS, file, inv.LoadOptions(repo))
 	if err != nil {
-		return Source{}, nil, &ops.ExitError{Code: ops.ExitUsage, Err: err}
+		return Source{}, nil, core.Invalid("%w", err)
 	}
 	if now.Name != own.Name {
 		return Source{}, nil, ops.Usage("run %s is a run of %s; %s is the workflow %s", req.RunID, own.Name, file, now.Name)
