@@ -344,7 +344,7 @@ func (x *run) open() error {
 	if err != nil {
 		var held *runlock.HeldError
 		if errors.As(err, &held) {
-			return &record.HeldError{RunID: runID, Holder: holderOf(held.Holder)}
+			return &record.HeldError{RunID: runID, Holder: held.Holder}
 		}
 		return fmt.Errorf("lock run %s: %w", runID, err)
 	}
@@ -567,13 +567,13 @@ func (x *run) checkRecordedRunner(st *core.State, now time.Time) error {
 	if !x.r.Alive(h) {
 		return nil
 	}
-	return &record.HeldError{RunID: st.RunID, Holder: holderOf(h)}
+	return &record.HeldError{RunID: st.RunID, Holder: h}
 }
 
 // recordedHolder names the runner that holds a run's event log: the one
 // the log's lock names, or else the one the record names.
-func (x *run) recordedHolder(locked *eventlog.LockedError, now time.Time) record.Holder {
-	h := record.Holder{PID: locked.PID, Host: locked.Host}
+func (x *run) recordedHolder(locked *eventlog.LockedError, now time.Time) runlock.Holder {
+	h := runlock.Holder{PID: locked.PID, Host: locked.Host}
 	if h.PID == 0 {
 		if st, _, err := record.LoadState(x.r.FS, x.dir, false, now); st != nil && err == nil && st.Runner != nil {
 			h.PID, h.Host = st.Runner.PID, st.Runner.Host

@@ -7,23 +7,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flow-run/flow/internal/runlock"
 	"github.com/flow-run/flow/runner/core"
 )
 
 // ErrNoRun is returned when a run does not exist.
 var ErrNoRun = errors.New("no such run")
 
-// Holder names the runner that holds a run.
-type Holder struct {
-	PID       int
-	Host      string
-	StartedAt time.Time
-}
-
-// HeldError says a run is held by a live runner.
+// HeldError says a run is held by a live runner: the one its lock
+// names (its Token is not needed to say who it is).
 type HeldError struct {
 	RunID  string
-	Holder Holder
+	Holder runlock.Holder
 }
 
 func (e *HeldError) Error() string {
