@@ -49,7 +49,7 @@ func (k StepKey) AppendText(b []byte) ([]byte, error) {
 
 // MarshalText writes the key in its String form: the form of the
 // record, the events and every JSON output.
-func (k StepKey) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+func (k StepKey) MarshalText() ([]byte, error) { return k.AppendText(nil) }
 
 // UnmarshalText reads a key in its String form; "" is the zero key.
 // It reads what a record holds, which flow wrote: a text that is not a
