@@ -45,15 +45,9 @@ func Swap(fs afero.Fs, name string, data []byte, perm os.FileMode) error {
 	return write(fs, name, data, perm, syncData)
 }
 
-// WriteWith is WriteFile with the content written by write, through a
+// ReplaceWith is Replace with the content written by write, through a
 // buffer, instead of held in memory whole: for large files written
 // often. An error from write fails the replacement like any other.
-func WriteWith(fs afero.Fs, name string, perm os.FileMode, write func(io.Writer) error) error {
-	return writeWith(fs, name, perm, syncAll, buffered(write))
-}
-
-// ReplaceWith is Replace with the content written by write (see
-// WriteWith).
 func ReplaceWith(fs afero.Fs, name string, perm os.FileMode, write func(io.Writer) error) error {
 	return writeWith(fs, name, perm, syncNone, buffered(write))
 }

@@ -78,12 +78,6 @@ func (r *Runner) OpenRemote(opts spec.Options) (*Remote, error) {
 	return &Remote{x: x}, nil
 }
 
-// Dir returns the run's directory on this machine.
-func (m *Remote) Dir() string { return m.x.dir }
-
-// State returns the run's state as the worker's record has it.
-func (m *Remote) State() *core.State { return m.x.st }
-
 // Session runs the session of a step the core started (StartSession)
 // to its end, as the local driver does — its process group, timeouts,
 // log, report, signals, gate — and returns what the core is to hear:

@@ -13,10 +13,10 @@
 // keeps I/O and the clock out of its files.
 //
 // The worker (activities.go) performs one effect at a time with the
-// runner's own session code (runner.Remote): the session's process
+// local driver's own session code (local.Remote): the session's process
 // group, timeouts, log, report and gate are the local driver's. It
 // mirrors the run's events.jsonl and run_state.json under its
-// repository (runner.Mirrors); Temporal's history stays the source of
+// repository (local.Mirrors); Temporal's history stays the source of
 // truth.
 //
 // What can go wrong, and what happens:
